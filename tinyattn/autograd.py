@@ -1,0 +1,255 @@
+"""Reverse-mode autograd: `apply` runs an op and records a node; `backward` walks the nodes back.
+
+A Node is what one op call leaves for the backward pass: the op, the nodes of its inputs (None
+where an input needs no gradient), the arrays its VJP needs (`saved`) and the op's parameters.
+A leaf tensor that requires grad owns a leaf node (op None) that knows where `.grad` goes.
+Backward is iterative (no recursion limit), sums broadcast gradients back to input shapes in one
+place (`sum_to`), accumulates with `+` and frees each interior gradient once it is used.
+Grad mode and the module name scope are contextvars, so threads and tasks do not share them.
+"""
+
+import contextvars
+import functools
+import weakref
+
+from .errors import BackendError, DimError, DTypeError, GraphError, ShapeError, TinyattnError
+from .errors import fmt_shape
+
+_grad_enabled = contextvars.ContextVar("tinyattn_grad_enabled", default=True)
+_scope = contextvars.ContextVar("tinyattn_scope", default=None)
+_tracer = contextvars.ContextVar("tinyattn_tracer", default=None)
+
+
+# ---- grad mode --------------------------------------------------------------------------------
+
+
+def is_grad_enabled():
+    return _grad_enabled.get()
+
+
+class _GradMode:
+    """A context manager (and decorator) that sets grad mode for its block."""
+
+    enabled = True
+
+    def __init__(self):
+        self._tokens = []
+
+    def __enter__(self):
+        self._tokens.append(_grad_enabled.set(self.enabled))
+        return self
+
+    def __exit__(self, *exc):
+        _grad_enabled.reset(self._tokens.pop())
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with type(self)():
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+class no_grad(_GradMode):  # noqa: N801 - PyTorch's name
+    """`with no_grad():` records no graph: for evaluation and parameter updates."""
+
+    enabled = False
+
+
+class enable_grad(_GradMode):  # noqa: N801 - PyTorch's name
+    """`with enable_grad():` records the graph again inside a no_grad block."""
+
+    enabled = True
+
+
+# ---- the graph ----------------------------------------------------------------------------------
+
+
+class Node:
+    """One recorded op call (or, with op None, a leaf that requires grad)."""
+
+    __slots__ = ("op", "parents", "saved", "params", "shapes", "dtypes", "scope", "tensor",
+                 "retain", "__weakref__")
+
+    def __init__(self, op, parents, saved, params, shapes, dtypes, scope=None):
+        self.op = op  # the Op, or None for a leaf
+        self.parents = parents  # one Node or None per input
+        self.saved = saved  # what the VJP needs; None once freed by backward
+        self.params = params
+        self.shapes = shapes  # input shapes, for sum_to and shape checks
+        self.dtypes = dtypes  # input dtypes: a gradient keeps its input's dtype
+        self.scope = scope  # the module path that created it ("blocks.0.attn"), or None
+        self.tensor = None  # weakref to the tensor whose .grad this node writes (leaves, retain)
+        self.retain = False
+
+    @classmethod
+    def leaf(cls, tensor):
+        node = cls(None, (), (), {}, (tensor.shape,), (tensor.dtype,))
+        node.tensor = weakref.ref(tensor)
+        return node
+
+    def __repr__(self):
+        return f"<Node {self.op.name if self.op else 'leaf'}>"
+
+
+def apply(op, *inputs, **params):
+    """Run `op` on tensors (and Python numbers), and record a node if any input needs grad."""
+    be = None
+    arrays = []
+    parents = []
+    needs_grad = False
+    for x in inputs:
+        if isinstance(x, Tensor):
+            if be is None:
+                be = x.backend
+            elif x.backend is not be:
+                raise BackendError(f"{op.name}: inputs live on two backends, {be.name} and "
+                                   f"{x.backend.name}: move one with .to('{be.name}') first")
+            arrays.append(x.data)
+            node = x._node
+            parents.append(node)
+            needs_grad = needs_grad or node is not None
+        else:
+            arrays.append(x)
+            parents.append(None)
+    if be is None:
+        raise TypeError(f"{op.name}: needs at least one Tensor input")
+    try:
+        out, saved = op.fwd(be, *arrays, **params)
+    except TinyattnError:
+        raise
+    except (ValueError, IndexError, TypeError) as e:
+        raise _op_error(op, inputs, e) from e
+    t = Tensor.__new__(Tensor)
+    t.data = out
+    t.backend = be
+    t.grad = None
+    t.name = None
+    t._node = None
+    if needs_grad and _grad_enabled.get():
+        for i in op.nondiff:
+            parents[i] = None
+        t._node = Node(op, parents, saved, params, [getattr(a, "shape", ()) for a in arrays],
+                       [getattr(a, "dtype", None) for a in arrays], _scope.get())
+    tracer = _tracer.get()
+    if tracer is not None:
+        tracer.forward(op, inputs, params, t)
+    return t
+
+
+def _op_error(op, inputs, e):
+    """Turn an array library's error inside an op into one that names the op and the shapes."""
+    shapes = ", ".join(fmt_shape(x.shape) if isinstance(x, Tensor) else repr(x) for x in inputs)
+    kind = {ValueError: ShapeError, IndexError: DimError, TypeError: DTypeError}
+    cls = next(k for base, k in kind.items() if isinstance(e, base))
+    return cls(f"{op.name}: inputs {shapes}: {e}")
+
+
+def sum_to(g, shape):
+    """Sum `g` over the dims broadcasting added or stretched, so that it has `shape`."""
+    if g.shape == shape:
+        return g
+    lead = g.ndim - len(shape)
+    if lead < 0:
+        raise ShapeError(f"cannot sum a gradient of shape {fmt_shape(g.shape)} to "
+                         f"{fmt_shape(shape)}")
+    stretched = tuple(lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1)
+    g = g.sum(axis=tuple(range(lead)) + stretched, keepdims=True)
+    return g.reshape(shape)
+
+
+def toposort(root):
+    """Nodes reachable from `root`, each after every node that uses it (iterative DFS)."""
+    order = []
+    seen = {root}
+    stack = [(root, iter(root.parents))]
+    while stack:
+        node, parents = stack[-1]
+        for p in parents:
+            if p is not None and p not in seen:
+                seen.add(p)
+                stack.append((p, iter(p.parents)))
+                break
+        else:
+            stack.pop()
+            order.append(node)
+    order.reverse()
+    return order
+
+
+def backward(tensor, gradient=None, retain_graph=False):
+    """Fill `.grad` of the leaves (and retain_grad tensors) that `tensor` depends on."""
+    root = tensor._node
+    be = tensor.backend
+    if root is None:
+        raise GraphError("backward: this tensor does not require grad and has no graph; create "
+                         "its inputs with requires_grad=True, outside no_grad()")
+    if gradient is None:
+        if tensor.data.size != 1:
+            raise GraphError(f"backward: the output has shape {fmt_shape(tensor.shape)}; "
+                             "backward() needs a scalar (reduce with .sum() or .mean() first) "
+                             f"or an explicit gradient= of shape {fmt_shape(tensor.shape)}")
+        g = be.xp.ones_like(tensor.data)
+    else:
+        g = gradient.data if isinstance(gradient, Tensor) else be.asarray(gradient)
+        if g.shape != tensor.shape:
+            raise ShapeError(f"backward: gradient has shape {fmt_shape(g.shape)} but the output "
+                             f"has shape {fmt_shape(tensor.shape)}")
+        g = g.astype(tensor.dtype, copy=False)
+    tracer = _tracer.get()
+    grads = {root: g}
+    for node in toposort(root):
+        g = grads.pop(node, None)
+        if g is None:
+            continue
+        if node.tensor is not None:
+            _write_grad(node, g, be)
+        op = node.op
+        if op is None:
+            continue
+        saved = node.saved
+        if saved is None:
+            raise GraphError(f"backward: the graph through {op.name} was already freed by an "
+                             "earlier backward(); pass retain_graph=True to the first backward() "
+                             "to go through it again, or recompute the forward pass")
+        gs = op.vjp(be, g, saved, **node.params)
+        if not retain_graph:
+            node.saved = None
+        if tracer is not None:
+            tracer.backward(node, g, gs)
+        for i, (parent, gx) in enumerate(zip(node.parents, gs)):
+            if parent is None or gx is None:
+                continue
+            shape = node.shapes[i]
+            if gx.shape != shape:
+                gx = _fit(op, i, gx, shape)
+            if gx.dtype != node.dtypes[i]:
+                gx = gx.astype(node.dtypes[i])
+            prev = grads.get(parent)
+            grads[parent] = gx if prev is None else prev + gx
+            if tracer is not None and prev is not None:
+                tracer.accumulate(parent, node)
+
+
+def _fit(op, i, gx, shape):
+    """Sum a broadcast gradient back to its input's shape; any other mismatch is a bug in op."""
+    if op.broadcasts:
+        try:
+            return sum_to(gx, shape)
+        except (ValueError, ShapeError):
+            pass
+    raise ShapeError(f"{op.name}: the VJP returned a gradient of shape {fmt_shape(gx.shape)} "
+                     f"for input {i} of shape {fmt_shape(shape)}")
+
+
+def _write_grad(node, g, be):
+    """Add `g` to the tensor's `.grad`: a fresh array, never a view shared with the graph."""
+    t = node.tensor()
+    if t is None:
+        return
+    g = g.astype(t.dtype) if t.grad is None else t.grad.data + g
+    t.grad = Tensor._wrap(g, be)
+
+
+from .tensor import Tensor  # noqa: E402 - tensor.py imports this module's apply first

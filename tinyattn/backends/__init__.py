@@ -1,0 +1,75 @@
+"""Choosing a backend: by name, per context, or from the TINYATTN_BACKEND environment variable.
+
+`get_backend()` is the backend new tensors land on: the innermost `use_backend(...)` block, else
+the one `set_backend(...)` chose, else TINYATTN_BACKEND, else NumPy. Backends are made once and
+kept; CuPy is imported only when its backend is first asked for, never by `import tinyattn`.
+"""
+
+import contextlib
+import contextvars
+import os
+
+from ..errors import BackendError
+from .base import Backend
+from .numpy_backend import NumpyBackend
+
+ALIASES = {"numpy": "numpy", "cpu": "numpy", "np": "numpy", "cupy": "cupy", "cuda": "cupy",
+           "gpu": "cupy"}
+
+_made = {}
+_seed = None  # the last manual_seed, given to backends made after it
+_default = None  # the name set_backend chose, or None for "TINYATTN_BACKEND, else numpy"
+_override = contextvars.ContextVar("tinyattn_backend", default=None)
+
+
+def backend(name_or_backend):
+    """The backend object for a name ("numpy", "cpu", "cupy", "cuda") or a Backend (returned)."""
+    if isinstance(name_or_backend, Backend):
+        return name_or_backend
+    key = ALIASES.get(str(name_or_backend).lower())
+    if key is None:
+        raise BackendError(f"unknown backend {name_or_backend!r}: use one of "
+                           f"{sorted(ALIASES)}")
+    be = _made.get(key)
+    if be is None:
+        if key == "numpy":
+            be = NumpyBackend(_seed)
+        else:
+            from .cupy_backend import make_cupy_backend  # the only place CuPy gets imported
+
+            be = make_cupy_backend(_seed)
+        _made[key] = be
+    return be
+
+
+def get_backend():
+    """The backend new tensors are created on."""
+    be = _override.get()
+    if be is not None:
+        return be
+    return backend(_default or os.environ.get("TINYATTN_BACKEND", "numpy"))
+
+
+def set_backend(name):
+    """Make `name` the default backend for new tensors (for this process)."""
+    global _default
+    backend(name)  # fail now, not at the first tensor
+    _default = name
+
+
+@contextlib.contextmanager
+def use_backend(name):
+    """`with use_backend("cupy"):` creates new tensors on that backend inside the block."""
+    token = _override.set(backend(name))
+    try:
+        yield _override.get()
+    finally:
+        _override.reset(token)
+
+
+def manual_seed(seed):
+    """Seed every backend's generator, now and for backends made later."""
+    global _seed
+    _seed = seed
+    for be in _made.values():
+        be.seed(seed)

@@ -1,0 +1,161 @@
+"""Backend: the array module `xp` plus the few fused primitives that backends may speed up.
+
+Every primitive here is the readable reference, written in `self.xp` so that it runs on any
+backend; the CuPy backend overrides some of them with CUDA kernels and is tested against these.
+Ops call `be.xp` for ordinary array work and `be.<primitive>` for the fused pieces, and never ask
+which backend they run on. All softmax primitives work on rows along `axis` (the last by default);
+a row whose entries are all -inf (fully masked) gives zeros, never NaN.
+"""
+
+import math
+from abc import ABC, abstractmethod
+
+NEG_INF = float("-inf")
+
+
+class Backend(ABC):
+    """An object with `xp` (numpy or cupy) and a fixed list of functions."""
+
+    name = "base"
+    xp = None
+
+    def __init__(self, seed=None):
+        self.seed(seed)
+
+    # ---- arrays in and out -------------------------------------------------------------------
+
+    def asarray(self, data, dtype=None):
+        return self.xp.asarray(data, dtype=dtype)
+
+    @abstractmethod
+    def to_numpy(self, array):
+        """A NumPy array with the values of `array` (a copy only where the backend needs one)."""
+
+    # ---- randomness: one generator per backend, seeded by tinyattn.manual_seed --------------
+
+    def seed(self, seed):
+        self.rng = self.xp.random.default_rng(seed)
+
+    def randn(self, shape, dtype):
+        return self.rng.standard_normal(shape, dtype=dtype)
+
+    def rand(self, shape, dtype, seed=None):
+        """Uniform [0, 1) floats; from a fresh generator seeded with `seed` when one is given."""
+        rng = self.rng if seed is None else self.xp.random.default_rng(seed)
+        return rng.random(shape, dtype=dtype)
+
+    # ---- small helpers the ops share ---------------------------------------------------------
+
+    def scatter_add(self, out, index, values):
+        """out[index] += values, where repeated indices accumulate (the VJP of gathering)."""
+        self.xp.add.at(out, index, values)
+
+    def erf(self, x):
+        """The error function: exact to ~1e-15 in float64, to ~3e-7 (a float32 ulp or two) else."""
+        return self.erf_reference(x) if x.dtype == self.xp.float64 else self.erf_fast(x)
+
+    # ---- softmax: the three-pass reference -------------------------------------------------
+
+    def softmax(self, x, axis=-1):
+        """y = exp(x - max) / sum(exp(x - max)): pass 1 max, pass 2 exp and sum, pass 3 divide."""
+        xp = self.xp
+        m = x.max(axis=axis, keepdims=True)
+        m = xp.where(m == NEG_INF, 0, m)  # a fully masked row: exp(-inf - 0) = 0, no NaN
+        y = xp.exp(x - m)
+        s = y.sum(axis=axis, keepdims=True)
+        y /= xp.where(s == 0, 1, s)
+        return y
+
+    def softmax_backward(self, y, g, axis=-1):
+        """gx = y * (g - sum(g * y)): the Jacobian diag(y) - y yᵀ applied to g, never built."""
+        return y * (g - (g * y).sum(axis=axis, keepdims=True))
+
+    # ---- softmax: the online (m, l) reference, the spec the CUDA kernels are held to ---------
+
+    @staticmethod
+    def online_merge(xp, m_a, l_a, m_b, l_b):
+        """(m_a, l_a) ⊕ (m_b, l_b) = (m, l_a e^(m_a - m) + l_b e^(m_b - m)) with m = max(m_a, m_b).
+
+        Empty pieces have m = -inf and l = 0; where both are empty, m stays -inf and l stays 0
+        (a naive exp(-inf - -inf) would be NaN).
+        """
+        m = xp.maximum(m_a, m_b)
+        m_safe = xp.where(m == NEG_INF, 0, m)
+        return m, l_a * xp.exp(m_a - m_safe) + l_b * xp.exp(m_b - m_safe)
+
+    def online_softmax(self, x, block=128):
+        """Softmax over the last axis, walking each row in blocks of `block` columns.
+
+        Per block: its own (max, sum of exp) pair, merged into the running (m, l) with
+        `online_merge`; at the end y = exp(x - m) / l. With block=1 this is the textbook
+        recurrence m_i = max(m_{i-1}, x_i), l_i = l_{i-1} e^(m_{i-1} - m_i) + e^(x_i - m_i).
+        """
+        xp = self.xp
+        n = x.shape[-1]
+        m = xp.full(x.shape[:-1] + (1,), NEG_INF, dtype=x.dtype)
+        l = xp.zeros(x.shape[:-1] + (1,), dtype=x.dtype)
+        for start in range(0, n, block):
+            xb = x[..., start:start + block]
+            m_b = xb.max(axis=-1, keepdims=True)
+            l_b = xp.exp(xb - xp.where(m_b == NEG_INF, 0, m_b)).sum(axis=-1, keepdims=True)
+            m, l = self.online_merge(xp, m, l, m_b, l_b)
+        y = xp.exp(x - xp.where(m == NEG_INF, 0, m))
+        return y / xp.where(l == 0, 1, l)
+
+    # ---- scaled masked softmax (attention scores), over the last axis ------------------------
+
+    def causal_keep(self, n_q, n_k):
+        """Boolean (n_q, n_k): True where query i may see key j (j <= i), aligned top-left."""
+        xp = self.xp
+        return xp.arange(n_k)[None, :] <= xp.arange(n_q)[:, None]
+
+    def scaled_masked_softmax(self, x, keep=None, scale=1.0, causal=False):
+        """softmax(scale * x) over the last axis, with entries where `keep` is False (or, when
+        `causal`, keys after the query) set to -inf first; fully masked rows give zeros."""
+        xp = self.xp
+        s = x * scale
+        if causal:
+            keep_c = self.causal_keep(x.shape[-2], x.shape[-1])
+            keep = keep_c if keep is None else keep & keep_c
+        if keep is not None:
+            s = xp.where(keep, s, NEG_INF)
+        return self.softmax(s, axis=-1)
+
+    def scaled_masked_softmax_backward(self, y, g, scale=1.0):
+        """gx = scale * y * (g - sum(g * y)); masked entries have y = 0, so they get 0."""
+        gx = self.softmax_backward(y, g, axis=-1)
+        gx *= scale
+        return gx
+
+    # ---- gelu's error function ----------------------------------------------------------------
+
+    def erf_reference(self, x):
+        """erf to ~1e-15 in float64 (power series below 2.5, Laplace continued fraction above)."""
+        xp = self.xp
+        a = xp.abs(x)
+        small = a <= 2.5
+        xs = xp.where(small, a, 0)
+        x2 = xs * xs
+        term = xs.copy()
+        total = xs.copy()
+        for n in range(60):  # erf = 2/√π e^(-x²) Σ 2^n x^(2n+1) / (1·3·…·(2n+1)): no cancellation
+            term = term * (2 * x2) / (2 * n + 3)
+            total += term
+        r_small = (2 / math.sqrt(math.pi)) * xp.exp(-x2) * total
+        xl = xp.where(small, 3, xp.minimum(a, 7))
+        k_frac = xl.copy()
+        for k in range(80, 0, -1):  # erfc = e^(-x²)/√π / (x + (1/2)/(x + 1/(x + (3/2)/(x + ...))))
+            k_frac = xl + (k / 2) / k_frac
+        r_large = 1 - xp.exp(-xl * xl) / (math.sqrt(math.pi) * k_frac)
+        return xp.sign(x) * xp.where(small, r_small, r_large)
+
+    def erf_fast(self, x):
+        """erf to ~3e-7 (erfc = t exp(-x² + P(t)), t = 1 / (1 + x/2)): enough for float32."""
+        xp = self.xp
+        a = xp.abs(x)
+        t = 1 / (1 + 0.5 * a)
+        p = 0.17087277
+        for c in (-0.82215223, 1.48851587, -1.13520398, 0.27886807, -0.18628806, 0.09678418,
+                  0.37409196, 1.00002368, -1.26551223):
+            p = c + t * p
+        return xp.sign(x) * (1 - t * xp.exp(p - a * a))

@@ -1,0 +1,43 @@
+"""The errors tinyattn raises on bad input.
+
+Every error is a `TinyattnError` and also the built-in exception a Python user would expect
+(`ShapeError` is a `ValueError`, `DimError` an `IndexError`, ...), so both kinds of `except` work.
+Messages name the op (or key, or file) and the shapes involved, and say what to do.
+"""
+
+
+class TinyattnError(Exception):
+    """Base class of every error raised by tinyattn on purpose."""
+
+
+class ShapeError(TinyattnError, ValueError):
+    """Shapes that do not fit together (matmul, broadcasting, reshape, masks, attention)."""
+
+
+class DimError(TinyattnError, IndexError):
+    """A `dim` argument out of range for the tensor it applies to."""
+
+
+class DTypeError(TinyattnError, TypeError):
+    """A dtype an op cannot take (float targets, integer tensors with grad, object arrays)."""
+
+
+class BackendError(TinyattnError, RuntimeError):
+    """A backend that cannot be used here (no CuPy, no GPU), or two backends mixed in one op."""
+
+
+class GraphError(TinyattnError, RuntimeError):
+    """Misuse of the graph: backward through a freed graph, non-scalar backward without gradient."""
+
+
+class GradcheckError(TinyattnError, AssertionError):
+    """An analytic gradient that disagrees with finite differences."""
+
+
+class CheckpointError(TinyattnError, ValueError):
+    """A checkpoint file that is corrupt, truncated, of the wrong kind, or does not match a model."""
+
+
+def fmt_shape(shape):
+    """(2, 3) -> '(2, 3)', () -> '()': shapes in messages always read like tuples."""
+    return "(" + ", ".join(str(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"

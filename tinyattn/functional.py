@@ -1,0 +1,180 @@
+"""tinyattn.functional (import as F): the ops as functions, with PyTorch's names and arguments.
+
+Each function checks and shapes its arguments, then runs one op (or, for attention, a few) from
+`tinyattn.ops`. Tensors, NumPy arrays and lists are all accepted where a tensor is expected.
+"""
+
+import math
+
+from . import backends
+from .autograd import apply
+from .errors import ShapeError, fmt_shape
+from .ops import attention as attn
+from .ops import elementwise as ew
+from .ops import nn as nn_ops
+from .ops import shape as sh
+from .ops import softmax as sm
+from .ops.mask import masked_fill as _masked_fill
+from .tensor import Tensor
+
+
+def _t(x, like=None):
+    """`x` as a Tensor (on `like`'s backend when it has to be made)."""
+    if isinstance(x, Tensor):
+        return x
+    return Tensor(x, backend=None if like is None else like.backend)
+
+
+# ---- activations and elementwise -----------------------------------------------------------------
+
+
+def relu(x):
+    return apply(ew.relu, _t(x))
+
+
+def tanh(x):
+    return apply(ew.tanh, _t(x))
+
+
+def sigmoid(x):
+    return apply(ew.sigmoid, _t(x))
+
+
+def gelu(x, approximate="none"):
+    """x Φ(x); approximate="tanh" uses GPT-2's tanh formula."""
+    return apply(nn_ops.gelu, _t(x), approximate=approximate)
+
+
+def where(condition, x, y):
+    """x where condition (bool) else y; either of x, y may be a Python number."""
+    like = x if isinstance(x, Tensor) else y if isinstance(y, Tensor) else _t(x)
+    x = x if isinstance(x, (int, float)) else _t(x, like)
+    y = y if isinstance(y, (int, float)) else _t(y, like)
+    return apply(ew.where, _t(condition, like), x, y)
+
+
+def masked_fill(x, mask, value):
+    return _t(x).masked_fill(mask, value)
+
+
+# ---- softmax family ------------------------------------------------------------------------------
+
+
+def softmax(x, dim=-1):
+    return apply(sm.softmax, _t(x), dim=dim)
+
+
+def log_softmax(x, dim=-1):
+    return apply(sm.log_softmax, _t(x), dim=dim)
+
+
+def logsumexp(x, dim=None, keepdim=False):
+    return _t(x).logsumexp(dim, keepdim)
+
+
+def cross_entropy(logits, target, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+    """Mean (or sum, or per-item) -log softmax(logits)[target]; classes in dim 1 (dim 0 if 1-D).
+
+    `target` holds class indices (integers); entries equal to `ignore_index` count for nothing.
+    `label_smoothing` ε mixes the one-hot target with the uniform distribution: (1-ε) + ε/C.
+    """
+    logits = _t(logits)
+    return apply(sm.cross_entropy, logits, _t(target, logits), ignore_index=ignore_index,
+                 reduction=reduction, label_smoothing=float(label_smoothing))
+
+
+def mse_loss(x, y, reduction="mean"):
+    """Mean (or sum, or elementwise) squared difference."""
+    d = _t(x) - y
+    sq = d * d
+    if reduction == "mean":
+        return sq.mean()
+    if reduction == "sum":
+        return sq.sum()
+    if reduction == "none":
+        return sq
+    raise ValueError(f"mse_loss: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+
+
+# ---- layers as functions -------------------------------------------------------------------------
+
+
+def linear(x, weight, bias=None):
+    """x @ weightᵀ + bias, with weight (out_features, in_features) as in PyTorch."""
+    out = _t(x) @ weight.T
+    return out if bias is None else out + bias
+
+
+def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalize over the last dims (`normalized_shape`), then scale by weight, shift by bias."""
+    x = _t(x)
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if x.shape[x.ndim - len(shape):] != shape or len(shape) > x.ndim:
+        raise ShapeError(f"layer_norm: normalized_shape {fmt_shape(shape)} is not the end of "
+                         f"the input shape {fmt_shape(x.shape)}")
+    return apply(nn_ops.layer_norm, x, weight, bias, n_dims=len(shape), eps=eps)
+
+
+def embedding(input, weight):  # noqa: A002 - PyTorch's argument name
+    """weight[input]: the rows of the table for integer ids of any shape."""
+    return apply(nn_ops.embedding, _t(input, weight), weight)
+
+
+def dropout(x, p=0.5, training=True, seed=None):
+    """Zero each entry with probability p and scale the rest by 1/(1-p); identity if not training.
+
+    `seed` draws the mask from a fresh generator (reproducible); without it, from the backend's
+    generator, which `tinyattn.manual_seed` seeds.
+    """
+    x = _t(x)
+    if not training or p == 0:
+        return x
+    return apply(nn_ops.dropout, x, p=float(p), seed=seed)
+
+
+# ---- joining -------------------------------------------------------------------------------------
+
+
+def cat(tensors, dim=0):
+    tensors = [_t(x, tensors[0]) for x in tensors]
+    return apply(sh.cat, *tensors, dim=dim)
+
+
+def stack(tensors, dim=0):
+    tensors = [_t(x, tensors[0]) for x in tensors]
+    return apply(sh.stack, *tensors, dim=dim)
+
+
+# ---- attention -------------------------------------------------------------------------------------
+
+
+def causal_mask(T, S=None, backend=None):  # noqa: N803 - the sizes' usual names
+    """Bool (T, S): True where query i may attend key j, i.e. j <= i (the lower triangle)."""
+    be = backends.get_backend() if backend is None else backends.backend(backend)
+    return Tensor._wrap(be.causal_keep(T, T if S is None else S), be)
+
+
+def scaled_dot_product_attention(q, k, v, attn_mask=None, is_causal=False, scale=None,
+                                 impl="auto"):
+    """softmax(q kᵀ * scale + mask) @ v over the last two dims: q (..., T, d), k (..., S, d),
+    v (..., S, dv) -> (..., T, dv).
+
+    attn_mask: bool (True = may attend) or float (added to the scores), broadcast to (..., T, S).
+    is_causal: query i attends keys 0..i. scale: 1/√d by default. A query that may attend no
+    key gives zeros (output and gradients), never NaN. impl: "auto" or "composite" (the graph
+    of matmul, scaled masked softmax, matmul).
+    """
+    if impl not in ("auto", "composite"):
+        raise ValueError(f"scaled_dot_product_attention: impl must be 'auto' or 'composite', "
+                         f"got {impl!r}")
+    q = _t(q)
+    mask = None if attn_mask is None else _t(attn_mask, q)
+    scale = 1 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    return attn.sdpa_composite(q, _t(k, q), _t(v, q), mask, is_causal, scale)
+
+
+def attention_weights(q, k, attn_mask=None, is_causal=False, scale=None):
+    """The probabilities softmax(q kᵀ * scale + mask) that attention mixes v with: (..., T, S)."""
+    q = _t(q)
+    mask = None if attn_mask is None else _t(attn_mask, q)
+    return attn.attention_weights(q, _t(k, q), mask, is_causal, scale)

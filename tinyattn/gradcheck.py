@@ -1,0 +1,206 @@
+"""gradcheck: compare the VJPs behind a function with central finite differences, in float64.
+
+Small functions get their whole Jacobian checked, one input element and one output element at a
+time; larger ones are checked along random directions, r·J·d with a random cotangent r and a
+random direction d per input. `check_gradients` returns a report (the gradcheck command prints
+those), `gradcheck` raises `GradcheckError` naming the input, the element and both values.
+"""
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from .autograd import no_grad
+from .errors import GradcheckError, fmt_shape
+from .tensor import Tensor
+
+
+@dataclass
+class GradReport:
+    ok: bool
+    max_abs_err: float
+    mode: str  # "full" (every Jacobian entry) or "directions"
+    message: str  # where the worst disagreement is
+
+
+def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, full_limit=4096, n_directions=6,
+              seed=0):
+    """True if `fn(*inputs)`'s gradients match finite differences, else GradcheckError.
+
+    `inputs` are tensors (those with requires_grad are checked) and any other arguments `fn`
+    takes. The full Jacobian is checked when (elements of an input) x (elements of the output)
+    is at most `full_limit`, random directions otherwise.
+    """
+    report = check_gradients(fn, inputs, eps, atol, rtol, full_limit, n_directions, seed)
+    if not report.ok:
+        raise GradcheckError(report.message)
+    return True
+
+
+def check_gradients(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, full_limit=4096,
+                    n_directions=6, seed=0):
+    xs = _float64_copies(inputs)
+    wrt = [i for i, x in enumerate(xs) if isinstance(x, Tensor) and x.requires_grad]
+    if not wrt:
+        raise ValueError("gradcheck: no input requires grad, so there is nothing to check")
+    out = fn(*xs)
+    if not isinstance(out, Tensor) or not out.requires_grad:
+        raise ValueError("gradcheck: fn must return a tensor that depends on the inputs")
+    rng = np.random.default_rng(seed)
+    worst = (-np.inf, 0.0, "")  # (excess over tolerance, abs error, where)
+    max_err = 0.0
+    modes = set()
+    for i in wrt:
+        x = xs[i]
+        if x.data.size * out.data.size <= full_limit:
+            modes.add("full")
+            found = _full(fn, xs, i, out, eps, atol, rtol)
+        else:
+            modes.add("directions")
+            found = _directions(fn, xs, i, out, eps, atol, rtol, rng, n_directions)
+        max_err = max(max_err, found[1])
+        if found[0] > worst[0]:
+            worst = found
+    excess, _, where = worst
+    ok = bool(excess <= 0)
+    message = f"gradcheck {'passed' if ok else 'failed'}: {where}"
+    return GradReport(ok, max_err, "+".join(sorted(modes)), message)
+
+
+def _float64_copies(inputs):
+    copies = []
+    for i, x in enumerate(inputs):
+        if isinstance(x, Tensor):
+            if x.requires_grad and x.dtype != np.float64:
+                warnings.warn(f"gradcheck: input {i} is {x.dtype}; finite differences need "
+                              "float64, so it is checked as a float64 copy", stacklevel=3)
+            data = x.data.astype(np.float64) if x.dtype.kind == "f" else x.data.copy()
+            t = Tensor._wrap(data, x.backend)
+            t.requires_grad = x.requires_grad
+            copies.append(t)
+        else:
+            copies.append(x)
+    return copies
+
+
+def _eval_any(fn, xs):
+    with no_grad():
+        out = fn(*xs)
+    return out.backend.to_numpy(out.data).astype(np.float64)
+
+
+def _vjp(fn, xs, i, cotangent):
+    """The gradient of sum(fn(xs) * cotangent) with respect to xs[i] (one backward pass)."""
+    for x in xs:
+        if isinstance(x, Tensor):
+            x.grad = None
+    out = fn(*xs)
+    out.backward(out.backend.asarray(cotangent.astype(out.dtype)))
+    g = xs[i].grad
+    return np.zeros(xs[i].shape) if g is None else g.backend.to_numpy(g.data).astype(np.float64)
+
+
+def _perturbed(fn, xs, i, flat_index, delta):
+    """fn(xs) with element `flat_index` of xs[i] moved by `delta` (then put back)."""
+    data = xs[i].data
+    view = data.reshape(-1)
+    old = view[flat_index].item()
+    view[flat_index] = old + delta
+    try:
+        return _eval_any(fn, xs)
+    finally:
+        view[flat_index] = old
+
+
+def _compare(analytic, numeric, atol, rtol):
+    """(largest excess over the tolerance, largest abs error, flat index of the worst entry)."""
+    err = np.abs(analytic - numeric).reshape(-1)
+    if err.size == 0:
+        return -np.inf, 0.0, 0
+    excess = err - (atol + rtol * np.abs(numeric).reshape(-1))
+    k = int(np.argmax(excess))
+    return excess[k], float(err.max()), k
+
+
+def _full(fn, xs, i, out, eps, atol, rtol):
+    """Every entry d out[j] / d x[k] of the Jacobian, both ways."""
+    x = xs[i]
+    n_out, n_in = out.data.size, x.data.size
+    numeric = np.zeros((n_out, n_in))
+    for k in range(n_in):
+        plus = _perturbed(fn, xs, i, k, eps)
+        minus = _perturbed(fn, xs, i, k, -eps)
+        numeric[:, k] = ((plus - minus) / (2 * eps)).reshape(-1)
+    analytic = np.zeros((n_out, n_in))
+    for j in range(n_out):
+        e = np.zeros(n_out)
+        e[j] = 1
+        analytic[j] = _vjp(fn, xs, i, e.reshape(out.shape)).reshape(-1)
+    excess, max_err, flat = _compare(analytic, numeric, atol, rtol)
+    j, k = divmod(flat, n_in)
+    out_idx = np.unravel_index(j, out.shape) if out.shape else ()
+    in_idx = np.unravel_index(k, x.shape) if x.shape else ()
+    where = (f"input {i} {fmt_shape(x.shape)}: d out{list(map(int, out_idx))} / "
+             f"d x{list(map(int, in_idx))}: analytic {analytic[j, k]:.6g} vs numeric "
+             f"{numeric[j, k]:.6g} (abs err {abs(analytic[j, k] - numeric[j, k]):.2e}, full "
+             f"Jacobian {n_out}x{n_in})")
+    return excess, max_err, where
+
+
+def _directions(fn, xs, i, out, eps, atol, rtol, rng, n_directions):
+    """r · J · d for random cotangents r and directions d, both ways."""
+    x = xs[i]
+    worst = (-np.inf, 0.0, "")
+    max_err = 0.0
+    original = x.data.copy()
+    for n in range(n_directions):
+        r = rng.standard_normal(out.shape)
+        d = rng.standard_normal(x.shape)
+        analytic = float(np.sum(_vjp(fn, xs, i, r) * d))
+        step = x.backend.asarray(eps * d)
+        x.data[...] = original + step
+        plus = _eval_any(fn, xs)
+        x.data[...] = original - step
+        minus = _eval_any(fn, xs)
+        x.data[...] = original
+        numeric = float(np.sum((plus - minus) * r) / (2 * eps))
+        excess, abs_err, _ = _compare(np.array([analytic]), np.array([numeric]), atol, rtol)
+        max_err = max(max_err, abs_err)
+        if excess > worst[0]:
+            where = (f"input {i} {fmt_shape(x.shape)}: along random direction {n}: analytic "
+                     f"{analytic:.6g} vs numeric {numeric:.6g} (abs err {abs_err:.2e})")
+            worst = (excess, abs_err, where)
+    return worst[0], max_err, worst[2]
+
+
+# ---- the registry's own check: every op on its sample inputs -----------------------------------
+
+
+def describe_case(inputs, params):
+    """'(2, 3), (3,), 1.5; dim=1' for a table row."""
+    shown = [fmt_shape(x.shape) if isinstance(x, Tensor) else repr(x) for x in inputs]
+    extra = [f"{k}={getattr(v, '__name__', None) or repr(v)}" for k, v in params.items()
+             if k != "index"]
+    if "index" in params:
+        extra.append("index=...")
+    return ", ".join(shown) + ("; " + ", ".join(extra) if extra else "")
+
+
+def check_op(name, backend=None, **tolerances):
+    """Check op `name` on every sample case: a list of (case description, GradReport)."""
+    from .ops import REGISTRY
+    from .ops.samples import cases, materialize
+
+    op = REGISTRY[name]
+    rng = np.random.default_rng(0)
+
+    def make(values, requires_grad):
+        return Tensor(values, requires_grad=requires_grad, backend=backend)
+
+    rows = []
+    for inputs, params in cases(name):
+        xs = materialize(inputs, rng, make)
+        report = check_gradients(lambda *a, p=params: op(*a, **p), xs, **tolerances)
+        rows.append((describe_case(xs, params), report))
+    return rows

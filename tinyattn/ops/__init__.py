@@ -1,0 +1,106 @@
+"""Ops: plain data pairing a forward with its VJP, and the registry merged from the family files.
+
+An op's forward is `fwd(be, *arrays, **params) -> (out, saved)` and its VJP is
+`vjp(be, g, saved, **params) -> (gx, gy, ...)`, one gradient per input (None where there is
+none). `@op(name, formula)` turns a forward into an Op; `@that_op.defvjp` attaches the VJP
+written directly below it. Calling an Op on tensors runs it through `autograd.apply`.
+Also here: the two helpers every family uses, `dims` (checked dim arguments) and `is_const`.
+"""
+
+import functools
+
+import numpy
+
+from ..errors import DimError
+
+
+class Op:
+    """A differentiable operation: name, forward, VJP, and a one-line formula for the docs."""
+
+    __slots__ = ("name", "fwd", "vjp", "formula", "broadcasts", "nondiff", "fused", "doc")
+
+    def __init__(self, name, fwd, formula, broadcasts=False, nondiff=(), fused=False):
+        self.name = name
+        self.fwd = fwd
+        self.vjp = functools.partial(_missing_vjp, name)
+        self.formula = formula  # the VJP in one line: "gx = y * (g - sum(g*y, dim))"
+        self.broadcasts = broadcasts  # gradients are summed back to input shapes (sum_to)
+        self.nondiff = nondiff  # input positions that never get a gradient (masks, indices)
+        self.fused = fused  # one node standing for several textbook ops
+        self.doc = (fwd.__doc__ or "").strip()  # the forward in one line of math
+
+    def defvjp(self, vjp):
+        """Decorator: attach `vjp` to this op (written directly below its forward)."""
+        self.vjp = vjp
+        return vjp
+
+    def __call__(self, *inputs, **params):
+        return apply(self, *inputs, **params)
+
+    def __repr__(self):
+        return f"<Op {self.name}: {self.formula}>"
+
+
+def op(name, formula, **flags):
+    """Decorator: make the forward below into an Op called `name`."""
+    return lambda fwd: Op(name, fwd, formula, **flags)
+
+
+def _missing_vjp(name, be, g, saved, **params):
+    """Until @defvjp replaces it: backward through `name` is an error, never zeros."""
+    raise NotImplementedError(f"{name}: no VJP is defined for this op")
+
+
+def dims(dim, ndim, opname):
+    """`dim` (None, an int or a tuple of ints, negatives allowed) as a sorted tuple of axes."""
+    if dim is None:
+        return tuple(range(ndim))
+    if ndim == 0 and dim in (0, -1, (), (0,), (-1,)):
+        return ()  # a 0-d tensor has one implicit dim, as in PyTorch
+    many = isinstance(dim, (tuple, list))
+    out = []
+    for d in dim if many else (dim,):
+        if not isinstance(d, int) or isinstance(d, bool):
+            raise TypeError(f"{opname}: dim must be an int or a tuple of ints, got {d!r}")
+        if not -ndim <= d < max(ndim, 1):
+            raise DimError(f"{opname}: dim {d} is out of range for a tensor with {ndim} dims "
+                           f"(valid: {-ndim}..{ndim - 1})")
+        out.append(d % ndim)
+    if len(set(out)) != len(out):
+        raise DimError(f"{opname}: dim {dim} repeats a dim")
+    return tuple(sorted(out))
+
+
+def dim1(dim, ndim, opname):
+    """A single `dim` as a non-negative axis."""
+    (axis,) = dims(dim, ndim, opname)
+    return axis
+
+
+def is_const(v):
+    """True for a Python number operand: a constant of the graph, so it gets no gradient."""
+    return isinstance(v, (int, float))
+
+
+def broadcast_shape(*shapes):
+    """The shape NumPy broadcasting gives `shapes`; a ValueError if they do not broadcast."""
+    return numpy.broadcast_shapes(*shapes)  # shape arithmetic only, on any backend
+
+
+from ..autograd import apply  # noqa: E402  (autograd imports nothing from here)
+from . import attention, elementwise, matmul, mask, nn, reduce, shape, softmax  # noqa: E402
+
+FAMILIES = (elementwise, reduce, shape, matmul, softmax, mask, nn, attention)
+
+
+def _merge(families):
+    registry = {}
+    for family in families:
+        for o in family.OPS:
+            if o.name in registry:
+                raise ValueError(f"op {o.name!r} is registered twice ({family.__name__})")
+            registry[o.name] = o
+    return registry
+
+
+REGISTRY = _merge(FAMILIES)

@@ -1,0 +1,35 @@
+"""Masking: masked_fill, the op that sets chosen entries to a value (-inf before a softmax).
+
+The mask is bool, True where the value goes in, and broadcasts to x. Filled entries do not
+depend on x, so their gradient is zero. (`F.causal_mask(T)` builds the usual lower-triangular
+mask; note that it marks the entries that may be *attended*, as attention masks do.)
+"""
+
+from ..errors import DTypeError, ShapeError, fmt_shape
+from . import broadcast_shape, op
+
+
+@op("masked_fill", "gx = where(mask, 0, g)", nondiff=(1,))
+def masked_fill(be, x, mask, value):
+    """out = value where mask else x"""
+    if getattr(mask, "dtype", None) != bool:
+        raise DTypeError(f"masked_fill: the mask must be bool, got "
+                         f"{getattr(mask, 'dtype', type(mask).__name__)} (to add a float mask, "
+                         "write x + mask)")
+    try:
+        fits = broadcast_shape(mask.shape, x.shape) == x.shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ShapeError(f"masked_fill: mask {fmt_shape(mask.shape)} does not broadcast to x "
+                         f"{fmt_shape(x.shape)}")
+    return be.xp.where(mask, value, x), (mask,)
+
+
+@masked_fill.defvjp
+def masked_fill_vjp(be, g, saved, value):
+    (mask,) = saved
+    return be.xp.where(mask, 0, g), None
+
+
+OPS = (masked_fill,)

@@ -1,0 +1,58 @@
+"""Matrix multiplication: batched, broadcasting over leading dims, 1-D operands as in NumPy.
+
+(..., n, k) @ (..., k, m) -> (..., n, m). A 1-D left operand is a row (1, k) and a 1-D right
+operand a column (k, 1), each dropped again from the result. The VJP is the textbook pair
+gx = g @ yᵀ, gy = xᵀ @ g; broadcast batch dims are summed back by autograd.
+"""
+
+from ..errors import ShapeError, fmt_shape
+from . import op
+
+
+def _check(x, y):
+    if x.ndim == 0 or y.ndim == 0:
+        raise ShapeError(f"matmul: {fmt_shape(x.shape)} @ {fmt_shape(y.shape)}: both operands "
+                         "need at least one dim (use * for scalars)")
+    k_x, k_y = x.shape[-1], y.shape[-2] if y.ndim > 1 else y.shape[0]
+    if k_x != k_y:
+        raise ShapeError(f"matmul: {fmt_shape(x.shape)} @ {fmt_shape(y.shape)}: inner dims "
+                         f"{k_x} and {k_y} differ")
+
+
+@op("matmul", "gx = g @ yᵀ, gy = xᵀ @ g", broadcasts=True)
+def matmul(be, x, y):
+    """out = x @ y"""
+    _check(x, y)
+    if y.ndim == 2 and x.ndim > 2 and x.flags.c_contiguous:
+        # (B, T, k) @ (k, m) as one (B*T, k) @ (k, m) product: one BLAS call, not B of them
+        return (x.reshape(-1, x.shape[-1]) @ y).reshape(x.shape[:-1] + (y.shape[1],)), (x, y)
+    return x @ y, (x, y)
+
+
+@matmul.defvjp
+def matmul_vjp(be, g, saved):
+    x, y = saved
+    xp = be.xp
+    # promote 1-D operands to matrices so that one formula covers every case
+    x2 = x[None, :] if x.ndim == 1 else x  # (1, k)
+    y2 = y[:, None] if y.ndim == 1 else y  # (k, 1)
+    g2 = g
+    if y.ndim == 1:
+        g2 = g2[..., None]  # (..., n) -> (..., n, 1)
+    if x.ndim == 1:
+        g2 = g2[..., None, :]  # (..., m) -> (..., 1, m)
+    gx = g2 @ xp.swapaxes(y2, -1, -2)
+    if x.ndim == 1:
+        gx = gx[..., 0, :]
+    if y2.ndim == 2 and x2.ndim > 2:
+        # the weight of a batched product: one (k, B*T) @ (B*T, m) product, already summed
+        k, m = y2.shape
+        gy = x2.reshape(-1, k).T @ g2.reshape(-1, m)
+    else:
+        gy = xp.swapaxes(x2, -1, -2) @ g2
+    if y.ndim == 1:
+        gy = gy[..., 0]
+    return gx, gy
+
+
+OPS = (matmul,)

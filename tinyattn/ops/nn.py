@@ -1,0 +1,116 @@
+"""Neural-network ops, each one fused node: layer_norm, gelu, embedding, dropout.
+
+Fused means the forward and the VJP are written out by hand instead of being composed from
+smaller ops: fewer nodes, fewer temporaries, and the formulas a textbook gives.
+"""
+
+import math
+
+from ..errors import DTypeError, ShapeError, fmt_shape
+from . import op
+
+SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
+INV_SQRT_2 = 1 / math.sqrt(2)
+INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
+
+
+@op("layer_norm", "gx = rstd * (ĝ - mean(ĝ) - x̂ * mean(ĝ * x̂)), ĝ = g * w; gw = Σ g x̂; gb = Σ g",
+    fused=True)
+def layer_norm(be, x, weight=None, bias=None, n_dims=1, eps=1e-5):
+    """out = (x - mean) / √(var + eps) * weight + bias over the last n_dims dims"""
+    axes = tuple(range(x.ndim - n_dims, x.ndim))
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None and p.shape != x.shape[x.ndim - n_dims:]:
+            raise ShapeError(f"layer_norm: {name} has shape {fmt_shape(p.shape)} but the "
+                             f"normalized shape is {fmt_shape(x.shape[x.ndim - n_dims:])}")
+    mean = x.mean(axis=axes, keepdims=True)
+    xc = x - mean
+    var = (xc * xc).mean(axis=axes, keepdims=True)
+    rstd = 1 / be.xp.sqrt(var + eps)
+    xhat = xc * rstd
+    out = xhat
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out, (xhat, rstd, weight, bias is not None, axes)
+
+
+@layer_norm.defvjp
+def layer_norm_vjp(be, g, saved, n_dims=1, eps=1e-5):
+    xhat, rstd, weight, has_bias, axes = saved
+    batch = tuple(range(xhat.ndim - len(axes)))
+    gxhat = g if weight is None else g * weight
+    gx = rstd * (gxhat - gxhat.mean(axis=axes, keepdims=True)
+                 - xhat * (gxhat * xhat).mean(axis=axes, keepdims=True))
+    gw = None if weight is None else (g * xhat).sum(axis=batch)
+    gb = g.sum(axis=batch) if has_bias else None
+    return gx, gw, gb
+
+
+@op("gelu", "gx = g * (Φ(x) + x φ(x))  (tanh: its derivative)", fused=True)
+def gelu(be, x, approximate="none"):
+    """out = x Φ(x) = x (1 + erf(x/√2)) / 2; tanh: x (1 + tanh(√(2/π)(x + 0.044715 x³))) / 2"""
+    if approximate == "tanh":
+        t = be.xp.tanh(SQRT_2_OVER_PI * (x + 0.044715 * (x * x * x)))
+        return 0.5 * x * (1 + t), (x, t)
+    if approximate != "none":
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    cdf = 0.5 * (1 + be.erf(x * INV_SQRT_2))
+    return x * cdf, (x, cdf)
+
+
+@gelu.defvjp
+def gelu_vjp(be, g, saved, approximate="none"):
+    x, t_or_cdf = saved
+    if approximate == "tanh":
+        t = t_or_cdf
+        du = SQRT_2_OVER_PI * (1 + 3 * 0.044715 * (x * x))
+        return (g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * du),)
+    pdf = INV_SQRT_2PI * be.xp.exp(-0.5 * (x * x))
+    return (g * (t_or_cdf + x * pdf),)
+
+
+@op("embedding", "gw = zeros(w.shape); gw[ids] += g", nondiff=(0,))
+def embedding(be, ids, weight):
+    """out = weight[ids]: one row of the table per id"""
+    if getattr(ids, "dtype", None) is None or ids.dtype.kind not in "iu":
+        raise DTypeError(f"embedding: ids must be integers, got "
+                         f"{getattr(ids, 'dtype', type(ids).__name__)}")
+    if weight.ndim != 2:
+        raise ShapeError(f"embedding: weight must be (num_embeddings, dim), got "
+                         f"{fmt_shape(weight.shape)}")
+    n = weight.shape[0]
+    if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= n):
+        bad = int(ids.min()) if int(ids.min()) < 0 else int(ids.max())
+        raise IndexError(f"embedding: id {bad} is out of range for {n} embeddings "
+                         f"(valid: 0..{n - 1})")
+    return weight[ids], (ids, weight.shape)
+
+
+@embedding.defvjp
+def embedding_vjp(be, g, saved):
+    ids, w_shape = saved
+    gw = be.xp.zeros(w_shape, dtype=g.dtype)
+    be.scatter_add(gw, ids.reshape(-1), g.reshape(-1, w_shape[1]))  # repeated ids add up
+    return None, gw
+
+
+@op("dropout", "gx = g * mask / (1 - p)")
+def dropout(be, x, p=0.5, seed=None):
+    """out = x * mask / (1 - p), mask ~ Bernoulli(1 - p) (from the backend's generator, or a
+    fresh one seeded with `seed`)"""
+    if not 0 <= p < 1:
+        raise ValueError(f"dropout: p must be in [0, 1), got {p}")
+    scaled = (be.rand(x.shape, "float32", seed=seed) >= p).astype(x.dtype)
+    scaled *= 1 / (1 - p)  # kept entries are scaled up so that the expected sum is unchanged
+    return x * scaled, (scaled,)
+
+
+@dropout.defvjp
+def dropout_vjp(be, g, saved, p=0.5, seed=None):
+    (scaled,) = saved
+    return (g * scaled,)
+
+
+OPS = (layer_norm, gelu, embedding, dropout)

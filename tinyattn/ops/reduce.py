@@ -1,0 +1,133 @@
+"""Reductions over one or more dims: sum mean max min var logsumexp.
+
+Each takes `dim` (None for all, an int, or a tuple) and `keepdim`. The VJP puts the reduced dims
+back (`unreduce`) and spreads g over them: evenly for sum and mean, to the winners for max and
+min (ties share the gradient evenly), by the softmax weights for logsumexp.
+"""
+
+import math
+
+from . import dims, op
+
+
+def unreduce(be, g, axes, keepdim, shape):
+    """g with the reduced `axes` put back as size-1 dims, broadcast (a view) to `shape`."""
+    if not keepdim:
+        g = be.xp.expand_dims(g, axes)
+    return be.xp.broadcast_to(g, shape)
+
+
+def _count(shape, axes):
+    return math.prod(shape[a] for a in axes)
+
+
+@op("sum", "gx = broadcast(g, x.shape)")
+def reduce_sum(be, x, dim=None, keepdim=False):
+    """out = Σ x over dim"""
+    axes = dims(dim, x.ndim, "sum")
+    return x.sum(axis=axes, keepdims=keepdim), (axes, x.shape)
+
+
+@reduce_sum.defvjp
+def reduce_sum_vjp(be, g, saved, dim=None, keepdim=False):
+    axes, shape = saved
+    return (unreduce(be, g, axes, keepdim, shape),)
+
+
+@op("mean", "gx = broadcast(g, x.shape) / n")
+def reduce_mean(be, x, dim=None, keepdim=False):
+    """out = Σ x / n over dim"""
+    axes = dims(dim, x.ndim, "mean")
+    return x.mean(axis=axes, keepdims=keepdim), (axes, x.shape)
+
+
+@reduce_mean.defvjp
+def reduce_mean_vjp(be, g, saved, dim=None, keepdim=False):
+    axes, shape = saved
+    return (unreduce(be, g / _count(shape, axes), axes, keepdim, shape),)
+
+
+def _extreme_vjp(be, g, saved, keepdim):
+    """Send g to the entries equal to the max (or min); k tied entries get g / k each."""
+    x, out, axes = saved
+    if not keepdim:
+        out = be.xp.expand_dims(out, axes)
+    winners = x == out
+    share = unreduce(be, g, axes, keepdim, x.shape) / winners.sum(axis=axes, keepdims=True,
+                                                                   dtype=g.dtype)
+    return (share * winners,)
+
+
+@op("max", "gx = g * [x == max] / (number of ties)")
+def reduce_max(be, x, dim=None, keepdim=False):
+    """out = max x over dim"""
+    axes = dims(dim, x.ndim, "max")
+    _nonempty(x, axes, "max")
+    out = x.max(axis=axes, keepdims=keepdim)
+    return out, (x, out, axes)
+
+
+@reduce_max.defvjp
+def reduce_max_vjp(be, g, saved, dim=None, keepdim=False):
+    return _extreme_vjp(be, g, saved, keepdim)
+
+
+@op("min", "gx = g * [x == min] / (number of ties)")
+def reduce_min(be, x, dim=None, keepdim=False):
+    """out = min x over dim"""
+    axes = dims(dim, x.ndim, "min")
+    _nonempty(x, axes, "min")
+    out = x.min(axis=axes, keepdims=keepdim)
+    return out, (x, out, axes)
+
+
+@reduce_min.defvjp
+def reduce_min_vjp(be, g, saved, dim=None, keepdim=False):
+    return _extreme_vjp(be, g, saved, keepdim)
+
+
+def _nonempty(x, axes, name):
+    if x.size == 0 or any(x.shape[a] == 0 for a in axes):
+        raise ValueError(f"{name} of an empty tensor (shape {x.shape}) has no value")
+
+
+@op("var", "gx = g * 2 (x - mean) / (n - correction)")
+def reduce_var(be, x, dim=None, keepdim=False, correction=1):
+    """out = Σ (x - mean)² / (n - correction) over dim (correction=1: the unbiased estimate)"""
+    axes = dims(dim, x.ndim, "var")
+    centered = x - x.mean(axis=axes, keepdims=True)
+    denom = max(_count(x.shape, axes) - correction, 0)
+    out = (centered * centered).sum(axis=axes, keepdims=keepdim) / denom
+    return out, (centered, axes, denom)
+
+
+@reduce_var.defvjp
+def reduce_var_vjp(be, g, saved, dim=None, keepdim=False, correction=1):
+    centered, axes, denom = saved
+    return (unreduce(be, g, axes, keepdim, centered.shape) * centered * (2 / denom),)
+
+
+@op("logsumexp", "gx = g * softmax(x, dim)")
+def logsumexp(be, x, dim=None, keepdim=False):
+    """out = log Σ e^x over dim, computed as m + log Σ e^(x - m) with m = max x"""
+    xp = be.xp
+    axes = dims(dim, x.ndim, "logsumexp")
+    m = x.max(axis=axes, keepdims=True)
+    m = xp.where(m == float("-inf"), 0, m)  # all -inf: the result is -inf, the gradient 0
+    e = xp.exp(x - m)
+    s = e.sum(axis=axes, keepdims=True)
+    s_safe = xp.where(s == 0, 1, s)
+    out = xp.where(s == 0, float("-inf"), xp.log(s_safe) + m)
+    if not keepdim:
+        out = out.squeeze(axis=axes)
+    e /= s_safe
+    return out, (e, axes)
+
+
+@logsumexp.defvjp
+def logsumexp_vjp(be, g, saved, dim=None, keepdim=False):
+    p, axes = saved
+    return (unreduce(be, g, axes, keepdim, p.shape) * p,)
+
+
+OPS = (reduce_sum, reduce_mean, reduce_max, reduce_min, reduce_var, logsumexp)

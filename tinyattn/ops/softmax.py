@@ -1,0 +1,150 @@
+"""The softmax family: softmax, log_softmax, the scaled masked softmax of attention, and
+cross_entropy (log-softmax and negative log-likelihood in one op).
+
+The heart of the project is the softmax VJP. With y = softmax(x), the Jacobian is
+diag(y) - y yᵀ, so Jᵀg = y * g - y * (yᵀg): one elementwise pass and one row sum, and the T×T
+Jacobian is never built. Rows whose entries are all -inf (fully masked) give zeros, never NaN.
+"""
+
+from ..errors import DimError, DTypeError, ShapeError, fmt_shape
+from . import broadcast_shape, dim1, op
+
+NEG_INF = float("-inf")
+
+
+@op("softmax", "gx = y * (g - sum(g*y, dim))")
+def softmax(be, x, dim=-1):
+    """y = exp(x - max x) / Σ exp(x - max x) along dim"""
+    y = be.softmax(x, axis=dim1(dim, x.ndim, "softmax"))
+    return y, (y,)
+
+
+@softmax.defvjp
+def softmax_vjp(be, g, saved, dim=-1):
+    (y,) = saved
+    return (be.softmax_backward(y, g, axis=dim),)
+
+
+@op("log_softmax", "gx = g - exp(out) * sum(g, dim)")
+def log_softmax(be, x, dim=-1):
+    """out = x - logsumexp(x) along dim"""
+    xp = be.xp
+    axis = dim1(dim, x.ndim, "log_softmax")
+    m = x.max(axis=axis, keepdims=True)
+    m = xp.where(m == NEG_INF, 0, m)
+    shifted = x - m
+    s = xp.exp(shifted).sum(axis=axis, keepdims=True)
+    out = shifted - xp.log(xp.where(s == 0, 1, s))  # fully masked rows stay -inf
+    return out, (out,)
+
+
+@log_softmax.defvjp
+def log_softmax_vjp(be, g, saved, dim=-1):
+    (out,) = saved
+    return (g - be.xp.exp(out) * g.sum(axis=dim, keepdims=True),)
+
+
+@op("scaled_masked_softmax", "gx = scale * y * (g - sum(g*y, -1))", nondiff=(1,), fused=True)
+def scaled_masked_softmax(be, x, keep=None, scale=1.0, causal=False):
+    """y = softmax(scale * x) over the last dim, where keep is False (or j > i if causal) -> -inf"""
+    if keep is not None:
+        if keep.dtype != bool:
+            raise DTypeError(f"scaled_masked_softmax: the mask must be bool (True = attend), got "
+                             f"{keep.dtype}; a float mask is added to the scores instead")
+        if broadcast_shape(keep.shape, x.shape) != x.shape:
+            raise ShapeError(f"scaled_masked_softmax: mask {fmt_shape(keep.shape)} does not "
+                             f"broadcast to the scores {fmt_shape(x.shape)}")
+    y = be.scaled_masked_softmax(x, keep, scale=scale, causal=causal)
+    return y, (y,)
+
+
+@scaled_masked_softmax.defvjp
+def scaled_masked_softmax_vjp(be, g, saved, keep=None, scale=1.0, causal=False):
+    (y,) = saved
+    return be.scaled_masked_softmax_backward(y, g, scale=scale), None
+
+
+@op("cross_entropy", "gx = (softmax(x) - (1-ε) onehot(t) - ε/C) * g / n", nondiff=(1,),
+    fused=True)
+def cross_entropy(be, x, target, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+    """loss = -(1-ε) log softmax(x)[t] - ε mean_c log softmax(x)[c], class dim 1 (or 0 if 1-D)"""
+    xp = be.xp
+    rows, t, shape = _rows(be, x, target)  # (M, C), (M,)
+    n_class = rows.shape[1]
+    valid = t != ignore_index
+    _check_classes(be, t, valid, n_class, ignore_index)
+    t = xp.where(valid, t, 0)
+    m = rows.max(axis=1, keepdims=True)
+    m = xp.where(m == NEG_INF, 0, m)
+    p = xp.exp(rows - m)
+    s = p.sum(axis=1, keepdims=True)
+    lse = (xp.log(s) + m)[:, 0]  # (M,)
+    picked = xp.take_along_axis(rows, t[:, None], axis=1)[:, 0]
+    loss = lse - picked  # -log softmax(x)[t]
+    if label_smoothing:
+        loss = (1 - label_smoothing) * loss + label_smoothing * (lse - rows.mean(axis=1))
+    loss = xp.where(valid, loss, 0)
+    p /= s
+    if reduction == "none":
+        out = loss.reshape(shape)
+    elif reduction == "sum":
+        out = loss.sum()
+    elif reduction == "mean":
+        out = loss.sum() / valid.sum(dtype=loss.dtype)  # NaN when every target is ignored, as in PyTorch
+    else:
+        raise ValueError(f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got "
+                         f"{reduction!r}")
+    return out, (p, t, valid, x.shape)
+
+
+@cross_entropy.defvjp
+def cross_entropy_vjp(be, g, saved, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+    p, t, valid, x_shape = saved
+    xp = be.xp
+    if reduction == "none":
+        w = g.reshape(-1)
+    elif reduction == "sum":
+        w = g
+    else:
+        w = g / valid.sum(dtype=g.dtype)
+    w = xp.where(valid, w, 0).astype(p.dtype)[:, None]  # (M, 1): each row's weight
+    gx = p * w
+    gx[xp.arange(len(t)), t] -= (1 - label_smoothing) * w[:, 0]
+    if label_smoothing:
+        gx -= (label_smoothing / p.shape[1]) * w
+    return _unrows(be, gx, x_shape), None
+
+
+def _rows(be, x, target):
+    """Logits as (M, C) rows with the class dim last, targets as (M,): PyTorch's layouts
+    (C,) with (), (N, C) with (N,), and (N, C, d1, ...) with (N, d1, ...)."""
+    xp = be.xp
+    if not hasattr(target, "dtype") or target.dtype.kind not in "iu":
+        kind = getattr(target, "dtype", type(target).__name__)
+        raise DTypeError(f"cross_entropy: target must hold integer class indices, got {kind}; "
+                         "convert with target.long()")
+    want = x.shape[:1] + x.shape[2:] if x.ndim > 1 else ()
+    if target.shape != want:
+        raise ShapeError(f"cross_entropy: logits {fmt_shape(x.shape)} (classes in dim "
+                         f"{1 if x.ndim > 1 else 0}) need targets of shape {fmt_shape(want)}, "
+                         f"got {fmt_shape(target.shape)}")
+    rows = xp.moveaxis(x, 1, -1) if x.ndim > 2 else x
+    return rows.reshape(-1, x.shape[1 if x.ndim > 1 else 0]), target.reshape(-1), target.shape
+
+
+def _unrows(be, gx, x_shape):
+    if len(x_shape) <= 2:
+        return gx.reshape(x_shape)
+    moved = x_shape[:1] + x_shape[2:] + x_shape[1:2]
+    return be.xp.moveaxis(gx.reshape(moved), -1, 1)
+
+
+def _check_classes(be, t, valid, n_class, ignore_index):
+    bad = valid & ((t < 0) | (t >= n_class))
+    if bad.any():
+        value = int(t[bad].reshape(-1)[0])
+        raise DimError(f"cross_entropy: target {value} is out of range for {n_class} classes "
+                       f"(valid: 0..{n_class - 1}, or ignore_index={ignore_index})")
+
+
+OPS = (softmax, log_softmax, scaled_masked_softmax, cross_entropy)

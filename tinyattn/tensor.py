@@ -1,0 +1,621 @@
+"""Tensor: a backend array that remembers how it was made, and the functions that create one.
+
+Every method that computes something calls `apply(op, ...)` with an op from `tinyattn.ops`;
+the Tensor itself holds only `data` (a NumPy or CuPy array), `backend`, `grad`, an optional
+`name`, and `_node` (the autograd node, or None when the tensor needs no gradient).
+dtypes: lists and Python floats become float32, NumPy arrays keep their dtype, and only
+floating-point tensors can require grad.
+"""
+
+import numbers
+
+import numpy as np
+
+from . import backends
+from .autograd import Node, apply, backward
+from .errors import DTypeError, GraphError, fmt_shape
+from .ops import elementwise as ew
+from .ops import matmul as mm
+from .ops import reduce as rd
+from .ops import shape as sh
+from .ops import softmax as sm
+from .ops.mask import masked_fill
+from .ops import dim1 as _axis
+
+float16, float32, float64 = np.float16, np.float32, np.float64
+int32, int64, bool_ = np.int32, np.int64, np.bool_
+
+
+class Tensor:
+    """An n-dimensional array with reverse-mode autograd (PyTorch's names throughout)."""
+
+    __slots__ = ("data", "backend", "grad", "name", "_node", "__weakref__")
+    __array_ufunc__ = None  # NumPy defers to our operators: np.float32(2) * t is a Tensor
+    __hash__ = object.__hash__  # == compares values, so hashing is by identity (as PyTorch)
+
+    def __init__(self, data, dtype=None, requires_grad=False, backend=None):
+        be = backends.get_backend() if backend is None else backends.backend(backend)
+        self.data = _to_array(data, dtype, be)
+        self.backend = be
+        self.grad = None
+        self.name = None
+        self._node = None
+        if requires_grad:
+            self.requires_grad = True
+
+    @classmethod
+    def _wrap(cls, array, be):
+        """A Tensor around an existing backend array, with no graph (no copy)."""
+        t = cls.__new__(cls)
+        t.data = array
+        t.backend = be
+        t.grad = None
+        t.name = None
+        t._node = None
+        return t
+
+    # ---- what it is ----------------------------------------------------------------------------
+
+    shape = property(lambda self: self.data.shape)
+    ndim = property(lambda self: self.data.ndim)
+    dtype = property(lambda self: self.data.dtype)
+
+    def size(self, dim=None):
+        return self.data.shape if dim is None else self.data.shape[dim]
+
+    def numel(self):
+        return int(self.data.size)
+
+    def dim(self):
+        return self.data.ndim
+
+    @property
+    def requires_grad(self):
+        return self._node is not None
+
+    @requires_grad.setter
+    def requires_grad(self, flag):
+        if self._node is not None and self._node.op is not None:
+            raise GraphError("requires_grad can only be changed on a leaf tensor (one not made "
+                             "by an op); use .detach() to make a leaf")
+        if flag:
+            if self.dtype.kind != "f":
+                raise DTypeError(f"only floating-point tensors can require grad, this one is "
+                                 f"{self.dtype}; make it with dtype=tinyattn.float32")
+            if self._node is None:
+                self._node = Node.leaf(self)
+        else:
+            self._node = None
+
+    def requires_grad_(self, flag=True):
+        self.requires_grad = flag
+        return self
+
+    @property
+    def is_leaf(self):
+        return self._node is None or self._node.op is None
+
+    @property
+    def grad_fn(self):
+        """The node that made this tensor (None for leaves)."""
+        return None if self.is_leaf else self._node
+
+    # ---- leaving the graph -------------------------------------------------------------------
+
+    def numpy(self):
+        """The values as a NumPy array (shared with the tensor on the NumPy backend)."""
+        return self.backend.to_numpy(self.data)
+
+    def item(self):
+        if self.data.size != 1:
+            raise ValueError(f"item: the tensor has {self.data.size} elements, not one")
+        return self.data.item()
+
+    def tolist(self):
+        return self.numpy().tolist()
+
+    def detach(self):
+        """The same values as a new leaf with no graph (the data is shared, not copied)."""
+        return Tensor._wrap(self.data, self.backend)
+
+    def to(self, target):
+        """A dtype ("float64", np.float64) or a backend ("numpy"/"cpu", "cupy"/"cuda").
+
+        A dtype change is an op (gradients flow back, in the original dtype). A backend move
+        copies the values to a new leaf that keeps `requires_grad`.
+        """
+        if isinstance(target, backends.Backend) or str(target).lower() in backends.ALIASES:
+            be = backends.backend(target)
+            if be is self.backend:
+                return self
+            moved = Tensor._wrap(be.asarray(self.backend.to_numpy(self.data)), be)
+            moved.requires_grad = self.requires_grad
+            return moved
+        dtype = np.dtype(target)
+        if dtype == self.dtype:
+            return self
+        if self.requires_grad and dtype.kind == "f":
+            return apply(ew.cast, self, dtype=dtype)
+        return Tensor._wrap(self.data.astype(dtype), self.backend)
+
+    def float(self):
+        return self.to(float32)
+
+    def double(self):
+        return self.to(float64)
+
+    def half(self):
+        return self.to(float16)
+
+    def long(self):
+        return self.to(int64)
+
+    def int(self):
+        return self.to(int32)
+
+    def bool(self):
+        return self.to(bool_)
+
+    # ---- autograd ------------------------------------------------------------------------------
+
+    def backward(self, gradient=None, retain_graph=False):
+        """Fill .grad of every leaf this tensor depends on (it must be a scalar, or pass
+        `gradient`, the cotangent of this tensor)."""
+        backward(self, gradient, retain_graph)
+
+    def retain_grad(self):
+        """Keep this non-leaf tensor's gradient in .grad after backward()."""
+        if self._node is None:
+            raise GraphError("retain_grad: this tensor does not require grad")
+        if self._node.op is not None:
+            import weakref
+
+            self._node.retain = True
+            self._node.tensor = weakref.ref(self)
+
+    # ---- arithmetic (Python numbers are constants; anything else becomes a tensor) -------------
+
+    def _other(self, other):
+        if isinstance(other, (Tensor, numbers.Number)):
+            return other.item() if isinstance(other, np.generic) else other
+        return Tensor(other, dtype=None if hasattr(other, "dtype") else self.dtype,
+                      backend=self.backend)
+
+    def __add__(self, other):
+        return apply(ew.add, self, self._other(other))
+
+    def __radd__(self, other):
+        return apply(ew.add, self._other(other), self)
+
+    def __sub__(self, other):
+        return apply(ew.sub, self, self._other(other))
+
+    def __rsub__(self, other):
+        return apply(ew.sub, self._other(other), self)
+
+    def __mul__(self, other):
+        return apply(ew.mul, self, self._other(other))
+
+    def __rmul__(self, other):
+        return apply(ew.mul, self._other(other), self)
+
+    def __truediv__(self, other):
+        return apply(ew.div, self, self._other(other))
+
+    def __rtruediv__(self, other):
+        return apply(ew.div, self._other(other), self)
+
+    def __pow__(self, other):
+        return apply(ew.power, self, self._other(other))
+
+    def __rpow__(self, other):
+        return apply(ew.power, self._other(other), self)
+
+    def __neg__(self):
+        return apply(ew.neg, self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return apply(ew.absolute, self)
+
+    def __matmul__(self, other):
+        return apply(mm.matmul, self, self._as_tensor(other))
+
+    def __rmatmul__(self, other):
+        return apply(mm.matmul, self._as_tensor(other), self)
+
+    def _as_tensor(self, other):
+        return other if isinstance(other, Tensor) else Tensor(other, backend=self.backend)
+
+    # ---- comparisons and logic: plain bool tensors, no gradient --------------------------------
+
+    def _compare(self, other, fn):
+        other = other.data if isinstance(other, Tensor) else other
+        return Tensor._wrap(fn(self.data, other), self.backend)
+
+    def __lt__(self, other):
+        return self._compare(other, lambda a, b: a < b)
+
+    def __le__(self, other):
+        return self._compare(other, lambda a, b: a <= b)
+
+    def __gt__(self, other):
+        return self._compare(other, lambda a, b: a > b)
+
+    def __ge__(self, other):
+        return self._compare(other, lambda a, b: a >= b)
+
+    def __eq__(self, other):
+        return self._compare(other, lambda a, b: a == b)
+
+    def __ne__(self, other):
+        return self._compare(other, lambda a, b: a != b)
+
+    def __invert__(self):
+        return Tensor._wrap(~self.data, self.backend)
+
+    def __and__(self, other):
+        return self._compare(other, lambda a, b: a & b)
+
+    def __or__(self, other):
+        return self._compare(other, lambda a, b: a | b)
+
+    def __xor__(self, other):
+        return self._compare(other, lambda a, b: a ^ b)
+
+    def __bool__(self):
+        if self.data.size != 1:
+            raise ValueError(f"the truth value of a tensor of shape {fmt_shape(self.shape)} is "
+                             "ambiguous: use .any() or .all()")
+        return bool(self.data)
+
+    def any(self):
+        return Tensor._wrap(self.data.any(), self.backend)
+
+    def all(self):
+        return Tensor._wrap(self.data.all(), self.backend)
+
+    # ---- unary functions -----------------------------------------------------------------------
+
+    def exp(self):
+        return apply(ew.exp, self)
+
+    def log(self):
+        return apply(ew.log, self)
+
+    def sqrt(self):
+        return apply(ew.sqrt, self)
+
+    def tanh(self):
+        return apply(ew.tanh, self)
+
+    def sigmoid(self):
+        return apply(ew.sigmoid, self)
+
+    def relu(self):
+        return apply(ew.relu, self)
+
+    def abs(self):
+        return apply(ew.absolute, self)
+
+    def pow(self, exponent):
+        return self**exponent
+
+    def maximum(self, other):
+        return apply(ew.maximum, self, self._other(other))
+
+    def minimum(self, other):
+        return apply(ew.minimum, self, self._other(other))
+
+    def clip(self, min=None, max=None):  # noqa: A002 - PyTorch's argument names
+        return apply(ew.clip, self, min=min, max=max)
+
+    clamp = clip
+
+    def where(self, condition, other):
+        """self where condition else other (PyTorch's Tensor.where)."""
+        return apply(ew.where, _cond(condition, self), self, self._other(other))
+
+    # ---- reductions (dim/keepdim, or NumPy's axis/keepdims) --------------------------------------
+
+    def sum(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        return apply(rd.reduce_sum, self, **_reduce_args(dim, keepdim, axis, keepdims))
+
+    def mean(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        return apply(rd.reduce_mean, self, **_reduce_args(dim, keepdim, axis, keepdims))
+
+    def max(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """The largest values (values only; argmax gives the indices)."""
+        return apply(rd.reduce_max, self, **_reduce_args(dim, keepdim, axis, keepdims))
+
+    def min(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        return apply(rd.reduce_min, self, **_reduce_args(dim, keepdim, axis, keepdims))
+
+    def var(self, dim=None, keepdim=False, *, correction=1, axis=None, keepdims=None):
+        return apply(rd.reduce_var, self, correction=correction,
+                     **_reduce_args(dim, keepdim, axis, keepdims))
+
+    def std(self, dim=None, keepdim=False, *, correction=1, axis=None, keepdims=None):
+        return self.var(dim, keepdim, correction=correction, axis=axis, keepdims=keepdims).sqrt()
+
+    def logsumexp(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        return apply(rd.logsumexp, self, **_reduce_args(dim, keepdim, axis, keepdims))
+
+    def argmax(self, dim=None, keepdim=False):
+        return self._arg(self.backend.xp.argmax, dim, keepdim, "argmax")
+
+    def argmin(self, dim=None, keepdim=False):
+        return self._arg(self.backend.xp.argmin, dim, keepdim, "argmin")
+
+    def _arg(self, fn, dim, keepdim, name):
+        if dim is None:
+            return Tensor._wrap(self.backend.xp.asarray(fn(self.data)), self.backend)
+        axis = _axis(dim, self.ndim, name)
+        return Tensor._wrap(fn(self.data, axis=axis, keepdims=keepdim), self.backend)
+
+    # ---- softmax and masking -------------------------------------------------------------------
+
+    def softmax(self, dim=-1, *, axis=None):
+        return apply(sm.softmax, self, dim=dim if axis is None else axis)
+
+    def log_softmax(self, dim=-1, *, axis=None):
+        return apply(sm.log_softmax, self, dim=dim if axis is None else axis)
+
+    def masked_fill(self, mask, value):
+        """value where mask (bool, True = fill) else self; masked entries get no gradient."""
+        if isinstance(value, Tensor):
+            value = value.item()
+        return apply(masked_fill, self, _cond(mask, self), value=value)
+
+    # ---- shape -----------------------------------------------------------------------------------
+
+    def reshape(self, *shape):
+        shape = _shape_args(shape)
+        if shape == self.shape:
+            return self
+        return apply(sh.reshape, self, shape=shape)
+
+    view = reshape
+
+    def flatten(self, start_dim=0, end_dim=-1):
+        if self.ndim == 0:
+            return self.reshape(1)
+        s = _axis(start_dim, self.ndim, "flatten")
+        e = _axis(end_dim, self.ndim, "flatten")
+        return self.reshape(self.shape[:s] + (-1,) + self.shape[e + 1:])
+
+    def unsqueeze(self, dim):
+        axis = _axis(dim, self.ndim + 1, "unsqueeze")
+        return self.reshape(self.shape[:axis] + (1,) + self.shape[axis:])
+
+    def squeeze(self, dim=None):
+        if dim is None:
+            return self.reshape(tuple(n for n in self.shape if n != 1))
+        axes = {_axis(d, self.ndim, "squeeze") for d in (dim if isinstance(dim, tuple) else (dim,))}
+        return self.reshape(tuple(n for i, n in enumerate(self.shape)
+                                  if not (i in axes and n == 1)))
+
+    def permute(self, *dims):
+        dims = _shape_args(dims)
+        return apply(sh.permute, self, dims=tuple(_axis(d, self.ndim, "permute") for d in dims))
+
+    def transpose(self, dim0=-2, dim1=-1):
+        dims = list(range(self.ndim))
+        a, b = _axis(dim0, self.ndim, "transpose"), _axis(dim1, self.ndim, "transpose")
+        dims[a], dims[b] = dims[b], dims[a]
+        return apply(sh.permute, self, dims=tuple(dims))
+
+    @property
+    def T(self):  # noqa: N802 - PyTorch's name
+        return apply(sh.permute, self, dims=tuple(reversed(range(self.ndim))))
+
+    @property
+    def mT(self):  # noqa: N802 - PyTorch's name
+        return self.transpose(-2, -1)
+
+    def expand(self, *sizes):
+        sizes = _shape_args(sizes)
+        lead = len(sizes) - self.ndim
+        shape = tuple(self.shape[i - lead] if n == -1 else n for i, n in enumerate(sizes))
+        if shape == self.shape:
+            return self
+        return apply(sh.expand, self, shape=shape)
+
+    def expand_as(self, other):
+        return self.expand(other.shape)
+
+    def __getitem__(self, index):
+        return apply(sh.getitem, self, index=_index(index, self.backend))
+
+    def __setitem__(self, index, value):
+        if self.requires_grad:
+            raise GraphError("in-place assignment into a tensor that requires grad would "
+                             "corrupt its graph; build a new tensor (torch.where, cat, ...)")
+        self.data[_index(index, self.backend)] = value.data if isinstance(value, Tensor) else value
+
+    def split(self, split_size_or_sections, dim=0):
+        """Pieces of `split_size` along dim (the last may be smaller), or of the given sizes."""
+        axis = _axis(dim, self.ndim, "split")
+        n = self.shape[axis]
+        if isinstance(split_size_or_sections, int):
+            step = split_size_or_sections
+            sizes = [min(step, n - s) for s in range(0, n, step)]
+        else:
+            sizes = list(split_size_or_sections)
+            if sum(sizes) != n:
+                raise ValueError(f"split: sizes {sizes} add up to {sum(sizes)}, not to the "
+                                 f"{n} entries of dim {axis}")
+        pieces, start = [], 0
+        for size in sizes:
+            pieces.append(self[(slice(None),) * axis + (slice(start, start + size),)])
+            start += size
+        return tuple(pieces)
+
+    def chunk(self, chunks, dim=0):
+        n = self.shape[_axis(dim, self.ndim, "chunk")]
+        return self.split(-(-n // chunks), dim)
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    # ---- conversions and display ---------------------------------------------------------------
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.numpy()
+        return a if dtype is None else a.astype(dtype)
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self.dtype.kind not in "iu":
+            raise TypeError(f"only integer tensors can be used as an index, not {self.dtype}")
+        return int(self.item())
+
+    def __repr__(self):
+        body = np.array2string(self.numpy(), separator=", ", prefix="tensor(", precision=4,
+                               threshold=200, edgeitems=3)
+        extra = []
+        if self.dtype not in (np.float32, np.int64, np.bool_):
+            extra.append(f"dtype={self.dtype}")
+        if self.backend.name != "numpy":
+            extra.append(f"backend='{self.backend.name}'")
+        if self._node is not None:
+            extra.append("requires_grad=True" if self.is_leaf else f"grad_fn=<{self._node.op.name}>")
+        return "tensor(" + ", ".join([body] + extra) + ")"
+
+
+# ---- argument helpers ----------------------------------------------------------------------------
+
+
+def _reduce_args(dim, keepdim, axis, keepdims):
+    """PyTorch's dim/keepdim or NumPy's axis/keepdims, as the reduce ops' dim/keepdim."""
+    if axis is not None:
+        dim = axis
+    if keepdims is not None:
+        keepdim = keepdims
+    if isinstance(dim, list):
+        dim = tuple(dim)
+    return {"dim": dim, "keepdim": bool(keepdim)}
+
+
+def _shape_args(args):
+    """reshape(2, 3) and reshape((2, 3)) alike."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        args = args[0]
+    return tuple(int(a) for a in args)
+
+
+def _cond(mask, like):
+    """A bool mask as a Tensor on `like`'s backend."""
+    if isinstance(mask, Tensor):
+        return mask
+    return Tensor(mask, backend=like.backend)
+
+
+def _index(index, be):
+    """Tensors and lists inside an index become backend arrays; the rest stays as it is."""
+    if isinstance(index, tuple):
+        return tuple(_index_part(p, be) for p in index)
+    return _index_part(index, be)
+
+
+def _index_part(p, be):
+    if isinstance(p, Tensor):
+        if p.dtype.kind not in "iub":
+            raise DTypeError(f"getitem: index tensors must be integer or bool, got {p.dtype}")
+        return p.data
+    if isinstance(p, (list, np.ndarray)):
+        return be.asarray(p)
+    return p
+
+
+def _to_array(data, dtype, be):
+    """Backend array for `data`: lists and floats become float32, arrays keep their dtype."""
+    if isinstance(data, Tensor):
+        data = data.backend.to_numpy(data.data) if data.backend is not be else data.data
+    if dtype is None and not hasattr(data, "dtype"):
+        probe = np.asarray(data)
+        dtype = np.float32 if probe.dtype == np.float64 else probe.dtype
+    elif dtype is not None:
+        dtype = np.dtype(dtype)
+    kind = np.dtype(dtype).kind if dtype is not None else data.dtype.kind
+    if kind not in "biuf":
+        shown = dtype if dtype is not None else data.dtype
+        raise DTypeError(f"tensor: cannot hold data of dtype {shown} (only numbers and bools); "
+                         "convert the data to numbers first")
+    return be.xp.array(data, dtype=dtype, copy=True)
+
+
+# ---- creating tensors ----------------------------------------------------------------------------
+
+
+def tensor(data, dtype=None, requires_grad=False, backend=None):
+    """A new leaf tensor holding a copy of `data` (a list, number, array or tensor)."""
+    return Tensor(data, dtype=dtype, requires_grad=requires_grad, backend=backend)
+
+
+def _make(fill, shape, dtype, requires_grad, backend):
+    be = backends.get_backend() if backend is None else backends.backend(backend)
+    t = Tensor._wrap(fill(be, _shape_args(shape), np.dtype(dtype)), be)
+    t.requires_grad = requires_grad
+    return t
+
+
+def zeros(*shape, dtype=float32, requires_grad=False, backend=None):
+    return _make(lambda be, s, d: be.xp.zeros(s, d), shape, dtype, requires_grad, backend)
+
+
+def ones(*shape, dtype=float32, requires_grad=False, backend=None):
+    return _make(lambda be, s, d: be.xp.ones(s, d), shape, dtype, requires_grad, backend)
+
+
+def full(shape, fill_value, dtype=float32, requires_grad=False, backend=None):
+    return _make(lambda be, s, d: be.xp.full(s, fill_value, d), (shape,), dtype, requires_grad,
+                 backend)
+
+
+def randn(*shape, dtype=float32, requires_grad=False, backend=None):
+    """Standard normal samples from the backend's generator (see manual_seed)."""
+    return _make(lambda be, s, d: be.randn(s, np.float32 if d == np.float16 else d).astype(d,
+                 copy=False), shape, dtype, requires_grad, backend)
+
+
+def rand(*shape, dtype=float32, requires_grad=False, backend=None):
+    """Uniform [0, 1) samples from the backend's generator."""
+    return _make(lambda be, s, d: be.rand(s, np.float32 if d == np.float16 else d).astype(d,
+                 copy=False), shape, dtype, requires_grad, backend)
+
+
+def arange(start, end=None, step=1, dtype=None, requires_grad=False, backend=None):
+    """start, start + step, ... below end; integers give int64, floats float32."""
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        whole = all(isinstance(v, numbers.Integral) for v in (start, end, step))
+        dtype = np.int64 if whole else np.float32
+    return _make(lambda be, s, d: be.xp.arange(start, end, step, dtype=d), (), dtype,
+                 requires_grad, backend)
+
+
+def zeros_like(t, dtype=None, requires_grad=False):
+    return zeros(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad, backend=t.backend)
+
+
+def ones_like(t, dtype=None, requires_grad=False):
+    return ones(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad, backend=t.backend)
+
+
+def manual_seed(seed):
+    """Seed the generators of every backend (randn, rand, dropout), now and when made later."""
+    backends.manual_seed(seed)
