@@ -8,6 +8,7 @@ place (`sum_to`), accumulates with `+` and frees each interior gradient once it 
 Grad mode and the module name scope are contextvars, so threads and tasks do not share them.
 """
 
+import contextlib
 import contextvars
 import functools
 import weakref
@@ -61,6 +62,17 @@ class enable_grad(_GradMode):  # noqa: N801 - PyTorch's name
     """`with enable_grad():` records the graph again inside a no_grad block."""
 
     enabled = True
+
+
+@contextlib.contextmanager
+def name_scope(name):
+    """Nodes created inside get scope "outer.name" (modules use it: "blocks.0.attn")."""
+    outer = _scope.get()
+    token = _scope.set(name if not outer else f"{outer}.{name}")
+    try:
+        yield
+    finally:
+        _scope.reset(token)
 
 
 # ---- the graph ----------------------------------------------------------------------------------
