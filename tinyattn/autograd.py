@@ -18,7 +18,7 @@ from .errors import fmt_shape
 
 _grad_enabled = contextvars.ContextVar("tinyattn_grad_enabled", default=True)
 _scope = contextvars.ContextVar("tinyattn_scope", default=None)
-_tracer = contextvars.ContextVar("tinyattn_tracer", default=None)
+_tracers = contextvars.ContextVar("tinyattn_tracers", default=())
 
 
 # ---- grad mode --------------------------------------------------------------------------------
@@ -73,6 +73,19 @@ def name_scope(name):
         yield
     finally:
         _scope.reset(token)
+
+
+@contextlib.contextmanager
+def tracing(tracer):
+    """Inside the block, `tracer` sees every op: tracer.forward(op, inputs, params, out) after
+    each forward, tracer.backward(node, g, grads) after each VJP, and
+    tracer.accumulate(node, user, total) when a second gradient is added to node's total.
+    (Explain mode, graph recording and anomaly detection are tracers.)"""
+    token = _tracers.set(_tracers.get() + (tracer,))
+    try:
+        yield tracer
+    finally:
+        _tracers.reset(token)
 
 
 # ---- the graph ----------------------------------------------------------------------------------
@@ -144,8 +157,7 @@ def apply(op, *inputs, **params):
             parents[i] = None
         t._node = Node(op, parents, saved, params, [getattr(a, "shape", ()) for a in arrays],
                        [getattr(a, "dtype", None) for a in arrays], _scope.get())
-    tracer = _tracer.get()
-    if tracer is not None:
+    for tracer in _tracers.get():
         tracer.forward(op, inputs, params, t)
     return t
 
@@ -209,7 +221,7 @@ def backward(tensor, gradient=None, retain_graph=False):
             raise ShapeError(f"backward: gradient has shape {fmt_shape(g.shape)} but the output "
                              f"has shape {fmt_shape(tensor.shape)}")
         g = g.astype(tensor.dtype, copy=False)
-    tracer = _tracer.get()
+    tracers = _tracers.get()
     grads = {root: g}
     for node in toposort(root):
         g = grads.pop(node, None)
@@ -228,7 +240,7 @@ def backward(tensor, gradient=None, retain_graph=False):
         gs = op.vjp(be, g, saved, **node.params)
         if not retain_graph:
             node.saved = None
-        if tracer is not None:
+        for tracer in tracers:
             tracer.backward(node, g, gs)
         for i, (parent, gx) in enumerate(zip(node.parents, gs)):
             if parent is None or gx is None:
@@ -240,8 +252,9 @@ def backward(tensor, gradient=None, retain_graph=False):
                 gx = gx.astype(node.dtypes[i])
             prev = grads.get(parent)
             grads[parent] = gx if prev is None else prev + gx
-            if tracer is not None and prev is not None:
-                tracer.accumulate(parent, node)
+            if prev is not None:
+                for tracer in tracers:
+                    tracer.accumulate(parent, node, grads[parent])
 
 
 def _fit(op, i, gx, shape):
