@@ -202,27 +202,36 @@ def toposort(root):
     return order
 
 
+class Step:
+    """One VJP of a backward pass: the node, the gradient g of its output, and what the VJP
+    sent to each input (after sum_to; None where an input gets no gradient)."""
+
+    __slots__ = ("index", "node", "g", "grads", "pending")
+
+    def __init__(self, index, node, g, grads, pending):
+        self.index, self.node, self.g, self.grads = index, node, g, grads
+        self.pending = pending  # node -> gradient summed so far, for nodes not yet reached
+
+    def __repr__(self):
+        return f"<Step {self.index}: {self.node.op.name}>"
+
+
 def backward(tensor, gradient=None, retain_graph=False):
     """Fill `.grad` of the leaves (and retain_grad tensors) that `tensor` depends on."""
+    for _ in backward_steps(tensor, gradient, retain_graph):
+        pass
+
+
+def backward_steps(tensor, gradient=None, retain_graph=False):
+    """backward() one VJP at a time: a generator of Steps (for notebooks and explain mode)."""
     root = tensor._node
     be = tensor.backend
     if root is None:
         raise GraphError("backward: this tensor does not require grad and has no graph; create "
                          "its inputs with requires_grad=True, outside no_grad()")
-    if gradient is None:
-        if tensor.data.size != 1:
-            raise GraphError(f"backward: the output has shape {fmt_shape(tensor.shape)}; "
-                             "backward() needs a scalar (reduce with .sum() or .mean() first) "
-                             f"or an explicit gradient= of shape {fmt_shape(tensor.shape)}")
-        g = be.xp.ones_like(tensor.data)
-    else:
-        g = gradient.data if isinstance(gradient, Tensor) else be.asarray(gradient)
-        if g.shape != tensor.shape:
-            raise ShapeError(f"backward: gradient has shape {fmt_shape(g.shape)} but the output "
-                             f"has shape {fmt_shape(tensor.shape)}")
-        g = g.astype(tensor.dtype, copy=False)
+    grads = {root: _seed_gradient(tensor, gradient, be)}
     tracers = _tracers.get()
-    grads = {root: g}
+    index = 0
     for node in toposort(root):
         g = grads.pop(node, None)
         if g is None:
@@ -240,21 +249,43 @@ def backward(tensor, gradient=None, retain_graph=False):
         gs = op.vjp(be, g, saved, **node.params)
         if not retain_graph:
             node.saved = None
-        for tracer in tracers:
-            tracer.backward(node, g, gs)
+        if len(gs) != len(node.parents):
+            raise GraphError(f"{op.name}: the VJP returned {len(gs)} gradients for "
+                             f"{len(node.parents)} inputs")
+        fitted = []
         for i, (parent, gx) in enumerate(zip(node.parents, gs)):
             if parent is None or gx is None:
+                fitted.append(None)
                 continue
-            shape = node.shapes[i]
-            if gx.shape != shape:
-                gx = _fit(op, i, gx, shape)
+            if gx.shape != node.shapes[i]:
+                gx = _fit(op, i, gx, node.shapes[i])
             if gx.dtype != node.dtypes[i]:
                 gx = gx.astype(node.dtypes[i])
+            fitted.append(gx)
             prev = grads.get(parent)
             grads[parent] = gx if prev is None else prev + gx
             if prev is not None:
                 for tracer in tracers:
                     tracer.accumulate(parent, node, grads[parent])
+        for tracer in tracers:
+            tracer.backward(node, g, fitted)
+        yield Step(index, node, g, fitted, grads)
+        index += 1
+
+
+def _seed_gradient(tensor, gradient, be):
+    """The gradient backward starts from: 1 for a scalar, else the `gradient` given."""
+    if gradient is None:
+        if tensor.data.size != 1:
+            raise GraphError(f"backward: the output has shape {fmt_shape(tensor.shape)}; "
+                             "backward() needs a scalar (reduce with .sum() or .mean() first) "
+                             f"or an explicit gradient= of shape {fmt_shape(tensor.shape)}")
+        return be.xp.ones_like(tensor.data)
+    g = gradient.data if isinstance(gradient, Tensor) else be.asarray(gradient)
+    if g.shape != tensor.shape:
+        raise ShapeError(f"backward: gradient has shape {fmt_shape(g.shape)} but the output "
+                         f"has shape {fmt_shape(tensor.shape)}")
+    return g.astype(tensor.dtype, copy=False)
 
 
 def _fit(op, i, gx, shape):

@@ -12,7 +12,7 @@ import numbers
 import numpy as np
 
 from . import backends
-from .autograd import Node, apply, backward
+from .autograd import Node, apply, backward, backward_steps
 from .errors import DTypeError, GraphError, fmt_shape
 from .ops import elementwise as ew
 from .ops import matmul as mm
@@ -162,6 +162,10 @@ class Tensor:
         """Fill .grad of every leaf this tensor depends on (it must be a scalar, or pass
         `gradient`, the cotangent of this tensor)."""
         backward(self, gradient, retain_graph)
+
+    def backward_steps(self, gradient=None, retain_graph=False):
+        """backward() one VJP at a time: iterate to step through it (see autograd.Step)."""
+        return backward_steps(self, gradient, retain_graph)
 
     def retain_grad(self):
         """Keep this non-leaf tensor's gradient in .grad after backward()."""
