@@ -159,3 +159,22 @@ class Backend(ABC):
                   0.37409196, 1.00002368, -1.26551223):
             p = c + t * p
         return xp.sign(x) * (1 - t * xp.exp(p - a * a))
+
+    # ---- the optimizer's update ---------------------------------------------------------------
+
+    def adam_update(self, p, g, m, v, lr, beta1, beta2, eps, weight_decay, step, decoupled):
+        """One Adam (or, decoupled, AdamW) step in place on p, m, v, with PyTorch's formula:
+        m = β1 m + (1-β1) g;  v = β2 v + (1-β2) g²;  p -= lr/(1-β1^t) · m / (√v/√(1-β2^t) + ε)."""
+        xp = self.xp
+        if weight_decay and decoupled:
+            p *= 1 - lr * weight_decay
+        elif weight_decay:
+            g = g + weight_decay * p
+        m *= beta1
+        m += (1 - beta1) * g
+        v *= beta2
+        v += (1 - beta2) * (g * g)
+        denom = xp.sqrt(v)
+        denom /= math.sqrt(1 - beta2**step)
+        denom += eps
+        p -= (lr / (1 - beta1**step)) * m / denom

@@ -1,0 +1,16 @@
+"""tinyattn.nn: modules with PyTorch's names — Module and Parameter, layers, a tiny GPT.
+
+module.py holds Module, Parameter and the containers; layers.py the basic layers;
+transformer.py the attention, MLP and block that make TinyTransformer.
+"""
+
+from .layers import GELU, Dropout, Embedding, LayerNorm, Linear, ReLU, Tanh
+from .module import Module, ModuleList, Parameter, Sequential
+from .transformer import (MLP, CausalSelfAttention, TinyTransformer, TransformerBlock,
+                          TransformerConfig)
+
+__all__ = [
+    "Module", "Parameter", "Sequential", "ModuleList", "Linear", "Embedding", "LayerNorm",
+    "Dropout", "GELU", "ReLU", "Tanh", "CausalSelfAttention", "MLP", "TransformerBlock",
+    "TinyTransformer", "TransformerConfig",
+]

@@ -1,0 +1,229 @@
+"""Module and Parameter: PyTorch's way of holding weights, in a few dozen lines.
+
+Assigning a Parameter or a Module to an attribute registers it, so `named_parameters()` and
+`state_dict()` find it under its dotted path ("blocks.0.attn.qkv.weight"). Calling a module runs
+its `forward` inside a name scope, so the graph nodes it makes know which module made them
+(graph pictures group them). Containers: Sequential and ModuleList.
+"""
+
+from collections import OrderedDict
+
+import numpy as np
+
+from .. import backends
+from ..autograd import name_scope
+from ..errors import CheckpointError, fmt_shape
+from ..tensor import Tensor
+
+
+class Parameter(Tensor):
+    """A tensor that is a model's weight: it always requires grad and modules register it."""
+
+    __slots__ = ()
+
+    def __init__(self, data, dtype=None, backend=None):
+        if isinstance(data, Tensor):
+            data, backend = data.data, backend or data.backend
+        super().__init__(data, dtype=dtype, requires_grad=True, backend=backend)
+
+    def __repr__(self):
+        return "Parameter containing:\n" + super().__repr__()
+
+
+class Module:
+    """Base class of every layer and model: subclass it, assign parts in __init__, write forward."""
+
+    def __init__(self):
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_scope_name", None)
+
+    def __setattr__(self, name, value):
+        if "_parameters" not in self.__dict__:
+            raise AttributeError(f"{type(self).__name__}.__init__ must call super().__init__() "
+                                 "before assigning attributes")
+        self._parameters.pop(name, None)
+        self._modules.pop(name, None)
+        if isinstance(value, Parameter):
+            self._parameters[name] = value
+        elif isinstance(value, Module):
+            self._modules[name] = value
+            if value._scope_name is None:
+                object.__setattr__(value, "_scope_name", name)
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        self._parameters.pop(name, None)
+        self._modules.pop(name, None)
+        object.__delattr__(self, name)
+
+    def __call__(self, *args, **kwargs):
+        if self._scope_name is None:
+            return self.forward(*args, **kwargs)
+        with name_scope(self._scope_name):
+            return self.forward(*args, **kwargs)
+
+    def forward(self, *args, **kwargs):
+        raise TypeError(f"{type(self).__name__} has no forward(): a Module subclass defines it")
+
+    # ---- walking the tree ----------------------------------------------------------------------
+
+    def named_modules(self, prefix=""):
+        """(dotted path, module) for this module and every module inside it, each once."""
+        seen, stack = set(), [(prefix, self)]
+        while stack:
+            path, module = stack.pop()
+            if id(module) in seen:
+                continue
+            seen.add(id(module))
+            yield path, module
+            children = [(f"{path}.{n}" if path else n, m) for n, m in module._modules.items()]
+            stack.extend(reversed(children))
+
+    def modules(self):
+        return (m for _, m in self.named_modules())
+
+    def children(self):
+        return iter(self._modules.values())
+
+    def named_parameters(self):
+        """(dotted path, Parameter) for every parameter, each once (tied weights too)."""
+        seen = set()
+        for path, module in self.named_modules():
+            for name, p in module._parameters.items():
+                if id(p) not in seen:
+                    seen.add(id(p))
+                    yield (f"{path}.{name}" if path else name), p
+
+    def parameters(self):
+        return (p for _, p in self.named_parameters())
+
+    def num_parameters(self):
+        return sum(p.numel() for p in self.parameters())
+
+    # ---- modes and gradients -------------------------------------------------------------------
+
+    def train(self, mode=True):
+        for m in self.modules():
+            object.__setattr__(m, "training", mode)
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    def zero_grad(self, set_to_none=True):
+        for p in self.parameters():
+            p.grad = None if set_to_none or p.grad is None else p.grad * 0
+
+    def to(self, target):
+        """Move every parameter to a backend ("numpy", "cupy") or a float dtype, in place."""
+        for p in self.parameters():
+            if isinstance(target, backends.Backend) or str(target).lower() in backends.ALIASES:
+                be = backends.backend(target)
+                if be is not p.backend:
+                    p.data = be.asarray(p.backend.to_numpy(p.data))
+                    p.backend = be
+            else:
+                p.data = p.data.astype(np.dtype(target))
+            p.grad = None
+        return self
+
+    # ---- saving and loading --------------------------------------------------------------------
+
+    def state_dict(self):
+        """Every parameter by its dotted path (tied weights under each of their names)."""
+        out = OrderedDict()
+        for path, module in self.named_modules():
+            for name, p in module._parameters.items():
+                out[f"{path}.{name}" if path else name] = p.detach()
+        return out
+
+    def load_state_dict(self, state, strict=True):
+        """Copy values into the parameters; on any mismatch raise and change nothing.
+
+        strict=True: keys must match exactly. Shapes must always match.
+        """
+        own = self.state_dict()
+        params = {}
+        for path, module in self.named_modules():
+            for name, p in module._parameters.items():
+                params[f"{path}.{name}" if path else name] = p
+        missing = [k for k in own if k not in state]
+        unexpected = [k for k in state if k not in own]
+        problems = []
+        if strict and missing:
+            problems.append(f"missing keys: {', '.join(missing)}")
+        if strict and unexpected:
+            problems.append(f"unexpected keys: {', '.join(unexpected)}")
+        values = {}
+        for key, value in state.items():
+            if key not in params:
+                continue
+            array = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
+            if array.shape != params[key].shape:
+                problems.append(f"{key}: the checkpoint has shape {fmt_shape(array.shape)}, the "
+                                f"model {fmt_shape(params[key].shape)}")
+            values[key] = array
+        if problems:
+            raise CheckpointError(f"load_state_dict({type(self).__name__}): nothing was loaded; "
+                                  + "; ".join(problems))
+        for key, array in values.items():
+            p = params[key]
+            p.data = p.backend.asarray(array.astype(p.dtype, copy=True))
+        return {"missing_keys": missing, "unexpected_keys": unexpected}
+
+    def __repr__(self):
+        lines = [f"{type(self).__name__}({self.extra_repr()}"]
+        for name, m in self._modules.items():
+            child = repr(m).replace("\n", "\n  ")
+            lines.append(f"  ({name}): {child}")
+        return lines[0] + ")" if len(lines) == 1 else "\n".join(lines) + "\n)"
+
+    def extra_repr(self):
+        return ""
+
+
+class Sequential(Module):
+    """Modules applied one after another."""
+
+    def __init__(self, *modules):
+        super().__init__()
+        for i, m in enumerate(modules):
+            setattr(self, str(i), m)
+
+    def __getitem__(self, i):
+        return list(self._modules.values())[i]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def forward(self, x):
+        for m in self._modules.values():
+            x = m(x)
+        return x
+
+
+class ModuleList(Module):
+    """A list of modules, registered under their indices ("blocks.0", "blocks.1", ...)."""
+
+    def __init__(self, modules=()):
+        super().__init__()
+        for m in modules:
+            self.append(m)
+
+    def append(self, module):
+        setattr(self, str(len(self._modules)), module)
+        return self
+
+    def __getitem__(self, i):
+        return list(self._modules.values())[i]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())

@@ -1,0 +1,164 @@
+"""A GPT-style decoder: CausalSelfAttention, MLP, TransformerBlock (pre-LN) and TinyTransformer.
+
+Shapes: B batch, T time (tokens), C channels (d_model), H heads, D = C / H per head, V vocab.
+Initialisation follows GPT-2: normal(0, 0.02) weights, zero biases, residual projections scaled
+by 1/√(2·n_layers), and the output head shares its weight with the token embedding.
+"""
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from .. import functional as F
+from ..autograd import no_grad
+from ..errors import ShapeError
+from ..tensor import arange, randn, tensor
+from .layers import Dropout, Embedding, LayerNorm, Linear
+from .module import Module, ModuleList
+
+
+class CausalSelfAttention(Module):
+    """Multi-head self-attention where token t sees tokens 0..t, with one fused QKV projection."""
+
+    def __init__(self, d_model, n_heads, dropout=0.0):
+        super().__init__()
+        if d_model % n_heads:
+            raise ShapeError(f"CausalSelfAttention: d_model {d_model} is not divisible by "
+                             f"n_heads {n_heads}")
+        self.n_heads = n_heads
+        self.qkv = Linear(d_model, 3 * d_model)
+        self.proj = Linear(d_model, d_model)
+        self.drop = Dropout(dropout)
+
+    def forward(self, x, return_weights=False):
+        B, T, C = x.shape  # noqa: N806 - the shape names of the docstring
+        H = self.n_heads  # noqa: N806
+        qkv = self.qkv(x)  # (B, T, 3C)
+        qkv = qkv.reshape(B, T, 3, H, C // H).permute(2, 0, 3, 1, 4)  # (3, B, H, T, D)
+        q, k, v = qkv[0], qkv[1], qkv[2]  # (B, H, T, D) each
+        if return_weights:
+            weights = F.attention_weights(q, k, is_causal=True)  # (B, H, T, T)
+            y = weights @ v  # (B, H, T, D)
+        else:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, H, T, D)
+        y = y.transpose(1, 2).reshape(B, T, C)  # (B, T, C): heads side by side again
+        y = self.drop(self.proj(y))  # (B, T, C)
+        return (y, weights) if return_weights else y
+
+
+class MLP(Module):
+    """Linear up to 4C, GELU (GPT-2's tanh form), Linear back down to C."""
+
+    def __init__(self, d_model, dropout=0.0, ratio=4):
+        super().__init__()
+        self.fc = Linear(d_model, ratio * d_model)
+        self.proj = Linear(ratio * d_model, d_model)
+        self.drop = Dropout(dropout)
+
+    def forward(self, x):
+        h = F.gelu(self.fc(x), approximate="tanh")  # (B, T, 4C)
+        return self.drop(self.proj(h))  # (B, T, C)
+
+
+class TransformerBlock(Module):
+    """x + attn(ln1(x)), then + mlp(ln2(x)): pre-LN residual block."""
+
+    def __init__(self, d_model, n_heads, dropout=0.0):
+        super().__init__()
+        self.ln1 = LayerNorm(d_model)
+        self.attn = CausalSelfAttention(d_model, n_heads, dropout)
+        self.ln2 = LayerNorm(d_model)
+        self.mlp = MLP(d_model, dropout)
+
+    def forward(self, x, return_weights=False):
+        if return_weights:
+            a, weights = self.attn(self.ln1(x), return_weights=True)
+            x = x + a  # (B, T, C)
+            return x + self.mlp(self.ln2(x)), weights
+        x = x + self.attn(self.ln1(x))  # (B, T, C)
+        return x + self.mlp(self.ln2(x))  # (B, T, C)
+
+
+@dataclass
+class TransformerConfig:
+    vocab_size: int
+    d_model: int = 64
+    n_heads: int = 4
+    n_layers: int = 2
+    max_len: int = 64
+    dropout: float = 0.0
+
+
+class TinyTransformer(Module):
+    """Token + position embeddings, n_layers pre-LN blocks, a final LayerNorm, a tied LM head."""
+
+    def __init__(self, vocab_size, d_model=64, n_heads=4, n_layers=2, max_len=64, dropout=0.0):
+        super().__init__()
+        self.config = TransformerConfig(vocab_size, d_model, n_heads, n_layers, max_len, dropout)
+        self.wte = Embedding(vocab_size, d_model)
+        self.wpe = Embedding(max_len, d_model)
+        self.drop = Dropout(dropout)
+        self.blocks = ModuleList(TransformerBlock(d_model, n_heads, dropout)
+                                 for _ in range(n_layers))
+        self.ln_f = LayerNorm(d_model)
+        self.lm_head = Linear(d_model, vocab_size, bias=False)
+        self.lm_head.weight = self.wte.weight  # weight tying, as in GPT-2
+        self._init_gpt2(n_layers)
+
+    def _init_gpt2(self, n_layers):
+        for name, p in self.named_parameters():
+            if name.endswith("bias"):
+                p.data[...] = 0
+            elif name.startswith("ln") or ".ln" in name:
+                p.data[...] = 1
+            else:
+                std = 0.02 / math.sqrt(2 * n_layers) if name.endswith("proj.weight") else 0.02
+                p.data[...] = randn(*p.shape, dtype=p.dtype).data * std
+
+    def forward(self, idx, return_attention=False):
+        """idx (B, T) integer ids -> logits (B, T, V); with return_attention, also the attention
+        weights of every layer, each (B, H, T, T)."""
+        idx = idx if hasattr(idx, "backend") else tensor(np.asarray(idx))
+        B, T = idx.shape  # noqa: N806
+        if T > self.config.max_len:
+            raise ShapeError(f"TinyTransformer: a sequence of {T} tokens is longer than max_len "
+                             f"{self.config.max_len}")
+        pos = arange(T, backend=idx.backend)  # (T,)
+        x = self.drop(self.wte(idx) + self.wpe(pos))  # (B, T, C)
+        maps = []
+        for block in self.blocks:
+            if return_attention:
+                x, weights = block(x, return_weights=True)
+                maps.append(weights)
+            else:
+                x = block(x)  # (B, T, C)
+        logits = self.lm_head(self.ln_f(x))  # (B, T, V)
+        return (logits, maps) if return_attention else logits
+
+    @no_grad()
+    def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None, greedy=False,
+                 rng=None):
+        """Extend idx (B, T) by max_new_tokens: greedy, or sampled at `temperature` from the
+        `top_k` most likely tokens."""
+        rng = rng or np.random.default_rng()
+        ids = np.asarray(idx.numpy() if hasattr(idx, "numpy") else idx, dtype=np.int64)
+        for _ in range(max_new_tokens):
+            window = ids[:, -self.config.max_len:]
+            logits = self(tensor(window, backend=self.wte.weight.backend))
+            last = logits[:, -1, :].numpy().astype(np.float64)  # (B, V)
+            if greedy or temperature == 0:
+                nxt = last.argmax(axis=-1)
+            else:
+                last = last / temperature
+                if top_k is not None:
+                    kth = np.sort(last, axis=-1)[:, -min(top_k, last.shape[-1])][:, None]
+                    last = np.where(last < kth, -np.inf, last)
+                p = np.exp(last - last.max(axis=-1, keepdims=True))
+                p /= p.sum(axis=-1, keepdims=True)
+                nxt = np.array([rng.choice(len(row), p=row) for row in p])
+            ids = np.concatenate([ids, nxt[:, None]], axis=1)
+        return tensor(ids)
+
+    def extra_repr(self):
+        return ", ".join(f"{k}={v}" for k, v in asdict(self.config).items())

@@ -1,0 +1,179 @@
+"""Optimizers (SGD, Adam, AdamW), a cosine learning-rate schedule with warm-up, clip_grad_norm.
+
+Like PyTorch: an optimizer takes parameters (or groups of them, dicts with their own settings),
+`step()` updates them in place from their `.grad`, and `state_dict()` / `load_state_dict()`
+carry everything needed to resume exactly. Adam's update is a backend primitive
+(`be.adam_update`), so the CuPy backend can run it as one fused kernel.
+"""
+
+import math
+
+import numpy as np
+
+from .autograd import no_grad
+from .errors import CheckpointError
+
+
+class Optimizer:
+    """Parameter groups, their per-parameter state, and the step counter."""
+
+    defaults = {}
+
+    def __init__(self, params, **settings):
+        params = list(params)
+        if not params:
+            raise ValueError(f"{type(self).__name__}: got an empty parameter list")
+        groups = params if isinstance(params[0], dict) else [{"params": params}]
+        self.param_groups = []
+        for group in groups:
+            full = {**self.defaults, **settings, **group, "params": list(group["params"])}
+            for p in full["params"]:
+                if not p.requires_grad:
+                    raise ValueError(f"{type(self).__name__}: a parameter does not require grad")
+            self.param_groups.append(full)
+        self.state = {}  # id(param) -> dict of arrays
+        self.steps = 0
+
+    @property
+    def lr(self):
+        return self.param_groups[0]["lr"]
+
+    @lr.setter
+    def lr(self, value):
+        for group in self.param_groups:
+            group["lr"] = value
+
+    def params(self):
+        return [p for group in self.param_groups for p in group["params"]]
+
+    def zero_grad(self, set_to_none=True):
+        for p in self.params():
+            p.grad = None if set_to_none or p.grad is None else p.grad * 0
+
+    @no_grad()
+    def step(self):
+        self.steps += 1
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    self.update(p, p.grad.data, self.state.setdefault(id(p), {}), group)
+
+    def update(self, p, g, state, group):
+        raise TypeError(f"{type(self).__name__} has no update(): an Optimizer subclass defines it")
+
+    # ---- checkpoints: settings, step count and state, by parameter position ----------------
+
+    def state_dict(self):
+        groups = [{k: v for k, v in g.items() if k != "params"} for g in self.param_groups]
+        state = {}
+        for i, p in enumerate(self.params()):
+            for name, value in self.state.get(id(p), {}).items():
+                state[f"{i}.{name}"] = p.backend.to_numpy(value)
+        return {"steps": self.steps, "groups": groups, "state": state}
+
+    def load_state_dict(self, saved):
+        params = self.params()
+        groups = saved["groups"]
+        if len(groups) != len(self.param_groups):
+            raise CheckpointError(f"{type(self).__name__}.load_state_dict: the checkpoint has "
+                                  f"{len(groups)} parameter groups, this optimizer "
+                                  f"{len(self.param_groups)}")
+        new_state = {}
+        for key, value in saved["state"].items():
+            i, name = key.split(".", 1)
+            i = int(i)
+            if i >= len(params) or np.shape(value) != params[i].shape:
+                raise CheckpointError(f"{type(self).__name__}.load_state_dict: state {key} does "
+                                      "not match this optimizer's parameters")
+            p = params[i]
+            new_state.setdefault(id(p), {})[name] = p.backend.asarray(
+                np.asarray(value).astype(p.dtype))
+        for group, settings in zip(self.param_groups, groups):
+            group.update({k: (tuple(v) if isinstance(v, list) else v)
+                          for k, v in settings.items()})
+        self.state = new_state
+        self.steps = int(saved["steps"])
+
+
+class SGD(Optimizer):
+    """p -= lr * (g + wd p), with momentum buf = μ buf + g (Nesterov: g + μ buf)."""
+
+    defaults = {"lr": 0.01, "momentum": 0.0, "nesterov": False, "weight_decay": 0.0}
+
+    def update(self, p, g, state, group):
+        if group["weight_decay"]:
+            g = g + group["weight_decay"] * p.data
+        mu = group["momentum"]
+        if mu:
+            buf = state.get("momentum")
+            buf = g.copy() if buf is None else buf * mu + g
+            state["momentum"] = buf
+            g = g + mu * buf if group["nesterov"] else buf
+        p.data -= group["lr"] * g
+
+
+class Adam(Optimizer):
+    """Adam: m, v running moments of g and g², bias-corrected; weight decay added to g (L2)."""
+
+    defaults = {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.0}
+    decoupled = False
+
+    def update(self, p, g, state, group):
+        if "m" not in state:
+            state["m"] = p.backend.xp.zeros_like(p.data)
+            state["v"] = p.backend.xp.zeros_like(p.data)
+        beta1, beta2 = group["betas"]
+        p.backend.adam_update(p.data, g, state["m"], state["v"], lr=group["lr"], beta1=beta1,
+                              beta2=beta2, eps=group["eps"], weight_decay=group["weight_decay"],
+                              step=self.steps, decoupled=self.decoupled)
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay: p *= 1 - lr * wd before the Adam step."""
+
+    defaults = {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.01}
+    decoupled = True
+
+
+class CosineSchedule:
+    """Linear warm-up to the optimizer's lr over `warmup` steps, then a cosine decay to
+    `min_ratio` x lr at `total` steps. Call `step()` once per optimizer step."""
+
+    def __init__(self, optimizer, total, warmup=0, min_ratio=0.1):
+        self.optimizer, self.total, self.warmup, self.min_ratio = optimizer, total, warmup, min_ratio
+        self.base_lr = optimizer.lr
+        self.steps = 0
+        optimizer.lr = self.lr_at(0)
+
+    def lr_at(self, step):
+        if step < self.warmup:
+            return self.base_lr * (step + 1) / self.warmup
+        progress = min(1.0, (step - self.warmup) / max(1, self.total - self.warmup))
+        cosine = 0.5 * (1 + math.cos(math.pi * progress))
+        return self.base_lr * (self.min_ratio + (1 - self.min_ratio) * cosine)
+
+    def step(self):
+        self.steps += 1
+        self.optimizer.lr = self.lr_at(self.steps)
+
+    def state_dict(self):
+        return {"steps": self.steps, "base_lr": self.base_lr}
+
+    def load_state_dict(self, saved):
+        self.steps, self.base_lr = int(saved["steps"]), float(saved["base_lr"])
+        self.optimizer.lr = self.lr_at(self.steps)
+
+
+@no_grad()
+def clip_grad_norm(parameters, max_norm):
+    """Scale all gradients together so that their global L2 norm is at most max_norm.
+    Returns the norm before clipping."""
+    params = [p for p in parameters if p.grad is not None]
+    if not params:
+        return 0.0
+    total = math.sqrt(sum(float((p.grad.data * p.grad.data).sum()) for p in params))
+    if total > max_norm:
+        scale = max_norm / (total + 1e-6)
+        for p in params:
+            p.grad.data = p.grad.data * scale
+    return total
