@@ -36,9 +36,75 @@ def cmd_gradcheck(args):
     return 1 if failed else 0
 
 
+def cmd_train(args):
+    """Train a TinyTransformer on a task; write metrics, checkpoint and plots to a run folder."""
+    from .train import TrainConfig, train
+
+    cfg = TrainConfig(**{k: v for k, v in vars(args).items()
+                         if k in TrainConfig.__dataclass_fields__ and v is not None})
+    metrics = train(cfg, resume=args.resume, progress=not args.no_progress)
+    return 0 if metrics["steps"] > 0 else 1
+
+
+def cmd_sample(args):
+    """Answer a toy-task prompt, or continue a text prompt, with a trained checkpoint."""
+    from .sample import sample
+
+    print(sample(args.checkpoint, args.prompt, max_new_tokens=args.max_new_tokens,
+                 temperature=args.temperature, top_k=args.top_k, greedy=args.greedy,
+                 seed=args.seed))
+    return 0
+
+
+def _train_parser(sub):
+    from .train import TrainConfig
+
+    d = TrainConfig()
+    p = sub.add_parser("train", help="train a tiny causal transformer (the main job)",
+                       description="Train a TinyTransformer and write what it learned to "
+                                   "runs/<task>/: metrics, checkpoint, loss.png, "
+                                   "attention.png, samples.txt.")
+    p.add_argument("--task", choices=["reverse", "sort", "copy", "add", "text"], default=d.task)
+    p.add_argument("--steps", type=int, default=d.steps)
+    p.add_argument("--backend", default=d.backend, help="numpy (default) or cupy")
+    p.add_argument("--out", default=None, help="run folder (default runs/<task>)")
+    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--d-model", dest="d_model", type=int, default=d.d_model)
+    p.add_argument("--heads", type=int, default=d.heads)
+    p.add_argument("--layers", type=int, default=d.layers)
+    p.add_argument("--lr", type=float, default=d.lr)
+    p.add_argument("--batch-size", dest="batch_size", type=int, default=d.batch_size)
+    p.add_argument("--dropout", type=float, default=d.dropout)
+    p.add_argument("--weight-decay", dest="weight_decay", type=float, default=d.weight_decay)
+    p.add_argument("--warmup", type=int, default=d.warmup)
+    p.add_argument("--grad-clip", dest="grad_clip", type=float, default=d.grad_clip)
+    p.add_argument("--length", type=int, default=None, help="digits per problem (toy tasks)")
+    p.add_argument("--text", default=None, help="a UTF-8 file for --task text")
+    p.add_argument("--seq-len", dest="seq_len", type=int, default=d.seq_len,
+                   help="characters per example (text)")
+    p.add_argument("--eval-every", dest="eval_every", type=int, default=d.eval_every)
+    p.add_argument("--resume", action="store_true", help="continue the run in --out")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(fn=cmd_train)
+
+
+def _sample_parser(sub):
+    p = sub.add_parser("sample", help="generate with a trained checkpoint")
+    p.add_argument("--checkpoint", required=True, help="a checkpoint.npz from tinyattn train")
+    p.add_argument("--prompt", default=None, help="digits for a toy task, text for text")
+    p.add_argument("--max-new-tokens", dest="max_new_tokens", type=int, default=200)
+    p.add_argument("--temperature", type=float, default=0.8)
+    p.add_argument("--top-k", dest="top_k", type=int, default=None)
+    p.add_argument("--greedy", action="store_true")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(fn=cmd_sample)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="tinyattn", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
+    _train_parser(sub)
+    _sample_parser(sub)
 
     p = sub.add_parser("gradcheck", help="gradient-check every registered op")
     p.add_argument("ops", nargs="*", help="only these ops (default: all)")
