@@ -64,6 +64,21 @@ class enable_grad(_GradMode):  # noqa: N801 - PyTorch's name
     enabled = True
 
 
+def current_scope():
+    """The module path nodes are being created under ("" at a model's top level), or None."""
+    return _scope.get()
+
+
+@contextlib.contextmanager
+def at_scope(path):
+    """Nodes created inside get scope `path` exactly (Module.__call__ uses it)."""
+    token = _scope.set(path)
+    try:
+        yield
+    finally:
+        _scope.reset(token)
+
+
 @contextlib.contextmanager
 def name_scope(name):
     """Nodes created inside get scope "outer.name" (modules use it: "blocks.0.attn")."""

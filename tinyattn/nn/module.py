@@ -2,8 +2,8 @@
 
 Assigning a Parameter or a Module to an attribute registers it, so `named_parameters()` and
 `state_dict()` find it under its dotted path ("blocks.0.attn.qkv.weight"). Calling a module runs
-its `forward` inside a name scope, so the graph nodes it makes know which module made them
-(graph pictures group them). Containers: Sequential and ModuleList.
+its `forward` at its path, so the graph nodes it makes know which module made them (graph
+pictures group them). Containers: Sequential and ModuleList.
 """
 
 from collections import OrderedDict
@@ -11,7 +11,7 @@ from collections import OrderedDict
 import numpy as np
 
 from .. import backends
-from ..autograd import name_scope
+from ..autograd import at_scope, current_scope
 from ..errors import CheckpointError, fmt_shape
 from ..tensor import Tensor
 
@@ -37,7 +37,7 @@ class Module:
         object.__setattr__(self, "_parameters", OrderedDict())
         object.__setattr__(self, "_modules", OrderedDict())
         object.__setattr__(self, "training", True)
-        object.__setattr__(self, "_scope_name", None)
+        object.__setattr__(self, "_path", None)  # dotted path from the model called last
 
     def __setattr__(self, name, value):
         if "_parameters" not in self.__dict__:
@@ -49,8 +49,6 @@ class Module:
             self._parameters[name] = value
         elif isinstance(value, Module):
             self._modules[name] = value
-            if value._scope_name is None:
-                object.__setattr__(value, "_scope_name", name)
         object.__setattr__(self, name, value)
 
     def __delattr__(self, name):
@@ -59,9 +57,10 @@ class Module:
         object.__delattr__(self, name)
 
     def __call__(self, *args, **kwargs):
-        if self._scope_name is None:
-            return self.forward(*args, **kwargs)
-        with name_scope(self._scope_name):
+        if current_scope() is None:  # called from outside any module: name the whole tree
+            for path, module in self.named_modules():
+                object.__setattr__(module, "_path", path)
+        with at_scope(self._path or ""):  # the nodes made inside know which module made them
             return self.forward(*args, **kwargs)
 
     def forward(self, *args, **kwargs):

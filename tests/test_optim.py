@@ -1,0 +1,146 @@
+"""Optimizers against PyTorch (and a NumPy Adam), the schedule, clipping, state round trips."""
+
+import math
+
+import numpy as np
+import pytest
+
+import tinyattn as ta
+from tinyattn import optim
+
+
+def _run(make_opt, steps=5, seed=0):
+    """Parameters after `steps` updates with fixed gradient sequences (float64)."""
+    rng = np.random.default_rng(seed)
+    w0 = rng.standard_normal((3, 4))
+    b0 = rng.standard_normal(4)
+    grads = [(rng.standard_normal((3, 4)), rng.standard_normal(4)) for _ in range(steps)]
+    w, b = ta.tensor(w0, requires_grad=True), ta.tensor(b0, requires_grad=True)
+    opt = make_opt([w, b])
+    for gw, gb in grads:
+        w.grad, b.grad = ta.tensor(gw), ta.tensor(gb)
+        opt.step()
+    return (w0, b0, grads), (w.numpy(), b.numpy())
+
+
+CASES = [
+    ("SGD", dict(lr=0.1)),
+    ("SGD", dict(lr=0.1, momentum=0.9)),
+    ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01)),
+    ("Adam", dict(lr=0.01)),
+    ("Adam", dict(lr=0.01, betas=(0.8, 0.99), weight_decay=0.1)),
+    ("AdamW", dict(lr=0.01, weight_decay=0.1)),
+    ("AdamW", dict(lr=0.003, betas=(0.9, 0.98), eps=1e-6, weight_decay=0.0)),
+]
+
+
+@pytest.mark.parametrize("name,kwargs", CASES)
+def test_matches_pytorch(name, kwargs):
+    torch = pytest.importorskip("torch")
+    (w0, b0, grads), ours = _run(lambda ps: getattr(optim, name)(ps, **kwargs))
+    w, b = torch.tensor(w0, requires_grad=True), torch.tensor(b0, requires_grad=True)
+    opt = getattr(torch.optim, name)([w, b], **kwargs)
+    for gw, gb in grads:
+        w.grad, b.grad = torch.tensor(gw), torch.tensor(gb)
+        opt.step()
+    np.testing.assert_allclose(ours[0], w.detach().numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(ours[1], b.detach().numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_adam_matches_the_textbook_formula():
+    lr, b1, b2, eps = 0.01, 0.9, 0.999, 1e-8
+    (w0, b0, grads), ours = _run(lambda ps: optim.Adam(ps, lr=lr))
+    p, m, v = w0.copy(), np.zeros_like(w0), np.zeros_like(w0)
+    for t, (g, _) in enumerate(grads, start=1):
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        p -= lr * (m / (1 - b1**t)) / (np.sqrt(v / (1 - b2**t)) + eps)
+    np.testing.assert_allclose(ours[0], p, rtol=1e-9)
+
+
+def test_float32_parameters_stay_float32():
+    w = ta.randn(3, 3, requires_grad=True)
+    opt = optim.AdamW([w], lr=0.1)
+    w.grad = ta.randn(3, 3)
+    opt.step()
+    assert w.dtype == np.float32 and opt.state[id(w)]["m"].dtype == np.float32
+
+
+def test_zero_grad_and_skipping_params_without_grad():
+    w, b = ta.randn(2, requires_grad=True), ta.randn(2, requires_grad=True)
+    opt = optim.SGD([w, b], lr=1.0)
+    w.grad = ta.ones(2)
+    before = b.numpy().copy()
+    opt.step()
+    np.testing.assert_array_equal(b.numpy(), before)
+    opt.zero_grad()
+    assert w.grad is None
+    w.grad = ta.ones(2)
+    opt.zero_grad(set_to_none=False)
+    np.testing.assert_array_equal(w.grad.numpy(), 0)
+
+
+def test_empty_or_frozen_parameters_are_refused():
+    with pytest.raises(ValueError, match="empty"):
+        optim.SGD([], lr=0.1)
+    with pytest.raises(ValueError, match="require grad"):
+        optim.SGD([ta.zeros(2)], lr=0.1)
+
+
+def test_cosine_schedule_with_warmup():
+    w = ta.zeros(1, requires_grad=True)
+    opt = optim.AdamW([w], lr=1.0)
+    sched = optim.CosineSchedule(opt, total=110, warmup=10, min_ratio=0.1)
+    lrs = [opt.lr]
+    for _ in range(115):
+        sched.step()
+        lrs.append(opt.lr)
+    assert lrs[0] == pytest.approx(0.1) and lrs[9] == pytest.approx(1.0)
+    assert lrs[10] == pytest.approx(1.0)
+    assert lrs[60] == pytest.approx(0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * 0.5)))
+    assert lrs[110] == pytest.approx(0.1) and lrs[115] == pytest.approx(0.1)
+    assert all(a >= b - 1e-12 for a, b in zip(lrs[10:], lrs[11:]))  # decays monotonically
+
+
+def test_clip_grad_norm():
+    a, b = ta.zeros(3, requires_grad=True), ta.zeros(4, requires_grad=True)
+    a.grad, b.grad = ta.tensor([3.0, 0.0, 0.0]), ta.tensor([0.0, 4.0, 0.0, 0.0])
+    norm = optim.clip_grad_norm([a, b], 1.0)
+    assert norm == pytest.approx(5.0)
+    total = np.sqrt((a.grad.numpy() ** 2).sum() + (b.grad.numpy() ** 2).sum())
+    assert total == pytest.approx(1.0, rel=1e-5)
+    assert optim.clip_grad_norm([a, b], 10.0) == pytest.approx(1.0, rel=1e-5)  # no change
+
+
+def test_state_dict_round_trip_continues_identically(tmp_path):
+    def make(params):
+        return optim.AdamW(params, lr=0.01, weight_decay=0.05)
+
+    rng = np.random.default_rng(3)
+    grads = [rng.standard_normal(5).astype(np.float32) for _ in range(6)]
+    w = ta.tensor(np.ones(5, dtype=np.float32), requires_grad=True)
+    opt = make([w])
+    for g in grads:
+        w.grad = ta.tensor(g)
+        opt.step()
+    w2 = ta.tensor(np.ones(5, dtype=np.float32), requires_grad=True)
+    opt2 = make([w2])
+    for g in grads[:3]:
+        w2.grad = ta.tensor(g)
+        opt2.step()
+    ta.save({"w": w2, "opt": opt2.state_dict()}, tmp_path / "ck.npz")
+    ck = ta.load(tmp_path / "ck.npz")
+    w3 = ta.tensor(ck["w"].numpy(), requires_grad=True)
+    opt3 = make([w3])
+    opt3.load_state_dict(ck["opt"])
+    for g in grads[3:]:
+        w3.grad = ta.tensor(g)
+        opt3.step()
+    np.testing.assert_array_equal(w3.numpy(), w.numpy())
+
+
+def test_load_state_dict_rejects_a_mismatch():
+    opt = optim.Adam([ta.zeros(3, requires_grad=True)], lr=0.1)
+    with pytest.raises(ta.CheckpointError, match="does not match"):
+        opt.load_state_dict({"steps": 1, "groups": [{"lr": 0.1}],
+                             "state": {"0.m": np.zeros(4)}})

@@ -1,0 +1,133 @@
+"""The main job: a short training run learns, resumes bit-for-bit, and writes its run folder."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+import tinyattn as ta
+from tinyattn import cli
+from tinyattn.train import TrainConfig, build, train
+
+FAST = dict(task="reverse", length=5, d_model=32, heads=2, layers=2, batch_size=32,
+            lr=3e-3, warmup=10, eval_every=50, heldout_size=128)
+
+
+def test_short_run_learns_reversal(tmp_path):
+    cfg = TrainConfig(steps=300, out=str(tmp_path / "run"), **FAST)
+    metrics = train(cfg, progress=False)
+    assert metrics["accuracy"] >= 0.98, metrics
+    assert metrics["steps"] == 300 and not metrics["interrupted"]
+    saved = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert saved["accuracy"] == metrics["accuracy"]
+    assert saved["config"]["task"] == "reverse"
+
+
+def test_run_folder_contents(tmp_path):
+    out = tmp_path / "run"
+    train(TrainConfig(steps=12, out=str(out), **{**FAST, "eval_every": 5}),
+          progress=False)
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == list(range(1, 13))
+    assert {"loss", "acc", "lr", "tokens_per_s", "time"} <= set(rows[0])
+    assert "heldout_acc" in rows[4] and "heldout_acc" not in rows[5] and "heldout_acc" in rows[-1]
+    for name in ("loss.png", "attention.png"):
+        assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    samples = (out / "samples.txt").read_text().splitlines()
+    assert samples[0].startswith("reverse: input | target | model")
+    assert len(samples) == 13 and all(line.count("|") == 3 for line in samples[1:])
+    ck = ta.load(out / "checkpoint.npz")
+    assert ck["step"] == 12 and ck["vocab"][:10] == list("0123456789")
+
+
+def _params(model):
+    return {n: p.numpy().copy() for n, p in model.named_parameters()}
+
+
+def test_resume_is_bit_identical(tmp_path):
+    base = dict(FAST, steps=30, dropout=0.1)
+    whole = train(TrainConfig(out=str(tmp_path / "whole"), **base), progress=False)
+    part = train(TrainConfig(out=str(tmp_path / "split"), **base), progress=False, stop_after=13)
+    assert part["interrupted"] and part["steps"] == 13
+    resumed = train(TrainConfig(out=str(tmp_path / "split"), **base), resume=True, progress=False)
+    assert resumed["steps"] == 30 and whole["steps"] == 30
+    a = ta.load(tmp_path / "whole" / "checkpoint.npz")
+    b = ta.load(tmp_path / "split" / "checkpoint.npz")
+    for key in a["model"]:
+        np.testing.assert_array_equal(a["model"][key].numpy(), b["model"][key].numpy(), key)
+    for key in a["optim"]["state"]:
+        np.testing.assert_array_equal(a["optim"]["state"][key], b["optim"]["state"][key], key)
+    assert a["optim"]["steps"] == b["optim"]["steps"] == 30
+    assert resumed["loss"] == whole["loss"]
+    lines = (tmp_path / "split" / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(line)["step"] for line in lines] == list(range(1, 31))
+
+
+def test_resume_with_other_settings_is_refused(tmp_path):
+    train(TrainConfig(steps=3, out=str(tmp_path), **FAST), progress=False)
+    with pytest.raises(ValueError, match="d_model"):
+        train(TrainConfig(steps=6, out=str(tmp_path), **{**FAST, "d_model": 16}), resume=True,
+              progress=False)
+
+
+def test_ctrl_c_still_writes_everything(tmp_path, monkeypatch):
+    import tinyattn.train as train_mod
+
+    real_step = train_mod._train_step
+    calls = []
+
+    def step_then_interrupt(*args):
+        calls.append(1)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return real_step(*args)
+
+    monkeypatch.setattr(train_mod, "_train_step", step_then_interrupt)
+    metrics = train(TrainConfig(steps=50, out=str(tmp_path), **FAST), progress=False)
+    assert metrics["interrupted"] and metrics["steps"] == 3
+    for name in ("metrics.json", "checkpoint.npz", "loss.png", "attention.png", "samples.txt"):
+        assert (tmp_path / name).exists(), name
+
+
+def test_build_uses_the_config():
+    task, model, opt, sched = build(TrainConfig(**{**FAST, "layers": 3, "heads": 4}))
+    assert len(model.blocks) == 3 and model.blocks[0].attn.n_heads == 4
+    assert model.config.max_len == task.seq_len
+    decayed = opt.param_groups[0]["params"]
+    assert all(p.ndim == 2 for p in decayed) and opt.param_groups[1]["weight_decay"] == 0.0
+
+
+def test_cli_train_and_sample(tmp_path, capsys):
+    out = tmp_path / "cli"
+    code = cli.main(["train", "--steps", "4", "--length", "4", "--d-model", "16", "--heads", "2",
+                     "--layers", "1", "--out", str(out), "--no-progress"])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "held-out token accuracy" in printed and str(out / "attention.png") in printed
+    assert cli.main(["sample", "--checkpoint", str(out / "checkpoint.npz"), "--prompt",
+                     "1234"]) == 0
+    answer = capsys.readouterr().out.strip()
+    assert answer.startswith("1234>") and len(answer) == 9
+    with pytest.raises(ValueError, match="exactly 4 digits"):
+        cli.main(["sample", "--checkpoint", str(out / "checkpoint.npz"), "--prompt", "12"])
+
+
+def test_text_task_trains_and_samples(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("abcabcabd " * 200, encoding="utf-8")
+    cfg = TrainConfig(task="text", text=str(corpus), seq_len=16, steps=40, d_model=32, heads=2,
+                      layers=1, batch_size=16, eval_every=20, heldout_size=32,
+                      out=str(tmp_path / "run"))
+    metrics = train(cfg, progress=False)
+    assert metrics["accuracy"] > 0.5  # "abcabcabd" is very predictable
+    from tinyattn.sample import sample
+
+    text = sample(tmp_path / "run" / "checkpoint.npz", "abc", max_new_tokens=20, greedy=True)
+    assert text.startswith("abc") and len(text) == 23 and set(text) <= set("abcd ")
+
+
+def test_default_config_is_the_documented_one():
+    cfg = TrainConfig()
+    assert (cfg.task, cfg.steps, cfg.backend) == ("reverse", 600, "numpy")
+    assert cfg.run_dir() == os.path.join("runs", "reverse")
