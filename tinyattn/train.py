@@ -98,7 +98,7 @@ def train(cfg, resume=False, progress=True, stop_after=None, stream=None):
             metrics_log.write(json.dumps(row) + "\n")
             if bar is not None:
                 bar.update(1)
-                bar.set_postfix(loss=f"{row['loss']:.3f}", acc=f"{row['acc']:.3f}",
+                bar.set_postfix(loss=f"{row['loss']:.3g}", acc=f"{row['acc']:.3f}",
                                 tok_s=f"{row['tokens_per_s']:.0f}")
     except KeyboardInterrupt:
         interrupted = True
@@ -199,7 +199,8 @@ def _progress(enabled, start, total):
         return None
     from tqdm import tqdm
 
-    return tqdm(total=total, initial=start, desc="train", unit="step", dynamic_ncols=True)
+    return tqdm(total=total, initial=start, desc="train", unit="step", dynamic_ncols=True,
+                mininterval=0.5)
 
 
 def _summary(stream, m, out, files):
