@@ -142,7 +142,7 @@ class Text:
 
     def __init__(self, path=None, seq_len=64):
         if path is None:
-            text = resources.files("tinyattn").joinpath("data/corpus.txt").read_text("utf-8")
+            text = resources.files("tinyattn").joinpath("assets/corpus.txt").read_text("utf-8")
         else:
             with open(path, encoding="utf-8") as f:
                 text = f.read()
