@@ -8,7 +8,7 @@ import math
 
 from . import backends
 from .autograd import apply
-from .errors import ShapeError, fmt_shape
+from .errors import DTypeError, ShapeError, fmt_shape
 from .ops import attention as attn
 from .ops import elementwise as ew
 from .ops import nn as nn_ops
@@ -161,16 +161,25 @@ def scaled_dot_product_attention(q, k, v, attn_mask=None, is_causal=False, scale
 
     attn_mask: bool (True = may attend) or float (added to the scores), broadcast to (..., T, S).
     is_causal: query i attends keys 0..i. scale: 1/√d by default. A query that may attend no
-    key gives zeros (output and gradients), never NaN. impl: "auto" or "composite" (the graph
-    of matmul, scaled masked softmax, matmul).
+    key gives zeros (output and gradients), never NaN. impl: "composite" (matmul, scaled masked
+    softmax, matmul: one node each), "flash" (one fused node, O(T) memory, bool masks only) or
+    "auto" (flash on backends that prefer it and for long sequences, else composite).
     """
-    if impl not in ("auto", "composite"):
-        raise ValueError(f"scaled_dot_product_attention: impl must be 'auto' or 'composite', "
-                         f"got {impl!r}")
+    if impl not in ("auto", "composite", "flash"):
+        raise ValueError(f"scaled_dot_product_attention: impl must be 'auto', 'composite' or "
+                         f"'flash', got {impl!r}")
     q = _t(q)
+    k, v = _t(k, q), _t(v, q)
     mask = None if attn_mask is None else _t(attn_mask, q)
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
-    return attn.sdpa_composite(q, _t(k, q), _t(v, q), mask, is_causal, scale)
+    float_mask = mask is not None and mask.dtype != bool
+    if impl == "flash" and float_mask:
+        raise DTypeError("scaled_dot_product_attention: impl='flash' takes a bool mask (True = "
+                         f"attend), got {mask.dtype}; use impl='composite' for an additive mask")
+    if impl == "flash" or impl == "auto" and not float_mask and q.shape[-2] >= \
+            q.backend.flash_from:
+        return apply(attn.flash_attention, q, k, v, mask, scale=scale, causal=is_causal)
+    return attn.sdpa_composite(q, k, v, mask, is_causal, scale)
 
 
 def attention_weights(q, k, attn_mask=None, is_causal=False, scale=None):

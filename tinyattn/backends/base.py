@@ -10,6 +10,8 @@ a row whose entries are all -inf (fully masked) gives zeros, never NaN.
 import math
 from abc import ABC, abstractmethod
 
+from . import flash
+
 NEG_INF = float("-inf")
 
 
@@ -18,6 +20,8 @@ class Backend(ABC):
 
     name = "base"
     xp = None
+    flash_block = 128  # query/key tile size of flash attention
+    flash_from = 1024  # impl="auto" takes the flash path from this many queries on
 
     def __init__(self, seed=None):
         self.seed(seed)
@@ -126,6 +130,19 @@ class Backend(ABC):
         gx = self.softmax_backward(y, g, axis=-1)
         gx *= scale
         return gx
+
+    # ---- flash attention: tiled, no T×S matrix (the reference lives in flash.py) --------------
+
+    def attention_forward(self, q, k, v, keep=None, scale=1.0, causal=False, block_q=64,
+                          block_k=64):
+        """(out, lse) of softmax(scale q kᵀ, masked) v for q (N, T, d), k (N, S, d), v (N, S, dv)."""
+        return flash.flash_forward(self.xp, q, k, v, keep, scale, causal, block_q, block_k)
+
+    def attention_backward(self, q, k, v, out, lse, g, keep=None, scale=1.0, causal=False,
+                           block_q=64, block_k=64):
+        """(gq, gk, gv) from the saved out and log-sum-exp, recomputing probabilities in tiles."""
+        return flash.flash_backward(self.xp, q, k, v, out, lse, g, keep, scale, causal, block_q,
+                                    block_k)
 
     # ---- gelu's error function ----------------------------------------------------------------
 

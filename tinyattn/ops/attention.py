@@ -1,17 +1,49 @@
-"""Scaled dot-product attention: softmax(q kᵀ * scale, masked) @ v.
+"""Scaled dot-product attention: softmax(q kᵀ * scale, masked) @ v, two ways.
 
 The composite path is the op-by-op graph a learner can read node by node: a matmul for the
-scores, one fused scaled-masked softmax, a matmul with v. Masks follow PyTorch: a bool mask is
+scores, one fused scaled-masked softmax, a matmul with v. The flash path is one fused op that
+never builds the T×S matrix: it saves q, k, v, the output and each row's log-sum-exp, and its VJP
+recomputes probabilities tile by tile (backends/flash.py). Masks follow PyTorch: a bool mask is
 True where a query may attend; a float mask is added to the scaled scores; `is_causal` lets query
 i see keys 0..i. A query with no key to attend gives a zero output row and zero gradients.
 """
 
 import math
 
-from ..errors import ShapeError, fmt_shape
+from ..errors import DTypeError, ShapeError, fmt_shape
+from . import broadcast_shape, op
 from .softmax import scaled_masked_softmax
 
-OPS = ()  # the fused (flash) attention op joins here
+
+@op("flash_attention", "dS = P * (dO Vᵀ - rowsum(dO * O)); gq = s dS K, gk = s dSᵀ Q, gv = Pᵀ dO",
+    broadcasts=True, nondiff=(3,), fused=True)
+def flash_attention(be, q, k, v, keep=None, scale=1.0, causal=False, block=None):
+    """out = softmax(scale q kᵀ, masked) v, in tiles; saves only q, k, v, out and lse per row"""
+    check_qkv(q, k, v)
+    lead = broadcast_shape(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    q, k, v = (be.xp.broadcast_to(a, lead + a.shape[-2:]) for a in (q, k, v))  # views
+    if keep is not None:
+        if keep.dtype != bool:
+            raise DTypeError(f"flash_attention: the mask must be bool (True = attend), got "
+                             f"{keep.dtype}")
+        want = lead + (q.shape[-2], k.shape[-2])
+        if broadcast_shape(keep.shape, want) != want:
+            raise ShapeError(f"flash_attention: mask {fmt_shape(keep.shape)} does not broadcast "
+                             f"to the scores {fmt_shape(want)}")
+    block = block or be.flash_block
+    out, lse = be.attention_forward(q, k, v, keep, scale, causal, block, block)
+    return out, (q, k, v, out, lse, keep)
+
+
+@flash_attention.defvjp
+def flash_attention_vjp(be, g, saved, keep=None, scale=1.0, causal=False, block=None):
+    q, k, v, out, lse, keep = saved
+    block = block or be.flash_block
+    gq, gk, gv = be.attention_backward(q, k, v, out, lse, g, keep, scale, causal, block, block)
+    return gq, gk, gv, None
+
+
+OPS = (flash_attention,)
 
 
 def check_qkv(q, k, v):

@@ -118,6 +118,12 @@ SAMPLES = {
              case(vals([-8.0, -3.0, -0.5, 0.0, 0.7, 2.6, 6.0]))],
     "embedding": [case(const([[0, 2, 2], [1, 0, 4]]), (5, 3)), case(const([3, 3, 3]), (4, 2))],
     "dropout": [case((4, 5), p=0.5, seed=0), case((2, 3, 4), p=0.1, seed=3)],
+    "flash_attention": [
+        case((2, 5, 4), (2, 5, 4), (2, 5, 3), None, scale=0.5, causal=True, block=2),
+        case((4, 4), (4, 4), (4, 2), const(_CAUSAL_PAD), scale=0.7, block=3),  # a masked row
+        case((1, 2, 3, 4), (3, 1, 6, 4), (3, 1, 6, 2), None, scale=0.4, block=4),  # broadcast
+        case((2, 7, 3), (2, 5, 3), (2, 5, 3), None, scale=1.0, causal=True, block=2),  # T > S
+    ],
 }
 
 
