@@ -1,0 +1,252 @@
+"""Parity with PyTorch: every registered op, forward and backward, in float64.
+
+Driven by the sample cases of `tinyattn.ops.samples` and the table `TORCH` below (op name ->
+the same computation written with torch). An op registered without an entry there fails the
+suite unless `TORCHLESS` lists it with the reason it cannot be compared. Skipped without torch.
+"""
+
+import itertools
+import operator
+
+import numpy as np
+import pytest
+
+import tinyattn as ta
+from tinyattn.ops import REGISTRY
+from tinyattn.ops import samples as S
+
+torch = pytest.importorskip("torch")
+TF = torch.nn.functional
+
+
+def _masked_softmax(s, keep):
+    """softmax over the last dim where keep, with rows that keep nothing giving zeros
+    (tinyattn's documented convention; plain torch.softmax gives NaN there)."""
+    s = s.masked_fill(~keep, float("-inf"))
+    empty = ~keep.any(dim=-1, keepdim=True)
+    return torch.softmax(s.masked_fill(empty, 0.0), dim=-1).masked_fill(empty, 0.0)
+
+
+def _keep(shape, keep, causal):
+    """The bool mask of attention: `keep` (or all True) and, if causal, j <= i (top-left)."""
+    n_q, n_k = shape[-2], shape[-1]
+    out = torch.ones(n_q, n_k, dtype=torch.bool) if keep is None else keep
+    if causal:
+        out = out & torch.ones(n_q, n_k, dtype=torch.bool).tril()
+    return out.expand(shape)
+
+
+def _softmax(x, dim=-1):
+    return _masked_softmax(x.movedim(dim, -1), x.movedim(dim, -1) > float("-inf")).movedim(-1, dim)
+
+
+def _scaled_masked_softmax(x, keep=None, scale=1.0, causal=False):
+    return _masked_softmax(x * scale, _keep(x.shape, keep, causal))
+
+
+def _attention(q, k, v, keep=None, scale=1.0, causal=False, block=None):
+    s = q @ k.transpose(-2, -1)
+    return _masked_softmax(s * scale, _keep(s.shape, keep, causal)) @ v
+
+
+def _all_dims(x, dim):
+    return tuple(range(x.ndim)) if dim is None else dim
+
+
+def _getitem(x, index):
+    """x[index] in torch, which has no negative slice steps: those become index_select first
+    (fine for indices made only of slices and ints, where positions are dims)."""
+    parts = index if isinstance(index, tuple) else (index,)
+    if any(isinstance(p, slice) and (p.step or 1) < 0 for p in parts):
+        assert all(isinstance(p, (slice, int)) for p in parts)
+        fixed = []
+        for d, p in enumerate(parts):
+            if isinstance(p, slice) and (p.step or 1) < 0:
+                picked = list(range(x.shape[d]))[p]
+                x = x.index_select(d, torch.tensor(picked))
+                p = slice(None)
+            fixed.append(p)
+        parts = fixed
+    parts = tuple(torch.from_numpy(p) if isinstance(p, np.ndarray) else p for p in parts)
+    return x[parts if isinstance(index, tuple) else parts[0]]
+
+
+def _maximum(x, y):
+    return torch.maximum(*torch.broadcast_tensors(*map(torch.as_tensor, (x, y))))
+
+
+def _minimum(x, y):
+    return torch.minimum(*torch.broadcast_tensors(*map(torch.as_tensor, (x, y))))
+
+
+TORCH = {
+    "add": operator.add,
+    "sub": operator.sub,
+    "mul": operator.mul,
+    "div": operator.truediv,
+    "pow": operator.pow,
+    "neg": torch.neg,
+    "exp": torch.exp,
+    "log": torch.log,
+    "sqrt": torch.sqrt,
+    "tanh": torch.tanh,
+    "sigmoid": torch.sigmoid,
+    "relu": torch.relu,
+    "abs": torch.abs,
+    "maximum": _maximum,
+    "minimum": _minimum,
+    "where": torch.where,
+    "clip": lambda x, min=None, max=None: torch.clamp(x, min, max),  # noqa: A006
+    "cast": lambda x, dtype: x.to(getattr(torch, np.dtype(dtype).name)),
+    "sum": lambda x, dim=None, keepdim=False: torch.sum(x, _all_dims(x, dim), keepdim),
+    "mean": lambda x, dim=None, keepdim=False: torch.mean(x, _all_dims(x, dim), keepdim),
+    "max": lambda x, dim=None, keepdim=False: torch.amax(x, _all_dims(x, dim), keepdim),
+    "min": lambda x, dim=None, keepdim=False: torch.amin(x, _all_dims(x, dim), keepdim),
+    "var": lambda x, dim=None, keepdim=False, correction=1: torch.var(
+        x, _all_dims(x, dim), correction=correction, keepdim=keepdim),
+    "logsumexp": lambda x, dim=None, keepdim=False: torch.logsumexp(x, _all_dims(x, dim),
+                                                                    keepdim),
+    "reshape": torch.reshape,
+    "permute": torch.permute,
+    "expand": lambda x, shape: x.expand(shape),
+    "getitem": _getitem,
+    "cat": lambda *xs, dim=0: torch.cat(xs, dim),
+    "stack": lambda *xs, dim=0: torch.stack(xs, dim),
+    "matmul": torch.matmul,
+    "linear": lambda x, w, b=None: TF.linear(x, w, b),
+    "softmax": _softmax,
+    "log_softmax": lambda x, dim=-1: torch.log_softmax(x, dim),
+    "scaled_masked_softmax": _scaled_masked_softmax,
+    "cross_entropy": lambda x, t, **kw: TF.cross_entropy(x, t.long(), **kw),
+    "masked_fill": torch.masked_fill,
+    "layer_norm": lambda x, w, b, n_dims=1, eps=1e-5: TF.layer_norm(x, x.shape[-n_dims:], w, b,
+                                                                    eps),
+    "gelu": TF.gelu,
+    "embedding": lambda ids, w: TF.embedding(ids.long(), w),
+    "flash_attention": _attention,
+}
+
+TORCHLESS = {
+    "dropout": "its mask comes from tinyattn's own generator, which torch cannot reproduce; "
+               "gradcheck covers its VJP and test_nn its train/eval behaviour",
+}
+
+
+def parity_params():
+    """(op name, case number) for every case; (name, None) for an op torch cannot be asked
+    about and that has no reason written down, which the test turns into a failure."""
+    params = []
+    for name in sorted(REGISTRY):
+        if name in TORCHLESS:
+            continue
+        if name not in TORCH:
+            params.append((name, None))
+            continue
+        params += [(name, i) for i in range(len(S.cases(name)))]
+    return params
+
+
+def _to_torch(x):
+    if isinstance(x, ta.Tensor):
+        t = torch.from_numpy(x.numpy().copy())
+        return t.requires_grad_() if x.requires_grad else t
+    return x
+
+
+def check_parity(name, index):
+    """Case `index` of op `name`: the same forward values and input gradients as torch."""
+    if index is None:
+        pytest.fail(f"op {name!r} has no torch counterpart in TORCH and no reason in TORCHLESS")
+    inputs, params = S.cases(name)[index]
+    rng = np.random.default_rng(index)
+    xs = S.materialize(inputs, rng, lambda v, rg: ta.tensor(v, requires_grad=rg))
+    ts = [_to_torch(x) for x in xs]
+    out = REGISTRY[name](*xs, **params)
+    want = TORCH[name](*ts, **params)
+    assert out.shape == tuple(want.shape), (out.shape, want.shape)
+    assert out.dtype == np.float64 and want.dtype == torch.float64
+    np.testing.assert_allclose(out.numpy(), want.detach().numpy(), rtol=1e-10, atol=1e-12,
+                               err_msg=f"{name} forward")
+    g = rng.standard_normal(out.shape)
+    out.backward(g)
+    diff = [(x, t) for x, t in zip(xs, ts) if isinstance(x, ta.Tensor) and x.requires_grad]
+    grads = torch.autograd.grad(want, [t for _, t in diff], torch.from_numpy(g),
+                                allow_unused=True)
+    for i, ((x, _), gt) in enumerate(zip(diff, grads)):
+        gt = np.zeros(x.shape) if gt is None else gt.numpy()
+        assert x.grad is not None, f"{name}: input {i} got no gradient"
+        np.testing.assert_allclose(x.grad.numpy(), gt, rtol=1e-9, atol=1e-11,
+                                   err_msg=f"{name} gradient of input {i}")
+
+
+@pytest.mark.parametrize("name,index", parity_params(), ids=[f"{n}-{i}" for n, i in
+                                                             parity_params()])
+def test_parity_with_torch(name, index):
+    check_parity(name, index)
+
+
+def test_every_op_is_compared_or_says_why_not():
+    assert set(TORCH) | set(TORCHLESS) >= set(REGISTRY)
+    assert not set(TORCH) & set(TORCHLESS)
+    assert set(TORCH) | set(TORCHLESS) <= set(REGISTRY), "stale names in the tables"
+    assert all(len(why) > 20 for why in TORCHLESS.values())
+
+
+def test_an_op_without_torch_mapping_fails(monkeypatch):
+    monkeypatch.setitem(REGISTRY, "fresh_op", REGISTRY["neg"])
+    assert ("fresh_op", None) in parity_params()
+    with pytest.raises(pytest.fail.Exception, match="fresh_op.*no torch counterpart"):
+        check_parity("fresh_op", None)
+    monkeypatch.setitem(TORCHLESS, "fresh_op", "a test stand-in that torch has no name for")
+    assert not [p for p in parity_params() if p[0] == "fresh_op"]
+
+
+# Composite Tensor methods (built from the registered ops) against torch, forward and backward.
+
+METHODS = {
+    "transpose": lambda x: x.transpose(0, 2),
+    "T": lambda x: x[1].T,
+    "mT": lambda x: x.mT,
+    "flatten": lambda x: x.flatten(1),
+    "unsqueeze_squeeze": lambda x: x.unsqueeze(1).squeeze(1).unsqueeze(-1),
+    "std": lambda x: x.std(dim=1),
+    "split": lambda x: x.split([1, 2], dim=1)[1],
+    "chunk": lambda x: x.chunk(2, dim=2)[0],
+    "rsub_rdiv": lambda x: (2.0 - x) / (3.0 + x * x),
+    "sq_pow": lambda x: (x * x) ** 1.5,
+}
+
+
+@pytest.mark.parametrize("name", list(METHODS))
+def test_tensor_methods_match_torch(name):
+    rng = np.random.default_rng(5)
+    xv = rng.standard_normal((2, 3, 4))
+    g = None
+    results = []
+    for make in (lambda v: ta.tensor(v, requires_grad=True),
+                 lambda v: torch.tensor(v, requires_grad=True)):
+        x = make(xv)
+        out = METHODS[name](x)
+        g = rng.standard_normal(tuple(out.shape)) if g is None else g
+        out.backward(g if isinstance(x, ta.Tensor) else torch.from_numpy(g))
+        results.append((np.asarray(out.detach().numpy()), x.grad.numpy()))
+    (a, ga), (b, gb) = results
+    np.testing.assert_allclose(a, b, rtol=1e-12)
+    np.testing.assert_allclose(ga, gb, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("a,b", list(itertools.combinations_with_replacement(S.GRID, 2)))
+def test_broadcasting_grid_matches_torch(a, b):
+    try:
+        np.broadcast_shapes(a, b)
+    except ValueError:
+        pytest.skip("shapes do not broadcast")
+    rng = np.random.default_rng(6)
+    av, bv = rng.standard_normal(a), rng.uniform(0.5, 2.0, b)
+    f = lambda x, y: (x * y - x / y + x.maximum(y)).exp().sum()  # noqa: E731
+    x, y = ta.tensor(av, requires_grad=True), ta.tensor(bv, requires_grad=True)
+    f(x, y).backward()
+    tx, ty = torch.tensor(av, requires_grad=True), torch.tensor(bv, requires_grad=True)
+    (tx * ty - tx / ty + torch.maximum(tx, ty)).exp().sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(y.grad.numpy(), ty.grad.numpy(), rtol=1e-10)
