@@ -11,6 +11,7 @@ from .autograd import apply
 from .errors import DTypeError, ShapeError, fmt_shape
 from .ops import attention as attn
 from .ops import elementwise as ew
+from .ops import matmul as mm
 from .ops import nn as nn_ops
 from .ops import shape as sh
 from .ops import softmax as sm
@@ -101,8 +102,7 @@ def mse_loss(x, y, reduction="mean"):
 
 def linear(x, weight, bias=None):
     """x @ weightᵀ + bias, with weight (out_features, in_features) as in PyTorch."""
-    out = _t(x) @ weight.T
-    return out if bias is None else out + bias
+    return mm.linear(_t(x), weight, bias)
 
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):

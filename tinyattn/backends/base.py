@@ -62,17 +62,29 @@ class Backend(ABC):
 
     def softmax(self, x, axis=-1):
         """y = exp(x - max) / sum(exp(x - max)): pass 1 max, pass 2 exp and sum, pass 3 divide."""
+        # a fresh floating copy to work in (integers become float64, as np.exp would make them)
+        y = x.astype(self.xp.result_type(x.dtype, self.xp.float16), copy=True)
+        return self._softmax_in_place(y, axis)
+
+    def _softmax_in_place(self, y, axis=-1):
+        """softmax over `axis`, overwriting y (a temporary the caller owns) and returning it."""
         xp = self.xp
-        m = x.max(axis=axis, keepdims=True)
-        m = xp.where(m == NEG_INF, 0, m)  # a fully masked row: exp(-inf - 0) = 0, no NaN
-        y = xp.exp(x - m)
+        m = y.max(axis=axis, keepdims=True)
+        m[m == NEG_INF] = 0  # a fully masked row: exp(-inf - 0) = 0, no NaN
+        y -= m
+        xp.exp(y, out=y)
         s = y.sum(axis=axis, keepdims=True)
-        y /= xp.where(s == 0, 1, s)
+        s[s == 0] = 1
+        y /= s
         return y
 
     def softmax_backward(self, y, g, axis=-1):
         """gx = y * (g - sum(g * y)): the Jacobian diag(y) - y yᵀ applied to g, never built."""
-        return y * (g - (g * y).sum(axis=axis, keepdims=True))
+        gx = self.xp.asarray(g * y)  # asarray: a 0-d product is a NumPy scalar otherwise
+        dot = gx.sum(axis=axis, keepdims=True)
+        self.xp.subtract(g, dot, out=gx)
+        gx *= y
+        return gx
 
     # ---- softmax: the online (m, l) reference, the spec the CUDA kernels are held to ---------
 
@@ -117,13 +129,13 @@ class Backend(ABC):
         """softmax(scale * x) over the last axis, with entries where `keep` is False (or, when
         `causal`, keys after the query) set to -inf first; fully masked rows give zeros."""
         xp = self.xp
-        s = x * scale
+        s = xp.asarray(x * scale)  # a fresh array: masked and normalized in place from here on
         if causal:
             keep_c = self.causal_keep(x.shape[-2], x.shape[-1])
             keep = keep_c if keep is None else keep & keep_c
         if keep is not None:
-            s = xp.where(keep, s, NEG_INF)
-        return self.softmax(s, axis=-1)
+            xp.copyto(s, NEG_INF, where=~xp.asarray(keep, dtype=bool))
+        return self._softmax_in_place(s, axis=-1)
 
     def scaled_masked_softmax_backward(self, y, g, scale=1.0):
         """gx = scale * y * (g - sum(g * y)); masked entries have y = 0, so they get 0."""

@@ -3,6 +3,7 @@
 (..., n, k) @ (..., k, m) -> (..., n, m). A 1-D left operand is a row (1, k) and a 1-D right
 operand a column (k, 1), each dropped again from the result. The VJP is the textbook pair
 gx = g @ yᵀ, gy = xᵀ @ g; broadcast batch dims are summed back by autograd.
+Also here: `linear`, x @ wᵀ + b as one fused node (the layer every model is made of).
 """
 
 from ..errors import ShapeError, fmt_shape
@@ -55,4 +56,36 @@ def matmul_vjp(be, g, saved):
     return gx, gy
 
 
-OPS = (matmul,)
+def _fold(a):
+    """(..., n) as a 2-D (rows, n) array: the batch dims folded into one BLAS call."""
+    return a.reshape(-1, a.shape[-1])
+
+
+@op("linear", "gx = g @ w, gw = gᵀ @ x (batch dims folded), gb = Σ g", fused=True)
+def linear(be, x, weight, *bias):
+    """out = x @ weightᵀ + bias, weight (out_features, in_features), bias (out_features,)"""
+    n_inputs = 2 + len(bias)  # linear(x, w) or linear(x, w, b): one gradient per input
+    bias = bias[0] if bias else None
+    if weight.ndim != 2 or x.ndim == 0 or x.shape[-1] != weight.shape[1]:
+        raise ShapeError(f"linear: input {fmt_shape(x.shape)} and weight "
+                         f"{fmt_shape(weight.shape)}: the weight must be (out_features, "
+                         f"in_features) with in_features = the input's last dim")
+    if bias is not None and bias.shape != weight.shape[:1]:
+        raise ShapeError(f"linear: bias {fmt_shape(bias.shape)} for weight "
+                         f"{fmt_shape(weight.shape)}: the bias must be (out_features,)")
+    out = _fold(x) @ weight.T
+    if bias is not None:
+        out += bias
+    return out.reshape(x.shape[:-1] + weight.shape[:1]), (x, weight, n_inputs)
+
+
+@linear.defvjp
+def linear_vjp(be, g, saved):
+    x, weight, n_inputs = saved
+    g2 = _fold(g)
+    gx = (g2 @ weight).reshape(x.shape)
+    gw = g2.T @ _fold(x)
+    return (gx, gw, g2.sum(axis=0))[:n_inputs]
+
+
+OPS = (matmul, linear)

@@ -23,52 +23,85 @@ def layer_norm(be, x, weight=None, bias=None, n_dims=1, eps=1e-5):
         if p is not None and p.shape != x.shape[x.ndim - n_dims:]:
             raise ShapeError(f"layer_norm: {name} has shape {fmt_shape(p.shape)} but the "
                              f"normalized shape is {fmt_shape(x.shape[x.ndim - n_dims:])}")
-    mean = x.mean(axis=axes, keepdims=True)
-    xc = x - mean
-    var = (xc * xc).mean(axis=axes, keepdims=True)
-    rstd = 1 / be.xp.sqrt(var + eps)
-    xhat = xc * rstd
-    out = xhat
-    if weight is not None:
-        out = out * weight
+    # written with in-place steps: two temporaries of x's size, not five
+    xhat = x - x.mean(axis=axes, keepdims=True)
+    out = xhat * xhat
+    rstd = 1 / be.xp.sqrt(out.mean(axis=axes, keepdims=True) + eps)
+    xhat *= rstd
+    be.xp.multiply(xhat, 1 if weight is None else weight, out=out)
     if bias is not None:
-        out = out + bias
+        out += bias
     return out, (xhat, rstd, weight, bias is not None, axes)
 
 
 @layer_norm.defvjp
 def layer_norm_vjp(be, g, saved, n_dims=1, eps=1e-5):
     xhat, rstd, weight, has_bias, axes = saved
+    xp = be.xp
     batch = tuple(range(xhat.ndim - len(axes)))
-    gxhat = g if weight is None else g * weight
-    gx = rstd * (gxhat - gxhat.mean(axis=axes, keepdims=True)
-                 - xhat * (gxhat * xhat).mean(axis=axes, keepdims=True))
-    gw = None if weight is None else (g * xhat).sum(axis=batch)
+    tmp = g * xhat
+    gw = None if weight is None else tmp.sum(axis=batch)
     gb = g.sum(axis=batch) if has_bias else None
+    gx = g * weight if weight is not None else g.copy()  # ĝ, turned into gx in place
+    xp.multiply(gx, xhat, out=tmp)
+    mean_gx = tmp.mean(axis=axes, keepdims=True)
+    gx -= gx.mean(axis=axes, keepdims=True)
+    xp.multiply(xhat, mean_gx, out=tmp)
+    gx -= tmp
+    gx *= rstd
     return gx, gw, gb
 
 
 @op("gelu", "gx = g * (Φ(x) + x φ(x))  (tanh: its derivative)", fused=True)
 def gelu(be, x, approximate="none"):
     """out = x Φ(x) = x (1 + erf(x/√2)) / 2; tanh: x (1 + tanh(√(2/π)(x + 0.044715 x³))) / 2"""
+    xp = be.xp
     if approximate == "tanh":
-        t = be.xp.tanh(SQRT_2_OVER_PI * (x + 0.044715 * (x * x * x)))
-        return 0.5 * x * (1 + t), (x, t)
+        t = xp.asarray(x * x)  # √(2/π) (x + 0.044715 x³), then its tanh, in place
+        # (asarray: on a 0-d x, NumPy's x * x is a scalar, which cannot be written into)
+        t *= 0.044715
+        t += 1
+        t *= x
+        t *= SQRT_2_OVER_PI
+        xp.tanh(t, out=t)
+        out = t + 1
+        out *= x
+        out *= 0.5
+        return out, (x, t)
     if approximate != "none":
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-    cdf = 0.5 * (1 + be.erf(x * INV_SQRT_2))
+    cdf = xp.asarray(be.erf(x * INV_SQRT_2))
+    cdf += 1
+    cdf *= 0.5
     return x * cdf, (x, cdf)
 
 
 @gelu.defvjp
 def gelu_vjp(be, g, saved, approximate="none"):
     x, t_or_cdf = saved
-    if approximate == "tanh":
+    xp = be.xp
+    if approximate == "tanh":  # 0.5 (1 + t) + 0.5 x (1 - t²) √(2/π) (1 + 3·0.044715 x²)
         t = t_or_cdf
-        du = SQRT_2_OVER_PI * (1 + 3 * 0.044715 * (x * x))
-        return (g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * du),)
-    pdf = INV_SQRT_2PI * be.xp.exp(-0.5 * (x * x))
-    return (g * (t_or_cdf + x * pdf),)
+        du = x * x
+        du *= 3 * 0.044715 * SQRT_2_OVER_PI
+        du += SQRT_2_OVER_PI
+        gx = xp.asarray(t * t)
+        xp.subtract(1, gx, out=gx)
+        gx *= du
+        gx *= x
+        gx += 1
+        gx += t
+        gx *= 0.5
+        gx *= g
+        return (gx,)
+    gx = xp.asarray(x * x)  # Φ(x) + x φ(x), φ(x) = exp(-x²/2) / √(2π)
+    gx *= -0.5
+    xp.exp(gx, out=gx)
+    gx *= INV_SQRT_2PI
+    gx *= x
+    gx += t_or_cdf
+    gx *= g
+    return (gx,)
 
 
 @op("embedding", "gw = zeros(w.shape); gw[ids] += g", nondiff=(0,))

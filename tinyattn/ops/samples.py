@@ -112,6 +112,7 @@ SAMPLES = {
     ],
     "masked_fill": [case((2, 3), const([[True, False, False], [False, True, False]]), value=-1.0),
                     case((2, 3, 3), const(np.tril(np.ones((3, 3), dtype=bool))), value=0.0)],
+    "linear": [case((2, 3, 4), (5, 4), (5,)), case((4,), (2, 4), None), case((3, 4), (2, 4))],
     "layer_norm": [case((2, 3, 4), (4,), (4,)), case((3, 4), None, None),
                    case((2, 3, 4), (3, 4), (3, 4), n_dims=2), case((2, 5), (5,), None, eps=1e-3)],
     "gelu": [case((3, 4)), case((3, 4), approximate="tanh"),
