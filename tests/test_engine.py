@@ -1,0 +1,410 @@
+"""Engine semantics: how the graph is recorded, walked back and freed.
+
+Reuse and accumulation, deep chains, grad mode (no_grad / enable_grad, per thread and task),
+retain_grad, backward through a freed graph, the scalar-seed rule, backward_steps and tracers,
+and dtypes: lists and randn give float32, NumPy arrays keep theirs, gradients keep their
+input's dtype, a float32 graph never computes in float64, integer tensors never require grad.
+"""
+
+import asyncio
+import threading
+
+import numpy as np
+import pytest
+
+import tinyattn as ta
+import tinyattn.functional as F
+from tinyattn.autograd import backward_steps, tracing
+from tinyattn.ops import REGISTRY
+from tinyattn.ops import samples as S
+
+
+def leaf(values, dtype=np.float64):
+    return ta.tensor(np.asarray(values, dtype=dtype), requires_grad=True)
+
+
+# ---- reuse and accumulation --------------------------------------------------------------------
+
+
+def test_reused_input_accumulates():
+    a = leaf(3.0)
+    b = a + a  # a is used twice by one op
+    c = b * b  # b is used twice by one op: c = 4 a², dc/da = 8 a
+    c.backward()
+    assert a.grad.item() == 8 * 3.0
+
+
+def test_diamond_and_vector_reuse():
+    av = np.array([0.5, -1.0, 2.0])
+    a = leaf(av)
+    b = a.exp()
+    c = b * a + b.sum() * a - a / b  # b reaches c three ways, a four
+    c.sum().backward()
+    e = np.exp(av)
+    want = e * av + e + e.sum() + e * av.sum() - (1 - av) / e  # d/da_i of sum(c)
+    np.testing.assert_allclose(a.grad.numpy(), want, rtol=1e-12)
+
+
+def test_zero_dim_intermediates_keep_their_gradient():
+    # x * y and x.sum() on NumPy give NumPy scalars (np.float64 is a float): never constants
+    x, y = leaf(0.3), leaf(1.2)
+    (x * y - x / y).backward()
+    np.testing.assert_allclose([x.grad.item(), y.grad.item()], [1.2 - 1 / 1.2, 0.3 + 0.3 / 1.44])
+    a = leaf([1.0, 2.0, 3.0])
+    (a.sum() * a.mean() + a.max() ** 2.0).backward()
+    np.testing.assert_allclose(a.grad.numpy(), 2.0 + 6.0 / 3 + np.array([0, 0, 6.0]))
+
+
+def test_grad_accumulates_across_backward_calls_and_only_on_leaves():
+    x = leaf([1.0, 2.0])
+    y = x * 3.0
+    y.sum().backward()
+    (x * x).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), 3.0 + 2 * np.array([1.0, 2.0]))
+    assert y.grad is None  # interior tensors keep no gradient unless they ask
+
+
+def test_constants_and_detached_inputs_get_no_gradient():
+    x = leaf([1.0, 2.0])
+    c = ta.tensor(np.array([5.0, 6.0]))
+    d = x.detach()
+    (x * c + d * x).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [6.0, 8.0])
+    assert c.grad is None and d.grad is None and not d.requires_grad
+
+
+# ---- deep chains ------------------------------------------------------------------------------
+
+
+def test_a_100000_op_chain_backward():
+    x = leaf(1.0)
+    y = x
+    for i in range(100_000):
+        y = y * 1.00001 if i % 2 else y + 0.5  # dy/dx = 1.00001 ** 50000
+    y.backward()
+    np.testing.assert_allclose(x.grad.item(), 1.00001**50_000, rtol=1e-9)
+    del y  # tearing down a 100,000-node graph must not overflow the stack either
+
+
+def test_backward_frees_interior_gradients_and_saved_arrays():
+    x = leaf(np.ones(4))
+    y = x
+    for _ in range(50):
+        y = (y * 1.5).tanh()
+    nodes = []
+    most_pending = 0
+    for step in backward_steps(y.sum()):
+        nodes.append(step.node)
+        most_pending = max(most_pending, len(step.pending))
+    assert most_pending == 1  # a chain holds one gradient at a time, never the whole path
+    assert all(n.saved is None for n in nodes)
+    assert x.grad is not None
+
+
+# ---- grad mode --------------------------------------------------------------------------------
+
+
+def test_no_grad_records_nothing_and_enable_grad_inside_records():
+    x = leaf([1.0, 2.0])
+    with ta.no_grad():
+        assert not ta.is_grad_enabled()
+        y = x * 2
+        with ta.enable_grad():
+            assert ta.is_grad_enabled()
+            z = x * 2
+        w = x * 2
+    assert ta.is_grad_enabled()
+    assert not y.requires_grad and not w.requires_grad and z.requires_grad
+    with pytest.raises(ta.GraphError, match="does not require grad"):
+        y.sum().backward()
+
+
+def test_grad_mode_as_decorator_and_restored_after_an_error():
+    @ta.no_grad()
+    def evaluate(t):
+        return t * 2
+
+    x = leaf(1.0)
+    assert not evaluate(x).requires_grad
+    with pytest.raises(ZeroDivisionError), ta.no_grad():
+        1 / 0
+    assert ta.is_grad_enabled() and (x * 2).requires_grad
+
+
+def test_grad_mode_is_per_thread():
+    inside = threading.Event()
+    release = threading.Event()
+    seen = {}
+
+    def worker():
+        with ta.no_grad():
+            inside.set()
+            release.wait(5)
+            seen["worker"] = ta.is_grad_enabled()
+
+    t = threading.Thread(target=worker)
+    t.start()
+    inside.wait(5)
+    seen["main while worker in no_grad"] = ta.is_grad_enabled()
+    seen["main records"] = (leaf(1.0) * 2).requires_grad
+    release.set()
+    t.join(5)
+
+    def fresh_thread():
+        seen["fresh thread"] = ta.is_grad_enabled()
+
+    with ta.no_grad():
+        t2 = threading.Thread(target=fresh_thread)
+        t2.start()
+        t2.join(5)
+    assert seen == {"worker": False, "main while worker in no_grad": True, "main records": True,
+                    "fresh thread": True}
+
+
+def test_grad_mode_is_per_asyncio_task():
+    async def in_no_grad(started, release):
+        with ta.no_grad():
+            started.set()
+            await release.wait()
+            return ta.is_grad_enabled()
+
+    async def main():
+        started, release = asyncio.Event(), asyncio.Event()
+        task = asyncio.create_task(in_no_grad(started, release))
+        await started.wait()
+        outside = ta.is_grad_enabled()
+        release.set()
+        return outside, await task
+
+    assert asyncio.run(main()) == (True, False)
+
+
+# ---- retain_grad ------------------------------------------------------------------------------
+
+
+def test_retain_grad_keeps_an_interior_gradient():
+    x = leaf([1.0, -2.0, 3.0])
+    h = x * x
+    h.retain_grad()
+    other = h + 1.0
+    (other * 2.0).sum().backward()
+    np.testing.assert_array_equal(h.grad.numpy(), [2.0, 2.0, 2.0])
+    np.testing.assert_array_equal(x.grad.numpy(), 4 * x.numpy())
+    assert other.grad is None
+
+
+def test_retain_grad_on_a_leaf_is_harmless_and_without_grad_is_an_error():
+    x = leaf([1.0])
+    x.retain_grad()
+    (x * 3.0).sum().backward()
+    assert x.grad.item() == 3.0
+    with pytest.raises(ta.GraphError, match="retain_grad"):
+        ta.tensor([1.0]).retain_grad()
+
+
+# ---- freed graphs -----------------------------------------------------------------------------
+
+
+def test_second_backward_through_a_freed_graph_says_what_happened():
+    x = leaf([1.0, 2.0])
+    y = (x.exp() * x).sum()
+    y.backward()
+    with pytest.raises(ta.GraphError) as info:
+        y.backward()
+    msg = str(info.value)
+    assert "already freed" in msg and "retain_graph=True" in msg
+    assert "sum" in msg  # the op where the walk stopped
+
+
+def test_retain_graph_allows_a_second_backward():
+    x = leaf([1.0, 2.0])
+    y = (x.exp() * x).sum()
+    y.backward(retain_graph=True)
+    first = x.grad.numpy().copy()
+    y.backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * first, rtol=1e-15)
+    with pytest.raises(ta.GraphError, match="already freed"):
+        y.backward()
+
+
+# ---- the seed of backward ---------------------------------------------------------------------
+
+
+def test_backward_on_a_non_scalar_needs_a_gradient():
+    x = leaf(np.ones((2, 3)))
+    y = x * 2.0
+    with pytest.raises(ta.GraphError, match=r"shape \(2, 3\).*scalar.*gradient="):
+        y.backward()
+    with pytest.raises(ta.ShapeError, match=r"gradient has shape \(3,\).*\(2, 3\)"):
+        y.backward(np.ones(3))
+    g = np.arange(6.0).reshape(2, 3)
+    y.backward(ta.tensor(g))
+    np.testing.assert_array_equal(x.grad.numpy(), 2 * g)
+
+
+def test_one_element_outputs_seed_with_one():
+    x = leaf([[3.0]])
+    (x * x).backward()  # shape (1, 1): one element, like a scalar
+    assert x.grad.item() == 6.0
+
+
+def test_backward_without_graph_is_an_error():
+    with pytest.raises(ta.GraphError, match="requires_grad=True"):
+        ta.tensor([1.0, 2.0]).sum().backward()
+
+
+# ---- backward_steps and tracers ---------------------------------------------------------------
+
+
+def test_backward_steps_equals_backward():
+    rng = np.random.default_rng(0)
+    xv = rng.standard_normal((3, 4))
+    x1, x2 = leaf(xv), leaf(xv)
+    f = lambda x: (F.softmax(x @ x.T, dim=-1) * x.sum(dim=1)).mean()  # noqa: E731
+    f(x1).backward()
+    steps = list(f(x2).backward_steps())
+    np.testing.assert_allclose(x2.grad.numpy(), x1.grad.numpy(), rtol=1e-15)
+    assert [s.index for s in steps] == list(range(len(steps)))
+    assert steps[0].node.op.name == "mean"
+
+
+def test_tracer_sees_forward_backward_and_accumulation():
+    class Recorder:
+        def __init__(self):
+            self.events = []
+
+        def forward(self, op, inputs, params, out):
+            self.events.append(("forward", op.name))
+
+        def backward(self, node, g, grads):
+            self.events.append(("backward", node.op.name))
+
+        def accumulate(self, node, user, total):
+            self.events.append(("accumulate", user.op.name))
+
+    x = leaf(2.0)
+    with tracing(Recorder()) as rec:
+        y = x * x
+        y.backward()
+    assert rec.events == [("forward", "mul"), ("accumulate", "mul"), ("backward", "mul")]
+
+
+# ---- dtypes -----------------------------------------------------------------------------------
+
+
+def test_creation_dtypes():
+    assert ta.tensor([1.0, 2.0]).dtype == np.float32
+    assert ta.tensor(1.5).dtype == np.float32
+    assert ta.tensor([[1, 2]]).dtype == np.int64
+    assert ta.tensor([True]).dtype == np.bool_
+    assert ta.randn(2, 3).dtype == np.float32
+    assert ta.zeros(2).dtype == ta.ones(2).dtype == ta.rand(2).dtype == np.float32
+    assert ta.arange(3).dtype == np.int64 and ta.arange(0.0, 1.0, 0.5).dtype == np.float32
+    for dt in (np.float16, np.float32, np.float64, np.int32):
+        assert ta.tensor(np.zeros(2, dtype=dt)).dtype == dt
+    assert ta.tensor([1, 2], dtype=ta.float64).dtype == np.float64
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_gradients_keep_the_input_dtype(dtype):
+    x = leaf([0.5, 1.5, -1.0], dtype)
+    y = leaf([2.0, 1.0, 3.0], dtype)
+    z = (F.softmax(x * y, dim=0) + (x - y).abs().sqrt()).sum()
+    assert z.dtype == dtype
+    z.backward()
+    assert x.grad.dtype == dtype and y.grad.dtype == dtype
+
+
+def test_mixed_dtypes_send_each_input_its_own_dtype():
+    x = leaf([1.0, 2.0], np.float32)
+    y = leaf([3.0, 4.0], np.float64)
+    out = x * y  # promotes to float64, as NumPy does
+    assert out.dtype == np.float64
+    out.sum().backward()
+    assert x.grad.dtype == np.float32 and y.grad.dtype == np.float64
+    h = x.to(ta.float64)  # an explicit cast is an op: its gradient flows back as float32
+    (h * h).sum().backward()
+    assert x.grad.dtype == np.float32
+
+
+def _float32(values, requires_grad):
+    if values.dtype.kind == "f":
+        values = values.astype(np.float32)
+    return ta.tensor(values, requires_grad=requires_grad)
+
+
+CASES32 = [(name, i) for name in sorted(REGISTRY) for i in range(len(S.SAMPLES.get(name, ())))]
+
+
+@pytest.mark.parametrize("name,index", CASES32, ids=[f"{n}-{i}" for n, i in CASES32])
+def test_a_float32_op_never_computes_in_float64(name, index, monkeypatch):
+    """Forward output, every raw VJP output (before autograd's cast) and every .grad: float32."""
+    op = REGISTRY[name]
+    inputs, params = S.SAMPLES[name][index]
+    xs = S.materialize(inputs, np.random.default_rng(index), _float32)
+    raw = []
+
+    def watched_vjp(be, g, saved, _vjp=op.vjp, **kw):
+        assert g.dtype == np.float32, f"{name}: cotangent {g.dtype}"
+        gs = _vjp(be, g, saved, **kw)
+        raw.extend(gx.dtype for gx in gs if gx is not None)
+        return gs
+
+    monkeypatch.setattr(op, "vjp", watched_vjp)
+    out = op(*xs, **params)
+    target = np.dtype(params.get("dtype", np.float32))  # cast: the dtype it was asked for
+    assert out.dtype == target, f"{name} forward gave {out.dtype}"
+    if target != np.float32:
+        return
+    out.backward(np.ones(out.shape, dtype=np.float32))
+    assert raw and all(dt == np.float32 for dt in raw), f"{name} VJP gave {raw}"
+    for x in xs:
+        if isinstance(x, ta.Tensor) and x.requires_grad:
+            assert x.grad.dtype == np.float32
+
+
+def test_a_float32_model_step_stays_float32():
+    seen = set()
+
+    class DTypes:
+        def forward(self, op, inputs, params, out):
+            seen.add(("forward", op.name, out.dtype))
+
+        def backward(self, node, g, grads):
+            seen.add(("backward", node.op.name, g.dtype))
+
+        def accumulate(self, node, user, total):
+            seen.add(("accumulate", user.op.name, total.dtype))
+
+    ta.manual_seed(0)
+    model = ta.nn.TinyTransformer(vocab_size=11, d_model=8, n_heads=2, n_layers=1, max_len=8)
+    ids = ta.tensor(np.random.default_rng(0).integers(0, 11, (2, 8)))
+    with tracing(DTypes()):
+        logits = model(ids)
+        F.cross_entropy(logits.reshape(-1, 11), ids.reshape(-1)).backward()
+    floats = {(kind, name, dt) for kind, name, dt in seen if np.dtype(dt).kind == "f"}
+    assert floats and {dt for *_, dt in floats} == {np.dtype(np.float32)}, sorted(
+        (k, n, str(d)) for k, n, d in floats if d != np.float32)
+    assert all(p.grad.dtype == np.float32 for p in model.parameters())
+
+
+def test_integer_tensors_cannot_require_grad():
+    with pytest.raises(ta.DTypeError, match="only floating-point tensors can require grad"):
+        ta.tensor([1, 2], requires_grad=True)
+    with pytest.raises(ta.DTypeError, match="int64"):
+        ta.arange(3, requires_grad=True)
+    t = ta.tensor([True, False])
+    with pytest.raises(ta.DTypeError):
+        t.requires_grad = True
+    assert not t.requires_grad
+    x = leaf([1.5, 2.5])
+    assert not x.long().requires_grad  # casting to integers leaves the graph
+
+
+def test_requires_grad_can_only_change_on_leaves():
+    x = leaf([1.0])
+    y = x * 2.0
+    with pytest.raises(ta.GraphError, match="leaf"):
+        y.requires_grad = False
+    with pytest.raises(ta.GraphError, match="in-place"):
+        x[0] = 3.0
