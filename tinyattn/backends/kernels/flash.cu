@@ -1,0 +1,326 @@
+// flash.cu - flash attention forward and backward (FlashAttention-2 layout, SIMT float32).
+//
+// Shapes: q (N, T, D), k (N, S, D), v (N, S, D), contiguous; D in {32, 64, 128} is a template
+// argument. Storage float32 or float16 (float16 converted on load); all arithmetic float32.
+// Scores are scale * q.k; keys j > i are masked when `causal` (aligned top-left, as in
+// Backend.causal_keep), and where the optional uint8 mask `keep` (element strides ks_*) is 0.
+// A query row with nothing to attend gives out = 0, lse = -inf and zero gradients.
+//
+// Every block has 256 threads seen as a 16 x 16 grid (tx = tid % 16, ty = tid / 16). A thread
+// owns the rows ty, ty + 16, ... and the columns tx, tx + 16, ... of every tile it computes, so
+// the 16 threads of one row are 16 consecutive lanes of one warp: row reductions are 4-step
+// butterfly shuffles of width 16. Shared-memory rows are padded to D + 1 (and BK + 1) floats so
+// that the 16 different rows a warp reads in one step fall in 16 different banks.
+//
+// Forward, grid (ceil(T / BQ), N): the block keeps its BQ queries in shared memory and streams
+// the key/value tiles past them (causal: only tiles left of the diagonal). Per tile: S = scale Q
+// Kᵀ (4 x 4 register micro-tiles), the row max by shuffle, p = exp(s - m_new), the running output
+// and each thread's partial row sum rescaled by alpha = exp(m_old - m_new), P through shared
+// memory, acc += P V. At the end the 16 partial sums of a row are added by shuffle (l), then
+// out = acc / l and lse = m + log l.
+//
+// Backward, grid (ceil(S / BK), N): the block owns BK keys (K, V tiles in shared memory, dK and
+// dV accumulators in registers) and walks the query tiles (causal: from the diagonal on). Per
+// query tile it recomputes P = exp(S - lse), dP = dO Vᵀ and dS = P * (dP - Drow) with
+// Drow = rowsum(dO * O) precomputed by the host, adds Pᵀ dO to dV and dSᵀ Q to dK, and adds
+// scale dS K to dQ with float32 atomics (so dQ's summation order over key tiles varies).
+// kernel_refs.py replays the same tiles, the same thread partition of the row sums and the
+// same recurrences in NumPy.
+#include "tinyattn_common.cuh"
+
+#define TINYATTN_FLASH_THREADS 256
+#define TINYATTN_FULL_MASK 0xffffffffu
+
+__device__ __forceinline__ bool flash_allowed(const TinyattnMask& mk, long long b, int i, int j,
+                                              int n_q, int n_k) {
+    if (i >= n_q || j >= n_k) return false;  // padding rows and columns of a partial tile
+    if (mk.causal && j > i) return false;
+    if (mk.keep && !mk.keep[b * mk.ks_b + (long long)i * mk.ks_i + (long long)j * mk.ks_j])
+        return false;
+    return true;
+}
+
+// rows x D tile from global (row stride D) into shared memory (row stride D + 1); zeros past n.
+template <typename T, int D>
+__device__ __forceinline__ void flash_load_tile(float* dst, const T* src, int r0, int rows,
+                                                int n) {
+    for (int e = threadIdx.x; e < rows * D; e += TINYATTN_FLASH_THREADS) {
+        const int r = e / D, c = e % D;
+        dst[r * (D + 1) + c] = r0 + r < n ? Io<T>::load(src, (long long)(r0 + r) * D + c) : 0.f;
+    }
+}
+
+template <typename T, int D, int BQ, int BK>
+__device__ __forceinline__ void flash_forward(
+        const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
+        T* __restrict__ out, float* __restrict__ lse, int n_q, int n_k, float scale,
+        TinyattnMask mk) {
+    constexpr int DP = D + 1, PP = BK + 1, AQ = BQ / 16, AK = BK / 16, C = D / 16;
+    extern __shared__ __align__(16) unsigned char tinyattn_smem[];
+    float* Qs = reinterpret_cast<float*>(tinyattn_smem);  // BQ x DP
+    float* Ks = Qs + BQ * DP;                              // BK x DP
+    float* Vs = Ks + BK * DP;                              // BK x DP
+    float* Ps = Vs + BK * DP;                              // BQ x PP
+    const float neg_inf = tinyattn_neg_inf(0.f);
+    const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+    const long long b = blockIdx.y;
+    const int q0 = blockIdx.x * BQ;
+    const T* qb = q + b * n_q * D;
+    const T* kb = k + b * n_k * D;
+    const T* vb = v + b * n_k * D;
+
+    flash_load_tile<T, D>(Qs, qb, q0, BQ, n_q);
+    float m[AQ], lpart[AQ], acc[AQ][C];
+#pragma unroll
+    for (int a = 0; a < AQ; ++a) {
+        m[a] = neg_inf;
+        lpart[a] = 0.f;
+#pragma unroll
+        for (int c = 0; c < C; ++c) acc[a][c] = 0.f;
+    }
+    const int k_end = mk.causal ? min(n_k, q0 + BQ) : n_k;  // causal: skip tiles right of it
+    for (int k0 = 0; k0 < k_end; k0 += BK) {
+        __syncthreads();  // the previous tile is no longer read
+        flash_load_tile<T, D>(Ks, kb, k0, BK, n_k);
+        flash_load_tile<T, D>(Vs, vb, k0, BK, n_k);
+        __syncthreads();
+        float s[AQ][AK];
+#pragma unroll
+        for (int a = 0; a < AQ; ++a)
+#pragma unroll
+            for (int c = 0; c < AK; ++c) s[a][c] = 0.f;
+        for (int kk = 0; kk < D; ++kk) {
+            float qa[AQ], kc[AK];
+#pragma unroll
+            for (int a = 0; a < AQ; ++a) qa[a] = Qs[(ty + 16 * a) * DP + kk];
+#pragma unroll
+            for (int c = 0; c < AK; ++c) kc[c] = Ks[(tx + 16 * c) * DP + kk];
+#pragma unroll
+            for (int a = 0; a < AQ; ++a)
+#pragma unroll
+                for (int c = 0; c < AK; ++c) s[a][c] = fmaf(qa[a], kc[c], s[a][c]);
+        }
+#pragma unroll
+        for (int a = 0; a < AQ; ++a) {
+            const int i = q0 + ty + 16 * a;
+            float mt = neg_inf;
+#pragma unroll
+            for (int c = 0; c < AK; ++c) {
+                const int j = k0 + tx + 16 * c;
+                s[a][c] = flash_allowed(mk, b, i, j, n_q, n_k) ? s[a][c] * scale : neg_inf;
+                mt = fmaxf(mt, s[a][c]);
+            }
+            for (int o = 8; o > 0; o /= 2)
+                mt = fmaxf(mt, __shfl_xor_sync(TINYATTN_FULL_MASK, mt, o, 16));
+            const float m_new = fmaxf(m[a], mt);
+            const float m_safe = m_new == neg_inf ? 0.f : m_new;  // nothing seen yet
+            const float alpha = expf(m[a] - m_safe);
+            float rs = 0.f;
+#pragma unroll
+            for (int c = 0; c < AK; ++c) {
+                s[a][c] = expf(s[a][c] - m_safe);
+                rs += s[a][c];
+                Ps[(ty + 16 * a) * PP + tx + 16 * c] = s[a][c];
+            }
+            lpart[a] = lpart[a] * alpha + rs;
+#pragma unroll
+            for (int c = 0; c < C; ++c) acc[a][c] *= alpha;
+            m[a] = m_new;
+        }
+        __syncthreads();
+        for (int jj = 0; jj < BK; ++jj) {
+            float pa[AQ];
+#pragma unroll
+            for (int a = 0; a < AQ; ++a) pa[a] = Ps[(ty + 16 * a) * PP + jj];
+#pragma unroll
+            for (int c = 0; c < C; ++c) {
+                const float vv = Vs[jj * DP + tx + 16 * c];
+#pragma unroll
+                for (int a = 0; a < AQ; ++a) acc[a][c] = fmaf(pa[a], vv, acc[a][c]);
+            }
+        }
+    }
+#pragma unroll
+    for (int a = 0; a < AQ; ++a) {
+        float l = lpart[a];
+        for (int o = 8; o > 0; o /= 2) l += __shfl_xor_sync(TINYATTN_FULL_MASK, l, o, 16);
+        const int i = q0 + ty + 16 * a;
+        if (i >= n_q) continue;
+        const float inv = l > 0.f ? 1.f / l : 0.f;
+        const long long row = (b * n_q + i) * D;
+#pragma unroll
+        for (int c = 0; c < C; ++c) Io<T>::store(out, row + tx + 16 * c, acc[a][c] * inv);
+        if (tx == 0) lse[b * n_q + i] = l > 0.f ? m[a] + logf(l) : neg_inf;
+    }
+}
+
+template <typename T, int D, int BQ, int BK>
+__device__ __forceinline__ void flash_backward(
+        const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
+        const T* __restrict__ g, const float* __restrict__ lse, const float* __restrict__ drow,
+        float* __restrict__ gq, T* __restrict__ gk, T* __restrict__ gv, int n_q, int n_k,
+        float scale, TinyattnMask mk) {
+    constexpr int DP = D + 1, PP = BK + 1, AQ = BQ / 16, AK = BK / 16, C = D / 16;
+    extern __shared__ __align__(16) unsigned char tinyattn_smem[];
+    float* Ks = reinterpret_cast<float*>(tinyattn_smem);  // BK x DP
+    float* Vs = Ks + BK * DP;                              // BK x DP
+    float* Qs = Vs + BK * DP;                              // BQ x DP
+    float* Gs = Qs + BQ * DP;                              // BQ x DP   (dO)
+    float* Ps = Gs + BQ * DP;                              // BQ x PP
+    float* Ss = Ps + BQ * PP;                              // BQ x PP   (dS)
+    float* Ls = Ss + BQ * PP;                              // BQ        (lse, 0 where -inf)
+    float* Ds = Ls + BQ;                                   // BQ        (rowsum(dO * O))
+    const float neg_inf = tinyattn_neg_inf(0.f);
+    const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+    const long long b = blockIdx.y;
+    const int k0 = blockIdx.x * BK;
+    const long long qoff = b * n_q * D, koff = b * n_k * D;
+
+    flash_load_tile<T, D>(Ks, k + koff, k0, BK, n_k);
+    flash_load_tile<T, D>(Vs, v + koff, k0, BK, n_k);
+    float dk[AK][C], dv[AK][C];
+#pragma unroll
+    for (int a = 0; a < AK; ++a)
+#pragma unroll
+        for (int c = 0; c < C; ++c) dk[a][c] = dv[a][c] = 0.f;
+
+    const int q_start = mk.causal ? (k0 / BQ) * BQ : 0;  // causal: earlier queries see none
+    for (int q0 = q_start; q0 < n_q; q0 += BQ) {
+        __syncthreads();
+        flash_load_tile<T, D>(Qs, q + qoff, q0, BQ, n_q);
+        flash_load_tile<T, D>(Gs, g + qoff, q0, BQ, n_q);
+        for (int r = threadIdx.x; r < BQ; r += TINYATTN_FLASH_THREADS) {
+            const bool in = q0 + r < n_q;
+            const float lv = in ? lse[b * n_q + q0 + r] : neg_inf;
+            Ls[r] = lv == neg_inf ? 0.f : lv;
+            Ds[r] = in ? drow[b * n_q + q0 + r] : 0.f;
+        }
+        __syncthreads();
+        // S and dP, rows = queries (ty + 16a), columns = keys (tx + 16c)
+        float s[AQ][AK], dp[AQ][AK];
+#pragma unroll
+        for (int a = 0; a < AQ; ++a)
+#pragma unroll
+            for (int c = 0; c < AK; ++c) s[a][c] = dp[a][c] = 0.f;
+        for (int kk = 0; kk < D; ++kk) {
+            float qa[AQ], ga[AQ], kc[AK], vc[AK];
+#pragma unroll
+            for (int a = 0; a < AQ; ++a) {
+                qa[a] = Qs[(ty + 16 * a) * DP + kk];
+                ga[a] = Gs[(ty + 16 * a) * DP + kk];
+            }
+#pragma unroll
+            for (int c = 0; c < AK; ++c) {
+                kc[c] = Ks[(tx + 16 * c) * DP + kk];
+                vc[c] = Vs[(tx + 16 * c) * DP + kk];
+            }
+#pragma unroll
+            for (int a = 0; a < AQ; ++a)
+#pragma unroll
+                for (int c = 0; c < AK; ++c) {
+                    s[a][c] = fmaf(qa[a], kc[c], s[a][c]);
+                    dp[a][c] = fmaf(ga[a], vc[c], dp[a][c]);
+                }
+        }
+#pragma unroll
+        for (int a = 0; a < AQ; ++a) {
+            const int r = ty + 16 * a;
+#pragma unroll
+            for (int c = 0; c < AK; ++c) {
+                const int cc = tx + 16 * c;
+                const bool ok = flash_allowed(mk, b, q0 + r, k0 + cc, n_q, n_k);
+                const float p = ok ? expf(s[a][c] * scale - Ls[r]) : 0.f;
+                Ps[r * PP + cc] = p;
+                Ss[r * PP + cc] = p * (dp[a][c] - Ds[r]);
+            }
+        }
+        __syncthreads();
+        // dV += Pᵀ dO and dK += dSᵀ Q: rows = keys (ty + 16a), columns = features (tx + 16c)
+        for (int ii = 0; ii < BQ; ++ii) {
+            float pk[AK], sk[AK];
+#pragma unroll
+            for (int a = 0; a < AK; ++a) {
+                pk[a] = Ps[ii * PP + ty + 16 * a];
+                sk[a] = Ss[ii * PP + ty + 16 * a];
+            }
+#pragma unroll
+            for (int c = 0; c < C; ++c) {
+                const float gval = Gs[ii * DP + tx + 16 * c];
+                const float qval = Qs[ii * DP + tx + 16 * c];
+#pragma unroll
+                for (int a = 0; a < AK; ++a) {
+                    dv[a][c] = fmaf(pk[a], gval, dv[a][c]);
+                    dk[a][c] = fmaf(sk[a], qval, dk[a][c]);
+                }
+            }
+        }
+        // dQ += scale dS K: rows = queries (ty + 16a), columns = features (tx + 16c)
+        float dq[AQ][C];
+#pragma unroll
+        for (int a = 0; a < AQ; ++a)
+#pragma unroll
+            for (int c = 0; c < C; ++c) dq[a][c] = 0.f;
+        for (int jj = 0; jj < BK; ++jj) {
+            float sa[AQ];
+#pragma unroll
+            for (int a = 0; a < AQ; ++a) sa[a] = Ss[(ty + 16 * a) * PP + jj];
+#pragma unroll
+            for (int c = 0; c < C; ++c) {
+                const float kval = Ks[jj * DP + tx + 16 * c];
+#pragma unroll
+                for (int a = 0; a < AQ; ++a) dq[a][c] = fmaf(sa[a], kval, dq[a][c]);
+            }
+        }
+#pragma unroll
+        for (int a = 0; a < AQ; ++a) {
+            const int i = q0 + ty + 16 * a;
+            if (i >= n_q) continue;
+#pragma unroll
+            for (int c = 0; c < C; ++c)
+                atomicAdd(gq + (b * n_q + i) * D + tx + 16 * c, dq[a][c] * scale);
+        }
+    }
+#pragma unroll
+    for (int a = 0; a < AK; ++a) {
+        const int j = k0 + ty + 16 * a;
+        if (j >= n_k) continue;
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+            Io<T>::store(gk, koff + (long long)j * D + tx + 16 * c, dk[a][c] * scale);
+            Io<T>::store(gv, koff + (long long)j * D + tx + 16 * c, dv[a][c]);
+        }
+    }
+}
+
+// ---- the entry points CuPy looks up by name --------------------------------------------------
+// Tile sizes per head dim (forward BQ x BK, backward BQ x BK); kernel_refs.FLASH_TILES and
+// CupyBackend read the same table.
+//   D = 32:  forward 64 x 64, backward 64 x 64
+//   D = 64:  forward 64 x 64, backward 32 x 64
+//   D = 128: forward 64 x 32, backward 32 x 32
+
+#define TINYATTN_FLASH(D, FBQ, FBK, BBQ, BBK, T, SUF)                                         \
+    extern "C" __global__ void __launch_bounds__(TINYATTN_FLASH_THREADS)                      \
+    tinyattn_flash_forward_d##D##_##SUF(const T* q, const T* k, const T* v, T* out,           \
+                                        float* lse, int n_q, int n_k, float scale, int causal, \
+                                        const unsigned char* keep, long long ks_b,            \
+                                        long long ks_i, long long ks_j) {                     \
+        flash_forward<T, D, FBQ, FBK>(q, k, v, out, lse, n_q, n_k, scale,                     \
+                                      {causal, keep, ks_b, ks_i, ks_j});                      \
+    }                                                                                         \
+    extern "C" __global__ void __launch_bounds__(TINYATTN_FLASH_THREADS)                      \
+    tinyattn_flash_backward_d##D##_##SUF(const T* q, const T* k, const T* v, const T* g,      \
+                                         const float* lse, const float* drow, float* gq,      \
+                                         T* gk, T* gv, int n_q, int n_k, float scale,          \
+                                         int causal, const unsigned char* keep,               \
+                                         long long ks_b, long long ks_i, long long ks_j) {    \
+        flash_backward<T, D, BBQ, BBK>(q, k, v, g, lse, drow, gq, gk, gv, n_q, n_k, scale,    \
+                                       {causal, keep, ks_b, ks_i, ks_j});                     \
+    }
+
+TINYATTN_FLASH(32, 64, 64, 64, 64, float, f32)
+TINYATTN_FLASH(64, 64, 64, 32, 64, float, f32)
+TINYATTN_FLASH(128, 64, 32, 32, 32, float, f32)
+TINYATTN_FLASH(32, 64, 64, 64, 64, tinyattn_half, f16)
+TINYATTN_FLASH(64, 64, 64, 32, 64, tinyattn_half, f16)
+TINYATTN_FLASH(128, 64, 32, 32, 32, tinyattn_half, f16)

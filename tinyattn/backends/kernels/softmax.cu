@@ -1,0 +1,249 @@
+// softmax.cu - fused softmax kernels over the last (contiguous) axis, forward and backward.
+//
+// One forward and one backward serve plain softmax and the scaled masked softmax of attention:
+// y = softmax(scale * x) with keys j > i masked when `causal` (row r is query i = r % n_q) and
+// where an optional uint8 `keep` mask is 0. Masked scores are -inf; a row with nothing left
+// gives zeros. Causal rows never read keys past the diagonal and write zeros there.
+//
+// Two shapes of kernel, chosen by the host from the row length n:
+//   warp kernels  (n <= 1024): a group of `width` lanes per row (width = min(32, pow2 >= n)),
+//                 each lane keeps E = pow2(n)/width elements in registers (lane l holds columns
+//                 l, l + width, ...). Max and sum are butterfly shuffles. 1 read + 1 write.
+//                 128 threads per block, 128 / width rows per block.
+//   block kernels (n > 1024): one block per row. Each thread walks columns tid, tid + B, ...
+//                 with the online (m, l) recurrence, then the block merges the pairs (warp
+//                 butterfly, then warp 0 over the per-warp pairs). The row is kept in dynamic
+//                 shared memory when the host gives enough of it (else it is read twice).
+// Backward: gx = scale * (y * (g - sum(g * y))), the same two shapes, the sum reduced the same
+// way. Compute type: float32 for float16/float32 data, float64 for float64.
+// tinyattn/backends/kernel_refs.py replays each kernel's exact order of operations in NumPy.
+#include "tinyattn_common.cuh"
+
+#define TINYATTN_FULL_MASK 0xffffffffu
+
+// A scaled, masked score, or -inf without touching memory when column j is masked.
+template <typename T>
+__device__ __forceinline__ typename Io<T>::acc tinyattn_score(
+        const T* x_row, int j, int limit, const unsigned char* keep_row,
+        const TinyattnMask& mk, typename Io<T>::acc scale) {
+    typedef typename Io<T>::acc A;
+    if (j >= limit || (keep_row && !keep_row[j * mk.ks_j])) return tinyattn_neg_inf(A(0));
+    return Io<T>::load(x_row, j) * scale;
+}
+
+// ---- forward: warp per row, the row in registers ---------------------------------------------
+
+template <typename T, int E>
+__device__ __forceinline__ void softmax_forward_warp(
+        const T* __restrict__ x, T* __restrict__ y, long long n_rows, int n_cols, int width,
+        int n_q, double scale_d, TinyattnMask mk) {
+    typedef typename Io<T>::acc A;
+    const A neg_inf = tinyattn_neg_inf(A(0));
+    const A scale = A(scale_d);
+    const int lane = threadIdx.x % width;
+    const long long row = (long long)blockIdx.x * (blockDim.x / width) + threadIdx.x / width;
+    const bool live = row < n_rows;  // dead lanes still join every shuffle
+    const int i = (int)(row % n_q);
+    const int limit = tinyattn_row_limit(mk, i, n_cols);
+    const unsigned char* keep_row = live ? tinyattn_keep_row(mk, row / n_q, i) : nullptr;
+    const T* x_row = x + row * n_cols;
+
+    A v[E];
+    A m = neg_inf;
+#pragma unroll
+    for (int k = 0; k < E; ++k) {
+        const int j = lane + k * width;
+        v[k] = live ? tinyattn_score(x_row, j, limit, keep_row, mk, scale) : neg_inf;
+        m = v[k] > m ? v[k] : m;
+    }
+    for (int o = width / 2; o > 0; o /= 2) {
+        const A other = __shfl_xor_sync(TINYATTN_FULL_MASK, m, o, width);
+        m = other > m ? other : m;
+    }
+    const A m_safe = m == neg_inf ? A(0) : m;  // a fully masked row: every exp is 0
+    A l = A(0);
+#pragma unroll
+    for (int k = 0; k < E; ++k) {
+        v[k] = tinyattn_exp(v[k] - m_safe);
+        l += v[k];
+    }
+    for (int o = width / 2; o > 0; o /= 2) l += __shfl_xor_sync(TINYATTN_FULL_MASK, l, o, width);
+    const A inv = l > A(0) ? A(1) / l : A(0);
+    if (!live) return;
+    T* y_row = y + row * n_cols;
+#pragma unroll
+    for (int k = 0; k < E; ++k) {
+        const int j = lane + k * width;
+        if (j < n_cols) Io<T>::store(y_row, j, v[k] * inv);
+    }
+}
+
+// ---- block-wide reductions (blockDim.x a multiple of 32, at most 1024) -----------------------
+
+template <typename A>
+__device__ __forceinline__ void block_merge_ml(A& m, A& l) {
+    __shared__ A sm[32], sl[32];
+    for (int o = 16; o > 0; o /= 2) {
+        const A m2 = __shfl_xor_sync(TINYATTN_FULL_MASK, m, o);
+        const A l2 = __shfl_xor_sync(TINYATTN_FULL_MASK, l, o);
+        tinyattn_online_merge(m, l, m2, l2);
+    }
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, n_warps = blockDim.x / 32;
+    if (lane == 0) { sm[warp] = m; sl[warp] = l; }
+    __syncthreads();
+    if (warp == 0) {
+        m = lane < n_warps ? sm[lane] : tinyattn_neg_inf(A(0));
+        l = lane < n_warps ? sl[lane] : A(0);
+        for (int o = 16; o > 0; o /= 2) {
+            const A m2 = __shfl_xor_sync(TINYATTN_FULL_MASK, m, o);
+            const A l2 = __shfl_xor_sync(TINYATTN_FULL_MASK, l, o);
+            tinyattn_online_merge(m, l, m2, l2);
+        }
+        if (lane == 0) { sm[0] = m; sl[0] = l; }
+    }
+    __syncthreads();
+    m = sm[0];
+    l = sl[0];
+}
+
+template <typename A>
+__device__ __forceinline__ A block_sum(A s) {
+    __shared__ A part[32];
+    for (int o = 16; o > 0; o /= 2) s += __shfl_xor_sync(TINYATTN_FULL_MASK, s, o);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, n_warps = blockDim.x / 32;
+    if (lane == 0) part[warp] = s;
+    __syncthreads();
+    if (warp == 0) {
+        s = lane < n_warps ? part[lane] : A(0);
+        for (int o = 16; o > 0; o /= 2) s += __shfl_xor_sync(TINYATTN_FULL_MASK, s, o);
+        if (lane == 0) part[0] = s;
+    }
+    __syncthreads();
+    return part[0];
+}
+
+// ---- forward: block per row, online (m, l) ---------------------------------------------------
+
+template <typename T>
+__device__ __forceinline__ void softmax_forward_block(
+        const T* __restrict__ x, T* __restrict__ y, int n_cols, int n_q, double scale_d,
+        TinyattnMask mk, int cache_row) {
+    typedef typename Io<T>::acc A;
+    extern __shared__ __align__(16) unsigned char tinyattn_smem[];
+    A* cache = reinterpret_cast<A*>(tinyattn_smem);  // n_cols values when cache_row
+    const A scale = A(scale_d);
+    const long long row = blockIdx.x;
+    const int i = (int)(row % n_q);
+    const int limit = tinyattn_row_limit(mk, i, n_cols);
+    const unsigned char* keep_row = tinyattn_keep_row(mk, row / n_q, i);
+    const T* x_row = x + row * n_cols;
+
+    A m = tinyattn_neg_inf(A(0)), l = A(0);
+    for (int j = threadIdx.x; j < n_cols; j += blockDim.x) {
+        const A s = tinyattn_score(x_row, j, limit, keep_row, mk, scale);
+        if (cache_row) cache[j] = s;
+        tinyattn_online_push(m, l, s);
+    }
+    block_merge_ml(m, l);  // its barriers also publish the cached row
+    const A m_safe = m == tinyattn_neg_inf(A(0)) ? A(0) : m;
+    const A inv = l > A(0) ? A(1) / l : A(0);
+    T* y_row = y + row * n_cols;
+    for (int j = threadIdx.x; j < n_cols; j += blockDim.x) {
+        const A s = cache_row ? cache[j] : tinyattn_score(x_row, j, limit, keep_row, mk, scale);
+        Io<T>::store(y_row, j, tinyattn_exp(s - m_safe) * inv);
+    }
+}
+
+// ---- backward: gx = scale * (y * (g - sum(g * y))) ------------------------------------------
+
+template <typename T, int E>
+__device__ __forceinline__ void softmax_backward_warp(
+        const T* __restrict__ y, const T* __restrict__ g, T* __restrict__ gx, long long n_rows,
+        int n_cols, int width, int n_q, int causal, double scale_d) {
+    typedef typename Io<T>::acc A;
+    const A scale = A(scale_d);
+    const int lane = threadIdx.x % width;
+    const long long row = (long long)blockIdx.x * (blockDim.x / width) + threadIdx.x / width;
+    const bool live = row < n_rows;
+    const int limit = causal ? min(n_cols, (int)(row % n_q) + 1) : n_cols;  // y = 0 past it
+    const long long base = row * n_cols;
+    A yv[E], gv[E];
+    A dot = A(0);
+#pragma unroll
+    for (int k = 0; k < E; ++k) {
+        const int j = lane + k * width;
+        const bool in = live && j < limit;
+        yv[k] = in ? Io<T>::load(y, base + j) : A(0);
+        gv[k] = in ? Io<T>::load(g, base + j) : A(0);
+        dot += yv[k] * gv[k];
+    }
+    for (int o = width / 2; o > 0; o /= 2) dot += __shfl_xor_sync(TINYATTN_FULL_MASK, dot, o, width);
+    if (!live) return;
+#pragma unroll
+    for (int k = 0; k < E; ++k) {
+        const int j = lane + k * width;
+        if (j < n_cols) Io<T>::store(gx, base + j, yv[k] * (gv[k] - dot) * scale);
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ void softmax_backward_block(
+        const T* __restrict__ y, const T* __restrict__ g, T* __restrict__ gx, int n_cols,
+        int n_q, int causal, double scale_d) {
+    typedef typename Io<T>::acc A;
+    const A scale = A(scale_d);
+    const long long row = blockIdx.x;
+    const int limit = causal ? min(n_cols, (int)(row % n_q) + 1) : n_cols;
+    const long long base = row * n_cols;
+    A dot = A(0);
+    for (int j = threadIdx.x; j < limit; j += blockDim.x)
+        dot += Io<T>::load(y, base + j) * Io<T>::load(g, base + j);
+    dot = block_sum(dot);
+    for (int j = threadIdx.x; j < n_cols; j += blockDim.x) {
+        A out = A(0);
+        if (j < limit) {
+            const A yj = Io<T>::load(y, base + j);
+            out = yj * (Io<T>::load(g, base + j) - dot) * scale;
+        }
+        Io<T>::store(gx, base + j, out);
+    }
+}
+
+// ---- the entry points CuPy looks up by name --------------------------------------------------
+
+#define TINYATTN_MASK_ARGS \
+    int causal, const unsigned char* keep, long long ks_b, long long ks_i, long long ks_j
+#define TINYATTN_MASK {causal, keep, ks_b, ks_i, ks_j}
+
+#define TINYATTN_SOFTMAX_WARP(E, T, SUF)                                                      \
+    extern "C" __global__ void __launch_bounds__(128) tinyattn_softmax_forward_warp##E##_##SUF( \
+            const T* x, T* y, long long n_rows, int n_cols, int width, int n_q, double scale, \
+            TINYATTN_MASK_ARGS) {                                                           \
+        softmax_forward_warp<T, E>(x, y, n_rows, n_cols, width, n_q, scale, TINYATTN_MASK);   \
+    }                                                                                         \
+    extern "C" __global__ void __launch_bounds__(128) tinyattn_softmax_backward_warp##E##_##SUF( \
+            const T* y, const T* g, T* gx, long long n_rows, int n_cols, int width, int n_q,  \
+            int causal, double scale) {                                                       \
+        softmax_backward_warp<T, E>(y, g, gx, n_rows, n_cols, width, n_q, causal, scale);     \
+    }
+
+#define TINYATTN_SOFTMAX_ALL(T, SUF)                                                          \
+    TINYATTN_SOFTMAX_WARP(1, T, SUF)                                                          \
+    TINYATTN_SOFTMAX_WARP(2, T, SUF)                                                          \
+    TINYATTN_SOFTMAX_WARP(4, T, SUF)                                                          \
+    TINYATTN_SOFTMAX_WARP(8, T, SUF)                                                          \
+    TINYATTN_SOFTMAX_WARP(16, T, SUF)                                                         \
+    TINYATTN_SOFTMAX_WARP(32, T, SUF)                                                         \
+    extern "C" __global__ void __launch_bounds__(1024) tinyattn_softmax_forward_block_##SUF(  \
+            const T* x, T* y, int n_cols, int n_q, double scale, TINYATTN_MASK_ARGS,          \
+            int cache_row) {                                                                  \
+        softmax_forward_block<T>(x, y, n_cols, n_q, scale, TINYATTN_MASK, cache_row);         \
+    }                                                                                         \
+    extern "C" __global__ void __launch_bounds__(1024) tinyattn_softmax_backward_block_##SUF( \
+            const T* y, const T* g, T* gx, int n_cols, int n_q, int causal, double scale) {   \
+        softmax_backward_block<T>(y, g, gx, n_cols, n_q, causal, scale);                      \
+    }
+
+TINYATTN_SOFTMAX_ALL(float, f32)
+TINYATTN_SOFTMAX_ALL(double, f64)
+TINYATTN_SOFTMAX_ALL(tinyattn_half, f16)
