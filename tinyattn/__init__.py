@@ -16,7 +16,9 @@ from .tensor import (Tensor, arange, bool_, float16, float32, float64, full, int
                      manual_seed, ones, ones_like, rand, randn, tensor, zeros, zeros_like)
 from . import functional  # noqa: E402,I001 - after Tensor exists
 from . import nn, optim  # noqa: E402
+from .anomaly import AnomalyError, AnomalyWarning, detect_anomaly
 from .gradcheck import check_gradients, gradcheck
+from .graphcheck import check_graph, gradcheck_graph, record
 from .serialization import load, save
 
 __version__ = "0.1.0"
@@ -27,4 +29,5 @@ __all__ = [
     "no_grad", "enable_grad", "is_grad_enabled", "gradcheck", "check_gradients", "functional",
     "get_backend", "set_backend", "use_backend", "nn", "optim", "save", "load", "TinyattnError", "ShapeError", "DimError",
     "DTypeError", "BackendError", "GraphError", "GradcheckError", "CheckpointError",
+    "detect_anomaly", "AnomalyError", "AnomalyWarning", "record", "gradcheck_graph", "check_graph",
 ]

@@ -324,3 +324,5 @@ def _write_grad(node, g, be):
 
 
 from .tensor import Tensor  # noqa: E402 - tensor.py imports this module's apply first
+from .anomaly import debug_tracers  # noqa: E402 - TINYATTN_DEBUG=1: anomaly checks everywhere
+_tracers = contextvars.ContextVar("tinyattn_tracers", default=debug_tracers())  # noqa: E402

@@ -1,0 +1,289 @@
+"""Anomaly detection: stop at the first op that makes a NaN or an Inf, and warn about known traps.
+
+`with tinyattn.detect_anomaly():` (or TINYATTN_DEBUG=1 in the environment, for every thread) puts
+a tracer on every op call: each forward output and each VJP result is checked for NaN/Inf, and
+the first op that produced one raises AnomalyError naming the op, the pass, its input statistics
+and the user's line that created it. It also warns (AnomalyWarning) about a fully masked
+attention row, float16 logits large enough to overflow exp, and a 0/1 float mask added to scores.
+"""
+
+import functools
+import math
+import os
+import warnings
+
+import numpy as np
+
+from .autograd import tracing
+from .errors import TinyattnError, fmt_shape
+from .graphcheck import Recorder, describe_frame, recorded_call, user_frame
+from .tensor import Tensor
+
+FLOAT16_EXP_LIMIT = math.log(float(np.finfo(np.float16).max))  # 11.09: exp overflows above it
+_SOFTMAX_LIKE = ("softmax", "log_softmax", "scaled_masked_softmax", "cross_entropy",
+                 "logsumexp")
+
+
+class AnomalyError(TinyattnError, FloatingPointError):
+    """A NaN or an Inf made by an op (forward) or by its VJP (backward) under detect_anomaly."""
+
+
+class AnomalyWarning(UserWarning):
+    """A known trap seen under detect_anomaly: it does not stop the run, but is rarely meant."""
+
+
+class detect_anomaly:  # noqa: N801 - used like no_grad
+    """`with tinyattn.detect_anomaly():` raise AnomalyError at the first op that makes NaN/Inf.
+
+    Put both the forward and `backward()` inside the block (or decorate the step function):
+    forward outputs are checked as they are made, VJP results as backward computes them. An
+    infinity is allowed where it came in on purpose (an input already holding -inf, or
+    masked_fill(..., float("-inf"))); a NaN never is. warn=False turns the trap warnings off.
+    The op calls are recorded as by `tinyattn.record()`, so `gradcheck_graph(loss)` works too.
+    TINYATTN_DEBUG=1 in the environment turns detection on everywhere, in every thread.
+    """
+
+    def __init__(self, warn=True):
+        self.warn = warn
+        self._contexts = []
+
+    def __enter__(self):
+        ctx = tracing(AnomalyTracer(self.warn))
+        ctx.__enter__()
+        self._contexts.append(ctx)
+        return self
+
+    def __exit__(self, *exc):
+        return self._contexts.pop().__exit__(*exc)
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with detect_anomaly(self.warn):
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+def debug_tracers():
+    """The tracers TINYATTN_DEBUG=1 turns on everywhere: (AnomalyTracer(),), else ()."""
+    if os.environ.get("TINYATTN_DEBUG", "").strip() in ("", "0"):
+        return ()
+    return (AnomalyTracer(warn=True),)
+
+
+class AnomalyTracer(Recorder):
+    """The tracer behind detect_anomaly: checks every forward output and VJP result."""
+
+    def __init__(self, warn=True):
+        super().__init__(keep=False)
+        self.warn = warn
+        self._summed = {}  # user node -> node whose summed gradient became non-finite
+
+    # ---- forward ----------------------------------------------------------------------------
+
+    def forward(self, op, inputs, params, out):
+        call = super().forward(op, inputs, params, out)
+        index = call.index if call is not None else self.count
+        label = f"{op.name}#{index}"
+        arrays = [x.data if isinstance(x, Tensor) else x for x in inputs]
+        if out.dtype.kind == "f" and not _all_finite(out.data):
+            message = _forward_message(op, label, arrays, params, out.data)
+            if message:  # None: an infinity that came in on purpose (a -inf mask)
+                raise AnomalyError(message)
+        if self.warn:
+            for message in _traps(op, arrays, params, out.data, label):
+                _warn_at_user_line(message)
+
+    # ---- backward ---------------------------------------------------------------------------
+
+    def accumulate(self, node, user, total):
+        if total.dtype.kind == "f" and not _all_finite(total):
+            self._summed.setdefault(user, node)  # blamed in backward() unless user's VJP is
+
+    def backward(self, node, g, grads):
+        summed = self._summed.pop(node, None)
+        bad = [i for i, gx in enumerate(grads)
+               if gx is not None and gx.dtype.kind == "f" and not _all_finite(gx)]
+        if bad:
+            raise AnomalyError(_backward_message(node, g, grads, bad))
+        if summed is not None:
+            raise AnomalyError(
+                f"backward: adding up the gradients that reach {_label(summed)} (its output is "
+                f"used more than once; the last came from {_label(node)}) gave NaN/Inf: each "
+                "was finite, their sum overflowed. Scale the loss down, or compute in float32. "
+                f"{_label(summed)} was created at {_source(summed)}")
+
+
+# ---- messages -----------------------------------------------------------------------------------
+
+
+def _all_finite(a):
+    return bool(a.dtype.kind != "f" or np.isfinite(a).all())
+
+
+def _stats(a):
+    """'(2, 3) float32: min -1.2, max 88, mean 3.1; 1 NaN, 0 Inf' for an array."""
+    if not hasattr(a, "dtype"):
+        return repr(a)
+    head = f"{fmt_shape(a.shape)} {a.dtype}"
+    if a.dtype.kind not in "fiub" or a.size == 0:
+        return head
+    a = _numpy(a)
+    if a.dtype.kind != "f":
+        return f"{head}: min {a.min()}, max {a.max()}"
+    finite = a[np.isfinite(a)]
+    nums = (f"min {finite.min():.4g}, max {finite.max():.4g}, mean {finite.mean():.4g}"
+            if finite.size else "no finite values")
+    return f"{head}: {nums}; {int(np.isnan(a).sum())} NaN, {int(np.isinf(a).sum())} Inf"
+
+
+def _numpy(a):
+    """A NumPy view or copy of a backend array (CuPy arrays come to the host)."""
+    return np.asarray(a.get() if hasattr(a, "get") else a)
+
+
+def _first_bad(a):
+    a = _numpy(a)
+    where = np.argwhere(~np.isfinite(a))
+    return [int(j) for j in where[0]] if len(where) else []
+
+
+def _has(a, test):
+    return hasattr(a, "dtype") and a.dtype.kind == "f" and bool(test(a).any())
+
+
+def _forward_message(op, label, arrays, params, out):
+    """Why the output of `op` is not finite and what it was given; None if that is fine."""
+    nan_in = [i for i, a in enumerate(arrays) if _has(a, np.isnan)]
+    inf_in = [i for i, a in enumerate(arrays) if _has(a, np.isinf)] + \
+        [k for k, v in params.items() if isinstance(v, float) and math.isinf(v)]
+    has_nan = bool(np.isnan(out).any())
+    if has_nan and nan_in:
+        what = (f"input {nan_in[0]} already holds NaN: it came from outside the anomaly-checked "
+                "code (the data, or a tensor made before detect_anomaly); check it with "
+                ".isnan()")
+    elif has_nan:
+        what = "it produced NaN from inputs without NaN"
+    elif inf_in:
+        return None  # infinities in, infinities out: a -inf mask doing its job
+    else:
+        what = "it produced Inf from finite inputs (an overflow, or log or division of zero)"
+    hint = ""
+    if out.dtype == np.float16:
+        hint = (f" float16 overflows above {float(np.finfo(np.float16).max):g} (exp above "
+                f"{FLOAT16_EXP_LIMIT:.2f}): compute this part in float32 (.float()).")
+    lines = [f"forward pass: {label} made a non-finite output: {what}.{hint}",
+             f"  created at {describe_frame(user_frame()[0])}",
+             f"  output {_stats(out)}; first at {_first_bad(out)}"]
+    lines += [f"  input {i}: {_stats(a)}" for i, a in enumerate(arrays)]
+    if params:
+        lines.append(f"  params: {_params(params)}")
+    return "\n".join(lines)
+
+
+def _backward_message(node, g, grads, bad):
+    i = bad[0]
+    origin = ("the gradient arriving at its output was already non-finite (the gradient= given "
+              "to backward()?)" if not _all_finite(g) else
+              f"its VJP made a non-finite gradient for input {i} from a finite output gradient")
+    call = recorded_call(node)
+    lines = [f"backward pass: {_label(node)}: {origin}.",
+             f"  created at {_source(node)}",
+             f"  gradient of its output: {_stats(g)}"]
+    lines += [f"  gradient for input {j}: {_stats(gx)}" for j, gx in enumerate(grads)
+              if gx is not None]
+    if call is not None:
+        lines += [f"  forward input {j}: {_stats(a)}" for j, a in enumerate(call.inputs)]
+    else:
+        lines.append(f"  forward input shapes: {', '.join(fmt_shape(s) for s in node.shapes)}")
+    lines.append(f"  formula: {node.op.formula}")
+    return "\n".join(lines)
+
+
+def _label(node):
+    call = recorded_call(node)
+    return call.label if call is not None else node.op.name
+
+
+def _source(node):
+    call = recorded_call(node)
+    if call is not None:
+        return call.source
+    return "unknown (the forward ran outside detect_anomaly(): put it inside the block too)"
+
+
+def _params(params):
+    return ", ".join(f"{k}=..." if hasattr(v, "shape") or k == "index" else f"{k}={v!r}"
+                     for k, v in params.items())
+
+
+# ---- the traps -----------------------------------------------------------------------------------
+
+
+def _traps(op, arrays, params, out, label):
+    """Warnings for what is legal but rarely meant."""
+    name = op.name
+    if name in ("softmax", "scaled_masked_softmax") and out.ndim:
+        axis = params.get("dim", -1) if name == "softmax" else -1
+        rows = (out.sum(axis=axis) == 0)
+        yield from _masked_rows(label, int(rows.sum()), rows.size)
+    elif name == "log_softmax" and out.ndim:
+        rows = np.isneginf(_numpy(out)).all(axis=params.get("dim", -1))
+        yield from _masked_rows(label, int(rows.sum()), rows.size)
+    elif name == "flash_attention":
+        rows = _flash_masked_rows(*arrays[:4], params.get("causal", False))
+        yield from _masked_rows(label, int(rows.sum()), rows.size)
+    if name in _SOFTMAX_LIKE and getattr(arrays[0], "dtype", None) == np.float16:
+        x = _numpy(arrays[0]).astype(np.float32) * params.get("scale", 1.0)
+        top = float(np.abs(x[np.isfinite(x)]).max()) if np.isfinite(x).any() else 0.0
+        if top > FLOAT16_EXP_LIMIT:
+            yield (f"{label}: float16 logits reach {top:.4g}; exp overflows float16 "
+                   f"above {FLOAT16_EXP_LIMIT:.2f}. This op subtracts the row max and stays "
+                   "finite, but exp() of these logits anywhere else gives inf and their "
+                   "differences lose precision: compute the logits in float32 (.float()).")
+    if name in ("add", "sub"):
+        for j, a in enumerate(arrays):
+            if _looks_like_bool_mask(a, out):
+                yield (f"{label}: input {j} is a float tensor of 0s and 1s of "
+                       f"shape {fmt_shape(a.shape)}, added as if it were a mask. An additive mask "
+                       "holds 0 (attend) and -inf (masked); adding 1s barely moves the scores. "
+                       "Pass a bool mask (True = attend) to scaled_dot_product_attention, or "
+                       "use scores.masked_fill(~mask, float('-inf')).")
+
+
+def _masked_rows(label, n, total):
+    if n:
+        yield (f"{label}: {n} of {total} rows are fully masked (no key may be attended). They "
+               "give zeros, output and gradient, never NaN; if that is not meant, check the "
+               "mask (True = may attend) and the padding.")
+
+
+def _flash_masked_rows(q, k, v, keep, causal):
+    """Which query rows of flash attention may attend no key: (..., T) bool."""
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    allowed = np.ones((n_q, n_k), dtype=bool)
+    if causal:
+        allowed &= np.arange(n_k)[None, :] <= np.arange(n_q)[:, None]
+    if keep is not None:
+        allowed = allowed & _numpy(keep)
+    rows = ~allowed.any(axis=-1)  # (..., T)
+    lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2], rows.shape[:-1])
+    return np.broadcast_to(rows, lead + (n_q,))
+
+
+def _looks_like_bool_mask(a, out):
+    """A float constant of 0s and 1s (both), at least (T, S), ending like the output's shape."""
+    if not hasattr(a, "dtype") or a.dtype.kind != "f" or a.ndim < 2 or a.size < 4:
+        return False
+    if a.shape[-2:] != out.shape[-2:]:
+        return False
+    values = _numpy(a)
+    ones = values == 1
+    return bool(((values == 0) | ones).all() and ones.any() and not ones.all())
+
+
+def _warn_at_user_line(message):
+    """warnings.warn, pointing at the user's line rather than into tinyattn."""
+    _, depth = user_frame()  # depth 1 is this function, which is warn's stacklevel 1
+    warnings.warn(message, AnomalyWarning, stacklevel=depth)
