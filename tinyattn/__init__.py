@@ -20,6 +20,8 @@ from .anomaly import AnomalyError, AnomalyWarning, detect_anomaly
 from .gradcheck import check_gradients, gradcheck
 from .graphcheck import check_graph, gradcheck_graph, record
 from .serialization import load, save
+from . import viz  # noqa: E402
+from .explain import explain
 
 __version__ = "0.1.0"
 
@@ -29,5 +31,6 @@ __all__ = [
     "no_grad", "enable_grad", "is_grad_enabled", "gradcheck", "check_gradients", "functional",
     "get_backend", "set_backend", "use_backend", "nn", "optim", "save", "load", "TinyattnError", "ShapeError", "DimError",
     "DTypeError", "BackendError", "GraphError", "GradcheckError", "CheckpointError",
+    "viz", "explain",
     "detect_anomaly", "AnomalyError", "AnomalyWarning", "record", "gradcheck_graph", "check_graph",
 ]

@@ -100,11 +100,52 @@ def _sample_parser(sub):
     p.set_defaults(fn=cmd_sample)
 
 
+def cmd_graph(args):
+    """Build an example loss graph, run backward, and render its picture (or its DOT text)."""
+    from . import viz
+
+    loss, params, recording = viz.example(args.model, seed=args.seed)
+    collapse = args.collapse
+    if collapse == []:  # --collapse with no pattern: each block's sublayers become one box
+        collapse = {"tiny": ["blocks.*.*"], "mlp": ["*"], "attention": []}[args.model]
+    options = dict(params=params, recording=recording, collapse=collapse or (),
+                   direction=args.direction, show_values=not args.no_values,
+                   show_saved=args.saved)
+    try:
+        path = viz.render(loss, args.out, **options)
+    except viz.GraphvizNotFoundError as e:
+        print(f"tinyattn graph: {e}", file=sys.stderr)
+        return 1
+    print(f"wrote {path}: the {args.model} loss graph (in an SVG, hover an op for its VJP)")
+    return 0
+
+
+def _graph_parser(sub):
+    p = sub.add_parser("graph", help="draw the autograd graph of an example loss",
+                       description="Build the loss graph of the default tiny transformer (or a "
+                                   "small MLP, or one attention call), run backward, and draw "
+                                   "it: values, gradient norms, VJP formulas, module clusters.")
+    p.add_argument("--model", choices=["tiny", "mlp", "attention"], default="tiny")
+    p.add_argument("--out", default="graph.svg",
+                   help="output file: .svg, .png or .pdf (needs Graphviz's dot), or .dot text")
+    p.add_argument("--collapse", nargs="*", default=None, metavar="MODULE",
+                   help="fold these module paths or patterns (blocks.*.attn) into one box each; "
+                        "alone: every sublayer of each block")
+    p.add_argument("--direction", choices=["forward", "backward"], default="forward",
+                   help="arrows along the data (forward) or the gradients (backward)")
+    p.add_argument("--no-values", dest="no_values", action="store_true",
+                   help="shapes only, no value summaries")
+    p.add_argument("--saved", action="store_true", help="show what each op saved for backward")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(fn=cmd_graph)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="tinyattn", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     _train_parser(sub)
     _sample_parser(sub)
+    _graph_parser(sub)
 
     p = sub.add_parser("gradcheck", help="gradient-check every registered op")
     p.add_argument("ops", nargs="*", help="only these ops (default: all)")

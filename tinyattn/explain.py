@@ -1,0 +1,119 @@
+"""Explain mode: the backward pass told one VJP per line, in the order it runs.
+
+    with tinyattn.explain():
+        loss.backward()
+
+prints, for every op the gradient passes through, its step index, the op, its VJP formula,
+the shape and norm of the incoming gradient g and of each gradient it sends to its inputs —
+and a line whenever a tensor used in several places adds up another contribution.
+`describe(step)` gives the same line for a Step of `loss.backward_steps()`, for notebooks.
+"""
+
+import re
+import sys
+
+from .autograd import tracing
+from .errors import fmt_shape
+
+
+def _norm(a):
+    a = a.astype("float64")
+    return float((a * a).sum()) ** 0.5
+
+
+def _shape_norm(a):
+    return f"{fmt_shape(a.shape)} ‖{_norm(a):.3g}‖"
+
+
+def grad_names(op, n_inputs):
+    """The names the formula gives the gradients ("gx", "gy", "gq"...), one per input: taken
+    from the formula for the inputs that can get a gradient, `g[i]` where it does not say."""
+    names = list(dict.fromkeys(re.findall(r"\b(g[a-z]\w*)\s*=", op.formula)))
+    free = [i for i in range(n_inputs) if i not in op.nondiff]
+    out = [f"g[{i}]" for i in range(n_inputs)]
+    if len(names) == len(free):
+        for i, name in zip(free, names, strict=True):
+            out[i] = name
+    return out
+
+
+def vjp_line(index, node, g, grads):
+    """One VJP as a line: `[3] softmax: gx = y * (g - sum(g*y, dim)) | g (2, 3) ‖..‖ -> gx ...`"""
+    op = node.op
+    names = grad_names(op, len(grads))
+    sent = ", ".join(f"{name} {_shape_norm(gx)}" for name, gx in zip(names, grads, strict=True)
+                     if gx is not None)
+    where = f"  [{node.scope}]" if node.scope else ""
+    fused = " (fused)" if op.fused else ""
+    return (f"[{index}] {op.name}: {op.formula}{fused} | g {_shape_norm(g)} -> "
+            f"{sent or 'nothing (no input needs a gradient)'}{where}")
+
+
+def describe(step):
+    """The explain line for a Step of `tensor.backward_steps()`."""
+    return vjp_line(step.index, step.node, step.g, step.grads)
+
+
+def node_name(node, names=None):
+    """What a learner calls the tensor a node stands for: a parameter or tensor name, "leaf",
+    or "the output of <op>"."""
+    t = node.tensor() if node.tensor is not None else None
+    name = None
+    if t is not None:
+        name = (names or {}).get(id(t)) or t.name
+    if name:
+        return name
+    if node.op is None:
+        return "a leaf"
+    return f"the output of {node.op.name}" + (f" [{node.scope}]" if node.scope else "")
+
+
+class explain:  # noqa: N801 - used like no_grad: `with explain():`
+    """`with explain(): loss.backward()` prints the VJP story of the backward pass.
+
+    file: where to print (default sys.stdout at the time of printing). params: a Module or
+    {name: tensor} that names parameters in accumulation lines.
+    """
+
+    def __init__(self, file=None, params=None):
+        self.file = file
+        if hasattr(params, "named_parameters"):
+            params = params.named_parameters()
+        elif isinstance(params, dict):
+            params = params.items()
+        self.names = {id(t): name for name, t in (params or ())}
+        self.steps = 0  # VJPs printed so far
+        self._uses = {}  # node -> contributions added up so far
+        self._pending = []  # accumulation lines of the VJP that is running
+        self._tracing = None
+
+    def __enter__(self):
+        self._tracing = tracing(self)
+        self._tracing.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self._tracing.__exit__(*exc)
+        self._tracing = None
+
+    def _print(self, line):
+        print(line, file=self.file or sys.stdout)
+
+    # the tracer interface (autograd.tracing)
+
+    def forward(self, op, inputs, params, out):
+        pass  # explain mode tells the backward pass only
+
+    def accumulate(self, node, user, total):
+        n = self._uses.get(node, 1) + 1
+        self._uses[node] = n
+        self._pending.append(f"      + {node_name(node, self.names)} is used more than once: "
+                             f"contribution {n} comes from {user.op.name}, the sum so far is "
+                             f"{_shape_norm(total)}")
+
+    def backward(self, node, g, grads):
+        self._print(vjp_line(self.steps, node, g, grads))
+        for line in self._pending:
+            self._print(line)
+        self._pending.clear()
+        self.steps += 1

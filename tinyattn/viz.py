@@ -1,0 +1,557 @@
+"""Graph pictures: the autograd graph behind a tensor as DOT text, a graphviz.Digraph, or a file.
+
+`to_dot(loss)` walks the nodes behind `loss` iteratively (a 100k-node graph is fine) and writes
+plain DOT text, no graphviz package needed: tensor boxes (name, shape, dtype, values, gradient
+norm), op ellipses (the VJP formula on hover, fused ops double-ringed) and one cluster per module
+path, which `collapse` can fold into a single box. Leaves, the root and retain_grad tensors always
+show their values; interior values and gradients appear when the pass ran inside `with record():`.
+`draw_graph` wraps the text in a graphviz.Digraph; `render` writes SVG/PNG/PDF with `dot`.
+"""
+
+import fnmatch
+import shutil
+import subprocess
+import weakref
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from .autograd import toposort, tracing
+from .errors import GraphError, TinyattnError, fmt_shape
+from .tensor import Tensor
+
+FORMATS = ("svg", "png", "pdf")  # what `render` asks `dot` for; .dot/.gv files are the text
+
+_STYLE = {  # fill colours: leaves green (weights) or orange (inputs), the root red
+    "param": "#d4ecd4", "input": "#fde6c4", "value": "#eef2fa", "root": "#f7cfcf",
+    "op": "#ffffff", "fused": "#fff1b0", "module": "#e3e3f3", "const": "#f4f4f4",
+}
+
+
+TENSOR_KINDS = ("param", "input", "value", "root")
+
+
+class GraphvizNotFoundError(TinyattnError, RuntimeError):
+    """Rendering a picture needs Graphviz's `dot` program, and it is not installed."""
+
+
+# ---- recording the values an ordinary graph does not keep --------------------------------------
+
+
+class Recording:
+    """What ran inside `with record():` — each node's output value, its constant inputs, and
+    (when backward ran inside too) the norm of the gradient that reached it."""
+
+    def __init__(self):
+        self.values = weakref.WeakKeyDictionary()  # node -> (output array, backend)
+        self.constants = weakref.WeakKeyDictionary()  # node -> {input position: value}
+        self.grad_norms = weakref.WeakKeyDictionary()  # node -> ‖d root / d output‖
+
+    def forward(self, op, inputs, params, out):
+        node = out._node
+        if node is None:
+            return
+        self.values[node] = (out.data, out.backend)
+        for x in inputs:  # leaves too, so the picture has their values even once they are gone
+            if isinstance(x, Tensor) and x._node is not None and x._node.op is None:
+                self.values[x._node] = (x.data, x.backend)
+        consts = {i: (x.data, x.backend) if isinstance(x, Tensor) else (x, None)
+                  for i, (x, parent) in enumerate(zip(inputs, node.parents, strict=True)) if parent is None}
+        if consts:
+            self.constants[node] = consts
+
+    def backward(self, node, g, grads):
+        self.grad_norms[node] = _norm(g)
+
+    def accumulate(self, node, user, total):
+        pass  # the total is what reaches backward(); nothing to keep here
+
+
+def record():
+    """`with record() as rec:` run forward (and backward); then `to_dot(loss, recording=rec)`
+    shows every interior value and gradient norm. Outside such a block nothing is recorded."""
+    return tracing(Recording())
+
+
+# ---- small helpers -------------------------------------------------------------------------------
+
+
+def _norm(a):
+    """L2 norm of a NumPy or CuPy array, as a Python float (accumulated in float64)."""
+    a = a.astype("float64")
+    return float((a * a).sum()) ** 0.5
+
+
+def _host(value):
+    """(array, backend) -> a NumPy array; a Python number stays a number."""
+    array, be = value
+    return array if be is None else np.asarray(be.to_numpy(array))
+
+
+def _g(x):
+    return f"{x:.3g}"
+
+
+def summarize(a):
+    """A short description of an array's values: the values when tiny, else statistics."""
+    a = np.asarray(a)
+    if a.size == 0:
+        return "empty"
+    if a.dtype == np.bool_:
+        return f"{int(a.sum())} of {a.size} True"
+    if a.size == 1:
+        return _g(a.item()) if a.dtype.kind == "f" else str(a.item())
+    if a.size <= 4:
+        text = np.array2string(a, precision=4, separator=", ", suppress_small=True)
+        return " ".join(text.split())
+    if a.dtype.kind in "iu":
+        return f"min {a.min()} max {a.max()}"
+    a64 = a.astype(np.float64)
+    finite = np.isfinite(a64)
+    kept = a64[finite]
+    if kept.size == 0:
+        return f"all {a.size} non-finite"
+    text = (f"mean {_g(kept.mean())} std {_g(kept.std())}\n"
+            f"min {_g(kept.min())} max {_g(kept.max())}")
+    if kept.size < a.size:
+        text += f"\n{a.size - kept.size} non-finite (e.g. -inf: masked)"
+    return text
+
+
+def _param_names(params):
+    """id(tensor) -> name, from a Module, a dict {name: tensor} or (name, tensor) pairs."""
+    if params is None:
+        return {}
+    if hasattr(params, "named_parameters"):
+        params = params.named_parameters()
+    elif isinstance(params, dict):
+        params = params.items()
+    return {id(t): name for name, t in params}
+
+
+def _module_types(params):
+    """module path -> class name, when a Module was passed (cluster labels use it)."""
+    if not hasattr(params, "named_modules"):
+        return {}
+    return {path: type(m).__name__ for path, m in params.named_modules() if path}
+
+
+def _short_params(params):
+    """An op's keyword parameters as one short line ("dim=-1, causal=True"), long ones left out."""
+    shown = []
+    for key, value in params.items():
+        if value is False or value is None:
+            continue  # an option left off
+        if isinstance(value, (bool, int, float, str, tuple)):
+            text = f"{key}={_g(value)}" if isinstance(value, float) else f"{key}={value!r}"
+            if len(text) <= 28:
+                shown.append(text)
+    return ", ".join(shown)
+
+
+def saved_arrays(root):
+    """(op name, scope, [array shapes], bytes) for every node behind `root` whose VJP saved
+    arrays: what the backward pass holds on to (freed nodes give nothing)."""
+    rows = []
+    for node in toposort(_root_node(root, "saved_arrays")):
+        if node.op is None or not node.saved:
+            continue
+        arrays = [s for s in node.saved if hasattr(s, "nbytes") and hasattr(s, "shape")]
+        if arrays:
+            rows.append((node.op.name, node.scope, [tuple(s.shape) for s in arrays],
+                         sum(int(s.nbytes) for s in arrays)))
+    return rows
+
+
+def _root_node(root, who):
+    node = getattr(root, "_node", None)
+    if node is None:
+        raise GraphError(f"{who}: this tensor has no graph behind it (nothing it depends on "
+                         "requires grad); create the inputs with requires_grad=True, outside "
+                         "no_grad()")
+    return node
+
+
+def _q(text):
+    """A DOT double-quoted string ("\\n" in `text` becomes a line break)."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def _attrs(attrs):
+    return ", ".join(f"{k}={_q(str(v))}" for k, v in attrs.items())
+
+
+# ---- the picture: items (tensor, op, constant boxes), edges, clusters -------------------------
+
+
+class _Item:
+    """One box of the picture before collapsing: its kind ("param", "input", "value", "root",
+    "op" or "const"), module path, DOT attributes, and for an op box the op."""
+
+    __slots__ = ("kind", "scope", "attrs", "op")
+
+    def __init__(self, kind, scope, attrs, op=None):
+        self.kind, self.scope, self.attrs, self.op = kind, scope, attrs, op
+
+
+class _Graph:
+    """Everything `to_dot` draws, built from one iterative walk over the nodes."""
+
+    def __init__(self, root, params, recording, show_values, show_grads, show_saved):
+        self.root = root
+        self.names = _param_names(params)
+        self.types = _module_types(params)
+        self.rec = recording if recording is not None else Recording()
+        self.show_values, self.show_grads, self.show_saved = show_values, show_grads, show_saved
+        self.nodes = toposort(_root_node(root, "to_dot"))  # users before the nodes they use
+        self.index = {node: k for k, node in enumerate(self.nodes)}
+        self.users = defaultdict(list)  # node -> op nodes that take its output as an input
+        self.out_shape = {self.nodes[0]: (root.shape, root.dtype)}
+        for node in self.nodes:
+            for i, parent in enumerate(node.parents):
+                if parent is not None:
+                    self.users[parent].append(node)
+                    self.out_shape.setdefault(parent, (node.shapes[i], node.dtypes[i]))
+        self.items = {}  # DOT id -> _Item: "t<k>" tensor, "o<k>" op, "c<k>_<i>" constant
+        self.edges = []  # (from id, to id), in the forward direction
+        for node in self.nodes:
+            self._add_node(node)
+
+    # -- items --
+
+    def _tensor(self, node):
+        """The Tensor object behind a node, when one is still around (leaf, root, retained)."""
+        if node is self.nodes[0]:
+            return self.root
+        return node.tensor() if node.tensor is not None else None
+
+    def _add_node(self, node):
+        k = self.index[node]
+        t = self._tensor(node)
+        name = (self.names.get(id(t)) or getattr(t, "name", None)) if t is not None else None
+        if node.op is None:
+            kind = "param" if name and id(t) in self.names else "input"
+            scope = name.rpartition(".")[0] if kind == "param" else None
+        else:
+            kind, scope = "value", node.scope
+        if node is self.nodes[0]:
+            kind = "root"
+        shape, dtype = self.out_shape[node]
+        lines = [name or ("leaf" if node.op is None else "")]
+        lines.append(f"{fmt_shape(shape)} {dtype}")
+        if self.show_values:
+            value = (t.data, t.backend) if t is not None else self.rec.values.get(node)
+            if value is not None:
+                lines.append(summarize(_host(value)))
+        if self.show_grads:
+            grad = t.grad if t is not None else None
+            norm = _norm(grad.data) if grad is not None else self.rec.grad_norms.get(node)
+            if norm is not None:
+                lines.append(f"‖grad‖ {_g(norm)}")
+        label = "\n".join(line for line in lines if line)
+        tid = f"t{k}"
+        self.items[tid] = _Item(kind, scope, {"label": label, "shape": "box",
+                                             "style": "rounded,filled",
+                                             "fillcolor": _STYLE[kind]})
+        if node.op is not None:
+            self._add_op(node, k, tid)
+
+    def _add_op(self, node, k, tid):
+        op = node.op
+        lines = [op.name + (" (fused)" if op.fused else ""), _short_params(node.params)]
+        if self.show_saved:
+            lines.append(self._saved_line(node))
+        tooltip = f"{op.name}: {op.formula}"
+        if op.doc:
+            tooltip += f"\nforward: {op.doc}"
+        if node.scope:
+            tooltip += f"\nmodule: {node.scope}"
+        attrs = {"label": "\n".join(line for line in lines if line), "tooltip": tooltip,
+                 "shape": "ellipse", "style": "filled",
+                 "fillcolor": _STYLE["fused" if op.fused else "op"]}
+        if op.fused:
+            attrs["peripheries"] = 2
+        oid = f"o{k}"
+        self.items[oid] = _Item("op", node.scope, attrs, op)
+        self.edges.append((oid, tid))
+        consts = self.rec.constants.get(node, {})
+        for i, parent in enumerate(node.parents):
+            if parent is not None:
+                self.edges.append((f"t{self.index[parent]}", oid))
+                continue
+            cid = f"c{k}_{i}"
+            value = consts.get(i)
+            if value is not None and value[0] is None:
+                continue  # an optional input left out (no mask)
+            if value is not None and value[1] is None:
+                label = repr(value[0])
+            else:
+                label = "const"
+                if node.dtypes[i] is not None:  # an array (else a number, or None)
+                    label += f" {fmt_shape(node.shapes[i])} {node.dtypes[i]}"
+                if value is not None and self.show_values:
+                    label += "\n" + summarize(_host(value))
+            self.items[cid] = _Item("const", node.scope, {"label": label, "shape": "box",
+                                                      "style": "filled,dashed", "fontsize": 9,
+                                                      "fillcolor": _STYLE["const"]})
+            self.edges.append((cid, oid))
+
+    def _saved_line(self, node):
+        if node.saved is None:
+            return "saved: freed by backward"
+        parts = [fmt_shape(s.shape) for s in node.saved if hasattr(s, "shape")
+                 and hasattr(s, "nbytes")]
+        return "saved: " + (", ".join(parts) if parts else "no arrays")
+
+
+# ---- collapsing modules into one box -------------------------------------------------------------
+
+
+def _prefixes(path):
+    parts = path.split(".")
+    return [".".join(parts[:n]) for n in range(1, len(parts) + 1)]
+
+
+def _group_fn(patterns):
+    """scope -> the outermost module path at or above it that a pattern matches, or None."""
+    patterns = (patterns,) if isinstance(patterns, str) else tuple(patterns)
+    cache = {}
+
+    def group(scope):
+        if not scope or not patterns:
+            return None
+        if scope not in cache:
+            cache[scope] = next((p for p in _prefixes(scope)
+                                 if any(fnmatch.fnmatchcase(p, pat) for pat in patterns)), None)
+        return cache[scope]
+
+    return group
+
+
+def _layout(graph, collapse):
+    """Which boxes show and where: (visible items, their cluster path, edges between them)."""
+    group = _group_fn(collapse)
+    item_group = {iid: group(item.scope) for iid, item in graph.items.items()}
+    edges = graph.edges
+    consumers = defaultdict(set)  # tensor id -> groups of the ops that read it
+    for a, b in edges:
+        if graph.items[a].kind in TENSOR_KINDS:
+            consumers[a].add(item_group[b])
+    root_id = "t0"  # the root is the first node of the walk
+
+    def visible(iid):
+        g = item_group[iid]
+        if g is None:
+            return True  # not inside a collapsed module
+        if graph.items[iid].kind in TENSOR_KINDS:  # leaving its module (or the root): shown
+            return iid == root_id or any(c != g for c in consumers[iid])
+        return False
+
+    rep, placed, modules = {}, {}, {}
+    for iid, item in graph.items.items():
+        g = item_group[iid]
+        if visible(iid):
+            rep[iid] = iid
+            placed[iid] = item.scope if g is None else g.rpartition(".")[0]
+        else:
+            rep[iid] = "m:" + g
+            modules.setdefault(g, []).append(iid)
+    shown_edges, seen = [], set()
+    for a, b in edges:
+        ra, rb = rep[a], rep[b]
+        if ra == rb:
+            continue  # both ends inside one collapsed module
+        if ra == a and item_group[a] is not None and rb == "m:" + item_group[a]:
+            continue  # a module's own output flowing back into it: an arrow both ways reads worse
+        if ra == a and rb == b:
+            shown_edges.append((a, b))  # as drawn: x * x keeps its two arrows
+        elif (ra, rb) not in seen:  # into or out of a collapsed module: one arrow is enough
+            seen.add((ra, rb))
+            shown_edges.append((ra, rb))
+    return rep, placed, modules, shown_edges
+
+
+def _module_box(graph, path, members):
+    """The attributes of one collapsed module's box: its path, class, op and parameter counts."""
+    ops = Counter()
+    fused = n_params = 0
+    for iid in members:
+        item = graph.items[iid]
+        if item.kind == "op":
+            ops[item.op.name] += 1
+            fused += item.op.fused
+        n_params += item.kind == "param"
+    lines = [path]
+    if path in graph.types:
+        lines.append(graph.types[path])
+    n_ops = sum(ops.values())
+    lines.append(f"{n_ops} op{'s' * (n_ops != 1)}" + (f", {fused} fused" if fused else ""))
+    if n_params:
+        lines.append(f"{n_params} parameter{'s' * (n_params != 1)}")
+    tooltip = f"{path} (collapsed): " + ", ".join(f"{name} ×{n}" for name, n in ops.items())
+    return {"label": "\n".join(lines), "tooltip": tooltip, "shape": "box3d",
+            "style": "filled", "fillcolor": _STYLE["module"]}
+
+
+# ---- DOT text ------------------------------------------------------------------------------------
+
+GRAPH_ATTR = {"rankdir": "TB", "fontname": "Helvetica", "fontsize": "11", "nodesep": "0.25",
+              "ranksep": "0.3"}
+NODE_ATTR = {"fontname": "Helvetica", "fontsize": "10", "margin": "0.08,0.04", "height": "0.3"}
+
+
+def _build(root, show_values=True, show_grads=True, show_saved=False, collapse=(),
+           direction="forward", params=None, recording=None):
+    """(graph attributes, node attributes, edge attributes, body lines) of the picture."""
+    if direction not in ("forward", "backward"):
+        raise ValueError(f"to_dot: direction must be 'forward' or 'backward', got {direction!r}")
+    graph = _Graph(root, params, recording, show_values, show_grads, show_saved)
+    rep, placed, modules, edges = _layout(graph, collapse)
+    members = defaultdict(list)  # cluster path -> body lines of the boxes directly inside
+    for iid, path in placed.items():
+        members[path or ""].append(f"{iid} [{_attrs(graph.items[iid].attrs)}]")
+    for path, ids in modules.items():
+        members[path.rpartition(".")[0]].append(f"{_q('m:' + path)} "
+                                                 f"[{_attrs(_module_box(graph, path, ids))}]")
+    body = _clusters(members, graph.types)
+    edge_attr = {"arrowsize": "0.6", "color": "#555555"}
+    if direction == "backward":  # gradients flow from the root back to the leaves
+        edges = [(b, a) for a, b in edges]
+        edge_attr = {"arrowsize": "0.6", "color": "#b03a2e", "penwidth": "1.2"}
+    for a, b in edges:
+        a = a if not a.startswith("m:") else _q(a)
+        b = b if not b.startswith("m:") else _q(b)
+        body.append(f"\t{a} -> {b}\n")
+    graph_attr = dict(GRAPH_ATTR, tooltip=f"{direction} graph: {len(graph.nodes)} nodes")
+    return graph_attr, dict(NODE_ATTR), edge_attr, body
+
+
+def _clusters(members, types):
+    """Body lines: boxes at the top level, and one nested `subgraph cluster_<path>` per module
+    path (modules nest only a few levels deep, so this small recursion is safe)."""
+    children = defaultdict(set)
+    for path in list(members):
+        for prefix in _prefixes(path) if path else []:
+            parent = prefix.rpartition(".")[0]
+            children[parent].add(prefix)
+    lines = []
+
+    def emit(path, depth):
+        pad = "\t" * depth
+        if path:
+            label = path + (f" ({types[path]})" if path in types else "")
+            lines.append(f"{pad}subgraph {_q('cluster_' + path)} {{\n")
+            lines.append(f"{pad}\tlabel={_q(label)} labeljust=l style=\"rounded,dashed\" "
+                         f"color=\"#8888aa\" fontsize=10\n")
+        for line in members.get(path, ()):
+            lines.append(f"{pad}\t{line}\n" if path else f"\t{line}\n")
+        for child in sorted(children[path]):
+            emit(child, depth + 1)
+        if path:
+            lines.append(f"{pad}}}\n")
+
+    emit("", 0)
+    return lines
+
+
+def to_dot(root, show_values=True, show_grads=True, show_saved=False, collapse=(),
+           direction="forward", params=None, recording=None):
+    """The graph behind tensor `root` as Graphviz DOT text (no graphviz package needed).
+
+    show_values / show_grads: value summaries and gradient norms on tensor boxes. show_saved:
+    what each op saved for its VJP. collapse: module paths or fnmatch patterns ("blocks.*.attn")
+    whose ops fold into one box. direction: "forward" (data flow) or "backward" (gradient
+    flow, edges reversed). params: a Module (or {name: tensor}) that names the parameters.
+    recording: from `with record() as rec:`, for interior values and gradients.
+    """
+    graph_attr, node_attr, edge_attr, body = _build(root, show_values, show_grads, show_saved,
+                                                    collapse, direction, params, recording)
+    head = [f"\tgraph [{_attrs(graph_attr)}]\n", f"\tnode [{_attrs(node_attr)}]\n",
+            f"\tedge [{_attrs(edge_attr)}]\n"]
+    return "digraph tinyattn {\n" + "".join(head + body) + "}\n"
+
+
+def draw_graph(root, **kwargs):
+    """The same picture as `to_dot` as a graphviz.Digraph (shows itself in a notebook)."""
+    import graphviz
+
+    graph_attr, node_attr, edge_attr, body = _build(root, **kwargs)
+    return graphviz.Digraph("tinyattn", graph_attr=graph_attr, node_attr=node_attr,
+                            edge_attr=edge_attr, body=body)
+
+
+draw_dot = draw_graph  # micrograd's name
+
+
+def dot_program():
+    """The path of Graphviz's `dot`, or an error that says how to install it."""
+    found = shutil.which("dot")
+    if found is None:
+        raise GraphvizNotFoundError(
+            "rendering a graph needs Graphviz's `dot` program, which is not on PATH. Install "
+            "it: `apt-get install graphviz` (Debian/Ubuntu), `brew install graphviz` (macOS), "
+            "`conda install graphviz`, or from https://graphviz.org/download/. Without it, "
+            "viz.to_dot() still gives the DOT text (write it to a .dot file).")
+    return found
+
+
+def render(root, path, **kwargs):
+    """Write the picture to `path`: .svg, .png or .pdf through `dot`, or .dot/.gv as text.
+    Keyword arguments are those of `to_dot`. Returns the path."""
+    path = Path(path)
+    fmt = path.suffix.lower().lstrip(".")
+    text = to_dot(root, **kwargs)
+    if fmt in ("dot", "gv"):
+        path.write_text(text, encoding="utf-8")
+        return path
+    if fmt not in FORMATS:
+        raise ValueError(f"render: cannot tell the format from {path.name!r}; use a name "
+                         f"ending in .svg, .png, .pdf, .dot or .gv")
+    done = subprocess.run([dot_program(), f"-T{fmt}", "-o", str(path)],
+                          input=text.encode("utf-8"), capture_output=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"render: dot failed on {path.name}: "
+                           f"{done.stderr.decode(errors='replace').strip()}")
+    return path
+
+
+# ---- example graphs (the `tinyattn graph` command) ----------------------------------------------
+
+
+def example(model="tiny", seed=0):
+    """(loss, params, recording) for one of the example graphs: "tiny" (the default
+    TinyTransformer of `tinyattn train` on two reverse-task examples), "mlp" (a two-layer MLP
+    on four points) or "attention" (one causal attention call on 4 tokens). The forward and
+    backward passes ran inside `record()`, so the picture can show every value and gradient."""
+    from . import functional as F  # noqa: N812 - the usual name
+    from . import nn
+    from .tensor import manual_seed, randn, tensor
+
+    manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    with record() as rec:
+        if model == "tiny":
+            from .train import TrainConfig, build
+
+            task, net, _, _ = build(TrainConfig(seed=seed))
+            x, y = task.batch(rng, 2)  # (B, T) each
+            logits = net(tensor(x))  # (B, T, V)
+            loss = F.cross_entropy(logits.reshape(-1, task.vocab_size), tensor(y.reshape(-1)))
+            params = net
+        elif model == "mlp":
+            net = nn.Sequential(nn.Linear(3, 8), nn.GELU(), nn.Linear(8, 2))
+            x = tensor(rng.standard_normal((4, 3)), dtype="float32")  # (N, 3)
+            loss = F.cross_entropy(net(x), tensor(np.array([0, 1, 1, 0])))
+            params = net
+        elif model == "attention":
+            q, k, v = (randn(1, 4, 8, requires_grad=True) for _ in range(3))  # (B, T, d)
+            q.name, k.name, v.name = "q", "k", "v"
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=True, impl="composite")
+            loss = (out * out).mean()
+            params = {"q": q, "k": k, "v": v}
+        else:
+            raise ValueError(f"example: model must be 'tiny', 'mlp' or 'attention', got {model!r}")
+        loss.name = "loss"
+        loss.backward(retain_graph=True)  # keep what each op saved: show_saved can list it
+    return loss, params, rec
