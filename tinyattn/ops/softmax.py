@@ -90,7 +90,8 @@ def cross_entropy(be, x, target, ignore_index=-100, reduction="mean", label_smoo
     elif reduction == "sum":
         out = loss.sum()
     elif reduction == "mean":
-        out = loss.sum() / valid.sum(dtype=loss.dtype)  # NaN when every target is ignored, as in PyTorch
+        n = valid.sum(dtype=loss.dtype)  # every target ignored: NaN as in PyTorch, no 0/0 warning
+        out = xp.where(n > 0, loss.sum(), float("nan")) / xp.maximum(n, 1)
     else:
         raise ValueError(f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got "
                          f"{reduction!r}")
@@ -106,7 +107,7 @@ def cross_entropy_vjp(be, g, saved, ignore_index=-100, reduction="mean", label_s
     elif reduction == "sum":
         w = g
     else:
-        w = g / valid.sum(dtype=g.dtype)
+        w = g / xp.maximum(valid.sum(dtype=g.dtype), 1)  # no valid row: w is unused below
     w = xp.where(valid, w, 0).astype(p.dtype)[:, None]  # (M, 1): each row's weight
     gx = p * w
     gx[xp.arange(len(t)), t] -= (1 - label_smoothing) * w[:, 0]
