@@ -11,6 +11,8 @@ Grad mode and the module name scope are contextvars, so threads and tasks do not
 import contextlib
 import contextvars
 import functools
+import heapq
+import itertools
 import weakref
 
 from .errors import BackendError, DimError, DTypeError, GraphError, ShapeError, TinyattnError
@@ -105,14 +107,17 @@ def tracing(tracer):
 
 # ---- the graph ----------------------------------------------------------------------------------
 
+_sequence = itertools.count()
+
 
 class Node:
     """One recorded op call (or, with op None, a leaf that requires grad)."""
 
-    __slots__ = ("op", "parents", "saved", "params", "shapes", "dtypes", "scope", "tensor",
-                 "retain", "__weakref__")
+    __slots__ = ("seq", "op", "parents", "saved", "params", "shapes", "dtypes", "scope",
+                 "tensor", "retain", "__weakref__")
 
     def __init__(self, op, parents, saved, params, shapes, dtypes, scope=None):
+        self.seq = next(_sequence)  # creation order: a node is always newer than its parents
         self.op = op  # the Op, or None for a leaf
         self.parents = parents  # one Node or None per input
         self.saved = saved  # what the VJP needs; None once freed by backward
@@ -136,8 +141,7 @@ class Node:
 def apply(op, *inputs, **params):
     """Run `op` on tensors (and Python numbers), and record a node if any input needs grad."""
     be = None
-    arrays = []
-    parents = []
+    arrays, parents, shapes, dtypes = [], [], [], []
     needs_grad = False
     for x in inputs:
         if isinstance(x, Tensor):
@@ -146,13 +150,18 @@ def apply(op, *inputs, **params):
             elif x.backend is not be:
                 raise BackendError(f"{op.name}: inputs live on two backends, {be.name} and "
                                    f"{x.backend.name}: move one with .to('{be.name}') first")
-            arrays.append(x.data)
-            node = x._node
+            data, node = x.data, x._node
+            if node is not None:
+                needs_grad = True
+            arrays.append(data)
             parents.append(node)
-            needs_grad = needs_grad or node is not None
-        else:
+            shapes.append(data.shape)
+            dtypes.append(data.dtype)
+        else:  # a Python number, None, or a constant array (a mask, class indices)
             arrays.append(x)
             parents.append(None)
+            shapes.append(getattr(x, "shape", ()))
+            dtypes.append(getattr(x, "dtype", None))
     if be is None:
         raise TypeError(f"{op.name}: needs at least one Tensor input")
     try:
@@ -170,8 +179,7 @@ def apply(op, *inputs, **params):
     if needs_grad and _grad_enabled.get():
         for i in op.nondiff:
             parents[i] = None
-        t._node = Node(op, parents, saved, params, [getattr(a, "shape", ()) for a in arrays],
-                       [getattr(a, "dtype", None) for a in arrays], _scope.get())
+        t._node = Node(op, parents, saved, params, shapes, dtypes, _scope.get())
     for tracer in _tracers.get():
         tracer.forward(op, inputs, params, t)
     return t
@@ -232,25 +240,34 @@ class Step:
 
 
 def backward(tensor, gradient=None, retain_graph=False):
-    """Fill `.grad` of the leaves (and retain_grad tensors) that `tensor` depends on."""
-    for _ in backward_steps(tensor, gradient, retain_graph):
+    """Fill `.grad` of the leaves (and retain_grad tensors) that `tensor` depends on.
+
+    Nodes are visited newest first (a max-heap on creation order): every user of a node is
+    newer than it, so by the time a node comes up, all the gradient it will get has arrived.
+    A node enters the heap when it first receives gradient, so there is no separate graph walk.
+    """
+    for _ in _walk(tensor, gradient, retain_graph, False):
         pass
 
 
 def backward_steps(tensor, gradient=None, retain_graph=False):
     """backward() one VJP at a time: a generator of Steps (for notebooks and explain mode)."""
+    return _walk(tensor, gradient, retain_graph, True)
+
+
+def _walk(tensor, gradient, retain_graph, steps):
     root = tensor._node
     be = tensor.backend
     if root is None:
         raise GraphError("backward: this tensor does not require grad and has no graph; create "
                          "its inputs with requires_grad=True, outside no_grad()")
-    grads = {root: _seed_gradient(tensor, gradient, be)}
+    grads = {root: _seed_gradient(tensor, gradient, be)}  # node -> gradient summed so far
+    heap = [(-root.seq, root)]
     tracers = _tracers.get()
     index = 0
-    for node in toposort(root):
-        g = grads.pop(node, None)
-        if g is None:
-            continue
+    while heap:
+        node = heapq.heappop(heap)[1]
+        g = grads.pop(node)
         if node.tensor is not None:
             _write_grad(node, g, be)
         op = node.op
@@ -264,11 +281,13 @@ def backward_steps(tensor, gradient=None, retain_graph=False):
         gs = op.vjp(be, g, saved, **node.params)
         if not retain_graph:
             node.saved = None
-        if len(gs) != len(node.parents):
+        parents = node.parents
+        if len(gs) != len(parents):
             raise GraphError(f"{op.name}: the VJP returned {len(gs)} gradients for "
-                             f"{len(node.parents)} inputs")
+                             f"{len(parents)} inputs")
         fitted = []
-        for i, (parent, gx) in enumerate(zip(node.parents, gs)):
+        for i, parent in enumerate(parents):
+            gx = gs[i]
             if parent is None or gx is None:
                 fitted.append(None)
                 continue
@@ -278,14 +297,18 @@ def backward_steps(tensor, gradient=None, retain_graph=False):
                 gx = gx.astype(node.dtypes[i])
             fitted.append(gx)
             prev = grads.get(parent)
-            grads[parent] = gx if prev is None else prev + gx
-            if prev is not None:
+            if prev is None:
+                grads[parent] = gx
+                heapq.heappush(heap, (-parent.seq, parent))
+            else:
+                grads[parent] = prev + gx
                 for tracer in tracers:
                     tracer.accumulate(parent, node, grads[parent])
         for tracer in tracers:
             tracer.backward(node, g, fitted)
-        yield Step(index, node, g, fitted, grads)
-        index += 1
+        if steps:
+            yield Step(index, node, g, fitted, grads)
+            index += 1
 
 
 def _seed_gradient(tensor, gradient, be):

@@ -126,6 +126,14 @@ def _linear_bwd(g, x, w):
     return (g2 @ w).reshape(x.shape), g2.T @ x2, g2.sum(0)
 
 
+def _scatter_rows(out, ids, rows):
+    """out[ids] += rows with repeated ids adding up: sort, one reduceat per run (not np.add.at)."""
+    order = np.argsort(ids, kind="stable")
+    ids = ids[order]
+    starts = np.flatnonzero(np.concatenate(([True], ids[1:] != ids[:-1])))
+    out[ids[starts]] += np.add.reduceat(rows[order], starts, axis=0)
+
+
 def numpy_step(p, idx, tgt, H):  # noqa: N803
     """Loss and gradients of every parameter, written out by hand."""
     B, T = idx.shape  # noqa: N806
@@ -195,7 +203,7 @@ def numpy_step(p, idx, tgt, H):  # noqa: N803
     gx0 = gx1 + gx0_ln
     grads["wpe.weight"] = np.zeros_like(p["wpe.weight"])
     grads["wpe.weight"][:T] = gx0.sum(0)
-    np.add.at(gwte, idx.reshape(-1), gx0.reshape(-1, C))
+    _scatter_rows(gwte, idx.reshape(-1), gx0.reshape(-1, C))
     grads["wte.weight"] = gwte
     return loss, grads
 

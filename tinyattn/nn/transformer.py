@@ -124,8 +124,8 @@ class TinyTransformer(Module):
         if T > self.config.max_len:
             raise ShapeError(f"TinyTransformer: a sequence of {T} tokens is longer than max_len "
                              f"{self.config.max_len}")
-        pos = arange(T, backend=idx.backend)  # (T,)
-        x = self.drop(self.wte(idx) + self.wpe(pos))  # (B, T, C)
+        # positions 0..T-1 are the table's first T rows: a slice, cheaper than an id lookup
+        x = self.drop(self.wte(idx) + self.wpe.weight[:T])  # (B, T, C)
         maps = []
         for block in self.blocks:
             if return_attention:
