@@ -9,6 +9,7 @@ show their values; interior values and gradients appear when the pass ran inside
 """
 
 import fnmatch
+import functools
 import shutil
 import subprocess
 import weakref
@@ -56,8 +57,9 @@ class Recording:
         for x in inputs:  # leaves too, so the picture has their values even once they are gone
             if isinstance(x, Tensor) and x._node is not None and x._node.op is None:
                 self.values[x._node] = (x.data, x.backend)
+        pairs = enumerate(zip(inputs, node.parents, strict=True))
         consts = {i: (x.data, x.backend) if isinstance(x, Tensor) else (x, None)
-                  for i, (x, parent) in enumerate(zip(inputs, node.parents, strict=True)) if parent is None}
+                  for i, (x, parent) in pairs if parent is None}
         if consts:
             self.constants[node] = consts
 
@@ -87,6 +89,11 @@ def _host(value):
     """(array, backend) -> a NumPy array; a Python number stays a number."""
     array, be = value
     return array if be is None else np.asarray(be.to_numpy(array))
+
+
+@functools.cache
+def _dtype_name(dtype):
+    return str(dtype)
 
 
 def _g(x):
@@ -239,7 +246,7 @@ class _Graph:
             kind = "root"
         shape, dtype = self.out_shape[node]
         lines = [name or ("leaf" if node.op is None else "")]
-        lines.append(f"{fmt_shape(shape)} {dtype}")
+        lines.append(f"{fmt_shape(shape)} {_dtype_name(dtype)}")
         if self.show_values:
             value = (t.data, t.backend) if t is not None else self.rec.values.get(node)
             if value is not None:
@@ -251,9 +258,7 @@ class _Graph:
                 lines.append(f"‖grad‖ {_g(norm)}")
         label = "\n".join(line for line in lines if line)
         tid = f"t{k}"
-        self.items[tid] = _Item(kind, scope, {"label": label, "shape": "box",
-                                             "style": "rounded,filled",
-                                             "fillcolor": _STYLE[kind]})
+        self.items[tid] = _Item(kind, scope, {"label": label, "fillcolor": _STYLE[kind]})
         if node.op is not None:
             self._add_op(node, k, tid)
 
@@ -292,9 +297,8 @@ class _Graph:
                     label += f" {fmt_shape(node.shapes[i])} {node.dtypes[i]}"
                 if value is not None and self.show_values:
                     label += "\n" + summarize(_host(value))
-            self.items[cid] = _Item("const", node.scope, {"label": label, "shape": "box",
-                                                      "style": "filled,dashed", "fontsize": 9,
-                                                      "fillcolor": _STYLE["const"]})
+            self.items[cid] = _Item("const", node.scope, {"label": label, "style": "filled,dashed",
+                                                      "fontsize": 9, "fillcolor": _STYLE["const"]})
             self.edges.append((cid, oid))
 
     def _saved_line(self, node):
@@ -330,7 +334,11 @@ def _group_fn(patterns):
 
 
 def _layout(graph, collapse):
-    """Which boxes show and where: (visible items, their cluster path, edges between them)."""
+    """Which boxes show and where: (the box each item is drawn as, the cluster path of each
+    visible item, collapsed module path -> the items folded into it, the edges between boxes)."""
+    if not collapse:  # every item is its own box, in its own module's cluster
+        return ({iid: iid for iid in graph.items},
+                {iid: item.scope for iid, item in graph.items.items()}, {}, graph.edges)
     group = _group_fn(collapse)
     item_group = {iid: group(item.scope) for iid, item in graph.items.items()}
     edges = graph.edges
@@ -398,7 +406,8 @@ def _module_box(graph, path, members):
 
 GRAPH_ATTR = {"rankdir": "TB", "fontname": "Helvetica", "fontsize": "11", "nodesep": "0.25",
               "ranksep": "0.3"}
-NODE_ATTR = {"fontname": "Helvetica", "fontsize": "10", "margin": "0.08,0.04", "height": "0.3"}
+NODE_ATTR = {"fontname": "Helvetica", "fontsize": "10", "margin": "0.08,0.04", "height": "0.3",
+             "shape": "box", "style": "rounded,filled"}  # a tensor box unless it says otherwise
 
 
 def _build(root, show_values=True, show_grads=True, show_saved=False, collapse=(),
