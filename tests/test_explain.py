@@ -1,0 +1,110 @@
+"""Explain mode: one line per VJP in execution order, with formula, shapes and norms that match
+the gradients computed by hand; accumulation lines; stepping through backward_steps()."""
+
+import io
+import re
+
+import numpy as np
+import pytest
+
+import tinyattn as ta
+import tinyattn.functional as F  # noqa: N812 - PyTorch's usual name
+from tinyattn.explain import describe, grad_names
+from tinyattn.ops import REGISTRY
+
+VJP = re.compile(r"\[(\d+)\] (\w+): (.*) \| g (\(.*?\)) ‖(\S+)‖ -> (.*)")
+
+
+def norm(a):
+    return f"{np.linalg.norm(np.asarray(a, dtype=np.float64).ravel()):.3g}"
+
+
+def run(loss, **kwargs):
+    out = io.StringIO()
+    with ta.explain(file=out, **kwargs):
+        loss.backward()
+    return out.getvalue().splitlines()
+
+
+def test_softmax_line_has_formula_shapes_and_norms():
+    x = ta.tensor(np.array([[0.5, -1.0, 2.0], [0.0, 0.1, 0.2]]), requires_grad=True)
+    w = np.array([[1.0, 2.0, 3.0], [-1.0, 0.0, 4.0]])
+    y = F.softmax(x, dim=-1)
+    lines = run((y * ta.tensor(w)).sum())
+    assert [VJP.match(line).group(2) for line in lines] == ["sum", "mul", "softmax"]
+    step, op, formula, g_shape, g_norm, sent = VJP.match(lines[2]).groups()
+    assert step == "2" and formula == "gx = y * (g - sum(g*y, dim))"
+    assert "softmax: gx = y * (g - sum(g*y, dim))" in lines[2]
+    yy = y.numpy()
+    gx = yy * (w - (w * yy).sum(axis=-1, keepdims=True))  # the VJP, by hand
+    assert g_shape == "(2, 3)" and g_norm == norm(w)  # g of softmax is w
+    assert sent == f"gx (2, 3) ‖{norm(gx)}‖"
+    np.testing.assert_allclose(x.grad.numpy(), gx)
+
+
+def test_matmul_line_names_both_gradients_and_accumulation_is_told():
+    a = ta.tensor(np.arange(6.0).reshape(2, 3) / 10, requires_grad=True)
+    a.name = "a"
+    b = ta.tensor(np.ones((3, 4)), requires_grad=True)
+    lines = run((a @ b).sum() + (a * a).sum())
+    vjps = [VJP.match(line) for line in lines if line.startswith("[")]
+    ops = [m.group(2) for m in vjps]
+    assert ops[0] == "add" and sorted(ops) == ["add", "matmul", "mul", "sum", "sum"]
+    mm = next(m for m in vjps if m.group(2) == "matmul")
+    assert mm.group(3) == "gx = g @ yᵀ, gy = xᵀ @ g" and mm.group(4) == "(2, 4)"
+    ones = np.ones((2, 4))
+    assert mm.group(6) == f"gx (2, 3) ‖{norm(ones @ np.ones((3, 4)).T)}‖, " \
+                          f"gy (3, 4) ‖{norm(a.numpy().T @ ones)}‖"
+    adds = [line for line in lines if line.startswith("      + ")]
+    assert len(adds) == 2  # a reaches the sum three times: from matmul, and twice from a * a
+    assert all(line.startswith("      + a is used more than once") for line in adds)
+    assert "contribution 3" in adds[-1]
+    total = ones @ np.ones((3, 4)).T + 2 * a.numpy()
+    assert adds[-1].endswith(f"(2, 3) ‖{norm(total)}‖")
+    np.testing.assert_allclose(a.grad.numpy(), total)
+
+
+def test_steps_are_numbered_in_execution_order_and_show_modules():
+    ta.manual_seed(0)
+    model = ta.nn.TinyTransformer(vocab_size=5, d_model=8, n_heads=2, n_layers=1, max_len=4)
+    loss = F.cross_entropy(model(ta.tensor([[1, 2, 3]])).reshape(-1, 5),
+                           ta.tensor([2, 3, 4]))
+    lines = [line for line in run(loss, params=model) if line.startswith("[")]
+    assert [int(VJP.match(line).group(1)) for line in lines] == list(range(len(lines)))
+    assert lines[0].startswith("[0] cross_entropy: ") and "(fused)" in lines[0]
+    assert any("scaled_masked_softmax" in line and line.endswith("[blocks.0.attn]")
+               for line in lines)
+
+
+def test_an_input_without_gradient_is_left_out():
+    x = ta.randn(3, requires_grad=True)
+    mask = ta.tensor([True, False, True])
+    lines = run(F.softmax(x.masked_fill(mask, float("-inf")), dim=0).sum())
+    masked = VJP.match(next(line for line in lines if "masked_fill" in line))
+    assert re.fullmatch(r"gx \(3,\) ‖[^‖]+‖", masked.group(6))  # the mask gets no gradient
+
+
+def test_grad_names_come_from_the_formula():
+    assert grad_names(REGISTRY["matmul"], 2) == ["gx", "gy"]
+    assert grad_names(REGISTRY["flash_attention"], 4) == ["gq", "gk", "gv", "g[3]"]
+    assert grad_names(REGISTRY["embedding"], 2) == ["g[0]", "gw"]
+    assert grad_names(REGISTRY["cat"], 3) == ["g[0]", "g[1]", "g[2]"]
+
+
+def test_backward_steps_stop_anywhere_and_show_the_gradients_so_far():
+    x = ta.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = F.softmax(x, dim=0)
+    loss = (y * y).sum()
+    steps = loss.backward_steps()
+    first = next(steps)
+    assert describe(first).startswith("[0] sum: gx = broadcast(g, x.shape)")
+    assert x.grad is None  # nothing has reached x yet
+    second = next(steps)
+    assert describe(second).startswith("[1] mul:")
+    (pending,) = second.pending.values()  # y's gradient so far: both uses of y, added up
+    np.testing.assert_allclose(pending, 2 * y.numpy())
+    third = next(steps)
+    assert third.node.op.name == "softmax" and x.grad is None
+    with pytest.raises(StopIteration):
+        next(steps)
+    assert x.grad is not None
