@@ -48,9 +48,14 @@ def load(path, backend=None):
     try:
         with open(path, "rb") as f:
             raw = f.read()
-        with np.load(io.BytesIO(raw), allow_pickle=False) as npz:
+        npz = np.load(io.BytesIO(raw), allow_pickle=False)
+        if not isinstance(npz, np.lib.npyio.NpzFile):
+            raise CheckpointError(f"load: {path} holds a single .npy array, not a checkpoint; "
+                                  "load it with numpy.load, or write checkpoints with "
+                                  "tinyattn.save")
+        with npz:
             arrays = {key: npz[key] for key in npz.files}
-    except FileNotFoundError:
+    except (FileNotFoundError, CheckpointError):
         raise
     except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as e:
         raise CheckpointError(f"load: {path} is not a readable checkpoint (corrupt, truncated or "

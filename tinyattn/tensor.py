@@ -13,7 +13,7 @@ import numpy as np
 
 from . import backends
 from .autograd import Node, apply, backward, backward_steps
-from .errors import DTypeError, GraphError, fmt_shape
+from .errors import DTypeError, GraphError, ShapeError, fmt_shape
 from .ops import elementwise as ew
 from .ops import matmul as mm
 from .ops import reduce as rd
@@ -549,7 +549,11 @@ def _to_array(data, dtype, be):
     if isinstance(data, Tensor):
         data = data.backend.to_numpy(data.data) if data.backend is not be else data.data
     if dtype is None and not hasattr(data, "dtype"):
-        probe = np.asarray(data)
+        try:
+            probe = np.asarray(data)
+        except ValueError as e:  # nested lists of different lengths
+            raise ShapeError(f"tensor: the nested lists are ragged ({e}); give every row the "
+                             "same length (pad the short ones)") from None
         dtype = np.float32 if probe.dtype == np.float64 else probe.dtype
     elif dtype is not None:
         dtype = np.dtype(dtype)

@@ -88,6 +88,14 @@ def broadcast_shape(*shapes):
     return numpy.broadcast_shapes(*shapes)  # shape arithmetic only, on any backend
 
 
+def broadcasts_to(shape, target):
+    """Whether an array of `shape` broadcasts to exactly `target` (a mask to its scores)."""
+    try:
+        return numpy.broadcast_shapes(shape, target) == tuple(target)
+    except ValueError:
+        return False
+
+
 from ..autograd import apply  # noqa: E402  (autograd imports nothing from here)
 from . import attention, elementwise, matmul, mask, nn, reduce, shape, softmax  # noqa: E402
 

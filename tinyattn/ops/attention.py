@@ -11,7 +11,7 @@ i see keys 0..i. A query with no key to attend gives a zero output row and zero 
 import math
 
 from ..errors import DTypeError, ShapeError, fmt_shape
-from . import broadcast_shape, op
+from . import broadcast_shape, broadcasts_to, op
 from .softmax import scaled_masked_softmax
 
 
@@ -27,9 +27,10 @@ def flash_attention(be, q, k, v, keep=None, scale=1.0, causal=False, block=None)
             raise DTypeError(f"flash_attention: the mask must be bool (True = attend), got "
                              f"{keep.dtype}")
         want = lead + (q.shape[-2], k.shape[-2])
-        if broadcast_shape(keep.shape, want) != want:
-            raise ShapeError(f"flash_attention: mask {fmt_shape(keep.shape)} does not broadcast "
-                             f"to the scores {fmt_shape(want)}")
+        if not broadcasts_to(keep.shape, want):
+            raise ShapeError(f"flash_attention: the scores {fmt_shape(want)} cannot take a "
+                             f"mask of shape {fmt_shape(keep.shape)}: it must broadcast to them; "
+                             "give a (T, S) or (..., T, S) mask, True = attend")
     block = block or be.flash_block
     out, lse = be.attention_forward(q, k, v, keep, scale, causal, block, block)
     return out, (q, k, v, out, lse, keep)
@@ -63,6 +64,11 @@ def attention_weights(q, k, attn_mask=None, is_causal=False, scale=None):
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
     scores = q @ k.transpose(-2, -1)  # (..., T, S)
     if attn_mask is not None and attn_mask.dtype != bool:
+        if not broadcasts_to(attn_mask.shape, scores.shape):
+            raise ShapeError(f"scaled_dot_product_attention: the scores "
+                             f"{fmt_shape(scores.shape)} cannot take a float mask of shape "
+                             f"{fmt_shape(attn_mask.shape)}: it must broadcast to them; give a "
+                             "(T, S) or (..., T, S) mask")
         scores = scores * scale + attn_mask  # an additive float mask (-inf where masked)
         return scaled_masked_softmax(scores, None, scale=1.0, causal=is_causal)
     return scaled_masked_softmax(scores, attn_mask, scale=scale, causal=is_causal)

@@ -7,7 +7,7 @@ Jacobian is never built. Rows whose entries are all -inf (fully masked) give zer
 """
 
 from ..errors import DimError, DTypeError, ShapeError, fmt_shape
-from . import broadcast_shape, dim1, op
+from . import broadcasts_to, dim1, op
 
 NEG_INF = float("-inf")
 
@@ -51,9 +51,10 @@ def scaled_masked_softmax(be, x, keep=None, scale=1.0, causal=False):
         if keep.dtype != bool:
             raise DTypeError(f"scaled_masked_softmax: the mask must be bool (True = attend), got "
                              f"{keep.dtype}; a float mask is added to the scores instead")
-        if broadcast_shape(keep.shape, x.shape) != x.shape:
-            raise ShapeError(f"scaled_masked_softmax: mask {fmt_shape(keep.shape)} does not "
-                             f"broadcast to the scores {fmt_shape(x.shape)}")
+        if not broadcasts_to(keep.shape, x.shape):
+            raise ShapeError(f"scaled_masked_softmax: the scores {fmt_shape(x.shape)} cannot "
+                             f"take a mask of shape {fmt_shape(keep.shape)}: it must broadcast "
+                             "to them; give a (T, S) or (..., T, S) mask, True = attend")
     y = be.scaled_masked_softmax(x, keep, scale=scale, causal=causal)
     return y, (y,)
 
