@@ -141,7 +141,7 @@ class Node:
 def apply(op, *inputs, **params):
     """Run `op` on tensors (and Python numbers), and record a node if any input needs grad."""
     be = None
-    arrays, parents, shapes, dtypes = [], [], [], []
+    arrays = []
     needs_grad = False
     for x in inputs:
         if isinstance(x, Tensor):
@@ -150,18 +150,11 @@ def apply(op, *inputs, **params):
             elif x.backend is not be:
                 raise BackendError(f"{op.name}: inputs live on two backends, {be.name} and "
                                    f"{x.backend.name}: move one with .to('{be.name}') first")
-            data, node = x.data, x._node
-            if node is not None:
+            arrays.append(x.data)
+            if x._node is not None:
                 needs_grad = True
-            arrays.append(data)
-            parents.append(node)
-            shapes.append(data.shape)
-            dtypes.append(data.dtype)
         else:  # a Python number, None, or a constant array (a mask, class indices)
             arrays.append(x)
-            parents.append(None)
-            shapes.append(getattr(x, "shape", ()))
-            dtypes.append(getattr(x, "dtype", None))
     if be is None:
         raise TypeError(f"{op.name}: needs at least one Tensor input")
     try:
@@ -177,12 +170,19 @@ def apply(op, *inputs, **params):
     t.name = None
     t._node = None
     if needs_grad and _grad_enabled.get():
-        for i in op.nondiff:
-            parents[i] = None
-        t._node = Node(op, parents, saved, params, shapes, dtypes, _scope.get())
+        t._node = _record(op, inputs, arrays, saved, params)
     for tracer in _tracers.get():
         tracer.forward(op, inputs, params, t)
     return t
+
+
+def _record(op, inputs, arrays, saved, params):
+    """The Node of one op call: its inputs' nodes, shapes and dtypes, what its VJP needs."""
+    parents = [x._node if isinstance(x, Tensor) else None for x in inputs]
+    for i in op.nondiff:
+        parents[i] = None
+    return Node(op, parents, saved, params, [getattr(a, "shape", ()) for a in arrays],
+                [getattr(a, "dtype", None) for a in arrays], _scope.get())
 
 
 def _op_error(op, inputs, e):

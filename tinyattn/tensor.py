@@ -180,6 +180,8 @@ class Tensor:
     # ---- arithmetic (Python numbers are constants; anything else becomes a tensor) -------------
 
     def _other(self, other):
+        if type(other) in (int, float, Tensor):  # the common cases, without an ABC check
+            return other
         if isinstance(other, (Tensor, numbers.Number)):
             return other.item() if isinstance(other, np.generic) else other
         return Tensor(other, dtype=None if hasattr(other, "dtype") else self.dtype,
