@@ -40,7 +40,7 @@ def theirs(q, k, v, g, mask=None, **kw):
 
 
 def assert_same(got, want):
-    for name, a, b in zip(("out", "gq", "gk", "gv"), got, want):
+    for name, a, b in zip(("out", "gq", "gk", "gv"), got, want, strict=True):
         assert a.shape == b.shape, name
         assert np.isfinite(a).all(), name
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12, err_msg=name)
@@ -124,7 +124,7 @@ def test_fully_masked_rows_give_zeros_never_nan(impl, kind):
     g2[0, 1] += 100.0
     g2[1, 4] -= 100.0
     again = ours(q, k, v, g2, mask, impl=impl)
-    for a, b in zip(got, again):
+    for a, b in zip(got, again, strict=True):
         np.testing.assert_array_equal(a, b)
     assert_same(got, theirs(q, k, v, g, mask))  # torch 2.5+ also gives zeros there
 

@@ -169,10 +169,11 @@ def check_parity(name, index):
                                err_msg=f"{name} forward")
     g = rng.standard_normal(out.shape)
     out.backward(g)
-    diff = [(x, t) for x, t in zip(xs, ts) if isinstance(x, ta.Tensor) and x.requires_grad]
+    diff = [(x, t) for x, t in zip(xs, ts, strict=True)
+            if isinstance(x, ta.Tensor) and x.requires_grad]
     grads = torch.autograd.grad(want, [t for _, t in diff], torch.from_numpy(g),
                                 allow_unused=True)
-    for i, ((x, _), gt) in enumerate(zip(diff, grads)):
+    for i, ((x, _), gt) in enumerate(zip(diff, grads, strict=True)):
         gt = np.zeros(x.shape) if gt is None else gt.numpy()
         assert x.grad is not None, f"{name}: input {i} got no gradient"
         np.testing.assert_allclose(x.grad.numpy(), gt, rtol=1e-9, atol=1e-11,
