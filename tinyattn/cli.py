@@ -140,12 +140,40 @@ def _graph_parser(sub):
     p.set_defaults(fn=cmd_graph)
 
 
+BENCHMARKS = {
+    "step": "one training step: tinyattn vs hand-written NumPy vs PyTorch (CPU)",
+    "overhead": "the engine's cost per op on a chain of tiny ops",
+    "softmax": "fused softmax kernels vs composite (GPU, CuPy)",
+    "attention": "flash attention vs composite: time and memory",
+}
+
+
+def cmd_bench(args):
+    """Run one of the benchmarks in tinyattn/bench/ (also benchmarks/<name>.py)."""
+    import importlib
+
+    module = importlib.import_module(f"tinyattn.bench.{args.name}")
+    return module.main(args.options)
+
+
+def _bench_parser(sub):
+    p = sub.add_parser("bench", help="run a benchmark: " + ", ".join(BENCHMARKS),
+                       description="Run a benchmark and print medians and ratios. "
+                                   + "; ".join(f"{k}: {v}" for k, v in BENCHMARKS.items()),
+                       epilog="Options after the name go to the benchmark: "
+                              "tinyattn bench step --sizes tiny --repeats 10")
+    p.add_argument("name", choices=list(BENCHMARKS))
+    p.add_argument("options", nargs=argparse.REMAINDER, help="the benchmark's own options")
+    p.set_defaults(fn=cmd_bench)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="tinyattn", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     _train_parser(sub)
     _sample_parser(sub)
     _graph_parser(sub)
+    _bench_parser(sub)
 
     p = sub.add_parser("gradcheck", help="gradient-check every registered op")
     p.add_argument("ops", nargs="*", help="only these ops (default: all)")

@@ -1,0 +1,91 @@
+"""The CPU benchmarks' correctness checks (no timing here) and the fast paths they measure.
+
+benchmarks/step.py and benchmarks/overhead.py time three implementations of the same thing;
+these tests run their `check`s, which assert that all of them compute the same loss, values and
+gradients, so a benchmark can never time something wrong. Also: the NumPy backend's sorted
+scatter-add equals np.add.at, and the memory of a training step is freed after backward.
+"""
+
+import gc
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from tinyattn.backends.numpy_backend import NumpyBackend
+from tinyattn.bench import overhead, step
+from tinyattn.cli import main
+
+
+@pytest.mark.parametrize("size", ["tiny", "small"])
+def test_step_implementations_agree(size):
+    names = step.check(size)
+    assert {"numpy", "tinyattn"} <= set(names)
+
+
+def test_step_agrees_with_torch():
+    pytest.importorskip("torch")
+    assert "torch" in step.check("tiny")
+
+
+def test_overhead_chain_implementations_agree():
+    assert {"numpy", "tinyattn"} <= set(overhead.check(n_ops=150))
+
+
+def test_the_numpy_floor_is_checked_for_real():
+    """A floor that computed a wrong gradient would be caught by check()."""
+    V, B, T, C, H = step.SIZES["tiny"]  # noqa: N806
+    p = step.make_params(V, T, C)
+    idx, tgt = step.make_batch(V, B, T)
+    loss, grads = step.numpy_step(p, idx, tgt, H)
+    model = step.tinyattn_setup(p, H)
+    loss2, grads2 = step.tinyattn_step(model, idx, tgt)
+    grads2["blocks.0.mlp.fc.weight"] *= 1.01
+    with pytest.raises(AssertionError):
+        np.testing.assert_allclose(grads2["blocks.0.mlp.fc.weight"],
+                                   grads["blocks.0.mlp.fc.weight"], rtol=2e-3, atol=2e-5)
+
+
+def test_bench_command_runs(capsys):
+    assert main(["bench", "overhead", "--ops", "30", "--repeats", "1", "--no-torch"]) == 0
+    out = capsys.readouterr().out
+    assert "µs per op" in out and "tinyattn" in out
+
+
+@pytest.mark.parametrize("low", [0, -4])
+@pytest.mark.parametrize("tail", [(), (3,), (2, 2)])
+def test_sorted_scatter_add_equals_add_at(low, tail):
+    rng = np.random.default_rng(0)
+    index = rng.integers(low, 5, 40)
+    values = rng.standard_normal((40,) + tail)
+    want = np.zeros((5,) + tail)
+    np.add.at(want, index, values)
+    got = np.zeros((5,) + tail)
+    NumpyBackend(0).scatter_add(got, index, values)
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15)
+
+
+def test_scatter_add_falls_back_for_other_indices():
+    out = np.zeros((3, 3))
+    NumpyBackend(0).scatter_add(out, (np.array([0, 0, 2]), np.array([1, 1, 0])), np.ones(3))
+    np.testing.assert_array_equal(out, [[0, 2, 0], [0, 0, 0], [1, 0, 0]])
+
+
+def test_activations_are_freed_after_backward():
+    """After backward and dropping the loss, what is left is the parameters and their grads."""
+    V, B, T, C, H = step.SIZES["tiny"]  # noqa: N806
+    p = step.make_params(V, T, C)
+    idx, tgt = step.make_batch(V, B, T)
+    model = step.tinyattn_setup(p, H)
+    step.tinyattn_step(model, idx, tgt)  # warm up: grads exist from here on
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    step.tinyattn_step(model, idx, tgt)
+    gc.collect()
+    after, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    activations = peak - before
+    grad_bytes = sum(q.grad.data.nbytes for q in model.parameters())  # new .grad arrays
+    assert activations > 10 * grad_bytes  # the step did real work
+    assert after - before < grad_bytes + 0.02 * activations  # ... and kept only the grads
