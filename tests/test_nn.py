@@ -223,3 +223,42 @@ def test_transformer_matches_pytorch():
     for name, t in theirs.items():
         np.testing.assert_allclose(mine[name].grad.numpy(), t.grad.numpy(), rtol=1e-7,
                                    atol=1e-10, err_msg=name)
+
+
+def test_module_paths_follow_the_root_that_is_called():
+    """Paths are cached per root, and renamed when another root names a shared part or the
+    tree changes."""
+    from tinyattn.autograd import tracing
+
+    class Scopes:
+        def __init__(self):
+            self.seen = []
+
+        def forward(self, op, inputs, params, out):
+            self.seen.append(out._node.scope)
+
+        def backward(self, *args):
+            pass
+
+        def accumulate(self, *args):
+            pass
+
+    class Outer(ta.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, x):
+            return self.inner(x)
+
+    inner = ta.nn.Sequential(ta.nn.Linear(2, 2))
+    outer = Outer(inner)
+    x = ta.randn(1, 2, requires_grad=True)
+    for model, want in ((outer, "inner.0"), (inner, "0"), (outer, "inner.0"), (outer, "inner.0")):
+        with tracing(Scopes()) as rec:
+            model(x)
+        assert rec.seen == [want]
+    outer.inner = ta.nn.Sequential(ta.nn.Linear(2, 2), ta.nn.Linear(2, 2))
+    with tracing(Scopes()) as rec:
+        outer(x)
+    assert rec.seen == ["inner.0", "inner.1"]

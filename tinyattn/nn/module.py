@@ -30,6 +30,9 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + super().__repr__()
 
 
+_tree_version = [0]  # bumped whenever any module tree changes or is named from a new root
+
+
 class Module:
     """Base class of every layer and model: subclass it, assign parts in __init__, write forward."""
 
@@ -38,13 +41,15 @@ class Module:
         object.__setattr__(self, "_modules", OrderedDict())
         object.__setattr__(self, "training", True)
         object.__setattr__(self, "_path", None)  # dotted path from the model called last
+        object.__setattr__(self, "_named_at", -1)  # _tree_version when this root named its tree
 
     def __setattr__(self, name, value):
         if "_parameters" not in self.__dict__:
             raise AttributeError(f"{type(self).__name__}.__init__ must call super().__init__() "
                                  "before assigning attributes")
         self._parameters.pop(name, None)
-        self._modules.pop(name, None)
+        if self._modules.pop(name, None) is not None or isinstance(value, Module):
+            _tree_version[0] += 1
         if isinstance(value, Parameter):
             self._parameters[name] = value
         elif isinstance(value, Module):
@@ -53,13 +58,18 @@ class Module:
 
     def __delattr__(self, name):
         self._parameters.pop(name, None)
-        self._modules.pop(name, None)
+        if self._modules.pop(name, None) is not None:
+            _tree_version[0] += 1
         object.__delattr__(self, name)
 
     def __call__(self, *args, **kwargs):
-        if current_scope() is None:  # called from outside any module: name the whole tree
+        if current_scope() is None and self._named_at != _tree_version[0]:
+            # called from outside any module, and the tree changed (or another root named it)
+            # since this root last named it: give every module its dotted path
+            _tree_version[0] += 1
             for path, module in self.named_modules():
                 object.__setattr__(module, "_path", path)
+            object.__setattr__(self, "_named_at", _tree_version[0])
         with at_scope(self._path or ""):  # the nodes made inside know which module made them
             return self.forward(*args, **kwargs)
 
