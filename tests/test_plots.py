@@ -1,0 +1,108 @@
+"""Teaching plots: the numbers behind each picture are right (checked against NumPy written out
+by hand), and every plot writes a real image file."""
+
+import numpy as np
+import pytest
+
+import tinyattn as ta
+import tinyattn.functional as F  # noqa: N812 - PyTorch's usual name
+from tinyattn import plots
+
+pytest.importorskip("matplotlib")
+
+
+def is_png(path):
+    data = path.read_bytes()
+    return data.startswith(b"\x89PNG") and len(data) > 2000
+
+
+def qkv(seed=0, shape=(2, 4, 8)):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(shape) for _ in range(3)]
+
+
+def test_attention_maps_show_every_head_with_the_mask(tmp_path):
+    q, k, _ = qkv()
+    weights = F.attention_weights(ta.tensor(q), ta.tensor(k), is_causal=True)  # (2, 4, 4)
+    fig = plots.attention_maps(weights, tokens=list("abcd"), causal=True,
+                               path=tmp_path / "maps.png")
+    assert is_png(tmp_path / "maps.png")
+    heads = [ax for ax in fig.axes if ax.get_title().startswith("head")]
+    assert [ax.get_title() for ax in heads] == ["head 0", "head 1"]
+    image = heads[0].get_images()[0].get_array()
+    assert image.mask.tolist() == np.triu(np.ones((4, 4), bool), k=1).tolist()  # the future
+    assert len(heads[0].texts) == 10  # the numbers of the 10 visible cells
+    layered = plots.attention_maps(np.stack([weights.numpy()] * 3), annotate=False)
+    assert sum(ax.get_title().startswith("layer 2") for ax in layered.axes) == 2
+
+
+def test_attention_grad_maps_are_the_softmax_vjp():
+    q, k, v = qkv(1)
+    m = plots.attention_grad_maps(q, k, v, is_causal=True)
+    keep = np.tril(np.ones((4, 4), bool))
+    scores = np.where(keep, q @ k.swapaxes(-1, -2) / np.sqrt(8), -np.inf)
+    a = np.exp(scores - scores.max(-1, keepdims=True))
+    a /= a.sum(-1, keepdims=True)
+    np.testing.assert_allclose(m["A"], a, atol=1e-12)
+    g = a @ v  # the default upstream gradient: out itself
+    np.testing.assert_allclose(m["dA"], g @ v.swapaxes(-1, -2), atol=1e-12)
+    ds = a * (m["dA"] - (m["dA"] * a).sum(-1, keepdims=True))
+    np.testing.assert_allclose(m["dscores"], ds, atol=1e-12)
+    np.testing.assert_allclose(m["dscores"].sum(-1), 0, atol=1e-12)  # rows sum to zero
+    assert (m["dscores"][..., ~keep] == 0).all()  # masked scores get no gradient
+
+
+def test_attention_gradients_figure(tmp_path):
+    q, k, v = qkv(2)
+    fig = plots.attention_gradients(q, k, v, is_causal=True, index=(1,),
+                                    path=tmp_path / "grads.png")
+    assert is_png(tmp_path / "grads.png")
+    titles = [ax.get_title() for ax in fig.axes]
+    assert "A = softmax(S)" in titles and "dL/dA = g vᵀ" in titles
+
+
+def test_softmax_jacobian_matches_the_vjp(tmp_path):
+    x = np.array([1.0, 2.0, 0.5, -1.0])
+    g = np.array([0.3, -1.0, 2.0, 0.0])
+    c = plots.softmax_jacobian_check(x, g)
+    y = np.exp(x) / np.exp(x).sum()
+    np.testing.assert_allclose(c["J"], np.diag(y) - np.outer(y, y), atol=1e-15)
+    np.testing.assert_allclose(c["J"].sum(axis=0), 0, atol=1e-15)  # shifting x changes nothing
+    np.testing.assert_allclose(c["vjp"], y * (g - (g * y).sum()), atol=1e-15)
+    assert c["max_err"] < 1e-15
+    fig = plots.softmax_jacobian(x, g, path=tmp_path / "jac.png")
+    assert is_png(tmp_path / "jac.png")
+    assert any(ax.get_title().startswith("the same numbers: max |Jᵀg − VJP|") for ax in fig.axes)
+
+
+def test_online_softmax_trace_is_the_recurrence(tmp_path):
+    x = np.array([1.0, 3.0, 0.5, 4.0])
+    rows = plots.online_softmax_trace(x)
+    assert [r["m"] for r in rows] == [1.0, 3.0, 3.0, 4.0]
+    m, l = -np.inf, 0.0
+    for r, xi in zip(rows, x, strict=True):  # m' = max(m, x_i), l' = l e^(m - m') + e^(x_i - m')
+        m_new = max(m, xi)
+        l = l * np.exp(m - m_new) + np.exp(xi - m_new)
+        m = m_new
+        assert r["l"] == pytest.approx(l, rel=1e-15)
+    assert [r["rescale"] for r in rows][1] == pytest.approx(np.exp(-2.0))
+    blocks = plots.online_softmax_trace(x, block=2)
+    assert len(blocks) == 2 and blocks[-1]["l"] == pytest.approx(rows[-1]["l"], rel=1e-15)
+    plots.online_softmax(x, path=tmp_path / "online.png")
+    assert is_png(tmp_path / "online.png")
+
+
+def test_flash_tiles_and_memory(tmp_path):
+    grid = plots.flash_tile_schedule(8, block_q=2, block_k=2, causal=True)
+    assert grid.tolist() == [[2, 0, 0, 0], [1, 2, 0, 0], [1, 1, 2, 0], [1, 1, 1, 2]]
+    assert (plots.flash_tile_schedule(6, 4, 2, 2, causal=False) == 1).all()
+    plots.flash_tiles(8, path=tmp_path / "tiles.png")
+    assert is_png(tmp_path / "tiles.png")
+    t, d = 64, 16
+    composite = plots.saved_bytes(t, "composite", d)
+    flash = plots.saved_bytes(t, "flash", d)
+    assert composite >= 4 * t * t  # the (T, T) float32 weights
+    assert flash == 4 * (4 * t * d + t)  # q, k, v, out and one log-sum-exp per row
+    assert plots.saved_bytes(2 * t, "flash", d) == 2 * flash  # linear in T
+    plots.attention_memory(lengths=(16, 32), path=tmp_path / "memory.png")
+    assert is_png(tmp_path / "memory.png")
