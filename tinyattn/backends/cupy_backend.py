@@ -1,16 +1,47 @@
-"""The CuPy backend: the same ops on an NVIDIA GPU, imported lazily.
+"""The CuPy backend: the same ops on an NVIDIA GPU, imported lazily, with fused CUDA kernels.
 
 `make_cupy_backend()` is called the first time the "cupy" (or "cuda") backend is asked for. It
 says plainly whether CuPy is missing or the GPU is unusable. Ordinary array work goes through
-`xp = cupy`; the fused primitives fall back to the readable references of `Backend` until a
-kernel overrides them.
+`xp = cupy`; the fused primitives run hand-written kernels from backends/kernels/:
+
+    softmax, softmax_backward                  softmax.cu (warp per row <= 1024, else block
+    scaled_masked_softmax(+_backward)          per row with the online (m, l) reduction)
+    attention_forward, attention_backward      flash.cu (FlashAttention-2 layout, float32 math)
+    gelu_forward, gelu_backward, adam_update   elementwise.cu (cupy.ElementwiseKernel bodies)
+
+Each kernel is compiled once per process with NVRTC (cupy.RawModule, memoized by file) and
+looked up by its extern "C" name; backends/kernel_refs.py replays each one in NumPy. Inputs a
+kernel does not cover (other dtypes, head dims other than 32/64/128, additive masks, ...) take
+the readable reference of `Backend` instead, on the GPU through `xp`. TINYATTN_CUPY_KERNELS=0
+turns every kernel off (useful to tell a kernel bug from an op bug). Nothing in this module
+imports CuPy at import time, so the kernel sources and their names can be checked without it.
 """
 
+import math
+import os
+import warnings
+from pathlib import Path
+
+import numpy as np
+
 from ..errors import BackendError
+from . import kernel_refs
 from .base import Backend
 
 INSTALL_HINT = ("install CuPy for your CUDA version: pip install 'tinyattn[cuda12]' "
                 "(CUDA 12.x) or 'tinyattn[cuda13]' (CUDA 13.x)")
+
+KERNEL_DIR = Path(__file__).with_name("kernels")
+COMMON_HEADER = "tinyattn_common.cuh"
+# NVRTC options for every RawModule (CuPy adds -arch for the device and -ftz=true itself);
+# tests/test_kernels.py compiles the same text with nvcc -std=c++17 -ftz=true.
+NVRTC_OPTIONS = ("--std=c++17",)
+DTYPE_SUFFIX = {np.dtype(np.float16): "f16", np.dtype(np.float32): "f32",
+                np.dtype(np.float64): "f64"}
+SOFTMAX_DTYPES = tuple(DTYPE_SUFFIX)
+FLASH_DTYPES = (np.dtype(np.float16), np.dtype(np.float32))
+STATIC_SMEM_LIMIT = 48 * 1024  # dynamic shared memory allowed without a kernel attribute
+ROW_CACHE_LIMIT = 40 * 1024  # block softmax keeps the row in shared memory up to this size
 
 
 def make_cupy_backend(seed=None):
@@ -32,8 +63,90 @@ def make_cupy_backend(seed=None):
     return CupyBackend(seed)
 
 
+# ---- kernel sources and names (no CuPy needed) -----------------------------------------------
+
+def kernel_source(filename):
+    """The text handed to NVRTC for kernels/<filename>: the shared header pasted in place of
+    its #include line, so no include path is needed and CuPy's compile cache (keyed by the
+    source text) sees header changes."""
+    text = (KERNEL_DIR / filename).read_text()
+    include = f'#include "{COMMON_HEADER}"'
+    if include in text:
+        header = (KERNEL_DIR / COMMON_HEADER).read_text().replace("#pragma once\n", "")
+        text = text.replace(include, header)
+    return text
+
+
+def softmax_kernel_names():
+    """Every entry point of softmax.cu, as CupyBackend asks for them."""
+    names = []
+    for suffix in DTYPE_SUFFIX.values():
+        for direction in ("forward", "backward"):
+            names += [f"tinyattn_softmax_{direction}_warp{e}_{suffix}" for e in (1, 2, 4, 8, 16,
+                                                                                  32)]
+            names.append(f"tinyattn_softmax_{direction}_block_{suffix}")
+    return names
+
+
+def flash_kernel_names():
+    """Every entry point of flash.cu, as CupyBackend asks for them."""
+    return [f"tinyattn_flash_{direction}_d{d}_{DTYPE_SUFFIX[dt]}"
+            for direction in ("forward", "backward") for d in kernel_refs.FLASH_TILES
+            for dt in FLASH_DTYPES]
+
+
+def flash_smem_bytes(d, direction):
+    """Dynamic shared memory of a flash block (floats, rows padded to d + 1 and BK + 1)."""
+    fwd, bwd = kernel_refs.FLASH_TILES[d]
+    if direction == "forward":
+        bq, bk = fwd
+        return 4 * (bq * (d + 1) + 2 * bk * (d + 1) + bq * (bk + 1))
+    bq, bk = bwd
+    return 4 * (2 * bk * (d + 1) + 2 * bq * (d + 1) + 2 * bq * (bk + 1) + 2 * bq)
+
+
+def collapse_batch_stride(shape, strides):
+    """One stride that walks the flattened leading dims of a (..., T, S) view, or None if the
+    view's leading dims cannot be walked with a single stride (then it must be copied)."""
+    dims = [(n, s) for n, s in zip(shape, strides) if n != 1]
+    if not dims:
+        return 0
+    for (_, s_outer), (n_inner, s_inner) in zip(dims, dims[1:]):
+        if s_outer != s_inner * n_inner:
+            return None
+    return dims[-1][1]
+
+
+def _gelu_ops():
+    """The ElementwiseKernel definitions: (in_params, out_params, operation) by name."""
+    acc = "typedef tinyattn_acc<T>::type A;"
+    return {
+        "tinyattn_gelu_erf_forward": (
+            "T x", "T out, T cdf",
+            f"{acc} A o, c; tinyattn_gelu_erf_forward<A>((A)x, o, c); out = (T)o; cdf = (T)c;"),
+        "tinyattn_gelu_erf_backward": (
+            "T g, T x, T cdf", "T gx",
+            f"{acc} gx = (T)tinyattn_gelu_erf_backward<A>((A)g, (A)x, (A)cdf);"),
+        "tinyattn_gelu_tanh_forward": (
+            "T x", "T out, T t",
+            f"{acc} A o, tt; tinyattn_gelu_tanh_forward<A>((A)x, o, tt); out = (T)o; t = (T)tt;"),
+        "tinyattn_gelu_tanh_backward": (
+            "T g, T x, T t", "T gx",
+            f"{acc} gx = (T)tinyattn_gelu_tanh_backward<A>((A)g, (A)x, (A)t);"),
+        "tinyattn_adam_update": (
+            "T g, float64 lr, float64 beta1, float64 beta2, float64 eps, float64 wd, "
+            "int32 mode, float64 bc1, float64 sqrt_bc2",
+            "T p, T m, T v",
+            f"{acc} A pa = (A)p, ma = (A)m, va = (A)v; "
+            "tinyattn_adam_step<A>((A)g, pa, ma, va, (A)lr, (A)beta1, (A)beta2, (A)eps, (A)wd, "
+            "mode, (A)bc1, (A)sqrt_bc2); p = (T)pa; m = (T)ma; v = (T)va;"),
+    }
+
+
 class CupyBackend(Backend):
     name = "cupy"
+    flash_block = 64  # the tile size the fallback reference uses; the kernels use FLASH_TILES
+    flash_from = 1  # impl="auto" takes the fused flash op on the GPU at every length
 
     def __init__(self, seed=None):
         import cupy
@@ -42,6 +155,10 @@ class CupyBackend(Backend):
 
         self.xp = cupy
         self._cupyx = cupyx
+        self._modules = {}  # .cu file name -> cupy.RawModule
+        self._functions = {}  # kernel name -> compiled kernel
+        self._elementwise = {}
+        self.use_kernels = os.environ.get("TINYATTN_CUPY_KERNELS", "1") != "0"
         super().__init__(seed)
 
     def to_numpy(self, array):
@@ -52,3 +169,252 @@ class CupyBackend(Backend):
 
     def erf(self, x):
         return self._cupyx.scipy.special.erf(x)
+
+    # ---- compiling and finding kernels ---------------------------------------------------------
+
+    def kernel(self, filename, name, smem_bytes=0):
+        """The compiled kernel `name` from kernels/<filename> (compiled on first use)."""
+        fn = self._functions.get(name)
+        if fn is None:
+            module = self._modules.get(filename)
+            if module is None:
+                try:
+                    module = self.xp.RawModule(code=kernel_source(filename),
+                                               options=NVRTC_OPTIONS)
+                    module.compile()
+                except Exception as e:
+                    raise BackendError(f"compiling tinyattn/backends/kernels/{filename} with "
+                                       f"NVRTC failed: {type(e).__name__}: {e}; set "
+                                       "TINYATTN_CUPY_KERNELS=0 to run the reference "
+                                       "primitives instead") from e
+                self._modules[filename] = module
+            fn = module.get_function(name)
+            if smem_bytes > STATIC_SMEM_LIMIT:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    fn.max_dynamic_shared_size_bytes = smem_bytes
+            self._functions[name] = fn
+        return fn
+
+    def elementwise(self, name):
+        """The cupy.ElementwiseKernel `name` (bodies in kernels/elementwise.cu)."""
+        kern = self._elementwise.get(name)
+        if kern is None:
+            in_params, out_params, operation = _gelu_ops()[name]
+            kern = self.xp.ElementwiseKernel(in_params, out_params, operation, name,
+                                             preamble=kernel_source("elementwise.cu"))
+            self._elementwise[name] = kern
+        return kern
+
+    def _mask_args(self, keep, shape):
+        """(pointer array, batch stride, row stride, col stride) for the kernels' uint8 mask.
+
+        keep broadcasts to `shape` (..., T, S); broadcast dims get stride 0, so a (T, S) or
+        (B, 1, S) mask is read in place. Leading dims that one stride cannot walk are copied.
+        """
+        cp = self.xp
+        if keep is None:
+            return (None, 0, 0, 0)
+        view = cp.broadcast_to(keep, shape)
+        if len(shape) < 2:
+            view = view.reshape((1,) + tuple(shape))
+        lead_stride = collapse_batch_stride(view.shape[:-2], view.strides[:-2])
+        if lead_stride is None:
+            view = cp.ascontiguousarray(view)
+            lead_stride = collapse_batch_stride(view.shape[:-2], view.strides[:-2])
+        item = view.itemsize
+        return (view.view(cp.uint8), lead_stride // item, view.strides[-2] // item,
+                view.strides[-1] // item)
+
+    def _mask_params(self, keep, shape):
+        """The kernel's trailing mask arguments: keep pointer (null if none) and 3 strides."""
+        arr, sb, si, sj = self._mask_args(keep, shape)
+        ptr = np.uint64(0) if arr is None else arr
+        return (ptr, np.int64(sb), np.int64(si), np.int64(sj)), arr
+
+    # ---- softmax ------------------------------------------------------------------------------
+
+    def _softmax_ok(self, x):
+        return (self.use_kernels and x.dtype in SOFTMAX_DTYPES and x.ndim >= 1
+                and 0 < x.shape[-1] < 2**31 and x.size // x.shape[-1] < 2**31)
+
+    def softmax(self, x, axis=-1):
+        if not self._softmax_ok(x):
+            return super().softmax(x, axis=axis)
+        y = self._softmax_rows(self.xp.moveaxis(x, axis, -1), 1.0, False, None)
+        return self.xp.moveaxis(y, -1, axis)
+
+    def softmax_backward(self, y, g, axis=-1):
+        if not self._softmax_ok(y):
+            return super().softmax_backward(y, g, axis=axis)
+        cp = self.xp
+        gx = self._softmax_backward_rows(cp.moveaxis(y, axis, -1), cp.moveaxis(g, axis, -1),
+                                         1.0, False)
+        return cp.moveaxis(gx, -1, axis)
+
+    def scaled_masked_softmax(self, x, keep=None, scale=1.0, causal=False):
+        if not self._softmax_ok(x) or (causal and x.ndim < 2):
+            return super().scaled_masked_softmax(x, keep, scale=scale, causal=causal)
+        return self._softmax_rows(x, scale, causal, keep)
+
+    def scaled_masked_softmax_backward(self, y, g, scale=1.0, causal=False):
+        """causal (optional): y is known to be zero above the diagonal, so those entries are
+        not read; without it the whole row is read (still correct, y is zero there)."""
+        if not self._softmax_ok(y) or (causal and y.ndim < 2):
+            return super().scaled_masked_softmax_backward(y, g, scale=scale)
+        return self._softmax_backward_rows(y, g, scale, causal)
+
+    def _softmax_rows(self, x, scale, causal, keep):
+        """softmax(scale x) over the last axis, masked, with one launch of softmax.cu."""
+        cp = self.xp
+        x = cp.ascontiguousarray(x)
+        y = cp.empty_like(x)
+        n = x.shape[-1]
+        n_rows = x.size // n
+        n_q = x.shape[-2] if x.ndim >= 2 else 1
+        if n_rows == 0:
+            return y
+        suffix = DTYPE_SUFFIX[x.dtype]
+        mask, _alive = self._mask_params(keep, x.shape)
+        launch = kernel_refs.softmax_launch(n)
+        if launch[0] == "warp":
+            _, per_lane, width = launch
+            rows_per_block = kernel_refs.WARP_BLOCK_THREADS // width
+            fn = self.kernel("softmax.cu", f"tinyattn_softmax_forward_warp{per_lane}_{suffix}")
+            fn((math.ceil(n_rows / rows_per_block),), (kernel_refs.WARP_BLOCK_THREADS,),
+               (x, y, np.int64(n_rows), np.int32(n), np.int32(width), np.int32(n_q),
+                np.float64(scale), np.int32(causal)) + mask)
+        else:
+            threads = launch[1]
+            acc_bytes = kernel_refs.acc_dtype(x.dtype).itemsize
+            cache = n * acc_bytes <= ROW_CACHE_LIMIT
+            fn = self.kernel("softmax.cu", f"tinyattn_softmax_forward_block_{suffix}")
+            fn((n_rows,), (threads,),
+               (x, y, np.int32(n), np.int32(n_q), np.float64(scale), np.int32(causal)) + mask
+               + (np.int32(cache),), shared_mem=n * acc_bytes if cache else 0)
+        return y
+
+    def _softmax_backward_rows(self, y, g, scale, causal):
+        """scale * y * (g - sum(g * y)) over the last axis, with one launch of softmax.cu."""
+        cp = self.xp
+        y = cp.ascontiguousarray(y)
+        g = cp.ascontiguousarray(g, dtype=y.dtype)
+        gx = cp.empty_like(y)
+        n = y.shape[-1]
+        n_rows = y.size // n
+        n_q = y.shape[-2] if y.ndim >= 2 else 1
+        if n_rows == 0:
+            return gx
+        suffix = DTYPE_SUFFIX[y.dtype]
+        launch = kernel_refs.softmax_launch(n)
+        if launch[0] == "warp":
+            _, per_lane, width = launch
+            rows_per_block = kernel_refs.WARP_BLOCK_THREADS // width
+            fn = self.kernel("softmax.cu", f"tinyattn_softmax_backward_warp{per_lane}_{suffix}")
+            fn((math.ceil(n_rows / rows_per_block),), (kernel_refs.WARP_BLOCK_THREADS,),
+               (y, g, gx, np.int64(n_rows), np.int32(n), np.int32(width), np.int32(n_q),
+                np.int32(causal), np.float64(scale)))
+        else:
+            fn = self.kernel("softmax.cu", f"tinyattn_softmax_backward_block_{suffix}")
+            fn((n_rows,), (launch[1],),
+               (y, g, gx, np.int32(n), np.int32(n_q), np.int32(causal), np.float64(scale)))
+        return gx
+
+    # ---- flash attention ----------------------------------------------------------------------
+
+    def _flash_ok(self, q, k, v, keep):
+        d = q.shape[-1]
+        return (self.use_kernels and q.dtype in FLASH_DTYPES and k.dtype == q.dtype
+                and v.dtype == q.dtype and d in kernel_refs.FLASH_TILES and k.shape[-1] == d
+                and v.shape[-1] == d and q.shape[-2] > 0 and k.shape[-2] > 0
+                and (keep is None or keep.dtype == bool))
+
+    def _flash_inputs(self, *arrays):
+        """Broadcast q, k, v (and friends) to one batch shape, as contiguous (N, rows, d)."""
+        cp = self.xp
+        lead = np.broadcast_shapes(*(a.shape[:-2] for a in arrays))
+        n = math.prod(lead)
+        return lead, n, [cp.ascontiguousarray(cp.broadcast_to(a, lead + a.shape[-2:]))
+                         .reshape(n, a.shape[-2], a.shape[-1]) for a in arrays]
+
+    def attention_forward(self, q, k, v, keep=None, scale=1.0, causal=False, block_q=64,
+                          block_k=64):
+        if not self._flash_ok(q, k, v, keep):
+            return super().attention_forward(q, k, v, keep, scale, causal, block_q, block_k)
+        cp = self.xp
+        lead, n, (q3, k3, v3) = self._flash_inputs(q, k, v)
+        n_q, n_k, d = q3.shape[1], k3.shape[1], q3.shape[2]
+        out = cp.empty_like(q3)
+        lse = cp.empty((n, n_q), dtype=cp.float32)
+        mask, _alive = self._mask_params(keep, lead + (n_q, n_k))
+        (bq, _), _ = kernel_refs.FLASH_TILES[d]
+        smem = flash_smem_bytes(d, "forward")
+        fn = self.kernel("flash.cu", f"tinyattn_flash_forward_d{d}_{DTYPE_SUFFIX[q.dtype]}",
+                         smem)
+        fn((n, math.ceil(n_q / bq)), (kernel_refs.FLASH_THREADS,),
+           (q3, k3, v3, out, lse, np.int32(n_q), np.int32(n_k), np.float32(scale),
+            np.int32(causal)) + mask, shared_mem=smem)
+        return out.reshape(lead + (n_q, d)), lse.reshape(lead + (n_q,))
+
+    def attention_backward(self, q, k, v, out, lse, g, keep=None, scale=1.0, causal=False,
+                           block_q=64, block_k=64):
+        if not self._flash_ok(q, k, v, keep) or lse.dtype != np.float32:
+            return super().attention_backward(q, k, v, out, lse, g, keep, scale, causal,
+                                              block_q, block_k)
+        cp = self.xp
+        lead, n, (q3, k3, v3, o3, g3) = self._flash_inputs(q, k, v, out,
+                                                           cp.asarray(g, dtype=q.dtype))
+        n_q, n_k, d = q3.shape[1], k3.shape[1], q3.shape[2]
+        lse2 = cp.ascontiguousarray(cp.broadcast_to(lse, lead + (n_q,))).reshape(n, n_q)
+        drow = (g3.astype(cp.float32) * o3.astype(cp.float32)).sum(axis=-1)  # D = rowsum(dO O)
+        gq = cp.zeros((n, n_q, d), dtype=cp.float32)  # atomics add every key tile's part
+        gk, gv = cp.empty_like(k3), cp.empty_like(v3)
+        mask, _alive = self._mask_params(keep, lead + (n_q, n_k))
+        _, (_, bk) = kernel_refs.FLASH_TILES[d]
+        smem = flash_smem_bytes(d, "backward")
+        fn = self.kernel("flash.cu", f"tinyattn_flash_backward_d{d}_{DTYPE_SUFFIX[q.dtype]}",
+                         smem)
+        fn((n, math.ceil(n_k / bk)), (kernel_refs.FLASH_THREADS,),
+           (q3, k3, v3, g3, lse2, drow, gq, gk, gv, np.int32(n_q), np.int32(n_k),
+            np.float32(scale), np.int32(causal)) + mask, shared_mem=smem)
+        return (gq.astype(q.dtype, copy=False).reshape(lead + (n_q, d)),
+                gk.reshape(lead + (n_k, d)), gv.reshape(lead + (n_k, d)))
+
+    # ---- elementwise: GELU and the Adam update ----------------------------------------------
+
+    def gelu_forward(self, x, approximate="none"):
+        """(out, saved) of GELU in one pass, as ops/nn.py's gelu computes them: saved is
+        Φ(x) (approximate="none") or the tanh (approximate="tanh")."""
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+        if self.use_kernels and x.dtype in SOFTMAX_DTYPES:
+            kind = "tanh" if approximate == "tanh" else "erf"
+            return self.elementwise(f"tinyattn_gelu_{kind}_forward")(x)
+        xp, r = self.xp, kernel_refs
+        if approximate == "tanh":
+            t = xp.tanh(r.SQRT_2_OVER_PI * (x + r.GELU_C * (x * x * x)))
+            return 0.5 * x * (1 + t), t
+        cdf = 0.5 * (1 + self.erf(x * r.INV_SQRT_2))
+        return x * cdf, cdf
+
+    def gelu_backward(self, g, x, saved, approximate="none"):
+        """gx of GELU from x and the saved Φ(x) or tanh, in one pass."""
+        if self.use_kernels and x.dtype in SOFTMAX_DTYPES:
+            kind = "tanh" if approximate == "tanh" else "erf"
+            return self.elementwise(f"tinyattn_gelu_{kind}_backward")(
+                g.astype(x.dtype, copy=False), x, saved)
+        xp, r = self.xp, kernel_refs
+        if approximate == "tanh":
+            du = r.SQRT_2_OVER_PI * (1 + 3 * r.GELU_C * (x * x))
+            return g * (0.5 * (1 + saved) + 0.5 * x * (1 - saved * saved) * du)
+        return g * (saved + x * (r.INV_SQRT_2PI * xp.exp(-0.5 * (x * x))))
+
+    def adam_update(self, p, g, m, v, lr, beta1, beta2, eps, weight_decay, step, decoupled):
+        if not self.use_kernels or p.dtype not in SOFTMAX_DTYPES:
+            return super().adam_update(p, g, m, v, lr, beta1, beta2, eps, weight_decay, step,
+                                       decoupled)
+        mode = (2 if decoupled else 1) if weight_decay else 0  # AdamW, Adam + L2, neither
+        self.elementwise("tinyattn_adam_update")(
+            g.astype(p.dtype, copy=False), float(lr), float(beta1), float(beta2), float(eps),
+            float(weight_decay or 0.0), np.int32(mode), 1 - beta1**step,
+            math.sqrt(1 - beta2**step), p, m, v)

@@ -7,7 +7,8 @@
 //   gelu (erf):  cdf = (1 + erf(x / sqrt 2)) / 2,   out = x cdf,   gx = g (cdf + x phi(x))
 //   gelu (tanh): t = tanh(sqrt(2/pi) (x + 0.044715 x^3)),   out = x (1 + t) / 2,
 //                gx = g ((1 + t) / 2 + x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2) / 2)
-//   adam:        (decoupled) p *= 1 - lr wd, or (coupled) g += wd p;  m = b1 m + (1 - b1) g;
+//   adam:        mode 2 (AdamW): p *= 1 - lr wd;  mode 1 (Adam with L2): g += wd p;
+//                mode 0: no weight decay;  m = b1 m + (1 - b1) g;
 //                v = b2 v + (1 - b2) g^2;  p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
 
 template <typename T> struct tinyattn_acc { typedef float type; };  // float16, float32
@@ -55,11 +56,11 @@ __device__ __forceinline__ A tinyattn_gelu_tanh_backward(A g, A x, A t) {
 // sqrt_bc2 = sqrt(1 - b2^t) come from the host (computed in float64 there).
 template <typename A>
 __device__ __forceinline__ void tinyattn_adam_step(A g, A& p, A& m, A& v, A lr, A beta1,
-                                                   A beta2, A eps, A wd, int decoupled, A bc1,
+                                                   A beta2, A eps, A wd, int mode, A bc1,
                                                    A sqrt_bc2) {
-    if (decoupled) {
+    if (mode == 2) {
         p = p * (A(1) - lr * wd);
-    } else {
+    } else if (mode == 1) {
         g = g + wd * p;
     }
     m = beta1 * m + (A(1) - beta1) * g;

@@ -12,15 +12,17 @@
 // butterfly shuffles of width 16. Shared-memory rows are padded to D + 1 (and BK + 1) floats so
 // that the 16 different rows a warp reads in one step fall in 16 different banks.
 //
-// Forward, grid (ceil(T / BQ), N): the block keeps its BQ queries in shared memory and streams
-// the key/value tiles past them (causal: only tiles left of the diagonal). Per tile: S = scale Q
-// Kᵀ (4 x 4 register micro-tiles), the row max by shuffle, p = exp(s - m_new), the running output
+// Forward, grid (N, ceil(T / BQ)), the last query tiles (the longest, when causal) scheduled
+// first: the block keeps its BQ queries in shared memory and streams the key/value tiles past
+// them (causal: only tiles left of the diagonal). Per tile: S = scale Q
+// Kᵀ (register micro-tiles of BQ/16 x BK/16 per thread), the row max by shuffle, p = exp(s - m_new), the running output
 // and each thread's partial row sum rescaled by alpha = exp(m_old - m_new), P through shared
 // memory, acc += P V. At the end the 16 partial sums of a row are added by shuffle (l), then
 // out = acc / l and lse = m + log l.
 //
-// Backward, grid (ceil(S / BK), N): the block owns BK keys (K, V tiles in shared memory, dK and
-// dV accumulators in registers) and walks the query tiles (causal: from the diagonal on). Per
+// Backward, grid (N, ceil(S / BK)), the first key tiles (the longest, when causal) scheduled
+// first: the block owns BK keys (K, V tiles in shared memory, dK and dV accumulators in
+// registers) and walks the query tiles (causal: from the diagonal on). Per
 // query tile it recomputes P = exp(S - lse), dP = dO Vᵀ and dS = P * (dP - Drow) with
 // Drow = rowsum(dO * O) precomputed by the host, adds Pᵀ dO to dV and dSᵀ Q to dK, and adds
 // scale dS K to dQ with float32 atomics (so dQ's summation order over key tiles varies).
@@ -63,8 +65,8 @@ __device__ __forceinline__ void flash_forward(
     float* Ps = Vs + BK * DP;                              // BQ x PP
     const float neg_inf = tinyattn_neg_inf(0.f);
     const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
-    const long long b = blockIdx.y;
-    const int q0 = blockIdx.x * BQ;
+    const long long b = blockIdx.x;
+    const int q0 = (gridDim.y - 1 - blockIdx.y) * BQ;
     const T* qb = q + b * n_q * D;
     const T* kb = k + b * n_k * D;
     const T* vb = v + b * n_k * D;
@@ -172,8 +174,8 @@ __device__ __forceinline__ void flash_backward(
     float* Ds = Ls + BQ;                                   // BQ        (rowsum(dO * O))
     const float neg_inf = tinyattn_neg_inf(0.f);
     const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
-    const long long b = blockIdx.y;
-    const int k0 = blockIdx.x * BK;
+    const long long b = blockIdx.x;
+    const int k0 = blockIdx.y * BK;
     const long long qoff = b * n_q * D, koff = b * n_k * D;
 
     flash_load_tile<T, D>(Ks, k + koff, k0, BK, n_k);
