@@ -190,7 +190,9 @@ def _op_error(op, inputs, e):
     shapes = ", ".join(fmt_shape(x.shape) if isinstance(x, Tensor) else repr(x) for x in inputs)
     kind = {ValueError: ShapeError, IndexError: DimError, TypeError: DTypeError}
     cls = next(k for base, k in kind.items() if isinstance(e, base))
-    return cls(f"{op.name}: inputs {shapes}: {e}")
+    hint = ("; shapes broadcast when, from the right, each pair of dims is equal or one is 1 "
+            "(reshape or unsqueeze an input)") if "broadcast" in str(e) else ""
+    return cls(f"{op.name}: inputs {shapes}: {str(e).strip()}{hint}")
 
 
 def sum_to(g, shape):

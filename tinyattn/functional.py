@@ -170,6 +170,7 @@ def scaled_dot_product_attention(q, k, v, attn_mask=None, is_causal=False, scale
                          f"'flash', got {impl!r}")
     q = _t(q)
     k, v = _t(k, q), _t(v, q)
+    attn.check_qkv(q, k, v)  # before anything reads q.shape[-2]
     mask = None if attn_mask is None else _t(attn_mask, q)
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
     float_mask = mask is not None and mask.dtype != bool

@@ -5,8 +5,8 @@ The rest of the shape vocabulary is built on these in tensor.py: view/flatten/sq
 are reshapes, transpose and .T are permutes, split and chunk are getitems.
 """
 
-from ..errors import fmt_shape
-from . import dim1, op
+from ..errors import ShapeError, fmt_shape
+from . import broadcasts_to, dim1, op
 
 
 @op("reshape", "gx = reshape(g, x.shape)")
@@ -44,6 +44,9 @@ def permute_vjp(be, g, saved, dims):
 @op("expand", "gx = sum_to(g, x.shape)", broadcasts=True)
 def expand(be, x, shape):
     """out = x broadcast to `shape` (a view: nothing is copied)"""
+    if not broadcasts_to(x.shape, shape):
+        raise ShapeError(f"expand: cannot expand {fmt_shape(x.shape)} to {fmt_shape(shape)}: "
+                         "from the right, each dim must be equal or 1 in the tensor")
     return be.xp.broadcast_to(x, shape), ()
 
 
