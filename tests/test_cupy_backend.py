@@ -1,0 +1,378 @@
+"""The CuPy backend: clear errors without a GPU, the host side of every kernel launch checked
+against the compiled PTX (CPU), and, on a GPU (`pytest -m gpu`), every fused kernel against the
+NumPy backend plus one training step that must match NumPy.
+
+The GPU tests skip unless CuPy imports and sees a device. They cover float32/float64/float16,
+odd sizes, rows longer than one block, -inf entries and fully masked rows, for each kernel's
+forward and VJP.
+"""
+
+import math
+import re
+import shutil
+import subprocess
+import sys
+import types
+
+import numpy as np
+import pytest
+
+import tinyattn
+import tinyattn.functional as F
+from tinyattn.backends import backend as get_backend_by_name
+from tinyattn.backends import cupy_backend as cb
+from tinyattn.backends import kernel_refs as kr
+from tinyattn.backends.numpy_backend import NumpyBackend
+from tinyattn.errors import BackendError
+
+NEG_INF = float("-inf")
+NP = NumpyBackend()
+
+# ---- without a GPU: errors -----------------------------------------------------------------------
+
+
+def test_missing_cupy_says_how_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cupy", None)  # `import cupy` now raises ImportError
+    with pytest.raises(BackendError, match=r"not installed.*tinyattn\[cuda12\].*numpy backend"):
+        cb.make_cupy_backend()
+
+
+def test_cupy_without_a_gpu_says_so(monkeypatch):
+    fake = types.ModuleType("cupy")
+    fake.is_available = lambda: False
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    with pytest.raises(BackendError, match="cannot use a GPU.*nvidia-smi"):
+        cb.make_cupy_backend()
+
+
+def test_driver_error_is_reported(monkeypatch):
+    def broken():
+        raise RuntimeError("cudaErrorInsufficientDriver")
+
+    fake = types.ModuleType("cupy")
+    fake.is_available = broken
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    with pytest.raises(BackendError, match="cudaErrorInsufficientDriver"):
+        cb.make_cupy_backend()
+
+
+# ---- without a GPU: the host side of the launches ----------------------------------------------
+
+def test_collapse_batch_stride():
+    assert cb.collapse_batch_stride((), ()) == 0
+    assert cb.collapse_batch_stride((2, 3), (0, 0)) == 0  # a (T, S) mask under (B, H)
+    assert cb.collapse_batch_stride((2, 3), (3 * 40, 40)) == 40  # contiguous (B, H)
+    assert cb.collapse_batch_stride((2, 1), (40, 40)) == 40  # size-1 dims do not count
+    assert cb.collapse_batch_stride((2, 3), (40, 0)) is None  # (B, 1, T, S) under H: copy
+
+
+def host_side_backend():
+    """A CupyBackend whose `xp` is NumPy and whose kernels only record their launches."""
+    be = object.__new__(cb.CupyBackend)
+    be.xp = np
+    be.use_kernels = True
+    be.launches = []
+
+    def kernel(filename, name, smem_bytes=0):
+        def launch(grid, block, args, shared_mem=0):
+            be.launches.append((filename, name, grid, block, args, shared_mem))
+            for a in args:  # outputs come back as zeros instead of uninitialised memory
+                if isinstance(a, np.ndarray) and a.flags.writeable:
+                    a[...] = 0
+        return launch
+
+    be.kernel = kernel
+    return be
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 4, 5), (3, 2, 8)])
+def test_mask_strides_address_the_broadcast_mask(shape):
+    """keep[b * sb + i * si + j * sj], as the kernels read it, is the broadcast mask."""
+    rng = np.random.default_rng(0)
+    be = host_side_backend()
+    lead = shape[:-2]
+    for mask_shape in (shape[-2:], lead[:1] + (1,) * (len(shape) - 2) + shape[-1:], shape,
+                       (1,) * (len(shape) - 2) + (shape[-2], 1)):
+        keep = rng.random(mask_shape) < 0.5
+        arr, sb, si, sj = be._mask_args(keep, shape)
+        assert arr.dtype == np.uint8
+        as_read = np.lib.stride_tricks.as_strided(arr, shape=(math.prod(lead),) + shape[-2:],
+                                                  strides=(sb, si, sj))
+        want = np.broadcast_to(keep, shape).reshape(as_read.shape)
+        np.testing.assert_array_equal(as_read.astype(bool), want, err_msg=str(mask_shape))
+
+
+PTX_TYPE = {(8, "f"): "f64", (4, "f"): "f32", (8, "i"): "u64", (4, "i"): "u32"}
+
+
+def arg_type(a):
+    if isinstance(a, np.ndarray):
+        return "u64"  # a device pointer
+    return PTX_TYPE[(a.dtype.itemsize, "f" if a.dtype.kind == "f" else "i")]
+
+
+@pytest.fixture(scope="module")
+def ptx_params(tmp_path_factory):
+    """kernel name -> its parameter types, from nvcc's PTX of every .cu file."""
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc is not on PATH (the CUDA toolkit is absent)")
+    params = {}
+    for name in ("softmax.cu", "flash.cu"):
+        src = tmp_path_factory.mktemp("ptx") / name
+        src.write_text(cb.kernel_source(name))
+        ptx = src.with_suffix(".ptx")
+        subprocess.run([nvcc, "-ptx", "-arch=sm_90", "-std=c++17", str(src), "-o", str(ptx)],
+                       check=True, capture_output=True)
+        for entry, body in re.findall(r"\.entry\s+(\w+)\(([^)]*)\)", ptx.read_text()):
+            params[entry] = re.findall(r"\.param\s+\.(\w+)", body)
+    return params
+
+
+def check_launches(be, ptx_params):
+    assert be.launches
+    for _, name, grid, block, args, shared_mem in be.launches:
+        want = [t.replace("s", "u").replace("b", "u") for t in ptx_params[name]]
+        assert [arg_type(a) for a in args] == want, name
+        assert all(0 < g < 2**31 for g in grid) and block[0] % 32 == 0
+        if "flash" in name:
+            direction = "forward" if "forward" in name else "backward"
+            assert shared_mem == cb.flash_smem_bytes(int(re.search(r"_d(\d+)_", name)[1]),
+                                                     direction)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("n", [5, 300, 3000])
+def test_softmax_launch_arguments_match_the_kernels(ptx_params, n, dtype):
+    be = host_side_backend()
+    x = np.zeros((2, 3, n), dtype=dtype)
+    be.softmax(x)
+    be.softmax_backward(x, x)
+    be.scaled_masked_softmax(x, np.ones((3, n), bool), scale=0.5, causal=True)
+    be.scaled_masked_softmax_backward(x, x, scale=0.5, causal=True)
+    check_launches(be, ptx_params)
+
+
+@pytest.mark.parametrize("d", [32, 64, 128])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_flash_launch_arguments_match_the_kernels(ptx_params, d, dtype):
+    be = host_side_backend()
+    q = np.zeros((2, 3, 10, d), dtype=dtype)
+    out, lse = be.attention_forward(q, q, q, np.ones((10, 10), bool), 0.1, True)
+    assert out.shape == q.shape and lse.shape == q.shape[:-1] and lse.dtype == np.float32
+    grads = be.attention_backward(q, q, q, out, lse, q, None, 0.1, False)
+    assert [a.shape for a in grads] == [q.shape] * 3
+    check_launches(be, ptx_params)
+
+
+def test_unsupported_inputs_take_the_reference():
+    be = host_side_backend()
+    q = np.random.default_rng(0).standard_normal((1, 5, 48))  # head dim 48: no flash kernel
+    out, _ = be.attention_forward(q, q, q, None, 0.2, True)
+    want, _ = NP.attention_forward(q, q, q, None, 0.2, True)
+    np.testing.assert_allclose(out, want)
+    x = np.arange(6).reshape(2, 3)
+    np.testing.assert_allclose(be.softmax(x), NP.softmax(x))  # integers: the reference
+    assert not be.launches
+    be.use_kernels = False  # TINYATTN_CUPY_KERNELS=0
+    be.softmax(x.astype(np.float32))
+    assert not be.launches
+    be.use_kernels = True
+    be.softmax(x.astype(np.float32))
+    assert [launch[1] for launch in be.launches] == ["tinyattn_softmax_forward_warp1_f32"]
+
+
+# ---- with a GPU ----------------------------------------------------------------------------------
+
+def _gpu_reason():
+    try:
+        import cupy
+    except ImportError:
+        return "CuPy is not installed"
+    try:
+        return None if cupy.is_available() else "CuPy sees no GPU"
+    except Exception as e:  # a CUDA driver error
+        return f"CuPy cannot use a GPU: {e}"
+
+
+GPU_REASON = _gpu_reason()
+
+
+def gpu_test(fn):
+    """Mark a test as needing the GPU (skipped, with the reason, when there is none)."""
+    return pytest.mark.gpu(pytest.mark.skipif(GPU_REASON is not None,
+                                              reason=str(GPU_REASON))(fn))
+
+
+@pytest.fixture
+def cp_be():
+    return get_backend_by_name("cupy")
+
+
+def to_gpu(be, *arrays):
+    return [be.xp.asarray(a) for a in arrays]
+
+
+def close(got_gpu, want, dtype, be, scale=1.0):
+    tol = {np.float16: 3e-3, np.float32: 2e-5, np.float64: 1e-12}[np.dtype(dtype).type] * scale
+    got = be.to_numpy(got_gpu)
+    assert got.dtype == np.dtype(dtype)
+    assert not np.isnan(got).any()
+    np.testing.assert_allclose(got.astype(np.float64), np.asarray(want, np.float64), rtol=tol,
+                               atol=tol)
+
+
+def rows(n_rows, n, rng, dtype):
+    x = rng.standard_normal((n_rows, n)) * 3
+    if n_rows > 3:
+        x[1] = rng.choice([-1e4, 1e4], n)
+        x[2, rng.random(n) < 0.3] = NEG_INF
+        x[2, 0] = 0.5
+        x[3] = NEG_INF  # fully masked
+    return x.astype(dtype)
+
+
+@gpu_test
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+@pytest.mark.parametrize("n_rows,n", [(1, 1), (5, 7), (33, 32), (4, 33), (130, 1000),
+                                      (7, 1024), (6, 1025), (5, 4097), (3, 8192), (4096, 64)])
+def test_gpu_softmax_forward_and_backward(cp_be, n_rows, n, dtype):
+    rng = np.random.default_rng(n)
+    x = rows(n_rows, n, rng, dtype)
+    g = rng.standard_normal(x.shape).astype(dtype)
+    xg, gg = to_gpu(cp_be, x, g)
+    yg = cp_be.softmax(xg)
+    close(yg, NP.softmax(x.astype(np.float64)), dtype, cp_be)
+    close(yg, kr.softmax_forward(x), dtype, cp_be)  # and the replay of the same algorithm
+    y = cp_be.to_numpy(yg).astype(np.float64)
+    close(cp_be.softmax_backward(yg, gg), NP.softmax_backward(y, g.astype(np.float64)), dtype,
+          cp_be, 10)
+
+
+@gpu_test
+def test_gpu_softmax_other_axis(cp_be):
+    x = np.random.default_rng(1).standard_normal((4, 50, 3)).astype(np.float32)
+    close(cp_be.softmax(cp_be.xp.asarray(x), axis=1), NP.softmax(x.astype(np.float64), axis=1),
+          np.float32, cp_be)
+
+
+@gpu_test
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64])
+@pytest.mark.parametrize("n_q,n_k", [(1, 1), (9, 9), (64, 200), (300, 300), (5, 2000)])
+def test_gpu_scaled_masked_softmax(cp_be, n_q, n_k, dtype):
+    rng = np.random.default_rng(n_q + n_k)
+    x = (rng.standard_normal((2, 3, n_q, n_k)) * 5).astype(dtype)
+    keep = rng.random((n_q, n_k)) < 0.6
+    keep[0] = False  # a fully masked row
+    pad = rng.random((2, 1, 1, n_k)) < 0.8
+    g = rng.standard_normal(x.shape).astype(dtype)
+    for kwargs in (dict(causal=True), dict(keep=keep), dict(keep=pad, causal=True)):
+        gpu_kwargs = {k: cp_be.xp.asarray(v) if k == "keep" else v for k, v in kwargs.items()}
+        want = NP.scaled_masked_softmax(x.astype(np.float64), scale=0.3, **kwargs)
+        yg = cp_be.scaled_masked_softmax(cp_be.xp.asarray(x), scale=0.3, **gpu_kwargs)
+        close(yg, want, dtype, cp_be)
+        y = cp_be.to_numpy(yg).astype(np.float64)
+        gx = cp_be.scaled_masked_softmax_backward(yg, cp_be.xp.asarray(g), scale=0.3,
+                                                  causal=kwargs.get("causal", False))
+        close(gx, NP.scaled_masked_softmax_backward(y, g.astype(np.float64), scale=0.3), dtype,
+              cp_be, 10)
+
+
+@gpu_test
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("d", [32, 64, 128])
+@pytest.mark.parametrize("n_q,n_k", [(1, 1), (70, 70), (130, 97), (257, 257)])
+def test_gpu_flash_attention(cp_be, d, n_q, n_k, dtype):
+    rng = np.random.default_rng(d + n_q)
+    q, k, v = (rng.standard_normal((2, 2, n, d)).astype(dtype) for n in (n_q, n_k, n_k))
+    g = rng.standard_normal((2, 2, n_q, d)).astype(dtype)
+    keep = rng.random((n_q, n_k)) < 0.7
+    keep[n_q // 2] = False  # a query with nothing to attend
+    scale = 1 / math.sqrt(d)
+    tol = 3 if dtype == np.float32 else 5
+    for causal, mask in ((False, None), (True, None), (True, keep)):
+        q64, k64, v64, g64 = (a.astype(np.float64) for a in (q, k, v, g))
+        out, lse = NP.attention_forward(q64, k64, v64, mask, scale, causal)
+        grads = NP.attention_backward(q64, k64, v64, out, lse, g64, mask, scale, causal)
+        qg, kg, vg, gg = to_gpu(cp_be, q, k, v, g)
+        maskg = None if mask is None else cp_be.xp.asarray(mask)
+        out_g, lse_g = cp_be.attention_forward(qg, kg, vg, maskg, scale, causal)
+        close(out_g, out, dtype, cp_be, tol)
+        got = cp_be.attention_backward(qg, kg, vg, out_g, lse_g, gg, maskg, scale, causal)
+        for a, b in zip(got, grads):
+            close(a, b, dtype, cp_be, 10 * tol)
+
+
+@gpu_test
+def test_gpu_sdpa_flash_through_autograd(cp_be):
+    rng = np.random.default_rng(3)
+    arrays = [rng.standard_normal((2, 4, 100, 64)).astype(np.float32) for _ in range(3)]
+    grads = {}
+    for name in ("numpy", "cupy"):
+        q, k, v = (tinyattn.tensor(a, requires_grad=True, backend=name) for a in arrays)
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True, impl="flash")
+        (out * out).sum().backward()
+        grads[name] = [out.numpy()] + [t.grad.numpy() for t in (q, k, v)]
+    for a, b in zip(grads["cupy"], grads["numpy"]):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+
+
+@gpu_test
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_gpu_gelu_kernels(cp_be, approximate, dtype):
+    rng = np.random.default_rng(4)
+    x = (rng.standard_normal(10_001) * 4).astype(dtype)
+    g = rng.standard_normal(x.shape).astype(dtype)
+    out, saved = cp_be.gelu_forward(cp_be.xp.asarray(x), approximate)
+    want_out, want_saved = kr.gelu_forward(x.astype(np.float64), approximate)
+    close(out, want_out, dtype, cp_be, 10)
+    close(saved, want_saved, dtype, cp_be, 10)
+    gx = cp_be.gelu_backward(cp_be.xp.asarray(g), cp_be.xp.asarray(x), saved, approximate)
+    close(gx, kr.gelu_backward(g.astype(np.float64), x.astype(np.float64),
+                               cp_be.to_numpy(saved).astype(np.float64), approximate),
+          dtype, cp_be, 10)
+
+
+@gpu_test
+@pytest.mark.parametrize("weight_decay,decoupled", [(0.0, True), (0.1, False), (0.1, True)])
+def test_gpu_adam_update(cp_be, weight_decay, decoupled):
+    rng = np.random.default_rng(5)
+    p, g, m = (rng.standard_normal(1000).astype(np.float32) for _ in range(3))
+    v = rng.random(1000).astype(np.float32)
+    pg, gg, mg, vg = to_gpu(cp_be, p, g, m, v)
+    for step in (1, 2, 3):
+        args = dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=weight_decay,
+                    step=step, decoupled=decoupled)
+        NP.adam_update(p, g, m, v, **args)
+        cp_be.adam_update(pg, gg, mg, vg, **args)
+    for a, b in ((pg, p), (mg, m), (vg, v)):
+        close(a, b, np.float32, cp_be, 10)
+
+
+@gpu_test
+def test_gpu_training_step_matches_numpy():
+    from tinyattn import nn, optim
+
+    tinyattn.manual_seed(0)
+    model_np = nn.TinyTransformer(vocab_size=17, d_model=64, n_heads=2, n_layers=2, max_len=32)
+    model_cp = nn.TinyTransformer(vocab_size=17, d_model=64, n_heads=2, n_layers=2, max_len=32)
+    model_cp.load_state_dict(model_np.state_dict())
+    model_cp.to("cupy")
+    rng = np.random.default_rng(0)
+    x, y = rng.integers(0, 17, (4, 32)), rng.integers(0, 17, (4 * 32,))
+    losses = {}
+    for name, model in (("numpy", model_np), ("cupy", model_cp)):
+        opt = optim.AdamW(model.parameters(), lr=1e-2)
+        for _ in range(2):
+            logits = model(tinyattn.tensor(x, backend=name))
+            loss = F.cross_entropy(logits.reshape(-1, 17), tinyattn.tensor(y, backend=name))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        losses[name] = loss.item()
+    assert losses["cupy"] == pytest.approx(losses["numpy"], rel=1e-4)
+    for (name, p_np), (_, p_cp) in zip(model_np.named_parameters(),
+                                       model_cp.named_parameters()):
+        np.testing.assert_allclose(p_cp.numpy(), p_np.numpy(), rtol=1e-3, atol=1e-4,
+                                   err_msg=name)
