@@ -159,15 +159,24 @@ def _short_params(params):
 
 def saved_arrays(root):
     """(op name, scope, [array shapes], bytes) for every node behind `root` whose VJP saved
-    arrays: what the backward pass holds on to (freed nodes give nothing)."""
-    rows = []
+    arrays: what the backward pass holds on to (freed nodes give nothing). An array saved by
+    several nodes, or a view of one already counted, adds its bytes only once, so the bytes
+    add up to the memory really held."""
+    rows, counted = [], set()
     for node in toposort(_root_node(root, "saved_arrays")):
         if node.op is None or not node.saved:
             continue
         arrays = [s for s in node.saved if hasattr(s, "nbytes") and hasattr(s, "shape")]
-        if arrays:
-            rows.append((node.op.name, node.scope, [tuple(s.shape) for s in arrays],
-                         sum(int(s.nbytes) for s in arrays)))
+        if not arrays:
+            continue
+        nbytes = 0
+        for a in arrays:
+            while getattr(a, "base", None) is not None:  # a view: count the array it shows
+                a = a.base
+            if id(a) not in counted:
+                counted.add(id(a))
+                nbytes += int(a.nbytes)
+        rows.append((node.op.name, node.scope, [tuple(s.shape) for s in arrays], nbytes))
     return rows
 
 
