@@ -376,3 +376,24 @@ def test_gpu_training_step_matches_numpy():
                                        model_cp.named_parameters()):
         np.testing.assert_allclose(p_cp.numpy(), p_np.numpy(), rtol=1e-3, atol=1e-4,
                                    err_msg=name)
+
+
+# ---- the benchmarks run (or say why not) without a GPU -----------------------------------------
+
+def test_attention_benchmark_runs_on_the_cpu(capsys):
+    from tinyattn.bench import attention
+
+    assert attention.main(["--quick", "--t", "32", "80", "--repeats", "1"]) == 0
+    out = capsys.readouterr().out
+    for t in ("32", "80"):
+        assert re.search(rf"^\s+{t} composite .*\n\s+{t} flash ", out, re.M), out
+
+
+@pytest.mark.skipif(GPU_REASON is None, reason="a GPU is present: the benchmark would run")
+def test_gpu_benchmarks_say_why_they_cannot_run(capsys):
+    from tinyattn.bench import attention, softmax
+
+    assert softmax.main(["--quick"]) == 2
+    assert attention.main(["--backend", "cupy", "--quick"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("needs a GPU") == 2 and str(GPU_REASON) in err

@@ -13,7 +13,7 @@ import numpy as np
 
 from . import backends
 from .autograd import Node, apply, backward, backward_steps
-from .errors import DTypeError, GraphError, ShapeError, fmt_shape
+from .errors import DimError, DTypeError, GraphError, ShapeError, fmt_shape
 from .ops import elementwise as ew
 from .ops import matmul as mm
 from .ops import reduce as rd
@@ -439,7 +439,12 @@ class Tensor:
         if self.requires_grad:
             raise GraphError("in-place assignment into a tensor that requires grad would "
                              "corrupt its graph; build a new tensor (torch.where, cat, ...)")
-        self.data[_index(index, self.backend)] = value.data if isinstance(value, Tensor) else value
+        value = value.data if isinstance(value, Tensor) else value
+        try:
+            self.data[_index(index, self.backend)] = value
+        except IndexError as e:
+            raise DimError(f"setitem: index {index!r} into a tensor of shape "
+                           f"{fmt_shape(self.shape)}: {e}") from None
 
     def split(self, split_size_or_sections, dim=0):
         """Pieces of `split_size` along dim (the last may be smaller), or of the given sizes."""

@@ -55,6 +55,8 @@ def dims(dim, ndim, opname):
     """`dim` (None, an int or a tuple of ints, negatives allowed) as a sorted tuple of axes."""
     if dim is None:
         return tuple(range(ndim))
+    if isinstance(dim, list):
+        dim = tuple(dim)
     if ndim == 0 and dim in (0, -1, (), (0,), (-1,)):
         return ()  # a 0-d tensor has one implicit dim, as in PyTorch
     many = isinstance(dim, (tuple, list))
@@ -65,7 +67,7 @@ def dims(dim, ndim, opname):
         if not -ndim <= d < max(ndim, 1):
             raise DimError(f"{opname}: dim {d} is out of range for a tensor with {ndim} dims "
                            f"(valid: {-ndim}..{ndim - 1})")
-        out.append(d % ndim)
+        out.append(d % max(ndim, 1))
     if len(set(out)) != len(out):
         raise DimError(f"{opname}: dim {dim} repeats a dim")
     return tuple(sorted(out))
@@ -73,8 +75,11 @@ def dims(dim, ndim, opname):
 
 def dim1(dim, ndim, opname):
     """A single `dim` as a non-negative axis."""
-    (axis,) = dims(dim, ndim, opname)
-    return axis
+    axes = dims(dim, ndim, opname)
+    if len(axes) != 1:
+        raise DimError(f"{opname}: takes one dim, got dim={dim!r} for a tensor with {ndim} dims"
+                       + ("; reshape the 0-d tensor to (1,) first" if ndim == 0 else ""))
+    return axes[0]
 
 
 def is_const(v):
