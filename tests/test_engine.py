@@ -408,3 +408,21 @@ def test_requires_grad_can_only_change_on_leaves():
         y.requires_grad = False
     with pytest.raises(ta.GraphError, match="in-place"):
         x[0] = 3.0
+
+
+def test_in_place_gradient_sums_never_touch_shared_arrays():
+    """backward adds gradients in place only into arrays it owns: three slices of one tensor
+    (getitem's fresh gradients), an add whose VJP hands the same g to both inputs, and reuse,
+    all in one graph, against the same sums done by hand."""
+    rng = np.random.default_rng(0)
+    xv = rng.standard_normal((3, 4))
+    x = ta.tensor(xv, requires_grad=True)
+    a, b, c = x[0], x[1], x[2]
+    s = a + b  # add_vjp returns g for both inputs: the same array twice
+    t = s * c + s + a * a
+    t.sum().backward()
+    a0, b0, c0 = xv
+    ga = c0 + 1 + 2 * a0
+    gb = c0 + 1
+    gc = a0 + b0
+    np.testing.assert_allclose(x.grad.numpy(), np.stack([ga, gb, gc]), rtol=1e-12)

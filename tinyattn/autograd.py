@@ -192,7 +192,10 @@ def _op_error(op, inputs, e):
     cls = next(k for base, k in kind.items() if isinstance(e, base))
     hint = ("; shapes broadcast when, from the right, each pair of dims is equal or one is 1 "
             "(reshape or unsqueeze an input)") if "broadcast" in str(e) else ""
-    return cls(f"{op.name}: inputs {shapes}: {str(e).strip()}{hint}")
+    message = str(e).strip()
+    if message.startswith(f"{op.name}: "):  # the op's own message: it names the op already
+        return cls(message)
+    return cls(f"{op.name}: inputs {shapes}: {message}{hint}")
 
 
 def sum_to(g, shape):
@@ -266,6 +269,10 @@ def _walk(tensor, gradient, retain_graph, steps):
     grads = {root: _seed_gradient(tensor, gradient, be)}  # node -> gradient summed so far
     heap = [(-root.seq, root)]
     tracers = _tracers.get()
+    # Sums of gradients are added to in place when no one else can hold the array: a sum this
+    # walk made, or a gradient from a `fresh` op (getitem: q, k, v split from one tensor).
+    # Not while tracers or a stepping caller can see the pending gradients.
+    owned = set() if not tracers and not steps else None
     index = 0
     while heap:
         node = heapq.heappop(heap)[1]
@@ -302,10 +309,18 @@ def _walk(tensor, gradient, retain_graph, steps):
             if prev is None:
                 grads[parent] = gx
                 heapq.heappush(heap, (-parent.seq, parent))
-            else:
+                if owned is not None and op.fresh:
+                    owned.add(parent)
+            elif owned is None:
                 grads[parent] = prev + gx
                 for tracer in tracers:
                     tracer.accumulate(parent, node, grads[parent])
+            elif parent in owned:
+                prev += gx
+                grads[parent] = prev  # (the same array, unless prev was a 0-d NumPy scalar)
+            else:
+                grads[parent] = prev + gx
+                owned.add(parent)
         for tracer in tracers:
             tracer.backward(node, g, fitted)
         if steps:

@@ -17,9 +17,11 @@ from ..errors import DimError
 class Op:
     """A differentiable operation: name, forward, VJP, and a one-line formula for the docs."""
 
-    __slots__ = ("name", "fwd", "vjp", "formula", "broadcasts", "nondiff", "fused", "doc")
+    __slots__ = ("name", "fwd", "vjp", "formula", "broadcasts", "nondiff", "fused", "fresh",
+                 "doc")
 
-    def __init__(self, name, fwd, formula, broadcasts=False, nondiff=(), fused=False):
+    def __init__(self, name, fwd, formula, broadcasts=False, nondiff=(), fused=False,
+                 fresh=False):
         self.name = name
         self.fwd = fwd
         self.vjp = functools.partial(_missing_vjp, name)
@@ -27,6 +29,7 @@ class Op:
         self.broadcasts = broadcasts  # gradients are summed back to input shapes (sum_to)
         self.nondiff = nondiff  # input positions that never get a gradient (masks, indices)
         self.fused = fused  # one node standing for several textbook ops
+        self.fresh = fresh  # the VJP's gradients are new arrays nothing else holds (see backward)
         self.doc = (fwd.__doc__ or "").strip()  # the forward in one line of math
 
     def defvjp(self, vjp):

@@ -55,7 +55,7 @@ def expand_vjp(be, g, saved, shape):
     return (g,)  # autograd's sum_to adds up the copies, since expand broadcasts
 
 
-@op("getitem", "gx = zeros(x.shape); gx[index] += g")
+@op("getitem", "gx = zeros(x.shape); gx[index] += g", fresh=True)
 def getitem(be, x, index):
     """out = x[index] (ints, slices, ..., None, integer or bool arrays)"""
     return x[index], (x.shape, x.dtype, _is_advanced(index))
