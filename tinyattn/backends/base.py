@@ -137,8 +137,9 @@ class Backend(ABC):
             xp.copyto(s, NEG_INF, where=~xp.asarray(keep, dtype=bool))
         return self._softmax_in_place(s, axis=-1)
 
-    def scaled_masked_softmax_backward(self, y, g, scale=1.0):
-        """gx = scale * y * (g - sum(g * y)); masked entries have y = 0, so they get 0."""
+    def scaled_masked_softmax_backward(self, y, g, scale=1.0, causal=False):
+        """gx = scale * y * (g - sum(g * y)); masked entries have y = 0, so they get 0.
+        `causal` only tells kernels they may skip the zero triangle; the result is the same."""
         gx = self.softmax_backward(y, g, axis=-1)
         gx *= scale
         return gx

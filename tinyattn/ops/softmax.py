@@ -62,7 +62,7 @@ def scaled_masked_softmax(be, x, keep=None, scale=1.0, causal=False):
 @scaled_masked_softmax.defvjp
 def scaled_masked_softmax_vjp(be, g, saved, keep=None, scale=1.0, causal=False):
     (y,) = saved
-    return be.scaled_masked_softmax_backward(y, g, scale=scale), None
+    return be.scaled_masked_softmax_backward(y, g, scale=scale, causal=causal), None
 
 
 @op("cross_entropy", "gx = (softmax(x) - (1-ε) onehot(t) - ε/C) * g / n", nondiff=(1,),
