@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import tinyattn as ta
-import tinyattn.functional as F
+import tinyattn.functional as F  # noqa: N812 - PyTorch's usual name
 from tinyattn import viz
 from tinyattn.cli import main
 from tinyattn.errors import GraphError
@@ -30,7 +30,7 @@ def parse(text):
             stack.append(m.group(1))
         elif line == "}" and stack:
             stack.pop()
-        elif m := re.fullmatch(r'("[^"]*"|\w+) -> ("[^"]*"|\w+)', line):
+        elif m := re.fullmatch(r'("[^"]*"|\w+) -> ("[^"]*"|\w+)( \[.*\])?', line):
             edges.append((m.group(1).strip('"'), m.group(2).strip('"')))
         elif m := re.fullmatch(r'("[^"]*"|\w+) \[(.*)\]', line):
             if m.group(1) in ("graph", "node", "edge"):
@@ -169,6 +169,9 @@ def test_backward_direction_reverses_every_arrow():
     _, forward, _ = parse(viz.to_dot(loss))
     _, backward, _ = parse(viz.to_dot(loss, direction="backward"))
     assert sorted(backward) == sorted((b, a) for a, b in forward)
+    three = ta.tensor([1.0, 2.0], requires_grad=True) * 3.0  # a constant gets no gradient
+    text = viz.to_dot(three, direction="backward")
+    assert re.search(r'c0_1 -> o0 \[dir="none"', text) and "o0 -> t1" in text
     with pytest.raises(ValueError, match="direction"):
         viz.to_dot(loss, direction="sideways")
 

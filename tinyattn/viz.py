@@ -434,13 +434,18 @@ def _build(root, show_values=True, show_grads=True, show_saved=False, collapse=(
                                                  f"[{_attrs(_module_box(graph, path, ids))}]")
     body = _clusters(members, graph.types)
     edge_attr = {"arrowsize": "0.6", "color": "#555555"}
-    if direction == "backward":  # gradients flow from the root back to the leaves
-        edges = [(b, a) for a, b in edges]
+    backward = direction == "backward"
+    if backward:  # gradients flow from the root back to the leaves
         edge_attr = {"arrowsize": "0.6", "color": "#b03a2e", "penwidth": "1.2"}
     for a, b in edges:
         a = a if not a.startswith("m:") else _q(a)
         b = b if not b.startswith("m:") else _q(b)
-        body.append(f"\t{a} -> {b}\n")
+        if not backward:
+            body.append(f"\t{a} -> {b}\n")
+        elif a in graph.items and graph.items[a].kind == "const":  # no gradient goes there
+            body.append(f'\t{a} -> {b} [dir="none", style="dashed", color="#999999"]\n')
+        else:
+            body.append(f"\t{b} -> {a}\n")
     graph_attr = dict(GRAPH_ATTR, tooltip=f"{direction} graph: {len(graph.nodes)} nodes")
     return graph_attr, dict(NODE_ATTR), edge_attr, body
 
