@@ -222,3 +222,8 @@ def test_a_failed_forward_records_nothing_and_changes_nothing():
         x @ t(4, 5)
     (x * 2.0).sum().backward()  # the graph is still usable
     np.testing.assert_array_equal(x.grad.numpy(), 2.0)
+
+
+def test_cross_entropy_wants_floating_logits():
+    with pytest.raises(ta.DTypeError, match=r"cross_entropy: logits must be floating point.*int64"):
+        F.cross_entropy(ta.tensor([[1, 2], [3, 4]]), ta.tensor([0, 1]))

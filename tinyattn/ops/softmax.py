@@ -70,6 +70,9 @@ def scaled_masked_softmax_vjp(be, g, saved, keep=None, scale=1.0, causal=False):
 def cross_entropy(be, x, target, ignore_index=-100, reduction="mean", label_smoothing=0.0):
     """loss = -(1-ε) log softmax(x)[t] - ε mean_c log softmax(x)[c], class dim 1 (or 0 if 1-D)"""
     xp = be.xp
+    if x.dtype.kind != "f":
+        raise DTypeError(f"cross_entropy: logits must be floating point, got {x.dtype}; "
+                         "convert them with .float()")
     rows, t, shape = _rows(be, x, target)  # (M, C), (M,)
     n_class = rows.shape[1]
     valid = t != ignore_index
@@ -77,7 +80,8 @@ def cross_entropy(be, x, target, ignore_index=-100, reduction="mean", label_smoo
     t = xp.where(valid, t, 0)
     m = rows.max(axis=1, keepdims=True)
     m = xp.where(m == NEG_INF, 0, m)
-    p = xp.exp(rows - m)
+    p = rows - m  # becomes exp(rows - m), then the softmax, in place
+    xp.exp(p, out=p)
     s = p.sum(axis=1, keepdims=True)
     lse = (xp.log(s) + m)[:, 0]  # (M,)
     picked = xp.take_along_axis(rows, t[:, None], axis=1)[:, 0]
