@@ -299,7 +299,7 @@ def test_gpu_flash_attention(cp_be, d, n_q, n_k, dtype):
         out_g, lse_g = cp_be.attention_forward(qg, kg, vg, maskg, scale, causal)
         close(out_g, out, dtype, cp_be, tol)
         got = cp_be.attention_backward(qg, kg, vg, out_g, lse_g, gg, maskg, scale, causal)
-        for a, b in zip(got, grads):
+        for a, b in zip(got, grads, strict=True):
             close(a, b, dtype, cp_be, 10 * tol)
 
 
@@ -313,7 +313,7 @@ def test_gpu_sdpa_flash_through_autograd(cp_be):
         out = F.scaled_dot_product_attention(q, k, v, is_causal=True, impl="flash")
         (out * out).sum().backward()
         grads[name] = [out.numpy()] + [t.grad.numpy() for t in (q, k, v)]
-    for a, b in zip(grads["cupy"], grads["numpy"]):
+    for a, b in zip(grads["cupy"], grads["numpy"], strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
 
 
@@ -373,7 +373,7 @@ def test_gpu_training_step_matches_numpy():
         losses[name] = loss.item()
     assert losses["cupy"] == pytest.approx(losses["numpy"], rel=1e-4)
     for (name, p_np), (_, p_cp) in zip(model_np.named_parameters(),
-                                       model_cp.named_parameters()):
+                                       model_cp.named_parameters(), strict=True):
         np.testing.assert_allclose(p_cp.numpy(), p_np.numpy(), rtol=1e-3, atol=1e-4,
                                    err_msg=name)
 

@@ -217,7 +217,7 @@ def test_flash_backward_replay(d, n_q, n_k):
         want = flash_ref.flash_backward(np, q, k, v, out, lse, g, mask, scale, causal)
         f32 = [a.astype(np.float32) for a in (q, k, v, out, lse, g)]
         got = kr.flash_backward(*f32[:5], f32[5], scale, causal, mask)
-        for name, a, b in zip(("gq", "gk", "gv"), got, want):
+        for name, a, b in zip(("gq", "gk", "gv"), got, want, strict=True):
             assert a.dtype == np.float32 and not np.isnan(a).any()
             np.testing.assert_allclose(a, b, rtol=1e-4, atol=5e-5, err_msg=f"{name} {causal}")
 

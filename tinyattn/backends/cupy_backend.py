@@ -108,10 +108,10 @@ def flash_smem_bytes(d, direction):
 def collapse_batch_stride(shape, strides):
     """One stride that walks the flattened leading dims of a (..., T, S) view, or None if the
     view's leading dims cannot be walked with a single stride (then it must be copied)."""
-    dims = [(n, s) for n, s in zip(shape, strides) if n != 1]
+    dims = [(n, s) for n, s in zip(shape, strides, strict=True) if n != 1]
     if not dims:
         return 0
-    for (_, s_outer), (n_inner, s_inner) in zip(dims, dims[1:]):
+    for (_, s_outer), (n_inner, s_inner) in zip(dims, dims[1:], strict=False):
         if s_outer != s_inner * n_inner:
             return None
     return dims[-1][1]

@@ -65,7 +65,8 @@ def run_cpu(ts, batch, heads, d, repeats, causal):
     rng = np.random.default_rng(0)
     print(f"numpy backend, float32, B={batch} H={heads} d={d}, causal={causal}, forward + "
           f"backward, medians of {repeats}")
-    print(f"{'T':>6} {'impl':<10} {'ms':>9} {'GFLOP/s':>8} {'peak MiB':>9} {'flash / composite':>26}")
+    print(f"{'T':>6} {'impl':<10} {'ms':>9} {'GFLOP/s':>8} {'peak MiB':>9} "
+          f"{'flash / composite':>26}")
     rows = []
     for t in ts:
         arrays = [rng.standard_normal((batch, heads, t, d)).astype(np.float32)
@@ -108,7 +109,7 @@ def composed_backward(cp, be, q, k, v, p, g, scale):
 
 
 def run_gpu(ts, batch, heads, d, repeats):
-    from .softmax import gpu_or_reason, time_interleaved, torch_cuda
+    from .softmax import gpu_or_reason, torch_cuda
 
     cp, be = gpu_or_reason()
     if cp is None:
@@ -124,47 +125,54 @@ def run_gpu(ts, batch, heads, d, repeats):
           f"{'yes (TF32 off)' if torch else 'absent'}; medians of {repeats}")
     print(f"{'T':>6} {'contender':<16} {'fwd ms':>8} {'fwd TF/s':>9} {'f+b ms':>8} "
           f"{'bwd TF/s':>9} {'f+b vs kernel':>14}")
-    scale = 1 / math.sqrt(d)
     rng = cp.random.default_rng(0)
     rows = []
     for t in ts:
-        q, k, v, g = (rng.standard_normal((batch, heads, t, d), dtype=cp.float32)
-                      for _ in range(4))
-
-        def kernel_fb():
-            out, lse = be.attention_forward(q, k, v, None, scale, True)
-            return be.attention_backward(q, k, v, out, lse, g, None, scale, True)
-
-        def composed_fb():
-            out, p = composed_forward(cp, be, q, k, v, scale)
-            return composed_backward(cp, be, q, k, v, p, g, scale)
-
-        fwd = {"flash kernel": lambda: be.attention_forward(q, k, v, None, scale, True),
-               "cupy composed": lambda: composed_forward(cp, be, q, k, v, scale)}
-        both = {"flash kernel": kernel_fb, "cupy composed": composed_fb}
-        if torch is not None:
-            tq, tk, tv, tg = (torch.from_dlpack(a) for a in (q, k, v, g))
-            sdpa = torch.nn.functional.scaled_dot_product_attention
-
-            def torch_fb():
-                qq, kk, vv = (a.detach().requires_grad_() for a in (tq, tk, tv))
-                sdpa(qq, kk, vv, is_causal=True).backward(tg)
-
-            fwd["torch sdpa"] = lambda: sdpa(tq, tk, tv, is_causal=True)
-            both["torch sdpa"] = torch_fb
-        t_fwd = time_interleaved(cp, fwd, repeats)
-        t_both = time_interleaved(cp, both, repeats)
-        f_fwd, f_bwd = flops(batch * heads, t, d, causal=True)
-        for who in fwd:
-            bwd_s = max(t_both[who] - t_fwd[who], 1e-6) / 1e3
-            rel = "" if who == "flash kernel" else f"{t_both[who] / t_both['flash kernel']:.2f}x"
-            print(f"{t:>6} {who:<16} {t_fwd[who]:8.3f} {f_fwd / t_fwd[who] / 1e9:9.2f} "
-                  f"{t_both[who]:8.3f} {f_bwd / bwd_s / 1e12:9.2f} {rel:>14}")
-            rows.append(dict(t=t, contender=who, forward_ms=t_fwd[who], step_ms=t_both[who]))
-        del q, k, v, g
+        rows += gpu_case(cp, be, torch, rng, t, batch, heads, d, repeats)
         cp.get_default_memory_pool().free_all_blocks()
     print("'f+b vs kernel': forward + backward time over the flash kernel's (>1: kernel "
           "faster). TF/s: causal flops (half the square) per second.")
+    return rows
+
+
+def gpu_case(cp, be, torch, rng, t, batch, heads, d, repeats):
+    """Time the contenders at one sequence length; print and return their rows."""
+    from .softmax import time_interleaved
+
+    scale = 1 / math.sqrt(d)
+    q, k, v, g = (rng.standard_normal((batch, heads, t, d), dtype=cp.float32) for _ in range(4))
+
+    def kernel_fb():
+        out, lse = be.attention_forward(q, k, v, None, scale, True)
+        return be.attention_backward(q, k, v, out, lse, g, None, scale, True)
+
+    def composed_fb():
+        out, p = composed_forward(cp, be, q, k, v, scale)
+        return composed_backward(cp, be, q, k, v, p, g, scale)
+
+    fwd = {"flash kernel": lambda: be.attention_forward(q, k, v, None, scale, True),
+           "cupy composed": lambda: composed_forward(cp, be, q, k, v, scale)}
+    both = {"flash kernel": kernel_fb, "cupy composed": composed_fb}
+    if torch is not None:
+        tq, tk, tv, tg = (torch.from_dlpack(a) for a in (q, k, v, g))
+        sdpa = torch.nn.functional.scaled_dot_product_attention
+
+        def torch_fb():
+            qq, kk, vv = (a.detach().requires_grad_() for a in (tq, tk, tv))
+            sdpa(qq, kk, vv, is_causal=True).backward(tg)
+
+        fwd["torch sdpa"] = lambda: sdpa(tq, tk, tv, is_causal=True)
+        both["torch sdpa"] = torch_fb
+    t_fwd = time_interleaved(cp, fwd, repeats)
+    t_both = time_interleaved(cp, both, repeats)
+    f_fwd, f_bwd = flops(batch * heads, t, d, causal=True)
+    rows = []
+    for who in fwd:
+        bwd_s = max(t_both[who] - t_fwd[who], 1e-6) / 1e3
+        rel = "" if who == "flash kernel" else f"{t_both[who] / t_both['flash kernel']:.2f}x"
+        print(f"{t:>6} {who:<16} {t_fwd[who]:8.3f} {f_fwd / t_fwd[who] / 1e9:9.2f} "
+              f"{t_both[who]:8.3f} {f_bwd / bwd_s / 1e12:9.2f} {rel:>14}")
+        rows.append(dict(t=t, contender=who, forward_ms=t_fwd[who], step_ms=t_both[who]))
     return rows
 
 
