@@ -178,11 +178,14 @@ def apply(op, *inputs, **params):
 
 def _record(op, inputs, arrays, saved, params):
     """The Node of one op call: its inputs' nodes, shapes and dtypes, what its VJP needs."""
-    parents = [x._node if isinstance(x, Tensor) else None for x in inputs]
+    parents, shapes, dtypes = [], [], []
+    for x, a in zip(inputs, arrays):
+        parents.append(x._node if isinstance(x, Tensor) else None)
+        shapes.append(getattr(a, "shape", ()))
+        dtypes.append(getattr(a, "dtype", None))
     for i in op.nondiff:
         parents[i] = None
-    return Node(op, parents, saved, params, [getattr(a, "shape", ()) for a in arrays],
-                [getattr(a, "dtype", None) for a in arrays], _scope.get())
+    return Node(op, parents, saved, params, shapes, dtypes, _scope.get())
 
 
 def _op_error(op, inputs, e):
@@ -295,15 +298,14 @@ def _walk(tensor, gradient, retain_graph, steps):
             raise GraphError(f"{op.name}: the VJP returned {len(gs)} gradients for "
                              f"{len(parents)} inputs")
         fitted = []
-        for i, parent in enumerate(parents):
-            gx = gs[i]
+        for parent, gx, shape, dtype in zip(parents, gs, node.shapes, node.dtypes):
             if parent is None or gx is None:
                 fitted.append(None)
                 continue
-            if gx.shape != node.shapes[i]:
-                gx = _fit(op, i, gx, node.shapes[i])
-            if gx.dtype != node.dtypes[i]:
-                gx = gx.astype(node.dtypes[i])
+            if gx.shape != shape:
+                gx = _fit(op, len(fitted), gx, shape)
+            if gx.dtype is not dtype and gx.dtype != dtype:  # (`is`: the quick common case)
+                gx = gx.astype(dtype)
             fitted.append(gx)
             prev = grads.get(parent)
             if prev is None:

@@ -46,7 +46,7 @@ def tinyattn_chain(x0, n_ops):
     x = x0
     for i in range(n_ops):
         kind = i % 3
-        x = x * C_MUL if kind == 0 else x + C_ADD if kind == 1 else x.tanh()
+        x = x * float(C_MUL) if kind == 0 else x + float(C_ADD) if kind == 1 else x.tanh()
     x.backward(ta.ones_like(x))
     return x.numpy(), x0.grad.numpy()
 
