@@ -141,7 +141,7 @@ class Node:
 def apply(op, *inputs, **params):
     """Run `op` on tensors (and Python numbers), and record a node if any input needs grad."""
     be = None
-    arrays = []
+    arrays, parents, shapes, dtypes = [], [], [], []  # one entry per input
     needs_grad = False
     for x in inputs:
         if isinstance(x, Tensor):
@@ -150,11 +150,18 @@ def apply(op, *inputs, **params):
             elif x.backend is not be:
                 raise BackendError(f"{op.name}: inputs live on two backends, {be.name} and "
                                    f"{x.backend.name}: move one with .to('{be.name}') first")
-            arrays.append(x.data)
-            if x._node is not None:
+            a, node = x.data, x._node
+            if node is not None:
                 needs_grad = True
+            parents.append(node)
+            shapes.append(a.shape)
+            dtypes.append(a.dtype)
         else:  # a Python number, None, or a constant array (a mask, class indices)
-            arrays.append(x)
+            a = x
+            parents.append(None)
+            shapes.append(getattr(x, "shape", ()))
+            dtypes.append(getattr(x, "dtype", None))
+        arrays.append(a)
     if be is None:
         raise TypeError(f"{op.name}: needs at least one Tensor input")
     try:
@@ -170,22 +177,12 @@ def apply(op, *inputs, **params):
     t.name = None
     t._node = None
     if needs_grad and _grad_enabled.get():
-        t._node = _record(op, inputs, arrays, saved, params)
+        for i in op.nondiff:
+            parents[i] = None
+        t._node = Node(op, parents, saved, params, shapes, dtypes, _scope.get())
     for tracer in _tracers.get():
         tracer.forward(op, inputs, params, t)
     return t
-
-
-def _record(op, inputs, arrays, saved, params):
-    """The Node of one op call: its inputs' nodes, shapes and dtypes, what its VJP needs."""
-    parents, shapes, dtypes = [], [], []
-    for x, a in zip(inputs, arrays):
-        parents.append(x._node if isinstance(x, Tensor) else None)
-        shapes.append(getattr(a, "shape", ()))
-        dtypes.append(getattr(a, "dtype", None))
-    for i in op.nondiff:
-        parents[i] = None
-    return Node(op, parents, saved, params, shapes, dtypes, _scope.get())
 
 
 def _op_error(op, inputs, e):

@@ -11,6 +11,7 @@ value and the same gradient (checked before timing).
 """
 
 import argparse
+import gc
 import statistics
 import sys
 import time
@@ -95,6 +96,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     check(with_torch=not args.no_torch)
     impls = implementations(args.ops, not args.no_torch)
+    gc.collect()
+    gc.freeze()  # the objects of the imports (torch has many) are not scanned by every gc run
     times = {name: [] for name in impls}
     for run in impls.values():
         run()  # warm up

@@ -88,7 +88,11 @@ def dim1(dim, ndim, opname):
 def is_const(v):
     """True for a Python number operand: a constant of the graph, so it gets no gradient.
     (A 0-d result such as x.sum() can be a NumPy scalar, and np.float64 is a float: not const.)"""
-    return isinstance(v, (int, float)) and not hasattr(v, "dtype")
+    return type(v) in _PYTHON_NUMBERS or (isinstance(v, (int, float))
+                                           and not hasattr(v, "dtype"))
+
+
+_PYTHON_NUMBERS = (int, float, bool)  # the quick exact-type check first
 
 
 def broadcast_shape(*shapes):
