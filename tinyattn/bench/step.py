@@ -12,6 +12,7 @@ every gradient, then `main` times them interleaved in one process and prints med
 import argparse
 import gc
 import math
+import os
 import statistics
 import sys
 import time
@@ -115,9 +116,15 @@ def _gelu_bwd(g, f, t):
     return gf
 
 
-def _linear(x, w, b):
-    """x @ w.T + b as one 2-D product over the folded batch dims (one BLAS call)."""
-    return (x.reshape(-1, x.shape[-1]) @ w.T + b).reshape(x.shape[:-1] + (w.shape[0],))
+def _linear(x, w, b, residual=None):
+    """x @ w.T + b (+ residual) as one 2-D product over the folded batch dims (one BLAS call),
+    the additions done in place on the product."""
+    out = x.reshape(-1, x.shape[-1]) @ w.T
+    out += b
+    out = out.reshape(x.shape[:-1] + (w.shape[0],))
+    if residual is not None:
+        out += residual
+    return out
 
 
 def _linear_bwd(g, x, w):
@@ -154,11 +161,11 @@ def numpy_step(p, idx, tgt, H):  # noqa: N803
     np.exp(att, out=att)
     att /= att.sum(-1, keepdims=True)
     y = (att @ v).transpose(0, 2, 1, 3).reshape(B, T, C)  # (B, T, C)
-    x1 = x0 + _linear(y, p[pre + "attn.proj.weight"], p[pre + "attn.proj.bias"])
+    x1 = _linear(y, p[pre + "attn.proj.weight"], p[pre + "attn.proj.bias"], residual=x0)
     h2, ln2 = _ln_fwd(x1, p[pre + "ln2.weight"], p[pre + "ln2.bias"])
     f = _linear(h2, p[pre + "mlp.fc.weight"], p[pre + "mlp.fc.bias"])  # (B, T, 4C)
     gelu, t = _gelu_fwd(f)
-    x2 = x1 + _linear(gelu, p[pre + "mlp.proj.weight"], p[pre + "mlp.proj.bias"])
+    x2 = _linear(gelu, p[pre + "mlp.proj.weight"], p[pre + "mlp.proj.bias"], residual=x1)
     h3, lnf = _ln_fwd(x2, p["ln_f.weight"], p["ln_f.bias"])
     logits = h3.reshape(-1, C) @ p["wte.weight"].T  # (B*T, V)
     rows = np.arange(B * T)
@@ -183,7 +190,8 @@ def numpy_step(p, idx, tgt, H):  # noqa: N803
     gh2, grads[pre + "mlp.fc.weight"], grads[pre + "mlp.fc.bias"] = _linear_bwd(
         gf, h2, p[pre + "mlp.fc.weight"])
     gx1_ln, grads[pre + "ln2.weight"], grads[pre + "ln2.bias"] = _ln_bwd(gh2, ln2)
-    gx1 = gx2 + gx1_ln
+    gx1 = gx1_ln  # the residual stream: both paths add up (in place, gx1_ln is ours)
+    gx1 += gx2
     gy, grads[pre + "attn.proj.weight"], grads[pre + "attn.proj.bias"] = _linear_bwd(
         gx1, y, p[pre + "attn.proj.weight"])
     gy = gy.reshape(B, T, H, D).transpose(0, 2, 1, 3)  # (B, H, T, D)
@@ -201,7 +209,8 @@ def numpy_step(p, idx, tgt, H):  # noqa: N803
     gh1, grads[pre + "attn.qkv.weight"], grads[pre + "attn.qkv.bias"] = _linear_bwd(
         gqkv, h1, p[pre + "attn.qkv.weight"])
     gx0_ln, grads[pre + "ln1.weight"], grads[pre + "ln1.bias"] = _ln_bwd(gh1, ln1)
-    gx0 = gx1 + gx0_ln
+    gx0 = gx0_ln
+    gx0 += gx1
     grads["wpe.weight"] = np.zeros_like(p["wpe.weight"])
     grads["wpe.weight"][:T] = gx0.sum(0)
     _scatter_rows(gwte, idx.reshape(-1), gx0.reshape(-1, C))
@@ -336,6 +345,11 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--no-torch", action="store_true")
     args = parser.parse_args(argv)
+    # Between calls, PyTorch's OpenMP threads spin by default, holding the cores that NumPy's
+    # BLAS threads need next (and the reverse): on a 2-core machine that distorts an interleaved
+    # comparison by up to 2x. Passive waiting gives each library the machine on its turn.
+    # (It must be set before torch is imported; a caller's own setting wins.)
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         import torch
 
