@@ -15,7 +15,6 @@ from .ops import matmul as mm
 from .ops import nn as nn_ops
 from .ops import shape as sh
 from .ops import softmax as sm
-from .ops.mask import masked_fill as _masked_fill
 from .tensor import Tensor
 
 

@@ -13,7 +13,7 @@ import numpy as np
 from .. import functional as F
 from ..autograd import no_grad
 from ..errors import ShapeError
-from ..tensor import arange, randn, tensor
+from ..tensor import randn, tensor
 from .layers import Dropout, Embedding, LayerNorm, Linear
 from .module import Module, ModuleList
 
