@@ -227,3 +227,8 @@ def test_a_failed_forward_records_nothing_and_changes_nothing():
 def test_cross_entropy_wants_floating_logits():
     with pytest.raises(ta.DTypeError, match=r"cross_entropy: logits must be floating point.*int64"):
         F.cross_entropy(ta.tensor([[1, 2], [3, 4]]), ta.tensor([0, 1]))
+
+
+def test_gelu_wants_floating_input():
+    with pytest.raises(ta.DTypeError, match=r"gelu: needs a floating-point input, got int64"):
+        F.gelu(ta.tensor([1, 2, 3]))

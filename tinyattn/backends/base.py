@@ -13,6 +13,9 @@ from abc import ABC, abstractmethod
 from . import flash
 
 NEG_INF = float("-inf")
+SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
+INV_SQRT_2 = 1 / math.sqrt(2)
+INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
 
 
 class Backend(ABC):
@@ -57,6 +60,56 @@ class Backend(ABC):
     def erf(self, x):
         """The error function: exact to ~1e-15 in float64, to ~3e-7 (a float32 ulp or two) else."""
         return self.erf_reference(x) if x.dtype == self.xp.float64 else self.erf_fast(x)
+
+    # ---- GELU: forward and backward, each one pass of in-place steps ---------------------------
+
+    def gelu_forward(self, x, approximate="none"):
+        """(out, saved): out = x Φ(x) with saved = Φ(x) = (1 + erf(x/√2)) / 2, or for "tanh"
+        out = x (1 + t) / 2 with saved = t = tanh(√(2/π) (x + 0.044715 x³))."""
+        xp = self.xp
+        if approximate == "tanh":
+            t = xp.asarray(x * x)  # asarray: on a 0-d x, x * x is a scalar, not writable
+            t *= 0.044715
+            t += 1
+            t *= x
+            t *= SQRT_2_OVER_PI
+            xp.tanh(t, out=t)
+            out = t + 1
+            out *= x
+            out *= 0.5
+            return out, t
+        cdf = xp.asarray(self.erf(x * INV_SQRT_2))
+        cdf += 1
+        cdf *= 0.5
+        return x * cdf, cdf
+
+    def gelu_backward(self, g, x, saved, approximate="none"):
+        """gx = g * dGELU/dx from x and what gelu_forward saved:
+        Φ(x) + x φ(x) with φ(x) = exp(-x²/2) / √(2π); for "tanh", with u = √(2/π)(x + 0.044715 x³),
+        0.5 (1 + t) + 0.5 x (1 - t²) du/dx, du/dx = √(2/π) (1 + 3·0.044715 x²)."""
+        xp = self.xp
+        if approximate == "tanh":
+            t = saved
+            du = x * x
+            du *= 3 * 0.044715 * SQRT_2_OVER_PI
+            du += SQRT_2_OVER_PI
+            gx = xp.asarray(t * t)
+            xp.subtract(1, gx, out=gx)
+            gx *= du
+            gx *= x
+            gx += 1
+            gx += t
+            gx *= 0.5
+            gx *= g
+            return gx
+        gx = xp.asarray(x * x)
+        gx *= -0.5
+        xp.exp(gx, out=gx)
+        gx *= INV_SQRT_2PI
+        gx *= x
+        gx += saved
+        gx *= g
+        return gx
 
     # ---- softmax: the three-pass reference -------------------------------------------------
 

@@ -390,12 +390,7 @@ class CupyBackend(Backend):
         if self.use_kernels and x.dtype in SOFTMAX_DTYPES:
             kind = "tanh" if approximate == "tanh" else "erf"
             return self.elementwise(f"tinyattn_gelu_{kind}_forward")(x)
-        xp, r = self.xp, kernel_refs
-        if approximate == "tanh":
-            t = xp.tanh(r.SQRT_2_OVER_PI * (x + r.GELU_C * (x * x * x)))
-            return 0.5 * x * (1 + t), t
-        cdf = 0.5 * (1 + self.erf(x * r.INV_SQRT_2))
-        return x * cdf, cdf
+        return super().gelu_forward(x, approximate)
 
     def gelu_backward(self, g, x, saved, approximate="none"):
         """gx of GELU from x and the saved Φ(x) or tanh, in one pass."""
@@ -403,11 +398,7 @@ class CupyBackend(Backend):
             kind = "tanh" if approximate == "tanh" else "erf"
             return self.elementwise(f"tinyattn_gelu_{kind}_backward")(
                 g.astype(x.dtype, copy=False), x, saved)
-        xp, r = self.xp, kernel_refs
-        if approximate == "tanh":
-            du = r.SQRT_2_OVER_PI * (1 + 3 * r.GELU_C * (x * x))
-            return g * (0.5 * (1 + saved) + 0.5 * x * (1 - saved * saved) * du)
-        return g * (saved + x * (r.INV_SQRT_2PI * xp.exp(-0.5 * (x * x))))
+        return super().gelu_backward(g, x, saved, approximate)
 
     def adam_update(self, p, g, m, v, lr, beta1, beta2, eps, weight_decay, step, decoupled):
         if not self.use_kernels or p.dtype not in SOFTMAX_DTYPES:

@@ -1,17 +1,14 @@
 """Neural-network ops, each one fused node: layer_norm, gelu, embedding, dropout.
 
 Fused means the forward and the VJP are written out by hand instead of being composed from
-smaller ops: fewer nodes, fewer temporaries, and the formulas a textbook gives.
+smaller ops: fewer nodes, fewer temporaries, and the formulas a textbook gives. GELU's
+formulas live in the backend (`Backend.gelu_forward` / `gelu_backward`), which the CuPy backend
+runs as one elementwise kernel each.
 """
-
-import math
 
 from ..errors import DTypeError, ShapeError, fmt_shape
 from . import op
 
-SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
-INV_SQRT_2 = 1 / math.sqrt(2)
-INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
 
 
 @op("layer_norm", "gx = rstd * (ĝ - mean(ĝ) - x̂ * mean(ĝ * x̂)), ĝ = g * w; gw = Σ g x̂; gb = Σ g",
@@ -55,53 +52,19 @@ def layer_norm_vjp(be, g, saved, n_dims=1, eps=1e-5):
 @op("gelu", "gx = g * (Φ(x) + x φ(x))  (tanh: its derivative)", fused=True)
 def gelu(be, x, approximate="none"):
     """out = x Φ(x) = x (1 + erf(x/√2)) / 2; tanh: x (1 + tanh(√(2/π)(x + 0.044715 x³))) / 2"""
-    xp = be.xp
-    if approximate == "tanh":
-        t = xp.asarray(x * x)  # √(2/π) (x + 0.044715 x³), then its tanh, in place
-        # (asarray: on a 0-d x, NumPy's x * x is a scalar, which cannot be written into)
-        t *= 0.044715
-        t += 1
-        t *= x
-        t *= SQRT_2_OVER_PI
-        xp.tanh(t, out=t)
-        out = t + 1
-        out *= x
-        out *= 0.5
-        return out, (x, t)
-    if approximate != "none":
+    if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-    cdf = xp.asarray(be.erf(x * INV_SQRT_2))
-    cdf += 1
-    cdf *= 0.5
-    return x * cdf, (x, cdf)
+    if getattr(x, "dtype", None) is None or x.dtype.kind != "f":
+        raise DTypeError(f"gelu: needs a floating-point input, got "
+                         f"{getattr(x, 'dtype', type(x).__name__)}; convert it with .float()")
+    out, t_or_cdf = be.gelu_forward(x, approximate)  # the formulas: Backend.gelu_forward
+    return out, (x, t_or_cdf)
 
 
 @gelu.defvjp
 def gelu_vjp(be, g, saved, approximate="none"):
-    x, t_or_cdf = saved
-    xp = be.xp
-    if approximate == "tanh":  # 0.5 (1 + t) + 0.5 x (1 - t²) √(2/π) (1 + 3·0.044715 x²)
-        t = t_or_cdf
-        du = x * x
-        du *= 3 * 0.044715 * SQRT_2_OVER_PI
-        du += SQRT_2_OVER_PI
-        gx = xp.asarray(t * t)
-        xp.subtract(1, gx, out=gx)
-        gx *= du
-        gx *= x
-        gx += 1
-        gx += t
-        gx *= 0.5
-        gx *= g
-        return (gx,)
-    gx = xp.asarray(x * x)  # Φ(x) + x φ(x), φ(x) = exp(-x²/2) / √(2π)
-    gx *= -0.5
-    xp.exp(gx, out=gx)
-    gx *= INV_SQRT_2PI
-    gx *= x
-    gx += t_or_cdf
-    gx *= g
-    return (gx,)
+    x, t_or_cdf = saved  # tanh(√(2/π)(x + 0.044715 x³)), or Φ(x)
+    return (be.gelu_backward(g, x, t_or_cdf, approximate),)
 
 
 @op("embedding", "gw = zeros(w.shape); gw[ids] += g", nondiff=(0,))
