@@ -11,7 +11,6 @@ value and the same gradient (checked before timing).
 """
 
 import argparse
-import gc
 import os
 import statistics
 import sys
@@ -102,8 +101,6 @@ def main(argv=None):
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     check(with_torch=not args.no_torch)
     impls = implementations(args.ops, not args.no_torch)
-    gc.collect()
-    gc.freeze()  # the objects of the imports (torch has many) are not scanned by every gc run
     times = {name: [] for name in impls}
     for run in impls.values():
         run()  # warm up

@@ -10,7 +10,6 @@ every gradient, then `main` times them interleaved in one process and prints med
 """
 
 import argparse
-import gc
 import math
 import os
 import statistics
@@ -362,8 +361,6 @@ def main(argv=None):
     for size in args.sizes:
         check(size, not args.no_torch)
         impls = implementations(size, not args.no_torch)
-        gc.collect()
-        gc.freeze()  # the objects of the imports (torch has many) are not scanned by every gc run
         medians = time_interleaved(impls, args.repeats)
         for name, seconds in medians.items():
             vs_torch = f"{seconds / medians['torch']:.2f}x" if "torch" in medians else "-"
