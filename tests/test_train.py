@@ -131,3 +131,12 @@ def test_default_config_is_the_documented_one():
     cfg = TrainConfig()
     assert (cfg.task, cfg.steps, cfg.backend) == ("reverse", 600, "numpy")
     assert cfg.run_dir() == os.path.join("runs", "reverse")
+
+
+def test_console_script_prints_user_errors_in_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr("sys.argv", ["tinyattn", "sample", "--checkpoint",
+                                     str(tmp_path / "missing.npz")])
+    assert cli.run() == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tinyattn: error:") and "missing.npz" in err
+    assert "Traceback" not in err

@@ -184,5 +184,17 @@ def main(argv=None):
     return args.fn(args)
 
 
+def run():
+    """The `tinyattn` console script: main(), with a user's mistake (a bad option value, a
+    missing file, no CuPy) printed as one line instead of a traceback."""
+    from .errors import TinyattnError
+
+    try:
+        return main()
+    except (TinyattnError, ValueError, OSError) as e:
+        print(f"tinyattn: error: {e}", file=sys.stderr)
+        return 2
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())
