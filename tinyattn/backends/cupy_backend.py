@@ -168,7 +168,9 @@ class CupyBackend(Backend):
         self._cupyx.scatter_add(out, index, values)
 
     def erf(self, x):
-        return self._cupyx.scipy.special.erf(x)
+        # cupyx's erf has loops e->d, f->f, d->d: float16 in would give float64 out
+        out = self._cupyx.scipy.special.erf(x)
+        return out.astype(x.dtype, copy=False) if x.dtype.kind == "f" else out
 
     # ---- compiling and finding kernels ---------------------------------------------------------
 
