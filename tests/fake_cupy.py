@@ -1,0 +1,486 @@
+"""A stand-in for CuPy on NumPy, strict where CuPy is strict, so CupyBackend runs on the CPU.
+
+`make_fake()` returns {module name: module} for "cupy", "cupyx", "cupyx.scipy" and
+"cupyx.scipy.special", to be put in sys.modules by a test. Device arrays are `FakeArray`s: a
+wrapper around a NumPy array (not a subclass), so the mistakes that break on a real GPU break
+here too: `np.asarray(device_array)` raises TypeError (implicit device-to-host copy), mixing a
+NumPy ndarray into a device op raises TypeError, `isinstance(a, np.ndarray)` is False, and
+reductions and indexing give 0-d device arrays, never NumPy scalars. NumPy scalars and Python
+numbers mix freely, NumPy arrays inside an index are converted, as in CuPy.
+
+Kernels: `RawModule(...).get_function(name)` gives a `FakeRawKernel` that checks its launch
+arguments (device arrays and NumPy scalars only) and records the launch in `module.launches`
+without running anything (outputs are left as they were); `ElementwiseKernel` runs the NumPy
+replay of its body from tinyattn/backends/kernel_refs.py, so the kernels-on GELU and Adam host
+code can run end to end. The random generator offers only the methods and dtypes CuPy's has.
+"""
+
+import types
+
+import numpy as np
+
+from tinyattn.backends import cupy_backend as cb
+from tinyattn.backends import kernel_refs
+from tinyattn.backends.numpy_backend import NumpyBackend
+
+IMPLICIT = ("Implicit conversion to a NumPy array is not allowed. Please use `.get()` to "
+            "construct a NumPy array explicitly.")
+
+
+class FakeArray:
+    """A device array: a NumPy array that refuses to leave the device without `.get()`."""
+
+    __slots__ = ("_a",)
+    __array_priority__ = 100
+    __hash__ = None
+
+    def __init__(self, a):
+        assert isinstance(a, np.ndarray)
+        object.__setattr__(self, "_a", a)
+
+    # -- leaving the device: only explicitly --------------------------------------------------
+    def __array__(self, *args, **kwargs):
+        raise TypeError(IMPLICIT)
+
+    def get(self, stream=None, order="C", out=None):
+        return np.array(self._a, order=order)
+
+    def __repr__(self):
+        return repr(self._a)
+
+    __str__ = __repr__
+
+    def __format__(self, spec):
+        return format(self._a.item() if self._a.ndim == 0 else self._a, spec)
+
+    def __bool__(self):
+        return bool(self._a)
+
+    def __float__(self):
+        return float(self._a)
+
+    def __int__(self):
+        return int(self._a)
+
+    def __complex__(self):
+        return complex(self._a)
+
+    def __len__(self):
+        return len(self._a)
+
+    def __iter__(self):
+        return (wrap(a) for a in self._a)
+
+    def __setattr__(self, name, value):
+        setattr(self._a, name, value)  # shape = ..., strides are NumPy's rules
+
+    # -- attributes and methods: NumPy's, with device arrays in and out ----------------------
+    def __getattr__(self, name):
+        if name.startswith("__"):  # __array_interface__ & co. would let NumPy copy implicitly
+            raise AttributeError(name)
+        attr = getattr(self._a, name)
+        if name in ("base",):
+            return None if attr is None else wrap(attr)
+        if name in ("T", "mT", "real", "imag", "flat"):
+            return wrap(attr)
+        if not callable(attr):
+            return attr
+
+        def method(*args, **kwargs):
+            out = attr(*unwrap(args), **unwrap(kwargs))
+            return self if out is self._a else wrap(out)
+
+        return method
+
+    def __getitem__(self, index):
+        return wrap(self._a[unwrap(index, host_ok=True)])
+
+    def __setitem__(self, index, value):
+        self._a[unwrap(index, host_ok=True)] = unwrap(value, host_ok=True)
+
+    # -- NumPy's protocols: np.exp(device) and np.sum(device) dispatch, as CuPy does --------
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        out = kwargs.get("out")
+        result = getattr(ufunc, method)(*unwrap(inputs), **unwrap(kwargs))
+        if out is not None:
+            return out[0] if len(out) == 1 else out
+        return wrap(result)
+
+    def __array_function__(self, func, types_, args, kwargs):
+        return wrap(func(*unwrap(args), **unwrap(kwargs)))
+
+    def __matmul__(self, other):
+        return _call(np.matmul, self, other)
+
+    def __rmatmul__(self, other):
+        return _call(np.matmul, other, self)
+
+    def __imatmul__(self, other):
+        self._a[...] = _call(np.matmul, self, other)._a
+        return self
+
+    def __neg__(self):
+        return _call(np.negative, self)
+
+    def __pos__(self):
+        return _call(np.positive, self)
+
+    def __abs__(self):
+        return _call(np.absolute, self)
+
+    def __invert__(self):
+        return _call(np.invert, self)
+
+
+def _binary(ufunc):
+    def forward(self, other):
+        return _call(ufunc, self, other)
+
+    def backward(self, other):
+        return _call(ufunc, other, self)
+
+    def inplace(self, other):
+        ufunc(self._a, unwrap(other), out=self._a)
+        return self
+
+    return forward, backward, inplace
+
+
+for _name, _ufunc in [("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
+                      ("truediv", np.true_divide), ("floordiv", np.floor_divide),
+                      ("mod", np.remainder), ("pow", np.power), ("and", np.bitwise_and),
+                      ("or", np.bitwise_or), ("xor", np.bitwise_xor)]:
+    _f, _b, _i = _binary(_ufunc)
+    setattr(FakeArray, f"__{_name}__", _f)
+    setattr(FakeArray, f"__r{_name}__", _b)
+    setattr(FakeArray, f"__i{_name}__", _i)
+for _name, _ufunc in [("eq", np.equal), ("ne", np.not_equal), ("lt", np.less),
+                      ("le", np.less_equal), ("gt", np.greater), ("ge", np.greater_equal)]:
+    setattr(FakeArray, f"__{_name}__", _binary(_ufunc)[0])
+
+
+def unwrap(obj, host_ok=False):
+    """Device arrays -> their NumPy arrays, inside tuples, lists and dicts too. A NumPy ndarray
+    is a host array: a TypeError, as in CuPy, unless `host_ok` (an index, a copy to device)."""
+    if isinstance(obj, FakeArray):
+        return obj._a
+    if isinstance(obj, np.ndarray):
+        if host_ok:
+            return obj
+        raise TypeError(f"Unsupported type {type(obj)} (a NumPy array in a CuPy operation: "
+                        "move it to the device with cupy.asarray first)")
+    if isinstance(obj, tuple):
+        return tuple(unwrap(o, host_ok) for o in obj)
+    if isinstance(obj, list):
+        return [unwrap(o, host_ok) for o in obj]
+    if isinstance(obj, dict):
+        return {k: unwrap(v, host_ok) for k, v in obj.items()}
+    return obj
+
+
+def wrap(obj):
+    """NumPy arrays and scalars -> device arrays (CuPy has no scalars: 0-d arrays instead)."""
+    if isinstance(obj, np.ndarray):
+        return FakeArray(obj)
+    if isinstance(obj, np.generic):
+        return FakeArray(np.asarray(obj))
+    if isinstance(obj, tuple):
+        return tuple(wrap(o) for o in obj)
+    if isinstance(obj, list):
+        return [wrap(o) for o in obj]
+    return obj
+
+
+def _call(fn, *args, **kwargs):
+    return wrap(fn(*unwrap(args), **unwrap(kwargs)))
+
+
+class _Ufunc:
+    """cupy.exp and friends: callable, with out= returning the device array given."""
+
+    def __init__(self, ufunc):
+        self._ufunc = ufunc
+
+    def __call__(self, *args, out=None, **kwargs):
+        if out is not None:
+            self._ufunc(*unwrap(args), out=unwrap(out), **unwrap(kwargs))
+            return out
+        return _call(self._ufunc, *args, **kwargs)
+
+    def at(self, a, indices, b=None):
+        args = (unwrap(a), unwrap(indices, host_ok=True)) + (() if b is None else (unwrap(b),))
+        self._ufunc.at(*args)
+
+    def __getattr__(self, name):
+        attr = getattr(self._ufunc, name)
+        return (lambda *a, **k: _call(attr, *a, **k)) if callable(attr) else attr
+
+
+# ---- array creation: the only doors from the host to the device --------------------------------
+
+def asarray(a, dtype=None, order=None, *, blocking=False):
+    if isinstance(a, FakeArray) and (dtype is None or np.dtype(dtype) == a.dtype):
+        return a
+    return FakeArray(np.array(unwrap(a, host_ok=True), dtype=dtype, order=order or "K"))
+
+
+def array(obj, dtype=None, copy=True, order="K", subok=False, ndmin=0, *, blocking=False):
+    if copy is False and isinstance(obj, FakeArray):
+        return asarray(obj, dtype)
+    return FakeArray(np.array(unwrap(obj, host_ok=True), dtype=dtype, copy=True, order=order,
+                              ndmin=ndmin))
+
+
+def asnumpy(a, stream=None, order="C", out=None, *, blocking=True):
+    if isinstance(a, FakeArray):
+        return a.get(order=order)
+    return np.asarray(a, order=order)
+
+
+def ascontiguousarray(a, dtype=None):
+    if not isinstance(a, FakeArray):
+        raise TypeError(f"cupy.ascontiguousarray needs a cupy.ndarray, got {type(a)}")
+    return FakeArray(np.ascontiguousarray(a._a, dtype=dtype))
+
+
+def empty(shape, dtype=float, order="C"):
+    """Zeros, not garbage: the fake kernels write nothing, and NaN garbage would warn later."""
+    return FakeArray(np.zeros(shape, dtype=dtype, order=order))
+
+
+def empty_like(a, dtype=None, order="K", subok=None, shape=None):
+    return FakeArray(np.zeros_like(unwrap(a), dtype=dtype, order=order, shape=shape))
+
+
+# ---- random: CuPy's Generator has fewer methods than NumPy's -------------------------------------
+
+class FakeGenerator:
+    """cupy.random.Generator: standard_normal/random/uniform/integers... no choice, no shuffle."""
+
+    FLOAT_ONLY = (np.dtype(np.float32), np.dtype(np.float64))
+
+    def __init__(self, seed=None):
+        self._rng = np.random.default_rng(seed)
+
+    def _dtype(self, dtype):
+        if np.dtype(dtype) not in self.FLOAT_ONLY:
+            raise TypeError(f"cupy.random.Generator: dtype must be float32 or float64, got {dtype}")
+        return dtype
+
+    def standard_normal(self, size=None, dtype=np.float64, out=None):
+        return wrap(self._rng.standard_normal(size, dtype=self._dtype(dtype)))
+
+    def random(self, size=None, dtype=np.float64, out=None):
+        return wrap(self._rng.random(size, dtype=self._dtype(dtype)))
+
+    def uniform(self, low=0.0, high=1.0, size=None, dtype=np.float64):
+        return wrap(self._rng.uniform(low, high, size).astype(self._dtype(dtype)))
+
+    def integers(self, low, high=None, size=None, dtype=np.int64, endpoint=False):
+        return wrap(self._rng.integers(low, high, size, dtype=dtype, endpoint=endpoint))
+
+
+# ---- kernels ---------------------------------------------------------------------------------
+
+class FakeRawKernel:
+    """A compiled kernel: checks and records its launches, runs nothing."""
+
+    def __init__(self, module, name):
+        self.module, self.name = module, name
+        self.max_dynamic_shared_size_bytes = 0
+
+    def __call__(self, grid, block, args, *, shared_mem=0, enable_cooperative_groups=False):
+        for label, dims in (("grid", grid), ("block", block)):
+            if not (isinstance(dims, tuple) and 1 <= len(dims) <= 3
+                    and all(isinstance(d, int) and d > 0 for d in dims)):
+                raise ValueError(f"{self.name}: bad {label} {dims!r}")
+        if not isinstance(args, tuple):
+            raise TypeError(f"{self.name}: args must be a tuple, got {type(args)}")
+        for i, a in enumerate(args):
+            if not isinstance(a, (FakeArray, np.generic)):
+                raise TypeError(f"{self.name}: argument {i} is {type(a)}; a kernel takes device "
+                                "arrays and NumPy scalars (a Python number has no C type)")
+        if shared_mem > max(self.max_dynamic_shared_size_bytes, 48 * 1024):
+            raise ValueError(f"{self.name}: {shared_mem} bytes of shared memory without "
+                             "max_dynamic_shared_size_bytes")
+        self.module.launches.append((self.name, grid, block, args, shared_mem))
+
+
+class FakeRawModule:
+    def __init__(self, code=None, *, path=None, options=(), backend="nvrtc", **kwargs):
+        assert isinstance(code, str) and isinstance(options, tuple)
+        self.code, self.options = code, options
+        self.launches = []
+        RAW_MODULES.append(self)
+
+    def compile(self, log_stream=None):
+        pass
+
+    def get_function(self, name):
+        # the entry points are macro-made; tests/test_kernels.py holds these lists to the PTX
+        if name not in cb.softmax_kernel_names() + cb.flash_kernel_names():
+            raise RuntimeError(f"CUDA_ERROR_NOT_FOUND: named symbol not found: {name}")
+        return FakeRawKernel(self, name)
+
+
+RAW_MODULES = []  # every FakeRawModule made, for tests to read the launches
+
+
+def _elementwise_replays():
+    """The NumPy replay of each cupy.ElementwiseKernel body, by kernel name."""
+    def adam(g, lr, beta1, beta2, eps, wd, mode, bc1, sqrt_bc2, p, m, v):
+        # the replay takes the step, not the bias corrections: recover it from bc1 = 1 - b1^t
+        step = 1 if beta1 == 0 else round(np.log1p(-bc1) / np.log(beta1))
+        assert np.isclose(np.sqrt(1 - beta2**step), sqrt_bc2)
+        kernel_refs.adam_update(p, g, m, v, lr, beta1, beta2, eps, wd if mode else 0.0, step,
+                                mode == 2)
+        return p, m, v
+
+    return {
+        "tinyattn_gelu_erf_forward": lambda x: kernel_refs.gelu_forward(x, "none"),
+        "tinyattn_gelu_tanh_forward": lambda x: kernel_refs.gelu_forward(x, "tanh"),
+        "tinyattn_gelu_erf_backward": lambda g, x, c: kernel_refs.gelu_backward(g, x, c, "none"),
+        "tinyattn_gelu_tanh_backward": lambda g, x, t: kernel_refs.gelu_backward(g, x, t, "tanh"),
+        "tinyattn_adam_update": adam,
+    }
+
+
+class FakeElementwiseKernel:
+    """cupy.ElementwiseKernel: parses its parameter lists and runs the kernel_refs replay."""
+
+    def __init__(self, in_params, out_params, operation, name="kernel", reduce_dims=True,
+                 preamble="", no_return=False, return_tuple=False, loop_prep="",
+                 after_loop="", options=()):
+        self.n_in = len(in_params.split(","))
+        self.n_out = len(out_params.split(","))
+        self.name, self.preamble, self.operation = name, preamble, operation
+        self.calls = 0
+
+    def __call__(self, *args, size=None, block_size=None):
+        if len(args) not in (self.n_in, self.n_in + self.n_out):
+            raise TypeError(f"Wrong number of arguments for {self.name!r}")
+        for a in args:
+            if isinstance(a, np.ndarray):
+                raise TypeError(f"Unsupported type {type(a)}")
+        self.calls += 1
+        host = [a._a if isinstance(a, FakeArray) else a for a in args]
+        dtypes = {a.dtype for a in host if isinstance(a, np.ndarray)}
+        if len(dtypes) != 1:
+            raise TypeError(f"{self.name}: the T arguments have different dtypes {dtypes}")
+        out = _elementwise_replays()[self.name](*host)
+        if len(args) > self.n_in:  # outputs given: written in place, returned
+            given = args[self.n_in:]
+            for dst, src in zip(given, out, strict=True):
+                if src is not dst._a:
+                    dst._a[...] = src
+            return given[0] if self.n_out == 1 else tuple(given)
+        return wrap(out)
+
+
+# ---- the modules ---------------------------------------------------------------------------
+
+def _device_properties(device=0):
+    return {"name": b"Fake GPU (NumPy)", "totalGlobalMem": 80 * 2**30, "major": 9, "minor": 0,
+            "multiProcessorCount": 132, "sharedMemPerBlock": 48 * 1024,
+            "sharedMemPerBlockOptin": 227 * 1024, "warpSize": 32, "clockRate": 1_980_000,
+            "memoryClockRate": 2_619_000, "memoryBusWidth": 5120}
+
+
+class _Device:
+    def __init__(self, device=None):
+        self.id = 0 if device is None else int(device)
+        self.compute_capability = "90"
+
+    def synchronize(self):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class _Event:
+    def record(self, stream=None):
+        pass
+
+    def synchronize(self):
+        pass
+
+
+class _MemoryPool:
+    def free_all_blocks(self):
+        pass
+
+    def used_bytes(self):
+        return 0
+
+    def total_bytes(self):
+        return 0
+
+
+_POOL = _MemoryPool()
+_NOT_IN_CUPY = {"errstate", "seterr", "geterr", "broadcast_shapes", "lib", "testing", "ma",
+                "rec", "char", "ctypeslib", "add_newdoc", "random", "linalg", "fft"}
+
+
+def _module_getattr(name):
+    """Everything else: NumPy's function of that name, on device arrays only."""
+    if name.startswith("__") or name in _NOT_IN_CUPY:
+        raise AttributeError(f"module 'cupy' has no attribute {name!r}")
+    attr = getattr(np, name)
+    if isinstance(attr, np.ufunc):
+        return _Ufunc(attr)
+    if isinstance(attr, type) or not callable(attr):
+        return attr  # dtypes (cupy.float32 is numpy.float32), constants
+    return lambda *args, **kwargs: _call(attr, *args, **kwargs)
+
+
+def make_fake():
+    """{name: module} for "cupy", "cupyx", "cupyx.scipy", "cupyx.scipy.special"."""
+    cupy = types.ModuleType("cupy", "A NumPy stand-in for CuPy (tests/fake_cupy.py).")
+    cupy.__getattr__ = _module_getattr
+    cupy.ndarray = FakeArray
+    cupy.is_available = lambda: True
+    cupy.asarray, cupy.array, cupy.asnumpy = asarray, array, asnumpy
+    cupy.ascontiguousarray = ascontiguousarray
+    cupy.empty, cupy.empty_like = empty, empty_like
+    cupy.RawModule, cupy.RawKernel = FakeRawModule, FakeRawKernel
+    cupy.ElementwiseKernel = FakeElementwiseKernel
+    cupy.get_default_memory_pool = lambda: _POOL
+    cupy.random = types.SimpleNamespace(default_rng=FakeGenerator, Generator=FakeGenerator)
+    runtime = types.SimpleNamespace(getDeviceCount=lambda: 1, getDevice=lambda: 0,
+                                    getDeviceProperties=_device_properties,
+                                    runtimeGetVersion=lambda: 12040,
+                                    driverGetVersion=lambda: 12040)
+    cupy.cuda = types.SimpleNamespace(runtime=runtime, Device=_Device, Event=_Event,
+                                      get_elapsed_time=lambda start, end: 1.0,
+                                      is_available=lambda: True)
+
+    special = types.ModuleType("cupyx.scipy.special")
+    reference = NumpyBackend()
+
+    def erf(x):
+        """cupyx.scipy.special.erf: a ufunc with loops e->d, f->f, d->d (float16 gives
+        float64, as in CuPy; integers take the d->d loop)."""
+        if not isinstance(x, FakeArray):
+            raise TypeError(f"Unsupported type {type(x)}")
+        out = np.float32 if x.dtype == np.float32 else np.float64
+        return FakeArray(np.asarray(reference.erf_reference(x._a.astype(np.float64)), out))
+
+    special.erf = erf
+    scipy = types.ModuleType("cupyx.scipy")
+    scipy.special = special
+    cupyx = types.ModuleType("cupyx")
+    cupyx.scipy = scipy
+
+    def scatter_add(a, slices, value):
+        if not isinstance(a, FakeArray):
+            raise TypeError(f"cupyx.scatter_add needs a cupy.ndarray, got {type(a)}")
+        np.add.at(a._a, unwrap(slices, host_ok=True), unwrap(value))
+
+    cupyx.scatter_add = scatter_add
+    return {"cupy": cupy, "cupyx": cupyx, "cupyx.scipy": scipy, "cupyx.scipy.special": special}
+
+
