@@ -243,7 +243,7 @@ def test_softmax_launches(fake_kernels_be, n, dtype):
     names = [name for name, *_ in launches()]
     assert names[:4] == [f"tinyattn_softmax_forward_{kind}_{suffix}"] * 2 + \
         [f"tinyattn_softmax_backward_{kind}_{suffix}"] * 2
-    for name, grid, block, args, smem in launches()[:4]:
+    for name, grid, block, _args, smem in launches()[:4]:
         threads = kr.WARP_BLOCK_THREADS if launch[0] == "warp" else launch[1]
         assert block == (threads,)
         if launch[0] == "warp":
