@@ -144,3 +144,33 @@ def test_load_state_dict_rejects_a_mismatch():
     with pytest.raises(ta.CheckpointError, match="does not match"):
         opt.load_state_dict({"steps": 1, "groups": [{"lr": 0.1}],
                              "state": {"0.m": np.zeros(4)}})
+
+
+def test_adamw_on_float16_weights_keeps_float32_moments_and_stays_finite():
+    """g² underflows float16 and eps = 1e-8 is 0 there: the moments must be float32."""
+    ta.manual_seed(0)
+    model = ta.nn.TinyTransformer(11, 16, 2, 1, max_len=6).to(ta.float16)
+    opt = ta.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1)
+    ids = ta.tensor(np.arange(12).reshape(2, 6) % 11)
+    losses = []
+    for _ in range(3):
+        opt.zero_grad()
+        loss = ta.functional.cross_entropy(model(ids).reshape(-1, 11), ids.reshape(-1))
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    for p in model.parameters():
+        assert p.dtype == np.float16 and np.isfinite(p.numpy()).all()
+    state = opt.state_dict()
+    moments = [a for a in _arrays(state) if a.shape != ()]
+    assert moments and all(a.dtype == np.float32 for a in moments)
+    assert losses[-1] < losses[0]
+
+
+def _arrays(tree):
+    """Every NumPy array in a nested dict/list (an optimizer's state_dict)."""
+    if isinstance(tree, dict):
+        return [a for v in tree.values() for a in _arrays(v)]
+    if isinstance(tree, (list, tuple)):
+        return [a for v in tree for a in _arrays(v)]
+    return [tree] if isinstance(tree, np.ndarray) else []

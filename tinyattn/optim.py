@@ -120,8 +120,12 @@ class Adam(Optimizer):
 
     def update(self, p, g, state, group):
         if "m" not in state:
-            state["m"] = p.backend.xp.zeros_like(p.data)
-            state["v"] = p.backend.xp.zeros_like(p.data)
+            # a float16 parameter keeps float32 moments: g² underflows float16 and eps = 1e-8
+            # is 0 there, so √v + eps would be 0 and the step inf
+            xp = p.backend.xp
+            dtype = xp.float32 if p.data.dtype == xp.float16 else p.data.dtype
+            state["m"] = xp.zeros(p.data.shape, dtype=dtype)
+            state["v"] = xp.zeros(p.data.shape, dtype=dtype)
         beta1, beta2 = group["betas"]
         p.backend.adam_update(p.data, g, state["m"], state["v"], lr=group["lr"], beta1=beta1,
                               beta2=beta2, eps=group["eps"], weight_decay=group["weight_decay"],

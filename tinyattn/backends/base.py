@@ -249,6 +249,12 @@ class Backend(ABC):
         """One Adam (or, decoupled, AdamW) step in place on p, m, v, with PyTorch's formula:
         m = β1 m + (1-β1) g;  v = β2 v + (1-β2) g²;  p -= lr/(1-β1^t) · m / (√v/√(1-β2^t) + ε)."""
         xp = self.xp
+        if p.dtype != m.dtype:  # float16 weights, float32 moments: take the step in float32
+            p_wide = p.astype(m.dtype)
+            self.adam_update(p_wide, g.astype(m.dtype), m, v, lr, beta1, beta2, eps,
+                             weight_decay, step, decoupled)
+            p[...] = p_wide
+            return
         if weight_decay and decoupled:
             p *= 1 - lr * weight_decay
         elif weight_decay:

@@ -403,7 +403,7 @@ class CupyBackend(Backend):
         return super().gelu_backward(g, x, saved, approximate)
 
     def adam_update(self, p, g, m, v, lr, beta1, beta2, eps, weight_decay, step, decoupled):
-        if not self.use_kernels or p.dtype not in SOFTMAX_DTYPES:
+        if not self.use_kernels or p.dtype not in SOFTMAX_DTYPES or m.dtype != p.dtype:
             return super().adam_update(p, g, m, v, lr, beta1, beta2, eps, weight_decay, step,
                                        decoupled)
         mode = (2 if decoupled else 1) if weight_decay else 0  # AdamW, Adam + L2, neither
