@@ -378,6 +378,19 @@ def test_gpu_training_step_matches_numpy():
                                    err_msg=name)
 
 
+@gpu_test
+def test_gpu_default_training_run_learns(tmp_path):
+    """`tinyattn train --backend cupy` with the default task and model reaches the README's
+    accuracy, as the NumPy backend does."""
+    import io
+
+    from tinyattn.train import TrainConfig, train
+
+    metrics = train(TrainConfig(backend="cupy", out=str(tmp_path / "run")), progress=False,
+                    stream=io.StringIO())
+    assert metrics["accuracy"] >= 0.99, metrics
+
+
 # ---- the benchmarks run (or say why not) without a GPU -----------------------------------------
 
 def test_attention_benchmark_runs_on_the_cpu(capsys):
