@@ -9,8 +9,11 @@ reductions and indexing give 0-d device arrays, never NumPy scalars. NumPy scala
 numbers mix freely, NumPy arrays inside an index are converted, as in CuPy.
 
 Kernels: `RawModule(...).get_function(name)` gives a `FakeRawKernel` that checks its launch
-arguments (device arrays and NumPy scalars only) and records the launch in `module.launches`
-without running anything (outputs are left as they were); `ElementwiseKernel` runs the NumPy
+arguments (device arrays and NumPy scalars only) and records the launch in `module.launches`.
+With `make_fake(emulate=True)` it then runs the kernel's own CUDA source on the CPU
+(tests/cuda_emu.py), and `empty`/`empty_like` give NaN garbage as a GPU would, so an element a
+kernel forgets to write shows; otherwise it runs nothing (outputs are left as they were,
+zeros). `ElementwiseKernel` runs the NumPy
 replay of its body from tinyattn/backends/kernel_refs.py, so the kernels-on GELU and Adam host
 code can run end to end. The random generator offers only the methods and dtypes CuPy's has.
 """
@@ -243,13 +246,19 @@ def ascontiguousarray(a, dtype=None):
     return FakeArray(np.ascontiguousarray(a._a, dtype=dtype))
 
 
+def _garbage(a):
+    """Zeros when kernels are not run (NaN would warn later); all-ones bytes (NaN) when they are."""
+    if EMULATION["on"]:
+        a.view(np.uint8).fill(0xFF)
+    return FakeArray(a)
+
+
 def empty(shape, dtype=float, order="C"):
-    """Zeros, not garbage: the fake kernels write nothing, and NaN garbage would warn later."""
-    return FakeArray(np.zeros(shape, dtype=dtype, order=order))
+    return _garbage(np.zeros(shape, dtype=dtype, order=order))
 
 
 def empty_like(a, dtype=None, order="K", subok=None, shape=None):
-    return FakeArray(np.zeros_like(unwrap(a), dtype=dtype, order=order, shape=shape))
+    return _garbage(np.zeros_like(unwrap(a), dtype=dtype, order=order, shape=shape))
 
 
 # ---- random: CuPy's Generator has fewer methods than NumPy's -------------------------------------
@@ -282,8 +291,11 @@ class FakeGenerator:
 
 # ---- kernels ---------------------------------------------------------------------------------
 
+EMULATION = {"on": False, "reverse": False}  # set by make_fake(emulate=..., reverse=...)
+
+
 class FakeRawKernel:
-    """A compiled kernel: checks and records its launches, runs nothing."""
+    """A compiled kernel: checks and records its launches; runs them when emulating."""
 
     def __init__(self, module, name):
         self.module, self.name = module, name
@@ -304,6 +316,10 @@ class FakeRawKernel:
             raise ValueError(f"{self.name}: {shared_mem} bytes of shared memory without "
                              "max_dynamic_shared_size_bytes")
         self.module.launches.append((self.name, grid, block, args, shared_mem))
+        if EMULATION["on"]:
+            self.module.emulated().launch(
+                self.name, grid, block, [a._a if isinstance(a, FakeArray) else a for a in args],
+                shared_mem, reverse=EMULATION["reverse"])
 
 
 class FakeRawModule:
@@ -311,7 +327,16 @@ class FakeRawModule:
         assert isinstance(code, str) and isinstance(options, tuple)
         self.code, self.options = code, options
         self.launches = []
+        self._emu = None
         RAW_MODULES.append(self)
+
+    def emulated(self):
+        """The module's kernels compiled for the CPU (tests/cuda_emu.py), built on first use."""
+        if self._emu is None:
+            import cuda_emu
+
+            self._emu = cuda_emu.EmuModule(self.code)
+        return self._emu
 
     def compile(self, log_stream=None):
         pass
@@ -329,11 +354,7 @@ RAW_MODULES = []  # every FakeRawModule made, for tests to read the launches
 def _elementwise_replays():
     """The NumPy replay of each cupy.ElementwiseKernel body, by kernel name."""
     def adam(g, lr, beta1, beta2, eps, wd, mode, bc1, sqrt_bc2, p, m, v):
-        # the replay takes the step, not the bias corrections: recover it from bc1 = 1 - b1^t
-        step = 1 if beta1 == 0 else round(np.log1p(-bc1) / np.log(beta1))
-        assert np.isclose(np.sqrt(1 - beta2**step), sqrt_bc2)
-        kernel_refs.adam_update(p, g, m, v, lr, beta1, beta2, eps, wd if mode else 0.0, step,
-                                mode == 2)
+        kernel_refs.adam_step(p, g, m, v, lr, beta1, beta2, eps, wd, mode, bc1, sqrt_bc2)
         return p, m, v
 
     return {
@@ -437,8 +458,29 @@ def _module_getattr(name):
     return lambda *args, **kwargs: _call(attr, *args, **kwargs)
 
 
-def make_fake():
-    """{name: module} for "cupy", "cupyx", "cupyx.scipy", "cupyx.scipy.special"."""
+def install(monkeypatch, kernels, emulate=False, reverse=False):
+    """Put the fake in sys.modules and return a fresh "cupy" backend made on it; monkeypatch
+    takes everything back afterwards (modules, the backend cache, the default backend)."""
+    import sys
+
+    import tinyattn.backends as B
+
+    monkeypatch.setitem(EMULATION, "on", emulate)  # both restored after the test
+    monkeypatch.setitem(EMULATION, "reverse", reverse)
+    for name, module in make_fake(emulate, reverse).items():
+        monkeypatch.setitem(sys.modules, name, module)
+    monkeypatch.setenv("TINYATTN_CUPY_KERNELS", "1" if kernels else "0")
+    monkeypatch.setattr(B, "_made", {k: v for k, v in B._made.items() if k != "cupy"})
+    monkeypatch.setattr(B, "_default", B._default)
+    monkeypatch.setattr(B, "_seed", B._seed)
+    monkeypatch.delenv("TINYATTN_BACKEND", raising=False)
+    return B.backend("cupy")
+
+
+def make_fake(emulate=False, reverse=False):
+    """{name: module} for "cupy", "cupyx", "cupyx.scipy", "cupyx.scipy.special". emulate: run
+    the raw kernels' CUDA source on the CPU; reverse: with blocks and threads in reverse order."""
+    EMULATION.update(on=emulate, reverse=reverse)
     cupy = types.ModuleType("cupy", "A NumPy stand-in for CuPy (tests/fake_cupy.py).")
     cupy.__getattr__ = _module_getattr
     cupy.ndarray = FakeArray

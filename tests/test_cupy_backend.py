@@ -25,6 +25,9 @@ from tinyattn.backends import kernel_refs as kr
 from tinyattn.backends.numpy_backend import NumpyBackend
 from tinyattn.errors import BackendError
 
+import cuda_emu  # tests/ is on sys.path (pytest's rootdir-relative import)
+import fake_cupy
+
 NEG_INF = float("-inf")
 NP = NumpyBackend()
 
@@ -204,8 +207,23 @@ def gpu_test(fn):
                                               reason=str(GPU_REASON))(fn))
 
 
-@pytest.fixture
-def cp_be():
+# The kernel tests below run twice: on the GPU ("gpu", `pytest -m gpu`) and on the CPU with the
+# kernels' CUDA source run by tests/cuda_emu.py under tests/fake_cupy.py ("emulated", needs g++).
+# The emulator checks indexing, masking, barriers, shuffles and bounds, not speed.
+CUPY_KINDS = [
+    pytest.param("gpu", marks=[pytest.mark.gpu,
+                               pytest.mark.skipif(GPU_REASON is not None, reason=str(GPU_REASON))]),
+    pytest.param("emulated", marks=[pytest.mark.emulated,
+                                    pytest.mark.skipif(not cuda_emu.available(),
+                                                       reason="the CUDA emulator needs g++")]),
+]
+
+
+@pytest.fixture(params=CUPY_KINDS)
+def cp_be(request, monkeypatch):
+    """The "cupy" backend with its kernels: on the GPU, or emulated on the CPU."""
+    if request.param == "emulated":
+        return fake_cupy.install(monkeypatch, kernels=True, emulate=True)
     return get_backend_by_name("cupy")
 
 
@@ -232,7 +250,6 @@ def rows(n_rows, n, rng, dtype):
     return x.astype(dtype)
 
 
-@gpu_test
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
 @pytest.mark.parametrize("n_rows,n", [(1, 1), (5, 7), (33, 32), (4, 33), (130, 1000),
                                       (7, 1024), (6, 1025), (5, 4097), (3, 8192), (4096, 64)])
@@ -249,14 +266,12 @@ def test_gpu_softmax_forward_and_backward(cp_be, n_rows, n, dtype):
           cp_be, 10)
 
 
-@gpu_test
 def test_gpu_softmax_other_axis(cp_be):
     x = np.random.default_rng(1).standard_normal((4, 50, 3)).astype(np.float32)
     close(cp_be.softmax(cp_be.xp.asarray(x), axis=1), NP.softmax(x.astype(np.float64), axis=1),
           np.float32, cp_be)
 
 
-@gpu_test
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64])
 @pytest.mark.parametrize("n_q,n_k", [(1, 1), (9, 9), (64, 200), (300, 300), (5, 2000)])
 def test_gpu_scaled_masked_softmax(cp_be, n_q, n_k, dtype):
@@ -278,7 +293,6 @@ def test_gpu_scaled_masked_softmax(cp_be, n_q, n_k, dtype):
               cp_be, 10)
 
 
-@gpu_test
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 @pytest.mark.parametrize("d", [32, 64, 128])
 @pytest.mark.parametrize("n_q,n_k", [(1, 1), (70, 70), (130, 97), (257, 257)])
@@ -303,7 +317,6 @@ def test_gpu_flash_attention(cp_be, d, n_q, n_k, dtype):
             close(a, b, dtype, cp_be, 10 * tol)
 
 
-@gpu_test
 def test_gpu_sdpa_flash_through_autograd(cp_be):
     rng = np.random.default_rng(3)
     arrays = [rng.standard_normal((2, 4, 100, 64)).astype(np.float32) for _ in range(3)]
@@ -317,7 +330,6 @@ def test_gpu_sdpa_flash_through_autograd(cp_be):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
 
 
-@gpu_test
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
 def test_gpu_gelu_kernels(cp_be, approximate, dtype):
@@ -334,7 +346,6 @@ def test_gpu_gelu_kernels(cp_be, approximate, dtype):
           dtype, cp_be, 10)
 
 
-@gpu_test
 @pytest.mark.parametrize("weight_decay,decoupled", [(0.0, True), (0.1, False), (0.1, True)])
 def test_gpu_adam_update(cp_be, weight_decay, decoupled):
     rng = np.random.default_rng(5)
@@ -350,8 +361,10 @@ def test_gpu_adam_update(cp_be, weight_decay, decoupled):
         close(a, b, np.float32, cp_be, 10)
 
 
-@gpu_test
-def test_gpu_training_step_matches_numpy():
+def test_gpu_training_step_matches_numpy(cp_be):
+    """The gradients of one step match NumPy's; after two AdamW steps the loss does. (Not the
+    weights: Adam's first steps move a weight whose gradient is near 0 by up to lr in either
+    direction, so float32 rounding differences flip some of them.)"""
     from tinyattn import nn, optim
 
     tinyattn.manual_seed(0)
@@ -361,25 +374,25 @@ def test_gpu_training_step_matches_numpy():
     model_cp.to("cupy")
     rng = np.random.default_rng(0)
     x, y = rng.integers(0, 17, (4, 32)), rng.integers(0, 17, (4 * 32,))
-    losses = {}
+    losses, grads = {}, {}
     for name, model in (("numpy", model_np), ("cupy", model_cp)):
         opt = optim.AdamW(model.parameters(), lr=1e-2)
-        for _ in range(2):
+        for step in range(3):
             logits = model(tinyattn.tensor(x, backend=name))
             loss = F.cross_entropy(logits.reshape(-1, 17), tinyattn.tensor(y, backend=name))
             opt.zero_grad()
             loss.backward()
+            if step == 0:
+                grads[name] = {n: p.grad.numpy() for n, p in model.named_parameters()}
             opt.step()
         losses[name] = loss.item()
-    assert losses["cupy"] == pytest.approx(losses["numpy"], rel=1e-4)
-    for (name, p_np), (_, p_cp) in zip(model_np.named_parameters(),
-                                       model_cp.named_parameters(), strict=True):
-        np.testing.assert_allclose(p_cp.numpy(), p_np.numpy(), rtol=1e-3, atol=1e-4,
-                                   err_msg=name)
+    for name, g_np in grads["numpy"].items():
+        np.testing.assert_allclose(grads["cupy"][name], g_np, rtol=1e-3,
+                                   atol=1e-5 * np.abs(g_np).max(), err_msg=name)
+    assert losses["cupy"] == pytest.approx(losses["numpy"], rel=1e-3)
 
 
-@gpu_test
-def test_gpu_default_training_run_learns(tmp_path):
+def test_gpu_default_training_run_learns(cp_be, tmp_path):
     """`tinyattn train --backend cupy` with the default task and model reaches the README's
     accuracy, as the NumPy backend does."""
     import io

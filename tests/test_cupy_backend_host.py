@@ -30,15 +30,7 @@ FAKE_NAMES = ("cupy", "cupyx", "cupyx.scipy", "cupyx.scipy.special")
 
 
 def _install(monkeypatch, kernels):
-    for name, module in fake_cupy.make_fake().items():
-        monkeypatch.setitem(sys.modules, name, module)
-    monkeypatch.setenv("TINYATTN_CUPY_KERNELS", "1" if kernels else "0")
-    # a fresh cache: "cupy" is made on the fake; the real cache and choices come back after
-    monkeypatch.setattr(B, "_made", {k: v for k, v in B._made.items() if k != "cupy"})
-    monkeypatch.setattr(B, "_default", B._default)
-    monkeypatch.setattr(B, "_seed", B._seed)
-    monkeypatch.delenv("TINYATTN_BACKEND", raising=False)
-    return B.backend("cupy")
+    return fake_cupy.install(monkeypatch, kernels)
 
 
 @pytest.fixture

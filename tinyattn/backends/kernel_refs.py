@@ -394,14 +394,21 @@ def gelu_backward(g, x, saved, approximate="none"):
 
 def adam_update(p, g, m, v, lr, beta1, beta2, eps, weight_decay, step, decoupled):
     """One Adam/AdamW step in place on p, m, v, in the order of tinyattn_adam_step."""
+    mode = (2 if decoupled else 1) if weight_decay else 0
+    adam_step(p, g, m, v, lr, beta1, beta2, eps, weight_decay, mode, 1 - beta1**step,
+              math.sqrt(1 - beta2**step))
+
+
+def adam_step(p, g, m, v, lr, beta1, beta2, eps, weight_decay, mode, bc1, sqrt_bc2):
+    """tinyattn_adam_step with the kernel's own arguments: mode 2 AdamW, 1 Adam + L2, 0 no
+    decay; bc1 = 1 - b1^t and sqrt_bc2 = sqrt(1 - b2^t) as the host computes them."""
     a = acc_dtype(p.dtype)
     c = {name: a.type(val) for name, val in dict(
-        lr=lr, b1=beta1, b2=beta2, eps=eps, wd=weight_decay, bc1=1 - beta1**step,
-        sbc2=math.sqrt(1 - beta2**step)).items()}
+        lr=lr, b1=beta1, b2=beta2, eps=eps, wd=weight_decay, bc1=bc1, sbc2=sqrt_bc2).items()}
     pa, ga, ma, va = p.astype(a), g.astype(a), m.astype(a), v.astype(a)
-    if weight_decay and decoupled:  # mode 2
+    if mode == 2:
         pa = pa * (1 - c["lr"] * c["wd"])
-    elif weight_decay:  # mode 1
+    elif mode == 1:
         ga = ga + c["wd"] * pa
     ma = c["b1"] * ma + (1 - c["b1"]) * ga
     va = c["b2"] * va + (1 - c["b2"]) * (ga * ga)

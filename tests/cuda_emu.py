@@ -1,0 +1,219 @@
+"""Run tinyattn's CUDA kernels on the CPU from their own source (tests only; needs g++).
+
+`EmuModule(code)` takes the text CupyBackend hands to NVRTC (cupy_backend.kernel_source), puts
+tests/cuda_emu_runtime.h in front of it, rewrites the two things a host compiler cannot take
+(the float16 `cvt` PTX asm and `extern __shared__` arrays), adds one thunk per extern "C"
+kernel, and builds a shared library with g++ (cached by the text's hash). `launch()` checks
+the arguments against the kernel's C signature (a NumPy scalar of exactly the parameter's
+type, a device array whose dtype is the pointee's), copies every array into shared memory
+that ends at a guard page, runs the grid in a forked child (see the runtime header for what
+it checks) and copies the results back. Writing into a `const` argument is an error.
+
+This is not a GPU: fibers run one at a time, so it finds indexing, masking, barrier, shuffle
+and out-of-bounds mistakes and checks the numbers, not speed or real concurrency. Running
+again with `reverse=True` (blocks and threads in the opposite order) exposes races that a
+missing __syncthreads() or a non-atomic cross-block write lets through.
+"""
+
+import ctypes
+import hashlib
+import mmap
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+RUNTIME = Path(__file__).with_name("cuda_emu_runtime.h")
+CXX = shutil.which("g++")
+CXXFLAGS = ("-O2", "-std=c++17", "-shared", "-fPIC", "-w")
+TIMEOUT_S = 120
+ERROR_SIZE = 4096
+
+# C parameter types -> the NumPy dtype an argument must have
+SCALAR_TYPES = {"int": np.int32, "unsigned int": np.uint32, "unsigned": np.uint32,
+                "long long": np.int64, "unsigned long long": np.uint64, "float": np.float32,
+                "double": np.float64}
+CTYPES = {np.dtype(np.int32): ctypes.c_int32, np.dtype(np.uint32): ctypes.c_uint32,
+          np.dtype(np.int64): ctypes.c_int64, np.dtype(np.uint64): ctypes.c_uint64,
+          np.dtype(np.float32): ctypes.c_float, np.dtype(np.float64): ctypes.c_double}
+POINTEE_TYPES = {"float": (np.float32,), "double": (np.float64,),
+                 "tinyattn_half": (np.float16, np.uint16), "unsigned short": (np.uint16,),
+                 "unsigned char": (np.uint8,), "int": (np.int32,), "long long": (np.int64,)}
+# the PTX inline asm of tinyattn_common.cuh, as host code
+ASM_REWRITES = (
+    (re.compile(r'asm\("cvt\.f32\.f16 %0, %1;"\s*:\s*"=f"\((\w+)\)\s*:\s*"h"\(([^;]*?)\)\);'),
+     r"\1 = emu_half_to_float(\2);"),
+    (re.compile(r'asm\("cvt\.rn\.f16\.f32 %0, %1;"\s*:\s*"=h"\((\w+)\)\s*:\s*"f"\(([^;]*?)\)\);'),
+     r"\1 = emu_float_to_half(\2);"),
+)
+EXTERN_SHARED = re.compile(r"extern\s+__shared__\s+(?:__align__\(\d+\)\s+)?([\w ]+?)\s*(\w+)\[\];")
+KERNEL_DECL = re.compile(r'extern\s+"C"\s+EMU_KERNEL\s+void\s+(\w+)\s*\(([^)]*)\)')
+
+
+class EmuError(RuntimeError):
+    """A kernel failed a check of the emulator (divergence, deadlock, out of bounds, ...)."""
+
+
+def available():
+    return CXX is not None
+
+
+def cache_dir():
+    path = Path(os.environ.get("TINYATTN_EMU_CACHE", Path(tempfile.gettempdir()) /
+                               "tinyattn-cuda-emu"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def host_source(code):
+    """The kernel text with PTX asm and `extern __shared__` rewritten for a host compiler."""
+    for pattern, repl in ASM_REWRITES:
+        code = pattern.sub(repl, code)
+    if re.search(r"\basm\s*\(", code):
+        raise EmuError("the kernel has PTX inline asm the emulator does not know: "
+                       + re.search(r"\basm\s*\(.*", code).group(0))
+    return EXTERN_SHARED.sub(r"\1* \2 = reinterpret_cast<\1*>(emu_dynamic_smem);", code)
+
+
+def parse_param(decl):
+    """'const float* __restrict__ x' -> ('float', pointer=True, const=True)."""
+    decl = " ".join(decl.replace("*", " * ").split())
+    words = decl.split(" ")[:-1]  # drop the parameter's name
+    words = [w for w in words if w != "__restrict__"]
+    const = "const" in words
+    pointer = "*" in words
+    base = " ".join(w for w in words if w not in ("const", "*"))
+    return base, pointer, const
+
+
+def kernel_signatures(code):
+    """{name: [(base type, pointer, const), ...]} of every extern "C" __global__ function,
+    found in the preprocessed text (the kernels are made by macros)."""
+    text = subprocess.run(
+        [CXX, "-E", "-P", "-x", "c++", "-D__global__=EMU_KERNEL", "-D__launch_bounds__(x)=",
+         "-"], input=code, capture_output=True, text=True, check=True).stdout
+    return {name: [parse_param(p) for p in params.split(",") if p.strip()]
+            for name, params in KERNEL_DECL.findall(text)}
+
+
+class EmuModule:
+    """The kernels of one source text, compiled for the CPU."""
+
+    def __init__(self, code):
+        if not available():
+            raise EmuError("the CUDA emulator needs g++")
+        self.signatures = kernel_signatures(code)
+        thunks = []
+        for name, params in self.signatures.items():
+            ctypes_ = [f"{'const ' if c else ''}{b}{'*' if p else ''}" for b, p, c in params]
+            call = ", ".join(f"*({t}*)a[{i}]" for i, t in enumerate(ctypes_))
+            thunks.append(f'extern "C" void emu_thunk_{name}(void** a) {{ {name}({call}); }}')
+        text = "\n".join(['#include "cuda_emu_runtime.h"', "#line 1", host_source(code)]
+                         + thunks) + "\n"
+        key = hashlib.sha256((text + RUNTIME.read_text() + " ".join(CXXFLAGS)).encode())
+        lib = cache_dir() / f"emu-{key.hexdigest()[:20]}.so"
+        if not lib.exists():
+            src = lib.with_suffix(".cpp")
+            src.write_text(text)
+            tmp = lib.with_suffix(f".{os.getpid()}.tmp")
+            done = subprocess.run([CXX, *CXXFLAGS, f"-I{RUNTIME.parent}", "-o", str(tmp),
+                                   str(src)], capture_output=True, text=True)
+            if done.returncode:
+                raise EmuError(f"g++ could not compile the kernels:\n{done.stderr[-4000:]}")
+            os.replace(tmp, lib)
+        self.lib = ctypes.CDLL(str(lib))
+        self.lib.emu_alloc.restype = ctypes.c_void_p
+        self.lib.emu_alloc.argtypes = [ctypes.c_size_t, ctypes.c_size_t,
+                                       ctypes.POINTER(ctypes.c_void_p),
+                                       ctypes.POINTER(ctypes.c_size_t)]
+        self.lib.emu_free.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        self.lib.emu_launch.restype = ctypes.c_int
+        self.lib.emu_launch.argtypes = ([ctypes.c_void_p, ctypes.c_void_p] + [ctypes.c_uint] * 6
+                                        + [ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                                           ctypes.c_void_p, ctypes.c_size_t])
+
+    def _alloc(self, size, align):
+        base, total = ctypes.c_void_p(), ctypes.c_size_t()
+        ptr = self.lib.emu_alloc(size, align, ctypes.byref(base), ctypes.byref(total))
+        if not ptr:
+            raise MemoryError("emu_alloc failed")
+        return ptr, (base.value, total.value)
+
+    def launch(self, name, grid, block, args, shared_mem=0, reverse=False):
+        """Run kernel `name`; `args` are NumPy arrays (the device arrays' memory, any strides)
+        and NumPy scalars, as the kernel takes them. Arrays are updated in place."""
+        if name not in self.signatures:
+            raise EmuError(f"no kernel named {name}")
+        params = self.signatures[name]
+        if len(args) != len(params):
+            raise TypeError(f"{name}: {len(args)} arguments for {len(params)} parameters")
+        grid = tuple(grid) + (1,) * (3 - len(grid))
+        block = tuple(block) + (1,) * (3 - len(block))
+        holders, buffers, copies = [], [], []
+        try:
+            for i, (arg, (base, pointer, const)) in enumerate(zip(args, params, strict=True)):
+                holders.append(self._argument(name, i, arg, base, pointer, const, buffers,
+                                              copies))
+            argv = (ctypes.c_void_p * len(holders))(*[ctypes.addressof(h) for h in holders])
+            err_ptr, err_map = self._alloc(ERROR_SIZE, 1)
+            buffers.append((err_map, None))
+            rc = self.lib.emu_launch(ctypes.cast(self.lib[f"emu_thunk_{name}"],
+                                                 ctypes.c_void_p), argv, *grid, *block,
+                                     shared_mem, int(reverse), TIMEOUT_S, err_ptr, ERROR_SIZE)
+            if rc:
+                message = ctypes.string_at(err_ptr).decode(errors="replace")
+                raise EmuError(f"{name}: {self._explain(rc, message, buffers)}")
+            for i, src, dst, nbytes, const in copies:
+                if const and ctypes.string_at(src, nbytes) != ctypes.string_at(dst, nbytes):
+                    raise EmuError(f"{name}: argument {i} is const but the kernel wrote into it")
+                if not const:
+                    ctypes.memmove(dst, src, nbytes)
+        finally:
+            for (base, total), _ in buffers:
+                self.lib.emu_free(base, total)
+
+    def _argument(self, name, i, arg, base, pointer, const, buffers, copies):
+        if not pointer:
+            want = SCALAR_TYPES.get(base)
+            if want is None:
+                raise EmuError(f"{name}: parameter {i} has type {base!r}, unknown to the emulator")
+            if not (isinstance(arg, np.generic) and arg.dtype == want):
+                raise TypeError(f"{name}: argument {i} must be a numpy.{np.dtype(want).name} "
+                                f"for the C parameter type {base!r}, got {type(arg).__name__}")
+            return CTYPES[np.dtype(want)](arg.item())
+        if isinstance(arg, np.uint64) and arg == 0:
+            return ctypes.c_void_p(0)  # a null pointer
+        if not isinstance(arg, np.ndarray):
+            raise TypeError(f"{name}: argument {i} is a {base}* and takes a device array, got "
+                            f"{type(arg).__name__}")
+        allowed = POINTEE_TYPES.get(base)
+        if allowed is None or arg.dtype not in [np.dtype(t) for t in allowed]:
+            raise TypeError(f"{name}: argument {i} is a {base}* but the array is {arg.dtype}")
+        # the bytes the view spans (broadcast and strided views are passed as they lie)
+        lo = sum(min(0, (n - 1) * s) for n, s in zip(arg.shape, arg.strides, strict=True))
+        hi = sum(max(0, (n - 1) * s) for n, s in zip(arg.shape, arg.strides, strict=True))
+        nbytes = 0 if arg.size == 0 else hi - lo + arg.itemsize
+        ptr, mapping = self._alloc(nbytes, arg.itemsize)
+        buffers.append((mapping, (i, ptr, nbytes)))
+        start = arg.__array_interface__["data"][0] + lo
+        ctypes.memmove(ptr, start, nbytes)
+        copies.append((i, ptr, start, nbytes, const))
+        return ctypes.c_void_p(ptr - lo)
+
+    @staticmethod
+    def _explain(rc, message, buffers):
+        if rc == 4:
+            addr = int(message.rsplit("0x", 1)[1], 16)
+            for (base, total), info in buffers:
+                if info and base + total - mmap.PAGESIZE <= addr < base + total:
+                    i, ptr, nbytes = info
+                    return (f"{message}: {addr - ptr - nbytes} bytes past the end of argument "
+                            f"{i} ({nbytes} bytes)")
+            return f"{message} (not an argument's guard page: shared memory or a wild pointer)"
+        if rc == 128 + 14:
+            return f"timed out after {TIMEOUT_S} s (an endless loop?)"
+        return message or f"the child exited with status {rc}"

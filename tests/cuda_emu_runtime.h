@@ -1,0 +1,408 @@
+// cuda_emu_runtime.h - run CUDA C kernels on the CPU, one fiber per CUDA thread (tests only).
+//
+// tests/cuda_emu.py pastes this file in front of a kernel source from
+// tinyattn/backends/kernels/, compiles the lot with g++ into a shared library and launches
+// the kernels through emu_launch(). The kernel text is the one NVRTC gets; only PTX inline asm
+// (the float16 conversions) and `extern __shared__` arrays are rewritten by the harness.
+//
+// How a launch runs: it forks, so a kernel that crashes or hangs cannot take the test process
+// with it (the argument buffers are MAP_SHARED, so the child's writes come back). The child
+// runs the blocks one after another; in a block every CUDA thread is a ucontext fiber that
+// runs until it reaches __syncthreads(), a warp shuffle, or its end. When no fiber can go on,
+// the scheduler releases the waiting warps (shuffles) or the whole block (__syncthreads).
+// What it checks, each a failure with a message naming block, thread and source line:
+//   * a full-mask shuffle must be reached by all 32 lanes of the warp at the same source line
+//     (a lane that exited, or that waits elsewhere, is a divergence bug on a GPU too);
+//   * every live thread of the block must reach the same __syncthreads();
+//   * a block that can make no progress is a deadlock;
+//   * a read or write past the end of an argument buffer or of the dynamic shared memory
+//     hits a PROT_NONE guard page (SIGSEGV is turned into a message with the address);
+//   * dynamic shared memory starts as NaN bytes (0xff), so reading a slot no thread wrote
+//     shows up in the results;
+//   * order = 1 runs blocks and threads in reverse order: a race that a missing barrier
+//     allows changes the results between order 0 and order 1.
+#pragma once
+#include <cmath>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+// ---- the CUDA C vocabulary the kernels use -------------------------------------------------
+
+struct emu_uint3 {
+    unsigned x, y, z;
+};
+static emu_uint3 threadIdx, blockIdx, blockDim, gridDim;
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __shared__ static
+#define __align__(n) __attribute__((aligned(n)))
+
+static inline int min(int a, int b) { return a < b ? a : b; }
+static inline int max(int a, int b) { return a > b ? a : b; }
+static inline long long min(long long a, long long b) { return a < b ? a : b; }
+static inline long long max(long long a, long long b) { return a > b ? a : b; }
+static inline unsigned min(unsigned a, unsigned b) { return a < b ? a : b; }
+static inline unsigned max(unsigned a, unsigned b) { return a > b ? a : b; }
+
+static inline float __int_as_float(int i) {
+    float f;
+    memcpy(&f, &i, 4);
+    return f;
+}
+static inline int __float_as_int(float f) {
+    int i;
+    memcpy(&i, &f, 4);
+    return i;
+}
+static inline double __longlong_as_double(long long i) {
+    double d;
+    memcpy(&d, &i, 8);
+    return d;
+}
+static inline long long __double_as_longlong(double d) {
+    long long i;
+    memcpy(&i, &d, 8);
+    return i;
+}
+
+// Fibers run one at a time and switch only at barriers, so a plain add is atomic.
+template <typename T>
+static inline T atomicAdd(T* p, T v) {
+    const T old = *p;
+    *p = old + v;
+    return old;
+}
+
+// What the harness puts in place of `cvt.f32.f16` and `cvt.rn.f16.f32` (round to nearest even).
+static inline float emu_half_to_float(unsigned short h) {
+    _Float16 x;
+    memcpy(&x, &h, 2);
+    return (float)x;
+}
+static inline unsigned short emu_float_to_half(float f) {
+    const _Float16 x = (_Float16)f;
+    unsigned short h;
+    memcpy(&h, &x, 2);
+    return h;
+}
+
+// ---- fibers and the scheduler ---------------------------------------------------------------
+
+enum { EMU_RUNNABLE, EMU_AT_SYNC, EMU_AT_SHFL, EMU_DONE };
+enum { EMU_SHFL_XOR, EMU_SHFL_DOWN, EMU_SHFL_UP, EMU_SHFL_IDX };
+
+struct EmuFiber {
+    ucontext_t ctx;
+    int state, line, mode, arg, width;
+    unsigned mask;
+    unsigned long long value, result;
+};
+
+static const size_t EMU_STACK = 256 * 1024;
+static EmuFiber* emu_fibers;
+static char* emu_stacks;
+static int emu_n_threads;
+static int emu_current = -1;
+static ucontext_t emu_scheduler;
+static void (*emu_thunk)(void**);
+static void** emu_args;
+static unsigned char* emu_dynamic_smem;  // what `extern __shared__ T name[]` becomes
+static char* emu_error;                  // MAP_SHARED: the child's message to the parent
+static size_t emu_error_size;
+
+static void emu_where(char* out, size_t n) {
+    if (emu_current >= 0)
+        snprintf(out, n, "block (%u, %u, %u) thread (%u, %u, %u)", blockIdx.x, blockIdx.y,
+                 blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z);
+    else
+        snprintf(out, n, "block (%u, %u, %u)", blockIdx.x, blockIdx.y, blockIdx.z);
+}
+
+__attribute__((noreturn, format(printf, 1, 2))) static void emu_fail(const char* fmt, ...) {
+    char where[128];
+    emu_where(where, sizeof where);
+    const int k = snprintf(emu_error, emu_error_size, "%s: ", where);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(emu_error + k, emu_error_size - k, fmt, ap);
+    va_end(ap);
+    _exit(3);
+}
+
+static void emu_set_thread_index(int tid) {
+    threadIdx.x = tid % blockDim.x;
+    threadIdx.y = (tid / blockDim.x) % blockDim.y;
+    threadIdx.z = tid / (blockDim.x * blockDim.y);
+}
+
+static void emu_yield(int state, int line) {
+    EmuFiber& f = emu_fibers[emu_current];
+    f.state = state;
+    f.line = line;
+    swapcontext(&f.ctx, &emu_scheduler);
+}
+
+static void emu_syncthreads(int line) { emu_yield(EMU_AT_SYNC, line); }
+
+template <typename T>
+static T emu_shfl(int line, int mode, unsigned mask, T var, int arg, int width) {
+    static_assert(sizeof(T) <= 8, "shuffle of a value wider than 8 bytes");
+    if (width <= 0 || width > 32 || (width & (width - 1)))
+        emu_fail("line %d: shuffle width %d is not a power of 2 in 1..32", line, width);
+    EmuFiber& f = emu_fibers[emu_current];
+    f.mode = mode;
+    f.mask = mask;
+    f.arg = arg;
+    f.width = width;
+    f.value = 0;
+    memcpy(&f.value, &var, sizeof(T));
+    emu_yield(EMU_AT_SHFL, line);
+    T out;
+    memcpy(&out, &emu_fibers[emu_current].result, sizeof(T));
+    return out;
+}
+
+template <typename T>
+static T emu_shfl_xor(int line, unsigned mask, T var, int lane_mask, int width = 32) {
+    return emu_shfl(line, EMU_SHFL_XOR, mask, var, lane_mask, width);
+}
+template <typename T>
+static T emu_shfl_down(int line, unsigned mask, T var, unsigned delta, int width = 32) {
+    return emu_shfl(line, EMU_SHFL_DOWN, mask, var, (int)delta, width);
+}
+template <typename T>
+static T emu_shfl_up(int line, unsigned mask, T var, unsigned delta, int width = 32) {
+    return emu_shfl(line, EMU_SHFL_UP, mask, var, (int)delta, width);
+}
+template <typename T>
+static T emu_shfl_idx(int line, unsigned mask, T var, int src, int width = 32) {
+    return emu_shfl(line, EMU_SHFL_IDX, mask, var, src, width);
+}
+
+#define __syncthreads() emu_syncthreads(__LINE__)
+#define __shfl_xor_sync(...) emu_shfl_xor(__LINE__, __VA_ARGS__)
+#define __shfl_down_sync(...) emu_shfl_down(__LINE__, __VA_ARGS__)
+#define __shfl_up_sync(...) emu_shfl_up(__LINE__, __VA_ARGS__)
+#define __shfl_sync(...) emu_shfl_idx(__LINE__, __VA_ARGS__)
+
+static void emu_fiber_main() {
+    emu_thunk(emu_args);
+    emu_fibers[emu_current].state = EMU_DONE;
+    swapcontext(&emu_fibers[emu_current].ctx, &emu_scheduler);
+}
+
+// The lane a shuffle reads (CUDA's rules: a lane whose source falls outside its own group of
+// `width` lanes, on the side the mode forbids, gets its own value back).
+static int emu_shfl_source(const EmuFiber& f, int lane) {
+    const int group = lane & ~(f.width - 1), in_group = lane - group;
+    switch (f.mode) {
+        case EMU_SHFL_XOR: {
+            const int src = lane ^ f.arg;
+            return (src & ~(f.width - 1)) > group || src > 31 ? lane : src;
+        }
+        case EMU_SHFL_DOWN:
+            return in_group + f.arg >= f.width ? lane : lane + f.arg;
+        case EMU_SHFL_UP:
+            return in_group - f.arg < 0 ? lane : lane - f.arg;
+        default:
+            return group + (f.arg & (f.width - 1));
+    }
+}
+
+// Release every warp whose live lanes all wait at one shuffle; true if any was released.
+static bool emu_release_shuffles() {
+    bool released = false;
+    for (int w0 = 0; w0 < emu_n_threads; w0 += 32) {
+        const int n = min(32, emu_n_threads - w0);
+        EmuFiber* lanes = emu_fibers + w0;
+        int first = -1, at_sync = -1;
+        for (int l = 0; l < n; ++l) {
+            if (lanes[l].state == EMU_AT_SHFL && first < 0) first = l;
+            if (lanes[l].state == EMU_AT_SYNC && at_sync < 0) at_sync = l;
+        }
+        if (first < 0) continue;
+        emu_current = w0 + first;
+        emu_set_thread_index(emu_current);
+        const EmuFiber& f0 = lanes[first];
+        if (at_sync >= 0)
+            emu_fail("divergent warp: lane %d waits at a shuffle (line %d) while lane %d waits "
+                     "at __syncthreads (line %d)", first, f0.line, at_sync, lanes[at_sync].line);
+        for (int l = 0; l < 32; ++l) {
+            if (!(f0.mask >> l & 1u)) continue;
+            if (l >= n)
+                emu_fail("line %d: the shuffle mask 0x%08x names lane %d, which does not exist "
+                         "(blockDim %u)", f0.line, f0.mask, l, blockDim.x * blockDim.y * blockDim.z);
+            if (lanes[l].state == EMU_DONE)
+                emu_fail("line %d: the shuffle mask 0x%08x names lane %d, which has already "
+                         "returned (lanes must not exit before a full-mask shuffle)",
+                         f0.line, f0.mask, l);
+        }
+        for (int l = 0; l < n; ++l) {
+            const EmuFiber& f = lanes[l];
+            if (f.state != EMU_AT_SHFL) continue;
+            if (f.line != f0.line || f.mask != f0.mask || f.width != f0.width ||
+                f.mode != f0.mode)
+                emu_fail("divergent warp: lanes %d and %d wait at different shuffles (lines %d "
+                         "and %d, masks 0x%08x and 0x%08x, widths %d and %d)", first, l, f0.line,
+                         f.line, f0.mask, f.mask, f0.width, f.width);
+            if (!(f.mask >> l & 1u))
+                emu_fail("line %d: lane %d calls a shuffle whose mask 0x%08x leaves it out",
+                         f.line, l, f.mask);
+        }
+        for (int l = 0; l < n; ++l) {
+            EmuFiber& f = lanes[l];
+            if (f.state != EMU_AT_SHFL) continue;
+            const int src = emu_shfl_source(f, l);
+            if (src >= n || lanes[src].state != EMU_AT_SHFL)
+                emu_fail("line %d: lane %d reads lane %d, which is not in the shuffle", f.line,
+                         l, src);
+            f.result = lanes[src].value;
+        }
+        for (int l = 0; l < n; ++l)
+            if (lanes[l].state == EMU_AT_SHFL) lanes[l].state = EMU_RUNNABLE;
+        released = true;
+    }
+    emu_current = -1;
+    return released;
+}
+
+static bool emu_release_barrier() {
+    int first = -1;
+    for (int t = 0; t < emu_n_threads; ++t) {
+        const EmuFiber& f = emu_fibers[t];
+        if (f.state == EMU_DONE) continue;
+        emu_current = t;
+        emu_set_thread_index(t);
+        if (f.state != EMU_AT_SYNC) emu_fail("deadlock: this thread cannot go on");
+        if (first < 0) first = t;
+        if (f.line != emu_fibers[first].line)
+            emu_fail("threads wait at different __syncthreads (line %d here, line %d in thread "
+                     "%d of the block)", f.line, emu_fibers[first].line, first);
+    }
+    emu_current = -1;
+    if (first < 0) return false;
+    for (int t = 0; t < emu_n_threads; ++t)
+        if (emu_fibers[t].state == EMU_AT_SYNC) emu_fibers[t].state = EMU_RUNNABLE;
+    return true;
+}
+
+static void emu_run_block(int reverse) {
+    for (int t = 0; t < emu_n_threads; ++t) {
+        EmuFiber& f = emu_fibers[t];
+        f.state = EMU_RUNNABLE;
+        getcontext(&f.ctx);
+        f.ctx.uc_stack.ss_sp = emu_stacks + (size_t)t * EMU_STACK;
+        f.ctx.uc_stack.ss_size = EMU_STACK;
+        f.ctx.uc_link = nullptr;
+        makecontext(&f.ctx, emu_fiber_main, 0);
+    }
+    for (;;) {
+        for (int k = 0; k < emu_n_threads; ++k) {
+            const int t = reverse ? emu_n_threads - 1 - k : k;
+            if (emu_fibers[t].state != EMU_RUNNABLE) continue;
+            emu_current = t;
+            emu_set_thread_index(t);
+            swapcontext(&emu_scheduler, &emu_fibers[t].ctx);
+            emu_current = -1;
+        }
+        if (emu_release_shuffles()) continue;
+        if (!emu_release_barrier()) return;  // every thread has returned
+    }
+}
+
+// Memory whose end touches a PROT_NONE page: bytes [ptr, ptr + size) are usable.
+static unsigned char* emu_guarded(size_t size, size_t align, void** base, size_t* total) {
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    const size_t body = (size + align - 1) / align * align;
+    *total = (body + page - 1) / page * page + page;
+    unsigned char* p = (unsigned char*)mmap(nullptr, *total, PROT_READ | PROT_WRITE,
+                                            MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return nullptr;
+    mprotect(p + *total - page, page, PROT_NONE);
+    *base = p;
+    return p + *total - page - body;
+}
+
+static void emu_on_fault(int sig, siginfo_t* info, void*) {
+    char where[128];
+    emu_where(where, sizeof where);
+    snprintf(emu_error, emu_error_size, "%s: %s at address 0x%llx", where,
+             sig == SIGSEGV ? "SIGSEGV" : "SIGBUS",
+             (unsigned long long)(uintptr_t)info->si_addr);
+    _exit(4);
+}
+
+static int emu_run_grid(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                        unsigned bz, size_t smem, int reverse) {
+    gridDim = {gx, gy, gz};
+    blockDim = {bx, by, bz};
+    emu_n_threads = (int)(bx * by * bz);
+    if (emu_n_threads < 1 || emu_n_threads > 1024) emu_fail("blockDim of %d threads", emu_n_threads);
+    static char altstack[64 * 1024];
+    stack_t ss = {};
+    ss.ss_sp = altstack;
+    ss.ss_size = sizeof altstack;
+    sigaltstack(&ss, nullptr);
+    struct sigaction sa = {};
+    sa.sa_sigaction = emu_on_fault;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigaction(SIGSEGV, &sa, nullptr);
+    sigaction(SIGBUS, &sa, nullptr);
+
+    emu_fibers = new EmuFiber[emu_n_threads];
+    emu_stacks = (char*)mmap(nullptr, (size_t)emu_n_threads * EMU_STACK, PROT_READ | PROT_WRITE,
+                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void* smem_base;
+    size_t smem_total;
+    emu_dynamic_smem = emu_guarded(smem, 16, &smem_base, &smem_total);
+    const unsigned long long n_blocks = (unsigned long long)gx * gy * gz;
+    for (unsigned long long k = 0; k < n_blocks; ++k) {
+        const unsigned long long b = reverse ? n_blocks - 1 - k : k;
+        blockIdx = {(unsigned)(b % gx), (unsigned)(b / gx % gy), (unsigned)(b / gx / gy)};
+        memset(emu_dynamic_smem, 0xff, smem);
+        emu_run_block(reverse);
+    }
+    return 0;
+}
+
+// Launch `thunk(args)` on a (gx, gy, gz) grid of (bx, by, bz) blocks in a forked child.
+// Returns 0, or: 3 a check failed, 4 a memory fault, 128 + signal (e.g. 142: timed out);
+// `error` (MAP_SHARED, from emu_alloc) then holds the message.
+extern "C" int emu_launch(void (*thunk)(void**), void** args, unsigned gx, unsigned gy,
+                          unsigned gz, unsigned bx, unsigned by, unsigned bz, size_t smem,
+                          int reverse, int timeout_s, char* error, size_t error_size) {
+    error[0] = 0;
+    const pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        emu_error = error;
+        emu_error_size = error_size;
+        emu_thunk = thunk;
+        emu_args = args;
+        alarm((unsigned)timeout_s);
+        _exit(emu_run_grid(gx, gy, gz, bx, by, bz, smem, reverse));
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0) {
+    }
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    return 128 + WTERMSIG(status);
+}
+
+// Shared memory for argument buffers and messages: [result, result + size) ends at a guard page.
+extern "C" void* emu_alloc(size_t size, size_t align, void** base, size_t* total) {
+    return emu_guarded(size, align, base, total);
+}
+
+extern "C" void emu_free(void* base, size_t total) { munmap(base, total); }

@@ -1,0 +1,217 @@
+"""The CPU emulator of CUDA kernels (tests/cuda_emu.py) catches what it claims to catch.
+
+Each test compiles a small kernel with one deliberate mistake (a missing barrier, a lane that
+returns before a shuffle, a read past the end, ...) and checks that the emulator reports it,
+next to the same kernel without the mistake, which must run and give the right numbers. The
+kernels of tinyattn itself run on the emulator in tests/test_cupy_backend.py.
+"""
+
+import numpy as np
+import pytest
+
+import cuda_emu  # tests/ is on sys.path (pytest's rootdir-relative import)
+
+pytestmark = pytest.mark.skipif(not cuda_emu.available(), reason="the emulator needs g++")
+
+SOURCE = r"""
+#define FULL 0xffffffffu
+// sum of each row of 32 by a butterfly; `early` lanes >= 16 return before the shuffles
+extern "C" __global__ void row_sum(const float* x, float* out, int n_rows, int early) {
+    const int lane = threadIdx.x % 32;
+    const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    if (early && lane >= 16) return;
+    float v = row < n_rows ? x[row * 32 + lane] : 0.f;
+    for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(FULL, v, o);
+    if (row < n_rows && lane == 0) out[row] = v;
+}
+
+// width-8 groups: each group of 8 lanes sums its own values only
+extern "C" __global__ void group_sum(const float* x, float* out) {
+    float v = x[threadIdx.x];
+    for (int o = 4; o > 0; o /= 2) v += __shfl_xor_sync(FULL, v, o, 8);
+    out[threadIdx.x] = v;
+}
+
+// reverse the block's values through shared memory; `barrier` = 0 forgets __syncthreads
+extern "C" __global__ void reverse(const float* x, float* out, int barrier) {
+    __shared__ float buf[64];
+    buf[threadIdx.x] = x[blockIdx.x * blockDim.x + threadIdx.x];
+    if (barrier) __syncthreads();
+    out[blockIdx.x * blockDim.x + threadIdx.x] = buf[blockDim.x - 1 - threadIdx.x];
+}
+
+// dynamic shared memory: thread t writes slot t, then reads slot t + skip
+extern "C" __global__ void smem_read(float* out, int skip) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    float* s = reinterpret_cast<float*>(smem);
+    s[threadIdx.x] = threadIdx.x;
+    __syncthreads();
+    out[threadIdx.x] = s[threadIdx.x + skip];
+}
+
+extern "C" __global__ void copy_n(const float* x, float* out, int n) {
+    for (int i = threadIdx.x; i < n; i += blockDim.x) out[i] = x[i];
+}
+
+extern "C" __global__ void divergent_barrier(float* out) {
+    if (threadIdx.x < 16) __syncthreads(); else out[threadIdx.x] = 1.f;
+    if (threadIdx.x >= 16) __syncthreads();
+}
+
+extern "C" __global__ void divergent_shuffles(float* out) {
+    float v = threadIdx.x;
+    if (threadIdx.x % 2) v = __shfl_xor_sync(FULL, v, 1);
+    else v = __shfl_xor_sync(FULL, v, 1);
+    out[threadIdx.x] = v;
+}
+
+extern "C" __global__ void writes_its_input(const float* x, float* out) {
+    const_cast<float*>(x)[threadIdx.x] = 0.f;
+    out[threadIdx.x] = 1.f;
+}
+
+extern "C" __global__ void spins(float* out, int n) {
+    while (n > 0) out[0] += 1.f;
+}
+
+extern "C" __global__ void adds_atomically(float* out) {
+    atomicAdd(out + threadIdx.x % 4, 1.f);
+}
+
+extern "C" __global__ void halves(const unsigned short* x, unsigned short* out, int n) {
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        float f;
+        asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x[i]));
+        unsigned short h;
+        asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f * 3.f));
+        out[i] = h;
+    }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def emu():
+    return cuda_emu.EmuModule(SOURCE)
+
+
+def i32(v):
+    return np.int32(v)
+
+
+def test_the_kernels_are_found_with_their_signatures(emu):
+    assert set(emu.signatures) >= {"row_sum", "reverse", "smem_read", "halves"}
+    assert emu.signatures["row_sum"] == [("float", True, True), ("float", True, False),
+                                         ("int", False, False), ("int", False, False)]
+
+
+def test_a_correct_kernel_gives_the_right_numbers(emu):
+    x = np.random.default_rng(0).standard_normal((5, 32)).astype(np.float32)
+    out = np.full(5, np.nan, np.float32)
+    emu.launch("row_sum", (2,), (128,), [x, out, i32(5), i32(0)])
+    np.testing.assert_allclose(out, x.sum(axis=1), rtol=1e-5)
+    x = np.arange(32, dtype=np.float32)
+    out = np.zeros(32, np.float32)
+    emu.launch("group_sum", (1,), (32,), [x, out])
+    np.testing.assert_array_equal(out, np.repeat(x.reshape(4, 8).sum(axis=1), 8))
+
+
+def test_a_lane_that_returns_before_a_full_mask_shuffle_is_an_error(emu):
+    x = np.zeros((4, 32), np.float32)
+    with pytest.raises(cuda_emu.EmuError, match=r"row_sum: .*lane 16, which has already "
+                                                r"returned"):
+        emu.launch("row_sum", (1,), (128,), [x, np.zeros(4, np.float32), i32(4), i32(1)])
+
+
+def test_a_missing_barrier_is_a_race_that_the_reverse_order_shows(emu):
+    x = np.arange(128, dtype=np.float32)
+    runs = {}
+    for barrier in (1, 0):
+        for reverse in (False, True):
+            out = np.full(128, np.nan, np.float32)
+            emu.launch("reverse", (2,), (64,), [x, out, i32(barrier)], reverse=reverse)
+            runs[barrier, reverse] = out
+    want = x.reshape(2, 64)[:, ::-1].ravel()
+    np.testing.assert_array_equal(runs[1, False], want)
+    np.testing.assert_array_equal(runs[1, True], want)
+    assert not np.array_equal(runs[0, False], runs[0, True])  # the race shows
+
+
+def test_unwritten_shared_memory_reads_as_nan(emu):
+    out = np.zeros(32, np.float32)
+    emu.launch("smem_read", (1,), (32,), [out, i32(0)], shared_mem=64 * 4)
+    np.testing.assert_array_equal(out, np.arange(32))
+    emu.launch("smem_read", (1,), (32,), [out, i32(32)], shared_mem=64 * 4)
+    assert np.isnan(out).all()
+
+
+def test_reading_past_dynamic_shared_memory_faults(emu):
+    with pytest.raises(cuda_emu.EmuError, match="SIGSEGV"):
+        emu.launch("smem_read", (1,), (32,), [np.zeros(32, np.float32), i32(1024)],
+                   shared_mem=32 * 4)
+
+
+def test_reading_past_an_argument_names_it(emu):
+    x = np.ones(100, np.float32)
+    out = np.zeros(200, np.float32)
+    emu.launch("copy_n", (1,), (64,), [x, out, i32(100)])
+    assert out[:100].sum() == 100
+    with pytest.raises(cuda_emu.EmuError, match=r"copy_n: .*SIGSEGV.*past the end of "
+                                                r"argument 0 \(400 bytes\)"):
+        emu.launch("copy_n", (1,), (64,), [x, out, i32(200)])
+
+
+def test_strided_and_broadcast_views_are_passed_as_they_lie(emu):
+    base = np.arange(10, dtype=np.float32)
+    view = np.broadcast_to(base[::2], (3, 5))  # strides (0, 8): 9 floats of memory
+    out = np.zeros(9, np.float32)
+    emu.launch("copy_n", (1,), (32,), [view, out, i32(9)])
+    np.testing.assert_array_equal(out, base[:9])
+
+
+def test_divergent_barriers_and_shuffles_are_errors(emu):
+    with pytest.raises(cuda_emu.EmuError, match="different __syncthreads"):
+        emu.launch("divergent_barrier", (1,), (32,), [np.zeros(32, np.float32)])
+    with pytest.raises(cuda_emu.EmuError, match="different shuffles"):
+        emu.launch("divergent_shuffles", (1,), (32,), [np.zeros(32, np.float32)])
+
+
+def test_writing_a_const_argument_is_an_error(emu):
+    with pytest.raises(cuda_emu.EmuError, match="argument 0 is const"):
+        emu.launch("writes_its_input", (1,), (32,), [np.ones(32, np.float32),
+                                                     np.zeros(32, np.float32)])
+
+
+def test_arguments_must_have_the_parameters_c_types(emu):
+    x, out = np.zeros(100, np.float32), np.zeros(100, np.float32)
+    with pytest.raises(TypeError, match=r"argument 2 must be a numpy.int32 .*'int'"):
+        emu.launch("copy_n", (1,), (32,), [x, out, np.int64(100)])
+    with pytest.raises(TypeError, match=r"argument 2 must be a numpy.int32"):
+        emu.launch("copy_n", (1,), (32,), [x, out, 100])
+    with pytest.raises(TypeError, match=r"argument 0 is a float\* but the array is float64"):
+        emu.launch("copy_n", (1,), (32,), [x.astype(np.float64), out, i32(100)])
+    with pytest.raises(TypeError, match="3 arguments for 2 parameters"):
+        emu.launch("writes_its_input", (1,), (32,), [x, out, i32(1)])
+
+
+def test_an_endless_kernel_times_out(emu, monkeypatch):
+    monkeypatch.setattr(cuda_emu, "TIMEOUT_S", 1)
+    with pytest.raises(cuda_emu.EmuError, match="timed out"):
+        emu.launch("spins", (1,), (1,), [np.zeros(1, np.float32), i32(1)])
+
+
+def test_atomics_and_the_float16_conversions(emu):
+    out = np.zeros(4, np.float32)
+    emu.launch("adds_atomically", (3,), (64,), [out])
+    np.testing.assert_array_equal(out, [48, 48, 48, 48])
+    x = np.array([0, 1, -2.5, 65504 / 3, 1e-7, np.inf, np.nan, 21000, 6e-8], np.float16)
+    out = np.zeros_like(x)
+    emu.launch("halves", (1,), (32,), [x.view(np.uint16), out.view(np.uint16), i32(x.size)])
+    with np.errstate(over="ignore"):  # 21000 * 3 rounds to inf, as on the GPU
+        want = (x.astype(np.float32) * 3).astype(np.float16)
+    np.testing.assert_array_equal(out, want)
+
+
+def test_unknown_inline_asm_is_refused():
+    with pytest.raises(cuda_emu.EmuError, match="PTX inline asm"):
+        cuda_emu.EmuModule('extern "C" __global__ void k(float* x) { asm("trap;"); }')
