@@ -404,6 +404,38 @@ def test_gpu_default_training_run_learns(cp_be, tmp_path):
     assert metrics["accuracy"] >= 0.99, metrics
 
 
+@pytest.mark.emulated
+@pytest.mark.skipif(not cuda_emu.available(), reason="the CUDA emulator needs g++")
+@pytest.mark.parametrize("n", [40, 3000])
+def test_emulated_kernels_have_no_races(monkeypatch, n):
+    """Blocks and threads run in reverse order give the same bits: no result depends on which
+    thread or block runs first (a missing __syncthreads or a cross-block write would). dQ of
+    flash attention is summed over key tiles with atomics, so it is compared with a tolerance."""
+    rng = np.random.default_rng(n)
+    x = (rng.standard_normal((2, 3, 7, n)) * 4).astype(np.float32)
+    g = rng.standard_normal(x.shape).astype(np.float32)
+    keep = rng.random((7, n)) < 0.7
+    d, n_q, n_k = 64, 70, n // 20 + 30
+    q, k, v = (rng.standard_normal((2, m, d)).astype(np.float32) for m in (n_q, n_k, n_k))
+    go = rng.standard_normal((2, n_q, d)).astype(np.float32)
+    runs = []
+    for reverse in (False, True):
+        be = fake_cupy.install(monkeypatch, kernels=True, emulate=True, reverse=reverse)
+        xg, gg, keepg, qg, kg, vg, gog = to_gpu(be, x, g, keep, q, k, v, go)
+        y = be.scaled_masked_softmax(xg, keepg, scale=0.7, causal=True)
+        out, lse = be.attention_forward(qg, kg, vg, None, 0.125, True)
+        runs.append([be.softmax(xg), be.softmax_backward(y, gg), y,
+                     be.scaled_masked_softmax_backward(y, gg, 0.7, True), out, lse,
+                     *be.attention_backward(qg, kg, vg, out, lse, gog, None, 0.125, True)])
+    for i, (a, b) in enumerate(zip(*runs, strict=True)):
+        a, b = a.get(), b.get()
+        assert not np.isnan(a).any(), i
+        if i == 6:  # dQ
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+        else:
+            np.testing.assert_array_equal(a, b, err_msg=f"result {i}")
+
+
 # ---- the benchmarks run (or say why not) without a GPU -----------------------------------------
 
 def test_attention_benchmark_runs_on_the_cpu(capsys):

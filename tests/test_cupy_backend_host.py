@@ -24,7 +24,8 @@ from tinyattn.errors import BackendError
 from tinyattn.ops import REGISTRY
 from tinyattn.ops import samples as S
 
-import fake_cupy  # tests/ is on sys.path (pytest's rootdir-relative import)
+import cuda_emu  # tests/ is on sys.path (pytest's rootdir-relative import)
+import fake_cupy
 
 FAKE_NAMES = ("cupy", "cupyx", "cupyx.scipy", "cupyx.scipy.special")
 
@@ -109,6 +110,31 @@ def test_op_matches_numpy_with_kernels_off(fake_be, name, index):
         assert (a is None) == (b is None), i
         if a is not None:
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14, err_msg=f"input {i}")
+
+
+@pytest.fixture
+def fake_emu_be(monkeypatch):
+    """The "cupy" backend on the fake with kernels on and run: their CUDA source on the CPU."""
+    if not cuda_emu.available():
+        pytest.skip("the CUDA emulator needs g++")
+    fake_cupy.RAW_MODULES.clear()
+    return fake_cupy.install(monkeypatch, kernels=True, emulate=True)
+
+
+@pytest.mark.emulated
+@pytest.mark.parametrize("name,index", _op_params(), ids=[f"{n}-{i}" for n, i in _op_params()])
+def test_op_matches_numpy_with_kernels_emulated(fake_emu_be, name, index):
+    """Every op's samples with the kernels on (float64: the softmax kernels' f64 versions)."""
+    want, want_grads = _run_op(name, index, "numpy")
+    got, got_grads = _run_op(name, index, "cupy")
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-10, atol=1e-12)
+    for i, (a, b) in enumerate(zip(got_grads, want_grads, strict=True)):
+        assert (a is None) == (b is None), i
+        if a is not None:
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12, err_msg=f"input {i}")
+    if name in ("softmax", "scaled_masked_softmax"):
+        assert any(n.startswith("tinyattn_softmax_") for n, *_ in launches())
 
 
 def _cast_cases():
