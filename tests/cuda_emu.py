@@ -100,6 +100,22 @@ def kernel_signatures(code):
             for name, params in KERNEL_DECL.findall(text)}
 
 
+def _build(text):
+    """The shared library compiled from `text` (cached by the text's hash)."""
+    key = hashlib.sha256((text + RUNTIME.read_text() + " ".join(CXXFLAGS)).encode())
+    lib = cache_dir() / f"emu-{key.hexdigest()[:20]}.so"
+    if not lib.exists():
+        src = lib.with_suffix(".cpp")
+        src.write_text(text)
+        tmp = lib.with_suffix(f".{os.getpid()}.tmp")
+        done = subprocess.run([CXX, *CXXFLAGS, f"-I{RUNTIME.parent}", "-o", str(tmp), str(src)],
+                              capture_output=True, text=True)
+        if done.returncode:
+            raise EmuError(f"g++ could not compile the kernels:\n{done.stderr[-4000:]}")
+        os.replace(tmp, lib)
+    return lib
+
+
 class EmuModule:
     """The kernels of one source text, compiled for the CPU."""
 
@@ -114,18 +130,7 @@ class EmuModule:
             thunks.append(f'extern "C" void emu_thunk_{name}(void** a) {{ {name}({call}); }}')
         text = "\n".join(['#include "cuda_emu_runtime.h"', "#line 1", host_source(code)]
                          + thunks) + "\n"
-        key = hashlib.sha256((text + RUNTIME.read_text() + " ".join(CXXFLAGS)).encode())
-        lib = cache_dir() / f"emu-{key.hexdigest()[:20]}.so"
-        if not lib.exists():
-            src = lib.with_suffix(".cpp")
-            src.write_text(text)
-            tmp = lib.with_suffix(f".{os.getpid()}.tmp")
-            done = subprocess.run([CXX, *CXXFLAGS, f"-I{RUNTIME.parent}", "-o", str(tmp),
-                                   str(src)], capture_output=True, text=True)
-            if done.returncode:
-                raise EmuError(f"g++ could not compile the kernels:\n{done.stderr[-4000:]}")
-            os.replace(tmp, lib)
-        self.lib = ctypes.CDLL(str(lib))
+        self.lib = ctypes.CDLL(str(_build(text)))
         self.lib.emu_alloc.restype = ctypes.c_void_p
         self.lib.emu_alloc.argtypes = [ctypes.c_size_t, ctypes.c_size_t,
                                        ctypes.POINTER(ctypes.c_void_p),
@@ -217,3 +222,85 @@ class EmuModule:
         if rc == 128 + 14:
             return f"timed out after {TIMEOUT_S} s (an endless loop?)"
         return message or f"the child exited with status {rc}"
+
+
+# ---- cupy.ElementwiseKernel -----------------------------------------------------------------
+
+EW_TYPES = {"float16": "emu_float16", "float32": "float", "float64": "double", "int32": "int",
+            "int64": "long long", "uint8": "unsigned char", "bool": "bool"}
+EW_DTYPES = {np.dtype(np.float16): "emu_float16", np.dtype(np.float32): "float",
+             np.dtype(np.float64): "double"}
+
+
+def parse_ew_params(text):
+    """'T x, float64 lr' -> [('T', 'x'), ('float64', 'lr')]."""
+    return [tuple(p.split()) for p in text.split(",") if p.strip()]
+
+
+class EmuElementwise:
+    """A cupy.ElementwiseKernel compiled for the CPU the way CuPy builds it: `typedef <dtype> T;`
+    before the preamble, every array parameter bound by reference per element (inputs const),
+    then the operation, which may use the element index `i`. Parameters typed T are arrays of
+    one shape; the others are scalars of their declared type. One library holds the
+    float16/float32/float64 versions."""
+
+    def __init__(self, in_params, out_params, operation, name, preamble=""):
+        if not available():
+            raise EmuError("the CUDA emulator needs g++")
+        self.name = name
+        self.ins, self.outs = parse_ew_params(in_params), parse_ew_params(out_params)
+        blocks = []
+        for dtype, ctype in EW_DTYPES.items():
+            binds = []
+            for k, (typ, var) in enumerate(self.ins + self.outs):
+                const = "const " if k < len(self.ins) else ""
+                if typ == "T":
+                    binds.append(f"{const}T& {var} = (({const}T*)_emu_args[{k}])[i];")
+                else:
+                    c = EW_TYPES[typ]
+                    binds.append(f"const {c} {var} = *(const {c}*)_emu_args[{k}];")
+            body = "\n        ".join(binds + [operation + ";"])
+            blocks.append(f"namespace ew_{dtype.name} {{\ntypedef {ctype} T;\n{preamble}\n"
+                          f'extern "C" void emu_ew_{dtype.name}(long long _emu_n, '
+                          f"void** _emu_args) {{\n"
+                          f"    for (long long i = 0; i < _emu_n; ++i) {{\n        {body}\n"
+                          f"    }}\n}}\n}}")
+        text = "\n".join(['#include "cuda_emu_runtime.h"', *blocks]) + "\n"
+        self.lib = ctypes.CDLL(str(_build(text)))
+
+    def __call__(self, *args):
+        """args: NumPy arrays (the T parameters, one shape and dtype) and NumPy or Python
+        scalars, inputs then outputs; outputs not given are made. Returns the outputs."""
+        n_in = len(self.ins)
+        if len(args) not in (n_in, n_in + len(self.outs)):
+            raise TypeError(f"Wrong number of arguments for {self.name!r}")
+        arrays = [a for a in args if isinstance(a, np.ndarray)]
+        if not arrays or len({(a.shape, a.dtype) for a in arrays}) != 1:
+            raise TypeError(f"{self.name}: the T arguments must share one shape and dtype")
+        shape, dtype = arrays[0].shape, arrays[0].dtype
+        if dtype not in EW_DTYPES:
+            raise TypeError(f"{self.name}: no {dtype} version")
+        params = self.ins + self.outs
+        given = list(args) + [np.empty(shape, dtype) for _ in params[len(args):]]
+        work, holders = [], []
+        for (typ, var), a in zip(params, given, strict=True):
+            if typ == "T":
+                if not isinstance(a, np.ndarray):
+                    raise TypeError(f"{self.name}: {var} is an array parameter")
+                w = np.ascontiguousarray(a)
+                work.append(w)
+                holders.append(ctypes.c_void_p(w.ctypes.data))
+            else:
+                if isinstance(a, np.ndarray):
+                    raise TypeError(f"{self.name}: {var} is a scalar parameter")
+                value = np.array(a, dtype=typ)
+                work.append(value)
+                holders.append(ctypes.c_void_p(value.ctypes.data))
+        argv = (ctypes.c_void_p * len(holders))(*[h.value for h in holders])
+        getattr(self.lib, f"emu_ew_{dtype.name}")(ctypes.c_longlong(int(np.prod(shape))), argv)
+        outs = []
+        for k in range(n_in, len(params)):
+            if given[k] is not work[k]:
+                given[k][...] = work[k]
+            outs.append(given[k])
+        return outs[0] if len(outs) == 1 else tuple(outs)

@@ -97,6 +97,15 @@ static inline unsigned short emu_float_to_half(float f) {
     return h;
 }
 
+// cupy.ElementwiseKernel's float16 type, as far as the tinyattn kernels use it: (T)f, (float)h.
+struct emu_float16 {
+    unsigned short bits;
+    emu_float16() = default;
+    emu_float16(float f) : bits(emu_float_to_half(f)) {}
+    emu_float16(double d) : bits(emu_float_to_half((float)d)) {}
+    operator float() const { return emu_half_to_float(bits); }
+};
+
 // ---- fibers and the scheduler ---------------------------------------------------------------
 
 enum { EMU_RUNNABLE, EMU_AT_SYNC, EMU_AT_SHFL, EMU_DONE };

@@ -367,7 +367,8 @@ def _elementwise_replays():
 
 
 class FakeElementwiseKernel:
-    """cupy.ElementwiseKernel: parses its parameter lists and runs the kernel_refs replay."""
+    """cupy.ElementwiseKernel: parses its parameter lists and runs the kernel_refs replay, or,
+    when emulating, the kernel's own CUDA code compiled for the CPU."""
 
     def __init__(self, in_params, out_params, operation, name="kernel", reduce_dims=True,
                  preamble="", no_return=False, return_tuple=False, loop_prep="",
@@ -375,7 +376,9 @@ class FakeElementwiseKernel:
         self.n_in = len(in_params.split(","))
         self.n_out = len(out_params.split(","))
         self.name, self.preamble, self.operation = name, preamble, operation
+        self.in_params, self.out_params = in_params, out_params
         self.calls = 0
+        self.emu = None
 
     def __call__(self, *args, size=None, block_size=None):
         if len(args) not in (self.n_in, self.n_in + self.n_out):
@@ -385,6 +388,15 @@ class FakeElementwiseKernel:
                 raise TypeError(f"Unsupported type {type(a)}")
         self.calls += 1
         host = [a._a if isinstance(a, FakeArray) else a for a in args]
+        if EMULATION["on"]:  # the operation and preamble compiled as CuPy would build them
+            if self.emu is None:
+                import cuda_emu
+
+                self.emu = cuda_emu.EmuElementwise(self.in_params, self.out_params,
+                                                   self.operation, self.name, self.preamble)
+            out = self.emu(*host)
+            return wrap(out) if len(args) == self.n_in else (
+                args[self.n_in] if self.n_out == 1 else tuple(args[self.n_in:]))
         dtypes = {a.dtype for a in host if isinstance(a, np.ndarray)}
         if len(dtypes) != 1:
             raise TypeError(f"{self.name}: the T arguments have different dtypes {dtypes}")

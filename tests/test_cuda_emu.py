@@ -215,3 +215,25 @@ def test_atomics_and_the_float16_conversions(emu):
 def test_unknown_inline_asm_is_refused():
     with pytest.raises(cuda_emu.EmuError, match="PTX inline asm"):
         cuda_emu.EmuModule('extern "C" __global__ void k(float* x) { asm("trap;"); }')
+
+
+def test_elementwise_kernels_are_built_as_cupy_builds_them():
+    """`typedef <dtype> T;` ahead of the preamble, arrays bound per element (outputs by
+    reference, so an in/out parameter updates in place), scalars of their declared type."""
+    kern = cuda_emu.EmuElementwise(
+        "T x, float64 a, int32 k", "T y, T acc",
+        "typedef wide<T>::type W; y = (T)(twice<W>((W)x) * (W)a + (W)k); acc = (T)((W)acc + (W)x)",
+        "axpk", preamble="template <typename T> struct wide { typedef float type; };\n"
+                         "template <> struct wide<double> { typedef double type; };\n"
+                         "template <typename W> W twice(W v) { return v + v; }")
+    for dtype in (np.float16, np.float32, np.float64):
+        x = np.linspace(-3, 3, 7).astype(dtype)
+        acc = np.ones(7, dtype)
+        y, acc_out = kern(x, 0.5, np.int32(2), np.empty_like(x), acc)
+        assert acc_out is acc and y.dtype == dtype
+        np.testing.assert_array_equal(y, (x.astype(np.float64) + 2).astype(dtype))
+        np.testing.assert_array_equal(acc, (1 + x.astype(np.float64)).astype(dtype))
+        y_new = kern(x, 0.5, np.int32(2))[0]  # outputs not given: made
+        np.testing.assert_array_equal(y_new, y)
+    with pytest.raises(TypeError, match="one shape and dtype"):
+        kern(x, 0.5, np.int32(2), np.empty(3, x.dtype), acc)
