@@ -26,6 +26,7 @@
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
+#include <csetjmp>
 #include <cstring>
 #include <signal.h>
 #include <sys/mman.h>
@@ -112,8 +113,9 @@ enum { EMU_RUNNABLE, EMU_AT_SYNC, EMU_AT_SHFL, EMU_DONE };
 enum { EMU_SHFL_XOR, EMU_SHFL_DOWN, EMU_SHFL_UP, EMU_SHFL_IDX };
 
 struct EmuFiber {
-    ucontext_t ctx;
-    int state, line, mode, arg, width;
+    ucontext_t ctx;  // only to start the fiber on its stack
+    jmp_buf at;      // where it waits (switches are _setjmp/_longjmp: no signal-mask syscalls)
+    int started, state, line, mode, arg, width;
     unsigned mask;
     unsigned long long value, result;
 };
@@ -123,7 +125,7 @@ static EmuFiber* emu_fibers;
 static char* emu_stacks;
 static int emu_n_threads;
 static int emu_current = -1;
-static ucontext_t emu_scheduler;
+static jmp_buf emu_scheduler;
 static void (*emu_thunk)(void**);
 static void** emu_args;
 static unsigned char* emu_dynamic_smem;  // what `extern __shared__ T name[]` becomes
@@ -159,7 +161,7 @@ static void emu_yield(int state, int line) {
     EmuFiber& f = emu_fibers[emu_current];
     f.state = state;
     f.line = line;
-    swapcontext(&f.ctx, &emu_scheduler);
+    if (!_setjmp(f.at)) _longjmp(emu_scheduler, 1);
 }
 
 static void emu_syncthreads(int line) { emu_yield(EMU_AT_SYNC, line); }
@@ -205,10 +207,14 @@ static T emu_shfl_idx(int line, unsigned mask, T var, int src, int width = 32) {
 #define __shfl_up_sync(...) emu_shfl_up(__LINE__, __VA_ARGS__)
 #define __shfl_sync(...) emu_shfl_idx(__LINE__, __VA_ARGS__)
 
+// A fiber runs the kernel once per block: after each run it waits, DONE, for the next block.
 static void emu_fiber_main() {
-    emu_thunk(emu_args);
-    emu_fibers[emu_current].state = EMU_DONE;
-    swapcontext(&emu_fibers[emu_current].ctx, &emu_scheduler);
+    for (;;) {
+        emu_thunk(emu_args);
+        EmuFiber& f = emu_fibers[emu_current];
+        f.state = EMU_DONE;
+        if (!_setjmp(f.at)) _longjmp(emu_scheduler, 1);
+    }
 }
 
 // The lane a shuffle reads (CUDA's rules: a lane whose source falls outside its own group of
@@ -307,22 +313,19 @@ static bool emu_release_barrier() {
 }
 
 static void emu_run_block(int reverse) {
-    for (int t = 0; t < emu_n_threads; ++t) {
-        EmuFiber& f = emu_fibers[t];
-        f.state = EMU_RUNNABLE;
-        getcontext(&f.ctx);
-        f.ctx.uc_stack.ss_sp = emu_stacks + (size_t)t * EMU_STACK;
-        f.ctx.uc_stack.ss_size = EMU_STACK;
-        f.ctx.uc_link = nullptr;
-        makecontext(&f.ctx, emu_fiber_main, 0);
-    }
+    for (int t = 0; t < emu_n_threads; ++t) emu_fibers[t].state = EMU_RUNNABLE;
     for (;;) {
         for (int k = 0; k < emu_n_threads; ++k) {
             const int t = reverse ? emu_n_threads - 1 - k : k;
             if (emu_fibers[t].state != EMU_RUNNABLE) continue;
             emu_current = t;
             emu_set_thread_index(t);
-            swapcontext(&emu_scheduler, &emu_fibers[t].ctx);
+            EmuFiber& f = emu_fibers[t];
+            if (!_setjmp(emu_scheduler)) {
+                if (f.started) _longjmp(f.at, 1);
+                f.started = 1;
+                setcontext(&f.ctx);
+            }
             emu_current = -1;
         }
         if (emu_release_shuffles()) continue;
@@ -375,6 +378,15 @@ static int emu_run_grid(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsi
     void* smem_base;
     size_t smem_total;
     emu_dynamic_smem = emu_guarded(smem, 16, &smem_base, &smem_total);
+    for (int t = 0; t < emu_n_threads; ++t) {  // started on their first block
+        EmuFiber& f = emu_fibers[t];
+        f.started = 0;
+        getcontext(&f.ctx);
+        f.ctx.uc_stack.ss_sp = emu_stacks + (size_t)t * EMU_STACK;
+        f.ctx.uc_stack.ss_size = EMU_STACK;
+        f.ctx.uc_link = nullptr;
+        makecontext(&f.ctx, emu_fiber_main, 0);
+    }
     const unsigned long long n_blocks = (unsigned long long)gx * gy * gz;
     for (unsigned long long k = 0; k < n_blocks; ++k) {
         const unsigned long long b = reverse ? n_blocks - 1 - k : k;

@@ -182,7 +182,7 @@ def composite_attention(q, k, v, scale, causal=False, keep=None):
     return s @ v
 
 
-@pytest.mark.parametrize("d", [32, 64, 128])
+@pytest.mark.parametrize("d", [16, 32, 64, 128])
 @pytest.mark.parametrize("n_q,n_k", [(1, 1), (70, 70), (65, 130), (100, 37)])
 def test_flash_forward_replay(d, n_q, n_k):
     rng = np.random.default_rng(d + n_q)
@@ -203,7 +203,7 @@ def test_flash_forward_replay(d, n_q, n_k):
     assert (out[0, 0] == 0).all() and lse[0, 0] == NEG_INF
 
 
-@pytest.mark.parametrize("d", [32, 64, 128])
+@pytest.mark.parametrize("d", [16, 32, 64, 128])
 @pytest.mark.parametrize("n_q,n_k", [(1, 1), (70, 70), (40, 97), (97, 40)])
 def test_flash_backward_replay(d, n_q, n_k):
     rng = np.random.default_rng(2 * d + n_k)

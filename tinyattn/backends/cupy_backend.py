@@ -11,7 +11,7 @@ says plainly whether CuPy is missing or the GPU is unusable. Ordinary array work
 
 Each kernel is compiled once per process with NVRTC (cupy.RawModule, memoized by file) and
 looked up by its extern "C" name; backends/kernel_refs.py replays each one in NumPy. Inputs a
-kernel does not cover (other dtypes, head dims other than 32/64/128, additive masks, ...) take
+kernel does not cover (other dtypes, head dims other than 16/32/64/128, additive masks, ...) take
 the readable reference of `Backend` instead, on the GPU through `xp`. TINYATTN_CUPY_KERNELS=0
 turns every kernel off (useful to tell a kernel bug from an op bug). Nothing in this module
 imports CuPy at import time, so the kernel sources and their names can be checked without it.

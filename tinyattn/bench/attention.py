@@ -184,7 +184,7 @@ def main(argv=None):
     ap.add_argument("--t", type=int, nargs="+", default=None, help="sequence lengths")
     ap.add_argument("--batch", type=int, default=None)
     ap.add_argument("--heads", type=int, default=None)
-    ap.add_argument("--d", type=int, default=64, help="head dim (kernels: 32, 64, 128)")
+    ap.add_argument("--d", type=int, default=64, help="head dim (kernels: 16, 32, 64, 128)")
     ap.add_argument("--repeats", type=int, default=None)
     ap.add_argument("--no-causal", action="store_true", help="CPU only: full attention")
     args = ap.parse_args(argv)

@@ -1,6 +1,7 @@
 // flash.cu - flash attention forward and backward (FlashAttention-2 layout, SIMT float32).
 //
-// Shapes: q (N, T, D), k (N, S, D), v (N, S, D), contiguous; D in {32, 64, 128} is a template
+// Shapes: q (N, T, D), k (N, S, D), v (N, S, D), contiguous; D in {16, 32, 64, 128} is a
+// template
 // argument. Storage float32 or float16 (float16 converted on load); all arithmetic float32.
 // Scores are scale * q.k; keys j > i are masked when `causal` (aligned top-left, as in
 // Backend.causal_keep), and where the optional uint8 mask `keep` (element strides ks_*) is 0.
@@ -297,6 +298,7 @@ __device__ __forceinline__ void flash_backward(
 // ---- the entry points CuPy looks up by name --------------------------------------------------
 // Tile sizes per head dim (forward BQ x BK, backward BQ x BK); kernel_refs.FLASH_TILES and
 // CupyBackend read the same table.
+//   D = 16:  forward 64 x 64, backward 64 x 64
 //   D = 32:  forward 64 x 64, backward 64 x 64
 //   D = 64:  forward 64 x 64, backward 32 x 64
 //   D = 128: forward 64 x 32, backward 32 x 32
@@ -320,9 +322,11 @@ __device__ __forceinline__ void flash_backward(
                                        {causal, keep, ks_b, ks_i, ks_j});                     \
     }
 
+TINYATTN_FLASH(16, 64, 64, 64, 64, float, f32)
 TINYATTN_FLASH(32, 64, 64, 64, 64, float, f32)
 TINYATTN_FLASH(64, 64, 64, 32, 64, float, f32)
 TINYATTN_FLASH(128, 64, 32, 32, 32, float, f32)
+TINYATTN_FLASH(16, 64, 64, 64, 64, tinyattn_half, f16)
 TINYATTN_FLASH(32, 64, 64, 64, 64, tinyattn_half, f16)
 TINYATTN_FLASH(64, 64, 64, 32, 64, tinyattn_half, f16)
 TINYATTN_FLASH(128, 64, 32, 32, 32, tinyattn_half, f16)
