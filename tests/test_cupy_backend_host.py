@@ -99,17 +99,22 @@ def test_every_registered_op_has_cases():
     assert len(_op_params()) > 100
 
 
-@pytest.mark.parametrize("name,index", _op_params(), ids=[f"{n}-{i}" for n, i in _op_params()])
-def test_op_matches_numpy_with_kernels_off(fake_be, name, index):
+def _op_matches_numpy(be, name, index, rtol, atol):
+    """The op's sample on "cupy" (on the fake) gives NumPy's output and gradients."""
     want, want_grads = _run_op(name, index, "numpy")
     got, got_grads = _run_op(name, index, "cupy")
-    assert got.backend is fake_be and isinstance(got.data, fake_be.xp.ndarray)
+    assert got.backend is be and isinstance(got.data, be.xp.ndarray)
     assert got.dtype == want.dtype and got.shape == want.shape
-    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=rtol, atol=atol)
     for i, (a, b) in enumerate(zip(got_grads, want_grads, strict=True)):
         assert (a is None) == (b is None), i
         if a is not None:
-            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14, err_msg=f"input {i}")
+            np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, err_msg=f"input {i}")
+
+
+@pytest.mark.parametrize("name,index", _op_params(), ids=[f"{n}-{i}" for n, i in _op_params()])
+def test_op_matches_numpy_with_kernels_off(fake_be, name, index):
+    _op_matches_numpy(fake_be, name, index, rtol=1e-12, atol=1e-14)
 
 
 @pytest.fixture
@@ -125,14 +130,7 @@ def fake_emu_be(monkeypatch):
 @pytest.mark.parametrize("name,index", _op_params(), ids=[f"{n}-{i}" for n, i in _op_params()])
 def test_op_matches_numpy_with_kernels_emulated(fake_emu_be, name, index):
     """Every op's samples with the kernels on (float64: the softmax kernels' f64 versions)."""
-    want, want_grads = _run_op(name, index, "numpy")
-    got, got_grads = _run_op(name, index, "cupy")
-    assert got.dtype == want.dtype and got.shape == want.shape
-    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-10, atol=1e-12)
-    for i, (a, b) in enumerate(zip(got_grads, want_grads, strict=True)):
-        assert (a is None) == (b is None), i
-        if a is not None:
-            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12, err_msg=f"input {i}")
+    _op_matches_numpy(fake_emu_be, name, index, rtol=1e-10, atol=1e-12)
     if name in ("softmax", "scaled_masked_softmax"):
         assert any(n.startswith("tinyattn_softmax_") for n, *_ in launches())
 
