@@ -354,12 +354,26 @@ def _fit(op, i, gx, shape):
 
 
 def _write_grad(node, g, be):
-    """Add `g` to the tensor's `.grad`: a fresh array, never a view shared with the graph."""
+    """Add `g` to the tensor's `.grad`, as PyTorch does: the first time as a copy (an array of its
+    own, never one shared with the graph or the caller), then a leaf's .grad is added to in place
+    (a .grad the user holds sees the sum) and a retain_grad tensor's is replaced by a new sum."""
     t = node.tensor()
     if t is None:
         return
-    g = g.astype(t.dtype) if t.grad is None else t.grad.data + g
-    t.grad = Tensor._wrap(g, be)
+    held = t.grad
+    if held is None:
+        # xp.array, not astype: a 0-d gradient is often a NumPy scalar, and .grad is an array
+        t.grad = Tensor._wrap(be.xp.array(g, dtype=t.dtype, copy=True), be)
+    elif node.op is None and _addable(held.data, t):
+        held.data += g
+    else:
+        t.grad = Tensor._wrap(held.data + g, be)
+
+
+def _addable(a, t):
+    """Whether a .grad array can take the next gradient of `t` in place."""
+    return (getattr(a, "shape", None) == t.shape and getattr(a, "dtype", None) == t.dtype
+            and getattr(a.flags, "writeable", True))
 
 
 from .tensor import Tensor  # noqa: E402 - tensor.py imports this module's apply first

@@ -76,7 +76,9 @@ def _float64_copies(inputs):
             if x.requires_grad and x.dtype != np.float64:
                 warnings.warn(f"gradcheck: input {i} is {x.dtype}; finite differences need "
                               "float64, so it is checked as a float64 copy", stacklevel=3)
-            data = x.data.astype(np.float64) if x.dtype.kind == "f" else x.data.copy()
+            # C order: _perturbed moves entries through data.reshape(-1), which must be a view
+            # (for a transposed input it would be a copy, and the perturbation would be lost)
+            data = x.data.astype(np.float64 if x.dtype.kind == "f" else x.dtype, order="C")
             t = Tensor._wrap(data, x.backend)
             t.requires_grad = x.requires_grad
             copies.append(t)

@@ -48,7 +48,10 @@ class Optimizer:
 
     def zero_grad(self, set_to_none=True):
         for p in self.params():
-            p.grad = None if set_to_none or p.grad is None else p.grad * 0
+            if set_to_none:
+                p.grad = None
+            elif p.grad is not None:
+                p.grad.data[...] = 0  # in place, as PyTorch (and inf * 0 would be NaN)
 
     @no_grad()
     def step(self):
@@ -179,5 +182,5 @@ def clip_grad_norm(parameters, max_norm):
     if total > max_norm:
         scale = max_norm / (total + 1e-6)
         for p in params:
-            p.grad.data = p.grad.data * scale
+            p.grad.data *= scale  # in place, as PyTorch's clip_grad_norm_
     return total

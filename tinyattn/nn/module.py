@@ -123,7 +123,10 @@ class Module:
 
     def zero_grad(self, set_to_none=True):
         for p in self.parameters():
-            p.grad = None if set_to_none or p.grad is None else p.grad * 0
+            if set_to_none:
+                p.grad = None
+            elif p.grad is not None:
+                p.grad.data[...] = 0  # in place, as PyTorch (and inf * 0 would be NaN)
 
     def to(self, target):
         """Move every parameter to a backend ("numpy", "cupy") or a float dtype, in place."""
