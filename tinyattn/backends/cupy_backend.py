@@ -266,32 +266,40 @@ class CupyBackend(Backend):
             return super().scaled_masked_softmax_backward(y, g, scale=scale)
         return self._softmax_backward_rows(y, g, scale, causal)
 
+    def _softmax_launch(self, direction, a):
+        """(kernel, grid, block, launch, n, n_rows, n_q) of softmax.cu for the last-axis rows
+        of the contiguous `a`: warp kernels for rows <= 1024, else one block per row."""
+        n = a.shape[-1]
+        n_rows = a.size // n
+        n_q = a.shape[-2] if a.ndim >= 2 else 1
+        launch = kernel_refs.softmax_launch(n)
+        suffix = DTYPE_SUFFIX[a.dtype]
+        if launch[0] == "warp":
+            _, per_lane, width = launch
+            rows_per_block = kernel_refs.WARP_BLOCK_THREADS // width
+            fn = self.kernel("softmax.cu", f"tinyattn_softmax_{direction}_warp{per_lane}_{suffix}")
+            grid, block = (math.ceil(n_rows / rows_per_block),), (kernel_refs.WARP_BLOCK_THREADS,)
+        else:
+            fn = self.kernel("softmax.cu", f"tinyattn_softmax_{direction}_block_{suffix}")
+            grid, block = (n_rows,), (launch[1],)
+        return fn, grid, block, launch, n, n_rows, n_q
+
     def _softmax_rows(self, x, scale, causal, keep):
         """softmax(scale x) over the last axis, masked, with one launch of softmax.cu."""
         cp = self.xp
         x = cp.ascontiguousarray(x)
         y = cp.empty_like(x)
-        n = x.shape[-1]
-        n_rows = x.size // n
-        n_q = x.shape[-2] if x.ndim >= 2 else 1
-        if n_rows == 0:
+        if x.size == 0:
             return y
-        suffix = DTYPE_SUFFIX[x.dtype]
+        fn, grid, block, launch, n, n_rows, n_q = self._softmax_launch("forward", x)
         mask, _alive = self._mask_params(keep, x.shape)
-        launch = kernel_refs.softmax_launch(n)
         if launch[0] == "warp":
-            _, per_lane, width = launch
-            rows_per_block = kernel_refs.WARP_BLOCK_THREADS // width
-            fn = self.kernel("softmax.cu", f"tinyattn_softmax_forward_warp{per_lane}_{suffix}")
-            fn((math.ceil(n_rows / rows_per_block),), (kernel_refs.WARP_BLOCK_THREADS,),
-               (x, y, np.int64(n_rows), np.int32(n), np.int32(width), np.int32(n_q),
-                np.float64(scale), np.int32(causal)) + mask)
+            fn(grid, block, (x, y, np.int64(n_rows), np.int32(n), np.int32(launch[2]),
+                             np.int32(n_q), np.float64(scale), np.int32(causal)) + mask)
         else:
-            threads = launch[1]
             acc_bytes = kernel_refs.acc_dtype(x.dtype).itemsize
             cache = n * acc_bytes <= ROW_CACHE_LIMIT
-            fn = self.kernel("softmax.cu", f"tinyattn_softmax_forward_block_{suffix}")
-            fn((n_rows,), (threads,),
+            fn(grid, block,
                (x, y, np.int32(n), np.int32(n_q), np.float64(scale), np.int32(causal)) + mask
                + (np.int32(cache),), shared_mem=n * acc_bytes if cache else 0)
         return y
@@ -302,23 +310,14 @@ class CupyBackend(Backend):
         y = cp.ascontiguousarray(y)
         g = cp.ascontiguousarray(g, dtype=y.dtype)
         gx = cp.empty_like(y)
-        n = y.shape[-1]
-        n_rows = y.size // n
-        n_q = y.shape[-2] if y.ndim >= 2 else 1
-        if n_rows == 0:
+        if y.size == 0:
             return gx
-        suffix = DTYPE_SUFFIX[y.dtype]
-        launch = kernel_refs.softmax_launch(n)
+        fn, grid, block, launch, n, n_rows, n_q = self._softmax_launch("backward", y)
         if launch[0] == "warp":
-            _, per_lane, width = launch
-            rows_per_block = kernel_refs.WARP_BLOCK_THREADS // width
-            fn = self.kernel("softmax.cu", f"tinyattn_softmax_backward_warp{per_lane}_{suffix}")
-            fn((math.ceil(n_rows / rows_per_block),), (kernel_refs.WARP_BLOCK_THREADS,),
-               (y, g, gx, np.int64(n_rows), np.int32(n), np.int32(width), np.int32(n_q),
-                np.int32(causal), np.float64(scale)))
+            fn(grid, block, (y, g, gx, np.int64(n_rows), np.int32(n), np.int32(launch[2]),
+                             np.int32(n_q), np.int32(causal), np.float64(scale)))
         else:
-            fn = self.kernel("softmax.cu", f"tinyattn_softmax_backward_block_{suffix}")
-            fn((n_rows,), (launch[1],),
+            fn(grid, block,
                (y, g, gx, np.int32(n), np.int32(n_q), np.int32(causal), np.float64(scale)))
         return gx
 
