@@ -96,13 +96,13 @@ def flash_kernel_names():
 
 
 def flash_smem_bytes(d, direction):
-    """Dynamic shared memory of a flash block (floats, rows padded to d + 1 and BK + 1)."""
+    """Dynamic shared memory of a flash block (floats, rows padded to d + 4 and BK + 4)."""
     fwd, bwd = kernel_refs.FLASH_TILES[d]
     if direction == "forward":
         bq, bk = fwd
-        return 4 * (bq * (d + 1) + 2 * bk * (d + 1) + bq * (bk + 1))
+        return 4 * (bq * (d + 4) + 2 * bk * (d + 4) + bq * (bk + 4))
     bq, bk = bwd
-    return 4 * (2 * bk * (d + 1) + 2 * bq * (d + 1) + 2 * bq * (bk + 1) + 2 * bq)
+    return 4 * (2 * bk * (d + 4) + 2 * bq * (d + 4) + 2 * bq * (bk + 4) + 2 * bq)
 
 
 def collapse_batch_stride(shape, strides):

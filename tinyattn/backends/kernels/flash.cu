@@ -1,38 +1,57 @@
 // flash.cu - flash attention forward and backward (FlashAttention-2 layout, SIMT float32).
 //
 // Shapes: q (N, T, D), k (N, S, D), v (N, S, D), contiguous; D in {16, 32, 64, 128} is a
-// template
-// argument. Storage float32 or float16 (float16 converted on load); all arithmetic float32.
-// Scores are scale * q.k; keys j > i are masked when `causal` (aligned top-left, as in
+// template argument. Storage float32 or float16 (float16 converted on load); all arithmetic
+// float32. Scores are scale * q.k; keys j > i are masked when `causal` (aligned top-left, as in
 // Backend.causal_keep), and where the optional uint8 mask `keep` (element strides ks_*) is 0.
 // A query row with nothing to attend gives out = 0, lse = -inf and zero gradients.
 //
-// Every block has 256 threads seen as a 16 x 16 grid (tx = tid % 16, ty = tid / 16). A thread
-// owns the rows ty, ty + 16, ... and the columns tx, tx + 16, ... of every tile it computes, so
-// the 16 threads of one row are 16 consecutive lanes of one warp: row reductions are 4-step
-// butterfly shuffles of width 16. Shared-memory rows are padded to D + 1 (and BK + 1) floats so
-// that the 16 different rows a warp reads in one step fall in 16 different banks.
+// Every block has 256 threads seen as a 16 x 16 grid (tx = tid % 16, ty = tid / 16). In a
+// score tile a thread owns the rows ty, ty + 16, ... and the columns tx, tx + 16, ..., so the
+// 16 threads of one row are 16 consecutive lanes of one warp: row reductions are 4-step
+// butterfly shuffles of width 16. In a tile with D columns (output, dQ, dK, dV) a thread owns
+// the C = D / 16 adjacent columns tx * C ... tx * C + C - 1.
+//
+// Shared memory: every tile is float32, rows padded to D + 4 (and BK + 4) floats. The padding
+// keeps each row 16-byte aligned, so the inner loops read 4 (or C) adjacent floats with one
+// vector load, and puts the 16 rows that one warp reads at the same column in different banks.
+// Per 16 fused multiply-adds a thread issues 2 shared loads in the score loops and about 3
+// in the P V / dS K loops (1 per 4 in the dK / dV loop), not 8 scalar ones.
 //
 // Forward, grid (N, ceil(T / BQ)), the last query tiles (the longest, when causal) scheduled
 // first: the block keeps its BQ queries in shared memory and streams the key/value tiles past
-// them (causal: only tiles left of the diagonal). Per tile: S = scale Q
-// Kᵀ (register micro-tiles of BQ/16 x BK/16 per thread), the row max by shuffle, p = exp(s - m_new), the running output
-// and each thread's partial row sum rescaled by alpha = exp(m_old - m_new), P through shared
-// memory, acc += P V. At the end the 16 partial sums of a row are added by shuffle (l), then
-// out = acc / l and lse = m + log l.
+// them (causal: only tiles left of the diagonal). Per tile: S = scale Q Kᵀ (register
+// micro-tiles of BQ/16 x BK/16 per thread), the row max by shuffle, p = exp(s - m_new), the
+// running output and each thread's partial row sum rescaled by alpha = exp(m_old - m_new),
+// P through shared memory, acc += P V. At the end the 16 partial sums of a row are added by
+// shuffle (l), then out = acc / l and lse = m + log l.
 //
 // Backward, grid (N, ceil(S / BK)), the first key tiles (the longest, when causal) scheduled
 // first: the block owns BK keys (K, V tiles in shared memory, dK and dV accumulators in
-// registers) and walks the query tiles (causal: from the diagonal on). Per
-// query tile it recomputes P = exp(S - lse), dP = dO Vᵀ and dS = P * (dP - Drow) with
-// Drow = rowsum(dO * O) precomputed by the host, adds Pᵀ dO to dV and dSᵀ Q to dK, and adds
-// scale dS K to dQ with float32 atomics (so dQ's summation order over key tiles varies).
+// registers, keys ty * BK/16 ... of them per thread) and walks the query tiles (causal: from
+// the diagonal on). Per query tile it recomputes P = exp(S - lse), dP = dO Vᵀ and
+// dS = P * (dP - Drow) with Drow = rowsum(dO * O) precomputed by the host, adds Pᵀ dO to dV
+// and dSᵀ Q to dK, and adds scale dS K to dQ with float32 atomics (so dQ's summation order
+// over key tiles varies). Every dot product adds its terms in index order.
 // kernel_refs.py replays the same tiles, the same thread partition of the row sums and the
 // same recurrences in NumPy.
 #include "tinyattn_common.cuh"
 
 #define TINYATTN_FLASH_THREADS 256
 #define TINYATTN_FULL_MASK 0xffffffffu
+
+// N adjacent floats of shared memory, read with one (N = 2, 4) or two (N = 8) vector loads.
+template <int N>
+struct alignas(4 * N) TinyattnFloats {
+    float v[N];
+};
+
+template <int N>
+__device__ __forceinline__ void flash_lds(float (&dst)[N], const float* src) {
+    const TinyattnFloats<N> t = *reinterpret_cast<const TinyattnFloats<N>*>(src);
+#pragma unroll
+    for (int i = 0; i < N; ++i) dst[i] = t.v[i];
+}
 
 __device__ __forceinline__ bool flash_allowed(const TinyattnMask& mk, long long b, int i, int j,
                                               int n_q, int n_k) {
@@ -43,13 +62,55 @@ __device__ __forceinline__ bool flash_allowed(const TinyattnMask& mk, long long 
     return true;
 }
 
-// rows x D tile from global (row stride D) into shared memory (row stride D + 1); zeros past n.
+// rows x D tile from global (row stride D) into shared memory (row stride D + 4); zeros past n.
 template <typename T, int D>
 __device__ __forceinline__ void flash_load_tile(float* dst, const T* src, int r0, int rows,
                                                 int n) {
     for (int e = threadIdx.x; e < rows * D; e += TINYATTN_FLASH_THREADS) {
         const int r = e / D, c = e % D;
-        dst[r * (D + 1) + c] = r0 + r < n ? Io<T>::load(src, (long long)(r0 + r) * D + c) : 0.f;
+        dst[r * (D + 4) + c] = r0 + r < n ? Io<T>::load(src, (long long)(r0 + r) * D + c) : 0.f;
+    }
+}
+
+// s[a][c] += sum over kk of A[ty + 16a][kk] * B[tx + 16c][kk], kk in order: the score
+// micro-tile of one thread, A and B row-major with row stride D + 4.
+template <int D, int AR, int AC>
+__device__ __forceinline__ void flash_scores(float (&s)[AR][AC], const float* A, const float* B,
+                                             int tx, int ty) {
+    for (int kk = 0; kk < D; kk += 4) {
+        float ar[AR][4], bc[AC][4];
+#pragma unroll
+        for (int a = 0; a < AR; ++a) flash_lds<4>(ar[a], A + (ty + 16 * a) * (D + 4) + kk);
+#pragma unroll
+        for (int c = 0; c < AC; ++c) flash_lds<4>(bc[c], B + (tx + 16 * c) * (D + 4) + kk);
+#pragma unroll
+        for (int u = 0; u < 4; ++u)
+#pragma unroll
+            for (int a = 0; a < AR; ++a)
+#pragma unroll
+                for (int c = 0; c < AC; ++c) s[a][c] = fmaf(ar[a][u], bc[c][u], s[a][c]);
+    }
+}
+
+// acc[a][c] += sum over jj < BK of P[ty + 16a][jj] * V[jj][tx * C + c], jj in order: a
+// (BQ x BK) times (BK x D) product into the thread's rows and adjacent columns.
+template <int D, int BK, int AR>
+__device__ __forceinline__ void flash_rows_times(float (&acc)[AR][D / 16], const float* P,
+                                                 const float* V, int tx, int ty) {
+    constexpr int C = D / 16;
+    for (int jj = 0; jj < BK; jj += 4) {
+        float pa[AR][4];
+#pragma unroll
+        for (int a = 0; a < AR; ++a) flash_lds<4>(pa[a], P + (ty + 16 * a) * (BK + 4) + jj);
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+            float vv[C];
+            flash_lds<C>(vv, V + (jj + u) * (D + 4) + tx * C);
+#pragma unroll
+            for (int a = 0; a < AR; ++a)
+#pragma unroll
+                for (int c = 0; c < C; ++c) acc[a][c] = fmaf(pa[a][u], vv[c], acc[a][c]);
+        }
     }
 }
 
@@ -58,7 +119,7 @@ __device__ __forceinline__ void flash_forward(
         const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
         T* __restrict__ out, float* __restrict__ lse, int n_q, int n_k, float scale,
         TinyattnMask mk) {
-    constexpr int DP = D + 1, PP = BK + 1, AQ = BQ / 16, AK = BK / 16, C = D / 16;
+    constexpr int DP = D + 4, PP = BK + 4, AQ = BQ / 16, AK = BK / 16, C = D / 16;
     extern __shared__ __align__(16) unsigned char tinyattn_smem[];
     float* Qs = reinterpret_cast<float*>(tinyattn_smem);  // BQ x DP
     float* Ks = Qs + BQ * DP;                              // BK x DP
@@ -92,17 +153,7 @@ __device__ __forceinline__ void flash_forward(
         for (int a = 0; a < AQ; ++a)
 #pragma unroll
             for (int c = 0; c < AK; ++c) s[a][c] = 0.f;
-        for (int kk = 0; kk < D; ++kk) {
-            float qa[AQ], kc[AK];
-#pragma unroll
-            for (int a = 0; a < AQ; ++a) qa[a] = Qs[(ty + 16 * a) * DP + kk];
-#pragma unroll
-            for (int c = 0; c < AK; ++c) kc[c] = Ks[(tx + 16 * c) * DP + kk];
-#pragma unroll
-            for (int a = 0; a < AQ; ++a)
-#pragma unroll
-                for (int c = 0; c < AK; ++c) s[a][c] = fmaf(qa[a], kc[c], s[a][c]);
-        }
+        flash_scores<D>(s, Qs, Ks, tx, ty);
 #pragma unroll
         for (int a = 0; a < AQ; ++a) {
             const int i = q0 + ty + 16 * a;
@@ -131,17 +182,7 @@ __device__ __forceinline__ void flash_forward(
             m[a] = m_new;
         }
         __syncthreads();
-        for (int jj = 0; jj < BK; ++jj) {
-            float pa[AQ];
-#pragma unroll
-            for (int a = 0; a < AQ; ++a) pa[a] = Ps[(ty + 16 * a) * PP + jj];
-#pragma unroll
-            for (int c = 0; c < C; ++c) {
-                const float vv = Vs[jj * DP + tx + 16 * c];
-#pragma unroll
-                for (int a = 0; a < AQ; ++a) acc[a][c] = fmaf(pa[a], vv, acc[a][c]);
-            }
-        }
+        flash_rows_times<D, BK>(acc, Ps, Vs, tx, ty);
     }
 #pragma unroll
     for (int a = 0; a < AQ; ++a) {
@@ -152,7 +193,7 @@ __device__ __forceinline__ void flash_forward(
         const float inv = l > 0.f ? 1.f / l : 0.f;
         const long long row = (b * n_q + i) * D;
 #pragma unroll
-        for (int c = 0; c < C; ++c) Io<T>::store(out, row + tx + 16 * c, acc[a][c] * inv);
+        for (int c = 0; c < C; ++c) Io<T>::store(out, row + tx * C + c, acc[a][c] * inv);
         if (tx == 0) lse[b * n_q + i] = l > 0.f ? m[a] + logf(l) : neg_inf;
     }
 }
@@ -163,7 +204,7 @@ __device__ __forceinline__ void flash_backward(
         const T* __restrict__ g, const float* __restrict__ lse, const float* __restrict__ drow,
         float* __restrict__ gq, T* __restrict__ gk, T* __restrict__ gv, int n_q, int n_k,
         float scale, TinyattnMask mk) {
-    constexpr int DP = D + 1, PP = BK + 1, AQ = BQ / 16, AK = BK / 16, C = D / 16;
+    constexpr int DP = D + 4, PP = BK + 4, AQ = BQ / 16, AK = BK / 16, C = D / 16;
     extern __shared__ __align__(16) unsigned char tinyattn_smem[];
     float* Ks = reinterpret_cast<float*>(tinyattn_smem);  // BK x DP
     float* Vs = Ks + BK * DP;                              // BK x DP
@@ -181,7 +222,7 @@ __device__ __forceinline__ void flash_backward(
 
     flash_load_tile<T, D>(Ks, k + koff, k0, BK, n_k);
     flash_load_tile<T, D>(Vs, v + koff, k0, BK, n_k);
-    float dk[AK][C], dv[AK][C];
+    float dk[AK][C], dv[AK][C];  // keys ty * AK + a, columns tx * C + c
 #pragma unroll
     for (int a = 0; a < AK; ++a)
 #pragma unroll
@@ -205,26 +246,8 @@ __device__ __forceinline__ void flash_backward(
         for (int a = 0; a < AQ; ++a)
 #pragma unroll
             for (int c = 0; c < AK; ++c) s[a][c] = dp[a][c] = 0.f;
-        for (int kk = 0; kk < D; ++kk) {
-            float qa[AQ], ga[AQ], kc[AK], vc[AK];
-#pragma unroll
-            for (int a = 0; a < AQ; ++a) {
-                qa[a] = Qs[(ty + 16 * a) * DP + kk];
-                ga[a] = Gs[(ty + 16 * a) * DP + kk];
-            }
-#pragma unroll
-            for (int c = 0; c < AK; ++c) {
-                kc[c] = Ks[(tx + 16 * c) * DP + kk];
-                vc[c] = Vs[(tx + 16 * c) * DP + kk];
-            }
-#pragma unroll
-            for (int a = 0; a < AQ; ++a)
-#pragma unroll
-                for (int c = 0; c < AK; ++c) {
-                    s[a][c] = fmaf(qa[a], kc[c], s[a][c]);
-                    dp[a][c] = fmaf(ga[a], vc[c], dp[a][c]);
-                }
-        }
+        flash_scores<D>(s, Qs, Ks, tx, ty);
+        flash_scores<D>(dp, Gs, Vs, tx, ty);
 #pragma unroll
         for (int a = 0; a < AQ; ++a) {
             const int r = ty + 16 * a;
@@ -238,59 +261,45 @@ __device__ __forceinline__ void flash_backward(
             }
         }
         __syncthreads();
-        // dV += Pᵀ dO and dK += dSᵀ Q: rows = keys (ty + 16a), columns = features (tx + 16c)
+        // dV += Pᵀ dO and dK += dSᵀ Q: rows = keys (ty * AK + a), columns = tx * C + c
         for (int ii = 0; ii < BQ; ++ii) {
-            float pk[AK], sk[AK];
+            float pk[AK], sk[AK], gval[C], qval[C];
+            flash_lds<AK>(pk, Ps + ii * PP + ty * AK);
+            flash_lds<AK>(sk, Ss + ii * PP + ty * AK);
+            flash_lds<C>(gval, Gs + ii * DP + tx * C);
+            flash_lds<C>(qval, Qs + ii * DP + tx * C);
 #pragma unroll
-            for (int a = 0; a < AK; ++a) {
-                pk[a] = Ps[ii * PP + ty + 16 * a];
-                sk[a] = Ss[ii * PP + ty + 16 * a];
-            }
+            for (int a = 0; a < AK; ++a)
 #pragma unroll
-            for (int c = 0; c < C; ++c) {
-                const float gval = Gs[ii * DP + tx + 16 * c];
-                const float qval = Qs[ii * DP + tx + 16 * c];
-#pragma unroll
-                for (int a = 0; a < AK; ++a) {
-                    dv[a][c] = fmaf(pk[a], gval, dv[a][c]);
-                    dk[a][c] = fmaf(sk[a], qval, dk[a][c]);
+                for (int c = 0; c < C; ++c) {
+                    dv[a][c] = fmaf(pk[a], gval[c], dv[a][c]);
+                    dk[a][c] = fmaf(sk[a], qval[c], dk[a][c]);
                 }
-            }
         }
-        // dQ += scale dS K: rows = queries (ty + 16a), columns = features (tx + 16c)
+        // dQ += scale dS K: rows = queries (ty + 16a), columns = tx * C + c
         float dq[AQ][C];
 #pragma unroll
         for (int a = 0; a < AQ; ++a)
 #pragma unroll
             for (int c = 0; c < C; ++c) dq[a][c] = 0.f;
-        for (int jj = 0; jj < BK; ++jj) {
-            float sa[AQ];
-#pragma unroll
-            for (int a = 0; a < AQ; ++a) sa[a] = Ss[(ty + 16 * a) * PP + jj];
-#pragma unroll
-            for (int c = 0; c < C; ++c) {
-                const float kval = Ks[jj * DP + tx + 16 * c];
-#pragma unroll
-                for (int a = 0; a < AQ; ++a) dq[a][c] = fmaf(sa[a], kval, dq[a][c]);
-            }
-        }
+        flash_rows_times<D, BK>(dq, Ss, Ks, tx, ty);
 #pragma unroll
         for (int a = 0; a < AQ; ++a) {
             const int i = q0 + ty + 16 * a;
             if (i >= n_q) continue;
 #pragma unroll
             for (int c = 0; c < C; ++c)
-                atomicAdd(gq + (b * n_q + i) * D + tx + 16 * c, dq[a][c] * scale);
+                atomicAdd(gq + (b * n_q + i) * D + tx * C + c, dq[a][c] * scale);
         }
     }
 #pragma unroll
     for (int a = 0; a < AK; ++a) {
-        const int j = k0 + ty + 16 * a;
+        const int j = k0 + ty * AK + a;
         if (j >= n_k) continue;
 #pragma unroll
         for (int c = 0; c < C; ++c) {
-            Io<T>::store(gk, koff + (long long)j * D + tx + 16 * c, dk[a][c] * scale);
-            Io<T>::store(gv, koff + (long long)j * D + tx + 16 * c, dv[a][c]);
+            Io<T>::store(gk, koff + (long long)j * D + tx * C + c, dk[a][c] * scale);
+            Io<T>::store(gv, koff + (long long)j * D + tx * C + c, dv[a][c]);
         }
     }
 }

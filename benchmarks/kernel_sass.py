@@ -1,0 +1,104 @@
+"""What the compiler made of the CUDA kernels' inner loops, measured without a GPU.
+
+Compiles a kernel file with `nvcc -cubin -arch=sm_90`, disassembles it with `cuobjdump -sass`
+and, for every kernel, reports its registers and spills and, for each innermost loop that does
+arithmetic, the fused multiply-adds (FFMA) per shared-memory load instruction (LDS of any
+width) and per 32-bit word loaded. A float32 SIMT matmul loop is bound by shared memory when
+it issues fewer than about 4 FFMA per LDS (an SM issues 4 warp FFMAs but serves one 128-byte
+shared-memory wavefront per clock); these numbers say which side of that line a loop is on
+before anyone times it.
+
+    python benchmarks/kernel_sass.py [flash.cu] [--filter f32]
+
+Needs nvcc, cuobjdump and nvdisasm: they come with the CUDA toolkit, or from PyPI
+(`pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm`, under site-packages/nvidia/*/bin).
+"""
+
+import argparse
+import glob
+import os
+import re
+import shutil
+import site
+import subprocess
+import sys
+import tempfile
+
+KERNELS = os.path.join(os.path.dirname(__file__), "..", "tinyattn", "backends", "kernels")
+LINE = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z0-9_.]+)([^;]*);")
+WORDS = {"LDS": 1, "LDS.U8": 1, "LDS.64": 2, "LDS.128": 4}
+
+
+def find_cuobjdump():
+    found = shutil.which("cuobjdump")
+    if found:
+        return found
+    for root in site.getsitepackages() + [site.getusersitepackages()]:
+        hits = sorted(glob.glob(os.path.join(root, "nvidia", "*", "bin", "cuobjdump")))
+        if hits:
+            return hits[-1]
+    sys.exit("kernel_sass: cuobjdump not found; install the CUDA toolkit or "
+             "`pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm`")
+
+
+def functions(sass):
+    """{kernel name: [(address, opcode, operands)]} from cuobjdump -sass text."""
+    out = {}
+    for m in re.finditer(r"Function : (\S+)\n(.*?)(?=\n\s*Function :|\Z)", sass, re.S):
+        out[m.group(1)] = [(int(a, 16), op, rest) for a, _, op, rest in LINE.findall(m.group(2))]
+    return out
+
+
+def innermost_loops(code):
+    """(start, end) address ranges closed by a backward branch and holding no other loop."""
+    loops = []
+    for addr, op, rest in code:
+        if op.startswith("BRA"):
+            target = re.search(r"0x([0-9a-f]+)", rest)
+            if target and int(target.group(1), 16) <= addr:
+                loops.append((int(target.group(1), 16), addr))
+    return [(a, b) for a, b in loops
+            if not any((c, d) != (a, b) and a <= c and d <= b for c, d in loops)]
+
+
+def mix(code, lo, hi):
+    ffma = lds = words = 0
+    for addr, op, _ in code:
+        if lo <= addr <= hi:
+            ffma += op.startswith("FFMA")
+            if op.split(".")[0] == "LDS":
+                lds += 1
+                words += WORDS.get(op, 1)
+    return ffma, lds, words
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("file", nargs="?", default="flash.cu", help="a file in kernels/")
+    ap.add_argument("--filter", default="", help="only kernels whose name contains this")
+    args = ap.parse_args(argv)
+    src = os.path.join(KERNELS, args.file)
+    with tempfile.TemporaryDirectory() as tmp:
+        cubin = os.path.join(tmp, "k.cubin")
+        subprocess.run(["nvcc", "-cubin", "-arch=sm_90", "-o", cubin, src], check=True)
+        tool = find_cuobjdump()
+        env = dict(os.environ, PATH=os.path.dirname(tool) + os.pathsep + os.environ["PATH"])
+        sass, res = (subprocess.run([tool, flag, cubin], check=True, capture_output=True,
+                                    text=True, env=env).stdout for flag in ("-sass", "-res-usage"))
+    usage = dict(re.findall(r"Function (\S+):\s*\n?\s*(REG:\d+ STACK:\d+)", res))
+    print(f"{args.file}, sm_90. Per innermost loop: FFMA, LDS instructions, 32-bit words "
+          f"loaded, FFMA per LDS, FFMA per word.")
+    for name, code in sorted(functions(sass).items()):
+        if args.filter not in name:
+            continue
+        print(f"{name}  {usage.get(name, '')}")
+        for lo, hi in innermost_loops(code):
+            ffma, lds, words = mix(code, lo, hi)
+            if ffma:
+                print(f"  loop {lo:#06x}-{hi:#06x}: {ffma:4d} FFMA {lds:3d} LDS {words:4d} words"
+                      f"  {ffma / max(lds, 1):5.1f} per LDS  {ffma / max(words, 1):4.1f} per word")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
