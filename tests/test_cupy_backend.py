@@ -252,7 +252,8 @@ def rows(n_rows, n, rng, dtype):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
 @pytest.mark.parametrize("n_rows,n", [(1, 1), (5, 7), (33, 32), (4, 33), (130, 1000),
-                                      (7, 1024), (6, 1025), (5, 4097), (3, 8192), (4096, 64)])
+                                      (7, 1024), (6, 1025), (5, 4097), (3, 8192), (4096, 64),
+                                      (2, 12289)])
 def test_gpu_softmax_forward_and_backward(cp_be, n_rows, n, dtype):
     rng = np.random.default_rng(n)
     x = rows(n_rows, n, rng, dtype)

@@ -20,6 +20,9 @@
 #include "tinyattn_common.cuh"
 
 #define TINYATTN_FULL_MASK 0xffffffffu
+// Block kernels read this many columns per thread before using any of them, so that each
+// thread has that many loads in flight (one at a time leaves a long row far from bandwidth).
+#define TINYATTN_BLOCK_UNROLL 4
 
 // A scaled, masked score, or -inf without touching memory when column j is masked.
 template <typename T>
@@ -138,19 +141,36 @@ __device__ __forceinline__ void softmax_forward_block(
     const unsigned char* keep_row = tinyattn_keep_row(mk, row / n_q, i);
     const T* x_row = x + row * n_cols;
 
-    A m = tinyattn_neg_inf(A(0)), l = A(0);
-    for (int j = threadIdx.x; j < n_cols; j += blockDim.x) {
-        const A s = tinyattn_score(x_row, j, limit, keep_row, mk, scale);
-        if (cache_row) cache[j] = s;
-        tinyattn_online_push(m, l, s);
+    const A neg_inf = tinyattn_neg_inf(A(0));
+    const int step = TINYATTN_BLOCK_UNROLL * blockDim.x;
+    A m = neg_inf, l = A(0);
+    for (int j0 = threadIdx.x; j0 < n_cols; j0 += step) {
+        A s[TINYATTN_BLOCK_UNROLL];  // -inf past the row: pushing it changes nothing
+#pragma unroll
+        for (int u = 0; u < TINYATTN_BLOCK_UNROLL; ++u)
+            s[u] = tinyattn_score(x_row, j0 + u * blockDim.x, limit, keep_row, mk, scale);
+#pragma unroll
+        for (int u = 0; u < TINYATTN_BLOCK_UNROLL; ++u) {
+            if (cache_row && j0 + u * blockDim.x < n_cols) cache[j0 + u * blockDim.x] = s[u];
+            tinyattn_online_push(m, l, s[u]);
+        }
     }
     block_merge_ml(m, l);  // its barriers also publish the cached row
-    const A m_safe = m == tinyattn_neg_inf(A(0)) ? A(0) : m;
+    const A m_safe = m == neg_inf ? A(0) : m;
     const A inv = l > A(0) ? A(1) / l : A(0);
     T* y_row = y + row * n_cols;
-    for (int j = threadIdx.x; j < n_cols; j += blockDim.x) {
-        const A s = cache_row ? cache[j] : tinyattn_score(x_row, j, limit, keep_row, mk, scale);
-        Io<T>::store(y_row, j, tinyattn_exp(s - m_safe) * inv);
+    for (int j0 = threadIdx.x; j0 < n_cols; j0 += step) {
+        A s[TINYATTN_BLOCK_UNROLL];
+#pragma unroll
+        for (int u = 0; u < TINYATTN_BLOCK_UNROLL; ++u) {
+            const int j = j0 + u * blockDim.x;
+            s[u] = !cache_row ? tinyattn_score(x_row, j, limit, keep_row, mk, scale)
+                   : j < n_cols ? cache[j] : neg_inf;
+        }
+#pragma unroll
+        for (int u = 0; u < TINYATTN_BLOCK_UNROLL; ++u)
+            if (j0 + u * blockDim.x < n_cols)
+                Io<T>::store(y_row, j0 + u * blockDim.x, tinyattn_exp(s[u] - m_safe) * inv);
     }
 }
 
@@ -195,17 +215,35 @@ __device__ __forceinline__ void softmax_backward_block(
     const long long row = blockIdx.x;
     const int limit = causal ? min(n_cols, (int)(row % n_q) + 1) : n_cols;
     const long long base = row * n_cols;
+    const int step = TINYATTN_BLOCK_UNROLL * blockDim.x;
     A dot = A(0);
-    for (int j = threadIdx.x; j < limit; j += blockDim.x)
-        dot += Io<T>::load(y, base + j) * Io<T>::load(g, base + j);
-    dot = block_sum(dot);
-    for (int j = threadIdx.x; j < n_cols; j += blockDim.x) {
-        A out = A(0);
-        if (j < limit) {
-            const A yj = Io<T>::load(y, base + j);
-            out = yj * (Io<T>::load(g, base + j) - dot) * scale;
+    for (int j0 = threadIdx.x; j0 < limit; j0 += step) {
+        A yv[TINYATTN_BLOCK_UNROLL], gv[TINYATTN_BLOCK_UNROLL];
+#pragma unroll
+        for (int u = 0; u < TINYATTN_BLOCK_UNROLL; ++u) {
+            const int j = j0 + u * blockDim.x;
+            yv[u] = j < limit ? Io<T>::load(y, base + j) : A(0);
+            gv[u] = j < limit ? Io<T>::load(g, base + j) : A(0);
         }
-        Io<T>::store(gx, base + j, out);
+#pragma unroll
+        for (int u = 0; u < TINYATTN_BLOCK_UNROLL; ++u)
+            if (j0 + u * blockDim.x < limit) dot += yv[u] * gv[u];
+    }
+    dot = block_sum(dot);
+    for (int j0 = threadIdx.x; j0 < n_cols; j0 += step) {
+        A yv[TINYATTN_BLOCK_UNROLL], gv[TINYATTN_BLOCK_UNROLL];
+#pragma unroll
+        for (int u = 0; u < TINYATTN_BLOCK_UNROLL; ++u) {
+            const int j = j0 + u * blockDim.x;
+            yv[u] = j < limit ? Io<T>::load(y, base + j) : A(0);
+            gv[u] = j < limit ? Io<T>::load(g, base + j) : A(0);
+        }
+#pragma unroll
+        for (int u = 0; u < TINYATTN_BLOCK_UNROLL; ++u) {
+            const int j = j0 + u * blockDim.x;
+            if (j < n_cols)
+                Io<T>::store(gx, base + j, j < limit ? yv[u] * (gv[u] - dot) * scale : A(0));
+        }
     }
 }
 
