@@ -1,12 +1,13 @@
 """What the compiler made of the CUDA kernels' inner loops, measured without a GPU.
 
 Compiles a kernel file with `nvcc -cubin -arch=sm_90`, disassembles it with `cuobjdump -sass`
-and, for every kernel, reports its registers and spills and, for each innermost loop that does
-arithmetic, the fused multiply-adds (FFMA) per shared-memory load instruction (LDS of any
-width) and per 32-bit word loaded. A float32 SIMT matmul loop is bound by shared memory when
-it issues fewer than about 4 FFMA per LDS (an SM issues 4 warp FFMAs but serves one 128-byte
-shared-memory wavefront per clock); these numbers say which side of that line a loop is on
-before anyone times it.
+and, for every kernel, reports its registers and stack and, for each innermost loop, its
+global loads (LDG: how many a thread has in flight per trip, which is what a memory-bound
+kernel lives on) and its fused multiply-adds (FFMA) per shared-memory load instruction (LDS of
+any width) and per 32-bit word loaded. An SM issues 4 warp FFMAs per clock but serves one
+128-byte shared-memory wavefront (a warp's LDS of one float) per clock, so a float32 SIMT matmul
+loop with fewer than about 4 FFMA per LDS waits on shared memory. These numbers say which side
+of that line a loop is on before anyone times it.
 
     python benchmarks/kernel_sass.py [flash.cu] [--filter f32]
 
@@ -62,14 +63,15 @@ def innermost_loops(code):
 
 
 def mix(code, lo, hi):
-    ffma = lds = words = 0
+    ffma = lds = words = ldg = 0
     for addr, op, _ in code:
         if lo <= addr <= hi:
             ffma += op.startswith("FFMA")
+            ldg += op.startswith("LDG")
             if op.split(".")[0] == "LDS":
                 lds += 1
                 words += WORDS.get(op, 1)
-    return ffma, lds, words
+    return ffma, lds, words, ldg
 
 
 def main(argv=None):
@@ -86,17 +88,21 @@ def main(argv=None):
         sass, res = (subprocess.run([tool, flag, cubin], check=True, capture_output=True,
                                     text=True, env=env).stdout for flag in ("-sass", "-res-usage"))
     usage = dict(re.findall(r"Function (\S+):\s*\n?\s*(REG:\d+ STACK:\d+)", res))
-    print(f"{args.file}, sm_90. Per innermost loop: FFMA, LDS instructions, 32-bit words "
-          f"loaded, FFMA per LDS, FFMA per word.")
+    print(f"{args.file}, sm_90. Per innermost loop: global loads, FFMA, shared loads (LDS "
+          f"instructions, 32-bit words), FFMA per LDS and per word.")
     for name, code in sorted(functions(sass).items()):
         if args.filter not in name:
             continue
         print(f"{name}  {usage.get(name, '')}")
         for lo, hi in innermost_loops(code):
-            ffma, lds, words = mix(code, lo, hi)
-            if ffma:
-                print(f"  loop {lo:#06x}-{hi:#06x}: {ffma:4d} FFMA {lds:3d} LDS {words:4d} words"
-                      f"  {ffma / max(lds, 1):5.1f} per LDS  {ffma / max(words, 1):4.1f} per word")
+            ffma, lds, words, ldg = mix(code, lo, hi)
+            if not (ffma or lds or ldg):
+                continue
+            line = (f"  loop {lo:#06x}-{hi:#06x}: {ldg:3d} LDG {ffma:4d} FFMA {lds:3d} LDS "
+                    f"{words:4d} words")
+            if lds:
+                line += f"  {ffma / lds:5.1f} per LDS  {ffma / words:4.1f} per word"
+            print(line)
     return 0
 
 
