@@ -62,13 +62,27 @@ __device__ __forceinline__ bool flash_allowed(const TinyattnMask& mk, long long 
     return true;
 }
 
-// rows x D tile from global (row stride D) into shared memory (row stride D + 4); zeros past n.
-template <typename T, int D>
-__device__ __forceinline__ void flash_load_tile(float* dst, const T* src, int r0, int rows,
-                                                int n) {
-    for (int e = threadIdx.x; e < rows * D; e += TINYATTN_FLASH_THREADS) {
-        const int r = e / D, c = e % D;
-        dst[r * (D + 4) + c] = r0 + r < n ? Io<T>::load(src, (long long)(r0 + r) * D + c) : 0.f;
+// ROWS x D tiles (rows r0 ... of a, and of b unless it is null; row stride D) into shared memory
+// (row stride D + 4), zeros past row n. Every load is issued before the first store, so each
+// thread has all (2 *) ROWS * D / 256 of them in flight at once.
+template <typename T, int D, int ROWS>
+__device__ __forceinline__ void flash_load_tiles(float* a_dst, const T* a, float* b_dst,
+                                                 const T* b, int r0, int n) {
+    constexpr int E = ROWS * D / TINYATTN_FLASH_THREADS, STEP = TINYATTN_FLASH_THREADS / D;
+    static_assert(E * TINYATTN_FLASH_THREADS == ROWS * D, "a tile must split evenly");
+    const int r = threadIdx.x / D, c = threadIdx.x % D;  // pass u covers rows r + u * STEP
+    const long long at = (long long)(r0 + r) * D + c;
+    float av[E], bv[E];
+#pragma unroll
+    for (int u = 0; u < E; ++u) {
+        const bool in = r0 + r + u * STEP < n;
+        av[u] = in ? Io<T>::load(a, at + u * TINYATTN_FLASH_THREADS) : 0.f;
+        if (b) bv[u] = in ? Io<T>::load(b, at + u * TINYATTN_FLASH_THREADS) : 0.f;
+    }
+#pragma unroll
+    for (int u = 0; u < E; ++u) {
+        a_dst[(r + u * STEP) * (D + 4) + c] = av[u];
+        if (b) b_dst[(r + u * STEP) * (D + 4) + c] = bv[u];
     }
 }
 
@@ -133,7 +147,7 @@ __device__ __forceinline__ void flash_forward(
     const T* kb = k + b * n_k * D;
     const T* vb = v + b * n_k * D;
 
-    flash_load_tile<T, D>(Qs, qb, q0, BQ, n_q);
+    flash_load_tiles<T, D, BQ>(Qs, qb, nullptr, (const T*)nullptr, q0, n_q);
     float m[AQ], lpart[AQ], acc[AQ][C];
 #pragma unroll
     for (int a = 0; a < AQ; ++a) {
@@ -145,8 +159,7 @@ __device__ __forceinline__ void flash_forward(
     const int k_end = mk.causal ? min(n_k, q0 + BQ) : n_k;  // causal: skip tiles right of it
     for (int k0 = 0; k0 < k_end; k0 += BK) {
         __syncthreads();  // the previous tile is no longer read
-        flash_load_tile<T, D>(Ks, kb, k0, BK, n_k);
-        flash_load_tile<T, D>(Vs, vb, k0, BK, n_k);
+        flash_load_tiles<T, D, BK>(Ks, kb, Vs, vb, k0, n_k);
         __syncthreads();
         float s[AQ][AK];
 #pragma unroll
@@ -220,8 +233,7 @@ __device__ __forceinline__ void flash_backward(
     const int k0 = blockIdx.y * BK;
     const long long qoff = b * n_q * D, koff = b * n_k * D;
 
-    flash_load_tile<T, D>(Ks, k + koff, k0, BK, n_k);
-    flash_load_tile<T, D>(Vs, v + koff, k0, BK, n_k);
+    flash_load_tiles<T, D, BK>(Ks, k + koff, Vs, v + koff, k0, n_k);
     float dk[AK][C], dv[AK][C];  // keys ty * AK + a, columns tx * C + c
 #pragma unroll
     for (int a = 0; a < AK; ++a)
@@ -231,8 +243,7 @@ __device__ __forceinline__ void flash_backward(
     const int q_start = mk.causal ? (k0 / BQ) * BQ : 0;  // causal: earlier queries see none
     for (int q0 = q_start; q0 < n_q; q0 += BQ) {
         __syncthreads();
-        flash_load_tile<T, D>(Qs, q + qoff, q0, BQ, n_q);
-        flash_load_tile<T, D>(Gs, g + qoff, q0, BQ, n_q);
+        flash_load_tiles<T, D, BQ>(Qs, q + qoff, Gs, g + qoff, q0, n_q);
         for (int r = threadIdx.x; r < BQ; r += TINYATTN_FLASH_THREADS) {
             const bool in = q0 + r < n_q;
             const float lv = in ? lse[b * n_q + q0 + r] : neg_inf;
