@@ -46,7 +46,7 @@ opt = optim.AdamW([{"params": decay, "weight_decay": 0.01},
 steps = int(os.environ.get("STEPS", 400))  # STEPS=20 for a quick look
 schedule = optim.CosineSchedule(opt, total=steps, warmup=50)
 
-# ---- training loop ---------------------------------------------------------------------------------
+# ---- training loop -------------------------------------------------------------------------------
 
 for step in range(1, steps + 1):
     x, y = get_batch(64)

@@ -15,7 +15,7 @@ def test_sequence_tasks(name, check):
     task = make_task(name, length=6)
     x, y = task.batch(np.random.default_rng(0), 20)
     assert x.shape == y.shape == (20, task.seq_len) == (20, 12)
-    for xi, yi in zip(x, y):
+    for xi, yi in zip(x, y, strict=True):
         digits = list(xi[:6])
         assert task.decode([xi[6]]) == ">"
         assert list(yi[6:]) == list(check(digits))
@@ -26,7 +26,7 @@ def test_sequence_tasks(name, check):
 def test_addition_answers_are_right():
     task = make_task("add", length=3)
     x, y = task.batch(np.random.default_rng(1), 50)
-    for xi, yi in zip(x, y):
+    for xi, yi in zip(x, y, strict=True):
         text = task.decode(xi) + task.decode(yi[-1:])
         a, rest = text.split("+")
         b, answer = rest.split("=")

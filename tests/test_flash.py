@@ -41,7 +41,7 @@ def test_flash_equals_composite(T, S, block, causal):  # noqa: N803
     q, k, v = _qkv((2, 3, T, 8), (2, 3, S, 8), 6)
     want = _run("composite", q, k, v, causal=causal, scale=0.3)
     got = _run("flash", q, k, v, causal=causal, scale=0.3, block=block)
-    for name, a, b in zip(("out", "gq", "gk", "gv"), got, want):
+    for name, a, b in zip(("out", "gq", "gk", "gv"), got, want, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12, err_msg=name)
 
 
@@ -52,7 +52,7 @@ def test_explicit_mask_with_fully_masked_rows():
     mask[1, 6] = False
     got = _run("flash", q, k, v, mask=mask, scale=0.5, block=3)
     want = _run("composite", q, k, v, mask=mask, scale=0.5)
-    for a, b in zip(got, want):
+    for a, b in zip(got, want, strict=True):
         assert np.all(np.isfinite(a))
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
     out, gq = got[0], got[1]
@@ -64,7 +64,7 @@ def test_broadcast_batch_dims():
     q, k, v = _qkv((1, 2, 5, 4), (3, 1, 6, 4), 2)
     want = _run("composite", q, k, v, causal=True, scale=0.5)
     got = _run("flash", q, k, v, causal=True, scale=0.5, block=2)
-    for a, b in zip(got, want):
+    for a, b in zip(got, want, strict=True):
         assert a.shape == b.shape
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
 
@@ -113,7 +113,7 @@ def _peak_bytes(impl, T):  # noqa: N803
     return peak
 
 
-def test_flash_memory_is_a_fraction_of_composite_at_T_2048():
+def test_flash_memory_is_a_fraction_of_composite_at_t_2048():
     composite = _peak_bytes("composite", 2048)
     flash = _peak_bytes("flash", 2048)
     assert composite > 2048 * 2048 * 4  # the T×T probabilities exist at least once

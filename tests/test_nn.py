@@ -57,7 +57,8 @@ def test_tied_weights_count_once_but_save_under_both_names():
 def test_load_state_dict_round_trip_and_errors_change_nothing():
     a, b = Tiny(), Tiny()
     b.load_state_dict(a.state_dict())
-    for (na, pa), (nb, pb) in zip(a.named_parameters(), b.named_parameters()):
+    for (na, pa), (nb, pb) in zip(a.named_parameters(), b.named_parameters(), strict=True):
+        assert na == nb
         np.testing.assert_array_equal(pa.numpy(), pb.numpy(), na)
     before = {n: p.numpy().copy() for n, p in b.named_parameters()}
     fresh = Tiny().state_dict()

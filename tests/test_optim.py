@@ -99,7 +99,8 @@ def test_cosine_schedule_with_warmup():
     assert lrs[10] == pytest.approx(1.0)
     assert lrs[60] == pytest.approx(0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * 0.5)))
     assert lrs[110] == pytest.approx(0.1) and lrs[115] == pytest.approx(0.1)
-    assert all(a >= b - 1e-12 for a, b in zip(lrs[10:], lrs[11:]))  # decays monotonically
+    # decays monotonically
+    assert all(a >= b - 1e-12 for a, b in zip(lrs[10:], lrs[11:], strict=False))
 
 
 def test_clip_grad_norm():

@@ -295,7 +295,7 @@ def _walk(tensor, gradient, retain_graph, steps):
             raise GraphError(f"{op.name}: the VJP returned {len(gs)} gradients for "
                              f"{len(parents)} inputs")
         fitted = []
-        for parent, gx, shape, dtype in zip(parents, gs, node.shapes, node.dtypes):
+        for parent, gx, shape, dtype in zip(parents, gs, node.shapes, node.dtypes, strict=True):
             if parent is None or gx is None:
                 fitted.append(None)
                 continue
@@ -378,4 +378,4 @@ def _addable(a, t):
 
 from .tensor import Tensor  # noqa: E402 - tensor.py imports this module's apply first
 from .anomaly import debug_tracers  # noqa: E402 - TINYATTN_DEBUG=1: anomaly checks everywhere
-_tracers = contextvars.ContextVar("tinyattn_tracers", default=debug_tracers())  # noqa: E402
+_tracers = contextvars.ContextVar("tinyattn_tracers", default=debug_tracers())  # noqa: E402, B039 - a tuple

@@ -35,7 +35,7 @@ class GradcheckError(TinyattnError, AssertionError):
 
 
 class CheckpointError(TinyattnError, ValueError):
-    """A checkpoint file that is corrupt, truncated, of the wrong kind, or does not match a model."""
+    """A checkpoint file that is corrupt, truncated, of the wrong kind, or not for this model."""
 
 
 def fmt_shape(shape):

@@ -144,7 +144,7 @@ def stack(tensors, dim=0):
     return apply(sh.stack, *tensors, dim=dim)
 
 
-# ---- attention -------------------------------------------------------------------------------------
+# ---- attention -----------------------------------------------------------------------------------
 
 
 def causal_mask(T, S=None, backend=None):  # noqa: N803 - the sizes' usual names

@@ -91,7 +91,7 @@ class Optimizer:
             p = params[i]
             new_state.setdefault(id(p), {})[name] = p.backend.asarray(
                 np.asarray(value).astype(p.dtype))
-        for group, settings in zip(self.param_groups, groups):
+        for group, settings in zip(self.param_groups, groups, strict=True):
             group.update({k: (tuple(v) if isinstance(v, list) else v)
                           for k, v in settings.items()})
         self.state = new_state
@@ -147,7 +147,8 @@ class CosineSchedule:
     `min_ratio` x lr at `total` steps. Call `step()` once per optimizer step."""
 
     def __init__(self, optimizer, total, warmup=0, min_ratio=0.1):
-        self.optimizer, self.total, self.warmup, self.min_ratio = optimizer, total, warmup, min_ratio
+        self.optimizer, self.total = optimizer, total
+        self.warmup, self.min_ratio = warmup, min_ratio
         self.base_lr = optimizer.lr
         self.steps = 0
         optimizer.lr = self.lr_at(0)

@@ -502,7 +502,8 @@ class Tensor:
         if self.backend.name != "numpy":
             extra.append(f"backend='{self.backend.name}'")
         if self._node is not None:
-            extra.append("requires_grad=True" if self.is_leaf else f"grad_fn=<{self._node.op.name}>")
+            extra.append("requires_grad=True" if self.is_leaf
+                         else f"grad_fn=<{self._node.op.name}>")
         return "tensor(" + ", ".join([body] + extra) + ")"
 
 

@@ -201,7 +201,7 @@ class Backend(ABC):
 
     def attention_forward(self, q, k, v, keep=None, scale=1.0, causal=False, block_q=64,
                           block_k=64):
-        """(out, lse) of softmax(scale q kᵀ, masked) v for q (N, T, d), k (N, S, d), v (N, S, dv)."""
+        """(out, lse) of softmax(scale q kᵀ, masked) v; q (N, T, d), k (N, S, d), v (N, S, dv)."""
         return flash.flash_forward(self.xp, q, k, v, keep, scale, causal, block_q, block_k)
 
     def attention_backward(self, q, k, v, out, lse, g, keep=None, scale=1.0, causal=False,

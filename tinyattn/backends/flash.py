@@ -12,7 +12,7 @@ NEG_INF = float("-inf")
 
 
 def _tile_scores(xp, q_tile, k_tile, keep, scale, causal, i0, j0):
-    """Scaled scores of one (query tile, key tile), masked to -inf where attending is not allowed."""
+    """Scaled scores of one (query tile, key tile), -inf where attending is not allowed."""
     s = (q_tile @ xp.swapaxes(k_tile, -1, -2)) * scale  # (N, bq, bk)
     bq, bk = s.shape[-2], s.shape[-1]
     if causal and j0 + bk - 1 > i0:  # this tile reaches past the diagonal: hide keys j > i

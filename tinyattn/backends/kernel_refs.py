@@ -26,7 +26,8 @@ WARP_ROWS_MAX = 1024  # rows up to this long use the warp kernels (row in regist
 WARP_BLOCK_THREADS = 128  # threads per block of the warp kernels
 FLASH_THREADS = 256  # a 16 x 16 thread grid per flash block
 # head dim -> ((forward BQ, BK), (backward BQ, BK)); the same table as the top of flash.cu
-FLASH_TILES = {16: ((64, 64), (64, 64)), 32: ((64, 64), (64, 64)), 64: ((64, 64), (32, 64)), 128: ((64, 32), (32, 32))}
+FLASH_TILES = {16: ((64, 64), (64, 64)), 32: ((64, 64), (64, 64)), 64: ((64, 64), (32, 64)),
+               128: ((64, 32), (32, 32))}
 
 
 def next_pow2(n):

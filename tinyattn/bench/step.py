@@ -26,7 +26,7 @@ SIZES = {  # (vocab V, batch B, time T, channels C, heads H)
 }
 GELU_C = math.sqrt(2 / math.pi)
 
-# ---- the shared weights ---------------------------------------------------------------------------
+# ---- the shared weights --------------------------------------------------------------------------
 
 
 def make_params(V, T, C, seed=0):  # noqa: N803
@@ -56,7 +56,7 @@ def make_batch(V, B, T, seed=1):  # noqa: N803
     return rng.integers(0, V, (B, T)), rng.integers(0, V, (B, T))
 
 
-# ---- (2) the NumPy floor ----------------------------------------------------------------------------
+# ---- (2) the NumPy floor -------------------------------------------------------------------------
 
 
 def _ln_fwd(x, w, b, eps=1e-5):
@@ -241,7 +241,7 @@ def tinyattn_step(model, idx, tgt):
     return loss.item(), {n: q.grad.numpy() for n, q in model.named_parameters()}
 
 
-# ---- (3) PyTorch eager -----------------------------------------------------------------------------
+# ---- (3) PyTorch eager ---------------------------------------------------------------------------
 
 
 def torch_setup(p, H):  # noqa: N803
@@ -278,7 +278,7 @@ def torch_step(tp, idx, tgt, H):  # noqa: N803
     return loss.item(), {n: t.grad.numpy() for n, t in tp.items()}
 
 
-# ---- agreement, timing, memory ---------------------------------------------------------------------
+# ---- agreement, timing, memory -------------------------------------------------------------------
 
 
 def implementations(size, with_torch=True):

@@ -83,8 +83,9 @@ def cat(be, *xs, dim=0):
     """out = x_1, x_2, ... joined along dim"""
     axis = dim1(dim, xs[0].ndim, "cat")
     for x in xs[1:]:
-        if x.ndim != xs[0].ndim or any(a != b for i, (a, b) in enumerate(zip(x.shape, xs[0].shape))
-                                       if i != axis):
+        if x.ndim != xs[0].ndim or any(
+                a != b for i, (a, b) in enumerate(zip(x.shape, xs[0].shape, strict=True))
+                if i != axis):
             raise ValueError(f"shapes must match except in dim {axis}: got "
                              f"{fmt_shape(xs[0].shape)} and {fmt_shape(x.shape)}")
     return be.xp.concatenate(xs, axis=axis), (axis, [x.shape[axis] for x in xs])
