@@ -17,6 +17,8 @@
 // vector load, and puts the 16 rows that one warp reads at the same column in different banks.
 // Per 16 fused multiply-adds a thread issues 2 shared loads in the score loops and about 3
 // in the P V / dS K loops (1 per 4 in the dK / dV loop), not 8 scalar ones.
+// Tiles are fetched one step ahead into registers (FlashTiles): the loads of the next K/V
+// (backward: Q/dO) tile are in flight while the block computes on the current one.
 //
 // Forward, grid (N, ceil(T / BQ)), the last query tiles (the longest, when causal) scheduled
 // first: the block keeps its BQ queries in shared memory and streams the key/value tiles past
@@ -62,29 +64,37 @@ __device__ __forceinline__ bool flash_allowed(const TinyattnMask& mk, long long 
     return true;
 }
 
-// ROWS x D tiles (rows r0 ... of a, and of b unless it is null; row stride D) into shared memory
-// (row stride D + 4), zeros past row n. Every load is issued before the first store, so each
-// thread has all (2 *) ROWS * D / 256 of them in flight at once.
+// A pair of ROWS x D tiles on their way from global memory (rows r0 ... of a and of b, row
+// stride D; b may be null) to shared memory (row stride D + 4): fetch() issues every load into
+// registers, stash() stores them, zeros past row n. In between, a thread has all its
+// (2 *) ROWS * D / 256 loads in flight while the block computes on the tile before.
 template <typename T, int D, int ROWS>
-__device__ __forceinline__ void flash_load_tiles(float* a_dst, const T* a, float* b_dst,
-                                                 const T* b, int r0, int n) {
-    constexpr int E = ROWS * D / TINYATTN_FLASH_THREADS, STEP = TINYATTN_FLASH_THREADS / D;
+struct FlashTiles {
+    static constexpr int E = ROWS * D / TINYATTN_FLASH_THREADS;  // per thread and tile
+    static constexpr int STEP = TINYATTN_FLASH_THREADS / D;      // rows per pass
     static_assert(E * TINYATTN_FLASH_THREADS == ROWS * D, "a tile must split evenly");
-    const int r = threadIdx.x / D, c = threadIdx.x % D;  // pass u covers rows r + u * STEP
-    const long long at = (long long)(r0 + r) * D + c;
-    float av[E], bv[E];
+    float av[E], bv[E];  // pass u holds row threadIdx.x / D + u * STEP, column threadIdx.x % D
+
+    __device__ __forceinline__ void fetch(const T* a, const T* b, int r0, int n) {
+        const int r = threadIdx.x / D;
+        const long long at = (long long)(r0 + r) * D + threadIdx.x % D;
 #pragma unroll
-    for (int u = 0; u < E; ++u) {
-        const bool in = r0 + r + u * STEP < n;
-        av[u] = in ? Io<T>::load(a, at + u * TINYATTN_FLASH_THREADS) : 0.f;
-        if (b) bv[u] = in ? Io<T>::load(b, at + u * TINYATTN_FLASH_THREADS) : 0.f;
+        for (int u = 0; u < E; ++u) {
+            const bool in = r0 + r + u * STEP < n;
+            av[u] = in ? Io<T>::load(a, at + u * TINYATTN_FLASH_THREADS) : 0.f;
+            if (b) bv[u] = in ? Io<T>::load(b, at + u * TINYATTN_FLASH_THREADS) : 0.f;
+        }
     }
+
+    __device__ __forceinline__ void stash(float* a_dst, float* b_dst) const {
+        const int r = threadIdx.x / D, c = threadIdx.x % D;
 #pragma unroll
-    for (int u = 0; u < E; ++u) {
-        a_dst[(r + u * STEP) * (D + 4) + c] = av[u];
-        if (b) b_dst[(r + u * STEP) * (D + 4) + c] = bv[u];
+        for (int u = 0; u < E; ++u) {
+            a_dst[(r + u * STEP) * (D + 4) + c] = av[u];
+            if (b_dst) b_dst[(r + u * STEP) * (D + 4) + c] = bv[u];
+        }
     }
-}
+};
 
 // s[a][c] += sum over kk of A[ty + 16a][kk] * B[tx + 16c][kk], kk in order: the score
 // micro-tile of one thread, A and B row-major with row stride D + 4.
@@ -147,7 +157,11 @@ __device__ __forceinline__ void flash_forward(
     const T* kb = k + b * n_k * D;
     const T* vb = v + b * n_k * D;
 
-    flash_load_tiles<T, D, BQ>(Qs, qb, nullptr, (const T*)nullptr, q0, n_q);
+    {
+        FlashTiles<T, D, BQ> qt;
+        qt.fetch(qb, nullptr, q0, n_q);
+        qt.stash(Qs, nullptr);
+    }
     float m[AQ], lpart[AQ], acc[AQ][C];
 #pragma unroll
     for (int a = 0; a < AQ; ++a) {
@@ -157,10 +171,13 @@ __device__ __forceinline__ void flash_forward(
         for (int c = 0; c < C; ++c) acc[a][c] = 0.f;
     }
     const int k_end = mk.causal ? min(n_k, q0 + BQ) : n_k;  // causal: skip tiles right of it
+    FlashTiles<T, D, BK> kv;
+    if (k_end > 0) kv.fetch(kb, vb, 0, n_k);
     for (int k0 = 0; k0 < k_end; k0 += BK) {
         __syncthreads();  // the previous tile is no longer read
-        flash_load_tiles<T, D, BK>(Ks, kb, Vs, vb, k0, n_k);
+        kv.stash(Ks, Vs);
         __syncthreads();
+        if (k0 + BK < k_end) kv.fetch(kb, vb, k0 + BK, n_k);  // the next tile, meanwhile
         float s[AQ][AK];
 #pragma unroll
         for (int a = 0; a < AQ; ++a)
@@ -233,7 +250,11 @@ __device__ __forceinline__ void flash_backward(
     const int k0 = blockIdx.y * BK;
     const long long qoff = b * n_q * D, koff = b * n_k * D;
 
-    flash_load_tiles<T, D, BK>(Ks, k + koff, Vs, v + koff, k0, n_k);
+    {
+        FlashTiles<T, D, BK> kv;
+        kv.fetch(k + koff, v + koff, k0, n_k);
+        kv.stash(Ks, Vs);
+    }
     float dk[AK][C], dv[AK][C];  // keys ty * AK + a, columns tx * C + c
 #pragma unroll
     for (int a = 0; a < AK; ++a)
@@ -241,9 +262,11 @@ __device__ __forceinline__ void flash_backward(
         for (int c = 0; c < C; ++c) dk[a][c] = dv[a][c] = 0.f;
 
     const int q_start = mk.causal ? (k0 / BQ) * BQ : 0;  // causal: earlier queries see none
+    FlashTiles<T, D, BQ> qg;
+    if (q_start < n_q) qg.fetch(q + qoff, g + qoff, q_start, n_q);
     for (int q0 = q_start; q0 < n_q; q0 += BQ) {
         __syncthreads();
-        flash_load_tiles<T, D, BQ>(Qs, q + qoff, Gs, g + qoff, q0, n_q);
+        qg.stash(Qs, Gs);
         for (int r = threadIdx.x; r < BQ; r += TINYATTN_FLASH_THREADS) {
             const bool in = q0 + r < n_q;
             const float lv = in ? lse[b * n_q + q0 + r] : neg_inf;
@@ -251,6 +274,7 @@ __device__ __forceinline__ void flash_backward(
             Ds[r] = in ? drow[b * n_q + q0 + r] : 0.f;
         }
         __syncthreads();
+        if (q0 + BQ < n_q) qg.fetch(q + qoff, g + qoff, q0 + BQ, n_q);  // the next tile, meanwhile
         // S and dP, rows = queries (ty + 16a), columns = keys (tx + 16c)
         float s[AQ][AK], dp[AQ][AK];
 #pragma unroll
