@@ -1,20 +1,35 @@
 #!/usr/bin/env bash
-# benchmarks/gpu_session.sh - everything a session with an NVIDIA GPU should run, in one go.
+# benchmarks/gpu_session.sh - everything a session with an NVIDIA GPU should run.
 #
-#   bash benchmarks/gpu_session.sh [OUT_DIR]      (default: $OUT, else ./gpu-results)
+#   bash benchmarks/gpu_session.sh [OUT_DIR] [STEP ...]     (OUT_DIR default: $OUT, else
+#                                                           ./gpu-results; STEP default: all)
+#
+# Steps, each with its own time limit and log in OUT_DIR (a failing step does not stop the next):
+#   tests      pytest -m gpu tests/test_cupy_backend.py: every kernel vs NumPy, a training step
+#   reference  the same with TINYATTN_CUPY_KERNELS=0 (the backend's reference primitives)
+#   softmax    benchmarks/softmax_gpu.py, float32 and float16 (GB/s vs copy bandwidth, torch)
+#   attention  benchmarks/attention.py --backend cupy (TFLOP/s vs composed path, torch SDPA)
+#   train      tinyattn train --backend cupy (the default run)
+#   sanitize   compute-sanitizer memcheck and racecheck on the flash and softmax kernel tests
+#   profile    Nsight Compute: occupancy, throughput and shared-memory conflicts of the flash
+#              kernels at T = 1024, d = 64, and of the long-row softmax
+# A call of the device tool may last 10 minutes, so run them in groups, e.g.
+#   "tests reference" / "softmax attention" / "train sanitize" / "profile".
 #
 # Runs from the repository root without installing the package (PYTHONPATH=.), so it works on a
-# machine with CuPy, NumPy and pytest but no network. Each step has its own time limit and
-# writes its log to OUT_DIR; a failing step does not stop the next. Afterwards, copy the
-# tables into docs/benchmarks.md with the device name printed at the top of summary.txt.
+# machine with CuPy, NumPy and pytest but no network. Copy the tables into docs/benchmarks.md
+# with the device name printed at the top of summary.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-${OUT:-gpu-results}}"
+shift || true
+steps="${*:-tests reference softmax attention train sanitize profile}"
 mkdir -p "$out"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 py="${PYTHON:-python3}"
+gpu_tests=("$py" -m pytest -p no:cacheprovider -q -m gpu tests/test_cupy_backend.py)
 
-step() {  # step NAME SECONDS COMMAND...: run it, log it, note its exit status and time
+run() {  # run NAME SECONDS COMMAND...: run it, log it, note its exit status and time
     local name=$1 limit=$2
     shift 2
     local start=$SECONDS
@@ -27,14 +42,40 @@ step() {  # step NAME SECONDS COMMAND...: run it, log it, note its exit status a
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
     "$py" -c "import sys, numpy, cupy; print(sys.version.split()[0], 'numpy', numpy.__version__,
 'cupy', cupy.__version__, 'cuda runtime', cupy.cuda.runtime.runtimeGetVersion())"
-} >"$out/summary.txt" 2>&1
+    echo "steps: $steps"
+} >>"$out/summary.txt" 2>&1
 cat "$out/summary.txt"
 
-step gpu_tests 420 "$py" -m pytest -p no:cacheprovider -q -m gpu tests/test_cupy_backend.py
-step gpu_tests_reference 240 env TINYATTN_CUPY_KERNELS=0 \
-    "$py" -m pytest -p no:cacheprovider -q -m gpu tests/test_cupy_backend.py -k "not training"
-step softmax_float32 240 "$py" benchmarks/softmax_gpu.py
-step softmax_float16 240 "$py" benchmarks/softmax_gpu.py --dtype float16
-step attention_cupy 300 "$py" benchmarks/attention.py --backend cupy
-step train_cupy 300 "$py" -m tinyattn train --backend cupy --no-progress --out "$out/run"
-tail -n 3 "$out/gpu_tests.log" "$out/train_cupy.log"
+for s in $steps; do
+    case $s in
+    tests) run gpu_tests 330 "${gpu_tests[@]}" ;;
+    reference) run gpu_tests_reference 200 env TINYATTN_CUPY_KERNELS=0 "${gpu_tests[@]}" \
+        -k "not training" ;;
+    softmax)
+        run softmax_float32 150 "$py" benchmarks/softmax_gpu.py
+        run softmax_float16 150 "$py" benchmarks/softmax_gpu.py --dtype float16 ;;
+    attention) run attention_cupy 240 "$py" benchmarks/attention.py --backend cupy ;;
+    train)
+        run train_cupy 300 "$py" -m tinyattn train --backend cupy --no-progress --out "$out/run"
+        tail -n 3 "$out/train_cupy.log" ;;
+    sanitize)
+        small="(flash_attention and (70-70 or 130-97) and float32)"
+        small+=" or (softmax_forward_and_backward and (4-33 or 5-4097) and float32)"
+        run sanitize_memcheck 150 compute-sanitizer --tool memcheck --error-exitcode 9 \
+            "${gpu_tests[@]}" -k "$small"
+        run sanitize_racecheck 200 compute-sanitizer --tool racecheck --error-exitcode 9 \
+            "${gpu_tests[@]}" -k "$small" ;;
+    profile)
+        sections=(--section SpeedOfLight --section Occupancy --section LaunchStats
+                  --section MemoryWorkloadAnalysis_Tables --section ComputeWorkloadAnalysis
+                  --section WarpStateStats)
+        run profile_flash 240 ncu --clock-control none --target-processes all "${sections[@]}" \
+            --kernel-name regex:"tinyattn_flash_(forward|backward)_d64_f32" --launch-count 2 \
+            "$py" benchmarks/attention.py --backend cupy --t 1024 --repeats 1
+        run profile_softmax 120 ncu --clock-control none --target-processes all "${sections[@]}" \
+            --kernel-name regex:"tinyattn_softmax_(forward|backward)_block_f32" --launch-count 2 \
+            "$py" benchmarks/softmax_gpu.py --repeats 1 ;;
+    *) echo "unknown step $s (tests reference softmax attention train sanitize profile)" \
+        | tee -a "$out/summary.txt" ;;
+    esac
+done
