@@ -206,6 +206,20 @@ __device__ __forceinline__ void softmax_backward_warp(
     }
 }
 
+// y[j] and g[j] for this thread's next TINYATTN_BLOCK_UNROLL columns j = j0 + u * blockDim.x,
+// 0 from j = limit on; all loads issued before any is used.
+template <typename T, typename A>
+__device__ __forceinline__ void block_load_pair(A (&yv)[TINYATTN_BLOCK_UNROLL],
+                                                A (&gv)[TINYATTN_BLOCK_UNROLL], const T* y,
+                                                const T* g, long long base, int j0, int limit) {
+#pragma unroll
+    for (int u = 0; u < TINYATTN_BLOCK_UNROLL; ++u) {
+        const int j = j0 + u * blockDim.x;
+        yv[u] = j < limit ? Io<T>::load(y, base + j) : A(0);
+        gv[u] = j < limit ? Io<T>::load(g, base + j) : A(0);
+    }
+}
+
 template <typename T>
 __device__ __forceinline__ void softmax_backward_block(
         const T* __restrict__ y, const T* __restrict__ g, T* __restrict__ gx, int n_cols,
@@ -219,12 +233,7 @@ __device__ __forceinline__ void softmax_backward_block(
     A dot = A(0);
     for (int j0 = threadIdx.x; j0 < limit; j0 += step) {
         A yv[TINYATTN_BLOCK_UNROLL], gv[TINYATTN_BLOCK_UNROLL];
-#pragma unroll
-        for (int u = 0; u < TINYATTN_BLOCK_UNROLL; ++u) {
-            const int j = j0 + u * blockDim.x;
-            yv[u] = j < limit ? Io<T>::load(y, base + j) : A(0);
-            gv[u] = j < limit ? Io<T>::load(g, base + j) : A(0);
-        }
+        block_load_pair(yv, gv, y, g, base, j0, limit);
 #pragma unroll
         for (int u = 0; u < TINYATTN_BLOCK_UNROLL; ++u)
             if (j0 + u * blockDim.x < limit) dot += yv[u] * gv[u];
@@ -232,12 +241,7 @@ __device__ __forceinline__ void softmax_backward_block(
     dot = block_sum(dot);
     for (int j0 = threadIdx.x; j0 < n_cols; j0 += step) {
         A yv[TINYATTN_BLOCK_UNROLL], gv[TINYATTN_BLOCK_UNROLL];
-#pragma unroll
-        for (int u = 0; u < TINYATTN_BLOCK_UNROLL; ++u) {
-            const int j = j0 + u * blockDim.x;
-            yv[u] = j < limit ? Io<T>::load(y, base + j) : A(0);
-            gv[u] = j < limit ? Io<T>::load(g, base + j) : A(0);
-        }
+        block_load_pair(yv, gv, y, g, base, j0, limit);
 #pragma unroll
         for (int u = 0; u < TINYATTN_BLOCK_UNROLL; ++u) {
             const int j = j0 + u * blockDim.x;
