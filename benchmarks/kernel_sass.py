@@ -80,6 +80,10 @@ def main(argv=None):
     ap.add_argument("--filter", default="", help="only kernels whose name contains this")
     args = ap.parse_args(argv)
     src = os.path.join(KERNELS, args.file)
+    if not os.path.exists(src):
+        sys.exit(f"kernel_sass: no {src}")
+    if shutil.which("nvcc") is None:
+        sys.exit("kernel_sass: nvcc not found (the CUDA toolkit)")
     with tempfile.TemporaryDirectory() as tmp:
         cubin = os.path.join(tmp, "k.cubin")
         subprocess.run(["nvcc", "-cubin", "-arch=sm_90", "-o", cubin, src], check=True)
