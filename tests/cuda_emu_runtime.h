@@ -19,6 +19,10 @@
 //     hits a PROT_NONE guard page (SIGSEGV is turned into a message with the address);
 //   * dynamic shared memory starts as NaN bytes (0xff), so reading a slot no thread wrote
 //     shows up in the results;
+//   * a load or store through a pointer less aligned than its type requires (a 16-byte vector
+//     load from an address that is not a multiple of 16) stops the launch: the code is built
+//     with -fsanitize=alignment, and UBSan's report goes back as the message (dynamic shared
+//     memory is 16-byte aligned, as declared; argument buffers only to their element size);
 //   * order = 1 runs blocks and threads in reverse order: a race that a missing barrier
 //     allows changes the results between order 0 and order 1.
 #pragma once
@@ -346,6 +350,15 @@ static unsigned char* emu_guarded(size_t size, size_t align, void** base, size_t
     return p + *total - page - body;
 }
 
+// UBSan (the harness compiles with -fsanitize=alignment) calls this before it stops the child:
+// say which thread it was, after its report on stderr.
+extern "C" __attribute__((weak)) void __sanitizer_set_death_callback(void (*)(void));
+static void emu_on_ubsan_death() {
+    char where[128];
+    emu_where(where, sizeof where);
+    fprintf(stderr, "in %s\n", where);
+}
+
 static void emu_on_fault(int sig, siginfo_t* info, void*) {
     char where[128];
     emu_where(where, sizeof where);
@@ -398,15 +411,22 @@ static int emu_run_grid(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsi
 }
 
 // Launch `thunk(args)` on a (gx, gy, gz) grid of (bx, by, bz) blocks in a forked child.
-// Returns 0, or: 3 a check failed, 4 a memory fault, 128 + signal (e.g. 142: timed out);
-// `error` (MAP_SHARED, from emu_alloc) then holds the message.
+// Returns 0, or: 1 UBSan found a misaligned access (its report in `error`), 3 a check failed,
+// 4 a memory fault, 128 + signal (e.g. 142: timed out); `error` (MAP_SHARED, from emu_alloc)
+// then holds the message.
 extern "C" int emu_launch(void (*thunk)(void**), void** args, unsigned gx, unsigned gy,
                           unsigned gz, unsigned bx, unsigned by, unsigned bz, size_t smem,
                           int reverse, int timeout_s, char* error, size_t error_size) {
     error[0] = 0;
+    FILE* report = tmpfile();  // the child's stderr: where UBSan writes (misaligned access)
     const pid_t pid = fork();
-    if (pid < 0) return -1;
+    if (pid < 0) {
+        if (report) fclose(report);
+        return -1;
+    }
     if (pid == 0) {
+        if (report) dup2(fileno(report), 2);
+        if (__sanitizer_set_death_callback) __sanitizer_set_death_callback(emu_on_ubsan_death);
         emu_error = error;
         emu_error_size = error_size;
         emu_thunk = thunk;
@@ -417,8 +437,16 @@ extern "C" int emu_launch(void (*thunk)(void**), void** args, unsigned gx, unsig
     int status = 0;
     while (waitpid(pid, &status, 0) < 0) {
     }
-    if (WIFEXITED(status)) return WEXITSTATUS(status);
-    return 128 + WTERMSIG(status);
+    const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (report) {
+        if (rc && !error[0]) {  // no message of ours: pass on what the child wrote to stderr
+            rewind(report);
+            const size_t n = fread(error, 1, error_size - 1, report);
+            error[n] = 0;
+        }
+        fclose(report);
+    }
+    return rc;
 }
 
 // Shared memory for argument buffers and messages: [result, result + size) ends at a guard page.

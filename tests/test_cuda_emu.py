@@ -78,6 +78,17 @@ extern "C" __global__ void adds_atomically(float* out) {
     atomicAdd(out + threadIdx.x % 4, 1.f);
 }
 
+// four floats of shared memory with one 16-byte load, from float `offset` on
+struct __align__(16) four_floats { float v[4]; };
+extern "C" __global__ void vector_load(float* out, int offset) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    float* s = reinterpret_cast<float*>(smem);
+    for (int i = threadIdx.x; i < 68; i += blockDim.x) s[i] = i;
+    __syncthreads();
+    const four_floats t = *reinterpret_cast<const four_floats*>(s + offset + 4 * threadIdx.x);
+    out[threadIdx.x] = t.v[0] + t.v[3];
+}
+
 extern "C" __global__ void halves(const unsigned short* x, unsigned short* out, int n) {
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
         float f;
@@ -210,6 +221,15 @@ def test_atomics_and_the_float16_conversions(emu):
     with np.errstate(over="ignore"):  # 21000 * 3 rounds to inf, as on the GPU
         want = (x.astype(np.float32) * 3).astype(np.float16)
     np.testing.assert_array_equal(out, want)
+
+
+def test_a_misaligned_vector_load_is_an_error(emu):
+    out = np.zeros(16, np.float32)
+    emu.launch("vector_load", (1,), (16,), [out, i32(4)], shared_mem=68 * 4)
+    np.testing.assert_array_equal(out, 2 * (4 + 4 * np.arange(16)) + 3)
+    with pytest.raises(cuda_emu.EmuError, match=r"(?s)vector_load: .*misaligned address .*16 "
+                                                r"byte alignment.*in block \(0, 0, 0\) thread"):
+        emu.launch("vector_load", (1,), (16,), [out, i32(2)], shared_mem=68 * 4)
 
 
 def test_unknown_inline_asm_is_refused():

@@ -43,8 +43,10 @@
 #define TINYATTN_FULL_MASK 0xffffffffu
 
 // N adjacent floats of shared memory, read with one (N = 2, 4) or two (N = 8) vector loads.
+// Aligned to at most 16 bytes: that is all a vector load needs, and all a row of D + 4 floats
+// guarantees (8 floats at the start of row jj of a D = 128 tile are 16-byte aligned only).
 template <int N>
-struct alignas(4 * N) TinyattnFloats {
+struct alignas(N < 4 ? 4 * N : 16) TinyattnFloats {
     float v[N];
 };
 
