@@ -17,6 +17,7 @@ missing __syncthreads() or a non-atomic cross-block write lets through.
 """
 
 import ctypes
+import functools
 import hashlib
 import mmap
 import os
@@ -30,11 +31,11 @@ import numpy as np
 
 RUNTIME = Path(__file__).with_name("cuda_emu_runtime.h")
 CXX = shutil.which("g++")
-# -fsanitize=alignment: a load or store through a pointer less aligned than its type needs
-# (a vector load of an alignas(16) struct from a 4-byte aligned address) stops the launch with
-# UBSan's report, as the GPU would stop with "misaligned address".
-CXXFLAGS = ("-O2", "-std=c++17", "-shared", "-fPIC", "-w", "-U_FORTIFY_SOURCE",
-            "-fsanitize=alignment", "-fno-sanitize-recover=alignment")
+CXXFLAGS = ("-O2", "-std=c++17", "-shared", "-fPIC", "-w", "-U_FORTIFY_SOURCE")
+# a load or store through a pointer less aligned than its type needs (a vector load of an
+# alignas(16) struct from a 4-byte aligned address) stops the launch with UBSan's report, as
+# the GPU would stop with "misaligned address"
+SANITIZE = ("-fsanitize=alignment", "-fno-sanitize-recover=alignment")
 TIMEOUT_S = 120
 ERROR_SIZE = 4096
 
@@ -65,6 +66,24 @@ class EmuError(RuntimeError):
 
 def available():
     return CXX is not None
+
+
+@functools.cache
+def sanitizes_alignment():
+    """Whether g++ here can build with -fsanitize=alignment (it needs libubsan); without it
+    the emulator runs without that one check."""
+    if CXX is None:
+        return False
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "probe.cpp"
+        src.write_text('extern "C" float probe(const float* p) { return p[1]; }\n')
+        done = subprocess.run([CXX, *CXXFLAGS, *SANITIZE, "-o", str(Path(tmp) / "probe.so"),
+                               str(src)], capture_output=True)
+    return done.returncode == 0
+
+
+def build_flags():
+    return CXXFLAGS + (SANITIZE if sanitizes_alignment() else ())
 
 
 def cache_dir():
@@ -107,13 +126,14 @@ def kernel_signatures(code):
 
 def _build(text):
     """The shared library compiled from `text` (cached by the text's hash)."""
-    key = hashlib.sha256((text + RUNTIME.read_text() + " ".join(CXXFLAGS)).encode())
+    flags = build_flags()
+    key = hashlib.sha256((text + RUNTIME.read_text() + " ".join(flags)).encode())
     lib = cache_dir() / f"emu-{key.hexdigest()[:20]}.so"
     if not lib.exists():
         src = lib.with_suffix(".cpp")
         src.write_text(text)
         tmp = lib.with_suffix(f".{os.getpid()}.tmp")
-        done = subprocess.run([CXX, *CXXFLAGS, f"-I{RUNTIME.parent}", "-o", str(tmp), str(src)],
+        done = subprocess.run([CXX, *flags, f"-I{RUNTIME.parent}", "-o", str(tmp), str(src)],
                               capture_output=True, text=True)
         if done.returncode:
             raise EmuError(f"g++ could not compile the kernels:\n{done.stderr[-4000:]}")

@@ -223,6 +223,7 @@ def test_atomics_and_the_float16_conversions(emu):
     np.testing.assert_array_equal(out, want)
 
 
+@pytest.mark.skipif(not cuda_emu.sanitizes_alignment(), reason="g++ here has no libubsan")
 def test_a_misaligned_vector_load_is_an_error(emu):
     out = np.zeros(16, np.float32)
     emu.launch("vector_load", (1,), (16,), [out, i32(4)], shared_mem=68 * 4)
