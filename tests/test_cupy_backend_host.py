@@ -10,6 +10,7 @@ backend cache in place; monkeypatch takes all of it back afterwards.
 """
 
 import os
+import re
 import sys
 
 import numpy as np
@@ -376,3 +377,30 @@ def test_the_fake_is_gone_afterwards():
     for name in FAKE_NAMES:
         module = sys.modules.get(name)
         assert module is None or getattr(module, "ndarray", None) is not fake_cupy.FakeArray
+
+
+# ---- the GPU benchmarks' own code, run on the fake with the kernels emulated ------------------
+
+@pytest.mark.emulated
+def test_the_gpu_benchmarks_run_end_to_end(fake_emu_be, monkeypatch, capsys):
+    """benchmarks/softmax_gpu.py and attention.py --backend cupy, tiny shapes: every contender
+    is checked against the others and timed (the fake's events say 1 ms), a row is printed for
+    each, and nothing in the GPU-only code paths (events, device properties, the memory pool)
+    fails before a GPU session gets to run them. torch is left out (it sees no GPU here)."""
+    from tinyattn.bench import attention, softmax
+
+    monkeypatch.setattr(softmax, "torch_cuda", lambda: None)
+    monkeypatch.setattr(softmax, "shapes", lambda quick: [("8 x 1500", (8, 1500)),
+                                                          ("attention T=40", (3, 40, 40))])
+    assert softmax.main(["--quick", "--repeats", "1"]) == 0
+    out = capsys.readouterr().out
+    for shape in ("8 x 1500", "attention T=40"):
+        for variant in ("forward", "backward", "causal forward", "causal backward"):
+            for who in ("kernel", "cupy composite"):
+                assert re.search(rf"^{shape}\s+{variant}\s+{who}\s+\d", out, re.M), out
+    assert attention.main(["--backend", "cupy", "--t", "40", "130", "--batch", "1", "--heads",
+                           "2", "--repeats", "1"]) == 0
+    out = capsys.readouterr().out
+    for t in ("40", "130"):
+        assert re.search(rf"^\s+{t} flash kernel .*\n\s+{t} cupy composed ", out, re.M), out
+    assert any(n.startswith("tinyattn_flash_forward_d64") for n, *_ in launches())
