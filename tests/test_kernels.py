@@ -1,7 +1,9 @@
 """The CUDA kernels, checked without a GPU.
 
 1. Every .cu file, exactly as CupyBackend hands it to NVRTC, compiles with `nvcc -ptx` for sm_80
-   and sm_90, defines every kernel name the backend looks up, and needs no host header.
+   and sm_90 and with NVRTC itself (tests/nvrtc.py, when libnvrtc is installed), defines every
+   kernel name the backend looks up, and needs no host header; the ElementwiseKernel
+   operations compile inside a kernel built the way CuPy builds one.
 2. The NumPy replays of the kernels' algorithms (backends/kernel_refs.py: same lane/thread split,
    same butterflies, same online (m, l) recurrence, same flash tiles) equal the readable
    references of backends/base.py and flash.py on adversarial inputs: ±1e4, -inf entries, fully
@@ -22,6 +24,8 @@ from tinyattn.backends import cupy_backend as cb
 from tinyattn.backends import flash as flash_ref
 from tinyattn.backends import kernel_refs as kr
 from tinyattn.backends.numpy_backend import NumpyBackend
+
+import nvrtc  # tests/ is on sys.path (pytest's rootdir-relative import)
 
 NEG_INF = float("-inf")
 BE = NumpyBackend()
@@ -61,6 +65,52 @@ def test_compiles_with_nvcc(filename, arch, tmp_path):
     assert "warning" not in done.stderr.lower(), done.stderr
     entries = set(re.findall(r"\.entry\s+(\w+)", ptx.read_text()))
     assert entries == set(EXPECTED_NAMES[filename])
+
+
+NVRTC_ARCHS = ["compute_80", "compute_90"]
+
+
+@pytest.mark.skipif(nvrtc.library() is None, reason="no libnvrtc (pip install nvidia-cuda-nvrtc)")
+@pytest.mark.parametrize("arch", NVRTC_ARCHS)
+@pytest.mark.parametrize("filename", ["softmax.cu", "flash.cu"])
+def test_compiles_with_nvrtc_as_rawmodule_does(filename, arch):
+    """The exact text and options CupyBackend gives cupy.RawModule, through NVRTC itself."""
+    options = [*cb.NVRTC_OPTIONS, f"-arch={arch}"]
+    ok, log, ptx = nvrtc.compile_ptx(cb.kernel_source(filename), filename, options)
+    assert ok, f"NVRTC {nvrtc.version()} {options}:\n{log}"
+    assert "warning" not in log.lower(), log
+    assert set(re.findall(r"\.entry\s+(\w+)", ptx)) == set(EXPECTED_NAMES[filename])
+
+
+def elementwise_as_cupy_builds_it(name, dtype):
+    """A kernel for one of CupyBackend's ElementwiseKernels, built the way CuPy builds one:
+    `typedef <dtype> T;`, the preamble, then per element the inputs by value, the outputs by
+    reference, and the operation (CuPy's indexing helpers left out)."""
+    in_params, out_params, operation = cb._gelu_ops()[name]
+    ctype = {"T": "T", "float64": "double", "int32": "int"}
+    params, binds = [], []
+    for kind, text in (("in", in_params), ("out", out_params)):
+        for param in text.split(","):
+            typ, var = param.split()
+            if typ == "T":
+                params.append(f"{'const ' if kind == 'in' else ''}T* {var}_")
+                binds.append(f"{'const T' if kind == 'in' else 'T&'} {var} = {var}_[i];")
+            else:
+                params.append(f"{ctype[typ]} {var}")
+    return (f"typedef {dtype} T;\n{cb.kernel_source('elementwise.cu')}\n"
+            f'extern "C" __global__ void {name}({", ".join(params)}, long long n) {{\n'
+            f"    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+            f"    if (i >= n) return;\n    {' '.join(binds)}\n    {operation}\n}}\n")
+
+
+@pytest.mark.skipif(nvrtc.library() is None, reason="no libnvrtc (pip install nvidia-cuda-nvrtc)")
+@pytest.mark.parametrize("dtype", ["float", "double"])
+@pytest.mark.parametrize("name", list(cb._gelu_ops()))
+def test_elementwise_operations_compile_with_nvrtc(name, dtype):
+    options = [*cb.NVRTC_OPTIONS, "-arch=compute_90"]
+    ok, log, ptx = nvrtc.compile_ptx(elementwise_as_cupy_builds_it(name, dtype), name, options)
+    assert ok, log
+    assert f".entry {name}" in ptx
 
 
 def test_flash_tiles_match_the_source():
