@@ -267,9 +267,8 @@ def test_softmax_launches(fake_kernels_be, n, dtype):
             assert grid == (-(-6 // (threads // launch[2])),)
         else:
             assert grid == (6,)
-            cache = n * kr.acc_dtype(dtype).itemsize <= cb.ROW_CACHE_LIMIT
-            assert smem == (n * kr.acc_dtype(dtype).itemsize if cache and "forward" in name
-                            else 0)
+            row = (1 if "forward" in name else 2) * n * kr.acc_dtype(dtype).itemsize
+            assert smem == (row if row <= cb.ROW_CACHE_LIMIT else 0)
 
 
 def test_masked_softmax_passes_the_mask_and_strides(fake_kernels_be):

@@ -41,7 +41,9 @@ DTYPE_SUFFIX = {np.dtype(np.float16): "f16", np.dtype(np.float32): "f32",
 SOFTMAX_DTYPES = tuple(DTYPE_SUFFIX)
 FLASH_DTYPES = (np.dtype(np.float16), np.dtype(np.float32))
 STATIC_SMEM_LIMIT = 48 * 1024  # dynamic shared memory allowed without a kernel attribute
-ROW_CACHE_LIMIT = 40 * 1024  # block softmax keeps the row in shared memory up to this size
+# The block softmax kernels keep the row in shared memory up to this size (the forward its
+# scores, the backward y and g), so a long row is read from memory once.
+ROW_CACHE_LIMIT = 64 * 1024
 
 
 def make_cupy_backend(seed=None):
@@ -280,7 +282,8 @@ class CupyBackend(Backend):
             fn = self.kernel("softmax.cu", f"tinyattn_softmax_{direction}_warp{per_lane}_{suffix}")
             grid, block = (math.ceil(n_rows / rows_per_block),), (kernel_refs.WARP_BLOCK_THREADS,)
         else:
-            fn = self.kernel("softmax.cu", f"tinyattn_softmax_{direction}_block_{suffix}")
+            fn = self.kernel("softmax.cu", f"tinyattn_softmax_{direction}_block_{suffix}",
+                             ROW_CACHE_LIMIT)
             grid, block = (n_rows,), (launch[1],)
         return fn, grid, block, launch, n, n_rows, n_q
 
@@ -297,11 +300,10 @@ class CupyBackend(Backend):
             fn(grid, block, (x, y, np.int64(n_rows), np.int32(n), np.int32(launch[2]),
                              np.int32(n_q), np.float64(scale), np.int32(causal)) + mask)
         else:
-            acc_bytes = kernel_refs.acc_dtype(x.dtype).itemsize
-            cache = n * acc_bytes <= ROW_CACHE_LIMIT
+            smem = self._row_cache_bytes(n, x.dtype, arrays=1)
             fn(grid, block,
                (x, y, np.int32(n), np.int32(n_q), np.float64(scale), np.int32(causal)) + mask
-               + (np.int32(cache),), shared_mem=n * acc_bytes if cache else 0)
+               + (np.int32(smem > 0),), shared_mem=smem)
         return y
 
     def _softmax_backward_rows(self, y, g, scale, causal):
@@ -317,9 +319,16 @@ class CupyBackend(Backend):
             fn(grid, block, (y, g, gx, np.int64(n_rows), np.int32(n), np.int32(launch[2]),
                              np.int32(n_q), np.int32(causal), np.float64(scale)))
         else:
-            fn(grid, block,
-               (y, g, gx, np.int32(n), np.int32(n_q), np.int32(causal), np.float64(scale)))
+            smem = self._row_cache_bytes(n, y.dtype, arrays=2)
+            fn(grid, block, (y, g, gx, np.int32(n), np.int32(n_q), np.int32(causal),
+                             np.float64(scale), np.int32(smem > 0)), shared_mem=smem)
         return gx
+
+    @staticmethod
+    def _row_cache_bytes(n, dtype, arrays):
+        """Shared memory for `arrays` rows of n compute-type values, or 0 if over the limit."""
+        nbytes = arrays * n * kernel_refs.acc_dtype(dtype).itemsize
+        return nbytes if nbytes <= ROW_CACHE_LIMIT else 0
 
     # ---- flash attention ----------------------------------------------------------------------
 

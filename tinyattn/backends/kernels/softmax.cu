@@ -15,7 +15,8 @@
 //                 butterfly, then warp 0 over the per-warp pairs). The row is kept in dynamic
 //                 shared memory when the host gives enough of it (else it is read twice).
 // Backward: gx = scale * (y * (g - sum(g * y))), the same two shapes, the sum reduced the same
-// way. Compute type: float32 for float16/float32 data, float64 for float64.
+// way; the block kernel keeps y and g in shared memory the same way (cache_row).
+// Compute type: float32 for float16/float32 data, float64 for float64.
 // tinyattn/backends/kernel_refs.py replays each kernel's exact order of operations in NumPy.
 #include "tinyattn_common.cuh"
 
@@ -223,8 +224,11 @@ __device__ __forceinline__ void block_load_pair(A (&yv)[TINYATTN_BLOCK_UNROLL],
 template <typename T>
 __device__ __forceinline__ void softmax_backward_block(
         const T* __restrict__ y, const T* __restrict__ g, T* __restrict__ gx, int n_cols,
-        int n_q, int causal, double scale_d) {
+        int n_q, int causal, double scale_d, int cache_row) {
     typedef typename Io<T>::acc A;
+    extern __shared__ __align__(16) unsigned char tinyattn_smem[];
+    A* cache_y = reinterpret_cast<A*>(tinyattn_smem);  // y and g of the row when cache_row
+    A* cache_g = cache_y + n_cols;
     const A scale = A(scale_d);
     const long long row = blockIdx.x;
     const int limit = causal ? min(n_cols, (int)(row % n_q) + 1) : n_cols;
@@ -235,13 +239,30 @@ __device__ __forceinline__ void softmax_backward_block(
         A yv[TINYATTN_BLOCK_UNROLL], gv[TINYATTN_BLOCK_UNROLL];
         block_load_pair(yv, gv, y, g, base, j0, limit);
 #pragma unroll
-        for (int u = 0; u < TINYATTN_BLOCK_UNROLL; ++u)
-            if (j0 + u * blockDim.x < limit) dot += yv[u] * gv[u];
+        for (int u = 0; u < TINYATTN_BLOCK_UNROLL; ++u) {
+            const int j = j0 + u * blockDim.x;
+            if (j < limit) {
+                dot += yv[u] * gv[u];
+                if (cache_row) {
+                    cache_y[j] = yv[u];
+                    cache_g[j] = gv[u];
+                }
+            }
+        }
     }
-    dot = block_sum(dot);
+    dot = block_sum(dot);  // its barriers also publish the cached row
     for (int j0 = threadIdx.x; j0 < n_cols; j0 += step) {
         A yv[TINYATTN_BLOCK_UNROLL], gv[TINYATTN_BLOCK_UNROLL];
-        block_load_pair(yv, gv, y, g, base, j0, limit);
+        if (cache_row) {
+#pragma unroll
+            for (int u = 0; u < TINYATTN_BLOCK_UNROLL; ++u) {
+                const int j = j0 + u * blockDim.x;
+                yv[u] = j < limit ? cache_y[j] : A(0);
+                gv[u] = j < limit ? cache_g[j] : A(0);
+            }
+        } else {
+            block_load_pair(yv, gv, y, g, base, j0, limit);
+        }
 #pragma unroll
         for (int u = 0; u < TINYATTN_BLOCK_UNROLL; ++u) {
             const int j = j0 + u * blockDim.x;
@@ -282,8 +303,9 @@ __device__ __forceinline__ void softmax_backward_block(
         softmax_forward_block<T>(x, y, n_cols, n_q, scale, TINYATTN_MASK, cache_row);         \
     }                                                                                         \
     extern "C" __global__ void __launch_bounds__(1024) tinyattn_softmax_backward_block_##SUF( \
-            const T* y, const T* g, T* gx, int n_cols, int n_q, int causal, double scale) {   \
-        softmax_backward_block<T>(y, g, gx, n_cols, n_q, causal, scale);                      \
+            const T* y, const T* g, T* gx, int n_cols, int n_q, int causal, double scale,     \
+            int cache_row) {                                                                  \
+        softmax_backward_block<T>(y, g, gx, n_cols, n_q, causal, scale, cache_row);           \
     }
 
 TINYATTN_SOFTMAX_ALL(float, f32)
