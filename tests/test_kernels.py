@@ -67,6 +67,24 @@ def test_compiles_with_nvcc(filename, arch, tmp_path):
     assert entries == set(EXPECTED_NAMES[filename])
 
 
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH (the CUDA toolkit is absent)")
+def test_flash_kernels_fit_two_blocks_per_sm_without_spills(tmp_path):
+    """ptxas's own numbers for sm_90: every flash kernel keeps <= 128 registers per thread (two
+    256-thread blocks per SM, the occupancy the tile sizes are chosen for) and spills nothing
+    to local memory (spills in the inner loops would cost more than the vector loads gain)."""
+    src = tmp_path / "flash.cu"
+    src.write_text(cb.kernel_source("flash.cu"))
+    cmd = [NVCC, "-cubin", "-arch=sm_90", *NVCC_OPTIONS, "-Xptxas", "-v", str(src), "-o",
+           str(tmp_path / "flash.cubin")]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    report = re.findall(r"Compiling entry function '(\w+)'.*?(\d+) bytes spill stores.*?"
+                        r"Used (\d+) registers", done.stderr, re.S)
+    assert {name for name, *_ in report} == set(cb.flash_kernel_names())
+    for name, spills, registers in report:
+        assert int(spills) == 0 and int(registers) <= 128, (name, spills, registers)
+
+
 NVRTC_ARCHS = ["compute_80", "compute_90"]
 
 
