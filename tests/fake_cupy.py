@@ -299,7 +299,18 @@ class FakeRawKernel:
 
     def __init__(self, module, name):
         self.module, self.name = module, name
-        self.max_dynamic_shared_size_bytes = 0
+        self._max_smem = 0
+
+    @property
+    def max_dynamic_shared_size_bytes(self):
+        return self._max_smem
+
+    @max_dynamic_shared_size_bytes.setter
+    def max_dynamic_shared_size_bytes(self, nbytes):
+        if nbytes > DEVICE["smem_optin"]:  # CUDA: cudaErrorInvalidValue
+            raise ValueError(f"{self.name}: {nbytes} bytes of shared memory; this device "
+                             f"gives a block at most {DEVICE['smem_optin']}")
+        self._max_smem = nbytes
 
     def __call__(self, grid, block, args, *, shared_mem=0, enable_cooperative_groups=False):
         for label, dims in (("grid", grid), ("block", block)):
@@ -412,11 +423,14 @@ class FakeElementwiseKernel:
 
 # ---- the modules ---------------------------------------------------------------------------
 
+DEVICE = {"smem_optin": 227 * 1024}  # an H100's; tests set less to play an older GPU
+
+
 def _device_properties(device=0):
     return {"name": b"Fake GPU (NumPy)", "totalGlobalMem": 80 * 2**30, "major": 9, "minor": 0,
             "multiProcessorCount": 132, "sharedMemPerBlock": 48 * 1024,
-            "sharedMemPerBlockOptin": 227 * 1024, "warpSize": 32, "clockRate": 1_980_000,
-            "memoryClockRate": 2_619_000, "memoryBusWidth": 5120}
+            "sharedMemPerBlockOptin": DEVICE["smem_optin"], "warpSize": 32,
+            "clockRate": 1_980_000, "memoryClockRate": 2_619_000, "memoryBusWidth": 5120}
 
 
 class _Device:

@@ -271,6 +271,35 @@ def test_softmax_launches(fake_kernels_be, n, dtype):
             assert smem == (row if row <= cb.ROW_CACHE_LIMIT else 0)
 
 
+@pytest.mark.parametrize("optin,flash_dims", [(64 * 1024, {16}), (99 * 1024, {16, 32, 64, 128}),
+                                              (227 * 1024, {16, 32, 64, 128})],
+                         ids=["sm_75", "sm_86", "sm_90"])
+def test_a_gpu_that_gives_a_block_less_shared_memory(monkeypatch, optin, flash_dims):
+    """Flash tiles that do not fit the device's shared memory per block take the reference
+    (right numbers, no launch); the block softmax caches rows only as far as the device allows,
+    and never asks a kernel for more than the device has (the fake refuses, as CUDA does)."""
+    monkeypatch.setitem(fake_cupy.DEVICE, "smem_optin", optin)
+    fake_cupy.RAW_MODULES.clear()
+    be = _install(monkeypatch, kernels=True)
+    rng = np.random.default_rng(0)
+    for d in (16, 32, 64, 128):
+        q, k, v, g = (rng.standard_normal((1, 2, 9, d)).astype(np.float32) for _ in range(4))
+        out, lse = be.attention_forward(*_gpu(be, q, k, v), None, 0.3, True)
+        be.attention_backward(*_gpu(be, q, k, v), out, lse, *_gpu(be, g), None, 0.3, True)
+        flashed = any(f"_d{d}_" in name for name, *_ in launches())
+        assert flashed == (d in flash_dims), d
+        if not flashed:
+            want, _ = B.backend("numpy").attention_forward(q, k, v, None, 0.3, True)
+            np.testing.assert_allclose(be.to_numpy(out), want, rtol=1e-5, atol=1e-6)
+    fake_cupy.RAW_MODULES.clear()
+    (x,) = _gpu(be, np.zeros((2, 8192), np.float32))
+    be.softmax(x)
+    be.softmax_backward(x, x)
+    smem = {name.split("_")[2]: shared for name, _, _, _, shared in launches()}
+    assert smem["forward"] == 8192 * 4
+    assert smem["backward"] == (2 * 8192 * 4 if optin > 2 * 8192 * 4 + 1024 else 0)
+
+
 def test_masked_softmax_passes_the_mask_and_strides(fake_kernels_be):
     be = fake_kernels_be
     x = be.xp.asarray(np.zeros((2, 3, 4, 5), np.float32))

@@ -17,6 +17,7 @@ turns every kernel off (useful to tell a kernel bug from an op bug). Nothing in 
 imports CuPy at import time, so the kernel sources and their names can be checked without it.
 """
 
+import functools
 import math
 import os
 import warnings
@@ -42,8 +43,10 @@ SOFTMAX_DTYPES = tuple(DTYPE_SUFFIX)
 FLASH_DTYPES = (np.dtype(np.float16), np.dtype(np.float32))
 STATIC_SMEM_LIMIT = 48 * 1024  # dynamic shared memory allowed without a kernel attribute
 # The block softmax kernels keep the row in shared memory up to this size (the forward its
-# scores, the backward y and g), so a long row is read from memory once.
+# scores, the backward y and g), so a long row is read from memory once; less on a device that
+# gives a block less (CupyBackend.row_cache_limit).
 ROW_CACHE_LIMIT = 64 * 1024
+STATIC_SMEM_RESERVE = 1024  # the block kernels' own __shared__ arrays (at most 768 bytes)
 
 
 def make_cupy_backend(seed=None):
@@ -176,6 +179,19 @@ class CupyBackend(Backend):
 
     # ---- compiling and finding kernels ---------------------------------------------------------
 
+    @functools.cached_property
+    def smem_per_block(self):
+        """The most shared memory one block may use on this device, opted in (sm_75: 64 KB,
+        sm_86/89: 99 KB, sm_80: 163 KB, sm_90: 227 KB)."""
+        cp = self.xp
+        props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+        return int(props["sharedMemPerBlockOptin"])
+
+    @functools.cached_property
+    def row_cache_limit(self):
+        """Shared memory the block softmax kernels may use for the cached row."""
+        return min(ROW_CACHE_LIMIT, self.smem_per_block - STATIC_SMEM_RESERVE)
+
     def kernel(self, filename, name, smem_bytes=0):
         """The compiled kernel `name` from kernels/<filename> (compiled on first use)."""
         fn = self._functions.get(name)
@@ -283,7 +299,7 @@ class CupyBackend(Backend):
             grid, block = (math.ceil(n_rows / rows_per_block),), (kernel_refs.WARP_BLOCK_THREADS,)
         else:
             fn = self.kernel("softmax.cu", f"tinyattn_softmax_{direction}_block_{suffix}",
-                             ROW_CACHE_LIMIT)
+                             self.row_cache_limit)
             grid, block = (n_rows,), (launch[1],)
         return fn, grid, block, launch, n, n_rows, n_q
 
@@ -324,20 +340,24 @@ class CupyBackend(Backend):
                              np.float64(scale), np.int32(smem > 0)), shared_mem=smem)
         return gx
 
-    @staticmethod
-    def _row_cache_bytes(n, dtype, arrays):
+    def _row_cache_bytes(self, n, dtype, arrays):
         """Shared memory for `arrays` rows of n compute-type values, or 0 if over the limit."""
         nbytes = arrays * n * kernel_refs.acc_dtype(dtype).itemsize
-        return nbytes if nbytes <= ROW_CACHE_LIMIT else 0
+        return nbytes if nbytes <= self.row_cache_limit else 0
 
     # ---- flash attention ----------------------------------------------------------------------
 
     def _flash_ok(self, q, k, v, keep):
+        """Whether the flash kernels take these inputs (else the tiled reference runs): float16
+        or float32, a head dim with kernels, bool masks, and tiles whose shared memory this
+        device gives a block (d = 64 needs 68 KB: not on sm_75's 64 KB)."""
         d = q.shape[-1]
         return (self.use_kernels and q.dtype in FLASH_DTYPES and k.dtype == q.dtype
                 and v.dtype == q.dtype and d in kernel_refs.FLASH_TILES and k.shape[-1] == d
                 and v.shape[-1] == d and q.shape[-2] > 0 and k.shape[-2] > 0
-                and (keep is None or keep.dtype == bool))
+                and (keep is None or keep.dtype == bool)
+                and max(flash_smem_bytes(d, "forward"),
+                        flash_smem_bytes(d, "backward")) <= self.smem_per_block)
 
     def _flash_inputs(self, *arrays):
         """Broadcast q, k, v (and friends) to one batch shape, as contiguous (N, rows, d)."""
