@@ -15,8 +15,8 @@
 // Shared memory: every tile is float32, rows padded to D + 4 (and BK + 4) floats. The padding
 // keeps each row 16-byte aligned, so the inner loops read 4 (or C) adjacent floats with one
 // vector load, and puts the 16 rows that one warp reads at the same column in different banks.
-// Per 16 fused multiply-adds a thread issues 2 shared loads in the score loops and about 3
-// in the P V / dS K loops (1 per 4 in the dK / dV loop), not 8 scalar ones.
+// At D = 64 the inner loops issue one shared load per 5.3 to 8 fused multiply-adds
+// (benchmarks/kernel_sass.py reads it off the machine code), where scalar loads gave 1.3 to 2.
 // Tiles are fetched one step ahead into registers (FlashTiles): the loads of the next K/V
 // (backward: Q/dO) tile are in flight while the block computes on the current one.
 //
