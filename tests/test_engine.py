@@ -426,3 +426,24 @@ def test_in_place_gradient_sums_never_touch_shared_arrays():
     gb = c0 + 1
     gc = a0 + b0
     np.testing.assert_allclose(x.grad.numpy(), np.stack([ga, gb, gc]), rtol=1e-12)
+
+
+# ---- top-level functions, as torch.cat and friends ---------------------------------------------
+
+
+def test_top_level_functions_match_numpy_and_carry_gradients():
+    rng = np.random.default_rng(0)
+    a, b = leaf(rng.standard_normal((2, 3))), leaf(rng.standard_normal((2, 3)))
+    w = leaf(rng.standard_normal((3, 4)))
+    np.testing.assert_array_equal(ta.cat([a, b], dim=1).numpy(),
+                                  np.concatenate([a.numpy(), b.numpy()], axis=1))
+    np.testing.assert_array_equal(ta.stack([a, b]).numpy(), np.stack([a.numpy(), b.numpy()]))
+    np.testing.assert_array_equal(ta.where(a > 0, a, 0.0).numpy(), np.where(a.numpy() > 0,
+                                                                             a.numpy(), 0.0))
+    np.testing.assert_allclose(ta.matmul(a, w).numpy(), a.numpy() @ w.numpy())
+    np.testing.assert_allclose(ta.matmul(a.numpy(), w).numpy(), a.numpy() @ w.numpy())
+    e = np.exp(a.numpy() - a.numpy().max(-1, keepdims=True))
+    np.testing.assert_allclose(ta.softmax(a, dim=-1).numpy(), e / e.sum(-1, keepdims=True))
+    np.testing.assert_allclose(ta.log_softmax(a, -1).numpy(), np.log(e / e.sum(-1, keepdims=True)))
+    assert ta.gradcheck(lambda a, b, w: ta.matmul(ta.cat([a, ta.where(b > 0, b, a)]), w)
+                        .softmax(-1) * ta.stack([a, b]).sum(), [a, b, w])

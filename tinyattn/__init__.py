@@ -15,6 +15,7 @@ from .errors import (BackendError, CheckpointError, DimError, DTypeError, Gradch
 from .tensor import (Tensor, arange, bool_, float16, float32, float64, full, int32, int64,
                      manual_seed, ones, ones_like, rand, randn, tensor, zeros, zeros_like)
 from . import functional  # noqa: E402,I001 - after Tensor exists
+from .functional import cat, log_softmax, matmul, softmax, stack, where  # torch.cat and friends
 from . import nn, optim  # noqa: E402
 from .anomaly import AnomalyError, AnomalyWarning, detect_anomaly
 from .gradcheck import check_gradients, gradcheck
@@ -27,7 +28,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Tensor", "tensor", "zeros", "ones", "full", "randn", "rand", "arange", "zeros_like",
-    "ones_like", "manual_seed", "float16", "float32", "float64", "int32", "int64", "bool_",
+    "ones_like", "cat", "stack", "where", "matmul", "softmax", "log_softmax",
+    "manual_seed", "float16", "float32", "float64", "int32", "int64", "bool_",
     "no_grad", "enable_grad", "is_grad_enabled", "gradcheck", "check_gradients", "functional",
     "get_backend", "set_backend", "use_backend", "nn", "optim", "save", "load", "TinyattnError",
     "ShapeError", "DimError",

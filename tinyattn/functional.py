@@ -99,6 +99,12 @@ def mse_loss(x, y, reduction="mean"):
 # ---- layers as functions -------------------------------------------------------------------------
 
 
+def matmul(a, b):
+    """a @ b (torch.matmul): batched, broadcasting over the leading dims."""
+    a = _t(a, b if isinstance(b, Tensor) else None)
+    return a @ _t(b, a)
+
+
 def linear(x, weight, bias=None):
     """x @ weightᵀ + bias, with weight (out_features, in_features) as in PyTorch."""
     return mm.linear(_t(x), weight, bias)
