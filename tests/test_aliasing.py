@@ -29,7 +29,7 @@ def _leaves(values):
     return [ta.tensor(v, requires_grad=True) for v in values]
 
 
-def _twice_exactly(fn, values):
+def _assert_twice_exactly(fn, values):
     """Backward twice through one graph: every input's .grad doubles, bit for bit, and no input's
     values change."""
     xs = _leaves(values)
@@ -43,7 +43,7 @@ def _twice_exactly(fn, values):
         np.testing.assert_array_equal(x.numpy(), v)
 
 
-def _against_torch(torch, fn_ta, fn_torch, values, rtol=1e-10, atol=1e-12):
+def _assert_matches_torch(torch, fn_ta, fn_torch, values, rtol=1e-10, atol=1e-12):
     """fn's value, and its gradients after one and after two backward passes (retain_graph),
     equal PyTorch's."""
     xs = _leaves(values)
@@ -163,24 +163,24 @@ def test_the_gradient_given_to_backward_is_never_written_into():
 ])
 def test_one_gradient_sent_to_two_places(torch, name, fn):
     (v,) = _values((2, 3))
-    _twice_exactly(fn, [v])
+    _assert_twice_exactly(fn, [v])
     torch_fn = fn
     if name == "casts":
         def torch_fn(x):
             y = x.to(torch.float32).to(torch.float64)
             return (y * y).sum()
-    _against_torch(torch, fn, torch_fn, [v])
+    _assert_matches_torch(torch, fn, torch_fn, [v])
 
 
 def test_same_tensor_in_both_operands_of_fused_linear_and_layer_norm(torch):
     tf = torch.nn.functional
     (w,) = _values((4, 4))
-    _against_torch(torch, lambda w: (F.linear(w, w, w[0]) ** 2).sum(),
+    _assert_matches_torch(torch, lambda w: (F.linear(w, w, w[0]) ** 2).sum(),
                    lambda w: (tf.linear(w, w, w[0]) ** 2).sum(), [w])
-    _against_torch(torch, lambda w: (F.layer_norm(w, (4,), w[1], w[2]) ** 2).sum(),
+    _assert_matches_torch(torch, lambda w: (F.layer_norm(w, (4,), w[1], w[2]) ** 2).sum(),
                    lambda w: (tf.layer_norm(w, (4,), w[1], w[2]) ** 2).sum(), [w])
-    _twice_exactly(lambda w: (F.linear(w, w, w[0]) ** 2).sum(), [w])
-    _twice_exactly(lambda w: (F.layer_norm(w, (4,), w[1], w[2]) ** 2).sum(), [w])
+    _assert_twice_exactly(lambda w: (F.linear(w, w, w[0]) ** 2).sum(), [w])
+    _assert_twice_exactly(lambda w: (F.layer_norm(w, (4,), w[1], w[2]) ** 2).sum(), [w])
 
 
 # ---- in-place fused forward and backward bodies ------------------------------------------------
@@ -206,8 +206,8 @@ def _fused(m, name, x, w, b, lw):
                                   "gelu", "gelu_tanh", "linear", "linear_nobias"])
 def test_fused_op_outputs_with_two_consumers(torch, name):
     values = _values((3, 5), (5,), (5,), (5, 5), seed=1)
-    _twice_exactly(lambda *a: _fused(F, name, *a), values)
-    _against_torch(torch, lambda *a: _fused(F, name, *a),
+    _assert_twice_exactly(lambda *a: _fused(F, name, *a), values)
+    _assert_matches_torch(torch, lambda *a: _fused(F, name, *a),
                    lambda *a: _fused(torch.nn.functional, name, *a), values)
 
 
@@ -226,8 +226,8 @@ def test_cross_entropy_backward_twice_keeps_its_saved_probabilities(torch, kwarg
         loss = tf.cross_entropy(x, torch.tensor(target), **kwargs)
         return (loss * loss).sum() + loss.sum() if kwargs.get("reduction") == "none" else loss
 
-    _twice_exactly(ours, [x_v])
-    _against_torch(torch, ours, theirs, [x_v])
+    _assert_twice_exactly(ours, [x_v])
+    _assert_matches_torch(torch, ours, theirs, [x_v])
 
 
 def test_fused_forwards_leave_their_inputs_alone():
@@ -262,8 +262,8 @@ def test_attention_with_q_k_v_one_tensor_twice(torch):
         def theirs(q):
             return (tf.scaled_dot_product_attention(q, q, q, is_causal=True) ** 2).sum()
 
-        _twice_exactly(ours, [q_v])
-        _against_torch(torch, ours, theirs, [q_v])
+        _assert_twice_exactly(ours, [q_v])
+        _assert_matches_torch(torch, ours, theirs, [q_v])
 
 
 def test_embedding_with_repeated_ids_and_a_tied_head(torch):
@@ -279,8 +279,8 @@ def test_embedding_with_repeated_ids_and_a_tied_head(torch):
         h = tf.embedding(torch.tensor(ids), w)
         return (tf.linear(h, w) ** 2).sum() + h.sum() + w[ids.reshape(-1)].sum()
 
-    _twice_exactly(ours, [w_v])
-    _against_torch(torch, ours, theirs, [w_v])
+    _assert_twice_exactly(ours, [w_v])
+    _assert_matches_torch(torch, ours, theirs, [w_v])
 
 
 def test_tiny_transformer_backward_twice_doubles_every_gradient():

@@ -232,7 +232,7 @@ def to_gpu(be, *arrays):
     return [be.xp.asarray(a) for a in arrays]
 
 
-def close(got_gpu, want, dtype, be, scale=1.0):
+def assert_close(got_gpu, want, dtype, be, scale=1.0):
     tol = {np.float16: 3e-3, np.float32: 2e-5, np.float64: 1e-12}[np.dtype(dtype).type] * scale
     got = be.to_numpy(got_gpu)
     assert got.dtype == np.dtype(dtype)
@@ -261,17 +261,17 @@ def test_gpu_softmax_forward_and_backward(cp_be, n_rows, n, dtype):
     g = rng.standard_normal(x.shape).astype(dtype)
     xg, gg = to_gpu(cp_be, x, g)
     yg = cp_be.softmax(xg)
-    close(yg, NP.softmax(x.astype(np.float64)), dtype, cp_be)
-    close(yg, kr.softmax_forward(x), dtype, cp_be)  # and the replay of the same algorithm
+    assert_close(yg, NP.softmax(x.astype(np.float64)), dtype, cp_be)
+    assert_close(yg, kr.softmax_forward(x), dtype, cp_be)  # and the replay of the same algorithm
     y = cp_be.to_numpy(yg).astype(np.float64)
-    close(cp_be.softmax_backward(yg, gg), NP.softmax_backward(y, g.astype(np.float64)), dtype,
-          cp_be, 10)
+    assert_close(cp_be.softmax_backward(yg, gg), NP.softmax_backward(y, g.astype(np.float64)),
+                 dtype, cp_be, 10)
 
 
 def test_gpu_softmax_other_axis(cp_be):
     x = np.random.default_rng(1).standard_normal((4, 50, 3)).astype(np.float32)
-    close(cp_be.softmax(cp_be.xp.asarray(x), axis=1), NP.softmax(x.astype(np.float64), axis=1),
-          np.float32, cp_be)
+    assert_close(cp_be.softmax(cp_be.xp.asarray(x), axis=1),
+                 NP.softmax(x.astype(np.float64), axis=1), np.float32, cp_be)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64])
@@ -287,12 +287,12 @@ def test_gpu_scaled_masked_softmax(cp_be, n_q, n_k, dtype):
         gpu_kwargs = {k: cp_be.xp.asarray(v) if k == "keep" else v for k, v in kwargs.items()}
         want = NP.scaled_masked_softmax(x.astype(np.float64), scale=0.3, **kwargs)
         yg = cp_be.scaled_masked_softmax(cp_be.xp.asarray(x), scale=0.3, **gpu_kwargs)
-        close(yg, want, dtype, cp_be)
+        assert_close(yg, want, dtype, cp_be)
         y = cp_be.to_numpy(yg).astype(np.float64)
         gx = cp_be.scaled_masked_softmax_backward(yg, cp_be.xp.asarray(g), scale=0.3,
                                                   causal=kwargs.get("causal", False))
-        close(gx, NP.scaled_masked_softmax_backward(y, g.astype(np.float64), scale=0.3), dtype,
-              cp_be, 10)
+        assert_close(gx, NP.scaled_masked_softmax_backward(y, g.astype(np.float64), scale=0.3),
+                     dtype, cp_be, 10)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
@@ -313,10 +313,10 @@ def test_gpu_flash_attention(cp_be, d, n_q, n_k, dtype):
         qg, kg, vg, gg = to_gpu(cp_be, q, k, v, g)
         maskg = None if mask is None else cp_be.xp.asarray(mask)
         out_g, lse_g = cp_be.attention_forward(qg, kg, vg, maskg, scale, causal)
-        close(out_g, out, dtype, cp_be, tol)
+        assert_close(out_g, out, dtype, cp_be, tol)
         got = cp_be.attention_backward(qg, kg, vg, out_g, lse_g, gg, maskg, scale, causal)
         for a, b in zip(got, grads, strict=True):
-            close(a, b, dtype, cp_be, 10 * tol)
+            assert_close(a, b, dtype, cp_be, 10 * tol)
 
 
 def test_gpu_sdpa_flash_through_autograd(cp_be):
@@ -340,12 +340,12 @@ def test_gpu_gelu_kernels(cp_be, approximate, dtype):
     g = rng.standard_normal(x.shape).astype(dtype)
     out, saved = cp_be.gelu_forward(cp_be.xp.asarray(x), approximate)
     want_out, want_saved = kr.gelu_forward(x.astype(np.float64), approximate)
-    close(out, want_out, dtype, cp_be, 10)
-    close(saved, want_saved, dtype, cp_be, 10)
+    assert_close(out, want_out, dtype, cp_be, 10)
+    assert_close(saved, want_saved, dtype, cp_be, 10)
     gx = cp_be.gelu_backward(cp_be.xp.asarray(g), cp_be.xp.asarray(x), saved, approximate)
-    close(gx, kr.gelu_backward(g.astype(np.float64), x.astype(np.float64),
-                               cp_be.to_numpy(saved).astype(np.float64), approximate),
-          dtype, cp_be, 10)
+    assert_close(gx, kr.gelu_backward(g.astype(np.float64), x.astype(np.float64),
+                                      cp_be.to_numpy(saved).astype(np.float64), approximate),
+                 dtype, cp_be, 10)
 
 
 @pytest.mark.parametrize("weight_decay,decoupled", [(0.0, True), (0.1, False), (0.1, True)])
@@ -360,7 +360,7 @@ def test_gpu_adam_update(cp_be, weight_decay, decoupled):
         NP.adam_update(p, g, m, v, **args)
         cp_be.adam_update(pg, gg, mg, vg, **args)
     for a, b in ((pg, p), (mg, m), (vg, v)):
-        close(a, b, np.float32, cp_be, 10)
+        assert_close(a, b, np.float32, cp_be, 10)
 
 
 def test_gpu_training_step_matches_numpy(cp_be):
