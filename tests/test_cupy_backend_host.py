@@ -100,7 +100,7 @@ def test_every_registered_op_has_cases():
     assert len(_op_params()) > 100
 
 
-def _op_matches_numpy(be, name, index, rtol, atol):
+def _assert_op_matches_numpy(be, name, index, rtol, atol):
     """The op's sample on "cupy" (on the fake) gives NumPy's output and gradients."""
     want, want_grads = _run_op(name, index, "numpy")
     got, got_grads = _run_op(name, index, "cupy")
@@ -115,7 +115,7 @@ def _op_matches_numpy(be, name, index, rtol, atol):
 
 @pytest.mark.parametrize("name,index", _op_params(), ids=[f"{n}-{i}" for n, i in _op_params()])
 def test_op_matches_numpy_with_kernels_off(fake_be, name, index):
-    _op_matches_numpy(fake_be, name, index, rtol=1e-12, atol=1e-14)
+    _assert_op_matches_numpy(fake_be, name, index, rtol=1e-12, atol=1e-14)
 
 
 @pytest.fixture
@@ -131,7 +131,7 @@ def fake_emu_be(monkeypatch):
 @pytest.mark.parametrize("name,index", _op_params(), ids=[f"{n}-{i}" for n, i in _op_params()])
 def test_op_matches_numpy_with_kernels_emulated(fake_emu_be, name, index):
     """Every op's samples with the kernels on (float64: the softmax kernels' f64 versions)."""
-    _op_matches_numpy(fake_emu_be, name, index, rtol=1e-10, atol=1e-12)
+    _assert_op_matches_numpy(fake_emu_be, name, index, rtol=1e-10, atol=1e-12)
     if name in ("softmax", "scaled_masked_softmax"):
         assert any(n.startswith("tinyattn_softmax_") for n, *_ in launches())
 
