@@ -196,31 +196,8 @@ class Module:
         return ""
 
 
-class Sequential(Module):
-    """Modules applied one after another."""
-
-    def __init__(self, *modules):
-        super().__init__()
-        for i, m in enumerate(modules):
-            setattr(self, str(i), m)
-
-    def __getitem__(self, i):
-        return list(self._modules.values())[i]
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
-    def forward(self, x):
-        for m in self._modules.values():
-            x = m(x)
-        return x
-
-
-class ModuleList(Module):
-    """A list of modules, registered under their indices ("blocks.0", "blocks.1", ...)."""
+class _Indexed(Module):
+    """Children registered under their indices ("blocks.0", "blocks.1", ...), used as a list."""
 
     def __init__(self, modules=()):
         super().__init__()
@@ -239,3 +216,19 @@ class ModuleList(Module):
 
     def __iter__(self):
         return iter(self._modules.values())
+
+
+class Sequential(_Indexed):
+    """Modules applied one after another."""
+
+    def __init__(self, *modules):
+        super().__init__(modules)
+
+    def forward(self, x):
+        for m in self:
+            x = m(x)
+        return x
+
+
+class ModuleList(_Indexed):
+    """A list of modules; it has no forward of its own."""
