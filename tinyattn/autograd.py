@@ -170,12 +170,7 @@ def apply(op, *inputs, **params):
         raise
     except (ValueError, IndexError, TypeError) as e:
         raise _op_error(op, inputs, e) from e
-    t = Tensor.__new__(Tensor)
-    t.data = out
-    t.backend = be
-    t.grad = None
-    t.name = None
-    t._node = None
+    t = Tensor._wrap(out, be)
     if needs_grad and _grad_enabled.get():
         for i in op.nondiff:
             parents[i] = None
