@@ -447,3 +447,14 @@ def test_top_level_functions_match_numpy_and_carry_gradients():
     np.testing.assert_allclose(ta.log_softmax(a, -1).numpy(), np.log(e / e.sum(-1, keepdims=True)))
     assert ta.gradcheck(lambda a, b, w: ta.matmul(ta.cat([a, ta.where(b > 0, b, a)]), w)
                         .softmax(-1) * ta.stack([a, b]).sum(), [a, b, w])
+
+
+def test_functional_all_lists_exactly_its_public_functions():
+    import inspect
+
+    defined = {name for name, f in vars(F).items()
+               if inspect.isfunction(f) and f.__module__ == F.__name__ and not name.startswith("_")}
+    assert set(F.__all__) == defined
+    namespace = {}
+    exec("from tinyattn.functional import *", namespace)
+    assert "math" not in namespace and "ew" not in namespace and "softmax" in namespace

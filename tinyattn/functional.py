@@ -17,6 +17,12 @@ from .ops import shape as sh
 from .ops import softmax as sm
 from .tensor import Tensor
 
+__all__ = [
+    "relu", "tanh", "sigmoid", "gelu", "where", "masked_fill", "softmax", "log_softmax",
+    "logsumexp", "cross_entropy", "mse_loss", "matmul", "linear", "layer_norm", "embedding",
+    "dropout", "cat", "stack", "causal_mask", "scaled_dot_product_attention", "attention_weights",
+]
+
 
 def _t(x, like=None):
     """`x` as a Tensor (on `like`'s backend when it has to be made)."""
