@@ -95,8 +95,11 @@ def test_bool_mask_and_causal_together():
     mask = np.ones((6, 6), dtype=bool)
     mask[:, 1] = False
     g = out_grad(q, v)
-    got = ours(q, k, v, g, mask, is_causal=True)
-    want = theirs(q, k, v, g, np.tril(mask))  # torch takes one or the other: combine by hand
+    for impl in ("composite", "flash"):  # torch's contract: one or the other, never both
+        with pytest.raises(ValueError, match="attn_mask or is_causal=True, not both"):
+            ours(q, k, v, g, mask, is_causal=True, impl=impl)
+    got = ours(q, k, v, g, mask & F.causal_mask(6).numpy())  # combined by hand
+    want = theirs(q, k, v, g, np.tril(mask))
     assert_same(got, want)
 
 

@@ -122,7 +122,10 @@ def test_bad_dim_names_the_op_and_the_valid_range(call, name):
 
 def test_repeated_and_non_integer_dims():
     with raises(ta.DimError, "max: dim (0, 0) repeats a dim"):
-        t(2, 3).max(dim=(0, 0))
+        t(2, 3).amax(dim=(0, 0))
+    with pytest.raises(TypeError, match=r"max: dim must be one int .*got \(0, 1\); for several "
+                       "dims use amax"):
+        t(2, 3).max(dim=(0, 1))
     with pytest.raises(TypeError, match="sum.*dim must be an int or a tuple of ints, got 1.0"):
         t(2, 3).sum(dim=1.0)
 

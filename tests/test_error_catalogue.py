@@ -26,6 +26,20 @@ def backward_twice():
     y.backward()
 
 
+def in_place_with_a_view():
+    h = t(2, 2, requires_grad=True) * 1.0
+    view = h[0]  # noqa: F841 - alive while h changes
+    h += 1.0
+
+
+def changed_after_saving():
+    w = t(3, requires_grad=True)
+    c = t(3)
+    y = (w * c).sum()
+    c[0] = 100.0
+    y.backward()
+
+
 class FakeBackend(NumpyBackend):
     """A second backend (NumPy underneath) to mix with the real one, as CuPy would be."""
 
@@ -96,8 +110,8 @@ CATALOGUE = [
      ["sum", "dim must be an int"]),
     ("softmax over two dims", lambda: t(2, 3).softmax(dim=(0, 1)), ta.DimError,
      ["softmax", "takes one dim", "dim=\\(0, 1\\)"]),
-    ("softmax of a 0-d tensor", lambda: t().softmax(0), ta.DimError,
-     ["softmax", "reshape the 0-d tensor to \\(1,\\)"]),
+    ("softmax of a 0-d tensor over dim 1", lambda: t().softmax(1), ta.DimError,
+     ["softmax", "dim 1 is out of range", "0 dims", "valid: -1..0"]),
     ("a list of repeated dims on a 0-d tensor", lambda: t().sum(dim=[0, 0]), ta.DimError,
      ["sum", "repeats"]),
     ("assigning out of range", lambda: t(2).__setitem__(5, 1.0), ta.DimError,
@@ -150,6 +164,30 @@ CATALOGUE = [
      ta.BackendError, ["two backends"]),
     ("an unknown backend name", lambda: ta.tensor([1.0], backend="tpu"), ta.BackendError,
      ["unknown backend 'tpu'", "cupy", "numpy"]),
+    ("an in-place update of a parameter outside no_grad",
+     lambda: t(3, requires_grad=True).__isub__(0.1), ta.GraphError,
+     ["sub_", "(3,)", "leaf that requires grad", "no_grad()"]),
+    ("adding floats into an int tensor in place", lambda: ta.tensor([1, 2]).__iadd__(0.5),
+     ta.DTypeError, ["add_", "float32", "int64 tensor", "x = x + y"]),
+    ("an in-place op that would grow the tensor", lambda: t(3).__imul__(t(2, 3)),
+     ta.ShapeError, ["mul_", "(2, 3)", "(3,)", "cannot change a tensor's shape"]),
+    ("writing into an expand() view", lambda: t(3).expand(2, 3).__iadd__(1.0), ta.GraphError,
+     ["add_", "read-only", ".clone()"]),
+    ("a recorded in-place op on a tensor with a live view", in_place_with_a_view,
+     ta.GraphError, ["add_", "(2, 2)", "shares its memory", "x = x + y"]),
+    ("backward after a saved tensor changed", changed_after_saving, ta.GraphError,
+     ["backward", "mul saved its input 1", "(3,)", "version 1", "version 0", ".clone()"]),
+    ("max over two dims", lambda: t(2, 3).max(dim=(0, 1)), TypeError,
+     ["max", "one int", "(0, 1)", "amax"]),
+    ("topk with k larger than the dim", lambda: t(2, 3).topk(4), ta.DimError,
+     ["topk", "0..3", "(2, 3)", "4"]),
+    ("set_default_dtype to an integer type", lambda: ta.set_default_dtype(ta.int64), TypeError,
+     ["set_default_dtype", "floating-point", "int64"]),
+    ("the mean of an int tensor", lambda: ta.tensor([1, 2]).mean(), ta.DTypeError,
+     ["mean", "floating-point", "int64", ".float()"]),
+    ("attn_mask and is_causal together", lambda: F.scaled_dot_product_attention(
+        t(1, 2, 4), t(1, 2, 4), t(1, 2, 4), attn_mask=F.causal_mask(2), is_causal=True),
+     ValueError, ["scaled_dot_product_attention", "not both", "causal_mask"]),
 ]
 
 

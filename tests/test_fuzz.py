@@ -21,7 +21,7 @@ FUZZ = settings(deadline=None, derandomize=True, max_examples=60,
 # ---- one vocabulary for both libraries -----------------------------------------------------------
 
 TA = types.SimpleNamespace(
-    F=F, const=lambda a: ta.tensor(a), amax=lambda x, d, k: x.max(dim=d, keepdim=k),
+    F=F, const=lambda a: ta.tensor(a), amax=lambda x, d, k: x.amax(dim=d, keepdim=k),
     where=F.where, cat=F.cat, stack=F.stack, maximum=lambda x, y: x.maximum(y),
     sdpa=lambda q, k, v, causal, impl: F.scaled_dot_product_attention(q, k, v, is_causal=causal,
                                                                        impl=impl))

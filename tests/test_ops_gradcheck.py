@@ -166,12 +166,19 @@ def test_gradcheck_needs_something_to_check():
 
 @pytest.mark.parametrize("reduce", ["max", "min"])
 def test_max_min_ties_split_the_gradient_evenly(reduce):
+    """amax/amin over a dim and max/min of the whole tensor share g among tied entries (as
+    torch.amax and torch.max() do); max/min with a dim send it to the index they return."""
     x = ta.tensor(np.array([[5.0, 5.0, 5.0, 1.0], [2.0, 7.0, 7.0, 7.0]]), requires_grad=True)
     if reduce == "min":
         x = ta.tensor(-x.numpy(), requires_grad=True)
     g = np.array([3.0, 6.0])
-    getattr(x, reduce)(dim=1).backward(g)
+    getattr(x, "a" + reduce)(dim=1).backward(g)
     np.testing.assert_array_equal(x.grad.numpy(), [[1.0, 1.0, 1.0, 0.0], [0.0, 2.0, 2.0, 2.0]])
+    x.grad = None
+    values, indices = getattr(x, reduce)(dim=1)
+    values.backward(g)
+    np.testing.assert_array_equal(indices.numpy(), [0, 1])  # the first of the tied entries
+    np.testing.assert_array_equal(x.grad.numpy(), [[3.0, 0.0, 0.0, 0.0], [0.0, 6.0, 0.0, 0.0]])
     x.grad = None
     getattr(x, reduce)().backward()  # the whole tensor: 3-way tie at the top (or bottom)
     winners = x.numpy() == getattr(x.numpy(), reduce)()

@@ -71,6 +71,16 @@ def _getitem(x, index):
     return x[parts if isinstance(index, tuple) else parts[0]]
 
 
+def _setitem(x, v, steps):
+    """torch's x[index] = v on a copy, one index step after another."""
+    out = x.clone()
+    view = out
+    for step in steps[:-1]:
+        view = view[step]
+    view[tuple(torch.from_numpy(p) if isinstance(p, np.ndarray) else p for p in steps[-1])] = v
+    return out
+
+
 def _maximum(x, y):
     return torch.maximum(*torch.broadcast_tensors(*map(torch.as_tensor, (x, y))))
 
@@ -97,6 +107,7 @@ TORCH = {
     "minimum": _minimum,
     "where": torch.where,
     "clip": lambda x, min=None, max=None: torch.clamp(x, min, max),  # noqa: A006
+    "clone": torch.clone,
     "cast": lambda x, dtype: x.to(getattr(torch, np.dtype(dtype).name)),
     "sum": lambda x, dim=None, keepdim=False: torch.sum(x, _all_dims(x, dim), keepdim),
     "mean": lambda x, dim=None, keepdim=False: torch.mean(x, _all_dims(x, dim), keepdim),
@@ -110,6 +121,8 @@ TORCH = {
     "permute": torch.permute,
     "expand": lambda x, shape: x.expand(shape),
     "getitem": _getitem,
+    "setitem": _setitem,
+    "take_along_dim": lambda x, indices, dim: torch.take_along_dim(x, indices.long(), dim),
     "cat": lambda *xs, dim=0: torch.cat(xs, dim),
     "stack": lambda *xs, dim=0: torch.stack(xs, dim),
     "matmul": torch.matmul,

@@ -10,6 +10,7 @@ The public names are listed here explicitly; see DESIGN.md for the map of the pa
 
 from .autograd import enable_grad, is_grad_enabled, no_grad  # first: tensor.py needs it loaded
 from .backends import get_backend, set_backend, use_backend
+from .dtypes import get_default_dtype, set_default_dtype
 from .errors import (BackendError, CheckpointError, DimError, DTypeError, GradcheckError,
                      GraphError, ShapeError, TinyattnError)
 from .tensor import (Tensor, arange, bool_, float16, float32, float64, full, int32, int64,
@@ -30,6 +31,7 @@ __all__ = [
     "Tensor", "tensor", "zeros", "ones", "full", "randn", "rand", "arange", "zeros_like",
     "ones_like", "cat", "stack", "where", "matmul", "softmax", "log_softmax",
     "manual_seed", "float16", "float32", "float64", "int32", "int64", "bool_",
+    "get_default_dtype", "set_default_dtype",
     "no_grad", "enable_grad", "is_grad_enabled", "gradcheck", "check_gradients", "functional",
     "get_backend", "set_backend", "use_backend", "nn", "optim", "save", "load", "TinyattnError",
     "ShapeError", "DimError",

@@ -13,8 +13,10 @@ import contextvars
 import functools
 import heapq
 import itertools
+import threading
 import weakref
 
+from .dtypes import promote
 from .errors import BackendError, DimError, DTypeError, GraphError, ShapeError, TinyattnError
 from .errors import fmt_shape
 
@@ -105,6 +107,71 @@ def tracing(tracer):
         _tracers.reset(token)
 
 
+# ---- version counters: what backward checks before using a saved array -----------------------
+#
+# A tensor's version counter counts the in-place changes of its memory (PyTorch's `_version`).
+# It is a two-item list [count, sharers], made on first use: a list because one is made for
+# every output a VJP keeps, and that must cost next to nothing. A tensor and its views (reshape,
+# permute, expand, basic indexing, detach) share one, so a change through any of them counts;
+# `sharers` (None until a view exists) holds weak references to the tensors sharing it, so an
+# in-place op can tell whether another live tensor sees the same memory.
+
+
+def version_of(tensor):
+    """The tensor's version counter [count, sharers], made on first use."""
+    v = tensor._version_counter
+    if v is None:
+        v = tensor._version_counter = [0, None]
+    return v
+
+
+def bump_version(tensor):
+    """Count one in-place change of the tensor's memory (and so of every view of it)."""
+    version_of(tensor)[0] += 1
+
+
+def share_version(base, view):
+    """`view` sees `base`'s memory: from now on they count in-place changes together."""
+    v = version_of(base)
+    view._version_counter = v
+    if v[1] is None:
+        v[1] = [weakref.ref(base)]
+    elif len(v[1]) >= 16:  # a long-lived base sliced every step: forget the dead views
+        v[1] = [r for r in v[1] if r() is not None]
+    v[1].append(weakref.ref(view))
+
+
+def others_alive(tensor):
+    """Whether a live tensor other than `tensor` shares its memory (a view, a detached copy)."""
+    v = tensor._version_counter
+    return v is not None and any(r() is not None and r() is not tensor for r in v[1] or ())
+
+
+def _saved_versions(op, inputs, arrays, saved, out):
+    """(counter, its count now, input position or None for the output) for each tensor whose
+    memory the op's saved arrays hold: backward checks that none changed since.
+    Only the places the op declares are looked at, and an input counts only if its place
+    really holds its array this time (x * 2.0 keeps no x: its gradient in x needs only the 2)."""
+    found = []
+    for i, j in op.saves.items():
+        x, s = inputs[i], saved[j]
+        if s is not None and isinstance(x, Tensor) and (s is arrays[i]
+                                                        or _is_view_of(s, arrays[i])):
+            v = version_of(x)
+            found.append((v, v[0], i))
+    if op.saves_out is not None:
+        v = version_of(out)
+        found.append((v, v[0], None))
+    return tuple(found)
+
+
+def _is_view_of(out, x):
+    """Whether the array `out` is a view into the memory of array `x` (NumPy and CuPy views keep
+    the array that owns the memory as their .base)."""
+    b = getattr(out, "base", None)
+    return b is not None and (b is x or b is getattr(x, "base", None))
+
+
 # ---- the graph ----------------------------------------------------------------------------------
 
 _sequence = itertools.count()
@@ -114,9 +181,9 @@ class Node:
     """One recorded op call (or, with op None, a leaf that requires grad)."""
 
     __slots__ = ("seq", "op", "parents", "saved", "params", "shapes", "dtypes", "scope",
-                 "tensor", "retain", "__weakref__")
+                 "tensor", "retain", "versions", "__weakref__")
 
-    def __init__(self, op, parents, saved, params, shapes, dtypes, scope=None):
+    def __init__(self, op, parents, saved, params, shapes, dtypes, scope=None, versions=()):
         self.seq = next(_sequence)  # creation order: a node is always newer than its parents
         self.op = op  # the Op, or None for a leaf
         self.parents = parents  # one Node or None per input
@@ -127,6 +194,7 @@ class Node:
         self.scope = scope  # the module path that created it ("blocks.0.attn"), or None
         self.tensor = None  # weakref to the tensor whose .grad this node writes (leaves, retain)
         self.retain = False
+        self.versions = versions  # the version counters of what `saved` holds (_saved_versions)
 
     @classmethod
     def leaf(cls, tensor):
@@ -143,6 +211,7 @@ def apply(op, *inputs, **params):
     be = None
     arrays, parents, shapes, dtypes = [], [], [], []  # one entry per input
     needs_grad = False
+    first_dtype, mixed = None, False  # one floating dtype throughout needs no promotion
     for x in inputs:
         if isinstance(x, Tensor):
             if be is None:
@@ -155,7 +224,13 @@ def apply(op, *inputs, **params):
                 needs_grad = True
             parents.append(node)
             shapes.append(a.shape)
-            dtypes.append(a.dtype)
+            dt = a.dtype
+            if dt is not first_dtype:
+                if first_dtype is None:
+                    first_dtype = dt
+                else:
+                    mixed = True
+            dtypes.append(dt)
         else:  # a Python number, None, or a constant array (a mask, class indices)
             a = x
             parents.append(None)
@@ -165,16 +240,26 @@ def apply(op, *inputs, **params):
     if be is None:
         raise TypeError(f"{op.name}: needs at least one Tensor input")
     try:
+        if op.promote is not None and (mixed or first_dtype.kind != "f"):
+            arrays = promote(op.promote, arrays, op.nondiff)
         out, saved = op.fwd(be, *arrays, **params)
     except TinyattnError:
         raise
     except (ValueError, IndexError, TypeError) as e:
         raise _op_error(op, inputs, e) from e
     t = Tensor._wrap(out, be)
+    if op.view and _is_view_of(out, arrays[0]):
+        share_version(inputs[0], t)
     if needs_grad and _grad_enabled.get():
         for i in op.nondiff:
             parents[i] = None
-        t._node = Node(op, parents, saved, params, shapes, dtypes, _scope.get())
+        versions = ()
+        if op.saves:
+            versions = _saved_versions(op, inputs, arrays, saved, t)
+        elif op.saves_out is not None:  # the output alone (tanh, exp, softmax): t is new
+            v = t._version_counter = [0, None]
+            versions = ((v, 0, None),)
+        t._node = Node(op, parents, saved, params, shapes, dtypes, _scope.get(), versions)
     for tracer in _tracers.get():
         tracer.forward(op, inputs, params, t)
     return t
@@ -282,6 +367,9 @@ def _walk(tensor, gradient, retain_graph, steps):
             raise GraphError(f"backward: the graph through {op.name} was already freed by an "
                              "earlier backward(); pass retain_graph=True to the first backward() "
                              "to go through it again, or recompute the forward pass")
+        for version, seen, i in node.versions:
+            if version[0] != seen:  # an array the VJP needs was changed in place since
+                raise _changed_error(node, version, seen, i)
         gs = op.vjp(be, g, saved, **node.params)
         if not retain_graph:
             node.saved = None
@@ -322,6 +410,17 @@ def _walk(tensor, gradient, retain_graph, steps):
             index += 1
 
 
+def _changed_error(node, version, seen, i):
+    """The refusal to run a VJP on arrays changed in place after the forward pass saved them:
+    the gradient would be computed from the wrong values (PyTorch's version check)."""
+    what = "its output" if i is None else f"its input {i}"
+    shape = node.saved[node.op.saves_out].shape if i is None else node.shapes[i]
+    return GraphError(f"backward: {node.op.name} saved {what} (shape {fmt_shape(shape)}) to "
+                      f"compute its gradient, and that tensor was changed in place afterwards "
+                      f"(it is at version {version[0]}, {node.op.name} needs version {seen}); "
+                      "change a .clone() of it instead, or change it after backward()")
+
+
 def _seed_gradient(tensor, gradient, be):
     """The gradient backward starts from: 1 for a scalar, else the `gradient` given."""
     if gradient is None:
@@ -348,6 +447,9 @@ def _fit(op, i, gx, shape):
                      f"for input {i} of shape {fmt_shape(shape)}")
 
 
+_grad_lock = threading.Lock()  # backward in two threads into one shared leaf loses no update
+
+
 def _write_grad(node, g, be):
     """Add `g` to the tensor's `.grad`, as PyTorch does: the first time as a copy (an array of its
     own, never one shared with the graph or the caller), then a leaf's .grad is added to in place
@@ -355,14 +457,15 @@ def _write_grad(node, g, be):
     t = node.tensor()
     if t is None:
         return
-    held = t.grad
-    if held is None:
-        # xp.array, not astype: a 0-d gradient is often a NumPy scalar, and .grad is an array
-        t.grad = Tensor._wrap(be.xp.array(g, dtype=t.dtype, copy=True), be)
-    elif node.op is None and _addable(held.data, t):
-        held.data += g
-    else:
-        t.grad = Tensor._wrap(held.data + g, be)
+    with _grad_lock:
+        held = t.grad
+        if held is None:
+            # xp.array, not astype: a 0-d gradient is often a NumPy scalar, and .grad is an array
+            t.grad = Tensor._wrap(be.xp.array(g, dtype=t.dtype, copy=True), be)
+        elif node.op is None and _addable(held.data, t):
+            held.data += g
+        else:
+            t.grad = Tensor._wrap(held.data + g, be)
 
 
 def _addable(a, t):

@@ -182,6 +182,9 @@ def scaled_dot_product_attention(q, k, v, attn_mask=None, is_causal=False, scale
     q = _t(q)
     k, v = _t(k, q), _t(v, q)
     attn.check_qkv(q, k, v)  # before anything reads q.shape[-2]
+    if attn_mask is not None and is_causal:
+        raise ValueError("scaled_dot_product_attention: give attn_mask or is_causal=True, not "
+                         "both (torch's contract); for both, pass attn_mask & causal_mask(T, S)")
     mask = None if attn_mask is None else _t(attn_mask, q)
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
     float_mask = mask is not None and mask.dtype != bool

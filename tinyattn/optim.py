@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from .autograd import no_grad
+from .autograd import bump_version, no_grad
 from .errors import CheckpointError
 
 
@@ -60,6 +60,7 @@ class Optimizer:
             for p in group["params"]:
                 if p.grad is not None:
                     self.update(p, p.grad.data, self.state.setdefault(id(p), {}), group)
+                    bump_version(p)  # changed in place: a graph that saved p refuses it
 
     def update(self, p, g, state, group):
         raise TypeError(f"{type(self).__name__} has no update(): an Optimizer subclass defines it")

@@ -3,8 +3,11 @@
 Every method that computes something calls `apply(op, ...)` with an op from `tinyattn.ops`;
 the Tensor itself holds only `data` (a NumPy or CuPy array), `backend`, `grad`, an optional
 `name`, and `_node` (the autograd node, or None when the tensor needs no gradient).
-dtypes: lists and Python floats become float32, NumPy arrays keep their dtype, and only
-floating-point tensors can require grad.
+dtypes: lists and Python floats get the default dtype (float32 unless set_default_dtype says
+otherwise), NumPy arrays keep theirs, and only floating-point tensors can require grad.
+In-place ops (`+=`, `add_`, `x[i] = v`, ...) follow PyTorch's rules; see `Tensor._in_place`.
+`t.data` is the raw array: writing into it (`t.data[...] = v`) changes the values with no
+version bump and no graph, the explicit escape hatch PyTorch's `.data` also is.
 """
 
 import numbers
@@ -12,7 +15,9 @@ import numbers
 import numpy as np
 
 from . import backends
-from .autograd import Node, apply, backward, backward_steps
+from .autograd import (Node, apply, backward, backward_steps, bump_version, is_grad_enabled,
+                       no_grad, others_alive, share_version)
+from .dtypes import category, get_default_dtype, result_type
 from .errors import DimError, DTypeError, GraphError, ShapeError, fmt_shape
 from .ops import elementwise as ew
 from .ops import matmul as mm
@@ -21,6 +26,8 @@ from .ops import shape as sh
 from .ops import softmax as sm
 from .ops.mask import masked_fill
 from .ops import dim1 as _axis
+from .ops import dims as _axes
+from . import return_types
 
 float16, float32, float64 = np.float16, np.float32, np.float64
 int32, int64, bool_ = np.int32, np.int64, np.bool_
@@ -29,7 +36,7 @@ int32, int64, bool_ = np.int32, np.int64, np.bool_
 class Tensor:
     """An n-dimensional array with reverse-mode autograd (PyTorch's names throughout)."""
 
-    __slots__ = ("data", "backend", "grad", "name", "_node", "__weakref__")
+    __slots__ = ("data", "backend", "grad", "name", "_node", "_version_counter", "__weakref__")
     __array_ufunc__ = None  # NumPy defers to our operators: np.float32(2) * t is a Tensor
     __hash__ = object.__hash__  # == compares values, so hashing is by identity (as PyTorch)
 
@@ -40,6 +47,7 @@ class Tensor:
         self.grad = None
         self.name = None
         self._node = None
+        self._version_counter = None  # [count, sharers], made on first use (see autograd)
         if requires_grad:
             self.requires_grad = True
 
@@ -52,6 +60,7 @@ class Tensor:
         t.grad = None
         t.name = None
         t._node = None
+        t._version_counter = None
         return t
 
     # ---- what it is ----------------------------------------------------------------------------
@@ -68,6 +77,12 @@ class Tensor:
 
     def dim(self):
         return self.data.ndim
+
+    @property
+    def _version(self):
+        """How many in-place changes this tensor's memory has seen (shared with its views)."""
+        v = self._version_counter
+        return 0 if v is None else v[0]
 
     @property
     def requires_grad(self):
@@ -115,8 +130,15 @@ class Tensor:
         return self.numpy().tolist()
 
     def detach(self):
-        """The same values as a new leaf with no graph (the data is shared, not copied)."""
-        return Tensor._wrap(self.data, self.backend)
+        """The same values as a new leaf with no graph (the data is shared, not copied: an
+        in-place change to either is seen by both, and counts in both's version)."""
+        out = Tensor._wrap(self.data, self.backend)
+        share_version(self, out)
+        return out
+
+    def clone(self):
+        """A copy in memory of its own; gradients flow back to this tensor."""
+        return apply(ew.clone, self)
 
     def to(self, target):
         """A dtype ("float64", np.float64) or a backend ("numpy"/"cpu", "cupy"/"cuda").
@@ -184,8 +206,10 @@ class Tensor:
             return other
         if isinstance(other, (Tensor, numbers.Number)):
             return other.item() if isinstance(other, np.generic) else other
-        return Tensor(other, dtype=None if hasattr(other, "dtype") else self.dtype,
-                      backend=self.backend)
+        made = Tensor(other, backend=self.backend)  # an array keeps its dtype
+        if not hasattr(other, "dtype") and category(made.dtype) <= category(self.dtype):
+            made = Tensor._wrap(made.data.astype(self.dtype), self.backend)  # a list of numbers
+        return made
 
     def __add__(self, other):
         return apply(ew.add, self, self._other(other))
@@ -238,8 +262,15 @@ class Tensor:
     # ---- comparisons and logic: plain bool tensors, no gradient --------------------------------
 
     def _compare(self, other, fn):
-        other = other.data if isinstance(other, Tensor) else other
-        return Tensor._wrap(fn(self.data, other), self.backend)
+        """fn(self, other) on arrays, both in their promoted dtype first (as torch compares)."""
+        a = self.data
+        b = other.data if isinstance(other, Tensor) else other
+        if hasattr(b, "dtype") and b.dtype != a.dtype:
+            common = result_type(a, b)
+            a, b = a.astype(common, copy=False), b.astype(common, copy=False)
+        elif isinstance(b, float) and a.dtype.kind != "f":
+            a = a.astype(get_default_dtype())
+        return Tensor._wrap(fn(a, b), self.backend)
 
     def __lt__(self, other):
         return self._compare(other, lambda a, b: a < b)
@@ -276,6 +307,138 @@ class Tensor:
             raise ValueError(f"the truth value of a tensor of shape {fmt_shape(self.shape)} is "
                              "ambiguous: use .any() or .all()")
         return bool(self.data)
+
+    # ---- in place: the same tensor, changed (PyTorch's rules) -------------------------------
+
+    def _in_place(self, name, op, *args, write=None, **params):
+        """Make this tensor op(self, *args) in its own memory, so that every holder of it (an
+        optimizer, a view) sees the change, and bump its version counter.
+
+        Not recorded (under no_grad, or when nothing involved requires grad): only the values
+        change; a graph that saved the old values refuses them in backward (the version check).
+        Recorded (grad enabled, this tensor or an argument requires grad): this tensor gets a
+        new node whose parent is its old one, as if `x = op(x, ...)` had run. Refused, with a
+        GraphError: a leaf that requires grad (update it under no_grad, PyTorch's rule), and a
+        tensor whose memory another live tensor shares (a view made by indexing, reshape,
+        permute, expand or detach), whose graph would not see the change.
+        `write` (optional) does the unrecorded change directly instead (setitem's fast path).
+        """
+        record = is_grad_enabled() and (self._node is not None or any(
+            isinstance(a, Tensor) and a._node is not None for a in args))
+        if not record:
+            if write is not None:
+                write()
+            else:
+                with no_grad():
+                    self._store(name, apply(op, self, *args, **params).data)
+            bump_version(self)
+            return self
+        if self._node is not None and self._node.op is None:
+            raise GraphError(f"{name}: this tensor {fmt_shape(self.shape)} is a leaf that "
+                             "requires grad, and an in-place change while the graph is being "
+                             "recorded would lose its gradient; do the update inside `with "
+                             "tinyattn.no_grad():` (as PyTorch requires)")
+        if others_alive(self):
+            raise GraphError(f"{name}: this tensor {fmt_shape(self.shape)} shares its memory "
+                             "with another live tensor (a view made by indexing, reshape, "
+                             "permute, expand or detach), whose gradient would not see this "
+                             "change; compute a new tensor instead (x = x + y, or x[i] = "
+                             "x[i] + y) or make the change under no_grad()")
+        source = self
+        if 0 in op.saves:  # the op keeps its input for backward: give it the values before
+            source = Tensor._wrap(self.data.copy(), self.backend)
+            source._node = self._node
+        result = apply(op, source, *args, **params)
+        self._store(name, result.data)
+        bump_version(self)
+        self._node = result._node
+        return self
+
+    def _store(self, name, values):
+        """Copy `values` into this tensor's memory, with PyTorch's checks for an in-place op."""
+        if values.shape != self.shape:
+            raise ShapeError(f"{name}: the result has shape {fmt_shape(values.shape)} but this "
+                             f"tensor has shape {fmt_shape(self.shape)}; an in-place op cannot "
+                             "change a tensor's shape (write x = x + y for a new tensor)")
+        if not _can_store(values.dtype, self.dtype):
+            raise DTypeError(f"{name}: the result is {values.dtype}, which cannot be stored in "
+                             f"this {self.dtype} tensor in place (PyTorch's rule: no float into "
+                             "an integer tensor, only bool into a bool one); write x = x + y "
+                             "for a new tensor, or convert this one first")
+        self.backend.xp.copyto(self._writable(name), values, casting="unsafe")
+
+    def __iadd__(self, other):
+        return self._in_place("add_", ew.add, self._other(other))
+
+    def __isub__(self, other):
+        return self._in_place("sub_", ew.sub, self._other(other))
+
+    def __imul__(self, other):
+        return self._in_place("mul_", ew.mul, self._other(other))
+
+    def __itruediv__(self, other):
+        return self._in_place("div_", ew.div, self._other(other))
+
+    def __ipow__(self, other):
+        return self._in_place("pow_", ew.power, self._other(other))
+
+    def __iand__(self, other):
+        return self._in_place_bits("&=", lambda a, b: a & b, other)
+
+    def __ior__(self, other):
+        return self._in_place_bits("|=", lambda a, b: a | b, other)
+
+    def __ixor__(self, other):
+        return self._in_place_bits("^=", lambda a, b: a ^ b, other)
+
+    def _in_place_bits(self, name, fn, other):
+        """&=, |=, ^= on bool or integer tensors (no gradients: these never require grad)."""
+        self._store(name, self._compare(other, fn).data)
+        bump_version(self)
+        return self
+
+    def add_(self, other, *, alpha=1):
+        return self._in_place("add_", ew.add, self._other(other if alpha == 1 else other * alpha))
+
+    def sub_(self, other, *, alpha=1):
+        return self._in_place("sub_", ew.sub, self._other(other if alpha == 1 else other * alpha))
+
+    def mul_(self, other):
+        return self._in_place("mul_", ew.mul, self._other(other))
+
+    def div_(self, other):
+        return self._in_place("div_", ew.div, self._other(other))
+
+    def pow_(self, exponent):
+        return self._in_place("pow_", ew.power, self._other(exponent))
+
+    def clamp_(self, min=None, max=None):  # noqa: A002 - PyTorch's argument names
+        return self._in_place("clamp_", ew.clip, min=min, max=max)
+
+    clip_ = clamp_
+
+    def copy_(self, src):
+        """Overwrite this tensor's values with src's (broadcast to its shape, cast to its
+        dtype); gradients flow to src, none to the values overwritten."""
+        self[...] = src
+        return self
+
+    def fill_(self, value):
+        self[...] = value
+        return self
+
+    def zero_(self):
+        return self.fill_(0)
+
+    def normal_(self, mean=0.0, std=1.0):
+        """Overwrite with samples of N(mean, std²) from the backend's generator."""
+        return self.copy_(randn(*self.shape, dtype=self.dtype, backend=self.backend).data * std
+                          + mean)
+
+    def uniform_(self, a=0.0, b=1.0):  # noqa: A002
+        """Overwrite with samples of U[a, b) from the backend's generator."""
+        return self.copy_(rand(*self.shape, dtype=self.dtype, backend=self.backend).data
+                          * (b - a) + a)
 
     def any(self):
         return Tensor._wrap(self.data.any(), self.backend)
@@ -316,7 +479,10 @@ class Tensor:
         return apply(ew.minimum, self, self._other(other))
 
     def clip(self, min=None, max=None):  # noqa: A002 - PyTorch's argument names
-        return apply(ew.clip, self, min=min, max=max)
+        x = self
+        if self.dtype.kind != "f" and any(isinstance(b, float) for b in (min, max)):
+            x = self.to(get_default_dtype())  # torch: an int tensor clamped to 0.5 is float
+        return apply(ew.clip, x, min=min, max=max)
 
     clamp = clip
 
@@ -333,11 +499,86 @@ class Tensor:
         return apply(rd.reduce_mean, self, **_reduce_args(dim, keepdim, axis, keepdims))
 
     def max(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        """The largest values (values only; argmax gives the indices)."""
-        return apply(rd.reduce_max, self, **_reduce_args(dim, keepdim, axis, keepdims))
+        """The largest value; with a dim, the named pair (values, indices) as in torch; with a
+        tensor, the elementwise maximum (torch.max(x, other))."""
+        return self._extreme(rd.reduce_max, "max", self.maximum, dim, keepdim, axis, keepdims)
 
     def min(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        return apply(rd.reduce_min, self, **_reduce_args(dim, keepdim, axis, keepdims))
+        """The smallest value; with a dim, the named pair (values, indices); with a tensor, the
+        elementwise minimum."""
+        return self._extreme(rd.reduce_min, "min", self.minimum, dim, keepdim, axis, keepdims)
+
+    def _extreme(self, op, name, elementwise, dim, keepdim, axis, keepdims):
+        if isinstance(dim, Tensor):
+            return elementwise(dim)
+        args = _reduce_args(dim, keepdim, axis, keepdims)
+        if args["dim"] is None:
+            return apply(op, self)
+        if not isinstance(args["dim"], int):
+            raise TypeError(f"{name}: dim must be one int (torch's rule), got {args['dim']!r}; "
+                            f"for several dims use a{name}(dim=...)")
+        dim, keepdim = args["dim"], args["keepdim"]
+        if self.ndim == 0:
+            _axes(dim, 0, name)
+            return getattr(return_types, name)(self.clone(), self._arg(None, dim, keepdim, name))
+        axis = _axis(dim, self.ndim, name)
+        if self.shape[axis] == 0:
+            raise DimError(f"{name}: dim {dim} of a tensor of shape {fmt_shape(self.shape)} is "
+                           "empty, so it has no largest or smallest entry")
+        xp = self.backend.xp
+        indices = self._arg(xp.argmax if name == "max" else xp.argmin, axis, True, name)
+        # the values are picked at the indices, so the gradient goes to that one entry (torch)
+        values = apply(sh.take_along_dim, self, indices, dim=axis)
+        if not keepdim:
+            values, indices = values.squeeze(axis), indices.squeeze(axis)
+        return getattr(return_types, name)(values, indices)
+
+    def amax(self, dim=None, keepdim=False):
+        """The largest values over one dim or several (values only; tied entries share the
+        gradient evenly, as in torch.amax and in max() without a dim)."""
+        return apply(rd.reduce_max, self, **_reduce_args(dim, keepdim, None, None))
+
+    def amin(self, dim=None, keepdim=False):
+        """The smallest values over one dim or several."""
+        return apply(rd.reduce_min, self, **_reduce_args(dim, keepdim, None, None))
+
+    def sort(self, dim=-1, descending=False, stable=False):
+        """The named pair (values, indices) sorted along dim; ties keep their order, NaN counts
+        as the largest value (as in torch)."""
+        indices = self.argsort(dim, descending)
+        return return_types.sort(self._along(indices, dim), indices)
+
+    def argsort(self, dim=-1, descending=False, stable=False):
+        """The indices that sort the tensor along dim (stable: ties keep their order)."""
+        xp = self.backend.xp
+        if self.ndim == 0:
+            _axes(dim, 0, "argsort")
+            return Tensor._wrap(xp.zeros((), dtype=np.int64), self.backend)
+        axis = _axis(dim, self.ndim, "argsort")
+        a = self.data
+        if not descending:
+            order = xp.argsort(a, axis=axis, kind="stable")
+        else:  # sort the reversed row ascending, read it backwards: ties stay in order
+            n = a.shape[axis]
+            order = n - 1 - xp.flip(xp.argsort(xp.flip(a, axis), axis=axis, kind="stable"), axis)
+        return Tensor._wrap(order.astype(np.int64, copy=False), self.backend)
+
+    def topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's names
+        """The named pair (values, indices) of the k largest (or smallest) entries along dim."""
+        n = self.shape[_axis(dim, self.ndim, "topk")] if self.ndim else 1
+        if not isinstance(k, (int, np.integer)) or not 0 <= k <= n:
+            raise DimError(f"topk: k must be an int in 0..{n} for dim {dim} of a tensor of "
+                           f"shape {fmt_shape(self.shape)}, got {k!r}")
+        order = self.argsort(dim, descending=largest)
+        if self.ndim:
+            order = order[(slice(None),) * _axis(dim, self.ndim, "topk") + (slice(0, k),)]
+        return return_types.topk(self._along(order, dim), order)
+
+    def _along(self, indices, dim):
+        """self's values at `indices` along dim (differentiable: take_along_dim)."""
+        if self.ndim == 0:
+            return self.clone()
+        return apply(sh.take_along_dim, self, indices, dim=dim)
 
     def var(self, dim=None, keepdim=False, *, correction=1, axis=None, keepdims=None):
         return apply(rd.reduce_var, self, correction=correction,
@@ -358,6 +599,9 @@ class Tensor:
     def _arg(self, fn, dim, keepdim, name):
         if dim is None:
             return Tensor._wrap(self.backend.xp.asarray(fn(self.data)), self.backend)
+        if self.ndim == 0:  # a 0-d tensor has one implicit dim, as in torch
+            _axes(dim, 0, name)
+            return Tensor._wrap(self.backend.xp.zeros((), dtype=np.int64), self.backend)
         axis = _axis(dim, self.ndim, name)
         return Tensor._wrap(fn(self.data, axis=axis, keepdims=keepdim), self.backend)
 
@@ -399,7 +643,7 @@ class Tensor:
     def squeeze(self, dim=None):
         if dim is None:
             return self.reshape(tuple(n for n in self.shape if n != 1))
-        axes = {_axis(d, self.ndim, "squeeze") for d in (dim if isinstance(dim, tuple) else (dim,))}
+        axes = set(_axes(dim, self.ndim, "squeeze"))
         return self.reshape(tuple(n for i, n in enumerate(self.shape)
                                   if not (i in axes and n == 1)))
 
@@ -433,18 +677,42 @@ class Tensor:
         return self.expand(other.shape)
 
     def __getitem__(self, index):
-        return apply(sh.getitem, self, index=_index(index, self.backend))
+        steps = _index_steps(_index(index, self.backend))
+        out = self
+        for step in steps:
+            out = apply(sh.getitem, out, index=step)
+        return out
 
     def __setitem__(self, index, value):
-        if self.requires_grad:
-            raise GraphError("in-place assignment into a tensor that requires grad would "
-                             "corrupt its graph; build a new tensor (torch.where, cat, ...)")
-        value = value.data if isinstance(value, Tensor) else value
+        """x[index] = value, in place (see _in_place); value broadcasts and takes x's dtype."""
+        steps = _index_steps(_index(index, self.backend))
+        if isinstance(value, (list, tuple)):
+            value = Tensor(value, backend=self.backend)
+        elif not isinstance(value, (Tensor, numbers.Number)):  # an array
+            value = Tensor._wrap(self.backend.asarray(value), self.backend)
+
+        def write():
+            v = value.data if isinstance(value, Tensor) else value
+            sh._place(self._writable("setitem"), steps)[steps[-1]] = v
+
         try:
-            self.data[_index(index, self.backend)] = value
-        except IndexError as e:
-            raise DimError(f"setitem: index {index!r} into a tensor of shape "
-                           f"{fmt_shape(self.shape)}: {e}") from None
+            self._in_place("setitem", sh.setitem, value, steps=steps, write=write)
+        except (IndexError, ValueError) as e:
+            if isinstance(e, (DimError, ShapeError, GraphError)):
+                raise
+            kind = DimError if isinstance(e, IndexError) else ShapeError
+            shown = fmt_shape(value.shape) if isinstance(value, Tensor) else repr(value)
+            raise kind(f"setitem: index {index!r} into a tensor of shape "
+                       f"{fmt_shape(self.shape)} (value {shown}): {e}") from None
+
+    def _writable(self, name):
+        """This tensor's array, ready to be written into (a 0-d NumPy scalar becomes an array)."""
+        if isinstance(self.data, np.generic):
+            self.data = np.array(self.data)
+        if not getattr(self.data.flags, "writeable", True):
+            raise GraphError(f"{name}: this tensor's memory is read-only (an expand() view, or a "
+                             "read-only array); change a .clone() of it instead")
+        return self.data
 
     def split(self, split_size_or_sections, dim=0):
         """Pieces of `split_size` along dim (the last may be smaller), or of the given sizes."""
@@ -497,7 +765,7 @@ class Tensor:
         body = np.array2string(self.numpy(), separator=", ", prefix="tensor(", precision=4,
                                threshold=200, edgeitems=3)
         extra = []
-        if self.dtype not in (np.float32, np.int64, np.bool_):
+        if self.dtype not in (get_default_dtype(), np.int64, np.bool_):
             extra.append(f"dtype={self.dtype}")
         if self.backend.name != "numpy":
             extra.append(f"backend='{self.backend.name}'")
@@ -542,6 +810,42 @@ def _index(index, be):
     return _index_part(index, be)
 
 
+def _index_steps(index):
+    """The index as one or two NumPy indices applied in turn, giving PyTorch's result.
+
+    PyTorch applies integers before arrays: on a (3, 4, 5) tensor x[0, :, [1, 2]] is (4, 2),
+    where NumPy, which counts the 0 as an array index separated from [1, 2] by the slice, puts
+    the array dims first: (2, 4). So an index with both is split: the integers first (a view),
+    then the rest."""
+    if not isinstance(index, tuple):
+        return (index,)
+    ints = [isinstance(p, (int, np.integer)) and not isinstance(p, (bool, np.bool_))
+            for p in index]
+    arrays = [hasattr(p, "ndim") and p.ndim > 0 for p in index]
+    if not any(ints) or not any(arrays):
+        return (index,)
+    first, rest = [], []
+    for p, is_int, is_array in zip(index, ints, arrays, strict=True):
+        if is_int:
+            first.append(p)
+        elif p is None:
+            rest.append(p)
+        elif p is Ellipsis:
+            first.append(p)
+            rest.append(p)
+        else:  # a slice or an array: it keeps its dims through the first step
+            first.extend([slice(None)] * (p.ndim if is_array and p.dtype == bool else 1))
+            rest.append(p)
+    return tuple(first), tuple(rest)
+
+
+def _can_store(src, dst):
+    """Whether an in-place op may write `src` values into a `dst` tensor (torch's canCast)."""
+    if dst.kind == "b":
+        return src.kind == "b"
+    return category(src) <= category(dst)
+
+
 def _index_part(p, be):
     if isinstance(p, Tensor):
         if p.dtype.kind not in "iub":
@@ -553,7 +857,7 @@ def _index_part(p, be):
 
 
 def _to_array(data, dtype, be):
-    """Backend array for `data`: lists and floats become float32, arrays keep their dtype."""
+    """Backend array for `data`: lists and floats get the default dtype, arrays keep theirs."""
     if isinstance(data, Tensor):
         data = data.backend.to_numpy(data.data) if data.backend is not be else data.data
     if dtype is None and not hasattr(data, "dtype"):
@@ -562,7 +866,7 @@ def _to_array(data, dtype, be):
         except ValueError as e:  # nested lists of different lengths
             raise ShapeError(f"tensor: the nested lists are ragged ({e}); give every row the "
                              "same length (pad the short ones)") from None
-        dtype = np.float32 if probe.dtype == np.float64 else probe.dtype
+        dtype = get_default_dtype() if probe.dtype == np.float64 else probe.dtype
     elif dtype is not None:
         dtype = np.dtype(dtype)
     kind = np.dtype(dtype).kind if dtype is not None else data.dtype.kind
@@ -583,43 +887,50 @@ def tensor(data, dtype=None, requires_grad=False, backend=None):
 
 def _make(fill, shape, dtype, requires_grad, backend):
     be = backends.get_backend() if backend is None else backends.backend(backend)
-    t = Tensor._wrap(fill(be, _shape_args(shape), np.dtype(dtype)), be)
+    dtype = get_default_dtype() if dtype is None else np.dtype(dtype)
+    t = Tensor._wrap(fill(be, _shape_args(shape), dtype), be)
     t.requires_grad = requires_grad
     return t
 
 
-def zeros(*shape, dtype=float32, requires_grad=False, backend=None):
+def zeros(*shape, dtype=None, requires_grad=False, backend=None):
     return _make(lambda be, s, d: be.xp.zeros(s, d), shape, dtype, requires_grad, backend)
 
 
-def ones(*shape, dtype=float32, requires_grad=False, backend=None):
+def ones(*shape, dtype=None, requires_grad=False, backend=None):
     return _make(lambda be, s, d: be.xp.ones(s, d), shape, dtype, requires_grad, backend)
 
 
-def full(shape, fill_value, dtype=float32, requires_grad=False, backend=None):
+def full(shape, fill_value, dtype=None, requires_grad=False, backend=None):
+    """A tensor of `shape` filled with fill_value; its dtype follows fill_value as in torch
+    (a float: the default dtype, an int: int64, a bool: bool)."""
+    if dtype is None and isinstance(fill_value, (bool, np.bool_)):
+        dtype = np.bool_
+    elif dtype is None and isinstance(fill_value, (int, np.integer)):
+        dtype = np.int64
     return _make(lambda be, s, d: be.xp.full(s, fill_value, d), (shape,), dtype, requires_grad,
                  backend)
 
 
-def randn(*shape, dtype=float32, requires_grad=False, backend=None):
+def randn(*shape, dtype=None, requires_grad=False, backend=None):
     """Standard normal samples from the backend's generator (see manual_seed)."""
     return _make(lambda be, s, d: be.randn(s, np.float32 if d == np.float16 else d).astype(d,
                  copy=False), shape, dtype, requires_grad, backend)
 
 
-def rand(*shape, dtype=float32, requires_grad=False, backend=None):
+def rand(*shape, dtype=None, requires_grad=False, backend=None):
     """Uniform [0, 1) samples from the backend's generator."""
     return _make(lambda be, s, d: be.rand(s, np.float32 if d == np.float16 else d).astype(d,
                  copy=False), shape, dtype, requires_grad, backend)
 
 
 def arange(start, end=None, step=1, dtype=None, requires_grad=False, backend=None):
-    """start, start + step, ... below end; integers give int64, floats float32."""
+    """start, start + step, ... below end; integers give int64, floats the default dtype."""
     if end is None:
         start, end = 0, start
     if dtype is None:
         whole = all(isinstance(v, numbers.Integral) for v in (start, end, step))
-        dtype = np.int64 if whole else np.float32
+        dtype = np.int64 if whole else get_default_dtype()
     return _make(lambda be, s, d: be.xp.arange(start, end, step, dtype=d), (), dtype,
                  requires_grad, backend)
 

@@ -24,6 +24,12 @@ def _tile_scores(xp, q_tile, k_tile, keep, scale, causal, i0, j0):
     return s
 
 
+def _work_dtype(xp, dtype):
+    """The dtype tiles are computed in: float32 for float16 data (q·k passes float16's 65504
+    long before the scale brings it back), else the data's own."""
+    return xp.dtype(xp.float32) if dtype == xp.float16 else dtype
+
+
 def _key_end(causal, i1, n_keys):
     """Keys a query tile ending at row i1 can see: all of them, or (causal) those j < i1."""
     return min(n_keys, i1) if causal else n_keys
@@ -36,23 +42,25 @@ def flash_forward(xp, q, k, v, keep=None, scale=1.0, causal=False, block_q=64, b
     Rows with nothing to attend give out = 0 and lse = -inf.
     """
     n_q, n_k = q.shape[-2], k.shape[-2]
+    work = _work_dtype(xp, q.dtype)
     out = xp.zeros(q.shape[:-1] + v.shape[-1:], dtype=q.dtype)
-    lse = xp.full(q.shape[:-1], NEG_INF, dtype=q.dtype)
+    lse = xp.full(q.shape[:-1], NEG_INF, dtype=work)
     for i0 in range(0, n_q, block_q):
         i1 = min(i0 + block_q, n_q)
-        q_tile = q[..., i0:i1, :]  # (N, bq, d)
-        m = xp.full(q_tile.shape[:-1], NEG_INF, dtype=q.dtype)  # running max per row
-        l = xp.zeros(q_tile.shape[:-1], dtype=q.dtype)  # running sum of exp(s - m)
-        acc = xp.zeros(q_tile.shape[:-1] + v.shape[-1:], dtype=q.dtype)  # running Σ exp(s-m) v
+        q_tile = q[..., i0:i1, :].astype(work, copy=False)  # (N, bq, d)
+        m = xp.full(q_tile.shape[:-1], NEG_INF, dtype=work)  # running max per row
+        l = xp.zeros(q_tile.shape[:-1], dtype=work)  # running sum of exp(s - m)
+        acc = xp.zeros(q_tile.shape[:-1] + v.shape[-1:], dtype=work)  # running Σ exp(s-m) v
         for j0 in range(0, _key_end(causal, i1, n_k), block_k):
             j1 = min(j0 + block_k, n_k)
-            s = _tile_scores(xp, q_tile, k[..., j0:j1, :], keep, scale, causal, i0, j0)
+            k_tile = k[..., j0:j1, :].astype(work, copy=False)
+            s = _tile_scores(xp, q_tile, k_tile, keep, scale, causal, i0, j0)
             m_new = xp.maximum(m, s.max(axis=-1))
             m_safe = xp.where(m_new == NEG_INF, 0, m_new)  # rows with nothing seen yet
             p = xp.exp(s - m_safe[..., None])  # (N, bq, bk)
             alpha = xp.exp(m - m_safe)  # rescales what was summed against the old max
             l = l * alpha + p.sum(axis=-1)
-            acc = acc * alpha[..., None] + p @ v[..., j0:j1, :]
+            acc = acc * alpha[..., None] + p @ v[..., j0:j1, :].astype(work, copy=False)
             m = m_new
         seen = l > 0
         out[..., i0:i1, :] = acc / xp.where(seen, l, 1)[..., None]
@@ -68,6 +76,8 @@ def flash_backward(xp, q, k, v, out, lse, g, keep=None, scale=1.0, causal=False,
     D = rowsum(dO * O) = rowsum(P * dP), then dQ = scale dS K and dK = scale dSᵀ Q.
     """
     n_q, n_k = q.shape[-2], k.shape[-2]
+    work = _work_dtype(xp, q.dtype)
+    q, k, v, g = (a.astype(work, copy=False) for a in (q, k, v, g))
     gq, gk, gv = xp.zeros_like(q), xp.zeros_like(k), xp.zeros_like(v)
     d_rows = (g * out).sum(axis=-1)  # (N, T): the softmax VJP's row sums, from O and dO
     lse_safe = xp.where(lse == NEG_INF, 0, lse)  # fully masked rows: every p is exp(-inf) = 0

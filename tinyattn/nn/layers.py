@@ -7,7 +7,7 @@ its own the GPT-2 way. Each forward is one line of functional code.
 import math
 
 from .. import functional as F
-from ..tensor import float32, randn, rand, ones, zeros
+from ..tensor import randn, rand, ones, zeros
 from .module import Module, Parameter
 
 
@@ -18,7 +18,7 @@ def _uniform(shape, bound, dtype):
 class Linear(Module):
     """y = x @ weightᵀ + bias, with weight (out_features, in_features)."""
 
-    def __init__(self, in_features, out_features, bias=True, dtype=float32):
+    def __init__(self, in_features, out_features, bias=True, dtype=None):
         super().__init__()
         self.in_features, self.out_features = in_features, out_features
         bound = 1 / math.sqrt(in_features)
@@ -35,7 +35,7 @@ class Linear(Module):
 class Embedding(Module):
     """A table of num_embeddings vectors of size embedding_dim, looked up by integer id."""
 
-    def __init__(self, num_embeddings, embedding_dim, dtype=float32):
+    def __init__(self, num_embeddings, embedding_dim, dtype=None):
         super().__init__()
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         self.weight = Parameter(randn(num_embeddings, embedding_dim, dtype=dtype))
@@ -50,7 +50,7 @@ class Embedding(Module):
 class LayerNorm(Module):
     """Normalize over the last dims, then scale (weight, ones) and shift (bias, zeros)."""
 
-    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, dtype=float32):
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, dtype=None):
         super().__init__()
         shape = (normalized_shape,) if isinstance(normalized_shape, int) else normalized_shape
         self.normalized_shape, self.eps = tuple(shape), eps

@@ -11,7 +11,7 @@ from collections import OrderedDict
 import numpy as np
 
 from .. import backends
-from ..autograd import at_scope, current_scope
+from ..autograd import at_scope, bump_version, current_scope
 from ..errors import CheckpointError, fmt_shape
 from ..tensor import Tensor
 
@@ -180,9 +180,10 @@ class Module:
         if problems:
             raise CheckpointError(f"load_state_dict({type(self).__name__}): nothing was loaded; "
                                   + "; ".join(problems))
-        for key, array in values.items():
+        for key, array in values.items():  # into the parameters' own memory, as torch's copy_
             p = params[key]
-            p.data = p.backend.asarray(array.astype(p.dtype, copy=True))
+            p.backend.xp.copyto(p.data, p.backend.asarray(array), casting="unsafe")
+            bump_version(p)
         return {"missing_keys": missing, "unexpected_keys": unexpected}
 
     def __repr__(self):

@@ -4,7 +4,8 @@ An op's forward is `fwd(be, *arrays, **params) -> (out, saved)` and its VJP is
 `vjp(be, g, saved, **params) -> (gx, gy, ...)`, one gradient per input (None where there is
 none). `@op(name, formula)` turns a forward into an Op; `@that_op.defvjp` attaches the VJP
 written directly below it. Calling an Op on tensors runs it through `autograd.apply`.
-Also here: the two helpers every family uses, `dims` (checked dim arguments) and `is_const`.
+Also here: the helpers every family uses, `dims` (checked dim arguments), `is_const` and
+`quiet` (IEEE infinities and NaN without NumPy's warnings).
 """
 
 import functools
@@ -18,10 +19,10 @@ class Op:
     """A differentiable operation: name, forward, VJP, and a one-line formula for the docs."""
 
     __slots__ = ("name", "fwd", "vjp", "formula", "broadcasts", "nondiff", "fused", "fresh",
-                 "doc")
+                 "promote", "saves", "saves_out", "view", "doc")
 
     def __init__(self, name, fwd, formula, broadcasts=False, nondiff=(), fused=False,
-                 fresh=False):
+                 fresh=False, promote=None, saves=None, saves_out=None, view=False):
         self.name = name
         self.fwd = fwd
         self.vjp = functools.partial(_missing_vjp, name)
@@ -30,6 +31,15 @@ class Op:
         self.nondiff = nondiff  # input positions that never get a gradient (masks, indices)
         self.fused = fused  # one node standing for several textbook ops
         self.fresh = fresh  # the VJP's gradients are new arrays nothing else holds (see backward)
+        # dtypes (tinyattn/dtypes.py): "common" casts the inputs to their result type, "float"
+        # too but integers become the default float dtype; None leaves the inputs alone
+        self.promote = promote
+        # in-place safety: {input position: its place in `saved`} for the inputs whose arrays
+        # (or views of them) the forward saves, and the place of the output if it saves that;
+        # backward checks that their version counters did not move (tests check the places)
+        self.saves = saves or {}
+        self.saves_out = saves_out
+        self.view = view  # the output may be a view of input 0 (they share a version counter)
         self.doc = (fwd.__doc__ or "").strip()  # the forward in one line of math
 
     def defvjp(self, vjp):
@@ -67,9 +77,9 @@ def dims(dim, ndim, opname):
     for d in dim if many else (dim,):
         if not isinstance(d, int) or isinstance(d, bool):
             raise TypeError(f"{opname}: dim must be an int or a tuple of ints, got {d!r}")
-        if not -ndim <= d < max(ndim, 1):
+        if not -max(ndim, 1) <= d < max(ndim, 1):
             raise DimError(f"{opname}: dim {d} is out of range for a tensor with {ndim} dims "
-                           f"(valid: {-ndim}..{ndim - 1})")
+                           f"(valid: {-max(ndim, 1)}..{max(ndim, 1) - 1})")
         out.append(d % max(ndim, 1))
     if len(set(out)) != len(out):
         raise DimError(f"{opname}: dim {dim} repeats a dim")
@@ -83,6 +93,12 @@ def dim1(dim, ndim, opname):
         raise DimError(f"{opname}: takes one dim, got dim={dim!r} for a tensor with {ndim} dims"
                        + ("; reshape the 0-d tensor to (1,) first" if ndim == 0 else ""))
     return axes[0]
+
+
+def quiet():
+    """Inside: NumPy gives inf and NaN (x / 0, 0 * inf, log of a negative) without warnings,
+    as torch does; the values are the IEEE ones either way."""
+    return numpy.errstate(divide="ignore", invalid="ignore", over="ignore")
 
 
 def is_const(v):

@@ -16,7 +16,8 @@ from .softmax import scaled_masked_softmax
 
 
 @op("flash_attention", "dS = P * (dO Vᵀ - rowsum(dO * O)); gq = s dS K, gk = s dSᵀ Q, gv = Pᵀ dO",
-    broadcasts=True, nondiff=(3,), fused=True)
+    broadcasts=True, nondiff=(3,), fused=True, saves={0: 0, 1: 1, 2: 2, 3: 5},
+    saves_out=3)
 def flash_attention(be, q, k, v, keep=None, scale=1.0, causal=False, block=None):
     """out = softmax(scale q kᵀ, masked) v, in tiles; saves only q, k, v, out and lse per row"""
     check_qkv(q, k, v)
@@ -62,6 +63,11 @@ def attention_weights(q, k, attn_mask=None, is_causal=False, scale=None):
     """The attention probabilities softmax(q kᵀ * scale, masked): (..., T, S)."""
     check_qkv(q, k, k)
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+    if q.dtype == "float16" or k.dtype == "float16":
+        # q·k can pass float16's 65504 before the scale brings it down: scale q and k by √scale
+        # each first (as torch's math path does), so that the product lands in range
+        root = math.sqrt(scale)
+        q, k, scale = q * root, k * root, 1.0
     scores = q @ k.transpose(-2, -1)  # (..., T, S)
     if attn_mask is not None and attn_mask.dtype != bool:
         if not broadcasts_to(attn_mask.shape, scores.shape):

@@ -5,14 +5,15 @@ sums them to each input's shape (`sum_to`). A Python number operand is a constan
 (`is_const`), so its gradient is never computed. Every forward sits directly above its VJP.
 """
 
+import contextlib
 import math
 
-from . import is_const, op
+from . import is_const, op, quiet
 
 # ---- arithmetic ---------------------------------------------------------------------------------
 
 
-@op("add", "gx = g, gy = g", broadcasts=True)
+@op("add", "gx = g, gy = g", broadcasts=True, promote="common")
 def add(be, x, y):
     """out = x + y"""
     return x + y, ()
@@ -23,7 +24,7 @@ def add_vjp(be, g, saved):
     return g, g
 
 
-@op("sub", "gx = g, gy = -g", broadcasts=True)
+@op("sub", "gx = g, gy = -g", broadcasts=True, promote="common")
 def sub(be, x, y):
     """out = x - y"""
     return x - y, (is_const(y),)
@@ -35,29 +36,37 @@ def sub_vjp(be, g, saved):
     return g, None if y_const else -g
 
 
-@op("mul", "gx = g * y, gy = g * x", broadcasts=True)
+@op("mul", "gx = g * y, gy = g * x", broadcasts=True, promote="common", saves={0: 0, 1: 1})
 def mul(be, x, y):
     """out = x * y"""
-    return x * y, (x, y)
+    # each factor is kept only for the other's gradient (a constant factor needs none)
+    x_const, y_const = is_const(x), is_const(y)
+    return x * y, (None if y_const else x, None if x_const else y, x_const, y_const)
 
 
 @mul.defvjp
 def mul_vjp(be, g, saved):
-    x, y = saved
-    return None if is_const(x) else g * y, None if is_const(y) else g * x
+    x, y, x_const, y_const = saved
+    return None if x_const else g * y, None if y_const else g * x
 
 
-@op("div", "gx = g / y, gy = -g * x / y²", broadcasts=True)
+@op("div", "gx = g / y, gy = -g * x / y²", broadcasts=True, promote="float", saves={0: 0, 1: 1})
 def div(be, x, y):
     """out = x / y"""
-    return x / y, (x, y)
+    if is_const(x):  # c / y keeps r = 1/y, not y (torch's reciprocal): gy = -g c r²
+        r = 1 / y
+        return x * r, (x, r)
+    return x / y, (None if is_const(y) else x, y)  # x only for gy, as mul
 
 
 @div.defvjp
 def div_vjp(be, g, saved):
     x, y = saved
+    if is_const(x):
+        r = y
+        return None, -g * x * r * r
     gx = g / y
-    return None if is_const(x) else gx, None if is_const(y) else -gx * x / y
+    return gx, None if is_const(y) else -gx * x / y
 
 
 @op("neg", "gx = -g")
@@ -71,10 +80,15 @@ def neg_vjp(be, g, saved):
     return (-g,)
 
 
-@op("pow", "gx = g * y * x^(y-1), gy = g * x^y * log(x)", broadcasts=True)
+@op("pow", "gx = g * y * x^(y-1), gy = g * x^y * log(x)", broadcasts=True, promote="common",
+    saves={0: 0, 1: 1}, saves_out=2)
 def power(be, x, y):
     """out = x ** y"""
-    out = x**y
+    if _whole_power(y):  # x², x³, ...: no inf or NaN to come from the power itself
+        out = x**y
+    else:
+        with quiet():  # 0 ** -1 is inf, (-1) ** 0.5 is NaN, as in torch
+            out = x**y
     return out, (x, y, out)
 
 
@@ -83,22 +97,34 @@ def power_vjp(be, g, saved):
     x, y, out = saved
     xp = be.xp
     gx = gy = None
-    if not is_const(x):
-        if is_const(y):
-            gx = g * (y * x ** (y - 1)) if y != 0 else xp.zeros_like(g)
-        else:  # x^0 is constant in x, even at x = 0 where y * x^(y-1) would be 0 * inf
-            gx = g * xp.where(y == 0, 0, y * x ** (y - 1))
-    if not is_const(y):
-        # log x only where x > 0: for x <= 0 the gradient in y is taken as 0
-        log_x = xp.log(xp.where(x > 0, x, 1)) if not is_const(x) else math.log(x) if x > 0 else 0
-        gy = g * out * log_x
+    with contextlib.nullcontext() if _whole_power(y) else quiet():
+        if not is_const(x):
+            if is_const(y):
+                gx = g * (y * x ** (y - 1)) if y != 0 else xp.zeros_like(g)
+            else:  # x^0 is constant in x, even at x = 0 where y * x^(y-1) would be 0 * inf
+                gx = g * xp.where(y == 0, 0, y * x ** (y - 1))
+        if not is_const(y):
+            # torch's rule: 0 where x = 0 and y >= 0 (0^y is flat there), else x^y log x
+            # (-inf at x = 0 with y < 0, NaN for x < 0)
+            log_x = xp.log(x) if not is_const(x) else _log(x)
+            gy = g * xp.where((x == 0) & (y >= 0), 0, out * log_x)
     return gx, gy
+
+
+def _whole_power(y):
+    """Whether y is a constant whole number >= 0 (x ** y and its gradient stay finite)."""
+    return is_const(y) and y >= 0 and float(y).is_integer()
+
+
+def _log(c):
+    """log of a Python number, with the IEEE values at 0 and below."""
+    return math.log(c) if c > 0 else float("-inf") if c == 0 else float("nan")
 
 
 # ---- unary functions ----------------------------------------------------------------------------
 
 
-@op("exp", "gx = g * out")
+@op("exp", "gx = g * out", promote="float", saves_out=0)
 def exp(be, x):
     """out = e^x"""
     out = be.xp.exp(x)
@@ -111,7 +137,7 @@ def exp_vjp(be, g, saved):
     return (g * out,)
 
 
-@op("log", "gx = g / x")
+@op("log", "gx = g / x", promote="float", saves={0: 0})
 def log(be, x):
     """out = ln x"""
     return be.xp.log(x), (x,)
@@ -123,7 +149,7 @@ def log_vjp(be, g, saved):
     return (g / x,)
 
 
-@op("sqrt", "gx = g / (2 * out)")
+@op("sqrt", "gx = g / (2 * out)", promote="float", saves_out=0)
 def sqrt(be, x):
     """out = √x"""
     out = be.xp.sqrt(x)
@@ -136,7 +162,7 @@ def sqrt_vjp(be, g, saved):
     return (g / (2 * out),)
 
 
-@op("tanh", "gx = g * (1 - out²)")
+@op("tanh", "gx = g * (1 - out²)", promote="float", saves_out=0)
 def tanh(be, x):
     """out = tanh x"""
     out = be.xp.tanh(x)
@@ -149,7 +175,7 @@ def tanh_vjp(be, g, saved):
     return (g * (1 - out * out),)
 
 
-@op("sigmoid", "gx = g * out * (1 - out)")
+@op("sigmoid", "gx = g * out * (1 - out)", promote="float", saves_out=0)
 def sigmoid(be, x):
     """out = 1 / (1 + e^-x), computed as (1 + tanh(x/2)) / 2 so that it never overflows"""
     out = 0.5 + 0.5 * be.xp.tanh(0.5 * x)
@@ -162,7 +188,7 @@ def sigmoid_vjp(be, g, saved):
     return (g * out * (1 - out),)
 
 
-@op("relu", "gx = g * (x > 0)")
+@op("relu", "gx = g * (x > 0)", saves_out=0)
 def relu(be, x):
     """out = max(x, 0)"""
     out = be.xp.maximum(x, 0)
@@ -175,7 +201,7 @@ def relu_vjp(be, g, saved):
     return (g * (out > 0),)
 
 
-@op("abs", "gx = g * sign(x)")
+@op("abs", "gx = g * sign(x)", saves={0: 0})
 def absolute(be, x):
     """out = |x|"""
     return be.xp.abs(x), (x,)
@@ -195,7 +221,8 @@ def _split_ties(be, g, x_wins, tie):
     return be.xp.where(tie, g * 0.5, g * x_wins)
 
 
-@op("maximum", "gx = g * [x > y] (+ g/2 on ties), gy = g - gx", broadcasts=True)
+@op("maximum", "gx = g * [x > y] (+ g/2 on ties), gy = g - gx", broadcasts=True,
+    promote="common", saves={0: 0, 1: 1})
 def maximum(be, x, y):
     """out = max(x, y) elementwise"""
     return be.xp.maximum(x, y), (x, y)
@@ -208,7 +235,8 @@ def maximum_vjp(be, g, saved):
     return None if is_const(x) else gx, None if is_const(y) else g - gx
 
 
-@op("minimum", "gx = g * [x < y] (+ g/2 on ties), gy = g - gx", broadcasts=True)
+@op("minimum", "gx = g * [x < y] (+ g/2 on ties), gy = g - gx", broadcasts=True,
+    promote="common", saves={0: 0, 1: 1})
 def minimum(be, x, y):
     """out = min(x, y) elementwise"""
     return be.xp.minimum(x, y), (x, y)
@@ -221,23 +249,24 @@ def minimum_vjp(be, g, saved):
     return None if is_const(x) else gx, None if is_const(y) else g - gx
 
 
-@op("where", "gx = where(cond, g, 0), gy = where(cond, 0, g)", broadcasts=True, nondiff=(0,))
+@op("where", "gx = where(cond, g, 0), gy = where(cond, 0, g)", broadcasts=True, nondiff=(0,),
+    promote="common", saves={0: 0})
 def where(be, cond, x, y):
     """out = x where cond else y"""
     if getattr(cond, "dtype", None) != bool:
         raise TypeError(f"the condition must be a bool tensor, got {getattr(cond, 'dtype', cond)}")
-    return be.xp.where(cond, x, y), (cond, x, y)
+    return be.xp.where(cond, x, y), (cond, is_const(x), is_const(y))
 
 
 @where.defvjp
 def where_vjp(be, g, saved):
-    cond, x, y = saved
+    cond, x_const, y_const = saved
     xp = be.xp
-    return (None, None if is_const(x) else xp.where(cond, g, 0),
-            None if is_const(y) else xp.where(cond, 0, g))
+    return (None, None if x_const else xp.where(cond, g, 0),
+            None if y_const else xp.where(cond, 0, g))
 
 
-@op("clip", "gx = g * [min <= x <= max]")
+@op("clip", "gx = g * [min <= x <= max]", saves={0: 0})
 def clip(be, x, min=None, max=None):  # noqa: A002 - PyTorch's argument names
     """out = min(max(x, min), max)"""
     if min is None and max is None:
@@ -256,6 +285,17 @@ def clip_vjp(be, g, saved, min=None, max=None):  # noqa: A002
     return (g * inside,)
 
 
+@op("clone", "gx = g")
+def clone(be, x):
+    """out = a copy of x in memory of its own"""
+    return x.copy(), ()
+
+
+@clone.defvjp
+def clone_vjp(be, g, saved):
+    return (g,)
+
+
 @op("cast", "gx = g converted back to x.dtype")
 def cast(be, x, dtype):
     """out = x converted to dtype (float to float: the gradient flows back)"""
@@ -269,4 +309,4 @@ def cast_vjp(be, g, saved, dtype):
 
 
 OPS = (add, sub, mul, div, neg, power, exp, log, sqrt, tanh, sigmoid, relu, absolute, maximum,
-       minimum, where, clip, cast)
+       minimum, where, clip, clone, cast)

@@ -9,7 +9,7 @@ from ..errors import DTypeError, ShapeError, fmt_shape
 from . import broadcast_shape, op
 
 
-@op("masked_fill", "gx = where(mask, 0, g)", nondiff=(1,))
+@op("masked_fill", "gx = where(mask, 0, g)", nondiff=(1,), saves={1: 0})
 def masked_fill(be, x, mask, value):
     """out = value where mask else x"""
     if getattr(mask, "dtype", None) != bool:
@@ -23,7 +23,10 @@ def masked_fill(be, x, mask, value):
     if not fits:
         raise ShapeError(f"masked_fill: mask {fmt_shape(mask.shape)} does not broadcast to x "
                          f"{fmt_shape(x.shape)}")
-    return be.xp.where(mask, value, x), (mask,)
+    out = be.xp.where(mask, value, x)
+    if out.dtype != x.dtype:  # 0.5 into an int tensor: x keeps its dtype, as in torch
+        out = out.astype(x.dtype)
+    return out, (mask,)
 
 
 @masked_fill.defvjp

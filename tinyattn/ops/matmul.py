@@ -20,7 +20,8 @@ def _check(x, y):
                          f"{k_x} and {k_y} differ")
 
 
-@op("matmul", "gx = g @ yᵀ, gy = xᵀ @ g", broadcasts=True)
+@op("matmul", "gx = g @ yᵀ, gy = xᵀ @ g", broadcasts=True, promote="common",
+    saves={0: 0, 1: 1})
 def matmul(be, x, y):
     """out = x @ y"""
     _check(x, y)
@@ -61,7 +62,8 @@ def _fold(a):
     return a.reshape(-1, a.shape[-1])
 
 
-@op("linear", "gx = g @ w, gw = gᵀ @ x (batch dims folded), gb = Σ g", fused=True)
+@op("linear", "gx = g @ w, gw = gᵀ @ x (batch dims folded), gb = Σ g", fused=True,
+    promote="common", saves={0: 0, 1: 1})
 def linear(be, x, weight, *bias):
     """out = x @ weightᵀ + bias, weight (out_features, in_features), bias (out_features,)"""
     n_inputs = 2 + len(bias)  # linear(x, w) or linear(x, w, b): one gradient per input

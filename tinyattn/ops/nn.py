@@ -12,7 +12,7 @@ from . import op
 
 
 @op("layer_norm", "gx = rstd * (ĝ - mean(ĝ) - x̂ * mean(ĝ * x̂)), ĝ = g * w; gw = Σ g x̂; gb = Σ g",
-    fused=True)
+    fused=True, saves={1: 2})
 def layer_norm(be, x, weight=None, bias=None, n_dims=1, eps=1e-5):
     """out = (x - mean) / √(var + eps) * weight + bias over the last n_dims dims"""
     axes = tuple(range(x.ndim - n_dims, x.ndim))
@@ -49,7 +49,7 @@ def layer_norm_vjp(be, g, saved, n_dims=1, eps=1e-5):
     return gx, gw, gb
 
 
-@op("gelu", "gx = g * (Φ(x) + x φ(x))  (tanh: its derivative)", fused=True)
+@op("gelu", "gx = g * (Φ(x) + x φ(x))  (tanh: its derivative)", fused=True, saves={0: 0})
 def gelu(be, x, approximate="none"):
     """out = x Φ(x) = x (1 + erf(x/√2)) / 2; tanh: x (1 + tanh(√(2/π)(x + 0.044715 x³))) / 2"""
     if approximate not in ("none", "tanh"):
@@ -67,7 +67,7 @@ def gelu_vjp(be, g, saved, approximate="none"):
     return (be.gelu_backward(g, x, t_or_cdf, approximate),)
 
 
-@op("embedding", "gw = zeros(w.shape); gw[ids] += g", nondiff=(0,))
+@op("embedding", "gw = zeros(w.shape); gw[ids] += g", nondiff=(0,), saves={0: 0})
 def embedding(be, ids, weight):
     """out = weight[ids]: one row of the table per id"""
     if getattr(ids, "dtype", None) is None or ids.dtype.kind not in "iu":

@@ -7,7 +7,8 @@ min (ties share the gradient evenly), by the softmax weights for logsumexp.
 
 import math
 
-from . import dims, op
+from ..errors import DTypeError
+from . import dims, op, quiet
 
 
 def unreduce(be, g, axes, keepdim, shape):
@@ -37,6 +38,7 @@ def reduce_sum_vjp(be, g, saved, dim=None, keepdim=False):
 @op("mean", "gx = broadcast(g, x.shape) / n")
 def reduce_mean(be, x, dim=None, keepdim=False):
     """out = Σ x / n over dim"""
+    _floating(x, "mean")
     axes = dims(dim, x.ndim, "mean")
     return x.mean(axis=axes, keepdims=keepdim), (axes, x.shape)
 
@@ -58,7 +60,7 @@ def _extreme_vjp(be, g, saved, keepdim):
     return (share * winners,)
 
 
-@op("max", "gx = g * [x == max] / (number of ties)")
+@op("max", "gx = g * [x == max] / (number of ties)", saves={0: 0}, saves_out=1)
 def reduce_max(be, x, dim=None, keepdim=False):
     """out = max x over dim"""
     axes = dims(dim, x.ndim, "max")
@@ -72,7 +74,7 @@ def reduce_max_vjp(be, g, saved, dim=None, keepdim=False):
     return _extreme_vjp(be, g, saved, keepdim)
 
 
-@op("min", "gx = g * [x == min] / (number of ties)")
+@op("min", "gx = g * [x == min] / (number of ties)", saves={0: 0}, saves_out=1)
 def reduce_min(be, x, dim=None, keepdim=False):
     """out = min x over dim"""
     axes = dims(dim, x.ndim, "min")
@@ -86,6 +88,12 @@ def reduce_min_vjp(be, g, saved, dim=None, keepdim=False):
     return _extreme_vjp(be, g, saved, keepdim)
 
 
+def _floating(x, name):
+    if x.dtype.kind != "f":
+        raise DTypeError(f"{name}: needs a floating-point input, got {x.dtype} (torch's rule too); "
+                         "convert it with .float()")
+
+
 def _nonempty(x, axes, name):
     if x.size == 0 or any(x.shape[a] == 0 for a in axes):
         raise ValueError(f"{name} of an empty tensor (shape {x.shape}) has no value")
@@ -93,21 +101,28 @@ def _nonempty(x, axes, name):
 
 @op("var", "gx = g * 2 (x - mean) / (n - correction)")
 def reduce_var(be, x, dim=None, keepdim=False, correction=1):
-    """out = Σ (x - mean)² / (n - correction) over dim (correction=1: the unbiased estimate)"""
+    """out = Σ (x - mean)² / (n - correction) over dim (correction=1: the unbiased estimate);
+    with n - correction <= 0, inf (or NaN where every x is the mean), as in torch"""
+    _floating(x, "var")
     axes = dims(dim, x.ndim, "var")
     centered = x - x.mean(axis=axes, keepdims=True)
-    denom = max(_count(x.shape, axes) - correction, 0)
-    out = (centered * centered).sum(axis=axes, keepdims=keepdim) / denom
+    denom = _count(x.shape, axes) - correction
+    with quiet():
+        out = (centered * centered).sum(axis=axes, keepdims=keepdim) / max(denom, 0)
     return out, (centered, axes, denom)
 
 
 @reduce_var.defvjp
 def reduce_var_vjp(be, g, saved, dim=None, keepdim=False, correction=1):
     centered, axes, denom = saved
-    return (unreduce(be, g, axes, keepdim, centered.shape) * centered * (2 / denom),)
+    g = unreduce(be, g, axes, keepdim, centered.shape)
+    if denom <= 0:  # no degrees of freedom: torch's inf, and NaN where x is the mean
+        with quiet():
+            return (g * be.xp.where(centered == 0, float("nan"), float("inf")),)
+    return (g * centered * (2 / denom),)
 
 
-@op("logsumexp", "gx = g * softmax(x, dim)")
+@op("logsumexp", "gx = g * softmax(x, dim)", promote="float")
 def logsumexp(be, x, dim=None, keepdim=False):
     """out = log Σ e^x over dim, computed as m + log Σ e^(x - m) with m = max x"""
     xp = be.xp

@@ -63,6 +63,7 @@ SAMPLES = {
               case(const([True, False, True]), (2, 3), 0.0),
               case(const([[True], [False]]), (3,), (2, 1))],
     "clip": [case((3, 4), min=-0.5, max=0.5), case((3, 4), min=0.0), case((5,), max=0.2)],
+    "clone": [case((2, 3)), case(())],
     "cast": [case((2, 3), dtype=np.float64)],
     "sum": [case((2, 3, 4)), case((2, 3, 4), dim=1), case((2, 3, 4), dim=(0, 2), keepdim=True),
             case((), dim=0), case((3,), dim=-1)],
@@ -87,6 +88,14 @@ SAMPLES = {
                 case((4, 5), index=(np.array([1, 1, 3]), np.array([0, 0, 4]))),
                 case((3, 4), index=np.array([[True, False, True, True], [False] * 4,
                                              [True] * 4]))],
+    "setitem": [case((4, 5), (2, 5), steps=((slice(1, 3),),)),
+                case((4, 5), 2.0, steps=((slice(None), 1),)),
+                case((3, 4), (4,), steps=((np.array([0, 2]),),)),  # the value broadcasts
+                case((3, 4, 5), (4, 2), steps=((0, slice(None), slice(None)),  # x[0, :, [1, 2]]
+                                               (slice(None), np.array([1, 2]))))],
+    "take_along_dim": [case((3, 4), const([[3, 0, 1, 2], [0, 1, 2, 3], [2, 2, 0, 0]]), dim=1),
+                       case((2, 3), const([[1, 0, 1]]), dim=0),  # repeats collect both
+                       case((2, 3, 4), const(np.zeros((2, 3, 1), dtype=np.int64)), dim=-1)],
     "cat": [case((2, 3), (2, 4), dim=1), case((1, 3), (2, 3), (3, 3), dim=0),
             case((2, 2, 2), (2, 2, 2), dim=-1)],
     "stack": [case((2, 3), (2, 3), dim=0), case((2, 3), (2, 3), (2, 3), dim=2)],

@@ -1,4 +1,4 @@
-"""Shape ops: reshape permute expand getitem cat stack.
+"""Shape ops: reshape permute expand getitem setitem take_along_dim cat stack.
 
 They move values around without changing them, so each VJP moves g back the other way.
 The rest of the shape vocabulary is built on these in tensor.py: view/flatten/squeeze/unsqueeze
@@ -9,7 +9,7 @@ from ..errors import ShapeError, fmt_shape
 from . import broadcasts_to, dim1, op
 
 
-@op("reshape", "gx = reshape(g, x.shape)")
+@op("reshape", "gx = reshape(g, x.shape)", view=True)
 def reshape(be, x, shape):
     """out = x with the same values in the given shape (-1: inferred)"""
     try:
@@ -25,7 +25,7 @@ def reshape_vjp(be, g, saved, shape):
     return (g.reshape(x_shape),)
 
 
-@op("permute", "gx = permute(g, inverse(dims))")
+@op("permute", "gx = permute(g, inverse(dims))", view=True)
 def permute(be, x, dims):
     """out = x with its dims reordered: out.shape[i] = x.shape[dims[i]]"""
     if sorted(d + x.ndim if d < 0 else d for d in dims) != list(range(x.ndim)):
@@ -41,7 +41,7 @@ def permute_vjp(be, g, saved, dims):
     return (g.transpose(inverse),)
 
 
-@op("expand", "gx = sum_to(g, x.shape)", broadcasts=True)
+@op("expand", "gx = sum_to(g, x.shape)", broadcasts=True, view=True)
 def expand(be, x, shape):
     """out = x broadcast to `shape` (a view: nothing is copied)"""
     if not broadcasts_to(x.shape, shape):
@@ -55,7 +55,7 @@ def expand_vjp(be, g, saved, shape):
     return (g,)  # autograd's sum_to adds up the copies, since expand broadcasts
 
 
-@op("getitem", "gx = zeros(x.shape); gx[index] += g", fresh=True)
+@op("getitem", "gx = zeros(x.shape); gx[index] += g", fresh=True, view=True)
 def getitem(be, x, index):
     """out = x[index] (ints, slices, ..., None, integer or bool arrays)"""
     return x[index], (x.shape, x.dtype, _is_advanced(index))
@@ -72,13 +72,60 @@ def getitem_vjp(be, g, saved, index):
     return (gx,)
 
 
+@op("setitem", "gx = g with g[index] = 0, gv = g[index]", broadcasts=True)
+def setitem(be, x, value, steps):
+    """out = x with out[index] = value (`steps`: the index, or an int part then the rest)"""
+    out = x.copy()
+    _place(out, steps)[steps[-1]] = value
+    return out, ()
+
+
+@setitem.defvjp
+def setitem_vjp(be, g, saved, steps):
+    gx = g.copy()
+    _place(gx, steps)[steps[-1]] = 0  # overwritten entries do not depend on x
+    return gx, _place(g, steps)[steps[-1]]
+
+
+def _place(a, steps):
+    """The view of `a` that the last index step applies to."""
+    for index in steps[:-1]:
+        a = a[index]
+    return a
+
+
 def _is_advanced(index):
     """Whether `index` holds an array (NumPy's advanced indexing, which can repeat entries)."""
     parts = index if isinstance(index, tuple) else (index,)
     return any(hasattr(p, "shape") and p.ndim > 0 or isinstance(p, list) for p in parts)
 
 
-@op("cat", "g_i = g[..., offset_i : offset_i + n_i, ...] along dim")
+@op("take_along_dim", "gx = zeros(x.shape); gx[indices along dim] += g", nondiff=(1,),
+    saves={1: 0})
+def take_along_dim(be, x, indices, dim):
+    """out[..., i, ...] = x[..., indices[..., i, ...], ...] along dim (sort, topk, gather)"""
+    if getattr(indices, "dtype", None) is None or indices.dtype.kind not in "iu":
+        raise TypeError(f"take_along_dim: indices must be integers, got "
+                        f"{getattr(indices, 'dtype', type(indices).__name__)}")
+    if indices.ndim != x.ndim:
+        raise ValueError(f"take_along_dim: indices {fmt_shape(indices.shape)} and input "
+                         f"{fmt_shape(x.shape)} need the same number of dims")
+    axis = dim1(dim, x.ndim, "take_along_dim")
+    return be.xp.take_along_axis(x, indices, axis=axis), (indices, x.shape, axis)
+
+
+@take_along_dim.defvjp
+def take_along_dim_vjp(be, g, saved, dim):
+    indices, shape, axis = saved
+    xp = be.xp
+    where = list(xp.ix_(*(xp.arange(n) for n in g.shape)))  # every position of g ...
+    where[axis] = xp.broadcast_to(indices, g.shape)  # ... sent to its index along dim
+    gx = xp.zeros(shape, dtype=g.dtype)
+    be.scatter_add(gx, tuple(where), g)  # an index picked twice collects both
+    return gx, None
+
+
+@op("cat", "g_i = g[..., offset_i : offset_i + n_i, ...] along dim", promote="common")
 def cat(be, *xs, dim=0):
     """out = x_1, x_2, ... joined along dim"""
     axis = dim1(dim, xs[0].ndim, "cat")
@@ -102,7 +149,7 @@ def cat_vjp(be, g, saved, dim=0):
     return tuple(grads)
 
 
-@op("stack", "g_i = g[..., i, ...] along the new dim")
+@op("stack", "g_i = g[..., i, ...] along the new dim", promote="common")
 def stack(be, *xs, dim=0):
     """out = x_1, x_2, ... stacked along a new dim"""
     axis = dim1(dim, xs[0].ndim + 1, "stack")
@@ -119,4 +166,4 @@ def stack_vjp(be, g, saved, dim=0):
     return tuple(be.xp.moveaxis(g, axis, 0))
 
 
-OPS = (reshape, permute, expand, getitem, cat, stack)
+OPS = (reshape, permute, expand, getitem, setitem, take_along_dim, cat, stack)

@@ -7,14 +7,16 @@ Jacobian is never built. Rows whose entries are all -inf (fully masked) give zer
 """
 
 from ..errors import DimError, DTypeError, ShapeError, fmt_shape
-from . import broadcasts_to, dim1, op
+from . import broadcasts_to, dim1, dims, op
 
 NEG_INF = float("-inf")
 
 
-@op("softmax", "gx = y * (g - sum(g*y, dim))")
+@op("softmax", "gx = y * (g - sum(g*y, dim))", promote="float", saves_out=0)
 def softmax(be, x, dim=-1):
     """y = exp(x - max x) / Σ exp(x - max x) along dim"""
+    if x.ndim == 0:  # one entry, dim 0 or -1 (as torch): y = 1
+        return _as_scalar(softmax.fwd(be, x.reshape(1), dims(dim, 0, "softmax") or 0))
     y = be.softmax(x, axis=dim1(dim, x.ndim, "softmax"))
     return y, (y,)
 
@@ -22,13 +24,24 @@ def softmax(be, x, dim=-1):
 @softmax.defvjp
 def softmax_vjp(be, g, saved, dim=-1):
     (y,) = saved
+    if y.ndim == 0:
+        return (be.softmax_backward(y.reshape(1), g.reshape(1), axis=0).reshape(()),)
     return (be.softmax_backward(y, g, axis=dim),)
 
 
-@op("log_softmax", "gx = g - exp(out) * sum(g, dim)")
+def _as_scalar(result):
+    """A forward's (out, saved) computed on a (1,) row, back as 0-d."""
+    out, (kept,) = result
+    out = out.reshape(())
+    return out, (out if kept is result[0] else kept.reshape(()),)
+
+
+@op("log_softmax", "gx = g - exp(out) * sum(g, dim)", promote="float", saves_out=0)
 def log_softmax(be, x, dim=-1):
     """out = x - logsumexp(x) along dim"""
     xp = be.xp
+    if x.ndim == 0:  # one entry: out = 0
+        return _as_scalar(log_softmax.fwd(be, x.reshape(1), dims(dim, 0, "log_softmax") or 0))
     axis = dim1(dim, x.ndim, "log_softmax")
     m = x.max(axis=axis, keepdims=True)
     m = xp.where(m == NEG_INF, 0, m)
@@ -41,10 +54,13 @@ def log_softmax(be, x, dim=-1):
 @log_softmax.defvjp
 def log_softmax_vjp(be, g, saved, dim=-1):
     (out,) = saved
+    if out.ndim == 0:
+        return (g - be.xp.exp(out) * g,)
     return (g - be.xp.exp(out) * g.sum(axis=dim, keepdims=True),)
 
 
-@op("scaled_masked_softmax", "gx = scale * y * (g - sum(g*y, -1))", nondiff=(1,), fused=True)
+@op("scaled_masked_softmax", "gx = scale * y * (g - sum(g*y, -1))", nondiff=(1,), fused=True,
+    promote="float", saves_out=0)
 def scaled_masked_softmax(be, x, keep=None, scale=1.0, causal=False):
     """y = softmax(scale * x) over the last dim, where keep is False (or j > i if causal) -> -inf"""
     if keep is not None:
@@ -81,13 +97,15 @@ def cross_entropy(be, x, target, ignore_index=-100, reduction="mean", label_smoo
     m = rows.max(axis=1, keepdims=True)
     m = xp.where(m == NEG_INF, 0, m)
     p = rows - m  # becomes exp(rows - m), then the softmax, in place
+    if label_smoothing:  # the mean of x - m, divided first: a row of 2e38s overflows no sum
+        mean_shifted = (p / n_class).sum(axis=1)
     xp.exp(p, out=p)
     s = p.sum(axis=1, keepdims=True)
-    lse = (xp.log(s) + m)[:, 0]  # (M,)
+    log_s = xp.log(s)[:, 0]  # (M,): logsumexp(x) - m
     picked = xp.take_along_axis(rows, t[:, None], axis=1)[:, 0]
-    loss = lse - picked  # -log softmax(x)[t]
-    if label_smoothing:
-        loss = (1 - label_smoothing) * loss + label_smoothing * (lse - rows.mean(axis=1))
+    loss = log_s - (picked - m[:, 0])  # -log softmax(x)[t], from x - m (no 2e38 - 2e38 loss)
+    if label_smoothing:  # mean_c -log softmax(x)[c] = log Σ e^(x - m) - mean(x - m)
+        loss = (1 - label_smoothing) * loss + label_smoothing * (log_s - mean_shifted)
     loss = xp.where(valid, loss, 0)
     p /= s
     if reduction == "none":

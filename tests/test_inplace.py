@@ -1,0 +1,341 @@
+"""In-place ops and version counters: PyTorch's habits, written as a user writes them.
+
+`p -= lr * p.grad` under no_grad changes the parameter itself; an in-place change to a tensor a
+graph saved makes backward refuse (the version check); recorded in-place ops on non-leaf tensors
+give torch's gradients; the cases torch refuses are refused with a message that says what to do.
+Each is compared with torch where torch is installed.
+"""
+
+import threading
+
+import numpy as np
+import pytest
+
+import tinyattn as ta
+from tinyattn.autograd import apply
+from tinyattn.ops import REGISTRY
+from tinyattn.ops import samples as S
+
+
+def leaf(values, requires_grad=True):
+    return ta.tensor(np.asarray(values, dtype=np.float64), requires_grad=requires_grad)
+
+
+# ---- the textbook SGD loop -----------------------------------------------------------------------
+
+
+def test_sgd_by_hand_updates_the_parameters_in_place():
+    ta.manual_seed(0)
+    model = ta.nn.Linear(3, 1)
+    weight = model.weight
+    held = weight.data  # what an optimizer (or the user) holds: the same array, changed
+    x = ta.randn(16, 3)
+    y = x @ ta.tensor([[1.0], [-2.0], [0.5]]) + 0.3
+    losses = []
+    for _ in range(60):
+        loss = ((model(x) - y) ** 2).mean()
+        model.zero_grad()
+        loss.backward()
+        with ta.no_grad():
+            for p in model.parameters():
+                p -= 0.1 * p.grad
+        losses.append(loss.item())
+    assert model.weight is weight and weight.data is held and weight.is_leaf
+    assert weight.requires_grad and weight._version == 60
+    assert losses[-1] < 0.05 * losses[0]  # it trains (before: the loss never moved)
+
+
+@pytest.mark.parametrize("op", ["+=", "-=", "*=", "/=", "**="])
+def test_augmented_assignment_changes_the_same_tensor(op):
+    x = ta.tensor([1.0, 2.0, 4.0])
+    alias = x
+    held = x.data
+    exec(f"x {op} 2.0", {}, {"x": x})
+    want = {"+=": [3, 4, 6], "-=": [-1, 0, 2], "*=": [2, 4, 8], "/=": [0.5, 1, 2],
+            "**=": [1, 4, 16]}[op]
+    np.testing.assert_array_equal(alias.numpy(), want)
+    assert x.data is held and x._version == 1
+
+
+def test_methods_change_in_place_and_return_the_tensor():
+    x = ta.tensor([1.0, -2.0, 3.0])
+    assert x.add_(1.0) is x and x.sub_(ta.tensor([1.0, 1.0, 1.0]), alpha=2) is x
+    np.testing.assert_array_equal(x.numpy(), [0.0, -3.0, 2.0])
+    x.mul_(2.0).div_(4.0).clamp_(min=-1.0, max=0.5)
+    np.testing.assert_array_equal(x.numpy(), [0.0, -1.0, 0.5])
+    x.fill_(7.0)
+    np.testing.assert_array_equal(x.numpy(), [7.0, 7.0, 7.0])
+    x.zero_()
+    np.testing.assert_array_equal(x.numpy(), [0.0, 0.0, 0.0])
+    x.copy_(ta.tensor([1.0, 2.0, 3.0], dtype=ta.float64))  # cast into x's dtype
+    np.testing.assert_array_equal(x.numpy(), [1.0, 2.0, 3.0])
+    assert x.dtype == np.float32 and x._version == 8
+    ta.manual_seed(1)
+    y = ta.zeros(4000)
+    y.normal_(2.0, 0.5)
+    assert abs(float(y.numpy().mean()) - 2.0) < 0.05 and abs(float(y.numpy().std()) - 0.5) < 0.05
+    y.uniform_(-1.0, 3.0)
+    assert y.numpy().min() >= -1.0 and y.numpy().max() < 3.0 and abs(y.numpy().mean() - 1) < 0.1
+
+
+def test_bool_and_int_in_place_bit_ops():
+    m = ta.tensor([True, False, True])
+    m &= ta.tensor([True, True, False])
+    np.testing.assert_array_equal(m.numpy(), [True, False, False])
+    m |= ta.tensor([False, True, False])
+    np.testing.assert_array_equal(m.numpy(), [True, True, False])
+    with pytest.raises(ta.DTypeError, match=r"\|=.*int64.*bool tensor"):
+        m |= ta.tensor([1, 0, 0])
+
+
+def test_views_share_memory_and_version():
+    x = ta.zeros(2, 3)
+    row = x[0]
+    row += 1.0  # through the view, as in torch
+    x.T[:, 1] = 5.0
+    np.testing.assert_array_equal(x.numpy(), [[1, 1, 1], [5, 5, 5]])
+    assert x._version == row._version == 2
+    y = x.reshape(6)
+    y[0] = -1.0
+    assert x.numpy()[0, 0] == -1.0 and x._version == 3
+    d = x.detach()
+    d.zero_()
+    assert x.numpy().sum() == 0 and x._version == 4
+
+
+# ---- refused, as torch refuses -------------------------------------------------------------------
+
+
+def test_in_place_on_a_leaf_that_requires_grad_needs_no_grad():
+    w = leaf([1.0, 2.0])
+    for change in (lambda: w.__iadd__(1.0), lambda: w.mul_(2.0), lambda: w.__setitem__(0, 3.0),
+                   lambda: w.zero_()):
+        with pytest.raises(ta.GraphError, match=r"leaf that requires grad.*no_grad\(\)"):
+            change()
+    np.testing.assert_array_equal(w.numpy(), [1.0, 2.0])  # nothing changed
+    assert w._version == 0
+
+
+def test_in_place_dtype_and_shape_rules():
+    i = ta.tensor([1, 2, 3])
+    i += 2  # int stays int
+    np.testing.assert_array_equal(i.numpy(), [3, 4, 5])
+    with pytest.raises(ta.DTypeError, match=r"add_: the result is float32.*int64 tensor"):
+        i += 0.5
+    with pytest.raises(ta.DTypeError, match=r"div_: the result is float32"):
+        i /= 2  # true division gives floats, as in torch
+    f = ta.zeros(3)
+    f += ta.ones(3, dtype=ta.float64)  # float64 into float32: same category, allowed
+    assert f.dtype == np.float32
+    with pytest.raises(ta.ShapeError, match=r"add_: the result has shape \(2, 3\).*\(3,\)"):
+        f += ta.ones(2, 3)
+    e = ta.ones(3).expand(2, 3)
+    with pytest.raises(ta.GraphError, match="read-only"):
+        e += 1.0
+    np.testing.assert_array_equal(i.numpy(), [3, 4, 5])
+
+
+def test_recorded_in_place_on_a_tensor_with_a_live_view_is_refused():
+    a = leaf([[1.0, 2.0], [3.0, 4.0]])
+    h = a * 1.0
+    view = h[0]
+    with pytest.raises(ta.GraphError, match="shares its memory with another live tensor"):
+        h += 1.0
+    del view  # no live view left: recorded as torch records it
+    h[0] = h[0] * 3.0
+    h.sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), [[3.0, 3.0], [1.0, 1.0]])
+
+
+# ---- the version check ---------------------------------------------------------------------------
+
+
+def test_changing_a_saved_tensor_makes_backward_refuse():
+    """The issue's case: y = (w*c).sum(); c[0] = 100; y.backward() gave w.grad = [100, 2, 3]."""
+    w = leaf([1.0, 1.0, 1.0])
+    c = ta.tensor([1.0, 2.0, 3.0], dtype=ta.float64)
+    y = (w * c).sum()
+    c[0] = 100
+    with pytest.raises(ta.GraphError, match=r"mul saved its input 1 \(shape \(3,\)\).*changed "
+                       r"in place.*version 1.*version 0.*clone"):
+        y.backward()
+    assert w.grad is None
+
+
+# (forward from x, change made under no_grad afterwards): the same code runs in both libraries
+SCENARIOS = {
+    "exp saves its output": (lambda x: x.exp(), lambda x, out: out.__iadd__(1.0)),
+    "sigmoid output scaled": (lambda x: x.sigmoid(), lambda x, out: out.mul_(2.0)),
+    "softmax output": (lambda x: x.softmax(-1), lambda x, out: out.__setitem__(0, 1.0)),
+    "x * x, x changed via detach": (lambda x: x * x, lambda x, out: x.detach().zero_()),
+    "x * 2, x changed (2 is all mul keeps)": (lambda x: x * 2.0,
+                                              lambda x, out: x.detach().zero_()),
+    "x / 3, x changed": (lambda x: x / 3.0, lambda x, out: x.detach().zero_()),
+    "3 / x, x changed": (lambda x: 3.0 / x, lambda x, out: x.detach().zero_()),
+    "matmul of two views of x": (lambda x: x.reshape(3, 1) @ x.reshape(1, 3),
+                                 lambda x, out: x.detach()[0:2].zero_()),
+    "x + 1, x changed": (lambda x: x + 1.0, lambda x, out: x.detach().zero_()),
+    "tanh keeps only its output": (lambda x: x.tanh(), lambda x, out: x.detach().zero_()),
+    "log keeps x, changed through a view": (lambda x: x.log(),
+                                            lambda x, out: x.detach()[1:].mul_(2.0)),
+    "a slice of x, x changed": (lambda x: x[0:2], lambda x, out: x.detach().zero_()),
+}
+
+
+@pytest.mark.parametrize("what", sorted(SCENARIOS))
+def test_backward_refuses_exactly_when_torch_does(what):
+    torch = _torch()
+    make, change = SCENARIOS[what]
+    results = []
+    for lib, x in ((ta, leaf([0.5, 1.0, 2.0])),
+                   (torch, torch.tensor([0.5, 1.0, 2.0], dtype=torch.float64,
+                                        requires_grad=True))):
+        out = make(x)
+        with lib.no_grad():
+            change(x, out)
+        try:
+            (out * out).sum().backward()
+            results.append(("ok", x.grad.numpy().tolist()))
+        except (ta.GraphError, RuntimeError) as e:
+            assert lib is ta or "modified by an inplace operation" in str(e)
+            results.append(("refused", None))
+    assert results[0][0] == results[1][0], results
+    if results[0][0] == "ok":
+        np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-12)
+
+
+def test_an_unsaved_input_may_change_as_in_torch():
+    x = leaf([1.0, 2.0])
+    y = (x + 1.0).sum()  # add saves nothing
+    with ta.no_grad():
+        x += 5.0
+    y.backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [1.0, 1.0])
+
+
+def test_optimizer_step_counts_as_an_in_place_change():
+    w = ta.nn.Parameter(ta.tensor([1.0, 2.0]))
+    opt = ta.optim.SGD([w], lr=0.1)
+    loss = (w * w).sum()
+    loss.backward(retain_graph=True)
+    opt.step()
+    with pytest.raises(ta.GraphError, match="mul saved"):
+        loss.backward()  # torch: "modified by an inplace operation" as well
+
+
+def test_every_op_declares_what_its_saved_arrays_alias():
+    """`saves` ({input: place in saved}), `saves_out` and `view` on each op name every array of
+    `saved` that shares memory with an input or the output (else the version check would miss
+    a change)."""
+    for name, opdef in REGISTRY.items():
+        for inputs, params in S.cases(name):
+            rng = np.random.default_rng(0)
+            xs = S.materialize(inputs, rng, lambda v, rg: ta.tensor(v, requires_grad=rg))
+            out = apply(opdef, *xs, **params)
+            saved = out._node.saved
+            for j, item in enumerate(saved):
+                if not isinstance(item, np.ndarray) or item.size == 0:
+                    continue
+                for i, x in enumerate(xs):
+                    if isinstance(x, ta.Tensor) and np.shares_memory(item, x.data):
+                        assert opdef.saves.get(i) == j, f"{name}: saved[{j}] is input {i}'s"
+                if np.shares_memory(item, out.data):
+                    assert opdef.saves_out == j, f"{name}: saved[{j}] is the output"
+            if isinstance(out.data, np.ndarray) and isinstance(xs[0], ta.Tensor) and \
+                    np.shares_memory(out.data, xs[0].data):
+                assert opdef.view, f"{name}: the output is a view of input 0, not declared"
+                assert out._version_counter is xs[0]._version_counter
+
+
+# ---- recorded in-place ops on non-leaf tensors: torch's gradients ----------------------------
+
+
+def _torch():
+    return pytest.importorskip("torch")
+
+
+RECORDED = {
+    "h += b": lambda h, b: h.__iadd__(b),
+    "h -= b": lambda h, b: h.__isub__(b),
+    "h *= b": lambda h, b: h.__imul__(b),
+    "h /= b": lambda h, b: h.__itruediv__(b),
+    "h **= 2": lambda h, b: h.__ipow__(2.0),
+    "h.clamp_": lambda h, b: h.clamp_(-0.5, 0.5),
+    "h[1] = b[0] * 3": lambda h, b: h.__setitem__(1, b[0] * 3.0),
+    "h[:, 0] = b[:, 1]": lambda h, b: h.__setitem__((slice(None), 0), b[:, 1]),
+    "h[0] += b[1]": lambda h, b: h.__setitem__(0, h[0] + b[1]),
+    "h.copy_(b)": lambda h, b: h.copy_(b),
+    "h.mul_(b * 1)": lambda h, b: h.mul_(b * 1.0),
+}
+
+
+@pytest.mark.parametrize("what", sorted(RECORDED))
+def test_recorded_in_place_ops_match_torch(what):
+    torch = _torch()
+    rng = np.random.default_rng(3)
+    av, bv = rng.standard_normal((3, 4)), rng.uniform(0.5, 2.0, (3, 4))
+    a, b = leaf(av), leaf(bv)
+    h = a.exp() * 1.0  # (not a.tanh(): tanh keeps its output, so both refuse to change it)
+    RECORDED[what](h, b)
+    (h * h).sum().backward()
+    ta_, tb = (torch.tensor(v, requires_grad=True) for v in (av, bv))
+    th = ta_.exp() * 1.0
+    RECORDED[what](th, tb)
+    (th * th).sum().backward()
+    np.testing.assert_allclose(h.numpy(), th.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(a.grad.numpy(), ta_.grad.numpy(), rtol=1e-10, atol=1e-12)
+    if tb.grad is None:
+        assert b.grad is None or not b.grad.numpy().any()
+    else:
+        np.testing.assert_allclose(b.grad.numpy(), tb.grad.numpy(), rtol=1e-10, atol=1e-12)
+    assert h._version == th._version
+
+
+def test_x_mul_x_in_place_is_refused_in_backward_as_in_torch():
+    torch = _torch()
+    for a in (leaf([1.0, 2.0]), torch.tensor([1.0, 2.0], requires_grad=True)):
+        h = a * 1.0
+        h.mul_(h)  # mul keeps its second input, h, which this very change overwrites
+        with pytest.raises((ta.GraphError, RuntimeError)):
+            h.sum().backward()
+
+
+def test_recorded_in_place_gradchecks():
+    def fn(a, b):
+        h = a * 1.0
+        h *= b
+        h[0] = h[0] + b[1]
+        h -= a.exp()
+        return h
+
+    assert ta.gradcheck(fn, [leaf(np.random.default_rng(1).standard_normal((2, 3))),
+                             leaf(np.random.default_rng(2).standard_normal((2, 3)))])
+
+
+def test_setitem_into_a_plain_tensor_builds_a_graph():
+    """out = zeros(...); out[i] = f(x): out becomes part of the graph, as in torch."""
+    x = leaf([1.0, 2.0, 3.0])
+    out = ta.zeros(2, 3, dtype=ta.float64)
+    out[1] = x * 2.0
+    assert out.requires_grad and not out.is_leaf
+    (out * out).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [8.0, 16.0, 24.0])
+
+
+# ---- threads -------------------------------------------------------------------------------------
+
+
+def test_two_threads_accumulate_into_one_leaf_without_losing_updates():
+    w = leaf(np.ones(64))
+    n = 200
+
+    def work():
+        for _ in range(n):
+            (w * 2.0).sum().backward()
+
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    np.testing.assert_array_equal(w.grad.numpy(), np.full(64, 2.0 * 2 * n))

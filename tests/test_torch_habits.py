@@ -1,0 +1,217 @@
+"""PyTorch habits that used to run and do something else: each written as a user writes it and
+compared with torch (values, dtypes and gradients).
+
+max/min/sort/topk with a dim return (values, indices); PyTorch's rule for where advanced-index dims
+go; 0-d softmax, log_softmax and squeeze; var/std with no degrees of freedom; the gradient of a
+power at base 0; label smoothing on huge logits; float16 attention on large scores.
+"""
+
+import numpy as np
+import pytest
+
+import tinyattn as ta
+import tinyattn.functional as F
+
+torch = pytest.importorskip("torch")
+
+
+def both(values, dtype=np.float64):
+    """The same leaf in tinyattn and torch."""
+    values = np.asarray(values, dtype=dtype)
+    return (ta.tensor(values.copy(), requires_grad=True),
+            torch.tensor(values.copy(), requires_grad=True))
+
+
+def assert_same(a, t, rtol=1e-12):
+    assert a.shape == tuple(t.shape), (a.shape, tuple(t.shape))
+    assert str(a.dtype) == str(t.dtype).replace("torch.", ""), (a.dtype, t.dtype)
+    np.testing.assert_allclose(a.numpy(), t.detach().numpy(), rtol=rtol, equal_nan=True)
+
+
+# ---- (values, indices) ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+@pytest.mark.parametrize("dim,keepdim", [(1, False), (0, True), (-1, True)])
+def test_max_min_with_a_dim_unpack_into_values_and_indices(name, dim, keepdim):
+    values = np.random.default_rng(0).standard_normal((3, 4))
+    x, tx = both(values)
+    m, i = getattr(x, name)(dim=dim, keepdim=keepdim)
+    tm, ti = getattr(tx, name)(dim=dim, keepdim=keepdim)
+    assert_same(m, tm)
+    assert_same(i, ti)
+    result = getattr(x, name)(dim, keepdim)
+    assert result.values is not None and result.indices.dtype == np.int64
+    assert repr(result).startswith(f"{name}(values=tensor(")
+    g = np.random.default_rng(1).standard_normal(m.shape)
+    m.backward(g)
+    tm.backward(torch.from_numpy(g))
+    assert_same(x.grad, tx.grad)
+    assert_same(getattr(x, name)(), getattr(tx, name)())  # no dim: the value itself
+
+
+def test_max_with_a_tensor_is_the_elementwise_maximum():
+    x, tx = both([1.0, 5.0, 3.0])
+    y, ty = both([2.0, 2.0, 2.0])
+    assert_same(x.max(y), torch.max(tx, ty))
+    assert_same(x.min(y), torch.min(tx, ty))
+
+
+@pytest.mark.parametrize("descending", [False, True])
+def test_sort_and_argsort_match_torch_with_ties_and_nan(descending):
+    values = np.array([[3.0, 1.0, 3.0, np.nan, -2.0, 1.0], [0.5, 0.5, 0.5, 2.0, -1.0, 7.0]])
+    x, tx = both(values)
+    v, i = x.sort(dim=1, descending=descending)
+    tv, ti = tx.sort(dim=1, descending=descending, stable=True)
+    assert_same(v, tv)
+    assert_same(i, ti)
+    assert_same(x.argsort(1, descending), torch.argsort(tx, dim=1, descending=descending,
+                                                         stable=True))
+    g = np.arange(12.0).reshape(2, 6)
+    finite = np.isfinite(v.numpy())
+    (v.where(ta.tensor(finite), 0.0) * ta.tensor(g)).sum().backward()
+    (tv.where(torch.from_numpy(finite), 0.0) * torch.from_numpy(g)).sum().backward()
+    assert_same(x.grad, tx.grad)
+
+
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_matches_torch(largest):
+    values = np.random.default_rng(2).standard_normal((3, 7))
+    x, tx = both(values)
+    v, i = x.topk(3, dim=-1, largest=largest)
+    tv, ti = tx.topk(3, dim=-1, largest=largest)
+    assert_same(v, tv)
+    assert_same(i, ti)
+    (v * v).sum().backward()
+    (tv * tv).sum().backward()
+    assert_same(x.grad, tx.grad)
+    with pytest.raises(ta.DimError, match="topk: k must be an int in 0..7"):
+        x.topk(8)
+
+
+# ---- indexing ------------------------------------------------------------------------------------
+
+
+INDEXES = [
+    lambda x: x[0, :, [1, 2]],  # torch: (4, 2); NumPy would say (2, 4)
+    lambda x: x[:, 1, [0, 3, 3]],
+    lambda x: x[[0, 2], :, 1],
+    lambda x: x[1, [0, 2], [1, 4]],
+    lambda x: x[..., 0, [1, 2]],
+    lambda x: x[None, 0, :, [4, 0]],
+    lambda x: x[[0, 1], 2],
+]
+
+
+@pytest.mark.parametrize("index", range(len(INDEXES)))
+def test_integers_and_arrays_index_as_in_torch(index):
+    values = np.random.default_rng(3).standard_normal((3, 4, 5))
+    x, tx = both(values)
+    got, want = INDEXES[index](x), INDEXES[index](tx)
+    assert_same(got, want)
+    g = np.random.default_rng(4).standard_normal(got.shape)
+    got.backward(g)
+    want.backward(torch.from_numpy(g))
+    assert_same(x.grad, tx.grad)
+
+
+def test_assigning_with_integers_and_arrays_as_in_torch():
+    x, tx = ta.zeros(3, 4, 5), torch.zeros(3, 4, 5)
+    v = np.arange(8.0).reshape(4, 2)
+    x[0, :, [1, 2]] = ta.tensor(v)
+    tx[0, :, [1, 2]] = torch.from_numpy(v).float()
+    assert_same(x, tx)
+
+
+# ---- 0-d tensors ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dim", [0, -1])
+def test_softmax_log_softmax_squeeze_of_a_0d_tensor(dim):
+    x, tx = both(2.0)
+    for fn in (lambda a: a.softmax(dim), lambda a: a.log_softmax(dim), lambda a: a.squeeze(dim),
+               lambda a: a.softmax(dim) * 3.0 + a.squeeze(dim)):
+        got, want = fn(x), fn(tx)
+        assert_same(got, want)
+        x.grad, tx.grad = None, None
+        got.backward()
+        want.backward()
+        assert_same(x.grad, tx.grad)
+    values, index = x.max(dim)
+    assert values.item() == 2.0 and index.item() == 0 and x.argmax(dim).item() == 0
+
+
+# ---- degenerate variance, powers at 0 ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("values,correction", [([1.0], 1), ([1.0, 2.0], 2), ([1.0, 2.0], 3),
+                                               ([1.0, 1.0], 2), ([[1.0, 4.0]], 2)])
+@pytest.mark.parametrize("fn", ["var", "std"])
+def test_var_std_without_degrees_of_freedom_give_torchs_nan_and_inf(values, correction, fn):
+    x, tx = both(values)
+    with pytest.warns(UserWarning):  # torch warns about the degrees of freedom
+        want = getattr(tx, fn)(correction=correction)
+    got = getattr(x, fn)(correction=correction)
+    assert_same(got, want)
+    got.backward()
+    want.backward()
+    assert_same(x.grad, tx.grad)
+
+
+@pytest.mark.parametrize("case", ["x ** y", "0 ** y", "x ** 0.5", "x ** -1", "x ** 0", "2 ** y"])
+def test_power_gradients_at_base_zero_match_torch(case):
+    x, tx = both([0.0, -1.0, 2.0, 0.0])
+    y, ty = both([-1.0, 0.5, -1.0, 2.0])
+    fn = {"x ** y": lambda a, b: a ** b, "0 ** y": lambda a, b: 0.0 ** b,
+          "x ** 0.5": lambda a, b: a ** 0.5, "x ** -1": lambda a, b: a ** -1.0,
+          "x ** 0": lambda a, b: a ** 0, "2 ** y": lambda a, b: 2.0 ** b}[case]
+    got, want = fn(x, y), fn(tx, ty)
+    assert_same(got, want)
+    got.sum().backward()
+    want.sum().backward()
+    for a, t in ((x, tx), (y, ty)):
+        if t.grad is None:
+            assert a.grad is None or not a.grad.numpy().any()
+        else:
+            assert_same(a.grad, t.grad)
+
+
+# ---- numerics: huge logits, float16 scores -------------------------------------------------------
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+def test_cross_entropy_on_huge_float32_logits(smoothing):
+    values = np.array([[2e38, 2e38, 2e38, 2e38], [1e30, -1.0, 0.0, 1e29]], dtype=np.float32)
+    x, tx = both(values, np.float32)
+    target = [1, 0]
+    got = F.cross_entropy(x, ta.tensor(target), label_smoothing=smoothing)
+    want = torch.nn.functional.cross_entropy(tx, torch.tensor(target),
+                                             label_smoothing=smoothing)
+    assert_same(got, want, rtol=1e-6)
+    got.backward()
+    want.backward()
+    assert_same(x.grad, tx.grad, rtol=1e-5)
+
+
+@pytest.mark.parametrize("impl", ["composite", "flash"])
+def test_float16_attention_on_scores_past_65504(impl):
+    q = np.full((1, 4, 4), 150, np.float16)  # q·k = 90000 > 65504, the float16 maximum
+    v = np.random.default_rng(5).standard_normal((1, 4, 4)).astype(np.float16)
+    got = F.scaled_dot_product_attention(ta.tensor(q), ta.tensor(q), ta.tensor(v), impl=impl)
+    want = torch.nn.functional.scaled_dot_product_attention(
+        *(torch.from_numpy(a.astype(np.float32)) for a in (q, q, v)))
+    assert got.dtype == np.float16 and not np.isnan(got.numpy()).any()
+    np.testing.assert_allclose(got.numpy().astype(np.float32), want.numpy(), atol=2e-3)
+    qq = ta.tensor(q, requires_grad=True)
+    F.scaled_dot_product_attention(qq, qq, ta.tensor(v), impl=impl).sum().backward()
+    assert qq.grad.dtype == np.float16 and np.isfinite(qq.grad.numpy()).all()
+
+
+def test_attn_mask_and_is_causal_together_is_an_error_as_in_torch():
+    q = ta.randn(1, 3, 4)
+    with pytest.raises(ValueError, match="attn_mask or is_causal=True, not both"):
+        F.scaled_dot_product_attention(q, q, q, attn_mask=F.causal_mask(3), is_causal=True)
+    with pytest.raises(RuntimeError):
+        tq = torch.randn(1, 3, 4)
+        torch.nn.functional.scaled_dot_product_attention(
+            tq, tq, tq, attn_mask=torch.ones(3, 3, dtype=torch.bool), is_causal=True)

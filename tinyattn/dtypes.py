@@ -1,0 +1,104 @@
+"""dtypes: the default float dtype and PyTorch's type promotion, in one table.
+
+Categories rank bool < integer < floating point. Operands come in three priorities: tensors with
+dims, 0-d tensors, and Python numbers. A lower priority can raise the result's category (an int
+tensor plus 0.5 is floating point) but never its precision within a category (float32 plus a 0-d
+float64 tensor stays float32). A Python float counts as the default dtype, a Python int as int64.
+`autograd.apply` calls `promote` for every op that declares `promote=` (DESIGN.md: dtypes).
+"""
+
+import numpy as np
+
+_FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
+_BOOL, _INT64 = np.dtype(np.bool_), np.dtype(np.int64)
+_default = np.dtype(np.float32)
+
+
+def get_default_dtype():
+    """The dtype of Python floats, float lists, randn/zeros/ones and float functions of ints."""
+    return _default
+
+
+def set_default_dtype(dtype):
+    """Make `dtype` (float16, float32 or float64) the default float dtype, as torch does."""
+    global _default
+    dt = np.dtype(dtype)
+    if dt not in _FLOATS:
+        raise TypeError(f"set_default_dtype: only floating-point dtypes (float16, float32, "
+                        f"float64) can be the default, got {dt}")
+    _default = dt
+
+
+def category(dtype):
+    """0 for bool, 1 for integers, 2 for floating point."""
+    kind = dtype.kind
+    return 2 if kind == "f" else 0 if kind == "b" else 1
+
+
+def promote_types(a, b):
+    """The dtype two operands of the same priority give: the higher category wins outright
+    (int32 with float16 is float16, as in torch, not NumPy's float32), else the wider dtype."""
+    if a is None or a == b:
+        return b
+    if b is None:
+        return a
+    ca, cb = category(a), category(b)
+    if ca != cb:
+        return a if ca > cb else b
+    return np.promote_types(a, b)
+
+
+def _combine(higher, lower):
+    """A higher-priority result, raised to `lower`'s category if that category is above it."""
+    if higher is None:
+        return lower
+    if lower is None or higher.kind == "f":
+        return higher
+    if higher == _BOOL or lower.kind == "f":
+        return promote_types(higher, lower)
+    return higher
+
+
+def operand_dtype(x):
+    """(priority, dtype) of one operand: 0 for arrays with dims, 1 for 0-d, 2 for Python numbers;
+    None for None."""
+    if x is None:
+        return None
+    if isinstance(x, bool):
+        return 2, _BOOL
+    if isinstance(x, int):
+        return 2, _INT64
+    if isinstance(x, float):
+        return 2, _default
+    dtype = getattr(x, "dtype", None)
+    if dtype is None:
+        raise TypeError(f"cannot use a {type(x).__name__} as a tensor operand")
+    return (1 if x.ndim == 0 else 0), np.dtype(dtype)
+
+
+def result_type(*operands):
+    """The dtype torch gives an op on these operands (arrays, 0-d arrays, Python numbers)."""
+    slots = [None, None, None]
+    for x in operands:
+        found = operand_dtype(x)
+        if found is not None:
+            slots[found[0]] = promote_types(slots[found[0]], found[1])
+    return _combine(slots[0], _combine(slots[1], slots[2]))
+
+
+def promote(kind, arrays, skip=()):
+    """`arrays` (the op's inputs) with every array input cast to the op's result dtype.
+
+    kind "common": the result type of the inputs (add, mul, where, cat, ...); kind "float": the
+    same, but a bool or integer result becomes the default float dtype (true division, exp, ...).
+    Python numbers stay as they are (NumPy keeps them from raising precision, as torch does).
+    Positions in `skip` (masks, indices) take no part.
+    """
+    target = result_type(*(a for i, a in enumerate(arrays) if i not in skip))
+    if kind == "float" and target is not None and target.kind != "f":
+        target = _default
+    out = list(arrays)
+    for i, a in enumerate(arrays):
+        if i not in skip and hasattr(a, "dtype") and a.dtype != target:
+            out[i] = a.astype(target)
+    return out

@@ -1,0 +1,11 @@
+"""The named pairs that max, min, sort and topk return with a dim, as torch.return_types.
+
+    values, indices = x.max(dim=1)      # or: x.max(dim=1).values / .indices
+"""
+
+from collections import namedtuple
+
+max = namedtuple("max", ["values", "indices"])  # noqa: A001 - torch.return_types' names
+min = namedtuple("min", ["values", "indices"])  # noqa: A001
+sort = namedtuple("sort", ["values", "indices"])
+topk = namedtuple("topk", ["values", "indices"])
