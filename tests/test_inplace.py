@@ -204,6 +204,37 @@ def test_backward_refuses_exactly_when_torch_does(what):
         np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-12)
 
 
+@pytest.mark.parametrize("make", ["tanh", "exp", "sigmoid", "sqrt", "softmax"])
+def test_a_recorded_in_place_op_on_a_saved_output_refuses_as_in_torch(make):
+    """The op that made h saved h itself; h.add_(1) recorded in the graph overwrites it, so the
+    gradient through that op would use the new values: both libraries refuse in backward."""
+    torch = _torch()
+    outcomes = []
+    for lib in (ta, torch):
+        x = lib.tensor([0.5, 1.0, 2.0], dtype=lib.float64, requires_grad=True)
+        h = getattr(x, make)(-1) if make == "softmax" else getattr(x, make)()
+        h.add_(1.0)
+        try:
+            (h * 3.0).sum().backward()
+            outcomes.append("ok")
+        except (ta.GraphError, RuntimeError) as e:
+            assert lib is torch or f"{make} saved its output" in str(e)
+            outcomes.append("refused")
+    assert outcomes == ["refused", "refused"]
+
+
+def test_an_output_changed_before_its_first_use_in_no_grad_counts_once():
+    """An op's saved output gets its version counter only when first changed or viewed (the
+    counter is made on first use): a view made before the change still sees it."""
+    x = leaf([0.5, 1.0])
+    h = x.exp()
+    v = h.reshape(2, 1)  # the counter is made here, and handed to exp's node
+    with ta.no_grad():
+        v.mul_(2.0)
+    with pytest.raises(ta.GraphError, match="exp saved its output"):
+        h.sum().backward()
+
+
 def test_an_unsaved_input_may_change_as_in_torch():
     x = leaf([1.0, 2.0])
     y = (x + 1.0).sum()  # add saves nothing

@@ -16,7 +16,7 @@ import itertools
 import threading
 import weakref
 
-from .dtypes import promote
+from .dtypes import FLOATS, promote
 from .errors import BackendError, DimError, DTypeError, GraphError, ShapeError, TinyattnError
 from .errors import fmt_shape
 
@@ -118,10 +118,17 @@ def tracing(tracer):
 
 
 def version_of(tensor):
-    """The tensor's version counter [count, sharers], made on first use."""
+    """The tensor's version counter [count, sharers], made on first use.
+
+    Until then the tensor is at version 0. An op that saves its output (tanh, softmax) makes
+    no counter for it, which would cost every such op an allocation: the counter made later
+    is handed to the node that created the tensor, which saved it at version 0."""
     v = tensor._version_counter
     if v is None:
         v = tensor._version_counter = [0, None]
+        node = tensor._node
+        if node is not None and node.op is not None and node.op.saves_out is not None:
+            node.versions += ((v, 0, None),)
     return v
 
 
@@ -147,22 +154,20 @@ def others_alive(tensor):
     return v is not None and any(r() is not None and r() is not tensor for r in v[1] or ())
 
 
-def _saved_versions(op, inputs, arrays, saved, out):
-    """(counter, its count now, input position or None for the output) for each tensor whose
-    memory the op's saved arrays hold: backward checks that none changed since.
+def _saved_versions(op, inputs, arrays, saved):
+    """(counter, its count now, input position) for each input whose memory the op's saved
+    arrays hold: backward checks that none changed since (the output: see version_of).
     Only the places the op declares are looked at, and an input counts only if its place
     really holds its array this time (x * 2.0 keeps no x: its gradient in x needs only the 2)."""
-    found = []
+    found = ()
     for i, j in op.saves.items():
-        x, s = inputs[i], saved[j]
-        if s is not None and isinstance(x, Tensor) and (s is arrays[i]
-                                                        or _is_view_of(s, arrays[i])):
-            v = version_of(x)
-            found.append((v, v[0], i))
-    if op.saves_out is not None:
-        v = version_of(out)
-        found.append((v, v[0], None))
-    return tuple(found)
+        s = saved[j]
+        if s is not None:
+            x = inputs[i]
+            if isinstance(x, Tensor) and (s is arrays[i] or _is_view_of(s, arrays[i])):
+                v = version_of(x)
+                found += ((v, v[0], i),)
+    return found
 
 
 def _is_view_of(out, x):
@@ -181,7 +186,7 @@ class Node:
     """One recorded op call (or, with op None, a leaf that requires grad)."""
 
     __slots__ = ("seq", "op", "parents", "saved", "params", "shapes", "dtypes", "scope",
-                 "tensor", "retain", "versions", "__weakref__")
+                 "tensor", "versions", "__weakref__")
 
     def __init__(self, op, parents, saved, params, shapes, dtypes, scope=None, versions=()):
         self.seq = next(_sequence)  # creation order: a node is always newer than its parents
@@ -192,8 +197,7 @@ class Node:
         self.shapes = shapes  # input shapes, for sum_to and shape checks
         self.dtypes = dtypes  # input dtypes: a gradient keeps its input's dtype
         self.scope = scope  # the module path that created it ("blocks.0.attn"), or None
-        self.tensor = None  # weakref to the tensor whose .grad this node writes (leaves, retain)
-        self.retain = False
+        self.tensor = None  # weakref to the tensor whose .grad it writes (leaves, retain_grad)
         self.versions = versions  # the version counters of what `saved` holds (_saved_versions)
 
     @classmethod
@@ -240,7 +244,7 @@ def apply(op, *inputs, **params):
     if be is None:
         raise TypeError(f"{op.name}: needs at least one Tensor input")
     try:
-        if op.promote is not None and (mixed or first_dtype.kind != "f"):
+        if op.promote is not None and (mixed or first_dtype not in FLOATS):
             arrays = promote(op.promote, arrays, op.nondiff)
         out, saved = op.fwd(be, *arrays, **params)
     except TinyattnError:
@@ -251,17 +255,15 @@ def apply(op, *inputs, **params):
     if op.view and _is_view_of(out, arrays[0]):
         share_version(inputs[0], t)
     if needs_grad and _grad_enabled.get():
-        for i in op.nondiff:
-            parents[i] = None
-        versions = ()
-        if op.saves:
-            versions = _saved_versions(op, inputs, arrays, saved, t)
-        elif op.saves_out is not None:  # the output alone (tanh, exp, softmax): t is new
-            v = t._version_counter = [0, None]
-            versions = ((v, 0, None),)
+        if op.nondiff:  # (the `if`s spare the commonest ops an empty loop's iterator)
+            for i in op.nondiff:
+                parents[i] = None
+        versions = _saved_versions(op, inputs, arrays, saved) if op.saves else ()
         t._node = Node(op, parents, saved, params, shapes, dtypes, _scope.get(), versions)
-    for tracer in _tracers.get():
-        tracer.forward(op, inputs, params, t)
+    tracers = _tracers.get()
+    if tracers:
+        for tracer in tracers:
+            tracer.forward(op, inputs, params, t)
     return t
 
 
@@ -367,9 +369,10 @@ def _walk(tensor, gradient, retain_graph, steps):
             raise GraphError(f"backward: the graph through {op.name} was already freed by an "
                              "earlier backward(); pass retain_graph=True to the first backward() "
                              "to go through it again, or recompute the forward pass")
-        for version, seen, i in node.versions:
-            if version[0] != seen:  # an array the VJP needs was changed in place since
-                raise _changed_error(node, version, seen, i)
+        if node.versions:
+            for version, seen, i in node.versions:
+                if version[0] != seen:  # an array the VJP needs was changed in place since
+                    raise _changed_error(node, version, seen, i)
         gs = op.vjp(be, g, saved, **node.params)
         if not retain_graph:
             node.saved = None
@@ -403,8 +406,9 @@ def _walk(tensor, gradient, retain_graph, steps):
             else:
                 grads[parent] = prev + gx
                 owned.add(parent)
-        for tracer in tracers:
-            tracer.backward(node, g, fitted)
+        if tracers:
+            for tracer in tracers:
+                tracer.backward(node, g, fitted)
         if steps:
             yield Step(index, node, g, fitted, grads)
             index += 1

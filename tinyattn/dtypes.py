@@ -9,7 +9,9 @@ float64 tensor stays float32). A Python float counts as the default dtype, a Pyt
 
 import numpy as np
 
-_FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
+# the floating dtypes, the commonest first: apply's "no promotion needed" test is `in FLOATS`,
+# which tries identity first (NumPy and CuPy arrays hand out these very dtype objects)
+FLOATS = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.float16))
 _BOOL, _INT64 = np.dtype(np.bool_), np.dtype(np.int64)
 _default = np.dtype(np.float32)
 
@@ -23,7 +25,7 @@ def set_default_dtype(dtype):
     """Make `dtype` (float16, float32 or float64) the default float dtype, as torch does."""
     global _default
     dt = np.dtype(dtype)
-    if dt not in _FLOATS:
+    if dt not in FLOATS:
         raise TypeError(f"set_default_dtype: only floating-point dtypes (float16, float32, "
                         f"float64) can be the default, got {dt}")
     _default = dt

@@ -196,7 +196,6 @@ class Tensor:
         if self._node.op is not None:
             import weakref
 
-            self._node.retain = True
             self._node.tensor = weakref.ref(self)
 
     # ---- arithmetic (Python numbers are constants; anything else becomes a tensor) -------------
