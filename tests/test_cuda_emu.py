@@ -6,10 +6,9 @@ next to the same kernel without the mistake, which must run and give the right n
 kernels of tinyattn itself run on the emulator in tests/test_cupy_backend.py.
 """
 
+import cuda_emu  # tests/ is on sys.path (pytest's rootdir-relative import)
 import numpy as np
 import pytest
-
-import cuda_emu  # tests/ is on sys.path (pytest's rootdir-relative import)
 
 pytestmark = pytest.mark.skipif(not cuda_emu.available(), reason="the emulator needs g++")
 

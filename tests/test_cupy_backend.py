@@ -14,6 +14,8 @@ import subprocess
 import sys
 import types
 
+import cuda_emu  # tests/ is on sys.path (pytest's rootdir-relative import)
+import fake_cupy
 import numpy as np
 import pytest
 
@@ -24,9 +26,6 @@ from tinyattn.backends import cupy_backend as cb
 from tinyattn.backends import kernel_refs as kr
 from tinyattn.backends.numpy_backend import NumpyBackend
 from tinyattn.errors import BackendError
-
-import cuda_emu  # tests/ is on sys.path (pytest's rootdir-relative import)
-import fake_cupy
 
 NEG_INF = float("-inf")
 NP = NumpyBackend()

@@ -13,6 +13,8 @@ import os
 import re
 import sys
 
+import cuda_emu  # tests/ is on sys.path (pytest's rootdir-relative import)
+import fake_cupy
 import numpy as np
 import pytest
 
@@ -24,9 +26,6 @@ from tinyattn.backends import kernel_refs as kr
 from tinyattn.errors import BackendError
 from tinyattn.ops import REGISTRY
 from tinyattn.ops import samples as S
-
-import cuda_emu  # tests/ is on sys.path (pytest's rootdir-relative import)
-import fake_cupy
 
 FAKE_NAMES = ("cupy", "cupyx", "cupyx.scipy", "cupyx.scipy.special")
 

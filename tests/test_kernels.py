@@ -16,6 +16,7 @@ import shutil
 import subprocess
 
 import numpy as np
+import nvrtc  # tests/ is on sys.path (pytest's rootdir-relative import)
 import pytest
 
 import tinyattn
@@ -24,8 +25,6 @@ from tinyattn.backends import cupy_backend as cb
 from tinyattn.backends import flash as flash_ref
 from tinyattn.backends import kernel_refs as kr
 from tinyattn.backends.numpy_backend import NumpyBackend
-
-import nvrtc  # tests/ is on sys.path (pytest's rootdir-relative import)
 
 NEG_INF = float("-inf")
 BE = NumpyBackend()

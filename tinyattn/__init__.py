@@ -8,24 +8,49 @@
 The public names are listed here explicitly; see DESIGN.md for the map of the package.
 """
 
-from .autograd import enable_grad, is_grad_enabled, no_grad  # first: tensor.py needs it loaded
+from . import functional, nn, optim, viz
+from .anomaly import AnomalyError, AnomalyWarning, debug_from_environment, detect_anomaly
+from .autograd import enable_grad, is_grad_enabled, no_grad
 from .backends import get_backend, set_backend, use_backend
 from .dtypes import get_default_dtype, set_default_dtype
-from .errors import (BackendError, CheckpointError, DimError, DTypeError, GradcheckError,
-                     GraphError, ShapeError, TinyattnError)
-from .tensor import (Tensor, arange, bool_, float16, float32, float64, full, int32, int64,
-                     manual_seed, ones, ones_like, rand, randn, tensor, zeros, zeros_like)
-from . import functional  # noqa: E402,I001 - after Tensor exists
+from .errors import (
+    BackendError,
+    CheckpointError,
+    DimError,
+    DTypeError,
+    GradcheckError,
+    GraphError,
+    ShapeError,
+    TinyattnError,
+)
+from .explain import explain
 from .functional import cat, log_softmax, matmul, softmax, stack, where  # torch.cat and friends
-from . import nn, optim  # noqa: E402
-from .anomaly import AnomalyError, AnomalyWarning, detect_anomaly
 from .gradcheck import check_gradients, gradcheck
 from .graphcheck import check_graph, gradcheck_graph, record
 from .serialization import load, save
-from . import viz  # noqa: E402
-from .explain import explain
+from .tensor import (
+    Tensor,
+    arange,
+    bool_,
+    float16,
+    float32,
+    float64,
+    full,
+    int32,
+    int64,
+    manual_seed,
+    ones,
+    ones_like,
+    rand,
+    randn,
+    tensor,
+    zeros,
+    zeros_like,
+)
 
 __version__ = "0.1.0"
+
+debug_from_environment()  # TINYATTN_DEBUG=1: anomaly detection everywhere
 
 __all__ = [
     "Tensor", "tensor", "zeros", "ones", "full", "randn", "rand", "arange", "zeros_like",

@@ -14,7 +14,7 @@ import warnings
 
 import numpy as np
 
-from .autograd import tracing
+from .autograd import trace_everywhere, tracing
 from .errors import TinyattnError, fmt_shape
 from .graphcheck import Recorder, describe_frame, recorded_call, user_frame
 from .tensor import Tensor
@@ -65,11 +65,11 @@ class detect_anomaly:  # noqa: N801 - used like no_grad
         return wrapper
 
 
-def debug_tracers():
-    """The tracers TINYATTN_DEBUG=1 turns on everywhere: (AnomalyTracer(),), else ()."""
-    if os.environ.get("TINYATTN_DEBUG", "").strip() in ("", "0"):
-        return ()
-    return (AnomalyTracer(warn=True),)
+def debug_from_environment(environ=os.environ):
+    """TINYATTN_DEBUG=1 (not 0 or empty): anomaly detection in every thread, for the whole run.
+    `import tinyattn` calls it; the engine itself reads no environment variable."""
+    on = environ.get("TINYATTN_DEBUG", "").strip() not in ("", "0")
+    trace_everywhere((AnomalyTracer(warn=True),) if on else ())
 
 
 class AnomalyTracer(Recorder):

@@ -17,12 +17,53 @@ import threading
 import weakref
 
 from .dtypes import FLOATS, promote
-from .errors import BackendError, DimError, DTypeError, GraphError, ShapeError, TinyattnError
-from .errors import fmt_shape
+from .errors import (
+    BackendError,
+    DimError,
+    DTypeError,
+    GraphError,
+    ShapeError,
+    TinyattnError,
+    fmt_shape,
+)
 
 _grad_enabled = contextvars.ContextVar("tinyattn_grad_enabled", default=True)
 _scope = contextvars.ContextVar("tinyattn_scope", default=None)
-_tracers = contextvars.ContextVar("tinyattn_tracers", default=())
+_tracers = contextvars.ContextVar("tinyattn_tracers", default=None)  # None: _everywhere
+_everywhere = ()  # the tracers of every thread and task that set none (trace_everywhere)
+
+
+# ---- what the graph knows of a tensor ----------------------------------------------------------
+
+
+class TensorBase:
+    """The part of a tensor the graph reads and writes: its array, backend, .grad, name, node
+    and version counter. tinyattn.Tensor (tensor.py) adds the methods, and makes itself the
+    class apply's outputs and every .grad are made of (`use_tensor_class`): the graph never
+    imports the module that defines the ops' user-facing methods."""
+
+    __slots__ = ("data", "backend", "grad", "name", "_node", "_version_counter", "__weakref__")
+
+    @classmethod
+    def _wrap(cls, array, be):
+        """A tensor around an existing backend array, with no graph (no copy)."""
+        t = cls.__new__(cls)
+        t.data = array
+        t.backend = be
+        t.grad = None
+        t.name = None
+        t._node = None
+        t._version_counter = None  # [count, sharers], made on first use (version_of)
+        return t
+
+
+Tensor = TensorBase  # the class outputs are made of; tensor.py replaces it with tinyattn.Tensor
+
+
+def use_tensor_class(cls):
+    """Make apply's outputs and .grad instances of `cls` (a TensorBase subclass)."""
+    global Tensor
+    Tensor = cls
 
 
 # ---- grad mode --------------------------------------------------------------------------------
@@ -83,28 +124,42 @@ def at_scope(path):
         _scope.reset(token)
 
 
-@contextlib.contextmanager
-def name_scope(name):
-    """Nodes created inside get scope "outer.name" (modules use it: "blocks.0.attn")."""
-    outer = _scope.get()
-    token = _scope.set(name if not outer else f"{outer}.{name}")
-    try:
-        yield
-    finally:
-        _scope.reset(token)
+class Tracer:
+    """What `tracing(tracer)` calls, as no-ops: a tracer overrides the events it wants.
+    (Explain mode, graph recording, graph checks and anomaly detection are tracers.)"""
+
+    def forward(self, op, inputs, params, out):
+        """After each forward inside the block: `out` is the new tensor (out._node its node)."""
+
+    def backward(self, node, g, grads):
+        """After each VJP: `g` reached node's output, `grads` went to its inputs."""
+
+    def accumulate(self, node, user, total):
+        """When a second gradient (from `user`) is added to node's `total`."""
+
+
+def current_tracers():
+    """The tracers that see the ops run here: those of the enclosing tracing() blocks, or
+    those trace_everywhere() set for every thread."""
+    tracers = _tracers.get()
+    return _everywhere if tracers is None else tracers
 
 
 @contextlib.contextmanager
 def tracing(tracer):
-    """Inside the block, `tracer` sees every op: tracer.forward(op, inputs, params, out) after
-    each forward, tracer.backward(node, g, grads) after each VJP, and
-    tracer.accumulate(node, user, total) when a second gradient is added to node's total.
-    (Explain mode, graph recording and anomaly detection are tracers.)"""
-    token = _tracers.set(_tracers.get() + (tracer,))
+    """Inside the block, `tracer` (a Tracer) sees every op run in this thread or task."""
+    token = _tracers.set(current_tracers() + (tracer,))
     try:
         yield tracer
     finally:
         _tracers.reset(token)
+
+
+def trace_everywhere(tracers):
+    """Make `tracers` (a tuple of Tracers) see every op in every thread that has no tracing()
+    block of its own; () turns that off. TINYATTN_DEBUG=1 uses it (see tinyattn.anomaly)."""
+    global _everywhere
+    _everywhere = tuple(tracers)
 
 
 # ---- version counters: what backward checks before using a saved array -----------------------
@@ -164,7 +219,7 @@ def _saved_versions(op, inputs, arrays, saved):
         s = saved[j]
         if s is not None:
             x = inputs[i]
-            if isinstance(x, Tensor) and (s is arrays[i] or _is_view_of(s, arrays[i])):
+            if isinstance(x, TensorBase) and (s is arrays[i] or _is_view_of(s, arrays[i])):
                 v = version_of(x)
                 found += ((v, v[0], i),)
     return found
@@ -217,7 +272,7 @@ def apply(op, *inputs, **params):
     needs_grad = False
     first_dtype, mixed = None, False  # one floating dtype throughout needs no promotion
     for x in inputs:
-        if isinstance(x, Tensor):
+        if isinstance(x, TensorBase):
             if be is None:
                 be = x.backend
             elif x.backend is not be:
@@ -261,6 +316,8 @@ def apply(op, *inputs, **params):
         versions = _saved_versions(op, inputs, arrays, saved) if op.saves else ()
         t._node = Node(op, parents, saved, params, shapes, dtypes, _scope.get(), versions)
     tracers = _tracers.get()
+    if tracers is None:
+        tracers = _everywhere
     if tracers:
         for tracer in tracers:
             tracer.forward(op, inputs, params, t)
@@ -269,7 +326,7 @@ def apply(op, *inputs, **params):
 
 def _op_error(op, inputs, e):
     """Turn an array library's error inside an op into one that names the op and the shapes."""
-    shapes = ", ".join(fmt_shape(x.shape) if isinstance(x, Tensor) else repr(x) for x in inputs)
+    shapes = ", ".join(fmt_shape(x.shape) if isinstance(x, TensorBase) else repr(x) for x in inputs)
     kind = {ValueError: ShapeError, IndexError: DimError, TypeError: DTypeError}
     cls = next(k for base, k in kind.items() if isinstance(e, base))
     hint = ("; shapes broadcast when, from the right, each pair of dims is equal or one is 1 "
@@ -350,7 +407,7 @@ def _walk(tensor, gradient, retain_graph, steps):
                          "its inputs with requires_grad=True, outside no_grad()")
     grads = {root: _seed_gradient(tensor, gradient, be)}  # node -> gradient summed so far
     heap = [(-root.seq, root)]
-    tracers = _tracers.get()
+    tracers = current_tracers()
     # Sums of gradients are added to in place when no one else can hold the array: a sum this
     # walk made, or a gradient from a `fresh` op (getitem: q, k, v split from one tensor).
     # Not while tracers or a stepping caller can see the pending gradients.
@@ -433,7 +490,7 @@ def _seed_gradient(tensor, gradient, be):
                              "backward() needs a scalar (reduce with .sum() or .mean() first) "
                              f"or an explicit gradient= of shape {fmt_shape(tensor.shape)}")
         return be.xp.ones_like(tensor.data)
-    g = gradient.data if isinstance(gradient, Tensor) else be.asarray(gradient)
+    g = gradient.data if isinstance(gradient, TensorBase) else be.asarray(gradient)
     if g.shape != tensor.shape:
         raise ShapeError(f"backward: gradient has shape {fmt_shape(g.shape)} but the output "
                          f"has shape {fmt_shape(tensor.shape)}")
@@ -478,6 +535,3 @@ def _addable(a, t):
             and getattr(a.flags, "writeable", True))
 
 
-from .tensor import Tensor  # noqa: E402 - tensor.py imports this module's apply first
-from .anomaly import debug_tracers  # noqa: E402 - TINYATTN_DEBUG=1: anomaly checks everywhere
-_tracers = contextvars.ContextVar("tinyattn_tracers", default=debug_tracers())  # noqa: E402, B039 - a tuple

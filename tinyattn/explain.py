@@ -12,7 +12,7 @@ and a line whenever a tensor used in several places adds up another contribution
 import re
 import sys
 
-from .autograd import tracing
+from .autograd import Tracer, tracing
 from .errors import fmt_shape
 
 
@@ -68,7 +68,7 @@ def node_name(node, names=None):
     return f"the output of {node.op.name}" + (f" [{node.scope}]" if node.scope else "")
 
 
-class explain:  # noqa: N801 - used like no_grad: `with explain():`
+class explain(Tracer):  # noqa: N801 - used like no_grad: `with explain():`
     """`with explain(): loss.backward()` prints the VJP story of the backward pass.
 
     file: where to print (default sys.stdout at the time of printing). params: a Module or
@@ -101,8 +101,7 @@ class explain:  # noqa: N801 - used like no_grad: `with explain():`
 
     # the tracer interface (autograd.tracing)
 
-    def forward(self, op, inputs, params, out):
-        pass  # explain mode tells the backward pass only
+    # (no forward: explain mode tells the backward pass only)
 
     def accumulate(self, node, user, total):
         n = self._uses.get(node, 1) + 1

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .autograd import sum_to, toposort, tracing
+from .autograd import Tracer, sum_to, toposort, tracing
 from .errors import GradcheckError, GraphError, fmt_shape
 from .tensor import Tensor
 
@@ -81,7 +81,7 @@ class Call:
         return f"<Call {self.label} {self.describe()} at {self.source}>"
 
 
-class Recorder:
+class Recorder(Tracer):
     """A tracer that numbers every op call and records those that join a graph (see Call)."""
 
     def __init__(self, keep=True):
@@ -101,12 +101,6 @@ class Recorder:
         if self.calls is not None:
             self.calls.append(call)
         return call
-
-    def backward(self, node, g, grads):
-        pass
-
-    def accumulate(self, node, user, total):
-        pass
 
 
 def recorded_call(node):

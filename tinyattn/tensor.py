@@ -14,9 +14,20 @@ import numbers
 
 import numpy as np
 
-from . import backends
-from .autograd import (Node, apply, backward, backward_steps, bump_version, is_grad_enabled,
-                       no_grad, others_alive, share_version)
+from . import backends, return_types
+from .autograd import (
+    Node,
+    TensorBase,
+    apply,
+    backward,
+    backward_steps,
+    bump_version,
+    is_grad_enabled,
+    no_grad,
+    others_alive,
+    share_version,
+    use_tensor_class,
+)
 from .dtypes import category, get_default_dtype, result_type
 from .errors import DimError, DTypeError, GraphError, ShapeError, fmt_shape
 from .ops import elementwise as ew
@@ -25,18 +36,17 @@ from .ops import reduce as rd
 from .ops import shape as sh
 from .ops import softmax as sm
 from .ops.mask import masked_fill
-from .ops import dim1 as _axis
-from .ops import dims as _axes
-from . import return_types
+from .ops.op import dim1 as _axis
+from .ops.op import dims as _axes
 
 float16, float32, float64 = np.float16, np.float32, np.float64
 int32, int64, bool_ = np.int32, np.int64, np.bool_
 
 
-class Tensor:
+class Tensor(TensorBase):
     """An n-dimensional array with reverse-mode autograd (PyTorch's names throughout)."""
 
-    __slots__ = ("data", "backend", "grad", "name", "_node", "_version_counter", "__weakref__")
+    __slots__ = ()  # data, backend, grad, name, _node, _version_counter: see TensorBase
     __array_ufunc__ = None  # NumPy defers to our operators: np.float32(2) * t is a Tensor
     __hash__ = object.__hash__  # == compares values, so hashing is by identity (as PyTorch)
 
@@ -50,18 +60,6 @@ class Tensor:
         self._version_counter = None  # [count, sharers], made on first use (see autograd)
         if requires_grad:
             self.requires_grad = True
-
-    @classmethod
-    def _wrap(cls, array, be):
-        """A Tensor around an existing backend array, with no graph (no copy)."""
-        t = cls.__new__(cls)
-        t.data = array
-        t.backend = be
-        t.grad = None
-        t.name = None
-        t._node = None
-        t._version_counter = None
-        return t
 
     # ---- what it is ----------------------------------------------------------------------------
 
@@ -775,6 +773,9 @@ class Tensor:
 
 
 # ---- argument helpers ----------------------------------------------------------------------------
+
+
+use_tensor_class(Tensor)  # apply's outputs and every .grad are Tensors
 
 
 def _reduce_args(dim, keepdim, axis, keepdims):

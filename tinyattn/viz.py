@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .autograd import toposort, tracing
+from .autograd import Tracer, toposort, tracing
 from .errors import GraphError, TinyattnError, fmt_shape
 from .tensor import Tensor
 
@@ -40,7 +40,7 @@ class GraphvizNotFoundError(TinyattnError, RuntimeError):
 # ---- recording the values an ordinary graph does not keep --------------------------------------
 
 
-class Recording:
+class Recording(Tracer):
     """What ran inside `with record():` — each node's output value, its constant inputs, and
     (when backward ran inside too) the norm of the gradient that reached it."""
 
@@ -65,9 +65,6 @@ class Recording:
 
     def backward(self, node, g, grads):
         self.grad_norms[node] = _norm(g)
-
-    def accumulate(self, node, user, total):
-        pass  # the total is what reaches backward(); nothing to keep here
 
 
 def record():

@@ -6,8 +6,13 @@ transformer.py the attention, MLP and block that make TinyTransformer.
 
 from .layers import GELU, Dropout, Embedding, LayerNorm, Linear, ReLU, Tanh
 from .module import Module, ModuleList, Parameter, Sequential
-from .transformer import (MLP, CausalSelfAttention, TinyTransformer, TransformerBlock,
-                          TransformerConfig)
+from .transformer import (
+    MLP,
+    CausalSelfAttention,
+    TinyTransformer,
+    TransformerBlock,
+    TransformerConfig,
+)
 
 __all__ = [
     "Module", "Parameter", "Sequential", "ModuleList", "Linear", "Embedding", "LayerNorm",

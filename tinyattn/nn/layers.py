@@ -7,7 +7,7 @@ its own the GPT-2 way. Each forward is one line of functional code.
 import math
 
 from .. import functional as F
-from ..tensor import randn, rand, ones, zeros
+from ..tensor import ones, rand, randn, zeros
 from .module import Module, Parameter
 
 

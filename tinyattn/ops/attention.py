@@ -11,7 +11,7 @@ i see keys 0..i. A query with no key to attend gives a zero output row and zero 
 import math
 
 from ..errors import DTypeError, ShapeError, fmt_shape
-from . import broadcast_shape, broadcasts_to, op
+from .op import broadcast_shape, broadcasts_to, op
 from .softmax import scaled_masked_softmax
 
 

@@ -8,7 +8,7 @@ sums them to each input's shape (`sum_to`). A Python number operand is a constan
 import contextlib
 import math
 
-from . import is_const, op, quiet
+from .op import is_const, op, quiet
 
 # ---- arithmetic ---------------------------------------------------------------------------------
 

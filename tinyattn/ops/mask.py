@@ -6,7 +6,7 @@ mask; note that it marks the entries that may be *attended*, as attention masks 
 """
 
 from ..errors import DTypeError, ShapeError, fmt_shape
-from . import broadcast_shape, op
+from .op import broadcast_shape, op
 
 
 @op("masked_fill", "gx = where(mask, 0, g)", nondiff=(1,), saves={1: 0})

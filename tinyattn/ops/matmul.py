@@ -7,7 +7,7 @@ Also here: `linear`, x @ wᵀ + b as one fused node (the layer every model is ma
 """
 
 from ..errors import ShapeError, fmt_shape
-from . import op
+from .op import op
 
 
 def _check(x, y):

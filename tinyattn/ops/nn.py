@@ -7,8 +7,7 @@ runs as one elementwise kernel each.
 """
 
 from ..errors import DTypeError, ShapeError, fmt_shape
-from . import op
-
+from .op import op
 
 
 @op("layer_norm", "gx = rstd * (ĝ - mean(ĝ) - x̂ * mean(ĝ * x̂)), ĝ = g * w; gw = Σ g x̂; gb = Σ g",

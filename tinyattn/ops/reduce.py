@@ -8,7 +8,7 @@ min (ties share the gradient evenly), by the softmax weights for logsumexp.
 import math
 
 from ..errors import DTypeError
-from . import dims, op, quiet
+from .op import dims, op, quiet
 
 
 def unreduce(be, g, axes, keepdim, shape):

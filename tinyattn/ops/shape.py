@@ -6,7 +6,7 @@ are reshapes, transpose and .T are permutes, split and chunk are getitems.
 """
 
 from ..errors import ShapeError, fmt_shape
-from . import broadcasts_to, dim1, op
+from .op import broadcasts_to, dim1, op
 
 
 @op("reshape", "gx = reshape(g, x.shape)", view=True)

@@ -7,7 +7,7 @@ Jacobian is never built. Rows whose entries are all -inf (fully masked) give zer
 """
 
 from ..errors import DimError, DTypeError, ShapeError, fmt_shape
-from . import broadcasts_to, dim1, dims, op
+from .op import broadcasts_to, dim1, dims, op
 
 NEG_INF = float("-inf")
 

@@ -1,0 +1,125 @@
+"""Op, the record pairing an op's forward with its VJP, and the helpers every op family uses.
+
+An op's forward is `fwd(be, *arrays, **params) -> (out, saved)` and its VJP is
+`vjp(be, g, saved, **params) -> (gx, gy, ...)`, one gradient per input (None where there is
+none). `@op(name, formula)` turns a forward into an Op; `@that_op.defvjp` attaches the VJP
+written directly below it. Calling an Op on tensors runs it through `autograd.apply`.
+The helpers: `dims` and `dim1` (checked dim arguments), `is_const` (a Python number operand),
+`quiet` (IEEE infinities and NaN without NumPy's warnings) and the broadcasting checks.
+"""
+
+import functools
+
+import numpy
+
+from ..autograd import apply
+from ..errors import DimError
+
+
+class Op:
+    """A differentiable operation: name, forward, VJP, and a one-line formula for the docs."""
+
+    __slots__ = ("name", "fwd", "vjp", "formula", "broadcasts", "nondiff", "fused", "fresh",
+                 "promote", "saves", "saves_out", "view", "doc")
+
+    def __init__(self, name, fwd, formula, broadcasts=False, nondiff=(), fused=False,
+                 fresh=False, promote=None, saves=None, saves_out=None, view=False):
+        self.name = name
+        self.fwd = fwd
+        self.vjp = functools.partial(_missing_vjp, name)
+        self.formula = formula  # the VJP in one line: "gx = y * (g - sum(g*y, dim))"
+        self.broadcasts = broadcasts  # gradients are summed back to input shapes (sum_to)
+        self.nondiff = nondiff  # input positions that never get a gradient (masks, indices)
+        self.fused = fused  # one node standing for several textbook ops
+        self.fresh = fresh  # the VJP's gradients are new arrays nothing else holds (see backward)
+        # dtypes (tinyattn/dtypes.py): "common" casts the inputs to their result type, "float"
+        # too but integers become the default float dtype; None leaves the inputs alone
+        self.promote = promote
+        # in-place safety: {input position: its place in `saved`} for the inputs whose arrays
+        # (or views of them) the forward saves, and the place of the output if it saves that;
+        # backward checks that their version counters did not move (tests check the places)
+        self.saves = saves or {}
+        self.saves_out = saves_out
+        self.view = view  # the output may be a view of input 0 (they share a version counter)
+        self.doc = (fwd.__doc__ or "").strip()  # the forward in one line of math
+
+    def defvjp(self, vjp):
+        """Decorator: attach `vjp` to this op (written directly below its forward)."""
+        self.vjp = vjp
+        return vjp
+
+    def __call__(self, *inputs, **params):
+        return apply(self, *inputs, **params)
+
+    def __repr__(self):
+        return f"<Op {self.name}: {self.formula}>"
+
+
+def op(name, formula, **flags):
+    """Decorator: make the forward below into an Op called `name`."""
+    return lambda fwd: Op(name, fwd, formula, **flags)
+
+
+def _missing_vjp(name, be, g, saved, **params):
+    """Until @defvjp replaces it: backward through `name` is an error, never zeros."""
+    raise NotImplementedError(f"{name}: no VJP is defined for this op")
+
+
+def dims(dim, ndim, opname):
+    """`dim` (None, an int or a tuple of ints, negatives allowed) as a sorted tuple of axes."""
+    if dim is None:
+        return tuple(range(ndim))
+    if isinstance(dim, list):
+        dim = tuple(dim)
+    if ndim == 0 and dim in (0, -1, (), (0,), (-1,)):
+        return ()  # a 0-d tensor has one implicit dim, as in PyTorch
+    many = isinstance(dim, (tuple, list))
+    out = []
+    for d in dim if many else (dim,):
+        if not isinstance(d, int) or isinstance(d, bool):
+            raise TypeError(f"{opname}: dim must be an int or a tuple of ints, got {d!r}")
+        if not -max(ndim, 1) <= d < max(ndim, 1):
+            raise DimError(f"{opname}: dim {d} is out of range for a tensor with {ndim} dims "
+                           f"(valid: {-max(ndim, 1)}..{max(ndim, 1) - 1})")
+        out.append(d % max(ndim, 1))
+    if len(set(out)) != len(out):
+        raise DimError(f"{opname}: dim {dim} repeats a dim")
+    return tuple(sorted(out))
+
+
+def dim1(dim, ndim, opname):
+    """A single `dim` as a non-negative axis."""
+    axes = dims(dim, ndim, opname)
+    if len(axes) != 1:
+        raise DimError(f"{opname}: takes one dim, got dim={dim!r} for a tensor with {ndim} dims"
+                       + ("; reshape the 0-d tensor to (1,) first" if ndim == 0 else ""))
+    return axes[0]
+
+
+def quiet():
+    """Inside: NumPy gives inf and NaN (x / 0, 0 * inf, log of a negative) without warnings,
+    as torch does; the values are the IEEE ones either way."""
+    return numpy.errstate(divide="ignore", invalid="ignore", over="ignore")
+
+
+def is_const(v):
+    """True for a Python number operand: a constant of the graph, so it gets no gradient.
+    (A 0-d result such as x.sum() can be a NumPy scalar, and np.float64 is a float: not const.)"""
+    return type(v) in _PYTHON_NUMBERS or (isinstance(v, (int, float))
+                                           and not hasattr(v, "dtype"))
+
+
+_PYTHON_NUMBERS = (int, float, bool)  # the quick exact-type check first
+
+
+def broadcast_shape(*shapes):
+    """The shape NumPy broadcasting gives `shapes`; a ValueError if they do not broadcast."""
+    return numpy.broadcast_shapes(*shapes)  # shape arithmetic only, on any backend
+
+
+def broadcasts_to(shape, target):
+    """Whether an array of `shape` broadcasts to exactly `target` (a mask to its scores)."""
+    try:
+        return numpy.broadcast_shapes(shape, target) == tuple(target)
+    except ValueError:
+        return False
