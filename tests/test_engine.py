@@ -333,14 +333,14 @@ def _float32(values, requires_grad):
     return ta.tensor(values, requires_grad=requires_grad)
 
 
-CASES32 = [(name, i) for name in sorted(REGISTRY) for i in range(len(S.SAMPLES.get(name, ())))]
+CASES32 = [(name, i) for name in sorted(REGISTRY) for i in range(len(REGISTRY[name].samples))]
 
 
 @pytest.mark.parametrize("name,index", CASES32, ids=[f"{n}-{i}" for n, i in CASES32])
 def test_a_float32_op_never_computes_in_float64(name, index, monkeypatch):
     """Forward output, every raw VJP output (before autograd's cast) and every .grad: float32."""
     op = REGISTRY[name]
-    inputs, params = S.SAMPLES[name][index]
+    inputs, params = REGISTRY[name].samples[index]
     xs = S.materialize(inputs, np.random.default_rng(index), _float32)
     raw = []
 

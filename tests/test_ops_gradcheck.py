@@ -8,6 +8,7 @@ repeated indices, cross_entropy's options, matmul's shapes).
 """
 
 import itertools
+import re
 import warnings
 
 import numpy as np
@@ -19,7 +20,12 @@ from tinyattn.gradcheck import check_gradients
 from tinyattn.ops import REGISTRY, Op
 from tinyattn.ops import samples as S
 
-# Elementwise ops that samples.cases() does not put on the broadcasting grid: checked here over
+# Binary broadcasting ops and unary elementwise ops list the grid among their samples
+# (samples.binary_grid / unary_grid); the test below holds them to it.
+BINARY_BROADCASTING = ("add", "sub", "mul", "div", "pow", "maximum", "minimum")
+UNARY_ELEMENTWISE = ("neg", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "abs")
+
+# Elementwise ops whose samples do not include the broadcasting grid: checked here over
 # it too (where: x and y over every broadcasting pair; the rest: x of every grid shape).
 EXTRA_GRID = {
     "where": lambda a, b: S.case(S.const(np.arange(6).reshape(2, 3) % 2 == 0), a, b),
@@ -39,21 +45,19 @@ def _extra_grid_cases(name):
     return []
 
 
-def all_cases(name, samples=None):
+def all_cases(name):
     """The sample cases of op `name` plus the extra grid cases; [] when it has no samples."""
-    samples = S.SAMPLES if samples is None else samples
-    if name not in samples:
-        return []
-    return S.cases(name) + _extra_grid_cases(name)
+    samples = REGISTRY[name].samples
+    return samples + _extra_grid_cases(name) if samples else []
 
 
-def gradcheck_params(registry=None, samples=None):
+def gradcheck_params(registry=None):
     """(op name, case number) for every case of every registered op; (name, None) for an op
     that has no cases at all, which the test turns into a failure."""
     registry = REGISTRY if registry is None else registry
     params = []
     for name in sorted(registry):
-        n = len(all_cases(name, samples))
+        n = len(all_cases(name))
         params += [(name, i) for i in range(n)] if n else [(name, None)]
     return params
 
@@ -62,7 +66,7 @@ def run_case(name, index):
     """Gradient-check case `index` of op `name` in float64; fail if it has no samples."""
     if index is None:
         pytest.fail(f"op {name!r} is registered without sample inputs: add them to "
-                    "tinyattn/ops/samples.py (SAMPLES)")
+                    "@op(..., samples=[...]) where the op is defined (see tinyattn/ops/samples.py)")
     inputs, params = all_cases(name)[index]
     rng = np.random.default_rng(1000 + index)
     xs = S.materialize(inputs, rng, lambda v, rg: ta.tensor(v, requires_grad=rg))
@@ -78,34 +82,41 @@ def test_op_gradcheck(name, index):
     run_case(name, index)
 
 
-def test_samples_name_only_registered_ops():
-    assert set(S.SAMPLES) <= set(REGISTRY), set(S.SAMPLES) - set(REGISTRY)
+def test_every_op_names_one_gradient_per_input_and_the_formula_uses_them():
+    for name, op in REGISTRY.items():
+        arities = {len(inputs) for inputs, _ in op.samples}
+        if op.grads == ():  # variadic (cat, stack): explain says g[0], g[1], ...
+            assert len(arities) > 1, f"{name}: takes a fixed number of inputs, name its grads"
+            continue
+        assert max(arities) == len(op.grads), (name, op.grads, arities)  # optional inputs last
+        for i, g in enumerate(op.grads):
+            assert (g is None) == (i in op.nondiff), (name, i, g)
+            if g is not None:
+                assert re.search(rf"\b{g}\s*=", op.formula), (name, g, op.formula)
 
 
 def test_grid_ops_are_registered_and_use_the_whole_grid():
-    for name in S.BINARY_BROADCASTING + S.UNARY_ELEMENTWISE:
+    for name in BINARY_BROADCASTING + UNARY_ELEMENTWISE:
         assert name in REGISTRY
         shapes = {x.shape if isinstance(x, S.pos) else x
-                  for inputs, _ in S.cases(name) for x in inputs}
+                  for inputs, _ in REGISTRY[name].samples for x in inputs}
         assert set(S.GRID) <= shapes, name
 
 
-@pytest.mark.parametrize("missing_from", ["SAMPLES", "empty list"])
-def test_an_op_registered_without_samples_fails_the_suite(monkeypatch, missing_from):
-    fresh = Op("fresh_double", lambda be, x: (2 * x, ()), "gx = 2 g")
+@pytest.mark.parametrize("samples", [None, []])
+def test_an_op_registered_without_samples_fails_the_suite(monkeypatch, samples):
+    fresh = Op("fresh_double", lambda be, x: (2 * x, ()), "gx = 2 g", samples=samples)
     fresh.defvjp(lambda be, g, saved: (2 * g,))
     monkeypatch.setitem(REGISTRY, "fresh_double", fresh)  # undone after the test
-    if missing_from == "empty list":
-        monkeypatch.setitem(S.SAMPLES, "fresh_double", [])
     assert ("fresh_double", None) in gradcheck_params()
     with pytest.raises(pytest.fail.Exception, match="fresh_double.*without sample inputs"):
         run_case("fresh_double", None)
     # once it has samples, it gets checked like any other op
-    monkeypatch.setitem(S.SAMPLES, "fresh_double", [S.case((2, 3))])
+    fresh.samples = [S.case((2, 3))]
     assert ("fresh_double", 0) in gradcheck_params()
     run_case("fresh_double", 0)
     monkeypatch.undo()
-    assert "fresh_double" not in REGISTRY and "fresh_double" not in S.SAMPLES
+    assert "fresh_double" not in REGISTRY
 
 
 # ---- gradcheck itself: it must fail loudly, and say where -----------------------------------

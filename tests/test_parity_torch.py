@@ -155,7 +155,7 @@ def parity_params():
         if name not in TORCH:
             params.append((name, None))
             continue
-        params += [(name, i) for i in range(len(S.cases(name)))]
+        params += [(name, i) for i in range(len(REGISTRY[name].samples))]
     return params
 
 
@@ -170,7 +170,7 @@ def check_parity(name, index):
     """Case `index` of op `name`: the same forward values and input gradients as torch."""
     if index is None:
         pytest.fail(f"op {name!r} has no torch counterpart in TORCH and no reason in TORCHLESS")
-    inputs, params = S.cases(name)[index]
+    inputs, params = REGISTRY[name].samples[index]
     rng = np.random.default_rng(index)
     xs = S.materialize(inputs, rng, lambda v, rg: ta.tensor(v, requires_grad=rg))
     ts = [_to_torch(x) for x in xs]

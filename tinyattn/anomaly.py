@@ -3,8 +3,9 @@
 `with tinyattn.detect_anomaly():` (or TINYATTN_DEBUG=1 in the environment, for every thread) puts
 a tracer on every op call: each forward output and each VJP result is checked for NaN/Inf, and
 the first op that produced one raises AnomalyError naming the op, the pass, its input statistics
-and the user's line that created it. It also warns (AnomalyWarning) about a fully masked
-attention row, float16 logits large enough to overflow exp, and a 0/1 float mask added to scores.
+and the user's line that created it. It also warns (AnomalyWarning) about what each op names as
+its traps (ops/traps.py: a fully masked attention row, float16 logits large enough to overflow
+exp, a 0/1 float mask added to scores).
 """
 
 import functools
@@ -17,11 +18,8 @@ import numpy as np
 from .autograd import trace_everywhere, tracing
 from .errors import TinyattnError, fmt_shape
 from .graphcheck import Recorder, describe_frame, recorded_call, user_frame
+from .ops.traps import FLOAT16_EXP_LIMIT
 from .tensor import Tensor
-
-FLOAT16_EXP_LIMIT = math.log(float(np.finfo(np.float16).max))  # 11.09: exp overflows above it
-_SOFTMAX_LIKE = ("softmax", "log_softmax", "scaled_masked_softmax", "cross_entropy",
-                 "logsumexp")
 
 
 class AnomalyError(TinyattnError, FloatingPointError):
@@ -91,8 +89,8 @@ class AnomalyTracer(Recorder):
             message = _forward_message(op, label, arrays, params, out.data)
             if message:  # None: an infinity that came in on purpose (a -inf mask)
                 raise AnomalyError(message)
-        if self.warn:
-            for message in _traps(op, arrays, params, out.data, label):
+        if self.warn and op.traps is not None:
+            for message in op.traps(out.backend, arrays, params, out.data, label):
                 _warn_at_user_line(message)
 
     # ---- backward ---------------------------------------------------------------------------
@@ -216,71 +214,6 @@ def _source(node):
 def _params(params):
     return ", ".join(f"{k}=..." if hasattr(v, "shape") or k == "index" else f"{k}={v!r}"
                      for k, v in params.items())
-
-
-# ---- the traps -----------------------------------------------------------------------------------
-
-
-def _traps(op, arrays, params, out, label):
-    """Warnings for what is legal but rarely meant."""
-    name = op.name
-    if name in ("softmax", "scaled_masked_softmax") and out.ndim:
-        axis = params.get("dim", -1) if name == "softmax" else -1
-        rows = (out.sum(axis=axis) == 0)
-        yield from _masked_rows(label, int(rows.sum()), rows.size)
-    elif name == "log_softmax" and out.ndim:
-        rows = np.isneginf(_numpy(out)).all(axis=params.get("dim", -1))
-        yield from _masked_rows(label, int(rows.sum()), rows.size)
-    elif name == "flash_attention":
-        rows = _flash_masked_rows(*arrays[:4], params.get("causal", False))
-        yield from _masked_rows(label, int(rows.sum()), rows.size)
-    if name in _SOFTMAX_LIKE and getattr(arrays[0], "dtype", None) == np.float16:
-        x = _numpy(arrays[0]).astype(np.float32) * params.get("scale", 1.0)
-        top = float(np.abs(x[np.isfinite(x)]).max()) if np.isfinite(x).any() else 0.0
-        if top > FLOAT16_EXP_LIMIT:
-            yield (f"{label}: float16 logits reach {top:.4g}; exp overflows float16 "
-                   f"above {FLOAT16_EXP_LIMIT:.2f}. This op subtracts the row max and stays "
-                   "finite, but exp() of these logits anywhere else gives inf and their "
-                   "differences lose precision: compute the logits in float32 (.float()).")
-    if name in ("add", "sub"):
-        for j, a in enumerate(arrays):
-            if _looks_like_bool_mask(a, out):
-                yield (f"{label}: input {j} is a float tensor of 0s and 1s of "
-                       f"shape {fmt_shape(a.shape)}, added as if it were a mask. An additive mask "
-                       "holds 0 (attend) and -inf (masked); adding 1s barely moves the scores. "
-                       "Pass a bool mask (True = attend) to scaled_dot_product_attention, or "
-                       "use scores.masked_fill(~mask, float('-inf')).")
-
-
-def _masked_rows(label, n, total):
-    if n:
-        yield (f"{label}: {n} of {total} rows are fully masked (no key may be attended). They "
-               "give zeros, output and gradient, never NaN; if that is not meant, check the "
-               "mask (True = may attend) and the padding.")
-
-
-def _flash_masked_rows(q, k, v, keep, causal):
-    """Which query rows of flash attention may attend no key: (..., T) bool."""
-    n_q, n_k = q.shape[-2], k.shape[-2]
-    allowed = np.ones((n_q, n_k), dtype=bool)
-    if causal:
-        allowed &= np.arange(n_k)[None, :] <= np.arange(n_q)[:, None]
-    if keep is not None:
-        allowed = allowed & _numpy(keep)
-    rows = ~allowed.any(axis=-1)  # (..., T)
-    lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2], rows.shape[:-1])
-    return np.broadcast_to(rows, lead + (n_q,))
-
-
-def _looks_like_bool_mask(a, out):
-    """A float constant of 0s and 1s (both), at least (T, S), ending like the output's shape."""
-    if not hasattr(a, "dtype") or a.dtype.kind != "f" or a.ndim < 2 or a.size < 4:
-        return False
-    if a.shape[-2:] != out.shape[-2:]:
-        return False
-    values = _numpy(a)
-    ones = values == 1
-    return bool(((values == 0) | ones).all() and ones.any() and not ones.all())
 
 
 def _warn_at_user_line(message):

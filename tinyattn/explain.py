@@ -9,7 +9,6 @@ and a line whenever a tensor used in several places adds up another contribution
 `describe(step)` gives the same line for a Step of `loss.backward_steps()`, for notebooks.
 """
 
-import re
 import sys
 
 from .autograd import Tracer, tracing
@@ -26,15 +25,10 @@ def _shape_norm(a):
 
 
 def grad_names(op, n_inputs):
-    """The names the formula gives the gradients ("gx", "gy", "gq"...), one per input: taken
-    from the formula for the inputs that can get a gradient, `g[i]` where it does not say."""
-    names = list(dict.fromkeys(re.findall(r"\b(g[a-z]\w*)\s*=", op.formula)))
-    free = [i for i in range(n_inputs) if i not in op.nondiff]
-    out = [f"g[{i}]" for i in range(n_inputs)]
-    if len(names) == len(free):
-        for i, name in zip(free, names, strict=True):
-            out[i] = name
-    return out
+    """The names the op's formula gives its gradients ("gx", "gy", "gq"...), one per input
+    (`op.grads`); `g[i]` where it names none (an input with no gradient, a variadic op)."""
+    names = op.grads if len(op.grads) == n_inputs else ()
+    return [names[i] if names and names[i] else f"g[{i}]" for i in range(n_inputs)]
 
 
 def vjp_line(index, node, g, grads):

@@ -193,7 +193,7 @@ def describe_case(inputs, params):
 def check_op(name, backend=None, **tolerances):
     """Check op `name` on every sample case: a list of (case description, GradReport)."""
     from .ops import REGISTRY
-    from .ops.samples import cases, materialize
+    from .ops.samples import materialize
 
     op = REGISTRY[name]
     rng = np.random.default_rng(0)
@@ -202,7 +202,7 @@ def check_op(name, backend=None, **tolerances):
         return Tensor(values, requires_grad=requires_grad, backend=backend)
 
     rows = []
-    for inputs, params in cases(name):
+    for inputs, params in op.samples:
         xs = materialize(inputs, rng, make)
         report = check_gradients(lambda *a, p=params: op(*a, **p), xs, **tolerances)
         rows.append((describe_case(xs, params), report))

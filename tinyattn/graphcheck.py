@@ -252,21 +252,12 @@ def _as_float64(be, a):
     return a
 
 
-def _params64(params):
-    """The op's parameters for the float64 re-run: a float `dtype` becomes float64, and a
-    random op without a seed gets a fixed one (its VJP is then checked for that draw)."""
-    out = dict(params)
-    if "dtype" in out and np.dtype(out["dtype"]).kind == "f":
-        out["dtype"] = np.float64
-    if "seed" in out and out["seed"] is None:
-        out["seed"] = 0
-    return out
-
-
 def _check_call(call, eps, atol, rtol, n_directions, rng, locate_limit):
     op, be = call.op, call.backend
     xs = [_as_float64(be, a) for a in call.inputs]
-    params = _params64(call.params)
+    params = dict(call.params)
+    if op.float64_params is not None:  # cast's float dtype, a random op's seed
+        params = op.float64_params(params)
     verdict = dict(label=call.label, case=call.describe(), source=call.source)
 
     def run(arrays):

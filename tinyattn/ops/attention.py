@@ -10,14 +10,40 @@ i see keys 0..i. A query with no key to attend gives a zero output row and zero 
 
 import math
 
+import numpy as np
+
 from ..errors import DTypeError, ShapeError, fmt_shape
+from . import traps
 from .op import broadcast_shape, broadcasts_to, op
+from .samples import CAUSAL_PAD, case, const
 from .softmax import scaled_masked_softmax
 
 
+def _masked_queries(be, arrays, params, out, label):
+    """Trap: query rows that may attend no key (by the mask, the causal rule or both)."""
+    q, k, v, keep = arrays[:4]
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    allowed = np.ones((n_q, n_k), dtype=bool)
+    if params.get("causal", False):
+        allowed &= np.arange(n_k)[None, :] <= np.arange(n_q)[:, None]
+    if keep is not None:
+        allowed = allowed & be.to_numpy(keep)
+    rows = ~allowed.any(axis=-1)  # (..., T)
+    lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2], rows.shape[:-1])
+    yield from traps.masked_rows(label, np.broadcast_to(rows, lead + (n_q,)))
+
+
 @op("flash_attention", "dS = P * (dO Vᵀ - rowsum(dO * O)); gq = s dS K, gk = s dSᵀ Q, gv = Pᵀ dO",
+    grads=("gq", "gk", "gv", None),
     broadcasts=True, nondiff=(3,), fused=True, saves={0: 0, 1: 1, 2: 2, 3: 5},
-    saves_out=3)
+    saves_out=3,
+    traps=_masked_queries,
+    samples=[
+        case((2, 5, 4), (2, 5, 4), (2, 5, 3), None, scale=0.5, causal=True, block=2),
+        case((4, 4), (4, 4), (4, 2), const(CAUSAL_PAD), scale=0.7, block=3),  # a masked row
+        case((1, 2, 3, 4), (3, 1, 6, 4), (3, 1, 6, 2), None, scale=0.4, block=4),  # broadcast
+        case((2, 7, 3), (2, 5, 3), (2, 5, 3), None, scale=1.0, causal=True, block=2),  # T > S
+    ])
 def flash_attention(be, q, k, v, keep=None, scale=1.0, causal=False, block=None):
     """out = softmax(scale q kᵀ, masked) v, in tiles; saves only q, k, v, out and lse per row"""
     check_qkv(q, k, v)

@@ -8,12 +8,18 @@ sums them to each input's shape (`sum_to`). A Python number operand is a constan
 import contextlib
 import math
 
+import numpy as np
+
+from . import traps
 from .op import is_const, op, quiet
+from .samples import binary_grid, case, const, pos, unary_grid, vals
 
 # ---- arithmetic ---------------------------------------------------------------------------------
 
 
-@op("add", "gx = g, gy = g", broadcasts=True, promote="common")
+@op("add", "gx = g, gy = g", grads=("gx", "gy"), broadcasts=True, promote="common",
+    traps=traps.float_mask_added,
+    samples=[case((2, 3), 1.5), case(2.0, (3,)), *binary_grid()])
 def add(be, x, y):
     """out = x + y"""
     return x + y, ()
@@ -24,7 +30,9 @@ def add_vjp(be, g, saved):
     return g, g
 
 
-@op("sub", "gx = g, gy = -g", broadcasts=True, promote="common")
+@op("sub", "gx = g, gy = -g", grads=("gx", "gy"), broadcasts=True, promote="common",
+    traps=traps.float_mask_added,
+    samples=[case((2, 3), 0.5), case(1.0, (2, 3)), *binary_grid()])
 def sub(be, x, y):
     """out = x - y"""
     return x - y, (is_const(y),)
@@ -36,7 +44,9 @@ def sub_vjp(be, g, saved):
     return g, None if y_const else -g
 
 
-@op("mul", "gx = g * y, gy = g * x", broadcasts=True, promote="common", saves={0: 0, 1: 1})
+@op("mul", "gx = g * y, gy = g * x",
+    grads=("gx", "gy"), broadcasts=True, promote="common", saves={0: 0, 1: 1},
+    samples=[case((2, 3), 3.0), case(-2.0, (3,)), *binary_grid()])
 def mul(be, x, y):
     """out = x * y"""
     # each factor is kept only for the other's gradient (a constant factor needs none)
@@ -50,7 +60,9 @@ def mul_vjp(be, g, saved):
     return None if x_const else g * y, None if y_const else g * x
 
 
-@op("div", "gx = g / y, gy = -g * x / y²", broadcasts=True, promote="float", saves={0: 0, 1: 1})
+@op("div", "gx = g / y, gy = -g * x / y²",
+    grads=("gx", "gy"), broadcasts=True, promote="float", saves={0: 0, 1: 1},
+    samples=[case((2, 3), 4.0), case(2.0, pos((2, 3))), *binary_grid(second=pos)])
 def div(be, x, y):
     """out = x / y"""
     if is_const(x):  # c / y keeps r = 1/y, not y (torch's reciprocal): gy = -g c r²
@@ -69,7 +81,8 @@ def div_vjp(be, g, saved):
     return gx, None if is_const(y) else -gx * x / y
 
 
-@op("neg", "gx = -g")
+@op("neg", "gx = -g",
+    samples=unary_grid())
 def neg(be, x):
     """out = -x"""
     return -x, ()
@@ -80,8 +93,11 @@ def neg_vjp(be, g, saved):
     return (-g,)
 
 
-@op("pow", "gx = g * y * x^(y-1), gy = g * x^y * log(x)", broadcasts=True, promote="common",
-    saves={0: 0, 1: 1}, saves_out=2)
+@op("pow", "gx = g * y * x^(y-1), gy = g * x^y * log(x)",
+    grads=("gx", "gy"), broadcasts=True, promote="common",
+    saves={0: 0, 1: 1}, saves_out=2,
+    samples=[case(pos((2, 3)), 3), case(pos((2, 3)), 0.5), case(2.0, (2, 3)),
+             case(vals([0.0, 1.5, -2.0]), 2), *binary_grid(first=pos)])
 def power(be, x, y):
     """out = x ** y"""
     if _whole_power(y):  # x², x³, ...: no inf or NaN to come from the power itself
@@ -124,7 +140,8 @@ def _log(c):
 # ---- unary functions ----------------------------------------------------------------------------
 
 
-@op("exp", "gx = g * out", promote="float", saves_out=0)
+@op("exp", "gx = g * out", promote="float", saves_out=0,
+    samples=unary_grid())
 def exp(be, x):
     """out = e^x"""
     out = be.xp.exp(x)
@@ -137,7 +154,8 @@ def exp_vjp(be, g, saved):
     return (g * out,)
 
 
-@op("log", "gx = g / x", promote="float", saves={0: 0})
+@op("log", "gx = g / x", promote="float", saves={0: 0},
+    samples=unary_grid(positive=True))
 def log(be, x):
     """out = ln x"""
     return be.xp.log(x), (x,)
@@ -149,7 +167,8 @@ def log_vjp(be, g, saved):
     return (g / x,)
 
 
-@op("sqrt", "gx = g / (2 * out)", promote="float", saves_out=0)
+@op("sqrt", "gx = g / (2 * out)", promote="float", saves_out=0,
+    samples=unary_grid(positive=True))
 def sqrt(be, x):
     """out = √x"""
     out = be.xp.sqrt(x)
@@ -162,7 +181,8 @@ def sqrt_vjp(be, g, saved):
     return (g / (2 * out),)
 
 
-@op("tanh", "gx = g * (1 - out²)", promote="float", saves_out=0)
+@op("tanh", "gx = g * (1 - out²)", promote="float", saves_out=0,
+    samples=unary_grid())
 def tanh(be, x):
     """out = tanh x"""
     out = be.xp.tanh(x)
@@ -175,7 +195,8 @@ def tanh_vjp(be, g, saved):
     return (g * (1 - out * out),)
 
 
-@op("sigmoid", "gx = g * out * (1 - out)", promote="float", saves_out=0)
+@op("sigmoid", "gx = g * out * (1 - out)", promote="float", saves_out=0,
+    samples=[case(vals([-40.0, -1.0, 0.0, 2.0, 40.0])), *unary_grid()])
 def sigmoid(be, x):
     """out = 1 / (1 + e^-x), computed as (1 + tanh(x/2)) / 2 so that it never overflows"""
     out = 0.5 + 0.5 * be.xp.tanh(0.5 * x)
@@ -188,7 +209,8 @@ def sigmoid_vjp(be, g, saved):
     return (g * out * (1 - out),)
 
 
-@op("relu", "gx = g * (x > 0)", saves_out=0)
+@op("relu", "gx = g * (x > 0)", saves_out=0,
+    samples=unary_grid())
 def relu(be, x):
     """out = max(x, 0)"""
     out = be.xp.maximum(x, 0)
@@ -201,7 +223,8 @@ def relu_vjp(be, g, saved):
     return (g * (out > 0),)
 
 
-@op("abs", "gx = g * sign(x)", saves={0: 0})
+@op("abs", "gx = g * sign(x)", saves={0: 0},
+    samples=unary_grid())
 def absolute(be, x):
     """out = |x|"""
     return be.xp.abs(x), (x,)
@@ -221,8 +244,9 @@ def _split_ties(be, g, x_wins, tie):
     return be.xp.where(tie, g * 0.5, g * x_wins)
 
 
-@op("maximum", "gx = g * [x > y] (+ g/2 on ties), gy = g - gx", broadcasts=True,
-    promote="common", saves={0: 0, 1: 1})
+@op("maximum", "gx = g * [x > y] (+ g/2 on ties), gy = g - gx", grads=("gx", "gy"), broadcasts=True,
+    promote="common", saves={0: 0, 1: 1},
+    samples=[case(vals([1.0, 2.0, 3.0]), vals([1.0, 0.0, 5.0])), case((2, 3), 0.0), *binary_grid()])
 def maximum(be, x, y):
     """out = max(x, y) elementwise"""
     return be.xp.maximum(x, y), (x, y)
@@ -235,8 +259,9 @@ def maximum_vjp(be, g, saved):
     return None if is_const(x) else gx, None if is_const(y) else g - gx
 
 
-@op("minimum", "gx = g * [x < y] (+ g/2 on ties), gy = g - gx", broadcasts=True,
-    promote="common", saves={0: 0, 1: 1})
+@op("minimum", "gx = g * [x < y] (+ g/2 on ties), gy = g - gx", grads=("gx", "gy"), broadcasts=True,
+    promote="common", saves={0: 0, 1: 1},
+    samples=[case(vals([1.0, 2.0, 3.0]), vals([1.0, 0.0, 5.0])), case((2, 3), 0.0), *binary_grid()])
 def minimum(be, x, y):
     """out = min(x, y) elementwise"""
     return be.xp.minimum(x, y), (x, y)
@@ -249,8 +274,12 @@ def minimum_vjp(be, g, saved):
     return None if is_const(x) else gx, None if is_const(y) else g - gx
 
 
-@op("where", "gx = where(cond, g, 0), gy = where(cond, 0, g)", broadcasts=True, nondiff=(0,),
-    promote="common", saves={0: 0})
+@op("where", "gx = where(cond, g, 0), gy = where(cond, 0, g)",
+    grads=(None, "gx", "gy"), broadcasts=True, nondiff=(0,),
+    promote="common", saves={0: 0},
+    samples=[case(const([[True, False, True], [False, False, True]]), (2, 3), (2, 3)),
+             case(const([True, False, True]), (2, 3), 0.0),
+             case(const([[True], [False]]), (3,), (2, 1))])
 def where(be, cond, x, y):
     """out = x where cond else y"""
     if getattr(cond, "dtype", None) != bool:
@@ -266,7 +295,8 @@ def where_vjp(be, g, saved):
             None if y_const else xp.where(cond, 0, g))
 
 
-@op("clip", "gx = g * [min <= x <= max]", saves={0: 0})
+@op("clip", "gx = g * [min <= x <= max]", saves={0: 0},
+    samples=[case((3, 4), min=-0.5, max=0.5), case((3, 4), min=0.0), case((5,), max=0.2)])
 def clip(be, x, min=None, max=None):  # noqa: A002 - PyTorch's argument names
     """out = min(max(x, min), max)"""
     if min is None and max is None:
@@ -285,7 +315,8 @@ def clip_vjp(be, g, saved, min=None, max=None):  # noqa: A002
     return (g * inside,)
 
 
-@op("clone", "gx = g")
+@op("clone", "gx = g",
+    samples=[case((2, 3)), case(())])
 def clone(be, x):
     """out = a copy of x in memory of its own"""
     return x.copy(), ()
@@ -296,7 +327,14 @@ def clone_vjp(be, g, saved):
     return (g,)
 
 
-@op("cast", "gx = g converted back to x.dtype")
+def _cast_float64(params):
+    """graphcheck re-runs a float-to-float cast in float64 (an int target stays)."""
+    float_target = np.dtype(params["dtype"]).kind == "f"
+    return {**params, "dtype": np.float64} if float_target else params
+
+
+@op("cast", "gx = g converted back to x.dtype", float64_params=_cast_float64,
+    samples=[case((2, 3), dtype=np.float64)])
 def cast(be, x, dtype):
     """out = x converted to dtype (float to float: the gradient flows back)"""
     return x.astype(dtype), (x.dtype,)

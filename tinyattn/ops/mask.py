@@ -5,11 +5,16 @@ depend on x, so their gradient is zero. (`F.causal_mask(T)` builds the usual low
 mask; note that it marks the entries that may be *attended*, as attention masks do.)
 """
 
+import numpy as np
+
 from ..errors import DTypeError, ShapeError, fmt_shape
 from .op import broadcast_shape, op
+from .samples import case, const
 
 
-@op("masked_fill", "gx = where(mask, 0, g)", nondiff=(1,), saves={1: 0})
+@op("masked_fill", "gx = where(mask, 0, g)", grads=("gx", None), nondiff=(1,), saves={1: 0},
+    samples=[case((2, 3), const([[True, False, False], [False, True, False]]), value=-1.0),
+             case((2, 3, 3), const(np.tril(np.ones((3, 3), dtype=bool))), value=0.0)])
 def masked_fill(be, x, mask, value):
     """out = value where mask else x"""
     if getattr(mask, "dtype", None) != bool:

@@ -8,6 +8,7 @@ Also here: `linear`, x @ wᵀ + b as one fused node (the layer every model is ma
 
 from ..errors import ShapeError, fmt_shape
 from .op import op
+from .samples import case
 
 
 def _check(x, y):
@@ -20,8 +21,11 @@ def _check(x, y):
                          f"{k_x} and {k_y} differ")
 
 
-@op("matmul", "gx = g @ yᵀ, gy = xᵀ @ g", broadcasts=True, promote="common",
-    saves={0: 0, 1: 1})
+@op("matmul", "gx = g @ yᵀ, gy = xᵀ @ g", grads=("gx", "gy"), broadcasts=True, promote="common",
+    saves={0: 0, 1: 1},
+    samples=[case((3, 4), (4, 2)), case((2, 3, 4), (4, 5)), case((2, 3, 4), (2, 4, 5)),
+             case((4,), (4, 3)), case((3, 4), (4,)), case((4,), (4,)),
+             case((2, 1, 3, 4), (5, 4, 2)), case((3,), (2, 3, 4))])
 def matmul(be, x, y):
     """out = x @ y"""
     _check(x, y)
@@ -62,8 +66,10 @@ def _fold(a):
     return a.reshape(-1, a.shape[-1])
 
 
-@op("linear", "gx = g @ w, gw = gᵀ @ x (batch dims folded), gb = Σ g", fused=True,
-    promote="common", saves={0: 0, 1: 1})
+@op("linear", "gx = g @ w, gw = gᵀ @ x (batch dims folded), gb = Σ g",
+    grads=("gx", "gw", "gb"), fused=True,
+    promote="common", saves={0: 0, 1: 1},
+    samples=[case((2, 3, 4), (5, 4), (5,)), case((4,), (2, 4), None), case((3, 4), (2, 4))])
 def linear(be, x, weight, *bias):
     """out = x @ weightᵀ + bias, weight (out_features, in_features), bias (out_features,)"""
     n_inputs = 2 + len(bias)  # linear(x, w) or linear(x, w, b): one gradient per input

@@ -2,8 +2,12 @@
 
 An op's forward is `fwd(be, *arrays, **params) -> (out, saved)` and its VJP is
 `vjp(be, g, saved, **params) -> (gx, gy, ...)`, one gradient per input (None where there is
-none). `@op(name, formula)` turns a forward into an Op; `@that_op.defvjp` attaches the VJP
+none). `@op(name, formula, ...)` turns a forward into an Op; `@that_op.defvjp` attaches the VJP
 written directly below it. Calling an Op on tensors runs it through `autograd.apply`.
+What the tools need to know about an op is declared on it too, so adding an op touches one
+file: the names of its gradients (explain), its sample inputs (gradcheck and the tests, built
+with ops/samples.py), the traps detect_anomaly warns about (ops/traps.py) and how a float64
+re-run sets its parameters (graphcheck).
 The helpers: `dims` and `dim1` (checked dim arguments), `is_const` (a Python number operand),
 `quiet` (IEEE infinities and NaN without NumPy's warnings) and the broadcasting checks.
 """
@@ -19,15 +23,20 @@ from ..errors import DimError
 class Op:
     """A differentiable operation: name, forward, VJP, and a one-line formula for the docs."""
 
-    __slots__ = ("name", "fwd", "vjp", "formula", "broadcasts", "nondiff", "fused", "fresh",
-                 "promote", "saves", "saves_out", "view", "doc")
+    __slots__ = ("name", "fwd", "vjp", "formula", "grads", "broadcasts", "nondiff", "fused",
+                 "fresh", "promote", "saves", "saves_out", "view", "doc", "samples", "traps",
+                 "float64_params")
 
-    def __init__(self, name, fwd, formula, broadcasts=False, nondiff=(), fused=False,
-                 fresh=False, promote=None, saves=None, saves_out=None, view=False):
+    def __init__(self, name, fwd, formula, grads=("gx",), broadcasts=False, nondiff=(),
+                 fused=False, fresh=False, promote=None, saves=None, saves_out=None, view=False,
+                 samples=None, traps=None, float64_params=None):
         self.name = name
         self.fwd = fwd
         self.vjp = functools.partial(_missing_vjp, name)
         self.formula = formula  # the VJP in one line: "gx = y * (g - sum(g*y, dim))"
+        # the formula's name for each input's gradient, None for an input that gets none;
+        # () for ops that take any number of inputs (explain then says g[0], g[1], ...)
+        self.grads = grads
         self.broadcasts = broadcasts  # gradients are summed back to input shapes (sum_to)
         self.nondiff = nondiff  # input positions that never get a gradient (masks, indices)
         self.fused = fused  # one node standing for several textbook ops
@@ -42,6 +51,13 @@ class Op:
         self.saves_out = saves_out
         self.view = view  # the output may be a view of input 0 (they share a version counter)
         self.doc = (fwd.__doc__ or "").strip()  # the forward in one line of math
+        # the cases gradcheck and the tests run: a list of samples.case(...); none fails the suite
+        self.samples = samples or []
+        # traps(be, arrays, params, out, label) yields a warning for each legal-but-rarely-meant
+        # thing in one call (detect_anomaly shows them); None: nothing to warn about
+        self.traps = traps
+        # float64_params(params) -> the params for graphcheck's float64 re-run; None: the same
+        self.float64_params = float64_params
 
     def defvjp(self, vjp):
         """Decorator: attach `vjp` to this op (written directly below its forward)."""

@@ -8,7 +8,9 @@ min (ties share the gradient evenly), by the softmax weights for logsumexp.
 import math
 
 from ..errors import DTypeError
+from . import traps
 from .op import dims, op, quiet
+from .samples import case, vals
 
 
 def unreduce(be, g, axes, keepdim, shape):
@@ -22,7 +24,9 @@ def _count(shape, axes):
     return math.prod(shape[a] for a in axes)
 
 
-@op("sum", "gx = broadcast(g, x.shape)")
+@op("sum", "gx = broadcast(g, x.shape)",
+    samples=[case((2, 3, 4)), case((2, 3, 4), dim=1), case((2, 3, 4), dim=(0, 2), keepdim=True),
+             case((), dim=0), case((3,), dim=-1)])
 def reduce_sum(be, x, dim=None, keepdim=False):
     """out = Σ x over dim"""
     axes = dims(dim, x.ndim, "sum")
@@ -35,7 +39,8 @@ def reduce_sum_vjp(be, g, saved, dim=None, keepdim=False):
     return (unreduce(be, g, axes, keepdim, shape),)
 
 
-@op("mean", "gx = broadcast(g, x.shape) / n")
+@op("mean", "gx = broadcast(g, x.shape) / n",
+    samples=[case((2, 3, 4)), case((2, 3, 4), dim=-1, keepdim=True), case((2, 3), dim=(0, 1))])
 def reduce_mean(be, x, dim=None, keepdim=False):
     """out = Σ x / n over dim"""
     _floating(x, "mean")
@@ -60,7 +65,9 @@ def _extreme_vjp(be, g, saved, keepdim):
     return (share * winners,)
 
 
-@op("max", "gx = g * [x == max] / (number of ties)", saves={0: 0}, saves_out=1)
+@op("max", "gx = g * [x == max] / (number of ties)", saves={0: 0}, saves_out=1,
+    samples=[case((2, 3, 4), dim=1), case(vals([[1.0, 3.0, 3.0], [2.0, 2.0, 0.0]]), dim=1),
+             case(vals([[1.0, 3.0], [3.0, 0.0]])), case((2, 3), dim=0, keepdim=True)])
 def reduce_max(be, x, dim=None, keepdim=False):
     """out = max x over dim"""
     axes = dims(dim, x.ndim, "max")
@@ -74,7 +81,9 @@ def reduce_max_vjp(be, g, saved, dim=None, keepdim=False):
     return _extreme_vjp(be, g, saved, keepdim)
 
 
-@op("min", "gx = g * [x == min] / (number of ties)", saves={0: 0}, saves_out=1)
+@op("min", "gx = g * [x == min] / (number of ties)", saves={0: 0}, saves_out=1,
+    samples=[case((2, 3, 4), dim=-1), case(vals([[1.0, 0.0, 0.0], [2.0, 2.0, 5.0]]), dim=1),
+             case((4,))])
 def reduce_min(be, x, dim=None, keepdim=False):
     """out = min x over dim"""
     axes = dims(dim, x.ndim, "min")
@@ -99,7 +108,9 @@ def _nonempty(x, axes, name):
         raise ValueError(f"{name} of an empty tensor (shape {x.shape}) has no value")
 
 
-@op("var", "gx = g * 2 (x - mean) / (n - correction)")
+@op("var", "gx = g * 2 (x - mean) / (n - correction)",
+    samples=[case((2, 3, 4)), case((2, 5), dim=1), case((3, 4), dim=0, keepdim=True,
+             correction=0)])
 def reduce_var(be, x, dim=None, keepdim=False, correction=1):
     """out = Σ (x - mean)² / (n - correction) over dim (correction=1: the unbiased estimate);
     with n - correction <= 0, inf (or NaN where every x is the mean), as in torch"""
@@ -122,7 +133,10 @@ def reduce_var_vjp(be, g, saved, dim=None, keepdim=False, correction=1):
     return (g * centered * (2 / denom),)
 
 
-@op("logsumexp", "gx = g * softmax(x, dim)", promote="float")
+@op("logsumexp", "gx = g * softmax(x, dim)", promote="float",
+    traps=traps.float16_logits,
+    samples=[case((2, 3, 4), dim=-1), case((3, 4)), case((2, 3), dim=0, keepdim=True),
+             case(vals([[1e4, 1e4 - 1.0, -1e4]]), dim=1)])
 def logsumexp(be, x, dim=None, keepdim=False):
     """out = log Σ e^x over dim, computed as m + log Σ e^(x - m) with m = max x"""
     xp = be.xp

@@ -5,11 +5,16 @@ The rest of the shape vocabulary is built on these in tensor.py: view/flatten/sq
 are reshapes, transpose and .T are permutes, split and chunk are getitems.
 """
 
+import numpy as np
+
 from ..errors import ShapeError, fmt_shape
 from .op import broadcasts_to, dim1, op
+from .samples import case, const
 
 
-@op("reshape", "gx = reshape(g, x.shape)", view=True)
+@op("reshape", "gx = reshape(g, x.shape)", view=True,
+    samples=[case((2, 3, 4), shape=(6, 4)), case((2, 3), shape=(-1,)),
+             case((), shape=(1, 1))])
 def reshape(be, x, shape):
     """out = x with the same values in the given shape (-1: inferred)"""
     try:
@@ -25,7 +30,8 @@ def reshape_vjp(be, g, saved, shape):
     return (g.reshape(x_shape),)
 
 
-@op("permute", "gx = permute(g, inverse(dims))", view=True)
+@op("permute", "gx = permute(g, inverse(dims))", view=True,
+    samples=[case((2, 3, 4), dims=(2, 0, 1)), case((2, 3), dims=(1, 0))])
 def permute(be, x, dims):
     """out = x with its dims reordered: out.shape[i] = x.shape[dims[i]]"""
     if sorted(d + x.ndim if d < 0 else d for d in dims) != list(range(x.ndim)):
@@ -41,7 +47,9 @@ def permute_vjp(be, g, saved, dims):
     return (g.transpose(inverse),)
 
 
-@op("expand", "gx = sum_to(g, x.shape)", broadcasts=True, view=True)
+@op("expand", "gx = sum_to(g, x.shape)", broadcasts=True, view=True,
+    samples=[case((1, 3), shape=(4, 3)), case((3,), shape=(2, 4, 3)),
+             case((2, 1, 3), shape=(2, 5, 3))])
 def expand(be, x, shape):
     """out = x broadcast to `shape` (a view: nothing is copied)"""
     if not broadcasts_to(x.shape, shape):
@@ -55,7 +63,14 @@ def expand_vjp(be, g, saved, shape):
     return (g,)  # autograd's sum_to adds up the copies, since expand broadcasts
 
 
-@op("getitem", "gx = zeros(x.shape); gx[index] += g", fresh=True, view=True)
+@op("getitem", "gx = zeros(x.shape); gx[index] += g", fresh=True, view=True,
+    samples=[case((4, 5), index=(slice(1, 3), 2)),
+             case((4, 5), index=(slice(None, None, 2), slice(4, 0, -1))),
+             case((2, 3, 4), index=(Ellipsis, None, 1)),
+             case((4, 5), index=np.array([0, 2, 0, 3])),  # a repeated row accumulates
+             case((4, 5), index=(np.array([1, 1, 3]), np.array([0, 0, 4]))),
+             case((3, 4), index=np.array([[True, False, True, True], [False] * 4,
+                                          [True] * 4]))])
 def getitem(be, x, index):
     """out = x[index] (ints, slices, ..., None, integer or bool arrays)"""
     return x[index], (x.shape, x.dtype, _is_advanced(index))
@@ -72,7 +87,12 @@ def getitem_vjp(be, g, saved, index):
     return (gx,)
 
 
-@op("setitem", "gx = g with g[index] = 0, gv = g[index]", broadcasts=True)
+@op("setitem", "gx = g with g[index] = 0, gv = g[index]", grads=("gx", "gv"), broadcasts=True,
+    samples=[case((4, 5), (2, 5), steps=((slice(1, 3),),)),
+             case((4, 5), 2.0, steps=((slice(None), 1),)),
+             case((3, 4), (4,), steps=((np.array([0, 2]),),)),  # the value broadcasts
+             case((3, 4, 5), (4, 2), steps=((0, slice(None), slice(None)),  # x[0, :, [1, 2]]
+                                            (slice(None), np.array([1, 2]))))])
 def setitem(be, x, value, steps):
     """out = x with out[index] = value (`steps`: the index, or an int part then the rest)"""
     out = x.copy()
@@ -100,8 +120,12 @@ def _is_advanced(index):
     return any(hasattr(p, "shape") and p.ndim > 0 or isinstance(p, list) for p in parts)
 
 
-@op("take_along_dim", "gx = zeros(x.shape); gx[indices along dim] += g", nondiff=(1,),
-    saves={1: 0})
+@op("take_along_dim", "gx = zeros(x.shape); gx[indices along dim] += g",
+    grads=("gx", None), nondiff=(1,),
+    saves={1: 0},
+    samples=[case((3, 4), const([[3, 0, 1, 2], [0, 1, 2, 3], [2, 2, 0, 0]]), dim=1),
+             case((2, 3), const([[1, 0, 1]]), dim=0),  # repeats collect both
+             case((2, 3, 4), const(np.zeros((2, 3, 1), dtype=np.int64)), dim=-1)])
 def take_along_dim(be, x, indices, dim):
     """out[..., i, ...] = x[..., indices[..., i, ...], ...] along dim (sort, topk, gather)"""
     if getattr(indices, "dtype", None) is None or indices.dtype.kind not in "iu":
@@ -125,7 +149,9 @@ def take_along_dim_vjp(be, g, saved, dim):
     return gx, None
 
 
-@op("cat", "g_i = g[..., offset_i : offset_i + n_i, ...] along dim", promote="common")
+@op("cat", "g_i = g[..., offset_i : offset_i + n_i, ...] along dim", grads=(), promote="common",
+    samples=[case((2, 3), (2, 4), dim=1), case((1, 3), (2, 3), (3, 3), dim=0),
+             case((2, 2, 2), (2, 2, 2), dim=-1)])
 def cat(be, *xs, dim=0):
     """out = x_1, x_2, ... joined along dim"""
     axis = dim1(dim, xs[0].ndim, "cat")
@@ -149,7 +175,8 @@ def cat_vjp(be, g, saved, dim=0):
     return tuple(grads)
 
 
-@op("stack", "g_i = g[..., i, ...] along the new dim", promote="common")
+@op("stack", "g_i = g[..., i, ...] along the new dim", grads=(), promote="common",
+    samples=[case((2, 3), (2, 3), dim=0), case((2, 3), (2, 3), (2, 3), dim=2)])
 def stack(be, *xs, dim=0):
     """out = x_1, x_2, ... stacked along a new dim"""
     axis = dim1(dim, xs[0].ndim + 1, "stack")

@@ -6,13 +6,35 @@ diag(y) - y yᵀ, so Jᵀg = y * g - y * (yᵀg): one elementwise pass and one r
 Jacobian is never built. Rows whose entries are all -inf (fully masked) give zeros, never NaN.
 """
 
+import numpy as np
+
 from ..errors import DimError, DTypeError, ShapeError, fmt_shape
+from . import traps
 from .op import broadcasts_to, dim1, dims, op
+from .samples import CAUSAL_PAD, case, const, vals
 
 NEG_INF = float("-inf")
 
 
-@op("softmax", "gx = y * (g - sum(g*y, dim))", promote="float", saves_out=0)
+def _zero_rows(be, arrays, params, out, label):
+    """Trap: softmax rows that are all zeros, i.e. fully masked (every entry -inf)."""
+    if out.ndim:
+        yield from traps.masked_rows(label, be.to_numpy(out).sum(axis=params.get("dim", -1)) == 0)
+
+
+def _neginf_rows(be, arrays, params, out, label):
+    """Trap: log_softmax rows that are all -inf (fully masked)."""
+    if out.ndim:
+        yield from traps.masked_rows(label,
+                                     np.isneginf(be.to_numpy(out)).all(axis=params.get("dim", -1)))
+
+
+_SOFTMAX_TRAPS = traps.both(_zero_rows, traps.float16_logits)
+
+
+@op("softmax", "gx = y * (g - sum(g*y, dim))", promote="float", saves_out=0, traps=_SOFTMAX_TRAPS,
+    samples=[case((2, 5)), case((2, 3, 4), dim=1), case(vals([[1e4, -1e4, 0.0, 1e4 - 2.0]])),
+             case(vals([[0.5, float("-inf"), 1.0], [float("-inf")] * 3]))])
 def softmax(be, x, dim=-1):
     """y = exp(x - max x) / Σ exp(x - max x) along dim"""
     if x.ndim == 0:  # one entry, dim 0 or -1 (as torch): y = 1
@@ -36,7 +58,10 @@ def _as_scalar(result):
     return out, (out if kept is result[0] else kept.reshape(()),)
 
 
-@op("log_softmax", "gx = g - exp(out) * sum(g, dim)", promote="float", saves_out=0)
+@op("log_softmax", "gx = g - exp(out) * sum(g, dim)", promote="float", saves_out=0,
+    traps=traps.both(_neginf_rows, traps.float16_logits),
+    samples=[case((2, 5)), case((2, 3, 4), dim=0),
+             case(vals([[1e4, -1e4, 0.0, 1e4 - 2.0]]))])
 def log_softmax(be, x, dim=-1):
     """out = x - logsumexp(x) along dim"""
     xp = be.xp
@@ -59,8 +84,15 @@ def log_softmax_vjp(be, g, saved, dim=-1):
     return (g - be.xp.exp(out) * g.sum(axis=dim, keepdims=True),)
 
 
-@op("scaled_masked_softmax", "gx = scale * y * (g - sum(g*y, -1))", nondiff=(1,), fused=True,
-    promote="float", saves_out=0)
+@op("scaled_masked_softmax", "gx = scale * y * (g - sum(g*y, -1))",
+    grads=("gx", None), nondiff=(1,), fused=True,
+    promote="float", saves_out=0,
+    traps=_SOFTMAX_TRAPS,
+    samples=[
+        case((2, 4, 4), None, scale=0.5, causal=True),
+        case((2, 4, 4), const(CAUSAL_PAD), scale=1.5),  # row 2 is fully masked: zeros
+        case((1, 2, 3, 5), const(np.ones((3, 5), dtype=bool)), scale=0.3, causal=True),
+    ])
 def scaled_masked_softmax(be, x, keep=None, scale=1.0, causal=False):
     """y = softmax(scale * x) over the last dim, where keep is False (or j > i if causal) -> -inf"""
     if keep is not None:
@@ -81,8 +113,18 @@ def scaled_masked_softmax_vjp(be, g, saved, keep=None, scale=1.0, causal=False):
     return be.scaled_masked_softmax_backward(y, g, scale=scale, causal=causal), None
 
 
-@op("cross_entropy", "gx = (softmax(x) - (1-ε) onehot(t) - ε/C) * g / n", nondiff=(1,),
-    fused=True)
+@op("cross_entropy", "gx = (softmax(x) - (1-ε) onehot(t) - ε/C) * g / n",
+    grads=("gx", None), nondiff=(1,),
+    fused=True,
+    traps=traps.float16_logits,
+    samples=[
+        case((4, 5), const([0, 3, 4, 1])),
+        case((4, 5), const([0, -100, 4, 1]), reduction="sum"),
+        case((4, 5), const([0, 3, 2, 2]), label_smoothing=0.1),
+        case((2, 5, 3), const([[0, 1, 4], [2, 2, 3]]), reduction="none"),
+        case((5,), const(2)),
+        case((3, 4), const([1, 7, 2]), ignore_index=7, label_smoothing=0.2),
+    ])
 def cross_entropy(be, x, target, ignore_index=-100, reduction="mean", label_smoothing=0.0):
     """loss = -(1-ε) log softmax(x)[t] - ε mean_c log softmax(x)[c], class dim 1 (or 0 if 1-D)"""
     xp = be.xp
