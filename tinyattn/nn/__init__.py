@@ -5,6 +5,17 @@ transformer.py the attention, MLP and block that make TinyTransformer.
 """
 
 from .layers import GELU, Dropout, Embedding, LayerNorm, Linear, ReLU, Tanh
+from .loss import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    MSELoss,
+    NLLLoss,
+    SmoothL1Loss,
+)
 from .module import Module, ModuleList, Parameter, Sequential
 from .transformer import (
     MLP,
@@ -18,4 +29,6 @@ __all__ = [
     "Module", "Parameter", "Sequential", "ModuleList", "Linear", "Embedding", "LayerNorm",
     "Dropout", "GELU", "ReLU", "Tanh", "CausalSelfAttention", "MLP", "TransformerBlock",
     "TinyTransformer", "TransformerConfig",
+    "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "NLLLoss", "CrossEntropyLoss", "BCELoss",
+    "BCEWithLogitsLoss", "KLDivLoss",
 ]

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import backends
 from ..autograd import at_scope, bump_version, current_scope
-from ..errors import CheckpointError, fmt_shape
+from ..errors import CheckpointError, DTypeError, fmt_shape
 from ..tensor import Tensor
 
 
@@ -39,6 +39,8 @@ class Module:
     def __init__(self):
         object.__setattr__(self, "_parameters", OrderedDict())
         object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())  # name -> Tensor or None
+        object.__setattr__(self, "_non_persistent", set())  # buffers left out of state_dict
         object.__setattr__(self, "training", True)
         object.__setattr__(self, "_path", None)  # dotted path from the model called last
         object.__setattr__(self, "_named_at", -1)  # _tree_version when this root named its tree
@@ -47,7 +49,15 @@ class Module:
         if "_parameters" not in self.__dict__:
             raise AttributeError(f"{type(self).__name__}.__init__ must call super().__init__() "
                                  "before assigning attributes")
+        if name in self._buffers and not isinstance(value, (Parameter, Module)):
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"{type(self).__name__}.{name} is a buffer: assign a Tensor or "
+                                f"None, not a {type(value).__name__}")
+            self._buffers[name] = value
+            object.__setattr__(self, name, value)
+            return
         self._parameters.pop(name, None)
+        self._buffers.pop(name, None)
         if self._modules.pop(name, None) is not None or isinstance(value, Module):
             _tree_version[0] += 1
         if isinstance(value, Parameter):
@@ -58,6 +68,8 @@ class Module:
 
     def __delattr__(self, name):
         self._parameters.pop(name, None)
+        self._buffers.pop(name, None)
+        self._non_persistent.discard(name)
         if self._modules.pop(name, None) is not None:
             _tree_version[0] += 1
         object.__delattr__(self, name)
@@ -75,6 +87,36 @@ class Module:
 
     def forward(self, *args, **kwargs):
         raise TypeError(f"{type(self).__name__} has no forward(): a Module subclass defines it")
+
+    def register_buffer(self, name, tensor, persistent=True):
+        """Keep a tensor that is state but not a parameter (running statistics, class weights,
+        rotary tables): it moves with `to()` and, if persistent, sits in `state_dict()`."""
+        if not isinstance(name, str) or not name or "." in name:
+            raise KeyError(f"register_buffer: the name must be a non-empty string without '.', "
+                           f"got {name!r}")
+        if name not in self._buffers and name in self.__dict__:
+            raise KeyError(f"register_buffer: {type(self).__name__} already has an attribute "
+                           f"{name!r} that is not a buffer")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"register_buffer: {name!r} must be a Tensor or None, got a "
+                            f"{type(tensor).__name__}")
+        if isinstance(tensor, Parameter):
+            raise TypeError(f"register_buffer: {name!r} is a Parameter; assign it as an "
+                            "attribute to register it as a parameter")
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent.discard(name)
+        else:
+            self._non_persistent.add(name)
+        object.__setattr__(self, name, tensor)
+
+    def apply(self, fn):
+        """fn(module) for every module inside, children first, then this one; returns self
+        (as `model.apply(init_weights)` in PyTorch)."""
+        for child in self.children():
+            child.apply(fn)
+        fn(self)
+        return self
 
     # ---- walking the tree ----------------------------------------------------------------------
 
@@ -96,6 +138,9 @@ class Module:
     def children(self):
         return iter(self._modules.values())
 
+    def named_children(self):
+        return iter(self._modules.items())
+
     def named_parameters(self):
         """(dotted path, Parameter) for every parameter, each once (tied weights too)."""
         seen = set()
@@ -107,6 +152,18 @@ class Module:
 
     def parameters(self):
         return (p for _, p in self.named_parameters())
+
+    def named_buffers(self):
+        """(dotted path, buffer) for every buffer that is not None, each once."""
+        seen = set()
+        for path, module in self.named_modules():
+            for name, b in module._buffers.items():
+                if b is not None and id(b) not in seen:
+                    seen.add(id(b))
+                    yield (f"{path}.{name}" if path else name), b
+
+    def buffers(self):
+        return (b for _, b in self.named_buffers())
 
     def num_parameters(self):
         return sum(p.numel() for p in self.parameters())
@@ -121,6 +178,12 @@ class Module:
     def eval(self):
         return self.train(False)
 
+    def requires_grad_(self, requires_grad=True):
+        """Switch gradient tracking for every parameter (freeze a part with False)."""
+        for p in self.parameters():
+            p.requires_grad = requires_grad
+        return self
+
     def zero_grad(self, set_to_none=True):
         for p in self.parameters():
             if set_to_none:
@@ -129,38 +192,58 @@ class Module:
                 p.grad.data[...] = 0  # in place, as PyTorch (and inf * 0 would be NaN)
 
     def to(self, target):
-        """Move every parameter to a backend ("numpy", "cupy") or a float dtype, in place."""
-        for p in self.parameters():
-            if isinstance(target, backends.Backend) or str(target).lower() in backends.ALIASES:
+        """Move every parameter and buffer to a backend ("numpy", "cupy"), or cast the floating
+        ones to a float dtype, in place."""
+        move = isinstance(target, backends.Backend) or str(target).lower() in backends.ALIASES
+        if not move and np.dtype(target).kind != "f":
+            raise DTypeError(f"Module.to: a module can only be cast to a float dtype, got "
+                             f"{np.dtype(target)}")
+        for t in [*self.parameters(), *self.buffers()]:
+            if move:
                 be = backends.backend(target)
-                if be is not p.backend:
-                    p.data = be.asarray(p.backend.to_numpy(p.data))
-                    p.backend = be
-            else:
-                p.data = p.data.astype(np.dtype(target))
-            p.grad = None
+                if be is not t.backend:
+                    t.data = be.asarray(t.backend.to_numpy(t.data))
+                    t.backend = be
+            elif t.dtype.kind == "f":  # integer buffers (ids, counts) keep their dtype
+                t.data = t.data.astype(np.dtype(target))
+            if isinstance(t, Parameter):
+                t.grad = None
         return self
+
+    def half(self):
+        return self.to(np.float16)
+
+    def float(self):
+        return self.to(np.float32)
+
+    def double(self):
+        return self.to(np.float64)
 
     # ---- saving and loading --------------------------------------------------------------------
 
     def state_dict(self):
-        """Every parameter by its dotted path (tied weights under each of their names)."""
+        """Every parameter and persistent buffer by its dotted path (tied weights under each of
+        their names), in PyTorch's order: a module's parameters, its buffers, then its children."""
+        return OrderedDict((key, t.detach()) for key, t in self._state_tensors().items())
+
+    def _state_tensors(self):
         out = OrderedDict()
         for path, module in self.named_modules():
+            prefix = f"{path}." if path else ""
             for name, p in module._parameters.items():
-                out[f"{path}.{name}" if path else name] = p.detach()
+                if p is not None:
+                    out[prefix + name] = p
+            for name, b in module._buffers.items():
+                if b is not None and name not in module._non_persistent:
+                    out[prefix + name] = b
         return out
 
     def load_state_dict(self, state, strict=True):
-        """Copy values into the parameters; on any mismatch raise and change nothing.
+        """Copy values into the parameters and buffers; on any mismatch raise and change nothing.
 
         strict=True: keys must match exactly. Shapes must always match.
         """
-        own = self.state_dict()
-        params = {}
-        for path, module in self.named_modules():
-            for name, p in module._parameters.items():
-                params[f"{path}.{name}" if path else name] = p
+        params = own = self._state_tensors()  # parameters and buffers
         missing = [k for k in own if k not in state]
         unexpected = [k for k in state if k not in own]
         problems = []
