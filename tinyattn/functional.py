@@ -11,6 +11,7 @@ import numpy as np
 
 from . import backends
 from .autograd import apply
+from .dtypes import get_default_dtype
 from .errors import DimError, DTypeError, ShapeError, fmt_shape
 from .ops import attention as attn
 from .ops import elementwise as ew
@@ -23,10 +24,11 @@ from .tensor import Tensor
 
 __all__ = [
     "relu", "tanh", "sigmoid", "gelu", "where", "masked_fill", "softmax", "log_softmax",
-    "logsumexp", "cross_entropy", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
-    "nll_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "one_hot",
-    "matmul", "linear", "layer_norm", "embedding",
+    "logsumexp", "cross_entropy", "rms_norm", "mse_loss", "l1_loss", "smooth_l1_loss",
+    "huber_loss", "nll_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+    "kl_div", "one_hot", "matmul", "linear", "layer_norm", "embedding",
     "dropout", "cat", "stack", "causal_mask", "scaled_dot_product_attention", "attention_weights",
+    "rotary_tables", "apply_rotary",
 ]
 
 
@@ -366,6 +368,43 @@ def one_hot(tensor, num_classes=-1):
     return Tensor._wrap(out.astype(xp.int64), ids.backend)
 
 
+# ---- rotary position embedding (RoPE; nn.RotaryEmbedding holds the tables) ----------------------
+
+
+def rotary_tables(dim, seq_len, base=10000.0, dtype=None, backend=None):
+    """cos and sin of θ(t, i) = t / base^(2i/dim) for positions t < seq_len and pairs
+    i < dim/2: (seq_len, dim/2) each, computed in float64, returned in `dtype` (default: the
+    default dtype)."""
+    if dim <= 0 or dim % 2:
+        raise ShapeError(f"rotary_tables: dim must be even and positive, got {dim}")
+    inv_freq = 1.0 / base ** (np.arange(0, dim, 2, dtype=np.float64) / dim)  # (dim/2,)
+    angles = np.outer(np.arange(seq_len, dtype=np.float64), inv_freq)  # (seq_len, dim/2)
+    dtype = get_default_dtype() if dtype is None else dtype
+    return (Tensor(np.cos(angles).astype(dtype), backend=backend),
+            Tensor(np.sin(angles).astype(dtype), backend=backend))
+
+
+def apply_rotary(x, cos, sin, interleaved=False):
+    """Rotate each channel pair (a, b) of x (..., T, dim) by the angle of its position:
+    (a cos - b sin, b cos + a sin), with cos, sin (T, dim/2) from rotary_tables. Pairs are
+    (i, i + dim/2) (rotate-half, GPT-NeoX / Hugging Face Llama) or, if interleaved,
+    (2i, 2i+1) (RoFormer / Meta Llama)."""
+    x = _t(x)
+    cos, sin = _t(cos, x), _t(sin, x)
+    half = x.shape[-1] // 2 if x.ndim else 0
+    if x.ndim < 2 or x.shape[-1] % 2 or cos.shape != (x.shape[-2], half) or \
+            sin.shape != cos.shape:
+        raise ShapeError(f"apply_rotary: x (..., T, dim) with even dim needs cos and sin of "
+                         f"shape (T, dim/2), got x {fmt_shape(x.shape)}, cos "
+                         f"{fmt_shape(cos.shape)}, sin {fmt_shape(sin.shape)}")
+    if interleaved:
+        pairs = x.reshape(x.shape[:-1] + (half, 2))  # (..., T, dim/2, 2)
+        a, b = pairs[..., 0], pairs[..., 1]  # (..., T, dim/2) each
+        return stack([a * cos - b * sin, b * cos + a * sin], dim=-1).reshape(x.shape)
+    a, b = x[..., :half], x[..., half:]  # (..., T, dim/2) each
+    return cat([a * cos - b * sin, b * cos + a * sin], dim=-1)  # (..., T, dim)
+
+
 # ---- layers as functions -------------------------------------------------------------------------
 
 
@@ -390,9 +429,38 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     return apply(nn_ops.layer_norm, x, weight, bias, n_dims=len(shape), eps=eps)
 
 
-def embedding(input, weight):  # noqa: A002 - PyTorch's argument name
-    """weight[input]: the rows of the table for integer ids of any shape."""
-    return apply(nn_ops.embedding, _t(input, weight), weight)
+def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002
+    """x / √(mean(x², last dims) + eps), then scaled by weight; eps defaults to the dtype's
+    machine epsilon (as torch.nn.functional.rms_norm)."""
+    x = _t(input)
+    _floating(x, "rms_norm")
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if len(shape) > x.ndim or x.shape[x.ndim - len(shape):] != shape:
+        raise ShapeError(f"rms_norm: normalized_shape {fmt_shape(shape)} is not the end of "
+                         f"the input shape {fmt_shape(x.shape)}")
+    eps = float(np.finfo(x.dtype).eps) if eps is None else float(eps)
+    dims = tuple(range(x.ndim - len(shape), x.ndim))
+    out = x / ((x * x).mean(dims, keepdim=True) + eps).sqrt()  # (..., *shape)
+    return out if weight is None else out * weight
+
+
+def embedding(input, weight, padding_idx=None):  # noqa: A002 - PyTorch's argument name
+    """weight[input]: the rows of the table for integer ids of any shape. The row at
+    `padding_idx` is looked up as any other but gets no gradient (PyTorch's padding_idx)."""
+    ids = _t(input, weight)
+    out = apply(nn_ops.embedding, ids, weight)
+    if padding_idx is None:
+        return out
+    pad = _padding_index(padding_idx, weight.shape[0], "embedding")
+    keep = Tensor._wrap((ids.data != pad)[..., None], out.backend)  # (..., 1)
+    return where(keep, out, out.detach())  # the padding rows' values, without a gradient path
+
+
+def _padding_index(padding_idx, n, name):
+    if not -n <= padding_idx < n:
+        raise DimError(f"{name}: padding_idx {padding_idx} is out of range for {n} embeddings "
+                       f"(valid: {-n}..{n - 1})")
+    return padding_idx % n
 
 
 def dropout(x, p=0.5, training=True, seed=None):
@@ -429,22 +497,30 @@ def causal_mask(T, S=None, backend=None):  # noqa: N803 - the sizes' usual names
     return Tensor._wrap(be.causal_keep(T, T if S is None else S), be)
 
 
-def scaled_dot_product_attention(q, k, v, attn_mask=None, is_causal=False, scale=None,
-                                 impl="auto"):
+def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False,
+                                 scale=None, enable_gqa=False, impl="auto"):
     """softmax(q kᵀ * scale + mask) @ v over the last two dims: q (..., T, d), k (..., S, d),
     v (..., S, dv) -> (..., T, dv).
 
     attn_mask: bool (True = may attend) or float (added to the scores), broadcast to (..., T, S).
     is_causal: query i attends keys 0..i. scale: 1/√d by default. A query that may attend no
-    key gives zeros (output and gradients), never NaN. impl: "composite" (matmul, scaled masked
-    softmax, matmul: one node each), "flash" (one fused node, O(T) memory, bool masks only) or
-    "auto" (flash on backends that prefer it and for long sequences, else composite).
+    key gives zeros (output and gradients), never NaN. dropout_p: drop attention weights with
+    that probability (always, as torch: pass 0.0 in eval mode). enable_gqa: k and v may have
+    fewer heads (dim -3) than q, each shared by a group of query heads (grouped-query
+    attention). impl: "composite" (matmul, scaled masked softmax, matmul: one node each),
+    "flash" (one fused node, O(T) memory, bool masks only, no dropout) or "auto" (flash on
+    backends that prefer it and for long sequences, else composite).
     """
     if impl not in ("auto", "composite", "flash"):
         raise ValueError(f"scaled_dot_product_attention: impl must be 'auto', 'composite' or "
                          f"'flash', got {impl!r}")
+    if not 0.0 <= dropout_p < 1.0:
+        raise ValueError(f"scaled_dot_product_attention: dropout_p must be in [0, 1), got "
+                         f"{dropout_p}")
     q = _t(q)
     k, v = _t(k, q), _t(v, q)
+    if enable_gqa:
+        k, v = _share_kv_heads(q, k, v)
     attn.check_qkv(q, k, v)  # before anything reads q.shape[-2]
     if attn_mask is not None and is_causal:
         raise ValueError("scaled_dot_product_attention: give attn_mask or is_causal=True, not "
@@ -455,10 +531,33 @@ def scaled_dot_product_attention(q, k, v, attn_mask=None, is_causal=False, scale
     if impl == "flash" and float_mask:
         raise DTypeError("scaled_dot_product_attention: impl='flash' takes a bool mask (True = "
                          f"attend), got {mask.dtype}; use impl='composite' for an additive mask")
+    if dropout_p > 0:
+        if impl == "flash":
+            raise ValueError("scaled_dot_product_attention: impl='flash' has no dropout; use "
+                             "impl='composite' (or 'auto') with dropout_p > 0")
+        weights = attn.attention_weights(q, k, mask, is_causal, scale)  # (..., T, S)
+        return dropout(weights, dropout_p) @ v  # (..., T, dv)
     if impl == "flash" or impl == "auto" and not float_mask and q.shape[-2] >= \
             q.backend.flash_from:
         return apply(attn.flash_attention, q, k, v, mask, scale=scale, causal=is_causal)
     return attn.sdpa_composite(q, k, v, mask, is_causal, scale)
+
+
+def _share_kv_heads(q, k, v):
+    """k, v (..., Hkv, S, d) repeated to q's Hq heads: head h reads kv head h // (Hq / Hkv)."""
+    if q.ndim < 3 or k.ndim < 3 or v.ndim < 3 or k.shape[-3] != v.shape[-3] or \
+            q.shape[-3] % k.shape[-3]:
+        raise ShapeError(f"scaled_dot_product_attention: enable_gqa needs q (..., Hq, T, d), "
+                         f"k and v (..., Hkv, S, d) with Hq a multiple of Hkv, got q "
+                         f"{fmt_shape(q.shape)}, k {fmt_shape(k.shape)}, v {fmt_shape(v.shape)}")
+    groups = q.shape[-3] // k.shape[-3]
+    if groups == 1:
+        return k, v
+
+    def repeat(x):  # (..., Hkv, S, d) -> (..., Hkv, groups, S, d) -> (..., Hq, S, d)
+        wide = x.unsqueeze(-3).expand(x.shape[:-2] + (groups,) + x.shape[-2:])
+        return wide.reshape(x.shape[:-3] + (q.shape[-3],) + x.shape[-2:])
+    return repeat(k), repeat(v)
 
 
 def attention_weights(q, k, attn_mask=None, is_causal=False, scale=None):

@@ -3,7 +3,7 @@
 Assigning a Parameter or a Module to an attribute registers it, so `named_parameters()` and
 `state_dict()` find it under its dotted path ("blocks.0.attn.qkv.weight"). Calling a module runs
 its `forward` at its path, so the graph nodes it makes know which module made them (graph
-pictures group them). Containers: Sequential and ModuleList.
+pictures group them). Containers: Sequential, ModuleList, ModuleDict and ParameterList.
 """
 
 from collections import OrderedDict
@@ -56,14 +56,18 @@ class Module:
             self._buffers[name] = value
             object.__setattr__(self, name, value)
             return
-        self._parameters.pop(name, None)
         self._buffers.pop(name, None)
-        if self._modules.pop(name, None) is not None or isinstance(value, Module):
+        if name in self._modules or isinstance(value, Module):
             _tree_version[0] += 1
+        # a replaced parameter or module keeps its place (and its place in the state dict)
         if isinstance(value, Parameter):
             self._parameters[name] = value
-        elif isinstance(value, Module):
+        else:
+            self._parameters.pop(name, None)
+        if isinstance(value, Module):
             self._modules[name] = value
+        else:
+            self._modules.pop(name, None)
         object.__setattr__(self, name, value)
 
     def __delattr__(self, name):
@@ -316,3 +320,80 @@ class Sequential(_Indexed):
 
 class ModuleList(_Indexed):
     """A list of modules; it has no forward of its own."""
+
+
+class ModuleDict(Module):
+    """Modules by name, used as a dict ("heads.cls", "heads.box"); no forward of its own."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __setitem__(self, key, module):
+        if not isinstance(module, Module):
+            raise TypeError(f"ModuleDict: {key!r} must be a Module, got a "
+                            f"{type(module).__name__}")
+        setattr(self, key, module)
+
+    def __getitem__(self, key):
+        return self._modules[key]
+
+    def __delitem__(self, key):
+        delattr(self, key)
+
+    def __contains__(self, key):
+        return key in self._modules
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules)
+
+    def keys(self):
+        return self._modules.keys()
+
+    def values(self):
+        return self._modules.values()
+
+    def items(self):
+        return self._modules.items()
+
+    def update(self, modules):
+        for key, module in (modules.items() if hasattr(modules, "items") else modules):
+            self[key] = module
+
+
+class ParameterList(Module):
+    """Parameters registered under their indices ("0", "1", ...), used as a list."""
+
+    def __init__(self, values=()):
+        super().__init__()
+        for p in values:
+            self.append(p)
+
+    def append(self, value):
+        setattr(self, str(len(self._parameters)), _as_parameter(value))
+        return self
+
+    def extend(self, values):
+        for p in values:
+            self.append(p)
+        return self
+
+    def __getitem__(self, i):
+        return list(self._parameters.values())[i]
+
+    def __setitem__(self, i, value):
+        setattr(self, str(range(len(self))[i]), _as_parameter(value))
+
+    def __len__(self):
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter(self._parameters.values())
+
+
+def _as_parameter(value):
+    return value if isinstance(value, Parameter) else Parameter(value)
