@@ -200,8 +200,8 @@ class RotaryEmbedding(Module):
 
     Pairs are (i, i + dim/2) (rotate-half, as GPT-NeoX and Hugging Face Llama) or, with
     interleaved=True, (2i, 2i+1) (as the original RoFormer and Meta's Llama). The cos/sin
-    tables are non-persistent buffers of max_seq_len rows: they move with `to()` but stay out
-    of the state dict.
+    tables are non-persistent buffers of max_seq_len rows, made in float64 and cast to the
+    input's dtype on use: they move with `to()` but stay out of the state dict.
     """
 
     def __init__(self, dim, max_seq_len=2048, base=10000.0, interleaved=False):
@@ -210,7 +210,7 @@ class RotaryEmbedding(Module):
             raise ShapeError(f"RotaryEmbedding: dim must be even and positive, got {dim}")
         self.dim, self.max_seq_len, self.base = dim, max_seq_len, base
         self.interleaved = interleaved
-        cos, sin = F.rotary_tables(dim, max_seq_len, base)
+        cos, sin = F.rotary_tables(dim, max_seq_len, base, dtype=np.float64)  # cast per use
         self.register_buffer("cos", cos, persistent=False)  # (max_seq_len, dim/2)
         self.register_buffer("sin", sin, persistent=False)
 
