@@ -102,9 +102,9 @@ def _sample_parser(sub):
 
 def cmd_graph(args):
     """Build an example loss graph, run backward, and render its picture (or its DOT text)."""
-    from . import viz
+    from . import graphs, viz
 
-    loss, params, recording = viz.example(args.model, seed=args.seed)
+    loss, params, recording = graphs.example(args.model, seed=args.seed)
     collapse = args.collapse
     if collapse == []:  # --collapse with no pattern: each block's sublayers become one box
         collapse = {"tiny": ["blocks.*.*"], "mlp": ["*"], "attention": []}[args.model]
