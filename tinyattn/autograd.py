@@ -521,6 +521,16 @@ def _fit(op, i, gx, shape, dtype):
     return gx if gx.dtype == dtype else gx.astype(dtype)
 
 
+def zero_grads(tensors, set_to_none=True):
+    """Clear each tensor's .grad (Module.zero_grad, Optimizer.zero_grad): drop it, or with
+    set_to_none=False write zeros into it in place, as PyTorch does (inf * 0 would be NaN)."""
+    for t in tensors:
+        if set_to_none:
+            t.grad = None
+        elif t.grad is not None:
+            t.grad.data[...] = 0
+
+
 _grad_lock = threading.Lock()  # backward in two threads into one shared leaf loses no update
 
 

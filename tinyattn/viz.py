@@ -20,6 +20,7 @@ import numpy as np
 
 from .autograd import Tracer, toposort, tracing
 from .errors import GraphError, TinyattnError, fmt_shape
+from .explain import norm, param_names
 from .tensor import Tensor
 
 FORMATS = ("svg", "png", "pdf")  # what `render` asks `dot` for; .dot/.gv files are the text
@@ -64,7 +65,7 @@ class Recording(Tracer):
             self.constants[node] = consts
 
     def backward(self, node, g, grads):
-        self.grad_norms[node] = _norm(g)
+        self.grad_norms[node] = norm(g)
 
 
 def record():
@@ -74,12 +75,6 @@ def record():
 
 
 # ---- small helpers -------------------------------------------------------------------------------
-
-
-def _norm(a):
-    """L2 norm of a NumPy or CuPy array, as a Python float (accumulated in float64)."""
-    a = a.astype("float64")
-    return float((a * a).sum()) ** 0.5
 
 
 def _host(value):
@@ -121,17 +116,6 @@ def summarize(a):
     if kept.size < a.size:
         text += f"\n{a.size - kept.size} non-finite (e.g. -inf: masked)"
     return text
-
-
-def _param_names(params):
-    """id(tensor) -> name, from a Module, a dict {name: tensor} or (name, tensor) pairs."""
-    if params is None:
-        return {}
-    if hasattr(params, "named_parameters"):
-        params = params.named_parameters()
-    elif isinstance(params, dict):
-        params = params.items()
-    return {id(t): name for name, t in params}
 
 
 def _module_types(params):
@@ -213,7 +197,7 @@ class _Graph:
 
     def __init__(self, root, params, recording, show_values, show_grads, show_saved):
         self.root = root
-        self.names = _param_names(params)
+        self.names = param_names(params)
         self.types = _module_types(params)
         self.rec = recording if recording is not None else Recording()
         self.show_values, self.show_grads, self.show_saved = show_values, show_grads, show_saved
@@ -259,9 +243,9 @@ class _Graph:
                 lines.append(summarize(_host(value)))
         if self.show_grads:
             grad = t.grad if t is not None else None
-            norm = _norm(grad.data) if grad is not None else self.rec.grad_norms.get(node)
-            if norm is not None:
-                lines.append(f"‖grad‖ {_g(norm)}")
+            grad_norm = norm(grad.data) if grad is not None else self.rec.grad_norms.get(node)
+            if grad_norm is not None:
+                lines.append(f"‖grad‖ {_g(grad_norm)}")
         label = "\n".join(line for line in lines if line)
         tid = f"t{k}"
         self.items[tid] = _Item(kind, scope, {"label": label, "fillcolor": _STYLE[kind]})
