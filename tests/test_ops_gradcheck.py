@@ -22,8 +22,14 @@ from tinyattn.ops import samples as S
 
 # Binary broadcasting ops and unary elementwise ops list the grid among their samples
 # (samples.binary_grid / unary_grid); the test below holds them to it.
-BINARY_BROADCASTING = ("add", "sub", "mul", "div", "pow", "maximum", "minimum")
-UNARY_ELEMENTWISE = ("neg", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "abs")
+BINARY_BROADCASTING = ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "atan2",
+                       "logaddexp", "hypot", "copysign", "remainder", "fmod", "floor_divide")
+UNARY_ELEMENTWISE = ("neg", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "abs", "sin", "cos",
+                     "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
+                     "exp2", "expm1", "log2", "log10", "log1p", "erf", "square", "rsqrt",
+                     "floor", "ceil", "trunc", "round", "sign", "frac", "silu", "softplus",
+                     "mish", "elu", "selu", "celu", "logsigmoid", "softsign", "leaky_relu",
+                     "hardtanh", "hardsigmoid", "hardswish")
 
 # Elementwise ops whose samples do not include the broadcasting grid: checked here over
 # it too (where: x and y over every broadcasting pair; the rest: x of every grid shape).
@@ -34,15 +40,25 @@ EXTRA_GRID = {
     "clip": lambda a, _: S.case(a, min=-0.3, max=0.4),
     "gelu": lambda a, _: S.case(a),
     "cast": lambda a, _: S.case(a, dtype=np.float64),
+    "reciprocal": lambda a, _: S.case(S.pos(a)),
+    "lerp": lambda a, b: S.case(a, b, (2, 1)),
 }
 
 
 def _extra_grid_cases(name):
-    if name == "where":  # the condition (2, 3) sets the output shape; x and y broadcast to it
-        return [EXTRA_GRID[name](a, b) for a, b in itertools.product(S.GRID, S.GRID)]
+    if name in ("where", "lerp"):  # a third input (2, 3) or (2, 1): x and y broadcast with it
+        return [EXTRA_GRID[name](a, b) for a, b in itertools.product(S.GRID, S.GRID)
+                if _broadcast(a, b)]
     if name in EXTRA_GRID:
         return [EXTRA_GRID[name](a, None) for a in S.GRID]
     return []
+
+
+def _broadcast(a, b):
+    try:
+        return bool(np.broadcast_shapes(a, b, (2, 1)))
+    except ValueError:
+        return False
 
 
 def all_cases(name):
@@ -98,7 +114,7 @@ def test_every_op_names_one_gradient_per_input_and_the_formula_uses_them():
 def test_grid_ops_are_registered_and_use_the_whole_grid():
     for name in BINARY_BROADCASTING + UNARY_ELEMENTWISE:
         assert name in REGISTRY
-        shapes = {x.shape if isinstance(x, S.pos) else x
+        shapes = {x.shape if isinstance(x, (S.pos, S.within)) else x
                   for inputs, _ in REGISTRY[name].samples for x in inputs}
         assert set(S.GRID) <= shapes, name
 

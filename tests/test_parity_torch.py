@@ -89,6 +89,12 @@ def _minimum(x, y):
     return torch.minimum(*torch.broadcast_tensors(*map(torch.as_tensor, (x, y))))
 
 
+def _binary(fn):
+    """torch's binary function with tensors for Python-number operands, broadcast together."""
+    return lambda x, y: fn(*torch.broadcast_tensors(*map(
+        lambda v: torch.as_tensor(v, dtype=torch.float64), (x, y))))
+
+
 TORCH = {
     "add": operator.add,
     "sub": operator.sub,
@@ -137,6 +143,29 @@ TORCH = {
     "gelu": TF.gelu,
     "embedding": lambda ids, w: TF.embedding(ids.long(), w),
     "flash_attention": _attention,
+    # pointwise math
+    "sin": torch.sin, "cos": torch.cos, "tan": torch.tan, "asin": torch.asin,
+    "acos": torch.acos, "atan": torch.atan, "atan2": _binary(torch.atan2),
+    "sinh": torch.sinh, "cosh": torch.cosh, "asinh": torch.asinh, "acosh": torch.acosh,
+    "atanh": torch.atanh, "exp2": torch.exp2, "expm1": torch.expm1, "log2": torch.log2,
+    "log10": torch.log10, "log1p": torch.log1p, "logaddexp": _binary(torch.logaddexp),
+    "erf": torch.erf, "square": torch.square, "rsqrt": torch.rsqrt,
+    "reciprocal": torch.reciprocal, "floor": torch.floor, "ceil": torch.ceil,
+    "trunc": torch.trunc, "round": torch.round, "sign": torch.sign, "frac": torch.frac,
+    "hypot": _binary(torch.hypot), "copysign": _binary(torch.copysign),
+    "lerp": lambda s, e, w: torch.lerp(*torch.broadcast_tensors(
+        *(torch.as_tensor(v, dtype=torch.float64) for v in (s, e, w)))),
+    "remainder": _binary(torch.remainder), "fmod": _binary(torch.fmod),
+    # torch has no gradient for floor_divide; floor(x / y) is the same function, flat a.e.
+    "floor_divide": lambda x, y: torch.floor(x / y),
+    # activations
+    "silu": TF.silu, "softplus": TF.softplus, "mish": TF.mish, "elu": TF.elu,
+    "selu": TF.selu, "celu": TF.celu, "logsigmoid": TF.logsigmoid, "softsign": TF.softsign,
+    "leaky_relu": TF.leaky_relu, "hardtanh": TF.hardtanh,
+    # torch's own hardsigmoid backward multiplies by 1/6 rounded to float32 (a 3e-8 error);
+    # relu6(x + 3) / 6 is the same function with the same edges, in float64
+    "hardsigmoid": lambda x: TF.relu6(x + 3) / 6,
+    "hardswish": TF.hardswish,
 }
 
 TORCHLESS = {

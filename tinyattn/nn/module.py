@@ -11,7 +11,7 @@ from collections import OrderedDict
 import numpy as np
 
 from .. import backends
-from ..autograd import at_scope, bump_version, current_scope
+from ..autograd import at_scope, bump_version, current_scope, zero_grads
 from ..errors import CheckpointError, DTypeError, fmt_shape
 from ..tensor import Tensor
 
@@ -189,11 +189,7 @@ class Module:
         return self
 
     def zero_grad(self, set_to_none=True):
-        for p in self.parameters():
-            if set_to_none:
-                p.grad = None
-            elif p.grad is not None:
-                p.grad.data[...] = 0  # in place, as PyTorch (and inf * 0 would be NaN)
+        zero_grads(self.parameters(), set_to_none)
 
     def to(self, target):
         """Move every parameter and buffer to a backend ("numpy", "cupy"), or cast the floating

@@ -1,16 +1,29 @@
 """Ops: the registry of every op, merged from the family files.
 
-Each family file (elementwise, reduce, shape, matmul, softmax, mask, nn, attention) defines its
-ops with `@op` from ops/op.py, each forward directly above its VJP, and lists them in OPS.
+Each family file (elementwise, pointwise, activation, reduce, shape, matmul, softmax, mask, nn,
+attention) defines its ops with `@op` from ops/op.py, each forward directly above its VJP, and
+lists them in OPS.
 REGISTRY maps every op's name to its Op.
 """
 
-from . import attention, elementwise, mask, matmul, nn, reduce, shape, softmax
+from . import (
+    activation,
+    attention,
+    elementwise,
+    mask,
+    matmul,
+    nn,
+    pointwise,
+    reduce,
+    shape,
+    softmax,
+)
 from .op import Op, op
 
 __all__ = ["Op", "op", "REGISTRY", "FAMILIES"]
 
-FAMILIES = (elementwise, reduce, shape, matmul, softmax, mask, nn, attention)
+FAMILIES = (elementwise, pointwise, activation, reduce, shape, matmul, softmax, mask, nn,
+            attention)
 
 
 def _merge(families):

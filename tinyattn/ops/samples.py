@@ -2,7 +2,8 @@
 
 Each op lists its cases where it is defined (`@op(..., samples=[...])`); a case is
 (inputs, params). An input is a shape (random float64 values that require grad), `pos(shape)`
-(positive values, for log, sqrt, pow), `vals(...)` (these exact float64 values, requiring grad:
+(positive values, for log, sqrt, pow), `within(shape, low, high)` (values in a
+domain), `vals(...)` (these exact float64 values, requiring grad:
 ties, boundaries), `const(...)` (a fixed array that needs no grad: masks, ids, targets) or a
 Python number. `unary_grid()` and `binary_grid()` add the cases of every shape, and every
 broadcasting pair of shapes, of the grid `GRID`. An op registered without samples fails the
@@ -28,6 +29,13 @@ class vals:  # noqa: N801
         self.values = np.asarray(values, dtype=np.float64)
 
 
+class within:  # noqa: N801
+    """Random float64 values in (low, high) that require grad (asin's domain, acosh's)."""
+
+    def __init__(self, shape, low, high):
+        self.shape, self.low, self.high = shape, low, high
+
+
 class const:  # noqa: N801
     def __init__(self, values, dtype=None):
         self.values = np.asarray(values, dtype=dtype)
@@ -37,8 +45,11 @@ def case(*inputs, **params):
     return inputs, params
 
 
-def unary_grid(positive=False):
-    """One case per shape of GRID (positive values for ops such as log)."""
+def unary_grid(positive=False, low=None, high=None):
+    """One case per shape of GRID (positive values for ops such as log; values in (low, high)
+    when those are given, for asin, atanh, acosh)."""
+    if low is not None:
+        return [case(within(s, low, high)) for s in GRID]
     return [case(pos(s) if positive else s) for s in GRID]
 
 
@@ -63,6 +74,8 @@ def materialize(inputs, rng, make_tensor):
             made.append(make_tensor(rng.standard_normal(spec), True))
         elif isinstance(spec, pos):
             made.append(make_tensor(rng.uniform(0.5, 2.0, spec.shape), True))
+        elif isinstance(spec, within):
+            made.append(make_tensor(rng.uniform(spec.low, spec.high, spec.shape), True))
         elif isinstance(spec, vals):
             made.append(make_tensor(spec.values.copy(), True))
         elif isinstance(spec, const):

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from ..autograd import bump_version, no_grad
+from ..autograd import bump_version, no_grad, zero_grads
 from ..errors import CheckpointError
 from . import lr_scheduler  # noqa: F401 - optim.lr_scheduler, as in torch
 
@@ -49,11 +49,7 @@ class Optimizer:
         return [p for group in self.param_groups for p in group["params"]]
 
     def zero_grad(self, set_to_none=True):
-        for p in self.params():
-            if set_to_none:
-                p.grad = None
-            elif p.grad is not None:
-                p.grad.data[...] = 0  # in place, as PyTorch (and inf * 0 would be NaN)
+        zero_grads(self.params(), set_to_none)
 
     @no_grad()
     def step(self):

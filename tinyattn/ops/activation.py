@@ -1,0 +1,224 @@
+"""Activations beyond relu, tanh, sigmoid and gelu: the smooth ones (silu, softplus, mish, elu,
+selu, celu, logsigmoid, softsign) and the piecewise-linear ones (leaky_relu, hardtanh, relu6,
+hardsigmoid, hardswish).
+
+Each is one node with its derivative written out, as torch's are. Where a piecewise one has a
+kink, the gradient there is torch's choice (noted in the VJP). Every forward sits directly
+above its VJP.
+"""
+
+from ..errors import DTypeError
+from .op import op, quiet
+from .samples import case, unary_grid, vals
+
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _floating(x, name):
+    if x.dtype.kind != "f":
+        raise DTypeError(f"{name}: needs a floating-point input, got {x.dtype} (torch's rule "
+                         "too); convert it with .float()")
+
+
+def _sigmoid(xp, x):
+    return 0.5 + 0.5 * xp.tanh(0.5 * x)
+
+
+def _softplus(xp, x):
+    """log(1 + e^x), without overflow"""
+    return xp.logaddexp(0, x).astype(x.dtype, copy=False)
+
+
+# ---- smooth ------------------------------------------------------------------------------------
+
+
+@op("silu", "gx = g * s * (1 + x * (1 - s)), s = sigmoid(x)", saves={0: 0},
+    samples=unary_grid())
+def silu(be, x):
+    """out = x * sigmoid(x) (swish)"""
+    _floating(x, "silu")
+    s = _sigmoid(be.xp, x)
+    return x * s, (x, s)
+
+
+@silu.defvjp
+def silu_vjp(be, g, saved):
+    x, s = saved
+    return (g * s * (1 + x * (1 - s)),)
+
+
+@op("softplus", "gx = g * sigmoid(beta x)  (g where beta x > threshold)", saves={0: 0},
+    samples=[case(vals([-30.0, -1.0, 0.5, 19.0, 25.0])), case((2, 3), beta=2.0, threshold=3.0),
+             *unary_grid()])
+def softplus(be, x, beta=1.0, threshold=20.0):
+    """out = log(1 + e^(beta x)) / beta, or x where beta x > threshold (torch's switch)"""
+    _floating(x, "softplus")
+    bx = x * beta
+    return be.xp.where(bx > threshold, x, _softplus(be.xp, bx) / beta), (x,)
+
+
+@softplus.defvjp
+def softplus_vjp(be, g, saved, beta=1.0, threshold=20.0):
+    (x,) = saved
+    bx = x * beta
+    return (g * be.xp.where(bx > threshold, 1, _sigmoid(be.xp, bx)),)
+
+
+@op("mish", "gx = g * (t + x * sigmoid(x) * (1 - t²)), t = tanh(softplus(x))", saves={0: 0},
+    samples=unary_grid())
+def mish(be, x):
+    """out = x * tanh(softplus(x))"""
+    _floating(x, "mish")
+    t = be.xp.tanh(_softplus(be.xp, x))
+    return x * t, (x, t)
+
+
+@mish.defvjp
+def mish_vjp(be, g, saved):
+    x, t = saved
+    return (g * (t + x * _sigmoid(be.xp, x) * (1 - t * t)),)
+
+
+@op("elu", "gx = g where x > 0, else g * (out + alpha)", saves={0: 0}, saves_out=1,
+    samples=[case((2, 3), alpha=0.5), *unary_grid()])
+def elu(be, x, alpha=1.0):
+    """out = x where x > 0, else alpha (e^x - 1)"""
+    _floating(x, "elu")
+    with quiet():
+        out = be.xp.where(x > 0, x, alpha * be.xp.expm1(x))
+    return out, (x, out)
+
+
+@elu.defvjp
+def elu_vjp(be, g, saved, alpha=1.0):
+    x, out = saved
+    return (g * be.xp.where(x > 0, 1, out + alpha),)
+
+
+@op("selu", "gx = g * scale where x > 0, else g * (out + scale alpha)", saves={0: 0},
+    saves_out=1, samples=unary_grid())
+def selu(be, x):
+    """out = scale * (x where x > 0, else alpha (e^x - 1)), torch's alpha and scale"""
+    _floating(x, "selu")
+    with quiet():
+        out = SELU_SCALE * be.xp.where(x > 0, x, SELU_ALPHA * be.xp.expm1(x))
+    return out, (x, out)
+
+
+@selu.defvjp
+def selu_vjp(be, g, saved):
+    x, out = saved
+    return (g * be.xp.where(x > 0, SELU_SCALE, out + SELU_SCALE * SELU_ALPHA),)
+
+
+@op("celu", "gx = g where x > 0, else g * e^(x / alpha)", saves={0: 0},
+    samples=[case((2, 3), alpha=2.0), *unary_grid()])
+def celu(be, x, alpha=1.0):
+    """out = x where x > 0, else alpha (e^(x / alpha) - 1)"""
+    _floating(x, "celu")
+    if alpha == 0:
+        raise ValueError("celu: alpha must not be 0")
+    with quiet():
+        return be.xp.where(x > 0, x, alpha * be.xp.expm1(x / alpha)), (x,)
+
+
+@celu.defvjp
+def celu_vjp(be, g, saved, alpha=1.0):
+    (x,) = saved
+    with quiet():
+        return (g * be.xp.where(x > 0, 1, be.xp.exp(x / alpha)),)
+
+
+@op("logsigmoid", "gx = g * sigmoid(-x)", saves={0: 0},
+    samples=[case(vals([-800.0, -2.0, 0.0, 3.0, 800.0])), *unary_grid()])
+def logsigmoid(be, x):
+    """out = log sigmoid(x) = -softplus(-x), without overflow"""
+    _floating(x, "logsigmoid")
+    return -_softplus(be.xp, -x), (x,)
+
+
+@logsigmoid.defvjp
+def logsigmoid_vjp(be, g, saved):
+    (x,) = saved
+    return (g * _sigmoid(be.xp, -x),)
+
+
+@op("softsign", "gx = g / (1 + |x|)²", saves={0: 0},
+    samples=unary_grid())
+def softsign(be, x):
+    """out = x / (1 + |x|)"""
+    _floating(x, "softsign")
+    return x / (1 + be.xp.abs(x)), (x,)
+
+
+@softsign.defvjp
+def softsign_vjp(be, g, saved):
+    (x,) = saved
+    d = 1 + be.xp.abs(x)
+    return (g / (d * d),)
+
+
+# ---- piecewise linear --------------------------------------------------------------------------
+
+
+@op("leaky_relu", "gx = g where x > 0, else g * negative_slope", saves={0: 0},
+    samples=[case((2, 3), negative_slope=0.2), *unary_grid()])
+def leaky_relu(be, x, negative_slope=0.01):
+    """out = x where x > 0, else negative_slope * x"""
+    return be.xp.where(x > 0, x, x * negative_slope), (x,)
+
+
+@leaky_relu.defvjp
+def leaky_relu_vjp(be, g, saved, negative_slope=0.01):
+    (x,) = saved  # at 0: negative_slope, as torch
+    return (be.xp.where(x > 0, g, g * negative_slope),)
+
+
+@op("hardtanh", "gx = g where min_val < x < max_val, else 0", saves={0: 0},
+    samples=[case((2, 3), min_val=-0.5, max_val=0.3), case(vals([-3.0, 0.2, 7.0]), min_val=0.0,
+             max_val=6.0), *unary_grid()])
+def hardtanh(be, x, min_val=-1.0, max_val=1.0):
+    """out = x clipped to [min_val, max_val] (relu6: [0, 6])"""
+    if min_val > max_val:
+        raise ValueError(f"hardtanh: min_val {min_val} is above max_val {max_val}")
+    return be.xp.clip(x, min_val, max_val), (x,)
+
+
+@hardtanh.defvjp
+def hardtanh_vjp(be, g, saved, min_val=-1.0, max_val=1.0):
+    (x,) = saved  # at the edges: 0, as torch (unlike clamp, which passes g there)
+    return (g * ((x > min_val) & (x < max_val)),)
+
+
+@op("hardsigmoid", "gx = g / 6 where -3 < x < 3, else 0", saves={0: 0},
+    samples=[case(vals([-5.0, -2.0, 0.5, 2.9, 4.0])), *unary_grid()])
+def hardsigmoid(be, x):
+    """out = clip(x / 6 + 1/2, 0, 1)"""
+    _floating(x, "hardsigmoid")
+    return be.xp.clip(x / 6 + 0.5, 0, 1), (x,)
+
+
+@hardsigmoid.defvjp
+def hardsigmoid_vjp(be, g, saved):
+    (x,) = saved
+    return (g * ((x > -3) & (x < 3)) / 6,)
+
+
+@op("hardswish", "gx = 0 where x < -3, g (2x + 3) / 6 where x <= 3, else g", saves={0: 0},
+    samples=[case(vals([-5.0, -2.0, 0.5, 2.9, 4.0])), *unary_grid()])
+def hardswish(be, x):
+    """out = x * clip(x / 6 + 1/2, 0, 1)"""
+    _floating(x, "hardswish")
+    return x * be.xp.clip(x / 6 + 0.5, 0, 1), (x,)
+
+
+@hardswish.defvjp
+def hardswish_vjp(be, g, saved):
+    (x,) = saved
+    xp = be.xp
+    return (xp.where(x < -3, 0, xp.where(x <= 3, g * (x / 3 + 0.5), g)),)
+
+
+OPS = (silu, softplus, mish, elu, selu, celu, logsigmoid, softsign, leaky_relu, hardtanh,
+       hardsigmoid, hardswish)

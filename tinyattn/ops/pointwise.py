@@ -1,0 +1,528 @@
+"""Pointwise math beyond the basics: trigonometry, logs and exponentials in other bases,
+rounding, and the binary functions atan2, hypot, logaddexp, copysign, lerp, remainder, fmod.
+
+Integers become the default float dtype where the result is a real function (sin of an int
+tensor is float), and stay integers for rounding, sign, square and the integer remainders, as
+in torch. Rounding and sign are flat almost everywhere: their gradient is zero, as torch's is;
+frac's is the identity. Every forward sits directly above its VJP.
+"""
+
+import math
+
+from .op import is_const, op, quiet
+from .samples import binary_grid, case, pos, unary_grid, vals
+
+LN2, LN10 = math.log(2), math.log(10)
+TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
+
+# ---- trigonometry ------------------------------------------------------------------------------
+
+
+@op("sin", "gx = g * cos(x)", promote="float", saves={0: 0},
+    samples=unary_grid())
+def sin(be, x):
+    """out = sin x"""
+    return be.xp.sin(x), (x,)
+
+
+@sin.defvjp
+def sin_vjp(be, g, saved):
+    (x,) = saved
+    return (g * be.xp.cos(x),)
+
+
+@op("cos", "gx = -g * sin(x)", promote="float", saves={0: 0},
+    samples=unary_grid())
+def cos(be, x):
+    """out = cos x"""
+    return be.xp.cos(x), (x,)
+
+
+@cos.defvjp
+def cos_vjp(be, g, saved):
+    (x,) = saved
+    return (-g * be.xp.sin(x),)
+
+
+@op("tan", "gx = g * (1 + out²)", promote="float", saves_out=0,
+    samples=unary_grid(low=-1.2, high=1.2))
+def tan(be, x):
+    """out = tan x"""
+    out = be.xp.tan(x)
+    return out, (out,)
+
+
+@tan.defvjp
+def tan_vjp(be, g, saved):
+    (out,) = saved
+    return (g * (1 + out * out),)
+
+
+@op("asin", "gx = g / √(1 - x²)", promote="float", saves={0: 0},
+    samples=unary_grid(low=-0.9, high=0.9))
+def asin(be, x):
+    """out = arcsin x (NaN outside [-1, 1])"""
+    with quiet():
+        return be.xp.arcsin(x), (x,)
+
+
+@asin.defvjp
+def asin_vjp(be, g, saved):
+    (x,) = saved
+    with quiet():
+        return (g / be.xp.sqrt(1 - x * x),)
+
+
+@op("acos", "gx = -g / √(1 - x²)", promote="float", saves={0: 0},
+    samples=unary_grid(low=-0.9, high=0.9))
+def acos(be, x):
+    """out = arccos x (NaN outside [-1, 1])"""
+    with quiet():
+        return be.xp.arccos(x), (x,)
+
+
+@acos.defvjp
+def acos_vjp(be, g, saved):
+    (x,) = saved
+    with quiet():
+        return (-g / be.xp.sqrt(1 - x * x),)
+
+
+@op("atan", "gx = g / (1 + x²)", promote="float", saves={0: 0},
+    samples=unary_grid())
+def atan(be, x):
+    """out = arctan x"""
+    return be.xp.arctan(x), (x,)
+
+
+@atan.defvjp
+def atan_vjp(be, g, saved):
+    (x,) = saved
+    return (g / (1 + x * x),)
+
+
+@op("atan2", "gx = g * y / (x² + y²), gy = -g * x / (x² + y²)  (x: input, y: other)",
+    grads=("gx", "gy"), broadcasts=True, promote="float", saves={0: 0, 1: 1},
+    samples=[case((2, 3), 0.5), *binary_grid()])
+def atan2(be, x, y):
+    """out = arctan(x / y) in the quadrant of the point (y, x) (torch's atan2(input, other))"""
+    return be.xp.arctan2(x, y), (x, y)
+
+
+@atan2.defvjp
+def atan2_vjp(be, g, saved):
+    x, y = saved
+    with quiet():
+        r = g / (x * x + y * y)
+    return None if is_const(x) else r * y, None if is_const(y) else -r * x
+
+
+# ---- hyperbolic functions ----------------------------------------------------------------------
+
+
+@op("sinh", "gx = g * cosh(x)", promote="float", saves={0: 0},
+    samples=unary_grid())
+def sinh(be, x):
+    """out = sinh x"""
+    with quiet():
+        return be.xp.sinh(x), (x,)
+
+
+@sinh.defvjp
+def sinh_vjp(be, g, saved):
+    (x,) = saved
+    with quiet():
+        return (g * be.xp.cosh(x),)
+
+
+@op("cosh", "gx = g * sinh(x)", promote="float", saves={0: 0},
+    samples=unary_grid())
+def cosh(be, x):
+    """out = cosh x"""
+    with quiet():
+        return be.xp.cosh(x), (x,)
+
+
+@cosh.defvjp
+def cosh_vjp(be, g, saved):
+    (x,) = saved
+    with quiet():
+        return (g * be.xp.sinh(x),)
+
+
+@op("asinh", "gx = g / √(x² + 1)", promote="float", saves={0: 0},
+    samples=unary_grid())
+def asinh(be, x):
+    """out = arsinh x"""
+    return be.xp.arcsinh(x), (x,)
+
+
+@asinh.defvjp
+def asinh_vjp(be, g, saved):
+    (x,) = saved
+    return (g / be.xp.sqrt(x * x + 1),)
+
+
+@op("acosh", "gx = g / √(x² - 1)", promote="float", saves={0: 0},
+    samples=unary_grid(low=1.1, high=3.0))
+def acosh(be, x):
+    """out = arcosh x (NaN below 1)"""
+    with quiet():
+        return be.xp.arccosh(x), (x,)
+
+
+@acosh.defvjp
+def acosh_vjp(be, g, saved):
+    (x,) = saved
+    with quiet():
+        return (g / be.xp.sqrt(x * x - 1),)
+
+
+@op("atanh", "gx = g / (1 - x²)", promote="float", saves={0: 0},
+    samples=unary_grid(low=-0.9, high=0.9))
+def atanh(be, x):
+    """out = artanh x (±inf at ±1, NaN beyond)"""
+    with quiet():
+        return be.xp.arctanh(x), (x,)
+
+
+@atanh.defvjp
+def atanh_vjp(be, g, saved):
+    (x,) = saved
+    with quiet():
+        return (g / (1 - x * x),)
+
+
+# ---- exponentials and logarithms ---------------------------------------------------------------
+
+
+@op("exp2", "gx = g * out * ln 2", promote="float", saves_out=0,
+    samples=unary_grid())
+def exp2(be, x):
+    """out = 2^x"""
+    with quiet():
+        out = be.xp.exp2(x)
+    return out, (out,)
+
+
+@exp2.defvjp
+def exp2_vjp(be, g, saved):
+    (out,) = saved
+    return (g * out * LN2,)
+
+
+@op("expm1", "gx = g * (out + 1)", promote="float", saves_out=0,
+    samples=[case(vals([-1e-8, 1e-9, 0.5])), *unary_grid()])
+def expm1(be, x):
+    """out = e^x - 1 (exact near 0)"""
+    with quiet():
+        out = be.xp.expm1(x)
+    return out, (out,)
+
+
+@expm1.defvjp
+def expm1_vjp(be, g, saved):
+    (out,) = saved
+    return (g * (out + 1),)
+
+
+@op("log2", "gx = g / (x ln 2)", promote="float", saves={0: 0},
+    samples=unary_grid(positive=True))
+def log2(be, x):
+    """out = log₂ x"""
+    with quiet():
+        return be.xp.log2(x), (x,)
+
+
+@log2.defvjp
+def log2_vjp(be, g, saved):
+    (x,) = saved
+    with quiet():
+        return (g / (x * LN2),)
+
+
+@op("log10", "gx = g / (x ln 10)", promote="float", saves={0: 0},
+    samples=unary_grid(positive=True))
+def log10(be, x):
+    """out = log₁₀ x"""
+    with quiet():
+        return be.xp.log10(x), (x,)
+
+
+@log10.defvjp
+def log10_vjp(be, g, saved):
+    (x,) = saved
+    with quiet():
+        return (g / (x * LN10),)
+
+
+@op("log1p", "gx = g / (1 + x)", promote="float", saves={0: 0},
+    samples=[case(vals([1e-9, -1e-8, 0.5])), *unary_grid(positive=True)])
+def log1p(be, x):
+    """out = ln(1 + x) (exact near 0)"""
+    with quiet():
+        return be.xp.log1p(x), (x,)
+
+
+@log1p.defvjp
+def log1p_vjp(be, g, saved):
+    (x,) = saved
+    with quiet():
+        return (g / (1 + x),)
+
+
+@op("logaddexp", "gx = g * e^(x - out), gy = g * e^(y - out)",
+    grads=("gx", "gy"), broadcasts=True, promote="float", saves={0: 0, 1: 1}, saves_out=2,
+    samples=[case(vals([1000.0, -1000.0, 0.0]), vals([999.0, -1001.0, 0.0])), case((3,), 2.0),
+             *binary_grid()])
+def logaddexp(be, x, y):
+    """out = log(e^x + e^y), without overflow"""
+    out = be.xp.logaddexp(x, y)
+    return out, (x, y, out)
+
+
+@logaddexp.defvjp
+def logaddexp_vjp(be, g, saved):
+    x, y, out = saved
+    xp = be.xp
+    with quiet():
+        return (None if is_const(x) else g * xp.exp(x - out),
+                None if is_const(y) else g * xp.exp(y - out))
+
+
+@op("erf", "gx = g * 2/√π * e^(-x²)", promote="float", saves={0: 0},
+    samples=[case(vals([-4.0, -0.3, 0.0, 1.5, 6.0])), *unary_grid()])
+def erf(be, x):
+    """out = 2/√π ∫₀ˣ e^(-t²) dt"""
+    return be.xp.asarray(be.erf(x)), (x,)
+
+
+@erf.defvjp
+def erf_vjp(be, g, saved):
+    (x,) = saved
+    return (g * TWO_OVER_SQRT_PI * be.xp.exp(-x * x),)
+
+
+# ---- powers --------------------------------------------------------------------------------------
+
+
+@op("square", "gx = 2 * g * x", saves={0: 0},
+    samples=unary_grid())
+def square(be, x):
+    """out = x² (integers stay integers, as in torch)"""
+    return x * x, (x,)
+
+
+@square.defvjp
+def square_vjp(be, g, saved):
+    (x,) = saved
+    return (2 * g * x,)
+
+
+@op("rsqrt", "gx = -g * out³ / 2", promote="float", saves_out=0,
+    samples=unary_grid(positive=True))
+def rsqrt(be, x):
+    """out = 1 / √x"""
+    with quiet():
+        out = 1 / be.xp.sqrt(x)
+    return out, (out,)
+
+
+@rsqrt.defvjp
+def rsqrt_vjp(be, g, saved):
+    (out,) = saved
+    return (-0.5 * g * out * out * out,)
+
+
+@op("reciprocal", "gx = -g * out²", promote="float", saves_out=0,
+    samples=[case(pos((2, 3))), case(vals([-2.0, 0.5, 4.0])), case(pos(()))])
+def reciprocal(be, x):
+    """out = 1 / x"""
+    with quiet():
+        out = 1 / x
+    return out, (out,)
+
+
+@reciprocal.defvjp
+def reciprocal_vjp(be, g, saved):
+    (out,) = saved
+    return (-g * out * out,)
+
+
+# ---- rounding and sign: flat almost everywhere, so zero gradients (torch's) ------------------
+
+
+def _zero_vjp(be, g, saved, **params):
+    """A flat function's VJP: gx = 0."""
+    return (be.xp.zeros_like(g),)
+
+
+def _whole(x):
+    """Integer and bool tensors come back from rounding unchanged, as in torch."""
+    return x.dtype.kind in "iub"
+
+
+@op("floor", "gx = 0", samples=unary_grid())
+def floor(be, x):
+    """out = ⌊x⌋"""
+    return (x.copy() if _whole(x) else be.xp.floor(x)), ()
+
+
+floor.defvjp(_zero_vjp)
+
+
+@op("ceil", "gx = 0", samples=unary_grid())
+def ceil(be, x):
+    """out = ⌈x⌉"""
+    return (x.copy() if _whole(x) else be.xp.ceil(x)), ()
+
+
+ceil.defvjp(_zero_vjp)
+
+
+@op("trunc", "gx = 0", samples=unary_grid())
+def trunc(be, x):
+    """out = x rounded toward zero"""
+    return (x.copy() if _whole(x) else be.xp.trunc(x)), ()
+
+
+trunc.defvjp(_zero_vjp)
+
+
+@op("round", "gx = 0", samples=[case((2, 3), decimals=1), *unary_grid()])
+def round_even(be, x, decimals=0):
+    """out = x rounded to `decimals` places, halves to even (torch's and NumPy's rule)"""
+    if _whole(x) and decimals >= 0:
+        return x.copy(), ()
+    return be.xp.round(x, decimals), ()
+
+
+round_even.defvjp(_zero_vjp)
+
+
+@op("sign", "gx = 0", samples=unary_grid())
+def sign(be, x):
+    """out = -1, 0 or 1 by the sign of x"""
+    if x.dtype == bool:
+        return x.copy(), ()
+    return be.xp.sign(x), ()
+
+
+sign.defvjp(_zero_vjp)
+
+
+@op("frac", "gx = g", samples=unary_grid())
+def frac(be, x):
+    """out = x - trunc(x), the fractional part with x's sign"""
+    return x - be.xp.trunc(x), ()
+
+
+@frac.defvjp
+def frac_vjp(be, g, saved):
+    return (g,)
+
+
+# ---- binary functions --------------------------------------------------------------------------
+
+
+@op("hypot", "gx = g * x / out, gy = g * y / out",
+    grads=("gx", "gy"), broadcasts=True, promote="float", saves={0: 0, 1: 1}, saves_out=2,
+    samples=[case((2, 3), 2.0), *binary_grid()])
+def hypot(be, x, y):
+    """out = √(x² + y²), without overflow"""
+    out = be.xp.hypot(x, y)
+    return out, (x, y, out)
+
+
+@hypot.defvjp
+def hypot_vjp(be, g, saved):
+    x, y, out = saved
+    with quiet():
+        r = g / out
+    return None if is_const(x) else r * x, None if is_const(y) else r * y
+
+
+@op("copysign", "gx = g * sign(x) * sign(out), gy = 0", grads=("gx", "gy"), broadcasts=True,
+    promote="float", saves={0: 0}, saves_out=1,
+    samples=[case((2, 3), -1.0), case((3,), vals([-1.0, 2.0, -0.5])), *binary_grid()])
+def copysign(be, x, y):
+    """out = |x| with the sign of y"""
+    out = be.xp.copysign(x, y)
+    return out, (x, out, is_const(y))
+
+
+@copysign.defvjp
+def copysign_vjp(be, g, saved):
+    x, out, y_const = saved
+    xp = be.xp
+    gx = g * xp.where(x == 0, 0, xp.sign(x) * xp.sign(out))
+    return None if is_const(x) else gx, None if y_const else xp.zeros_like(g)
+
+
+@op("lerp", "gs = g * (1 - w), ge = g * w, gw = g * (end - start)",
+    grads=("gs", "ge", "gw"), broadcasts=True, promote="common", saves={0: 0, 1: 1, 2: 2},
+    samples=[case((2, 3), (2, 3), 0.3), case((3,), (2, 3), (2, 1)), case((), (3,), ()),
+             case((2, 1), (3,), 0.75)])
+def lerp(be, start, end, weight):
+    """out = start + weight * (end - start)"""
+    return start + weight * (end - start), (start, end, weight)
+
+
+@lerp.defvjp
+def lerp_vjp(be, g, saved):
+    start, end, weight = saved
+    return (None if is_const(start) else g * (1 - weight),
+            None if is_const(end) else g * weight,
+            None if is_const(weight) else g * (end - start))
+
+
+@op("remainder", "gx = g, gy = -g * floor(x / y)", grads=("gx", "gy"), broadcasts=True,
+    promote="common", saves={0: 0, 1: 1},
+    samples=[case((2, 3), 0.7), case(3.5, pos((3,))), *binary_grid(second=pos)])
+def remainder(be, x, y):
+    """out = x - y * floor(x / y), with the sign of y (Python's %)"""
+    with quiet():
+        return be.xp.remainder(x, y), (x, y)
+
+
+@remainder.defvjp
+def remainder_vjp(be, g, saved):
+    x, y = saved
+    with quiet():
+        return None if is_const(x) else g, None if is_const(y) else -g * be.xp.floor(x / y)
+
+
+@op("fmod", "gx = g, gy = -g * trunc(x / y)", grads=("gx", "gy"), broadcasts=True,
+    promote="common", saves={0: 0, 1: 1},
+    samples=[case((2, 3), 0.7), case(-3.5, pos((3,))), *binary_grid(second=pos)])
+def fmod(be, x, y):
+    """out = x - y * trunc(x / y), with the sign of x (C's fmod)"""
+    with quiet():
+        return be.xp.fmod(x, y), (x, y)
+
+
+@fmod.defvjp
+def fmod_vjp(be, g, saved):
+    x, y = saved
+    with quiet():
+        return None if is_const(x) else g, None if is_const(y) else -g * be.xp.trunc(x / y)
+
+
+@op("floor_divide", "gx = 0, gy = 0", grads=("gx", "gy"), broadcasts=True, promote="common",
+    samples=[case((2, 3), 0.7), case(3.5, pos((3,))), *binary_grid(second=pos)])
+def floor_divide(be, x, y):
+    """out = floor(x / y) (Python's //); flat almost everywhere, so zero gradients"""
+    with quiet():
+        return be.xp.floor_divide(x, y), (is_const(x), is_const(y))
+
+
+@floor_divide.defvjp
+def floor_divide_vjp(be, g, saved):
+    x_const, y_const = saved
+    zero = be.xp.zeros_like(g)
+    return None if x_const else zero, None if y_const else zero
+
+
+OPS = (sin, cos, tan, asin, acos, atan, atan2, sinh, cosh, asinh, acosh, atanh, exp2, expm1,
+       log2, log10, log1p, logaddexp, erf, square, rsqrt, reciprocal, floor, ceil, trunc,
+       round_even, sign, frac, hypot, copysign, lerp, remainder, fmod, floor_divide)
