@@ -13,6 +13,7 @@ from . import backends
 from .autograd import apply
 from .dtypes import get_default_dtype
 from .errors import DimError, DTypeError, ShapeError, fmt_shape
+from .ops import activation as act
 from .ops import attention as attn
 from .ops import elementwise as ew
 from .ops import matmul as mm
@@ -292,11 +293,6 @@ def cross_entropy(logits, target, weight=None, ignore_index=-100, reduction="mea
     return nll * (1 - label_smoothing) + smooth * (label_smoothing / n_class)
 
 
-def _log1p_exp(x):
-    """log(1 + eˣ) (softplus), stable for any x: max(x, 0) + log(1 + e^-|x|)."""
-    return x.maximum(0.0) + (1.0 + (-x.abs()).exp()).log()
-
-
 def binary_cross_entropy(input, target, weight=None, reduction="mean"):  # noqa: A002
     """-w [t log x + (1 - t) log(1 - x)] for probabilities x; each log is clamped at -100 as in
     PyTorch, so x = 0 or 1 gives a finite loss (and no gradient through the clamped log)."""
@@ -326,7 +322,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
     x, t = _pair(input, target, name, same_shape=True)
     weight = _weight(weight, x.shape, name)
     pos_weight = _weight(pos_weight, x.shape, name, "pos_weight")
-    softplus_neg = _log1p_exp(-x)  # -log sigmoid(x)
+    softplus_neg = -apply(act.logsigmoid, x)  # log(1 + e^-x), one stable node
     log_weight = 1.0 if pos_weight is None else (pos_weight - 1) * t + 1
     loss = (1 - t) * x + log_weight * softplus_neg
     return _reduce(loss if weight is None else loss * weight, reduction, name)

@@ -8,7 +8,9 @@ its own the GPT-2 way. Each forward is one line of functional code.
 import math
 
 from .. import functional as F
+from ..autograd import apply
 from ..errors import DimError, ShapeError, fmt_shape
+from ..ops import activation as act
 from ..tensor import ones, rand, randn, zeros
 from .module import Module, Parameter
 
@@ -134,7 +136,7 @@ class SiLU(Module):
     """x * sigmoid(x) (also called swish)."""
 
     def forward(self, x):
-        return x * F.sigmoid(x)
+        return apply(act.silu, F._t(x))
 
 
 class Softmax(Module):
