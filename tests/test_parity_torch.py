@@ -158,6 +158,12 @@ TORCH = {
     "remainder": _binary(torch.remainder), "fmod": _binary(torch.fmod),
     # torch has no gradient for floor_divide; floor(x / y) is the same function, flat a.e.
     "floor_divide": lambda x, y: torch.floor(x / y),
+    "clamp": torch.clamp,
+    "prod": lambda x, dim=None, keepdim=False: (torch.prod(x) if dim is None else
+                                                torch.prod(x, dim, keepdim)),
+    "vector_norm": lambda x, ord=2, dim=None, keepdim=False: torch.linalg.vector_norm(  # noqa: A006
+        x, ord, dim, keepdim),
+    "cumsum": torch.cumsum, "cumprod": torch.cumprod, "logcumsumexp": torch.logcumsumexp,
     # activations
     "silu": TF.silu, "softplus": TF.softplus, "mish": TF.mish, "elu": TF.elu,
     "selu": TF.selu, "celu": TF.celu, "logsigmoid": TF.logsigmoid, "softsign": TF.softsign,
