@@ -549,6 +549,16 @@ def make_fake(emulate=False, reverse=False):
         np.add.at(a._a, unwrap(slices, host_ok=True), unwrap(value))
 
     cupyx.scatter_add = scatter_add
+
+    def scatter_reducer(ufunc, name):
+        def scatter(a, slices, value):
+            if not isinstance(a, FakeArray):
+                raise TypeError(f"cupyx.{name} needs a cupy.ndarray, got {type(a)}")
+            ufunc.at(a._a, unwrap(slices, host_ok=True), unwrap(value))
+        return scatter
+
+    cupyx.scatter_max = scatter_reducer(np.maximum, "scatter_max")
+    cupyx.scatter_min = scatter_reducer(np.minimum, "scatter_min")
     return {"cupy": cupy, "cupyx": cupyx, "cupyx.scipy": scipy, "cupyx.scipy.special": special}
 
 

@@ -89,6 +89,13 @@ def _minimum(x, y):
     return torch.minimum(*torch.broadcast_tensors(*map(torch.as_tensor, (x, y))))
 
 
+def _part(src, index):
+    """The part of src an index of that shape covers (src as it is when a number)."""
+    if not isinstance(src, torch.Tensor):
+        return src
+    return src[tuple(slice(0, n) for n in index.shape)]
+
+
 def _binary(fn):
     """torch's binary function with tensors for Python-number operands, broadcast together."""
     return lambda x, y: fn(*torch.broadcast_tensors(*map(
@@ -158,6 +165,18 @@ TORCH = {
     "remainder": _binary(torch.remainder), "fmod": _binary(torch.fmod),
     # torch has no gradient for floor_divide; floor(x / y) is the same function, flat a.e.
     "floor_divide": lambda x, y: torch.floor(x / y),
+    "clamp": torch.clamp,
+    "prod": lambda x, dim=None, keepdim=False: (torch.prod(x) if dim is None else
+                                                torch.prod(x, dim, keepdim)),
+    "vector_norm": lambda x, ord=2, dim=None, keepdim=False: torch.linalg.vector_norm(  # noqa: A006
+        x, ord, dim, keepdim),
+    "cumsum": torch.cumsum, "cumprod": torch.cumprod, "logcumsumexp": torch.logcumsumexp,
+    # (torch's own scatter backward fails on a src larger than the index: it reads src's part)
+    "scatter": lambda x, i, src, dim: x.scatter(dim, i.long(), _part(src, i)),
+    "scatter_add": lambda x, i, src, dim: x.scatter_add(dim, i.long(), _part(src, i)),
+    "scatter_reduce": lambda x, i, src, dim, reduce, include_self=True: x.scatter_reduce(
+        dim, i.long(), src, reduce, include_self=include_self),
+    "einsum": lambda *xs, equation: torch.einsum(equation, *xs),
     # activations
     "silu": TF.silu, "softplus": TF.softplus, "mish": TF.mish, "elu": TF.elu,
     "selu": TF.selu, "celu": TF.celu, "logsigmoid": TF.logsigmoid, "softsign": TF.softsign,

@@ -32,7 +32,9 @@ from .dtypes import category, get_default_dtype, result_type
 from .errors import DimError, DTypeError, GraphError, ShapeError, fmt_shape
 from .ops import elementwise as ew
 from .ops import matmul as mm
+from .ops import pointwise as pw
 from .ops import reduce as rd
+from .ops import scan as sc
 from .ops import shape as sh
 from .ops import softmax as sm
 from .ops.mask import masked_fill
@@ -41,6 +43,15 @@ from .ops.op import dims as _axes
 
 float16, float32, float64 = np.float16, np.float32, np.float64
 int32, int64, bool_ = np.int32, np.int64, np.bool_
+
+
+def _unary(op):
+    """The Tensor method x.name() for a one-input op."""
+    def method(self):
+        return apply(op, self)
+    method.__name__ = method.__qualname__ = op.name
+    method.__doc__ = op.doc
+    return method
 
 
 class Tensor(TensorBase):
@@ -75,6 +86,19 @@ class Tensor(TensorBase):
 
     def dim(self):
         return self.data.ndim
+
+    @property
+    def nbytes(self):
+        return int(self.data.nbytes)
+
+    def element_size(self):
+        return int(self.data.itemsize)
+
+    @property
+    def device(self):
+        """"cpu" (the NumPy backend) or "cuda" (CuPy): x.to(y.device) moves x to y's backend."""
+        return "cpu" if self.backend.name == "numpy" else "cuda" if self.backend.name == "cupy" \
+            else self.backend.name
 
     @property
     def _version(self):
@@ -437,11 +461,17 @@ class Tensor(TensorBase):
         return self.copy_(rand(*self.shape, dtype=self.dtype, backend=self.backend).data
                           * (b - a) + a)
 
-    def any(self):
-        return Tensor._wrap(self.data.any(), self.backend)
+    def any(self, dim=None, keepdim=False):
+        """Whether any entry (over dim) is nonzero: a bool tensor."""
+        axes = _axes(dim, self.ndim, "any")
+        return Tensor._wrap(self.backend.xp.asarray(self.data.any(axis=axes, keepdims=keepdim)),
+                            self.backend)
 
-    def all(self):
-        return Tensor._wrap(self.data.all(), self.backend)
+    def all(self, dim=None, keepdim=False):
+        """Whether every entry (over dim) is nonzero: a bool tensor."""
+        axes = _axes(dim, self.ndim, "all")
+        return Tensor._wrap(self.backend.xp.asarray(self.data.all(axis=axes, keepdims=keepdim)),
+                            self.backend)
 
     # ---- unary functions -----------------------------------------------------------------------
 
@@ -476,6 +506,10 @@ class Tensor(TensorBase):
         return apply(ew.minimum, self, self._other(other))
 
     def clip(self, min=None, max=None):  # noqa: A002 - PyTorch's argument names
+        """x limited to [min, max]; the bounds are numbers or tensors (which broadcast)."""
+        if isinstance(min, Tensor) or isinstance(max, Tensor):
+            return apply(pw.clamp, self, min if min is None else self._other(min),
+                         max if max is None else self._other(max))
         x = self
         if self.dtype.kind != "f" and any(isinstance(b, float) for b in (min, max)):
             x = self.to(get_default_dtype())  # torch: an int tensor clamped to 0.5 is float
@@ -740,6 +774,231 @@ class Tensor(TensorBase):
 
     def __iter__(self):
         return (self[i] for i in range(len(self)))
+
+    # ---- the everyday toolkit: torch's pointwise math, scans, selection (ops/pointwise.py,
+    # ops/activation.py, ops/scan.py; the bool results below never require grad) -------------
+
+    sin, cos, tan = _unary(pw.sin), _unary(pw.cos), _unary(pw.tan)
+    asin, acos, atan = _unary(pw.asin), _unary(pw.acos), _unary(pw.atan)
+    arcsin, arccos, arctan = asin, acos, atan
+    sinh, cosh, asinh, acosh, atanh = (_unary(pw.sinh), _unary(pw.cosh), _unary(pw.asinh),
+                                       _unary(pw.acosh), _unary(pw.atanh))
+    arcsinh, arccosh, arctanh = asinh, acosh, atanh
+    exp2, expm1, log2, log10, log1p = (_unary(pw.exp2), _unary(pw.expm1), _unary(pw.log2),
+                                       _unary(pw.log10), _unary(pw.log1p))
+    erf, square, rsqrt, reciprocal = (_unary(pw.erf), _unary(pw.square), _unary(pw.rsqrt),
+                                      _unary(pw.reciprocal))
+    floor, ceil, trunc, sign, frac = (_unary(pw.floor), _unary(pw.ceil), _unary(pw.trunc),
+                                      _unary(pw.sign), _unary(pw.frac))
+    fix = trunc
+
+    def round(self, decimals=0):
+        return apply(pw.round_even, self, decimals=decimals)
+
+    def atan2(self, other):
+        return apply(pw.atan2, self, self._other(other))
+
+    arctan2 = atan2
+
+    def logaddexp(self, other):
+        return apply(pw.logaddexp, self, self._other(other))
+
+    def hypot(self, other):
+        return apply(pw.hypot, self, self._other(other))
+
+    def copysign(self, other):
+        return apply(pw.copysign, self, self._other(other))
+
+    def lerp(self, end, weight):
+        return apply(pw.lerp, self, self._other(end), self._other(weight))
+
+    def remainder(self, other):
+        return apply(pw.remainder, self, self._other(other))
+
+    def fmod(self, other):
+        return apply(pw.fmod, self, self._other(other))
+
+    def floor_divide(self, other):
+        return apply(pw.floor_divide, self, self._other(other))
+
+    def __mod__(self, other):
+        return apply(pw.remainder, self, self._other(other))
+
+    def __rmod__(self, other):
+        return apply(pw.remainder, self._other(other), self)
+
+    def __floordiv__(self, other):
+        return apply(pw.floor_divide, self, self._other(other))
+
+    def __rfloordiv__(self, other):
+        return apply(pw.floor_divide, self._other(other), self)
+
+    def clamp_min(self, min):  # noqa: A002
+        return self.clamp(min=min)
+
+    def clamp_max(self, max):  # noqa: A002
+        return self.clamp(max=max)
+
+    def isnan(self):
+        return Tensor._wrap(self.backend.xp.isnan(self.data), self.backend)
+
+    def isinf(self):
+        return Tensor._wrap(self.backend.xp.isinf(self.data), self.backend)
+
+    def isfinite(self):
+        return Tensor._wrap(self.backend.xp.isfinite(self.data), self.backend)
+
+    def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        """|self - other| <= atol + rtol |other| elementwise (torch.isclose), a bool tensor."""
+        other = other.data if isinstance(other, Tensor) else other
+        return Tensor._wrap(self.backend.xp.isclose(self.data, other, rtol, atol, equal_nan),
+                            self.backend)
+
+    def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        return bool(self.isclose(other, rtol, atol, equal_nan).data.all())
+
+    def logical_not(self):
+        return Tensor._wrap(self.backend.xp.logical_not(self.data), self.backend)
+
+    def logical_and(self, other):
+        return self._compare(other, self.backend.xp.logical_and)
+
+    def logical_or(self, other):
+        return self._compare(other, self.backend.xp.logical_or)
+
+    def logical_xor(self, other):
+        return self._compare(other, self.backend.xp.logical_xor)
+
+    def bitwise_not(self):
+        return ~self
+
+    def bitwise_and(self, other):
+        return self._bits(other, lambda a, b: a & b, "bitwise_and")
+
+    def bitwise_or(self, other):
+        return self._bits(other, lambda a, b: a | b, "bitwise_or")
+
+    def bitwise_xor(self, other):
+        return self._bits(other, lambda a, b: a ^ b, "bitwise_xor")
+
+    def bitwise_left_shift(self, other):
+        return self._bits(other, lambda a, b: a << b, "bitwise_left_shift")
+
+    def bitwise_right_shift(self, other):
+        return self._bits(other, lambda a, b: a >> b, "bitwise_right_shift")
+
+    def __rand__(self, other):
+        return self._bits(other, lambda a, b: b & a, "bitwise_and")
+
+    def __ror__(self, other):
+        return self._bits(other, lambda a, b: b | a, "bitwise_or")
+
+    def __rxor__(self, other):
+        return self._bits(other, lambda a, b: b ^ a, "bitwise_xor")
+
+    def __lshift__(self, other):
+        return self.bitwise_left_shift(other)
+
+    def __rshift__(self, other):
+        return self.bitwise_right_shift(other)
+
+    def __rlshift__(self, other):
+        return self._bits(other, lambda a, b: b << a, "bitwise_left_shift")
+
+    def __rrshift__(self, other):
+        return self._bits(other, lambda a, b: b >> a, "bitwise_right_shift")
+
+    def _bits(self, other, fn, name):
+        """A bitwise op on integer or bool tensors (and Python ints), as torch allows."""
+        for v in (self, other):
+            kind = v.dtype.kind if isinstance(v, Tensor) else "b" if isinstance(v, bool) \
+                else "i" if isinstance(v, int) else "f"
+            if kind not in "biu":
+                shown = v.dtype if isinstance(v, Tensor) else type(v).__name__
+                raise DTypeError(f"{name}: takes integer or bool tensors, got {shown}; "
+                                 "use logical_and/or/xor for truth values of floats")
+        return self._compare(other, fn)
+
+    # scans and more reductions
+
+    def cumsum(self, dim):
+        return apply(sc.cumsum, self, dim=dim)
+
+    def cumprod(self, dim):
+        return apply(sc.cumprod, self, dim=dim)
+
+    def logcumsumexp(self, dim):
+        return apply(sc.logcumsumexp, self, dim=dim)
+
+    def cummax(self, dim):
+        """The named pair (values, indices) of the running maximum along dim (ties: the later
+        index, as in torch); the gradient goes to the entry each value came from."""
+        return self._cum_extreme(dim, "cummax")
+
+    def cummin(self, dim):
+        return self._cum_extreme(dim, "cummin")
+
+    def _cum_extreme(self, dim, name):
+        xp = self.backend.xp
+        if self.ndim == 0:
+            _axes(dim, 0, name)
+            return getattr(return_types, name)(self.clone(), Tensor._wrap(
+                xp.zeros((), dtype=np.int64), self.backend))
+        axis = _axis(dim, self.ndim, name)
+        n = self.shape[axis]
+        v = self.data.copy()
+        shape = [1] * self.ndim
+        shape[axis] = n
+        idx = xp.broadcast_to(xp.arange(n, dtype=np.int64).reshape(shape), v.shape).copy()
+        step = 1
+        while step < n:  # Hillis-Steele: after this step, entry i covers (i - 2 step, i]
+            old = (slice(None),) * axis + (slice(0, n - step),)
+            new = (slice(None),) * axis + (slice(step, n),)
+            earlier = v[old] > v[new] if name == "cummax" else v[old] < v[new]
+            v_next, i_next = xp.where(earlier, v[old], v[new]), xp.where(earlier, idx[old],
+                                                                         idx[new])
+            v[new], idx[new] = v_next, i_next
+            step *= 2
+        indices = Tensor._wrap(idx, self.backend)
+        return getattr(return_types, name)(self._along(indices, axis), indices)
+
+    def prod(self, dim=None, keepdim=False):
+        return apply(rd.reduce_prod, self, dim=dim, keepdim=keepdim)
+
+    def norm(self, p="fro", dim=None, keepdim=False):
+        """The vector p-norm over dim (all entries by default; "fro" is the 2-norm)."""
+        if p == "fro":
+            p = 2
+        if isinstance(p, str):
+            raise ValueError(f"norm: p={p!r} is a matrix norm tinyattn does not have; use a "
+                             "number (2, 1, inf, ...)")
+        return apply(rd.vector_norm, self, ord=p, dim=dim, keepdim=keepdim)
+
+    def median(self, dim=None, keepdim=False):
+        """The lower median; with a dim, the named pair (values, indices) as in torch."""
+        if dim is None:
+            flat = self.reshape(-1)
+            return flat.kthvalue((flat.shape[0] + 1) // 2, 0).values
+        k = (self.shape[_axis(dim, self.ndim, "median")] + 1) // 2 if self.ndim else 1
+        values, indices = self.kthvalue(k, dim, keepdim)
+        return return_types.median(values, indices)
+
+    def kthvalue(self, k, dim=-1, keepdim=False):
+        """The named pair (values, indices) of the k-th smallest entry along dim (k from 1)."""
+        n = self.shape[_axis(dim, self.ndim, "kthvalue")] if self.ndim else 1
+        if not isinstance(k, (int, np.integer)) or not 1 <= k <= n:
+            raise DimError(f"kthvalue: k must be an int in 1..{n} for dim {dim} of a tensor of "
+                           f"shape {fmt_shape(self.shape)}, got {k!r}")
+        if self.ndim == 0:
+            return return_types.kthvalue(self.clone(), Tensor._wrap(
+                self.backend.xp.zeros((), dtype=np.int64), self.backend))
+        axis = _axis(dim, self.ndim, "kthvalue")
+        order = self.argsort(axis)
+        indices = order[(slice(None),) * axis + (slice(k - 1, k),)]
+        values = self._along(indices, axis)
+        if not keepdim:
+            values, indices = values.squeeze(axis), indices.squeeze(axis)
+        return return_types.kthvalue(values, indices)
 
     # ---- conversions and display ---------------------------------------------------------------
 

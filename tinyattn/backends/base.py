@@ -57,6 +57,13 @@ class Backend(ABC):
         """out[index] += values, where repeated indices accumulate (the VJP of gathering)."""
         self.xp.add.at(out, index, values)
 
+    def scatter_max(self, out, index, values):
+        """out[index] = max(out[index], values), repeated indices included (scatter_reduce)."""
+        self.xp.maximum.at(out, index, values)
+
+    def scatter_min(self, out, index, values):
+        self.xp.minimum.at(out, index, values)
+
     def erf(self, x):
         """The error function: exact to ~1e-15 in float64, to ~3e-7 (a float32 ulp or two) else."""
         return self.erf_reference(x) if x.dtype == self.xp.float64 else self.erf_fast(x)

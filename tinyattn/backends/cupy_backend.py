@@ -172,6 +172,12 @@ class CupyBackend(Backend):
     def scatter_add(self, out, index, values):
         self._cupyx.scatter_add(out, index, values)
 
+    def scatter_max(self, out, index, values):
+        self._cupyx.scatter_max(out, index, values)
+
+    def scatter_min(self, out, index, values):
+        self._cupyx.scatter_min(out, index, values)
+
     def erf(self, x):
         # cupyx's erf has loops e->d, f->f, d->d: float16 in would give float64 out
         out = self._cupyx.scipy.special.erf(x)

@@ -1,8 +1,8 @@
 """Ops: the registry of every op, merged from the family files.
 
-Each family file (elementwise, pointwise, activation, reduce, shape, matmul, softmax, mask, nn,
-attention) defines its ops with `@op` from ops/op.py, each forward directly above its VJP, and
-lists them in OPS.
+Each family file (elementwise, pointwise, activation, reduce, scan, shape, index, matmul, softmax,
+mask, nn, attention) defines its ops with `@op` from ops/op.py, each forward directly above its VJP,
+and lists them in OPS.
 REGISTRY maps every op's name to its Op.
 """
 
@@ -10,11 +10,13 @@ from . import (
     activation,
     attention,
     elementwise,
+    index,
     mask,
     matmul,
     nn,
     pointwise,
     reduce,
+    scan,
     shape,
     softmax,
 )
@@ -22,8 +24,8 @@ from .op import Op, op
 
 __all__ = ["Op", "op", "REGISTRY", "FAMILIES"]
 
-FAMILIES = (elementwise, pointwise, activation, reduce, shape, matmul, softmax, mask, nn,
-            attention)
+FAMILIES = (elementwise, pointwise, activation, reduce, scan, shape, index, matmul, softmax,
+            mask, nn, attention)
 
 
 def _merge(families):

@@ -523,6 +523,37 @@ def floor_divide_vjp(be, g, saved):
     return None if x_const else zero, None if y_const else zero
 
 
+@op("clamp", "gx = g * [min <= x <= max], gmin = g * [x < min < max], "
+    "gmax = g * [x > max or max < min]", grads=("gx", "gmin", "gmax"), broadcasts=True,
+    promote="common", saves={0: 0, 1: 1, 2: 2},
+    samples=[case((2, 3), (2, 3), (2, 3)), case((3,), (2, 1), None), case((2, 3), None, (3,)),
+             case(vals([-2.0, 0.0, 2.0]), vals([-1.0, 1.0, 3.0]), vals([1.0, 0.5, 2.5]))])
+def clamp(be, x, min=None, max=None):  # noqa: A002 - torch's argument names
+    """out = min(max(x, min), max) with tensor bounds (max wins where min > max, as in torch)"""
+    if min is None and max is None:
+        raise ValueError("clamp: needs min, max or both")
+    out = x if min is None else be.xp.maximum(x, min)
+    out = out if max is None else be.xp.minimum(out, max)
+    return out, (x, min, max)
+
+
+@clamp.defvjp
+def clamp_vjp(be, g, saved):
+    x, lo, hi = saved
+    inside = True if lo is None else x >= lo
+    if hi is not None:
+        inside = inside & (x <= hi)
+    gx = None if is_const(x) else g * inside
+    glo = ghi = None
+    if lo is not None and not is_const(lo):
+        below = x < lo if hi is None else (x < lo) & (lo < hi)
+        glo = g * below
+    if hi is not None and not is_const(hi):
+        above = x > hi if lo is None else (x > hi) | (hi < lo)
+        ghi = g * above
+    return gx, glo, ghi
+
+
 OPS = (sin, cos, tan, asin, acos, atan, atan2, sinh, cosh, asinh, acosh, atanh, exp2, expm1,
        log2, log10, log1p, logaddexp, erf, square, rsqrt, reciprocal, floor, ceil, trunc,
-       round_even, sign, frac, hypot, copysign, lerp, remainder, fmod, floor_divide)
+       round_even, sign, frac, hypot, copysign, lerp, remainder, fmod, floor_divide, clamp)

@@ -159,4 +159,93 @@ def logsumexp_vjp(be, g, saved, dim=None, keepdim=False):
     return (unreduce(be, g, axes, keepdim, p.shape) * p,)
 
 
-OPS = (reduce_sum, reduce_mean, reduce_max, reduce_min, reduce_var, logsumexp)
+def _others_product(xp, x, axis):
+    """Π_{k≠i} x_k along axis for each i: the products to its left times those to its right
+    (exact when x holds zeros, where out / x_i would be 0/0)."""
+    n = x.shape[axis]
+    head, tail = (slice(None),) * axis + (slice(1, None),), (slice(None),) * axis + (
+        slice(0, n - 1),)
+    left = xp.ones_like(x)
+    left[head] = xp.cumprod(x, axis=axis)[tail]
+    right = xp.ones_like(x)
+    right[tail] = xp.flip(xp.cumprod(xp.flip(x, axis), axis=axis), axis)[head]
+    return left * right
+
+
+@op("prod", "gx = g * Π_{k≠i} x_k over dim (zeros allowed)", saves={0: 0},
+    samples=[case((2, 3, 4), dim=1), case(vals([[2.0, 0.0, 3.0], [1.5, -1.0, 2.0]]), dim=1),
+             case(vals([[0.5, 0.0], [0.0, 2.0]])), case((2, 3), dim=0, keepdim=True)])
+def reduce_prod(be, x, dim=None, keepdim=False):
+    """out = Π x over dim (one dim, or all of them)"""
+    if dim is not None and not isinstance(dim, int):
+        raise TypeError(f"prod: dim must be one int or None (torch's rule), got {dim!r}")
+    axes = dims(dim, x.ndim, "prod")
+    return x.prod(axis=axes, keepdims=keepdim), (x, axes)
+
+
+@reduce_prod.defvjp
+def reduce_prod_vjp(be, g, saved, dim=None, keepdim=False):
+    x, axes = saved
+    if not axes:
+        return (g.reshape(x.shape),)
+    flat = x.reshape(-1) if len(axes) > 1 else x  # all dims: one long row
+    others = _others_product(be.xp, flat, 0 if len(axes) > 1 else axes[0]).reshape(x.shape)
+    return (unreduce(be, g, axes, keepdim, x.shape) * others,)
+
+
+@op("vector_norm", "gx = g * x / out (ord 2; 0 where out = 0); g sign(x) |x|^(p-1) / out^(p-1)",
+    promote="float", saves={0: 0}, saves_out=1,
+    samples=[case((2, 3, 4)), case((2, 3), dim=1), case((3, 4), ord=1, dim=0, keepdim=True),
+             case((2, 5), ord=3.0, dim=-1), case(vals([[1.0, -3.0, 2.0], [0.5, 0.25, -4.0]]),
+                                                 ord=float("inf"), dim=1),
+             case(vals([[1.0, -3.0, 2.0], [0.5, 0.25, -4.0]]), ord=float("-inf"), dim=1),
+             case((2, 3), ord=0)])
+def vector_norm(be, x, ord=2, dim=None, keepdim=False):  # noqa: A002 - torch's name
+    """out = (Σ |x|^ord)^(1/ord) over dim (inf: max |x|, -inf: min |x|, 0: the count of
+    nonzeros)"""
+    xp = be.xp
+    if x.dtype.kind != "f":
+        raise DTypeError(f"vector_norm: needs a floating-point input, got {x.dtype}")
+    if isinstance(ord, str) or isinstance(ord, bool):
+        raise ValueError(f"vector_norm: ord must be a number, got {ord!r}")
+    axes = dims(dim, x.ndim, "vector_norm")
+    a = xp.abs(x)
+    if ord == 2:
+        out = xp.sqrt((x * x).sum(axis=axes, keepdims=keepdim))
+    elif ord == float("inf"):
+        out = a.max(axis=axes, keepdims=keepdim)
+    elif ord == float("-inf"):
+        out = a.min(axis=axes, keepdims=keepdim)
+    elif ord == 0:
+        out = (x != 0).sum(axis=axes, keepdims=keepdim).astype(x.dtype)
+    elif ord == 1:
+        out = a.sum(axis=axes, keepdims=keepdim)
+    else:
+        with quiet():
+            out = (a**ord).sum(axis=axes, keepdims=keepdim) ** (1 / ord)
+    return out, (x, out, axes)
+
+
+@vector_norm.defvjp
+def vector_norm_vjp(be, g, saved, ord=2, dim=None, keepdim=False):  # noqa: A002
+    x, out, axes = saved
+    xp = be.xp
+    if not keepdim:
+        out, g = xp.expand_dims(out, axes), xp.expand_dims(g, axes)
+    if ord == 0:
+        return (xp.zeros(x.shape, dtype=g.dtype),)
+    if ord == 1:
+        return (g * xp.sign(x),)
+    if ord in (float("inf"), float("-inf")):  # ties share g evenly, as in torch
+        winners = xp.abs(x) == out
+        return (g * xp.sign(x) * winners / winners.sum(axis=axes, keepdims=True, dtype=g.dtype),)
+    safe = xp.where(out == 0, 1, out)
+    if ord == 2:
+        return (xp.where(out == 0, 0, g * x / safe),)
+    with quiet():
+        scale = xp.where(out == 0, 0, g / safe ** (ord - 1))
+        return (scale * xp.sign(x) * xp.abs(x) ** (ord - 1),)
+
+
+OPS = (reduce_sum, reduce_mean, reduce_max, reduce_min, reduce_var, logsumexp, reduce_prod,
+       vector_norm)

@@ -1,0 +1,241 @@
+"""Writing by index along a dim: scatter, scatter_add, scatter_reduce; and einsum.
+
+scatter(x, index, src, dim) sends src[i][j] to out[index[i][j]][j] (dim 0; the other dims the
+same way). The index has the input's number of dims and is no larger than src, nor than x
+outside dim; only the part of src the index covers is read. The gathers (gather, index_select,
+take_along_dim) read instead of write: they are Tensor methods built on getitem and
+take_along_dim (ops/shape.py), whose VJPs are the scatter-adds.
+einsum contracts any number of operands by an equation; its VJP for each operand is the einsum
+of g with the others.
+"""
+
+import string
+
+from ..errors import fmt_shape
+from .op import dim1, op
+from .samples import case, const, vals
+
+
+def scatter_places(be, x, index, src, dim, name):
+    """(axis, the advanced index of the places index sends to, the part of src it covers)."""
+    xp = be.xp
+    if getattr(index, "dtype", None) is None or index.dtype.kind not in "iu":
+        raise TypeError(f"{name}: index must be an integer tensor, got "
+                        f"{getattr(index, 'dtype', type(index).__name__)}")
+    axis = dim1(dim, x.ndim, name)
+    src_shape = getattr(src, "shape", None)
+    bad = index.ndim != x.ndim or any(
+        n > m for d, (n, m) in enumerate(zip(index.shape, x.shape, strict=True)) if d != axis) \
+        or src_shape is not None and (len(src_shape) != index.ndim or any(
+            n > m for n, m in zip(index.shape, src_shape, strict=True)))
+    if bad:
+        raise ValueError(f"{name}: index {fmt_shape(index.shape)} must have the dims of the "
+                         f"input {fmt_shape(x.shape)} and be no larger than it outside dim "
+                         f"{axis}, nor larger than src "
+                         f"{fmt_shape(src_shape) if src_shape is not None else '(a number)'}")
+    n = x.shape[axis]
+    if index.size and (int(index.min()) < -n or int(index.max()) >= n):
+        worst = int(index.min()) if int(index.min()) < -n else int(index.max())
+        raise IndexError(f"{name}: index {worst} is out of range for dim {axis} of size {n} "
+                         f"(input {fmt_shape(x.shape)})")
+    places = list(xp.ix_(*(xp.arange(m) for m in index.shape)))
+    places[axis] = index % n
+    part = tuple(slice(0, m) for m in index.shape)
+    return axis, tuple(places), None if src_shape is None else src[part]
+
+
+def _src_grad(be, g, places, src_shape, scale=None):
+    """The gradient of the src entries the index read: g at their places (times `scale`)."""
+    picked = g[places] if scale is None else (g * scale)[places]
+    gsrc = be.xp.zeros(src_shape, dtype=g.dtype)
+    gsrc[tuple(slice(0, m) for m in picked.shape)] = picked
+    return gsrc
+
+
+@op("scatter", "gx = g with g[places] = 0, gsrc = g[places]", grads=("gx", None, "gsrc"),
+    nondiff=(1,), promote="common",
+    samples=[case((3, 4), const([[0, 2], [1, 0]]), (2, 3), dim=1),
+             case((3, 4), const([[2, 0, 1, 0]]), (2, 4), dim=0),
+             case((2, 3), const([[1], [0]]), 5.0, dim=-1)])
+def scatter(be, x, index, src, dim):
+    """out = x with out[index[i, j], j] = src[i, j] (dim 0; likewise along any dim); src may be
+    a number. Where the index repeats a place, which src lands there is unspecified (torch)."""
+    axis, places, part = scatter_places(be, x, index, src, dim, "scatter")
+    out = x.copy()
+    out[places] = src if part is None else part
+    return out, (places, None if part is None else src.shape)
+
+
+@scatter.defvjp
+def scatter_vjp(be, g, saved, dim):
+    places, src_shape = saved
+    gx = g.copy()
+    gx[places] = 0  # overwritten entries do not depend on x
+    return gx, None, None if src_shape is None else _src_grad(be, g, places, src_shape)
+
+
+@op("scatter_add", "gx = g, gsrc = g[places]", grads=("gx", None, "gsrc"), nondiff=(1,),
+    promote="common",
+    samples=[case((3, 4), const([[0, 2, 2], [1, 0, 0]]), (2, 3), dim=1),  # repeats add up
+             case((3, 4), const([[2, 0, 2, 0], [2, 1, 1, 1]]), (3, 4), dim=0)])
+def scatter_add(be, x, index, src, dim):
+    """out = x, then out[index[i, j], j] += src[i, j] (dim 0); repeated places add up"""
+    axis, places, part = scatter_places(be, x, index, src, dim, "scatter_add")
+    out = x.copy()
+    be.scatter_add(out, places, part)
+    return out, (places, src.shape)
+
+
+@scatter_add.defvjp
+def scatter_add_vjp(be, g, saved, dim):
+    places, src_shape = saved
+    return g, None, _src_grad(be, g, places, src_shape)
+
+
+REDUCTIONS = ("sum", "mean", "amax", "amin")
+
+
+@op("scatter_reduce", "gx = g * [x counts] / count (amax/amin: x's share of the ties), "
+    "gsrc = (g / count)[places] * [src counts]", grads=("gx", None, "gsrc"), nondiff=(1,),
+    promote="common",
+    samples=[case((3, 4), const([[0, 2, 2], [1, 0, 0]]), (2, 3), dim=1, reduce="sum"),
+             case((3, 4), const([[0, 2, 2], [1, 0, 0]]), (2, 3), dim=1, reduce="mean",
+                  include_self=False),
+             case((2, 4), const([[0, 2, 2, 1]]), (1, 4), dim=1, reduce="mean"),
+             case(vals([[0.5, -1.0, 2.0], [1.0, 0.0, 3.0]]), const([[0, 0, 1], [2, 2, 2]]),
+                  vals([[0.2, 0.7, 2.5], [1.5, -0.5, 1.5]]), dim=1, reduce="amax"),
+             case(vals([[0.5, -1.0, 2.0]]), const([[0, 0, 1]]), vals([[0.2, -3.0, 4.0]]), dim=1,
+                  reduce="amin", include_self=False)])
+def scatter_reduce(be, x, index, src, dim, reduce, include_self=True):
+    """out[index[i, j], j] = reduce(x there (if include_self), every src[i, j] sent there),
+    reduce "sum", "mean", "amax" or "amin"; places nothing is sent to keep x"""
+    if reduce not in REDUCTIONS:
+        raise ValueError(f"scatter_reduce: reduce must be one of {', '.join(REDUCTIONS)}, got "
+                         f"{reduce!r} (tinyattn has no 'prod' here)")
+    xp = be.xp
+    axis, places, part = scatter_places(be, x, index, src, dim, "scatter_reduce")
+    touched = xp.zeros(x.shape, dtype=bool)
+    touched[places] = True
+    dropped = touched if not include_self else xp.zeros(x.shape, dtype=bool)  # x not counted
+    if reduce in ("sum", "mean"):
+        out = xp.where(dropped, 0, x).astype(x.dtype, copy=False)
+        be.scatter_add(out, places, part)
+        count = (~dropped).astype(x.dtype)
+        be.scatter_add(count, places, xp.ones(part.shape, dtype=x.dtype))
+        if reduce == "mean":
+            out = xp.where(touched, out / xp.maximum(count, 1), x)
+        return out, (places, src.shape, None, count, dropped)
+    fill = float("-inf") if reduce == "amax" else float("inf")
+    out = xp.where(dropped, fill, x).astype(x.dtype, copy=False)
+    (be.scatter_max if reduce == "amax" else be.scatter_min)(out, places, part)
+    # ties share the gradient evenly, x's entry among them (torch's rule)
+    self_wins = (x == out) & ~dropped
+    src_wins = part == out[places]
+    count = self_wins.astype(x.dtype)
+    be.scatter_add(count, places, src_wins.astype(x.dtype))
+    return out, (places, src.shape, src_wins, xp.maximum(count, 1), ~self_wins)
+
+
+@scatter_reduce.defvjp
+def scatter_reduce_vjp(be, g, saved, dim, reduce, include_self=True):
+    places, src_shape, src_wins, count, x_out = saved
+    xp = be.xp
+    if reduce == "sum":
+        return xp.where(x_out, 0, g), None, _src_grad(be, g, places, src_shape)
+    share = g / count
+    gsrc = _src_grad(be, share, places, src_shape)
+    if src_wins is not None:  # amax, amin
+        gsrc[tuple(slice(0, m) for m in src_wins.shape)] *= src_wins
+    return xp.where(x_out, 0, share), None, gsrc
+
+
+# ---- einsum -------------------------------------------------------------------------------------
+
+
+def parse_einsum(equation, shapes):
+    """The equation with '...' spelled out in letters and the output written: (inputs, output)."""
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    ins = lhs.split(",")
+    if len(ins) != len(shapes):
+        raise ValueError(f"einsum: the equation {equation!r} names {len(ins)} operands, got "
+                         f"{len(shapes)}")
+    spare = [c for c in string.ascii_letters if c not in eq]
+    n_ell = max([len(s) - len(i.replace("...", "")) for i, s in zip(ins, shapes, strict=True)
+                 if "..." in i] or [0])
+    ell = "".join(spare[:n_ell])
+    spelled = []
+    for i, s in zip(ins, shapes, strict=True):
+        if "..." in i:
+            k = len(s) - len(i.replace("...", ""))
+            i = i.replace("...", ell[n_ell - k:] if k > 0 else "")
+        if len(i) != len(s) or not all(c in string.ascii_letters for c in i):
+            raise ValueError(f"einsum: subscripts {i!r} do not fit an operand of shape "
+                             f"{fmt_shape(s)} in {equation!r}")
+        spelled.append(i)
+    if arrow:
+        out = rhs.replace("...", ell)
+    else:  # implicit: the ellipsis, then the letters used once, sorted
+        letters = "".join(spelled)
+        out = ell + "".join(sorted(c for c in set(letters) if letters.count(c) == 1
+                                   and c not in ell))
+    return spelled, out
+
+
+MAX_OPERANDS = 8  # saved holds each operand in a place of its own (the in-place check reads it)
+
+
+@op("einsum", "g_i = einsum(g, the other operands -> operand i's subscripts)", grads=(),
+    promote="common", saves={i: i for i in range(MAX_OPERANDS)},
+    samples=[case((2, 3), (3, 4), equation="ij,jk->ik"),
+             case((2, 3, 4), (2, 4, 5), equation="...ij,...jk->...ik"),
+             case((3, 3), equation="ii->i"), case((3,), (4,), (2, 3), equation="i,j,ki->jk"),
+             case((2, 3), equation="ij")])
+def einsum(be, *xs, equation):
+    """out = Σ over the letters not in the output of the product of the operands' entries"""
+    if not 1 <= len(xs) <= MAX_OPERANDS:
+        raise ValueError(f"einsum: takes 1 to {MAX_OPERANDS} operands, got {len(xs)}")
+    ins, out_subs = parse_einsum(equation, [x.shape for x in xs])
+    spelled = ",".join(ins) + "->" + out_subs
+    padding = (None,) * (MAX_OPERANDS - len(xs))
+    out = be.xp.einsum(spelled, *xs)
+    if getattr(out, "base", None) is not None:  # "ii->i", "ij->ji": a view of the operand
+        out = out.copy()
+    return out, (*xs, *padding, ins, out_subs)
+
+
+@einsum.defvjp
+def einsum_vjp(be, g, saved, equation):
+    *xs, ins, out_subs = saved
+    xs = xs[:len(ins)]
+    return tuple(_einsum_grad(be.xp, g, out_subs, ins, xs, i) for i in range(len(xs)))
+
+
+def _einsum_grad(xp, g, out_subs, ins, xs, i):
+    target = ins[i]
+    others = [j for j in range(len(xs)) if j != i]
+    seen = set(out_subs).union(*(ins[j] for j in others))
+    unique = "".join(dict.fromkeys(target))
+    keep = "".join(c for c in unique if c in seen)
+    gi = xp.einsum(",".join([out_subs] + [ins[j] for j in others]) + "->" + keep, g,
+                   *(xs[j] for j in others))
+    size = dict(zip(target, xs[i].shape, strict=True))
+    # letters only this operand has were summed away: its gradient is the same along them
+    gi = xp.broadcast_to(gi.reshape([size[c] if c in keep else 1 for c in unique]),
+                         [size[c] for c in unique])
+    if len(unique) == len(target):
+        return xp.ascontiguousarray(xp.einsum(unique + "->" + target, gi))
+    # a repeated letter (a diagonal, "ii"): g goes on the diagonal, zeros elsewhere
+    spare = iter(c for c in string.ascii_letters if c not in "".join(ins) + out_subs)
+    spelled, eyes, eye_subs = [], [], []
+    for c in target:
+        if c in spelled:
+            f = next(spare)
+            eyes.append(xp.eye(size[c], dtype=g.dtype))
+            eye_subs.append(c + f)
+            c = f
+        spelled.append(c)
+    return xp.einsum(",".join([unique] + eye_subs) + "->" + "".join(spelled), gi, *eyes)
+
+
+OPS = (scatter, scatter_add, scatter_reduce, einsum)

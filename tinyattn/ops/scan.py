@@ -1,0 +1,116 @@
+"""Scans: running sums, products and log-sum-exps along one dim (cumsum cumprod logcumsumexp).
+
+Output j depends on inputs 0..j, so each VJP runs the scan the other way: a reverse cumulative
+sum of g, weighted. cummax and cummin are Tensor methods built on take_along_dim (their
+gradient goes to the index each running extreme came from, as in torch).
+"""
+
+from .op import dim1, dims, op, quiet
+from .samples import case, vals
+
+
+def _along(axis, part):
+    """The index that applies `part` (a slice) to dim `axis`."""
+    return (slice(None),) * axis + (part,)
+
+
+def reverse_cumsum(xp, a, axis):
+    """out_i = Σ_{j >= i} a_j along axis."""
+    return xp.flip(xp.cumsum(xp.flip(a, axis), axis=axis), axis)
+
+
+def _axis(x, dim, name):
+    """dim as an axis; a 0-d tensor is scanned as one entry (axis None)."""
+    if x.ndim == 0:
+        dims(dim, 0, name)  # 0 and -1 name its one implicit dim
+        return None
+    return dim1(dim, x.ndim, name)
+
+
+@op("cumsum", "gx = reverse_cumsum(g)",
+    samples=[case((2, 3, 4), dim=1), case((5,), dim=0), case((2, 3), dim=-1), case((), dim=0)])
+def cumsum(be, x, dim):
+    """out_j = Σ_{i <= j} x_i along dim"""
+    axis = _axis(x, dim, "cumsum")
+    if axis is None:
+        return x.copy(), (None,)
+    return be.xp.cumsum(x, axis=axis), (axis,)
+
+
+@cumsum.defvjp
+def cumsum_vjp(be, g, saved, dim):
+    (axis,) = saved
+    return (g if axis is None else reverse_cumsum(be.xp, g, axis),)
+
+
+@op("cumprod", "gx = out_{i-1} * s_i, s_i = g_i + x_{i+1} s_{i+1} (zeros allowed)",
+    saves={0: 0}, saves_out=1,
+    samples=[case((2, 3, 4), dim=1), case(vals([[2.0, 0.0, 3.0, 0.5], [1.5, -1.0, 0.0, 0.0]]),
+                                           dim=1), case((4,), dim=0)])
+def cumprod(be, x, dim):
+    """out_j = Π_{i <= j} x_i along dim"""
+    axis = _axis(x, dim, "cumprod")
+    if axis is None:
+        return x.copy(), (x, x, None)
+    out = be.xp.cumprod(x, axis=axis)
+    return out, (x, out, axis)
+
+
+@cumprod.defvjp
+def cumprod_vjp(be, g, saved, dim):
+    x, out, axis = saved
+    xp = be.xp
+    if axis is None:
+        return (g,)
+    if bool((x != 0).all()):  # no zeros: gx_i = Σ_{j>=i} g_j out_j / x_i
+        return (reverse_cumsum(xp, g * out, axis) / x,)
+    # with zeros, the recurrence s_i = g_i + x_{i+1} s_{i+1}, then gx_i = s_i Π_{k<i} x_k
+    n = x.shape[axis]
+    s = xp.empty_like(g)
+    s[_along(axis, slice(n - 1, n))] = g[_along(axis, slice(n - 1, n))]
+    for i in range(n - 2, -1, -1):
+        s[_along(axis, slice(i, i + 1))] = (g[_along(axis, slice(i, i + 1))]
+                                            + x[_along(axis, slice(i + 1, i + 2))]
+                                            * s[_along(axis, slice(i + 1, i + 2))])
+    left = xp.ones_like(x)  # Π_{k<i} x_k = out_{i-1}, exact with zeros too
+    left[_along(axis, slice(1, None))] = out[_along(axis, slice(0, n - 1))]
+    return (s * left,)
+
+
+def _logcumsumexp(xp, x, axis):
+    """log Σ_{i <= j} e^(x_i) along axis, shifted by the row max so that it cannot overflow
+    (rows of -inf give -inf)."""
+    m = x.max(axis=axis, keepdims=True)
+    m = xp.where(xp.isfinite(m), m, 0)
+    with quiet():
+        return xp.log(xp.cumsum(xp.exp(x - m), axis=axis)) + m
+
+
+@op("logcumsumexp", "gx = Σ_{j>=i} g_j e^(x_i - out_j)", promote="float",
+    saves={0: 0}, saves_out=1,
+    samples=[case((2, 3, 4), dim=2), case((5,), dim=0),
+             case(vals([[300.0, -300.0, 1.0], [-5.0, 2.0, 700.0]]), dim=1)])
+def logcumsumexp(be, x, dim):
+    """out_j = log Σ_{i <= j} e^(x_i) along dim"""
+    axis = _axis(x, dim, "logcumsumexp")
+    if axis is None:
+        return x.copy(), (x, x, None)
+    out = _logcumsumexp(be.xp, x, axis)
+    return out, (x, out, axis)
+
+
+@logcumsumexp.defvjp
+def logcumsumexp_vjp(be, g, saved, dim):
+    x, out, axis = saved
+    xp = be.xp
+    if axis is None:
+        return (g,)
+    # in log space, positive and negative parts of g apart (torch's way): no overflow
+    with quiet():
+        log_pos = xp.log(xp.where(g > 0, g, 0)) - out
+        log_neg = xp.log(xp.where(g < 0, -g, 0)) - out
+        rev = lambda a: xp.flip(_logcumsumexp(xp, xp.flip(a, axis), axis), axis)  # noqa: E731
+        return (xp.exp(rev(log_pos) + x) - xp.exp(rev(log_neg) + x),)
+
+
+OPS = (cumsum, cumprod, logcumsumexp)
