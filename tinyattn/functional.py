@@ -507,20 +507,12 @@ def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_caus
     "flash" (one fused node, O(T) memory, bool masks only, no dropout) or "auto" (flash on
     backends that prefer it and for long sequences, else composite).
     """
-    if impl not in ("auto", "composite", "flash"):
-        raise ValueError(f"scaled_dot_product_attention: impl must be 'auto', 'composite' or "
-                         f"'flash', got {impl!r}")
-    if not 0.0 <= dropout_p < 1.0:
-        raise ValueError(f"scaled_dot_product_attention: dropout_p must be in [0, 1), got "
-                         f"{dropout_p}")
+    _check_sdpa_args(impl, dropout_p, attn_mask, is_causal)
     q = _t(q)
     k, v = _t(k, q), _t(v, q)
     if enable_gqa:
         k, v = _share_kv_heads(q, k, v)
     attn.check_qkv(q, k, v)  # before anything reads q.shape[-2]
-    if attn_mask is not None and is_causal:
-        raise ValueError("scaled_dot_product_attention: give attn_mask or is_causal=True, not "
-                         "both (torch's contract); for both, pass attn_mask & causal_mask(T, S)")
     mask = None if attn_mask is None else _t(attn_mask, q)
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
     float_mask = mask is not None and mask.dtype != bool
@@ -528,15 +520,27 @@ def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_caus
         raise DTypeError("scaled_dot_product_attention: impl='flash' takes a bool mask (True = "
                          f"attend), got {mask.dtype}; use impl='composite' for an additive mask")
     if dropout_p > 0:
-        if impl == "flash":
-            raise ValueError("scaled_dot_product_attention: impl='flash' has no dropout; use "
-                             "impl='composite' (or 'auto') with dropout_p > 0")
         weights = attn.attention_weights(q, k, mask, is_causal, scale)  # (..., T, S)
         return dropout(weights, dropout_p) @ v  # (..., T, dv)
     if impl == "flash" or impl == "auto" and not float_mask and q.shape[-2] >= \
             q.backend.flash_from:
         return apply(attn.flash_attention, q, k, v, mask, scale=scale, causal=is_causal)
     return attn.sdpa_composite(q, k, v, mask, is_causal, scale)
+
+
+def _check_sdpa_args(impl, dropout_p, attn_mask, is_causal):
+    if impl not in ("auto", "composite", "flash"):
+        raise ValueError(f"scaled_dot_product_attention: impl must be 'auto', 'composite' or "
+                         f"'flash', got {impl!r}")
+    if not 0.0 <= dropout_p < 1.0:
+        raise ValueError(f"scaled_dot_product_attention: dropout_p must be in [0, 1), got "
+                         f"{dropout_p}")
+    if impl == "flash" and dropout_p > 0:
+        raise ValueError("scaled_dot_product_attention: impl='flash' has no dropout; use "
+                         "impl='composite' (or 'auto') with dropout_p > 0")
+    if attn_mask is not None and is_causal:
+        raise ValueError("scaled_dot_product_attention: give attn_mask or is_causal=True, not "
+                         "both (torch's contract); for both, pass attn_mask & causal_mask(T, S)")
 
 
 def _share_kv_heads(q, k, v):

@@ -82,20 +82,11 @@ def _flatten(obj, arrays, where="obj"):
         arrays[key] = obj.numpy()
         return {"tensor": key}
     if isinstance(obj, np.ndarray) or hasattr(obj, "__cuda_array_interface__"):
-        key = f"a{len(arrays)}"
-        arrays[key] = np.asarray(obj.get() if hasattr(obj, "get") else obj)
-        if arrays[key].dtype.kind not in "biufU":
-            raise TypeError(f"save: cannot store {where}, an array of dtype "
-                            f"{arrays[key].dtype}")
-        return {"array": key}
+        return {"array": _store_array(obj, arrays, where)}
     if isinstance(obj, np.generic):
         return obj.item()
     if isinstance(obj, dict):
-        for k in obj:
-            if not isinstance(k, str):
-                raise TypeError(f"save: dict keys must be strings; {where} has the "
-                                f"{type(k).__name__} key {k!r}")
-        return {"dict": {k: _flatten(v, arrays, f"{where}[{k!r}]") for k, v in obj.items()}}
+        return {"dict": _flatten_dict(obj, arrays, where)}
     if isinstance(obj, (list, tuple)):
         return {"list" if isinstance(obj, list) else "tuple":
                 [_flatten(v, arrays, f"{where}[{i}]") for i, v in enumerate(obj)]}
@@ -105,6 +96,23 @@ def _flatten(obj, arrays, where="obj"):
             " (use tensors, arrays, numbers, strings, None, and lists, tuples and dicts with "
             "string keys of those)")
     raise TypeError(f"save: cannot store a {type(obj).__name__} at {where}{hint}")
+
+
+def _store_array(a, arrays, where):
+    """Put a NumPy (or CuPy, brought to the host) array in `arrays`: its key."""
+    key = f"a{len(arrays)}"
+    arrays[key] = np.asarray(a.get() if hasattr(a, "get") else a)
+    if arrays[key].dtype.kind not in "biufU":
+        raise TypeError(f"save: cannot store {where}, an array of dtype {arrays[key].dtype}")
+    return key
+
+
+def _flatten_dict(obj, arrays, where):
+    for k in obj:
+        if not isinstance(k, str):
+            raise TypeError(f"save: dict keys must be strings; {where} has the "
+                            f"{type(k).__name__} key {k!r}")
+    return {k: _flatten(v, arrays, f"{where}[{k!r}]") for k, v in obj.items()}
 
 
 def _unflatten(node, arrays, backend):

@@ -133,9 +133,9 @@ class MultiheadAttention(Module):
             query, key, value = (x.transpose(0, 1) for x in (query, key, value))
         elif not batched:
             query, key, value = (x.unsqueeze(0) for x in (query, key, value))
-        if query.shape[-1] != self.embed_dim or key.shape[-1] != self.kdim or \
-                value.shape[-1] != self.vdim or key.shape[:2] != value.shape[:2] or \
-                query.shape[0] != key.shape[0]:
+        fits = (query.shape[-1], key.shape[-1], value.shape[-1]) == (self.embed_dim, self.kdim,
+                                                                     self.vdim)
+        if not fits or key.shape[:2] != value.shape[:2] or query.shape[0] != key.shape[0]:
             raise ShapeError(f"MultiheadAttention: with embed_dim={self.embed_dim}, "
                              f"kdim={self.kdim}, vdim={self.vdim} and batch_first="
                              f"{self.batch_first}, got {shapes}: the last dims must be those, "
@@ -151,16 +151,8 @@ class MultiheadAttention(Module):
         if attn_mask is None and is_causal:
             parts.append(F.causal_mask(L, S, backend=like.backend))  # True = may attend
         elif attn_mask is not None:
-            m = F._t(attn_mask, like)
-            if m.shape == (L, S):
-                m = m.reshape(1, 1, L, S)
-            elif m.shape == ((N * H, L, S) if batched else (H, L, S)):
-                m = m.reshape(N, H, L, S)
-            else:
-                raise ShapeError(f"MultiheadAttention: attn_mask must be (L, S) = "
-                                 f"{fmt_shape((L, S))} or (N*num_heads, L, S) = "
-                                 f"{fmt_shape((N * H, L, S))}, got {fmt_shape(m.shape)}")
-            parts.append(_keep_or_add(m, "attn_mask"))
+            parts.append(_keep_or_add(_attn_mask_4d(F._t(attn_mask, like), batched, N, H, L, S),
+                                      "attn_mask"))
         if key_padding_mask is not None:
             m = F._t(key_padding_mask, like)
             if m.shape != ((N, S) if batched else (S,)):
@@ -168,19 +160,36 @@ class MultiheadAttention(Module):
                                  f"{fmt_shape((N, S) if batched else (S,))}, got "
                                  f"{fmt_shape(m.shape)}")
             parts.append(_keep_or_add(m.reshape(N, 1, 1, S), "key_padding_mask"))
-        if not parts:
-            return None
-        if all(m.dtype == bool for m in parts):
-            return parts[0] & parts[1] if len(parts) == 2 else parts[0]
-        total = None  # a bool part becomes 0 (attend) or -inf (not) to be added
-        for m in parts:
-            m = F.where(m, 0.0, -math.inf).to(like.dtype) if m.dtype == bool else m
-            total = m if total is None else total + m
-        return total
+        return _combine_masks(parts, like.dtype)
 
     def extra_repr(self):
         return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, " \
             f"batch_first={self.batch_first}"
+
+
+def _attn_mask_4d(m, batched, N, H, L, S):  # noqa: N803
+    """attn_mask (L, S) or (N*H, L, S) (unbatched: (H, L, S)) as (1 or N, 1 or H, L, S)."""
+    if m.shape == (L, S):
+        return m.reshape(1, 1, L, S)
+    if m.shape == ((N * H, L, S) if batched else (H, L, S)):
+        return m.reshape(N, H, L, S)
+    raise ShapeError(f"MultiheadAttention: attn_mask must be (L, S) = {fmt_shape((L, S))} or "
+                     f"(N*num_heads, L, S) = {fmt_shape((N * H, L, S))}, got "
+                     f"{fmt_shape(m.shape)}")
+
+
+def _combine_masks(parts, dtype):
+    """One mask from several: their AND when all are bool (True = may attend), else the sum
+    of float masks, a bool one becoming 0 (attend) or -inf (not); None for no parts."""
+    if not parts:
+        return None
+    if all(m.dtype == bool for m in parts):
+        return parts[0] & parts[1] if len(parts) == 2 else parts[0]
+    total = None
+    for m in parts:
+        m = F.where(m, 0.0, -math.inf).to(dtype) if m.dtype == bool else m
+        total = m if total is None else total + m
+    return total
 
 
 def _keep_or_add(m, name):

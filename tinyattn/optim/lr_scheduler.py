@@ -205,6 +205,34 @@ class LinearLR(LRScheduler):
         return [lr * ratio for lr in self._lrs()]
 
 
+def _one_cycle_steps(total_steps, epochs, steps_per_epoch):
+    """OneCycleLR's length: total_steps, or epochs * steps_per_epoch."""
+    if total_steps is not None:
+        if not isinstance(total_steps, int) or total_steps <= 0:
+            raise ValueError(f"OneCycleLR: total_steps must be a positive integer, got "
+                             f"{total_steps}")
+        return total_steps
+    if epochs is None or steps_per_epoch is None:
+        raise ValueError("OneCycleLR: give total_steps, or epochs and steps_per_epoch")
+    for name, v in (("epochs", epochs), ("steps_per_epoch", steps_per_epoch)):
+        if not isinstance(v, int) or v <= 0:
+            raise ValueError(f"OneCycleLR: {name} must be a positive integer, got {v}")
+    return epochs * steps_per_epoch
+
+
+def _one_cycle_phases(pct_start, total_steps, three_phase):
+    """The phases of the cycle: (end step, lr from, lr to, momentum from, momentum to)."""
+    up = float(pct_start * total_steps) - 1
+    last = total_steps - 1
+    if three_phase:
+        return [_phase(up, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
+                _phase(float(2 * pct_start * total_steps) - 2, "max_lr", "initial_lr",
+                       "base_momentum", "max_momentum"),
+                _phase(last, "initial_lr", "min_lr", "max_momentum", "max_momentum")]
+    return [_phase(up, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
+            _phase(last, "max_lr", "min_lr", "base_momentum", "max_momentum")]
+
+
 class OneCycleLR(LRScheduler):
     """The 1cycle policy (Smith, 2018): lr from max_lr/div_factor up to max_lr over pct_start
     of total_steps, then down to initial_lr/final_div_factor; momentum (or Adam's beta1) moves
@@ -215,36 +243,14 @@ class OneCycleLR(LRScheduler):
                  max_momentum=0.95, div_factor=25.0, final_div_factor=1e4, three_phase=False,
                  last_epoch=-1):
         self.optimizer = optimizer
-        if total_steps is not None:
-            if not isinstance(total_steps, int) or total_steps <= 0:
-                raise ValueError(f"OneCycleLR: total_steps must be a positive integer, got "
-                                 f"{total_steps}")
-            self.total_steps = total_steps
-        elif epochs is not None and steps_per_epoch is not None:
-            for name, v in (("epochs", epochs), ("steps_per_epoch", steps_per_epoch)):
-                if not isinstance(v, int) or v <= 0:
-                    raise ValueError(f"OneCycleLR: {name} must be a positive integer, got {v}")
-            self.total_steps = epochs * steps_per_epoch
-        else:
-            raise ValueError("OneCycleLR: give total_steps, or epochs and steps_per_epoch")
+        self.total_steps = _one_cycle_steps(total_steps, epochs, steps_per_epoch)
         if not isinstance(pct_start, float) or not 0 <= pct_start <= 1:
             raise ValueError(f"OneCycleLR: pct_start must be a float in [0, 1], got {pct_start}")
         if anneal_strategy not in ("cos", "linear"):
             raise ValueError(f"OneCycleLR: anneal_strategy must be 'cos' or 'linear', got "
                              f"{anneal_strategy!r}")
         self.anneal_strategy = anneal_strategy
-        up = float(pct_start * self.total_steps) - 1
-        last = self.total_steps - 1
-        if three_phase:
-            self._schedule_phases = [
-                _phase(up, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
-                _phase(float(2 * pct_start * self.total_steps) - 2, "max_lr", "initial_lr",
-                       "base_momentum", "max_momentum"),
-                _phase(last, "initial_lr", "min_lr", "max_momentum", "max_momentum")]
-        else:
-            self._schedule_phases = [
-                _phase(up, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
-                _phase(last, "max_lr", "min_lr", "base_momentum", "max_momentum")]
+        self._schedule_phases = _one_cycle_phases(pct_start, self.total_steps, three_phase)
         max_lrs = _per_group("max_lr", optimizer, max_lr)
         if last_epoch == -1:
             for m, group in zip(max_lrs, optimizer.param_groups, strict=True):
@@ -253,19 +259,23 @@ class OneCycleLR(LRScheduler):
                 group["min_lr"] = group["initial_lr"] / final_div_factor
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
-            defaults = optimizer.defaults
-            if "momentum" not in defaults and "betas" not in defaults:
-                raise ValueError(f"OneCycleLR: cycle_momentum needs an optimizer with momentum "
-                                 f"or betas, {type(optimizer).__name__} has neither; pass "
-                                 "cycle_momentum=False")
-            self.use_beta1 = "betas" in defaults
-            highs = _per_group("max_momentum", optimizer, max_momentum)
-            lows = _per_group("base_momentum", optimizer, base_momentum)
-            if last_epoch == -1:
-                for high, low, group in zip(highs, lows, optimizer.param_groups, strict=True):
-                    self._set_momentum(group, high)
-                    group["max_momentum"], group["base_momentum"] = high, low
+            self._start_momentum(optimizer, max_momentum, base_momentum, last_epoch == -1)
         super().__init__(optimizer, last_epoch)
+
+    def _start_momentum(self, optimizer, max_momentum, base_momentum, fresh):
+        """Momentum (or Adam's beta1) cycles too: each group's bounds, and its start value."""
+        defaults = optimizer.defaults
+        if "momentum" not in defaults and "betas" not in defaults:
+            raise ValueError(f"OneCycleLR: cycle_momentum needs an optimizer with momentum "
+                             f"or betas, {type(optimizer).__name__} has neither; pass "
+                             "cycle_momentum=False")
+        self.use_beta1 = "betas" in defaults
+        highs = _per_group("max_momentum", optimizer, max_momentum)
+        lows = _per_group("base_momentum", optimizer, base_momentum)
+        if fresh:
+            for high, low, group in zip(highs, lows, optimizer.param_groups, strict=True):
+                self._set_momentum(group, high)
+                group["max_momentum"], group["base_momentum"] = high, low
 
     def _set_momentum(self, group, value):
         if self.use_beta1:
