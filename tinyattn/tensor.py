@@ -316,13 +316,13 @@ class Tensor(TensorBase):
         return Tensor._wrap(~self.data, self.backend)
 
     def __and__(self, other):
-        return self._compare(other, lambda a, b: a & b)
+        return self._bits(other, lambda a, b: a & b, "bitwise_and")
 
     def __or__(self, other):
-        return self._compare(other, lambda a, b: a | b)
+        return self._bits(other, lambda a, b: a | b, "bitwise_or")
 
     def __xor__(self, other):
-        return self._compare(other, lambda a, b: a ^ b)
+        return self._bits(other, lambda a, b: a ^ b, "bitwise_xor")
 
     def __bool__(self):
         if self.data.size != 1:
