@@ -7,6 +7,8 @@ scatter-add equals np.add.at, and the memory of a training step is freed after b
 """
 
 import gc
+import pathlib
+import sys
 import tracemalloc
 
 import numpy as np
@@ -16,16 +18,20 @@ from tinyattn.backends.numpy_backend import NumpyBackend
 from tinyattn.bench import overhead, step
 from tinyattn.cli import main
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "benchmarks"))
+from numpy_floor import numpy_step  # noqa: E402 - the floor is a reference in benchmarks/
+
 
 @pytest.mark.parametrize("size", ["tiny", "small"])
 def test_step_implementations_agree(size):
-    names = step.check(size)
+    names = step.check(size, floor=numpy_step)
     assert {"numpy", "tinyattn"} <= set(names)
 
 
 def test_step_agrees_with_torch():
     pytest.importorskip("torch")
-    assert "torch" in step.check("tiny")
+    assert "torch" in step.check("tiny", floor=numpy_step)
+    assert step.check("tiny") == ["tinyattn", "torch"]  # `tinyattn bench step`: against torch
 
 
 def test_overhead_chain_implementations_agree():
@@ -37,7 +43,7 @@ def test_the_numpy_floor_is_checked_for_real():
     V, B, T, C, H = step.SIZES["tiny"]  # noqa: N806
     p = step.make_params(V, T, C)
     idx, tgt = step.make_batch(V, B, T)
-    loss, grads = step.numpy_step(p, idx, tgt, H)
+    loss, grads = numpy_step(p, idx, tgt, H)
     model = step.tinyattn_setup(p, H)
     loss2, grads2 = step.tinyattn_step(model, idx, tgt)
     grads2["blocks.0.mlp.fc.weight"] *= 1.01

@@ -284,11 +284,9 @@ def apply(op, *inputs, **params):
             parents.append(node)
             shapes.append(a.shape)
             dt = a.dtype
-            if dt is not first_dtype:
-                if first_dtype is None:
-                    first_dtype = dt
-                else:
-                    mixed = True
+            if dt is not first_dtype:  # (once two differ, mixed stays True)
+                mixed = first_dtype is not None
+                first_dtype = dt
             dtypes.append(dt)
         else:  # a Python number, None, or a constant array (a mask, class indices)
             a = x
@@ -298,8 +296,24 @@ def apply(op, *inputs, **params):
         arrays.append(a)
     if be is None:
         raise TypeError(f"{op.name}: needs at least one Tensor input")
+    t, saved = _forward(op, be, inputs, arrays, params, mixed or first_dtype not in FLOATS)
+    if needs_grad and _grad_enabled.get():
+        t._node = _node(op, inputs, arrays, saved, params, parents, shapes, dtypes)
+    tracers = _tracers.get()
+    if tracers is None:
+        tracers = _everywhere
+    if tracers:
+        for tracer in tracers:
+            tracer.forward(op, inputs, params, t)
+    return t
+
+
+def _forward(op, be, inputs, arrays, params, may_promote):
+    """op's forward on the arrays (promoted to one dtype first where the op asks: dtypes.py):
+    the output tensor, which shares input 0's version counter if it is a view of it, and what
+    the VJP will need. NumPy's errors come back naming the op and the input shapes."""
     try:
-        if op.promote is not None and (mixed or first_dtype not in FLOATS):
+        if may_promote and op.promote is not None:
             arrays = promote(op.promote, arrays, op.nondiff)
         out, saved = op.fwd(be, *arrays, **params)
     except TinyattnError:
@@ -309,19 +323,17 @@ def apply(op, *inputs, **params):
     t = Tensor._wrap(out, be)
     if op.view and _is_view_of(out, arrays[0]):
         share_version(inputs[0], t)
-    if needs_grad and _grad_enabled.get():
-        if op.nondiff:  # (the `if`s spare the commonest ops an empty loop's iterator)
-            for i in op.nondiff:
-                parents[i] = None
-        versions = _saved_versions(op, inputs, arrays, saved) if op.saves else ()
-        t._node = Node(op, parents, saved, params, shapes, dtypes, _scope.get(), versions)
-    tracers = _tracers.get()
-    if tracers is None:
-        tracers = _everywhere
-    if tracers:
-        for tracer in tracers:
-            tracer.forward(op, inputs, params, t)
-    return t
+    return t, saved
+
+
+def _node(op, inputs, arrays, saved, params, parents, shapes, dtypes):
+    """The graph node of one op call: no parent at the inputs that never get a gradient, and
+    the version of each input whose memory `saved` holds (see _saved_versions)."""
+    if op.nondiff:  # (the `if`s spare the commonest ops an empty loop's iterator)
+        for i in op.nondiff:
+            parents[i] = None
+    versions = _saved_versions(op, inputs, arrays, saved) if op.saves else ()
+    return Node(op, parents, saved, params, shapes, dtypes, _scope.get(), versions)
 
 
 def _op_error(op, inputs, e):
@@ -400,75 +412,75 @@ def backward_steps(tensor, gradient=None, retain_graph=False):
 
 
 def _walk(tensor, gradient, retain_graph, steps):
-    root = tensor._node
+    """The walk behind backward() and backward_steps(): pop the newest node, write its .grad
+    if it is a tensor's, run its VJP and send each input its part (summed with the parts the
+    input's other users sent); with `steps`, yield a Step after each VJP."""
+    root = _root(tensor)
     be = tensor.backend
-    if root is None:
-        raise GraphError("backward: this tensor does not require grad and has no graph; create "
-                         "its inputs with requires_grad=True, outside no_grad()")
-    grads = {root: _seed_gradient(tensor, gradient, be)}  # node -> gradient summed so far
+    grads = {root: _seed_gradient(tensor, gradient, be)}  # node -> its gradient summed so far
     heap = [(-root.seq, root)]
     tracers = current_tracers()
-    # Sums of gradients are added to in place when no one else can hold the array: a sum this
-    # walk made, or a gradient from a `fresh` op (getitem: q, k, v split from one tensor).
-    # Not while tracers or a stepping caller can see the pending gradients.
-    owned = set() if not tracers and not steps else None
     index = 0
     while heap:
         node = heapq.heappop(heap)[1]
-        g = grads.pop(node)
+        g = grads.pop(node)  # every user has sent its part
         if node.tensor is not None:
             _write_grad(node, g, be)
-        op = node.op
-        if op is None:
+        if node.op is None:  # a leaf: nothing to pass on
             continue
-        saved = node.saved
-        if saved is None:
-            raise GraphError(f"backward: the graph through {op.name} was already freed by an "
-                             "earlier backward(); pass retain_graph=True to the first backward() "
-                             "to go through it again, or recompute the forward pass")
-        if node.versions:
-            for version, seen, i in node.versions:
-                if version[0] != seen:  # an array the VJP needs was changed in place since
-                    raise _changed_error(node, version, seen, i)
-        gs = op.vjp(be, g, saved, **node.params)
-        if not retain_graph:
-            node.saved = None
-        parents = node.parents
-        if len(gs) != len(parents):
-            raise GraphError(f"{op.name}: the VJP returned {len(gs)} gradients for "
-                             f"{len(parents)} inputs")
+        gs = _run_vjp(node, g, be, retain_graph)
         fitted = []
-        for parent, gx, shape, dtype in zip(parents, gs, node.shapes, node.dtypes, strict=True):
+        # (no strict=: a keyword to zip costs 3 % per op, and _run_vjp checked the lengths)
+        for parent, gx, shape, dtype in zip(node.parents, gs, node.shapes, node.dtypes):  # noqa: B905
             if parent is None or gx is None:
                 fitted.append(None)
                 continue
-            if gx.shape != shape:
-                gx = _fit(op, len(fitted), gx, shape)
-            if gx.dtype is not dtype and gx.dtype != dtype:  # (`is`: the quick common case)
-                gx = gx.astype(dtype)
+            if gx.shape != shape or gx.dtype != dtype:
+                gx = _fit(node.op, len(fitted), gx, shape, dtype)
             fitted.append(gx)
             prev = grads.get(parent)
-            if prev is None:
+            if prev is None:  # the first part of parent's gradient: parent joins the walk
                 grads[parent] = gx
                 heapq.heappush(heap, (-parent.seq, parent))
-                if owned is not None and op.fresh:
-                    owned.add(parent)
-            elif owned is None:
+            else:  # a new array: prev may be a user's .grad, a saved array or another's part
                 grads[parent] = prev + gx
                 for tracer in tracers:
                     tracer.accumulate(parent, node, grads[parent])
-            elif parent in owned:
-                prev += gx
-                grads[parent] = prev  # (the same array, unless prev was a 0-d NumPy scalar)
-            else:
-                grads[parent] = prev + gx
-                owned.add(parent)
         if tracers:
             for tracer in tracers:
                 tracer.backward(node, g, fitted)
         if steps:
             yield Step(index, node, g, fitted, grads)
             index += 1
+
+
+def _root(tensor):
+    """The node backward starts from; an error for a tensor that is not on a graph."""
+    if tensor._node is None:
+        raise GraphError("backward: this tensor does not require grad and has no graph; create "
+                         "its inputs with requires_grad=True, outside no_grad()")
+    return tensor._node
+
+
+def _run_vjp(node, g, be, retain_graph):
+    """Node's VJP at g: one gradient per input (None for those that need none). Refuses a
+    graph an earlier backward freed, and arrays the VJP needs that were changed in place."""
+    op, saved = node.op, node.saved
+    if saved is None:
+        raise GraphError(f"backward: the graph through {op.name} was already freed by an "
+                         "earlier backward(); pass retain_graph=True to the first backward() "
+                         "to go through it again, or recompute the forward pass")
+    if node.versions:
+        for version, seen, i in node.versions:
+            if version[0] != seen:  # an array the VJP needs was changed in place since
+                raise _changed_error(node, version, seen, i)
+    gs = op.vjp(be, g, saved, **node.params)
+    if not retain_graph:
+        node.saved = None
+    if len(gs) != len(node.parents):
+        raise GraphError(f"{op.name}: the VJP returned {len(gs)} gradients for "
+                         f"{len(node.parents)} inputs")
+    return gs
 
 
 def _changed_error(node, version, seen, i):
@@ -497,15 +509,26 @@ def _seed_gradient(tensor, gradient, be):
     return g.astype(tensor.dtype, copy=False)
 
 
-def _fit(op, i, gx, shape):
-    """Sum a broadcast gradient back to its input's shape; any other mismatch is a bug in op."""
-    if op.broadcasts:
-        try:
-            return sum_to(gx, shape)
-        except (ValueError, ShapeError):
-            pass
-    raise ShapeError(f"{op.name}: the VJP returned a gradient of shape {fmt_shape(gx.shape)} "
-                     f"for input {i} of shape {fmt_shape(shape)}")
+def _fit(op, i, gx, shape, dtype):
+    """Input i's gradient at its shape and dtype: a broadcast input's gradient is summed back
+    to its shape; any other shape mismatch is a bug in op's VJP."""
+    if gx.shape != shape and op.broadcasts:
+        with contextlib.suppress(ValueError, ShapeError):
+            gx = sum_to(gx, shape)
+    if gx.shape != shape:
+        raise ShapeError(f"{op.name}: the VJP returned a gradient of shape {fmt_shape(gx.shape)} "
+                         f"for input {i} of shape {fmt_shape(shape)}")
+    return gx if gx.dtype == dtype else gx.astype(dtype)
+
+
+def zero_grads(tensors, set_to_none=True):
+    """Clear each tensor's .grad (Module.zero_grad, Optimizer.zero_grad): drop it, or with
+    set_to_none=False write zeros into it in place, as PyTorch does (inf * 0 would be NaN)."""
+    for t in tensors:
+        if set_to_none:
+            t.grad = None
+        elif t.grad is not None:
+            t.grad.data[...] = 0
 
 
 _grad_lock = threading.Lock()  # backward in two threads into one shared leaf loses no update

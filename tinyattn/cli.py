@@ -19,21 +19,23 @@ def cmd_gradcheck(args):
               file=sys.stderr)
         return 2
     print(f"{'op':<22} {'cases':>5}  {'largest case':<34} {'max abs err':>11}  ok")
-    failed = 0
-    for name in names:
-        rows = check_op(name)
-        worst = max(r.max_abs_err for _, r in rows)
-        ok = all(r.ok for _, r in rows)
-        failed += not ok
-        biggest = max(rows, key=lambda row: len(row[0]))[0] if rows else "-"
-        print(f"{name:<22} {len(rows):>5}  {biggest[:34]:<34} {worst:>11.2e}  "
-              f"{'ok' if ok else 'FAIL'}")
-        if args.verbose or not ok:
-            for desc, r in rows:
-                if args.verbose or not r.ok:
-                    print(f"    {desc}: {r.message}")
+    failed = sum(not _gradcheck_row(name, check_op(name), args.verbose) for name in names)
     print(f"{len(names) - failed} of {len(names)} ops pass (float64 central differences)")
     return 1 if failed else 0
+
+
+def _gradcheck_row(name, rows, verbose):
+    """Print op `name`'s line of the table (and each case that failed, or all if verbose);
+    True if every case passed."""
+    worst = max(r.max_abs_err for _, r in rows)
+    ok = all(r.ok for _, r in rows)
+    biggest = max(rows, key=lambda row: len(row[0]))[0] if rows else "-"
+    print(f"{name:<22} {len(rows):>5}  {biggest[:34]:<34} {worst:>11.2e}  "
+          f"{'ok' if ok else 'FAIL'}")
+    for desc, r in rows:
+        if verbose or not r.ok:
+            print(f"    {desc}: {r.message}")
+    return ok
 
 
 def cmd_train(args):
@@ -102,9 +104,9 @@ def _sample_parser(sub):
 
 def cmd_graph(args):
     """Build an example loss graph, run backward, and render its picture (or its DOT text)."""
-    from . import viz
+    from . import graphs, viz
 
-    loss, params, recording = viz.example(args.model, seed=args.seed)
+    loss, params, recording = graphs.example(args.model, seed=args.seed)
     collapse = args.collapse
     if collapse == []:  # --collapse with no pattern: each block's sublayers become one box
         collapse = {"tiny": ["blocks.*.*"], "mlp": ["*"], "attention": []}[args.model]

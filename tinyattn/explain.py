@@ -15,13 +15,25 @@ from .autograd import Tracer, tracing
 from .errors import fmt_shape
 
 
-def _norm(a):
+def norm(a):
+    """L2 norm of a NumPy or CuPy array, as a Python float (accumulated in float64)."""
     a = a.astype("float64")
     return float((a * a).sum()) ** 0.5
 
 
+def param_names(params):
+    """id(tensor) -> name, from a Module, a dict {name: tensor} or (name, tensor) pairs."""
+    if params is None:
+        return {}
+    if hasattr(params, "named_parameters"):
+        params = params.named_parameters()
+    elif isinstance(params, dict):
+        params = params.items()
+    return {id(t): name for name, t in params}
+
+
 def _shape_norm(a):
-    return f"{fmt_shape(a.shape)} ‖{_norm(a):.3g}‖"
+    return f"{fmt_shape(a.shape)} ‖{norm(a):.3g}‖"
 
 
 def grad_names(op, n_inputs):
@@ -71,11 +83,7 @@ class explain(Tracer):  # noqa: N801 - used like no_grad: `with explain():`
 
     def __init__(self, file=None, params=None):
         self.file = file
-        if hasattr(params, "named_parameters"):
-            params = params.named_parameters()
-        elif isinstance(params, dict):
-            params = params.items()
-        self.names = {id(t): name for name, t in (params or ())}
+        self.names = param_names(params)
         self.steps = 0  # VJPs printed so far
         self._uses = {}  # node -> contributions added up so far
         self._pending = []  # accumulation lines of the VJP that is running

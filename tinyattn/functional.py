@@ -5,12 +5,14 @@ Each function checks and shapes its arguments, then runs one op (or, for attenti
 """
 
 import math
+import warnings
 
 import numpy as np
 
 from . import backends
 from .autograd import apply
-from .errors import DTypeError, ShapeError, fmt_shape
+from .dtypes import get_default_dtype
+from .errors import DimError, DTypeError, ShapeError, fmt_shape
 from .ops import activation as act
 from .ops import attention as attn
 from .ops import elementwise as ew
@@ -18,12 +20,16 @@ from .ops import matmul as mm
 from .ops import nn as nn_ops
 from .ops import shape as sh
 from .ops import softmax as sm
+from .ops.op import broadcast_shape
 from .tensor import Tensor
 
 __all__ = [
     "relu", "tanh", "sigmoid", "gelu", "where", "masked_fill", "softmax", "log_softmax",
-    "logsumexp", "cross_entropy", "mse_loss", "matmul", "linear", "layer_norm", "embedding",
+    "logsumexp", "cross_entropy", "rms_norm", "mse_loss", "l1_loss", "smooth_l1_loss",
+    "huber_loss", "nll_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+    "kl_div", "one_hot", "matmul", "linear", "layer_norm", "embedding",
     "dropout", "cat", "stack", "causal_mask", "scaled_dot_product_attention", "attention_weights",
+    "rotary_tables", "apply_rotary",
     "silu", "softplus", "mish", "elu", "selu", "celu", "logsigmoid", "softsign", "leaky_relu",
     "hardtanh", "relu6", "hardsigmoid", "hardswish", "softmin", "normalize", "pad",
 ]
@@ -83,28 +89,323 @@ def logsumexp(x, dim=None, keepdim=False):
     return _t(x).logsumexp(dim, keepdim)
 
 
-def cross_entropy(logits, target, ignore_index=-100, reduction="mean", label_smoothing=0.0):
-    """Mean (or sum, or per-item) -log softmax(logits)[target]; classes in dim 1 (dim 0 if 1-D).
+# ---- losses (each also a module in tinyattn.nn: MSELoss, L1Loss, ..., CrossEntropyLoss) --------
+#
+# Composed from the differentiable ops above, so their gradients come from those ops' VJPs;
+# cross_entropy with class indices and no class weights stays one fused op.
 
-    `target` holds class indices (integers); entries equal to `ignore_index` count for nothing.
-    `label_smoothing` ε mixes the one-hot target with the uniform distribution: (1-ε) + ε/C.
+
+def _reduce(loss, reduction, name, batchmean=False):
+    """loss averaged, summed or kept per element, as `reduction` says."""
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "none":
+        return loss
+    if batchmean and reduction == "batchmean":
+        return loss.sum() / (loss.shape[0] if loss.ndim else 1)
+    allowed = "'mean', 'sum', 'none'" + (" or 'batchmean'" if batchmean else "")
+    raise ValueError(f"{name}: reduction must be one of {allowed}, got {reduction!r}")
+
+
+def _check_reduction(reduction, name, batchmean=False):
+    if reduction not in ("mean", "sum", "none") + (("batchmean",) if batchmean else ()):
+        _reduce(None, reduction, name, batchmean)  # raises, naming the allowed values
+
+
+def _floating(x, name, what="input"):
+    if x.dtype.kind != "f":
+        raise DTypeError(f"{name}: {what} must be floating point, got {x.dtype}; convert it "
+                         "with .float()")
+
+
+def _pair(input, target, name, same_shape=False):  # noqa: A002 - PyTorch's argument name
+    """input and target as tensors whose shapes fit: equal, or (with a warning, as PyTorch)
+    broadcastable unless `same_shape`."""
+    x = _t(input, target if isinstance(target, Tensor) else None)
+    y = _t(target, x)
+    _floating(x, name)
+    if x.shape != y.shape:
+        try:
+            shape = broadcast_shape(x.shape, y.shape)
+        except ValueError:
+            shape = None
+        if same_shape or shape is None:
+            raise ShapeError(f"{name}: input {fmt_shape(x.shape)} and target "
+                             f"{fmt_shape(y.shape)} " + ("must have the same shape" if same_shape
+                                                         else "do not broadcast together"))
+        warnings.warn(f"{name}: target {fmt_shape(y.shape)} and input {fmt_shape(x.shape)} "
+                      f"differ in shape and are broadcast to {fmt_shape(shape)}, which is "
+                      "rarely what is meant; give them the same shape", UserWarning,
+                      stacklevel=3)
+    return x, y
+
+
+def _weight(weight, shape, name, what="weight"):
+    """A weight tensor that broadcasts to `shape` (or None)."""
+    if weight is None:
+        return None
+    weight = _t(weight)
+    try:
+        ok = broadcast_shape(weight.shape, shape) == tuple(shape)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ShapeError(f"{name}: {what} {fmt_shape(weight.shape)} does not broadcast to the "
+                         f"input {fmt_shape(shape)}")
+    return weight
+
+
+def mse_loss(input, target, reduction="mean"):  # noqa: A002 - PyTorch's argument name
+    """(input - target)², averaged (or summed, or per element)."""
+    _check_reduction(reduction, "mse_loss")
+    x, y = _pair(input, target, "mse_loss")
+    d = x - y
+    return _reduce(d * d, reduction, "mse_loss")
+
+
+def l1_loss(input, target, reduction="mean"):  # noqa: A002
+    """|input - target|, averaged (or summed, or per element)."""
+    _check_reduction(reduction, "l1_loss")
+    x, y = _pair(input, target, "l1_loss")
+    return _reduce((x - y).abs(), reduction, "l1_loss")
+
+
+def smooth_l1_loss(input, target, reduction="mean", beta=1.0):  # noqa: A002
+    """0.5 d²/β where |d| < β, else |d| - 0.5 β (d = input - target); β = 0 is l1_loss."""
+    _check_reduction(reduction, "smooth_l1_loss")
+    if beta < 0:
+        raise ValueError(f"smooth_l1_loss: beta must be >= 0, got {beta}")
+    x, y = _pair(input, target, "smooth_l1_loss")
+    d = x - y
+    a = d.abs()
+    if beta == 0:
+        return _reduce(a, reduction, "smooth_l1_loss")
+    return _reduce(where(a < beta, d * d * (0.5 / beta), a - 0.5 * beta), reduction,
+                   "smooth_l1_loss")
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0):  # noqa: A002
+    """0.5 d² where |d| < δ, else δ (|d| - 0.5 δ): δ x smooth_l1_loss with β = δ."""
+    _check_reduction(reduction, "huber_loss")
+    if not delta > 0:
+        raise ValueError(f"huber_loss: delta must be > 0, got {delta}")
+    x, y = _pair(input, target, "huber_loss")
+    d = x - y
+    a = d.abs()
+    return _reduce(where(a < delta, d * d * 0.5, (a - 0.5 * delta) * delta), reduction,
+                   "huber_loss")
+
+
+def _picked(x, target, weight, ignore_index, name):
+    """x[n, target[n], ...] along the class dim (1, or 0 if 1-D), the weight of each pick
+    (0 where target == ignore_index) as a constant, and the class dim."""
+    t = _t(target, x)
+    if t.dtype.kind not in "iu":
+        raise DTypeError(f"{name}: target must hold integer class indices, got {t.dtype}; "
+                         "convert with target.long()")
+    cdim = 1 if x.ndim > 1 else 0
+    want = x.shape[:1] + x.shape[2:] if x.ndim > 1 else ()
+    if x.ndim == 0 or t.shape != want:
+        raise ShapeError(f"{name}: input {fmt_shape(x.shape)} (classes in dim {cdim}) needs "
+                         f"a target of shape {fmt_shape(want)}, got {fmt_shape(t.shape)}")
+    n_class = x.shape[cdim]
+    if weight is not None:
+        weight = _t(weight, x)
+        if weight.shape != (n_class,):
+            raise ShapeError(f"{name}: weight must hold one value per class, "
+                             f"{fmt_shape((n_class,))}, got {fmt_shape(weight.shape)}")
+    xp = x.backend.xp
+    valid = t.data != ignore_index
+    bad = valid & ((t.data < 0) | (t.data >= n_class))
+    if bad.any():
+        raise DimError(f"{name}: target {int(t.data[bad].reshape(-1)[0])} is out of range for "
+                       f"{n_class} classes (valid: 0..{n_class - 1}, or "
+                       f"ignore_index={ignore_index})")
+    safe = xp.where(valid, t.data, 0)
+    index = Tensor._wrap(xp.expand_dims(safe, cdim), x.backend)
+    picked = apply(sh.take_along_dim, x, index, dim=cdim).squeeze(cdim)  # (N, d1, ...)
+    w = valid.astype(x.dtype) if weight is None else weight.data[safe] * valid
+    return picked, Tensor._wrap(xp.asarray(w, dtype=x.dtype), x.backend), cdim
+
+
+def _weighted_mean(total, weights):
+    """total / Σ weights: NaN (as PyTorch) when every target is ignored."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return total / weights.sum()
+
+
+def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):  # noqa: A002
+    """-weight[t] * input[n, t] for log-probabilities `input` (classes in dim 1, or 0 if 1-D);
+    'mean' divides by the summed weights of the targets not ignored."""
+    _check_reduction(reduction, "nll_loss")
+    x = _t(input)
+    _floating(x, "nll_loss")
+    picked, w, _ = _picked(x, target, weight, ignore_index, "nll_loss")
+    loss = -picked * w
+    if reduction == "mean":
+        return _weighted_mean(loss.sum(), w)
+    return _reduce(loss, reduction, "nll_loss")
+
+
+def cross_entropy(logits, target, weight=None, ignore_index=-100, reduction="mean",
+                  label_smoothing=0.0):
+    """-log softmax(logits)[target], averaged (or summed, or per item); classes in dim 1 (dim 0
+    if 1-D).
+
+    `target` holds class indices (integers; entries equal to `ignore_index` count for nothing)
+    or class probabilities (floats, the logits' shape). `weight` (C,) weighs each class; with
+    indices, 'mean' divides by the summed weights of the targets. `label_smoothing` ε mixes the
+    target with the uniform distribution: (1-ε) target + ε/C.
     """
     logits = _t(logits)
-    return apply(sm.cross_entropy, logits, _t(target, logits), ignore_index=ignore_index,
-                 reduction=reduction, label_smoothing=float(label_smoothing))
+    target = _t(target, logits)
+    probs = target.dtype.kind == "f" and target.shape == logits.shape and logits.ndim > 0
+    if weight is None and not probs:  # the common case: one fused op
+        return apply(sm.cross_entropy, logits, target, ignore_index=ignore_index,
+                     reduction=reduction, label_smoothing=float(label_smoothing))
+    _check_reduction(reduction, "cross_entropy")
+    _floating(logits, "cross_entropy", "logits")
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got "
+                         f"{label_smoothing}")
+    cdim = 1 if logits.ndim > 1 else 0
+    n_class = logits.shape[cdim]
+    logp = log_softmax(logits, dim=cdim)
+    if weight is not None:
+        weight = _t(weight, logits)
+        if weight.shape != (n_class,):
+            raise ShapeError(f"cross_entropy: weight must hold one value per class, "
+                             f"{fmt_shape((n_class,))}, got {fmt_shape(weight.shape)}")
+        class_w = weight.reshape((n_class,) + (1,) * (logits.ndim - 2)) if cdim else weight
+    if probs:  # -Σ_c w_c p_c log softmax(x)_c; 'mean' divides by the number of items
+        p = target * (1 - label_smoothing) + label_smoothing / n_class if label_smoothing \
+            else target
+        terms = logp * p if weight is None else logp * p * class_w
+        return _reduce(-terms.sum(cdim), reduction, "cross_entropy")
+    nll = nll_loss(logp, target, weight, ignore_index, reduction)
+    if not label_smoothing:
+        return nll
+    _, w, _ = _picked(logp.detach(), target, weight, ignore_index, "cross_entropy")
+    valid = Tensor._wrap(target.data != ignore_index, logits.backend)
+    smooth = -(logp * class_w).sum(cdim) * valid  # ε/C Σ_c w_c (-log p_c), PyTorch's form
+    smooth = _weighted_mean(smooth.sum(), w) if reduction == "mean" else \
+        _reduce(smooth, reduction, "cross_entropy")
+    return nll * (1 - label_smoothing) + smooth * (label_smoothing / n_class)
 
 
-def mse_loss(x, y, reduction="mean"):
-    """Mean (or sum, or elementwise) squared difference."""
-    d = _t(x) - y
-    sq = d * d
-    if reduction == "mean":
-        return sq.mean()
-    if reduction == "sum":
-        return sq.sum()
-    if reduction == "none":
-        return sq
-    raise ValueError(f"mse_loss: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+def _log1p_exp(x):
+    """log(1 + eˣ) (softplus), stable for any x: max(x, 0) + log(1 + e^-|x|)."""
+    return x.maximum(0.0) + (1.0 + (-x.abs()).exp()).log()
+
+
+def binary_cross_entropy(input, target, weight=None, reduction="mean"):  # noqa: A002
+    """-w [t log x + (1 - t) log(1 - x)] for probabilities x; each log is clamped at -100 as in
+    PyTorch, so x = 0 or 1 gives a finite loss (and no gradient through the clamped log)."""
+    _check_reduction(reduction, "binary_cross_entropy")
+    x, t = _pair(input, target, "binary_cross_entropy", same_shape=True)
+    weight = _weight(weight, x.shape, "binary_cross_entropy")
+    xp = x.backend.xp
+    if x.data.size and bool(xp.any((x.data < 0) | (x.data > 1))):
+        raise ValueError(f"binary_cross_entropy: input values must be probabilities in [0, 1], "
+                         f"got values in [{float(x.data.min()):g}, {float(x.data.max()):g}]; "
+                         "for logits use binary_cross_entropy_with_logits")
+    tiny = math.exp(-100)  # keeps the log finite (and its VJP free of 0/0) where it is clamped
+
+    def clamped_log(p):
+        return p.clip(min=tiny).log().clip(min=-100.0)
+
+    loss = -(t * clamped_log(x) + (1 - t) * clamped_log(1 - x))
+    return _reduce(loss if weight is None else loss * weight, reduction, "binary_cross_entropy")
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean",  # noqa: A002
+                                     pos_weight=None):
+    """binary_cross_entropy(sigmoid(x), t) computed stably from the logits x:
+    (1 - t) x + (1 + (pos_weight - 1) t) log(1 + e^-x); pos_weight weighs the positives."""
+    name = "binary_cross_entropy_with_logits"
+    _check_reduction(reduction, name)
+    x, t = _pair(input, target, name, same_shape=True)
+    weight = _weight(weight, x.shape, name)
+    pos_weight = _weight(pos_weight, x.shape, name, "pos_weight")
+    softplus_neg = _log1p_exp(-x)  # -log sigmoid(x)
+    log_weight = 1.0 if pos_weight is None else (pos_weight - 1) * t + 1
+    loss = (1 - t) * x + log_weight * softplus_neg
+    return _reduce(loss if weight is None else loss * weight, reduction, name)
+
+
+def kl_div(input, target, reduction="mean", log_target=False):  # noqa: A002
+    """KL(target ‖ exp(input)) pointwise for log-probabilities `input`: t (log t - input)
+    (0 where t = 0), or with log_target: eᵗ (t - input). 'batchmean' divides the sum by the
+    batch size (the true KL divergence per item); 'mean' by the number of elements."""
+    _check_reduction(reduction, "kl_div", batchmean=True)
+    x, t = _pair(input, target, "kl_div")
+    if log_target:
+        loss = t.exp() * (t - x)
+    else:
+        nonzero = t != 0
+        t_log_t = where(nonzero, t * where(nonzero, t, 1.0).log(), 0.0)  # xlogy(t, t)
+        loss = t_log_t - t * x
+    return _reduce(loss, reduction, "kl_div", batchmean=True)
+
+
+def one_hot(tensor, num_classes=-1):
+    """Integer class ids (...) -> (..., num_classes) int64, 1 at each id (no gradient);
+    num_classes=-1 takes the largest id + 1."""
+    ids = _t(tensor)
+    if ids.dtype.kind not in "iu":
+        raise DTypeError(f"one_hot: the input must hold integer class indices, got {ids.dtype}; "
+                         "convert with .long()")
+    xp = ids.backend.xp
+    if num_classes == -1:
+        if ids.data.size == 0:
+            raise ValueError("one_hot: cannot infer num_classes from an empty tensor; pass "
+                             "num_classes")
+        num_classes = int(ids.data.max()) + 1
+    if ids.data.size and (int(ids.data.min()) < 0 or int(ids.data.max()) >= num_classes):
+        low, high = int(ids.data.min()), int(ids.data.max())
+        raise DimError(f"one_hot: class ids must be in 0..{num_classes - 1} for num_classes="
+                       f"{num_classes}, got values in [{low}, {high}]")
+    out = ids.data[..., None] == xp.arange(num_classes)
+    return Tensor._wrap(out.astype(xp.int64), ids.backend)
+
+
+# ---- rotary position embedding (RoPE; nn.RotaryEmbedding holds the tables) ----------------------
+
+
+def rotary_tables(dim, seq_len, base=10000.0, dtype=None, backend=None):
+    """cos and sin of θ(t, i) = t / base^(2i/dim) for positions t < seq_len and pairs
+    i < dim/2: (seq_len, dim/2) each, computed in float64, returned in `dtype` (default: the
+    default dtype)."""
+    if dim <= 0 or dim % 2:
+        raise ShapeError(f"rotary_tables: dim must be even and positive, got {dim}")
+    inv_freq = 1.0 / base ** (np.arange(0, dim, 2, dtype=np.float64) / dim)  # (dim/2,)
+    angles = np.outer(np.arange(seq_len, dtype=np.float64), inv_freq)  # (seq_len, dim/2)
+    dtype = get_default_dtype() if dtype is None else dtype
+    return (Tensor(np.cos(angles).astype(dtype), backend=backend),
+            Tensor(np.sin(angles).astype(dtype), backend=backend))
+
+
+def apply_rotary(x, cos, sin, interleaved=False):
+    """Rotate each channel pair (a, b) of x (..., T, dim) by the angle of its position:
+    (a cos - b sin, b cos + a sin), with cos, sin (T, dim/2) from rotary_tables. Pairs are
+    (i, i + dim/2) (rotate-half, GPT-NeoX / Hugging Face Llama) or, if interleaved,
+    (2i, 2i+1) (RoFormer / Meta Llama)."""
+    x = _t(x)
+    cos, sin = _t(cos, x), _t(sin, x)
+    half = x.shape[-1] // 2 if x.ndim else 0
+    if x.ndim < 2 or x.shape[-1] % 2 or cos.shape != (x.shape[-2], half) or \
+            sin.shape != cos.shape:
+        raise ShapeError(f"apply_rotary: x (..., T, dim) with even dim needs cos and sin of "
+                         f"shape (T, dim/2), got x {fmt_shape(x.shape)}, cos "
+                         f"{fmt_shape(cos.shape)}, sin {fmt_shape(sin.shape)}")
+    if interleaved:
+        pairs = x.reshape(x.shape[:-1] + (half, 2))  # (..., T, dim/2, 2)
+        a, b = pairs[..., 0], pairs[..., 1]  # (..., T, dim/2) each
+        return stack([a * cos - b * sin, b * cos + a * sin], dim=-1).reshape(x.shape)
+    a, b = x[..., :half], x[..., half:]  # (..., T, dim/2) each
+    return cat([a * cos - b * sin, b * cos + a * sin], dim=-1)  # (..., T, dim)
 
 
 # ---- layers as functions -------------------------------------------------------------------------
@@ -131,9 +432,38 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     return apply(nn_ops.layer_norm, x, weight, bias, n_dims=len(shape), eps=eps)
 
 
-def embedding(input, weight):  # noqa: A002 - PyTorch's argument name
-    """weight[input]: the rows of the table for integer ids of any shape."""
-    return apply(nn_ops.embedding, _t(input, weight), weight)
+def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002
+    """x / √(mean(x², last dims) + eps), then scaled by weight; eps defaults to the dtype's
+    machine epsilon (as torch.nn.functional.rms_norm)."""
+    x = _t(input)
+    _floating(x, "rms_norm")
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if len(shape) > x.ndim or x.shape[x.ndim - len(shape):] != shape:
+        raise ShapeError(f"rms_norm: normalized_shape {fmt_shape(shape)} is not the end of "
+                         f"the input shape {fmt_shape(x.shape)}")
+    eps = float(np.finfo(x.dtype).eps) if eps is None else float(eps)
+    dims = tuple(range(x.ndim - len(shape), x.ndim))
+    out = x / ((x * x).mean(dims, keepdim=True) + eps).sqrt()  # (..., *shape)
+    return out if weight is None else out * weight
+
+
+def embedding(input, weight, padding_idx=None):  # noqa: A002 - PyTorch's argument name
+    """weight[input]: the rows of the table for integer ids of any shape. The row at
+    `padding_idx` is looked up as any other but gets no gradient (PyTorch's padding_idx)."""
+    ids = _t(input, weight)
+    out = apply(nn_ops.embedding, ids, weight)
+    if padding_idx is None:
+        return out
+    pad = _padding_index(padding_idx, weight.shape[0], "embedding")
+    keep = Tensor._wrap((ids.data != pad)[..., None], out.backend)  # (..., 1)
+    return where(keep, out, out.detach())  # the padding rows' values, without a gradient path
+
+
+def _padding_index(padding_idx, n, name):
+    if not -n <= padding_idx < n:
+        raise DimError(f"{name}: padding_idx {padding_idx} is out of range for {n} embeddings "
+                       f"(valid: {-n}..{n - 1})")
+    return padding_idx % n
 
 
 def dropout(x, p=0.5, training=True, seed=None):
@@ -170,22 +500,30 @@ def causal_mask(T, S=None, backend=None):  # noqa: N803 - the sizes' usual names
     return Tensor._wrap(be.causal_keep(T, T if S is None else S), be)
 
 
-def scaled_dot_product_attention(q, k, v, attn_mask=None, is_causal=False, scale=None,
-                                 impl="auto"):
+def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False,
+                                 scale=None, enable_gqa=False, impl="auto"):
     """softmax(q kᵀ * scale + mask) @ v over the last two dims: q (..., T, d), k (..., S, d),
     v (..., S, dv) -> (..., T, dv).
 
     attn_mask: bool (True = may attend) or float (added to the scores), broadcast to (..., T, S).
     is_causal: query i attends keys 0..i. scale: 1/√d by default. A query that may attend no
-    key gives zeros (output and gradients), never NaN. impl: "composite" (matmul, scaled masked
-    softmax, matmul: one node each), "flash" (one fused node, O(T) memory, bool masks only) or
-    "auto" (flash on backends that prefer it and for long sequences, else composite).
+    key gives zeros (output and gradients), never NaN. dropout_p: drop attention weights with
+    that probability (always, as torch: pass 0.0 in eval mode). enable_gqa: k and v may have
+    fewer heads (dim -3) than q, each shared by a group of query heads (grouped-query
+    attention). impl: "composite" (matmul, scaled masked softmax, matmul: one node each),
+    "flash" (one fused node, O(T) memory, bool masks only, no dropout) or "auto" (flash on
+    backends that prefer it and for long sequences, else composite).
     """
     if impl not in ("auto", "composite", "flash"):
         raise ValueError(f"scaled_dot_product_attention: impl must be 'auto', 'composite' or "
                          f"'flash', got {impl!r}")
+    if not 0.0 <= dropout_p < 1.0:
+        raise ValueError(f"scaled_dot_product_attention: dropout_p must be in [0, 1), got "
+                         f"{dropout_p}")
     q = _t(q)
     k, v = _t(k, q), _t(v, q)
+    if enable_gqa:
+        k, v = _share_kv_heads(q, k, v)
     attn.check_qkv(q, k, v)  # before anything reads q.shape[-2]
     if attn_mask is not None and is_causal:
         raise ValueError("scaled_dot_product_attention: give attn_mask or is_causal=True, not "
@@ -196,10 +534,33 @@ def scaled_dot_product_attention(q, k, v, attn_mask=None, is_causal=False, scale
     if impl == "flash" and float_mask:
         raise DTypeError("scaled_dot_product_attention: impl='flash' takes a bool mask (True = "
                          f"attend), got {mask.dtype}; use impl='composite' for an additive mask")
+    if dropout_p > 0:
+        if impl == "flash":
+            raise ValueError("scaled_dot_product_attention: impl='flash' has no dropout; use "
+                             "impl='composite' (or 'auto') with dropout_p > 0")
+        weights = attn.attention_weights(q, k, mask, is_causal, scale)  # (..., T, S)
+        return dropout(weights, dropout_p) @ v  # (..., T, dv)
     if impl == "flash" or impl == "auto" and not float_mask and q.shape[-2] >= \
             q.backend.flash_from:
         return apply(attn.flash_attention, q, k, v, mask, scale=scale, causal=is_causal)
     return attn.sdpa_composite(q, k, v, mask, is_causal, scale)
+
+
+def _share_kv_heads(q, k, v):
+    """k, v (..., Hkv, S, d) repeated to q's Hq heads: head h reads kv head h // (Hq / Hkv)."""
+    if q.ndim < 3 or k.ndim < 3 or v.ndim < 3 or k.shape[-3] != v.shape[-3] or \
+            q.shape[-3] % k.shape[-3]:
+        raise ShapeError(f"scaled_dot_product_attention: enable_gqa needs q (..., Hq, T, d), "
+                         f"k and v (..., Hkv, S, d) with Hq a multiple of Hkv, got q "
+                         f"{fmt_shape(q.shape)}, k {fmt_shape(k.shape)}, v {fmt_shape(v.shape)}")
+    groups = q.shape[-3] // k.shape[-3]
+    if groups == 1:
+        return k, v
+
+    def repeat(x):  # (..., Hkv, S, d) -> (..., Hkv, groups, S, d) -> (..., Hq, S, d)
+        wide = x.unsqueeze(-3).expand(x.shape[:-2] + (groups,) + x.shape[-2:])
+        return wide.reshape(x.shape[:-3] + (q.shape[-3],) + x.shape[-2:])
+    return repeat(k), repeat(v)
 
 
 def attention_weights(q, k, attn_mask=None, is_causal=False, scale=None):

@@ -259,7 +259,7 @@ def flash_tile_schedule(n_q, n_k=None, block_q=2, block_k=2, causal=True):
     grid = np.zeros((-(-n_q // block_q), -(-n_k // block_k)), dtype=int)
     for a, i0 in enumerate(range(0, n_q, block_q)):
         i1 = min(i0 + block_q, n_q)
-        for b, j0 in enumerate(range(0, flash._key_end(causal, i1, n_k), block_k)):
+        for b, j0 in enumerate(range(0, flash.key_end(causal, i1, n_k), block_k)):
             grid[a, b] = 2 if causal and j0 + block_k - 1 > i0 else 1
     return grid
 

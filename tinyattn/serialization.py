@@ -74,8 +74,9 @@ def load(path, backend=None):
                               f"{type(e).__name__}: {e}") from None
 
 
-def _flatten(obj, arrays):
-    """A JSON-able description of obj; arrays are moved into `arrays` under fresh keys."""
+def _flatten(obj, arrays, where="obj"):
+    """A JSON-able description of obj; arrays are moved into `arrays` under fresh keys.
+    `where` is obj's place in what is being saved (obj['model'][2]), for the error messages."""
     if isinstance(obj, Tensor):
         key = f"a{len(arrays)}"
         arrays[key] = obj.numpy()
@@ -84,20 +85,26 @@ def _flatten(obj, arrays):
         key = f"a{len(arrays)}"
         arrays[key] = np.asarray(obj.get() if hasattr(obj, "get") else obj)
         if arrays[key].dtype.kind not in "biufU":
-            raise TypeError(f"save: cannot store an array of dtype {arrays[key].dtype}")
+            raise TypeError(f"save: cannot store {where}, an array of dtype "
+                            f"{arrays[key].dtype}")
         return {"array": key}
     if isinstance(obj, np.generic):
         return obj.item()
     if isinstance(obj, dict):
-        if not all(isinstance(k, str) for k in obj):
-            raise TypeError("save: dict keys must be strings")
-        return {"dict": {k: _flatten(v, arrays) for k, v in obj.items()}}
+        for k in obj:
+            if not isinstance(k, str):
+                raise TypeError(f"save: dict keys must be strings; {where} has the "
+                                f"{type(k).__name__} key {k!r}")
+        return {"dict": {k: _flatten(v, arrays, f"{where}[{k!r}]") for k, v in obj.items()}}
     if isinstance(obj, (list, tuple)):
-        return {"list" if isinstance(obj, list) else "tuple": [_flatten(v, arrays) for v in obj]}
+        return {"list" if isinstance(obj, list) else "tuple":
+                [_flatten(v, arrays, f"{where}[{i}]") for i, v in enumerate(obj)]}
     if obj is None or isinstance(obj, (bool, int, float, str)):
         return obj
-    raise TypeError(f"save: cannot store a {type(obj).__name__} (use tensors, arrays, numbers, "
-                    "strings, lists and dicts)")
+    hint = ("; save its .state_dict() instead" if hasattr(obj, "state_dict") else
+            " (use tensors, arrays, numbers, strings, None, and lists, tuples and dicts with "
+            "string keys of those)")
+    raise TypeError(f"save: cannot store a {type(obj).__name__} at {where}{hint}")
 
 
 def _unflatten(node, arrays, backend):

@@ -20,6 +20,7 @@ import numpy as np
 
 from .autograd import Tracer, toposort, tracing
 from .errors import GraphError, TinyattnError, fmt_shape
+from .explain import norm, param_names
 from .tensor import Tensor
 
 FORMATS = ("svg", "png", "pdf")  # what `render` asks `dot` for; .dot/.gv files are the text
@@ -64,7 +65,7 @@ class Recording(Tracer):
             self.constants[node] = consts
 
     def backward(self, node, g, grads):
-        self.grad_norms[node] = _norm(g)
+        self.grad_norms[node] = norm(g)
 
 
 def record():
@@ -74,12 +75,6 @@ def record():
 
 
 # ---- small helpers -------------------------------------------------------------------------------
-
-
-def _norm(a):
-    """L2 norm of a NumPy or CuPy array, as a Python float (accumulated in float64)."""
-    a = a.astype("float64")
-    return float((a * a).sum()) ** 0.5
 
 
 def _host(value):
@@ -121,17 +116,6 @@ def summarize(a):
     if kept.size < a.size:
         text += f"\n{a.size - kept.size} non-finite (e.g. -inf: masked)"
     return text
-
-
-def _param_names(params):
-    """id(tensor) -> name, from a Module, a dict {name: tensor} or (name, tensor) pairs."""
-    if params is None:
-        return {}
-    if hasattr(params, "named_parameters"):
-        params = params.named_parameters()
-    elif isinstance(params, dict):
-        params = params.items()
-    return {id(t): name for name, t in params}
 
 
 def _module_types(params):
@@ -213,7 +197,7 @@ class _Graph:
 
     def __init__(self, root, params, recording, show_values, show_grads, show_saved):
         self.root = root
-        self.names = _param_names(params)
+        self.names = param_names(params)
         self.types = _module_types(params)
         self.rec = recording if recording is not None else Recording()
         self.show_values, self.show_grads, self.show_saved = show_values, show_grads, show_saved
@@ -259,9 +243,9 @@ class _Graph:
                 lines.append(summarize(_host(value)))
         if self.show_grads:
             grad = t.grad if t is not None else None
-            norm = _norm(grad.data) if grad is not None else self.rec.grad_norms.get(node)
-            if norm is not None:
-                lines.append(f"‖grad‖ {_g(norm)}")
+            grad_norm = norm(grad.data) if grad is not None else self.rec.grad_norms.get(node)
+            if grad_norm is not None:
+                lines.append(f"‖grad‖ {_g(grad_norm)}")
         label = "\n".join(line for line in lines if line)
         tid = f"t{k}"
         self.items[tid] = _Item(kind, scope, {"label": label, "fillcolor": _STYLE[kind]})
@@ -534,44 +518,3 @@ def render(root, path, **kwargs):
         raise RuntimeError(f"render: dot failed on {path.name}: "
                            f"{done.stderr.decode(errors='replace').strip()}")
     return path
-
-
-# ---- example graphs (the `tinyattn graph` command) ----------------------------------------------
-
-
-def example(model="tiny", seed=0):
-    """(loss, params, recording) for one of the example graphs: "tiny" (the default
-    TinyTransformer of `tinyattn train` on two reverse-task examples), "mlp" (a two-layer MLP
-    on four points) or "attention" (one causal attention call on 4 tokens). The forward and
-    backward passes ran inside `record()`, so the picture can show every value and gradient."""
-    from . import functional as F  # noqa: N812 - the usual name
-    from . import nn
-    from .tensor import manual_seed, randn, tensor
-
-    manual_seed(seed)
-    rng = np.random.default_rng(seed)
-    with record() as rec:
-        if model == "tiny":
-            from .train import TrainConfig, build
-
-            task, net, _, _ = build(TrainConfig(seed=seed))
-            x, y = task.batch(rng, 2)  # (B, T) each
-            logits = net(tensor(x))  # (B, T, V)
-            loss = F.cross_entropy(logits.reshape(-1, task.vocab_size), tensor(y.reshape(-1)))
-            params = net
-        elif model == "mlp":
-            net = nn.Sequential(nn.Linear(3, 8), nn.GELU(), nn.Linear(8, 2))
-            x = tensor(rng.standard_normal((4, 3)), dtype="float32")  # (N, 3)
-            loss = F.cross_entropy(net(x), tensor(np.array([0, 1, 1, 0])))
-            params = net
-        elif model == "attention":
-            q, k, v = (randn(1, 4, 8, requires_grad=True) for _ in range(3))  # (B, T, d)
-            q.name, k.name, v.name = "q", "k", "v"
-            out = F.scaled_dot_product_attention(q, k, v, is_causal=True, impl="composite")
-            loss = (out * out).mean()
-            params = {"q": q, "k": k, "v": v}
-        else:
-            raise ValueError(f"example: model must be 'tiny', 'mlp' or 'attention', got {model!r}")
-        loss.name = "loss"
-        loss.backward(retain_graph=True)  # keep what each op saved: show_saved can list it
-    return loss, params, rec

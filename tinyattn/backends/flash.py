@@ -30,7 +30,7 @@ def _work_dtype(xp, dtype):
     return xp.dtype(xp.float32) if dtype == xp.float16 else dtype
 
 
-def _key_end(causal, i1, n_keys):
+def key_end(causal, i1, n_keys):
     """Keys a query tile ending at row i1 can see: all of them, or (causal) those j < i1."""
     return min(n_keys, i1) if causal else n_keys
 
@@ -51,7 +51,7 @@ def flash_forward(xp, q, k, v, keep=None, scale=1.0, causal=False, block_q=64, b
         m = xp.full(q_tile.shape[:-1], NEG_INF, dtype=work)  # running max per row
         l = xp.zeros(q_tile.shape[:-1], dtype=work)  # running sum of exp(s - m)
         acc = xp.zeros(q_tile.shape[:-1] + v.shape[-1:], dtype=work)  # running Σ exp(s-m) v
-        for j0 in range(0, _key_end(causal, i1, n_k), block_k):
+        for j0 in range(0, key_end(causal, i1, n_k), block_k):
             j1 = min(j0 + block_k, n_k)
             k_tile = k[..., j0:j1, :].astype(work, copy=False)
             s = _tile_scores(xp, q_tile, k_tile, keep, scale, causal, i0, j0)

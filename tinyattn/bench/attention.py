@@ -176,7 +176,7 @@ def gpu_case(cp, be, torch, rng, t, batch, heads, d, repeats):
     return rows
 
 
-def main(argv=None):
+def _parser():
     ap = argparse.ArgumentParser(prog="tinyattn bench attention",
                                  description=__doc__.split("\n")[0])
     ap.add_argument("--backend", choices=["numpy", "cupy"], default="numpy")
@@ -187,16 +187,24 @@ def main(argv=None):
     ap.add_argument("--d", type=int, default=64, help="head dim (kernels: 16, 32, 64, 128)")
     ap.add_argument("--repeats", type=int, default=None)
     ap.add_argument("--no-causal", action="store_true", help="CPU only: full attention")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv=None):
+    args = _parser().parse_args(argv)
     repeats = args.repeats or (2 if args.quick else 5)
     if args.backend == "numpy":
-        ts = args.t or ((64, 128) if args.quick else CPU_T)
-        run_cpu(ts, args.batch or 1, args.heads or (2 if args.quick else 4),
-                32 if args.quick and args.d == 64 else args.d, repeats, not args.no_causal)
-        return 0
+        return _main_cpu(args, repeats)
     ts = args.t or ((256, 512) if args.quick else GPU_T)
     rows = run_gpu(ts, args.batch or 4, args.heads or 16, args.d, repeats)
     return 2 if rows is None else 0
+
+
+def _main_cpu(args, repeats):
+    ts = args.t or ((64, 128) if args.quick else CPU_T)
+    run_cpu(ts, args.batch or 1, args.heads or (2 if args.quick else 4),
+            32 if args.quick and args.d == 64 else args.d, repeats, not args.no_causal)
+    return 0
 
 
 if __name__ == "__main__":

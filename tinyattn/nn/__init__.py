@@ -4,8 +4,37 @@ module.py holds Module, Parameter and the containers; layers.py the basic layers
 transformer.py the attention, MLP and block that make TinyTransformer.
 """
 
-from .layers import GELU, Dropout, Embedding, LayerNorm, Linear, ReLU, Tanh
-from .module import Module, ModuleList, Parameter, Sequential
+from . import init, utils
+from .attention import MultiheadAttention, RotaryEmbedding
+from .layers import (
+    GELU,
+    Dropout,
+    Embedding,
+    Flatten,
+    Identity,
+    LayerNorm,
+    Linear,
+    LogSoftmax,
+    ReLU,
+    RMSNorm,
+    Sigmoid,
+    SiLU,
+    Softmax,
+    Tanh,
+    Unflatten,
+)
+from .loss import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    MSELoss,
+    NLLLoss,
+    SmoothL1Loss,
+)
+from .module import Module, ModuleDict, ModuleList, Parameter, ParameterList, Sequential
 from .transformer import (
     MLP,
     CausalSelfAttention,
@@ -18,4 +47,8 @@ __all__ = [
     "Module", "Parameter", "Sequential", "ModuleList", "Linear", "Embedding", "LayerNorm",
     "Dropout", "GELU", "ReLU", "Tanh", "CausalSelfAttention", "MLP", "TransformerBlock",
     "TinyTransformer", "TransformerConfig",
+    "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "NLLLoss", "CrossEntropyLoss", "BCELoss",
+    "BCEWithLogitsLoss", "KLDivLoss", "Identity", "Sigmoid", "SiLU", "Softmax", "LogSoftmax",
+    "Flatten", "Unflatten", "RMSNorm", "ModuleDict", "ParameterList", "init", "utils",
+    "MultiheadAttention", "RotaryEmbedding",
 ]

@@ -1,4 +1,5 @@
-"""Layers: Linear, Embedding, LayerNorm, Dropout and the activation modules.
+"""Layers: Linear, Embedding, LayerNorm, RMSNorm, Dropout, the activation modules, Identity,
+Flatten and Unflatten.
 
 Weights are Parameters initialised as PyTorch does by default; `TinyTransformer` re-initialises
 its own the GPT-2 way. Each forward is one line of functional code.
@@ -7,6 +8,7 @@ its own the GPT-2 way. Each forward is one line of functional code.
 import math
 
 from .. import functional as F
+from ..errors import DimError, ShapeError, fmt_shape
 from ..tensor import ones, rand, randn, zeros
 from .module import Module, Parameter
 
@@ -33,18 +35,27 @@ class Linear(Module):
 
 
 class Embedding(Module):
-    """A table of num_embeddings vectors of size embedding_dim, looked up by integer id."""
+    """A table of num_embeddings vectors of size embedding_dim, looked up by integer id.
 
-    def __init__(self, num_embeddings, embedding_dim, dtype=None):
+    padding_idx: that row starts at zeros and gets no gradient (a padding token's vector)."""
+
+    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, dtype=None):
         super().__init__()
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
-        self.weight = Parameter(randn(num_embeddings, embedding_dim, dtype=dtype))
+        weight = randn(num_embeddings, embedding_dim, dtype=dtype)
+        if padding_idx is not None:
+            padding_idx = F._padding_index(padding_idx, num_embeddings, "Embedding")
+            weight[padding_idx] = 0.0
+        self.padding_idx = padding_idx
+        self.weight = Parameter(weight)
 
     def forward(self, ids):
-        return F.embedding(ids, self.weight)  # (...) -> (..., embedding_dim)
+        # (...) -> (..., embedding_dim)
+        return F.embedding(ids, self.weight, padding_idx=self.padding_idx)
 
     def extra_repr(self):
-        return f"{self.num_embeddings}, {self.embedding_dim}"
+        pad = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
+        return f"{self.num_embeddings}, {self.embedding_dim}{pad}"
 
 
 class LayerNorm(Module):
@@ -59,6 +70,23 @@ class LayerNorm(Module):
 
     def forward(self, x):
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return f"{self.normalized_shape}, eps={self.eps}"
+
+
+class RMSNorm(Module):
+    """x / √(mean(x²) + eps) over the last dims, scaled by weight (ones); eps=None is the dtype's
+    machine epsilon, as in PyTorch."""
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, dtype=None):
+        super().__init__()
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) else normalized_shape
+        self.normalized_shape, self.eps = tuple(shape), eps
+        self.weight = Parameter(ones(*shape, dtype=dtype)) if elementwise_affine else None
+
+    def forward(self, x):
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
 
     def extra_repr(self):
         return f"{self.normalized_shape}, eps={self.eps}"
@@ -95,3 +123,81 @@ class ReLU(Module):
 class Tanh(Module):
     def forward(self, x):
         return F.tanh(x)
+
+
+class Sigmoid(Module):
+    def forward(self, x):
+        return F.sigmoid(x)
+
+
+class SiLU(Module):
+    """x * sigmoid(x) (also called swish)."""
+
+    def forward(self, x):
+        return x * F.sigmoid(x)
+
+
+class Softmax(Module):
+    def __init__(self, dim=-1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return F.softmax(x, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class LogSoftmax(Softmax):
+    def forward(self, x):
+        return F.log_softmax(x, self.dim)
+
+
+class Identity(Module):
+    """Returns its input unchanged (a placeholder, e.g. for a removed layer); takes and ignores
+    any constructor arguments, as in PyTorch."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, x):
+        return x
+
+
+class Flatten(Module):
+    """Joins dims start_dim..end_dim into one: (N, C, H, W) -> (N, C*H*W) by default."""
+
+    def __init__(self, start_dim=1, end_dim=-1):
+        super().__init__()
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, x):
+        return x.flatten(self.start_dim, self.end_dim)
+
+    def extra_repr(self):
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Unflatten(Module):
+    """Splits dim into unflattened_size (one entry may be -1): (N, 12) -> (N, 3, 4)."""
+
+    def __init__(self, dim, unflattened_size):
+        super().__init__()
+        self.dim, self.unflattened_size = dim, tuple(unflattened_size)
+
+    def forward(self, x):
+        dim = self.dim + x.ndim if self.dim < 0 else self.dim
+        if not 0 <= dim < x.ndim:
+            raise DimError(f"Unflatten: dim {self.dim} is out of range for an input of shape "
+                           f"{fmt_shape(x.shape)}")
+        sizes, n = self.unflattened_size, x.shape[dim]
+        known = math.prod(s for s in sizes if s != -1)
+        if sizes.count(-1) > 1 or (n != known if -1 not in sizes else known == 0 or n % known):
+            raise ShapeError(f"Unflatten: dim {self.dim} of size {n} (input "
+                             f"{fmt_shape(x.shape)}) cannot be split into "
+                             f"{fmt_shape(sizes)}")
+        return x.reshape(x.shape[:dim] + sizes + x.shape[dim + 1:])
+
+    def extra_repr(self):
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"

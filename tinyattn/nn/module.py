@@ -3,7 +3,7 @@
 Assigning a Parameter or a Module to an attribute registers it, so `named_parameters()` and
 `state_dict()` find it under its dotted path ("blocks.0.attn.qkv.weight"). Calling a module runs
 its `forward` at its path, so the graph nodes it makes know which module made them (graph
-pictures group them). Containers: Sequential and ModuleList.
+pictures group them). Containers: Sequential, ModuleList, ModuleDict and ParameterList.
 """
 
 from collections import OrderedDict
@@ -11,8 +11,8 @@ from collections import OrderedDict
 import numpy as np
 
 from .. import backends
-from ..autograd import at_scope, bump_version, current_scope
-from ..errors import CheckpointError, fmt_shape
+from ..autograd import at_scope, bump_version, current_scope, zero_grads
+from ..errors import CheckpointError, DTypeError, fmt_shape
 from ..tensor import Tensor
 
 
@@ -39,6 +39,8 @@ class Module:
     def __init__(self):
         object.__setattr__(self, "_parameters", OrderedDict())
         object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())  # name -> Tensor or None
+        object.__setattr__(self, "_non_persistent", set())  # buffers left out of state_dict
         object.__setattr__(self, "training", True)
         object.__setattr__(self, "_path", None)  # dotted path from the model called last
         object.__setattr__(self, "_named_at", -1)  # _tree_version when this root named its tree
@@ -47,17 +49,31 @@ class Module:
         if "_parameters" not in self.__dict__:
             raise AttributeError(f"{type(self).__name__}.__init__ must call super().__init__() "
                                  "before assigning attributes")
-        self._parameters.pop(name, None)
-        if self._modules.pop(name, None) is not None or isinstance(value, Module):
+        if name in self._buffers and not isinstance(value, (Parameter, Module)):
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"{type(self).__name__}.{name} is a buffer: assign a Tensor or "
+                                f"None, not a {type(value).__name__}")
+            self._buffers[name] = value
+            object.__setattr__(self, name, value)
+            return
+        self._buffers.pop(name, None)
+        if name in self._modules or isinstance(value, Module):
             _tree_version[0] += 1
+        # a replaced parameter or module keeps its place (and its place in the state dict)
         if isinstance(value, Parameter):
             self._parameters[name] = value
-        elif isinstance(value, Module):
+        else:
+            self._parameters.pop(name, None)
+        if isinstance(value, Module):
             self._modules[name] = value
+        else:
+            self._modules.pop(name, None)
         object.__setattr__(self, name, value)
 
     def __delattr__(self, name):
         self._parameters.pop(name, None)
+        self._buffers.pop(name, None)
+        self._non_persistent.discard(name)
         if self._modules.pop(name, None) is not None:
             _tree_version[0] += 1
         object.__delattr__(self, name)
@@ -75,6 +91,36 @@ class Module:
 
     def forward(self, *args, **kwargs):
         raise TypeError(f"{type(self).__name__} has no forward(): a Module subclass defines it")
+
+    def register_buffer(self, name, tensor, persistent=True):
+        """Keep a tensor that is state but not a parameter (running statistics, class weights,
+        rotary tables): it moves with `to()` and, if persistent, sits in `state_dict()`."""
+        if not isinstance(name, str) or not name or "." in name:
+            raise KeyError(f"register_buffer: the name must be a non-empty string without '.', "
+                           f"got {name!r}")
+        if name not in self._buffers and name in self.__dict__:
+            raise KeyError(f"register_buffer: {type(self).__name__} already has an attribute "
+                           f"{name!r} that is not a buffer")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"register_buffer: {name!r} must be a Tensor or None, got a "
+                            f"{type(tensor).__name__}")
+        if isinstance(tensor, Parameter):
+            raise TypeError(f"register_buffer: {name!r} is a Parameter; assign it as an "
+                            "attribute to register it as a parameter")
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent.discard(name)
+        else:
+            self._non_persistent.add(name)
+        object.__setattr__(self, name, tensor)
+
+    def apply(self, fn):
+        """fn(module) for every module inside, children first, then this one; returns self
+        (as `model.apply(init_weights)` in PyTorch)."""
+        for child in self.children():
+            child.apply(fn)
+        fn(self)
+        return self
 
     # ---- walking the tree ----------------------------------------------------------------------
 
@@ -96,6 +142,9 @@ class Module:
     def children(self):
         return iter(self._modules.values())
 
+    def named_children(self):
+        return iter(self._modules.items())
+
     def named_parameters(self):
         """(dotted path, Parameter) for every parameter, each once (tied weights too)."""
         seen = set()
@@ -107,6 +156,18 @@ class Module:
 
     def parameters(self):
         return (p for _, p in self.named_parameters())
+
+    def named_buffers(self):
+        """(dotted path, buffer) for every buffer that is not None, each once."""
+        seen = set()
+        for path, module in self.named_modules():
+            for name, b in module._buffers.items():
+                if b is not None and id(b) not in seen:
+                    seen.add(id(b))
+                    yield (f"{path}.{name}" if path else name), b
+
+    def buffers(self):
+        return (b for _, b in self.named_buffers())
 
     def num_parameters(self):
         return sum(p.numel() for p in self.parameters())
@@ -121,46 +182,68 @@ class Module:
     def eval(self):
         return self.train(False)
 
-    def zero_grad(self, set_to_none=True):
+    def requires_grad_(self, requires_grad=True):
+        """Switch gradient tracking for every parameter (freeze a part with False)."""
         for p in self.parameters():
-            if set_to_none:
-                p.grad = None
-            elif p.grad is not None:
-                p.grad.data[...] = 0  # in place, as PyTorch (and inf * 0 would be NaN)
+            p.requires_grad = requires_grad
+        return self
+
+    def zero_grad(self, set_to_none=True):
+        zero_grads(self.parameters(), set_to_none)
 
     def to(self, target):
-        """Move every parameter to a backend ("numpy", "cupy") or a float dtype, in place."""
-        for p in self.parameters():
-            if isinstance(target, backends.Backend) or str(target).lower() in backends.ALIASES:
+        """Move every parameter and buffer to a backend ("numpy", "cupy"), or cast the floating
+        ones to a float dtype, in place."""
+        move = isinstance(target, backends.Backend) or str(target).lower() in backends.ALIASES
+        if not move and np.dtype(target).kind != "f":
+            raise DTypeError(f"Module.to: a module can only be cast to a float dtype, got "
+                             f"{np.dtype(target)}")
+        for t in [*self.parameters(), *self.buffers()]:
+            if move:
                 be = backends.backend(target)
-                if be is not p.backend:
-                    p.data = be.asarray(p.backend.to_numpy(p.data))
-                    p.backend = be
-            else:
-                p.data = p.data.astype(np.dtype(target))
-            p.grad = None
+                if be is not t.backend:
+                    t.data = be.asarray(t.backend.to_numpy(t.data))
+                    t.backend = be
+            elif t.dtype.kind == "f":  # integer buffers (ids, counts) keep their dtype
+                t.data = t.data.astype(np.dtype(target))
+            if isinstance(t, Parameter):
+                t.grad = None
         return self
+
+    def half(self):
+        return self.to(np.float16)
+
+    def float(self):
+        return self.to(np.float32)
+
+    def double(self):
+        return self.to(np.float64)
 
     # ---- saving and loading --------------------------------------------------------------------
 
     def state_dict(self):
-        """Every parameter by its dotted path (tied weights under each of their names)."""
+        """Every parameter and persistent buffer by its dotted path (tied weights under each of
+        their names), in PyTorch's order: a module's parameters, its buffers, then its children."""
+        return OrderedDict((key, t.detach()) for key, t in self._state_tensors().items())
+
+    def _state_tensors(self):
         out = OrderedDict()
         for path, module in self.named_modules():
+            prefix = f"{path}." if path else ""
             for name, p in module._parameters.items():
-                out[f"{path}.{name}" if path else name] = p.detach()
+                if p is not None:
+                    out[prefix + name] = p
+            for name, b in module._buffers.items():
+                if b is not None and name not in module._non_persistent:
+                    out[prefix + name] = b
         return out
 
     def load_state_dict(self, state, strict=True):
-        """Copy values into the parameters; on any mismatch raise and change nothing.
+        """Copy values into the parameters and buffers; on any mismatch raise and change nothing.
 
         strict=True: keys must match exactly. Shapes must always match.
         """
-        own = self.state_dict()
-        params = {}
-        for path, module in self.named_modules():
-            for name, p in module._parameters.items():
-                params[f"{path}.{name}" if path else name] = p
+        params = own = self._state_tensors()  # parameters and buffers
         missing = [k for k in own if k not in state]
         unexpected = [k for k in state if k not in own]
         problems = []
@@ -233,3 +316,80 @@ class Sequential(_Indexed):
 
 class ModuleList(_Indexed):
     """A list of modules; it has no forward of its own."""
+
+
+class ModuleDict(Module):
+    """Modules by name, used as a dict ("heads.cls", "heads.box"); no forward of its own."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __setitem__(self, key, module):
+        if not isinstance(module, Module):
+            raise TypeError(f"ModuleDict: {key!r} must be a Module, got a "
+                            f"{type(module).__name__}")
+        setattr(self, key, module)
+
+    def __getitem__(self, key):
+        return self._modules[key]
+
+    def __delitem__(self, key):
+        delattr(self, key)
+
+    def __contains__(self, key):
+        return key in self._modules
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules)
+
+    def keys(self):
+        return self._modules.keys()
+
+    def values(self):
+        return self._modules.values()
+
+    def items(self):
+        return self._modules.items()
+
+    def update(self, modules):
+        for key, module in (modules.items() if hasattr(modules, "items") else modules):
+            self[key] = module
+
+
+class ParameterList(Module):
+    """Parameters registered under their indices ("0", "1", ...), used as a list."""
+
+    def __init__(self, values=()):
+        super().__init__()
+        for p in values:
+            self.append(p)
+
+    def append(self, value):
+        setattr(self, str(len(self._parameters)), _as_parameter(value))
+        return self
+
+    def extend(self, values):
+        for p in values:
+            self.append(p)
+        return self
+
+    def __getitem__(self, i):
+        return list(self._parameters.values())[i]
+
+    def __setitem__(self, i, value):
+        setattr(self, str(range(len(self))[i]), _as_parameter(value))
+
+    def __len__(self):
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter(self._parameters.values())
+
+
+def _as_parameter(value):
+    return value if isinstance(value, Parameter) else Parameter(value)

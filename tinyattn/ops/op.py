@@ -24,11 +24,11 @@ class Op:
     """A differentiable operation: name, forward, VJP, and a one-line formula for the docs."""
 
     __slots__ = ("name", "fwd", "vjp", "formula", "grads", "broadcasts", "nondiff", "fused",
-                 "fresh", "promote", "saves", "saves_out", "view", "doc", "samples", "traps",
+                 "promote", "saves", "saves_out", "view", "doc", "samples", "traps",
                  "float64_params")
 
     def __init__(self, name, fwd, formula, grads=("gx",), broadcasts=False, nondiff=(),
-                 fused=False, fresh=False, promote=None, saves=None, saves_out=None, view=False,
+                 fused=False, promote=None, saves=None, saves_out=None, view=False,
                  samples=None, traps=None, float64_params=None):
         self.name = name
         self.fwd = fwd
@@ -40,7 +40,6 @@ class Op:
         self.broadcasts = broadcasts  # gradients are summed back to input shapes (sum_to)
         self.nondiff = nondiff  # input positions that never get a gradient (masks, indices)
         self.fused = fused  # one node standing for several textbook ops
-        self.fresh = fresh  # the VJP's gradients are new arrays nothing else holds (see backward)
         # dtypes (tinyattn/dtypes.py): "common" casts the inputs to their result type, "float"
         # too but integers become the default float dtype; None leaves the inputs alone
         self.promote = promote

@@ -1,4 +1,5 @@
-"""Optimizers (SGD, Adam, AdamW), a cosine learning-rate schedule with warm-up, clip_grad_norm.
+"""Optimizers (SGD, Adam, AdamW, RMSprop, Adagrad), a cosine learning-rate schedule with warm-up,
+clip_grad_norm; PyTorch's schedulers live in optim.lr_scheduler.
 
 Like PyTorch: an optimizer takes parameters (or groups of them, dicts with their own settings),
 `step()` updates them in place from their `.grad`, and `state_dict()` / `load_state_dict()`
@@ -10,8 +11,9 @@ import math
 
 import numpy as np
 
-from .autograd import bump_version, no_grad
-from .errors import CheckpointError
+from ..autograd import bump_version, no_grad, zero_grads
+from ..errors import CheckpointError
+from . import lr_scheduler  # noqa: F401 - optim.lr_scheduler, as in torch
 
 
 class Optimizer:
@@ -47,11 +49,7 @@ class Optimizer:
         return [p for group in self.param_groups for p in group["params"]]
 
     def zero_grad(self, set_to_none=True):
-        for p in self.params():
-            if set_to_none:
-                p.grad = None
-            elif p.grad is not None:
-                p.grad.data[...] = 0  # in place, as PyTorch (and inf * 0 would be NaN)
+        zero_grads(self.params(), set_to_none)
 
     @no_grad()
     def step(self):
@@ -86,12 +84,13 @@ class Optimizer:
         for key, value in saved["state"].items():
             i, name = key.split(".", 1)
             i = int(i)
-            if i >= len(params) or np.shape(value) != params[i].shape:
+            if i >= len(params) or np.ndim(value) and np.shape(value) != params[i].shape:
                 raise CheckpointError(f"{type(self).__name__}.load_state_dict: state {key} does "
                                       "not match this optimizer's parameters")
             p = params[i]
+            value = np.asarray(value)  # a 0-d entry (a step count) keeps its dtype
             new_state.setdefault(id(p), {})[name] = p.backend.asarray(
-                np.asarray(value).astype(p.dtype))
+                value.astype(p.dtype) if value.ndim else value)
         for group, settings in zip(self.param_groups, groups, strict=True):
             group.update({k: (tuple(v) if isinstance(v, list) else v)
                           for k, v in settings.items()})
@@ -143,9 +142,65 @@ class AdamW(Adam):
     decoupled = True
 
 
+class RMSprop(Optimizer):
+    """p -= lr g / (√v + eps), v = α v + (1-α) g² (centered: v minus the squared mean of g);
+    with momentum, the step goes through a buffer b = μ b + g / (√v + eps)."""
+
+    defaults = {"lr": 1e-2, "alpha": 0.99, "eps": 1e-8, "weight_decay": 0.0, "momentum": 0.0,
+                "centered": False}
+
+    def update(self, p, g, state, group):
+        xp = p.backend.xp
+        if group["weight_decay"]:
+            g = g + group["weight_decay"] * p.data
+        alpha = group["alpha"]
+        if "square_avg" not in state:
+            state["square_avg"] = xp.zeros_like(p.data)
+        square_avg = state["square_avg"]
+        square_avg *= alpha
+        square_avg += (1 - alpha) * g * g
+        if group["centered"]:
+            grad_avg = state.setdefault("grad_avg", xp.zeros_like(p.data))
+            grad_avg += (1 - alpha) * (g - grad_avg)
+            avg = xp.sqrt(square_avg - grad_avg * grad_avg) + group["eps"]
+        else:
+            avg = xp.sqrt(square_avg) + group["eps"]
+        if group["momentum"] > 0:
+            buf = state.setdefault("momentum_buffer", xp.zeros_like(p.data))
+            buf *= group["momentum"]
+            buf += g / avg
+            p.data -= group["lr"] * buf
+        else:
+            p.data -= group["lr"] * (g / avg)
+
+
+class Adagrad(Optimizer):
+    """p -= lr_t g / (√(Σ g²) + eps), with lr_t = lr / (1 + (t - 1) lr_decay) at the
+    parameter's t-th step; the sum starts at initial_accumulator_value."""
+
+    defaults = {"lr": 1e-2, "lr_decay": 0.0, "weight_decay": 0.0,
+                "initial_accumulator_value": 0.0, "eps": 1e-10}
+
+    def update(self, p, g, state, group):
+        xp = p.backend.xp
+        if "sum" not in state:
+            state["sum"] = xp.full(p.data.shape, group["initial_accumulator_value"],
+                                   dtype=p.data.dtype)
+            state["step"] = xp.zeros((), dtype=xp.float64)
+        state["step"] += 1
+        if group["weight_decay"]:
+            g = g + group["weight_decay"] * p.data
+        lr = group["lr"] / (1 + (float(state["step"]) - 1) * group["lr_decay"])
+        state["sum"] += g * g
+        p.data -= lr * (g / (xp.sqrt(state["sum"]) + group["eps"]))
+
+
 class CosineSchedule:
     """Linear warm-up to the optimizer's lr over `warmup` steps, then a cosine decay to
-    `min_ratio` x lr at `total` steps. Call `step()` once per optimizer step."""
+    `min_ratio` x lr at `total` steps. Call `step()` once per optimizer step.
+
+    The training loop's schedule, kept for its checkpoints; for PyTorch's own schedulers
+    (LinearLR then CosineAnnealingLR in a SequentialLR, ...) see optim.lr_scheduler."""
 
     def __init__(self, optimizer, total, warmup=0, min_ratio=0.1):
         self.optimizer, self.total = optimizer, total
@@ -186,3 +241,4 @@ def clip_grad_norm(parameters, max_norm):
         for p in params:
             p.grad.data *= scale  # in place, as PyTorch's clip_grad_norm_
     return total
+

@@ -1,0 +1,132 @@
+"""nn.init (distributions checked by their statistics and against torch's formulas) and
+nn.utils.clip_grad_norm_ / clip_grad_value_ (matched with torch)."""
+
+import math
+
+import numpy as np
+import pytest
+
+import tinyattn as ta
+from tinyattn import nn
+from tinyattn.nn import init
+
+
+def raises(cls, *fragments):
+    return pytest.raises(cls, match=".*".join(fragments))
+
+
+def test_calculate_gain_matches_torch():
+    torch = pytest.importorskip("torch")
+    for name, param in [("linear", None), ("sigmoid", None), ("tanh", None), ("relu", None),
+                        ("leaky_relu", None), ("leaky_relu", 0.2), ("selu", None)]:
+        assert init.calculate_gain(name, param) == pytest.approx(
+            torch.nn.init.calculate_gain(name, param))
+    with raises(ValueError, "calculate_gain", "'swish'"):
+        init.calculate_gain("swish")
+
+
+@pytest.mark.parametrize("fn,kwargs,low,high,std", [
+    ("uniform_", {"a": -2.0, "b": 3.0}, -2.0, 3.0, 5 / math.sqrt(12)),
+    ("xavier_uniform_", {"gain": 2.0}, -2 * math.sqrt(6 / 500), 2 * math.sqrt(6 / 500),
+     2 * math.sqrt(2 / 500)),
+    ("kaiming_uniform_", {"a": math.sqrt(5)}, -1 / math.sqrt(300), 1 / math.sqrt(300),
+     1 / math.sqrt(900)),
+    ("kaiming_uniform_", {"mode": "fan_out", "nonlinearity": "relu"}, -math.sqrt(6 / 200),
+     math.sqrt(6 / 200), math.sqrt(2 / 200)),
+    ("normal_", {"mean": 1.0, "std": 0.5}, -np.inf, np.inf, 0.5),
+    ("xavier_normal_", {}, -np.inf, np.inf, math.sqrt(2 / 500)),
+    ("kaiming_normal_", {"nonlinearity": "relu"}, -np.inf, np.inf, math.sqrt(2 / 300)),
+    ("trunc_normal_", {"std": 0.02, "a": -0.03, "b": 0.03}, -0.03, 0.03, None),
+])
+def test_init_draws_have_the_right_range_and_spread(fn, kwargs, low, high, std):
+    ta.manual_seed(0)
+    w = nn.Parameter(ta.zeros(200, 300, dtype=np.float64))  # fan_in 300, fan_out 200
+    assert getattr(init, fn)(w, **kwargs) is w
+    values = w.numpy()
+    assert values.min() >= low and values.max() <= high
+    if std is not None:
+        assert values.std() == pytest.approx(std, rel=0.02)
+    if np.isfinite(high):  # a uniform or truncated draw reaches near both ends
+        assert values.max() > high - 0.01 * (high - low)
+        assert values.min() < low + 0.01 * (high - low)
+
+
+def test_trunc_normal_matches_the_truncated_distribution():
+    ta.manual_seed(1)
+    w = ta.zeros(100_000, dtype=np.float64)
+    init.trunc_normal_(w)  # N(0, 1) on [-2, 2]: std 0.8796
+    assert abs(w.numpy().mean()) < 0.01 and w.numpy().std() == pytest.approx(0.8796, rel=0.01)
+    with raises(ValueError, "trunc_normal_", "a < b"):
+        init.trunc_normal_(w, a=1.0, b=1.0)
+
+
+@pytest.mark.parametrize("shape", [(4, 6), (6, 4), (3, 2, 2)])
+def test_orthogonal_gives_orthonormal_rows_or_columns(shape):
+    w = ta.zeros(*shape, dtype=np.float64)
+    init.orthogonal_(w, gain=2.0)
+    m = w.numpy().reshape(shape[0], -1)
+    gram = m @ m.T if m.shape[0] <= m.shape[1] else m.T @ m
+    np.testing.assert_allclose(gram, 4.0 * np.eye(len(gram)), atol=1e-12)
+
+
+def test_zeros_ones_constant_eye_and_seeded_repeats():
+    w = nn.Parameter(ta.randn(3, 3))
+    assert np.all(init.zeros_(w).numpy() == 0) and np.all(init.ones_(w).numpy() == 1)
+    assert np.all(init.constant_(w, 0.5).numpy() == 0.5)
+    np.testing.assert_array_equal(init.eye_(w).numpy(), np.eye(3))
+    draws = []
+    for _ in range(2):
+        ta.manual_seed(7)
+        draws.append(init.xavier_normal_(ta.zeros(3, 4)).numpy())
+    np.testing.assert_array_equal(*draws)
+
+
+def test_fans_need_two_dims():
+    with raises(ta.ShapeError, "xavier_uniform_", "at least 2 dims", r"\(5,\)"):
+        init.xavier_uniform_(ta.zeros(5))
+    with raises(ValueError, "kaiming_normal_", "mode", "'fan'"):
+        init.kaiming_normal_(ta.zeros(2, 2), mode="fan")
+
+
+# ---- clipping ----------------------------------------------------------------------------------
+
+
+def _grads_pair(torch, scale):
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal(s) * scale for s in [(3, 4), (5,), (2, 2, 2)]]
+    ours = [nn.Parameter(ta.zeros(a.shape, dtype=np.float64)) for a in arrays]
+    theirs = [torch.zeros(a.shape, dtype=torch.float64, requires_grad=True) for a in arrays]
+    for p, tp, a in zip(ours, theirs, arrays, strict=True):
+        p.grad, tp.grad = ta.tensor(a.copy()), torch.tensor(a.copy())
+    return ours, theirs
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1, math.inf, 3.0])
+@pytest.mark.parametrize("max_norm", [0.5, 1e3])
+def test_clip_grad_norm_matches_torch(norm_type, max_norm):
+    torch = pytest.importorskip("torch")
+    ours, theirs = _grads_pair(torch, 1.0)
+    got = nn.utils.clip_grad_norm_(ours, max_norm, norm_type)
+    want = torch.nn.utils.clip_grad_norm_(theirs, max_norm, norm_type)
+    assert isinstance(got, ta.Tensor) and got.item() == pytest.approx(want.item(), rel=1e-12)
+    for p, tp in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), rtol=1e-12)
+
+
+def test_clip_grad_norm_refuses_a_nonfinite_norm_when_asked():
+    p = nn.Parameter(ta.zeros(2))
+    p.grad = ta.tensor([np.inf, 1.0])
+    with raises(ta.GraphError, "clip_grad_norm_", "non-finite"):
+        nn.utils.clip_grad_norm_([p], 1.0, error_if_nonfinite=True)
+    assert nn.utils.clip_grad_norm_(nn.Parameter(ta.zeros(2)), 1.0).item() == 0.0  # no grads
+
+
+def test_clip_grad_value_matches_torch():
+    torch = pytest.importorskip("torch")
+    ours, theirs = _grads_pair(torch, 3.0)
+    grad_before = ours[0].grad
+    nn.utils.clip_grad_value_(ours, 1.5)
+    torch.nn.utils.clip_grad_value_(theirs, 1.5)
+    assert ours[0].grad is grad_before  # in place
+    for p, tp in zip(ours, theirs, strict=True):
+        np.testing.assert_array_equal(p.grad.numpy(), tp.grad.numpy())

@@ -1,0 +1,139 @@
+"""The package's shape: layers that import one way and no import cycle.
+
+Layers, lowest first (a module may import from its own layer or below, never above):
+  base      errors, dtypes, return_types: no tinyattn imports of their own
+  backends  the array libraries and kernels (they know nothing of tensors or graphs)
+  graph     autograd: nodes, apply, backward, grad mode, tracing
+  ops       every op's forward and VJP (they call autograd.apply)
+  tensor    Tensor, whose methods call the ops
+  library   functional, nn, optim: what models are built from
+  tools     anomaly, gradcheck, graphcheck, explain, viz, plots: they look at graphs
+  app       the command line and what only it needs: train, sample, data, serialization...
+The package's own __init__ gathers the public names from every layer.
+"""
+
+import ast
+import pathlib
+
+import pytest
+
+PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "tinyattn"
+
+LAYERS = {
+    "base": ["errors", "dtypes", "return_types"],
+    "backends": ["backends", "backends.*"],
+    "graph": ["autograd"],
+    "ops": ["ops", "ops.*"],
+    "tensor": ["tensor"],
+    "library": ["functional", "routines", "nn", "nn.*", "optim", "optim.*"],
+    "tools": ["anomaly", "gradcheck", "graphcheck", "explain", "viz", "plots"],
+    "app": ["cli", "__main__", "train", "sample", "data", "serialization", "graphs", "bench",
+            "bench.*"],
+}
+ORDER = list(LAYERS)
+
+
+def modules():
+    """{dotted name below tinyattn: path} for every module of the package."""
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+def layer_of(name):
+    for layer, patterns in LAYERS.items():
+        for pattern in patterns:
+            if name == pattern or (pattern.endswith(".*") and name.startswith(pattern[:-1])):
+                return layer
+    return None
+
+
+def imports_of(name, path, known):
+    """The package modules `name` imports anywhere in its file (late imports included)."""
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    package = [p for p in package if p]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[:len(package) - (node.level - 1)]
+            elif node.module and node.module.split(".")[0] == "tinyattn":
+                base = []
+                node = ast.ImportFrom(module=node.module.partition(".")[2] or None,
+                                      names=node.names, level=1)
+            else:
+                continue
+            target = ".".join(base + ([node.module] if node.module else []))
+            subs = [f"{target}.{a.name}".lstrip(".") for a in node.names]
+            subs = [s for s in subs if s in known]
+            out.update(subs or [target])
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] == "tinyattn":
+                    out.add(a.name.partition(".")[2])
+    out.discard(name)
+    return {m for m in out if m in known}
+
+
+def import_graph():
+    known = modules()
+    return {name: imports_of(name, path, known) for name, path in known.items()}
+
+
+def test_every_module_has_a_layer():
+    unplaced = sorted(m for m in modules() if m and layer_of(m) is None)
+    assert not unplaced, f"put these modules in a layer of tests/test_layout.py: {unplaced}"
+
+
+def test_layers_import_one_way():
+    graph = import_graph()
+    wrong = []
+    for name, targets in graph.items():
+        if not name:  # the package's __init__ gathers every layer
+            continue
+        for target in targets:
+            if target and ORDER.index(layer_of(target)) > ORDER.index(layer_of(name)):
+                wrong.append(f"{name} ({layer_of(name)}) imports {target} ({layer_of(target)})")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_import_cycle():
+    graph = import_graph()
+    state = {}  # name -> "open" while on the path, "done" after
+
+    def visit(name, path):
+        state[name] = "open"
+        for target in sorted(graph[name]):
+            if state.get(target) == "open":
+                cycle = path[path.index(target):] + [target]
+                pytest.fail("import cycle: " + " -> ".join(m or "tinyattn" for m in cycle))
+            if target not in state:
+                visit(target, path + [target])
+        state[name] = "done"
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [name])
+
+
+def test_the_checks_see_a_cycle_and_a_wrong_way_import(tmp_path, monkeypatch):
+    """The checks above are not vacuous: a tool imported by the graph layer is caught."""
+    fake = tmp_path / "tinyattn"
+    (fake / "ops").mkdir(parents=True)
+    (fake / "__init__.py").write_text("from . import autograd\n")
+    (fake / "autograd.py").write_text("def f():\n    from .anomaly import x\n")  # late import
+    (fake / "anomaly.py").write_text("from .autograd import f\n")
+    (fake / "ops" / "__init__.py").write_text("from .op import Op\n")
+    (fake / "ops" / "op.py").write_text("from . import REGISTRY\n")  # back into its package
+    monkeypatch.setattr(__import__(__name__), "PACKAGE", fake)
+    graph = import_graph()
+    assert graph["autograd"] == {"anomaly"} and graph["ops.op"] == {"ops"}
+    with pytest.raises(AssertionError, match="autograd \\(graph\\) imports anomaly \\(tools\\)"):
+        test_layers_import_one_way()
+    with pytest.raises(pytest.fail.Exception, match="import cycle"):
+        test_no_import_cycle()
+

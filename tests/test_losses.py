@@ -1,0 +1,206 @@
+"""Losses: each function gradient-checked in float64 and matched with torch (values and
+gradients), each module matched with its function, and each bad input named in its error."""
+
+import numpy as np
+import pytest
+
+import tinyattn as ta
+import tinyattn.functional as F
+from tinyattn import nn
+from tinyattn.gradcheck import check_gradients
+
+rng = np.random.default_rng(0)
+X = rng.standard_normal((4, 5))
+Y = rng.standard_normal((4, 5))
+X3 = rng.standard_normal((3, 4, 2))  # (N, C, d1): classes in dim 1
+PROBS = rng.uniform(0.05, 0.95, (4, 5))
+BITS = (rng.random((4, 5)) > 0.5).astype(np.float64)
+SOFT = rng.random((4, 5))
+IDS = np.array([0, 3, 4, 1])
+IDS_IGNORED = np.array([0, -100, 4, 1])
+IDS3 = np.array([[0, 3], [1, 1], [2, -100]])
+W5 = rng.uniform(0.5, 2.0, 5)
+W4 = rng.uniform(0.5, 2.0, 4)
+LOGP = X - np.log(np.exp(X).sum(1, keepdims=True))
+TARGET_P = np.exp(Y) / np.exp(Y).sum(1, keepdims=True)
+TARGET_P[0, 2] = 0.0  # a zero probability: t log t counts 0
+
+
+def _c(a):
+    return ("const", a)
+
+
+# name, (input, target or other args...), kwargs, (indices of inputs that are differentiable)
+CASES = [
+    ("mse_loss", (X, Y), {}, (0, 1)),
+    ("mse_loss", (X, Y), {"reduction": "sum"}, (0, 1)),
+    ("mse_loss", (X, Y), {"reduction": "none"}, (0, 1)),
+    ("l1_loss", (X, Y + 0.01), {}, (0, 1)),
+    ("l1_loss", (X, Y + 0.01), {"reduction": "none"}, (0, 1)),
+    ("smooth_l1_loss", (X, Y + 0.01), {}, (0, 1)),
+    ("smooth_l1_loss", (X, Y + 0.01), {"beta": 0.5, "reduction": "sum"}, (0, 1)),
+    ("smooth_l1_loss", (X, Y + 0.01), {"beta": 0.0}, (0, 1)),
+    ("huber_loss", (X, Y + 0.01), {}, (0, 1)),
+    ("huber_loss", (X, Y + 0.01), {"delta": 0.3, "reduction": "none"}, (0, 1)),
+    ("nll_loss", (LOGP, _c(IDS)), {}, (0,)),
+    ("nll_loss", (LOGP, _c(IDS_IGNORED)), {"weight": _c(W5)}, (0,)),
+    ("nll_loss", (LOGP, _c(IDS_IGNORED)), {"weight": _c(W5), "reduction": "sum"}, (0,)),
+    ("nll_loss", (X3, _c(IDS3)), {"reduction": "none"}, (0,)),
+    ("nll_loss", (X[0], _c(np.array(2))), {}, (0,)),
+    ("cross_entropy", (X, _c(IDS_IGNORED)), {"weight": _c(W5)}, (0,)),
+    ("cross_entropy", (X, _c(IDS_IGNORED)), {"weight": _c(W5), "label_smoothing": 0.2}, (0,)),
+    ("cross_entropy", (X, _c(IDS)), {"weight": _c(W5), "label_smoothing": 0.1,
+                                     "reduction": "sum"}, (0,)),
+    ("cross_entropy", (X3, _c(IDS3)), {"weight": _c(W4), "label_smoothing": 0.1,
+                                       "reduction": "none"}, (0,)),
+    ("cross_entropy", (X, TARGET_P), {}, (0, 1)),
+    ("cross_entropy", (X, TARGET_P), {"weight": _c(W5), "label_smoothing": 0.3}, (0, 1)),
+    ("cross_entropy", (X3, np.abs(X3)), {"reduction": "none"}, (0, 1)),
+    ("cross_entropy", (X[0], TARGET_P[1]), {"reduction": "sum"}, (0, 1)),
+    ("binary_cross_entropy", (PROBS, BITS), {}, (0,)),
+    ("binary_cross_entropy", (PROBS, SOFT), {"weight": _c(W5), "reduction": "sum"}, (0, 1)),
+    ("binary_cross_entropy", (PROBS, SOFT), {"reduction": "none"}, (0, 1)),
+    ("binary_cross_entropy_with_logits", (X * 3, BITS), {}, (0,)),
+    ("binary_cross_entropy_with_logits", (X * 3, SOFT), {"pos_weight": _c(W5)}, (0, 1)),
+    ("binary_cross_entropy_with_logits", (X * 3, SOFT),
+     {"weight": _c(W5[:, None][:4]), "pos_weight": _c(W5), "reduction": "none"}, (0, 1)),
+    ("kl_div", (LOGP, TARGET_P), {"reduction": "batchmean"}, (0,)),
+    ("kl_div", (LOGP, TARGET_P), {"reduction": "sum"}, (0,)),
+    ("kl_div", (LOGP, LOGP[::-1].copy()), {"reduction": "none", "log_target": True}, (0, 1)),
+]
+IDS_OF = [f"{c[0]}-{i}" for i, c in enumerate(CASES)]
+
+
+def _ours(args, kwargs, wrt):
+    def make(i, a):
+        if isinstance(a, tuple):
+            return ta.tensor(a[1])
+        return ta.tensor(np.array(a, dtype=np.float64), requires_grad=i in wrt)
+    return ([make(i, a) for i, a in enumerate(args)],
+            {k: make(-1, v) for k, v in kwargs.items()} if kwargs else {})
+
+
+@pytest.mark.parametrize("name,args,kwargs,wrt", CASES, ids=IDS_OF)
+def test_loss_gradients_match_finite_differences(name, args, kwargs, wrt):
+    inputs, kw = _ours(args, {k: v for k, v in kwargs.items()
+                              if isinstance(v, tuple)}, wrt)
+    kw.update({k: v for k, v in kwargs.items() if not isinstance(v, tuple)})
+    report = check_gradients(lambda *xs: getattr(F, name)(*xs, **kw), inputs)
+    assert report.ok, report.message
+
+
+@pytest.mark.parametrize("name,args,kwargs,wrt", CASES, ids=IDS_OF)
+def test_loss_matches_torch(name, args, kwargs, wrt):
+    torch = pytest.importorskip("torch")
+    inputs, kw = _ours(args, {k: v for k, v in kwargs.items() if isinstance(v, tuple)}, wrt)
+    kw.update({k: v for k, v in kwargs.items() if not isinstance(v, tuple)})
+    theirs = [torch.tensor(x.numpy(), requires_grad=x.requires_grad) for x in inputs]
+    tkw = {k: torch.tensor(v.numpy()) if isinstance(v, ta.Tensor) else v for k, v in kw.items()}
+    got = getattr(F, name)(*inputs, **kw)
+    want = getattr(torch.nn.functional, name)(*theirs, **tkw)
+    assert got.shape == tuple(want.shape)
+    np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=1e-10, atol=1e-12)
+    cot = rng.standard_normal(got.shape)
+    got.backward(ta.tensor(cot))
+    want.backward(torch.tensor(cot))
+    for x, tx in zip(inputs, theirs, strict=True):
+        if x.requires_grad:
+            np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+def test_cross_entropy_all_ignored_is_nan_like_torch():
+    loss = F.cross_entropy(ta.tensor(X), ta.tensor([-100] * 4), weight=ta.tensor(W5))
+    assert np.isnan(loss.item())
+
+
+def test_binary_cross_entropy_clamps_the_log_at_minus_100():
+    torch = pytest.importorskip("torch")
+    x, t = np.array([0.0, 1.0, 0.5]), np.array([1.0, 0.0, 1.0])
+    got = F.binary_cross_entropy(ta.tensor(x), ta.tensor(t), reduction="none")
+    want = torch.nn.functional.binary_cross_entropy(torch.tensor(x), torch.tensor(t),
+                                                    reduction="none")
+    np.testing.assert_allclose(got.numpy(), want.numpy())
+
+
+def test_bce_with_logits_is_stable_for_huge_logits():
+    x = ta.tensor([1e4, -1e4, 0.0], requires_grad=True)
+    loss = F.binary_cross_entropy_with_logits(x, ta.tensor([0.0, 1.0, 1.0]), reduction="sum")
+    assert np.isfinite(loss.item()) and loss.item() == pytest.approx(2e4 + np.log(2))
+    loss.backward()
+    np.testing.assert_allclose(x.grad.numpy(), [1.0, -1.0, -0.5])
+
+
+def test_one_hot_matches_torch():
+    torch = pytest.importorskip("torch")
+    ids = np.array([[0, 2], [3, 1]])
+    for n in (-1, 6):
+        got = F.one_hot(ta.tensor(ids), n)
+        want = torch.nn.functional.one_hot(torch.tensor(ids), n)
+        assert got.dtype == np.int64 and not got.requires_grad
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+MODULES = [
+    (nn.MSELoss(reduction="sum"), "mse_loss", (X, Y), {"reduction": "sum"}),
+    (nn.L1Loss(), "l1_loss", (X, Y), {}),
+    (nn.SmoothL1Loss(beta=0.5), "smooth_l1_loss", (X, Y), {"beta": 0.5}),
+    (nn.HuberLoss(delta=0.5), "huber_loss", (X, Y), {"delta": 0.5}),
+    (nn.NLLLoss(weight=ta.tensor(W5)), "nll_loss", (LOGP, IDS), {"weight": ta.tensor(W5)}),
+    (nn.CrossEntropyLoss(weight=ta.tensor(W5), label_smoothing=0.1), "cross_entropy",
+     (X, IDS), {"weight": ta.tensor(W5), "label_smoothing": 0.1}),
+    (nn.BCELoss(), "binary_cross_entropy", (PROBS, BITS), {}),
+    (nn.BCEWithLogitsLoss(pos_weight=ta.tensor(W5)), "binary_cross_entropy_with_logits",
+     (X, BITS), {"pos_weight": ta.tensor(W5)}),
+    (nn.KLDivLoss(reduction="batchmean", log_target=True), "kl_div", (LOGP, LOGP[::-1]),
+     {"reduction": "batchmean", "log_target": True}),
+]
+
+
+@pytest.mark.parametrize("module,name,args,kwargs", MODULES, ids=[m[1] for m in MODULES])
+def test_loss_module_calls_its_function(module, name, args, kwargs):
+    args = [ta.tensor(a) for a in args]
+    np.testing.assert_array_equal(module(*args).numpy(), getattr(F, name)(*args, **kwargs).numpy())
+
+
+def test_loss_module_weights_are_buffers():
+    m = nn.BCEWithLogitsLoss(weight=ta.tensor(W5), pos_weight=ta.tensor(W5))
+    assert list(m.state_dict()) == ["weight", "pos_weight"]
+    assert list(m.parameters()) == []
+    m.double()
+    assert m.weight.dtype == np.float64
+
+
+def raises(cls, *fragments):
+    return pytest.raises(cls, match=".*".join(fragments))
+
+
+def test_bad_inputs_name_the_loss_and_the_shapes():
+    with raises(ta.ShapeError, "mse_loss", r"\(4, 5\)", r"\(3,\)", "do not broadcast"):
+        F.mse_loss(ta.tensor(X), ta.randn(3))
+    with pytest.warns(UserWarning, match=r"l1_loss.*\(5,\).*\(4, 5\).*broadcast"):
+        F.l1_loss(ta.tensor(X), ta.tensor(Y[0]))
+    with raises(ta.ShapeError, "binary_cross_entropy", r"\(4, 5\)", r"\(5,\)", "same shape"):
+        F.binary_cross_entropy(ta.tensor(PROBS), ta.tensor(BITS[0]))
+    with raises(ValueError, "binary_cross_entropy", r"\[0, 1\]", "with_logits"):
+        F.binary_cross_entropy(ta.tensor(X), ta.tensor(BITS))
+    with raises(ta.ShapeError, "binary_cross_entropy_with_logits", "pos_weight", r"\(3,\)",
+                r"\(4, 5\)"):
+        F.binary_cross_entropy_with_logits(ta.tensor(X), ta.tensor(BITS), pos_weight=ta.ones(3))
+    with raises(ta.ShapeError, "nll_loss", r"\(4, 5\)", r"\(4,\)", r"\(3,\)"):
+        F.nll_loss(ta.tensor(LOGP), ta.tensor([0, 1, 2]))
+    with raises(ta.DTypeError, "nll_loss", "integer class indices", "float"):
+        F.nll_loss(ta.tensor(LOGP), ta.tensor([0.0, 1.0, 2.0, 3.0]))
+    with raises(ta.DimError, "nll_loss", "target 5", "5 classes"):
+        F.nll_loss(ta.tensor(LOGP), ta.tensor([0, 1, 2, 5]))
+    with raises(ta.ShapeError, "cross_entropy", "one value per class", r"\(5,\)", r"\(4,\)"):
+        F.cross_entropy(ta.tensor(X), ta.tensor(IDS), weight=ta.ones(4))
+    with raises(ValueError, "huber_loss", "delta", "> 0"):
+        F.huber_loss(ta.tensor(X), ta.tensor(Y), delta=0)
+    with raises(ValueError, "kl_div", "reduction", "batchmean", "'avg'"):
+        F.kl_div(ta.tensor(X), ta.tensor(Y), reduction="avg")
+    with raises(ta.DTypeError, "mse_loss", "floating point", "int64"):
+        F.mse_loss(ta.tensor([1, 2]), ta.tensor([1, 2]))
+    with raises(ta.DimError, "one_hot", "0..2", r"num_classes=3", r"\[0, 3\]"):
+        F.one_hot(ta.tensor([0, 3]), 3)
+    with raises(ta.DTypeError, "one_hot", "integer", "float32"):
+        F.one_hot(ta.tensor([0.0, 1.0]))

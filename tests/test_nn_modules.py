@@ -1,0 +1,280 @@
+"""nn modules beyond the transformer: the small layers, containers, RMSNorm, Embedding's
+padding_idx, MultiheadAttention (parity with torch given the same weights), buffers and the
+Module helpers (apply, named_modules, requires_grad_, half/float/double)."""
+
+import numpy as np
+import pytest
+
+import tinyattn as ta
+import tinyattn.functional as F
+from tinyattn import nn
+from tinyattn.gradcheck import check_gradients
+
+rng = np.random.default_rng(0)
+
+
+def raises(cls, *fragments):
+    return pytest.raises(cls, match=".*".join(fragments))
+
+
+def leaf(*shape):
+    return ta.tensor(rng.standard_normal(shape), requires_grad=True)
+
+
+# ---- small layers ------------------------------------------------------------------------------
+
+
+SIMPLE = [
+    ("Identity", (), ()),
+    ("Sigmoid", (), ()),
+    ("SiLU", (), ()),
+    ("Softmax", (1,), (1,)),
+    ("LogSoftmax", (0,), (0,)),
+    ("Flatten", (), ()),
+    ("Flatten", (0, 1), (0, 1)),
+    ("Unflatten", (2, (2, 2)), (2, (2, 2))),
+    ("Unflatten", (-1, (-1, 2)), (-1, (-1, 2))),
+    ("RMSNorm", (4,), (4,)),
+    ("RMSNorm", ((3, 4), 1e-3, False), ((3, 4), 1e-3, False)),
+]
+
+
+@pytest.mark.parametrize("name,args,targs", SIMPLE, ids=[f"{s[0]}{s[1]}" for s in SIMPLE])
+def test_simple_modules_match_torch_and_gradcheck(name, args, targs):
+    torch = pytest.importorskip("torch")
+    x = leaf(2, 3, 4)
+    ours = getattr(nn, name)(*args)
+    ours.double()
+    theirs = getattr(torch.nn, name)(*targs).double()
+    tx = torch.tensor(x.numpy(), requires_grad=True)
+    got, want = ours(x), theirs(tx)
+    assert got.shape == tuple(want.shape)
+    np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=1e-12, atol=1e-14)
+    cot = rng.standard_normal(got.shape)
+    got.backward(ta.tensor(cot))
+    want.backward(torch.tensor(cot))
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-10, atol=1e-13)
+    report = check_gradients(lambda a: ours(a), [x.detach().requires_grad_()])
+    assert report.ok, report.message
+
+
+def test_rms_norm_weight_gradient_and_default_eps():
+    torch = pytest.importorskip("torch")
+    x, w = leaf(3, 5), leaf(5)
+    report = check_gradients(lambda a, b: F.rms_norm(a, 5, b), [x, w])
+    assert report.ok, report.message
+    small = np.full((1, 4), 1e-5, dtype=np.float32)  # eps=None: float32's epsilon, as torch
+    got = F.rms_norm(ta.tensor(small), (4,))
+    want = torch.nn.functional.rms_norm(torch.tensor(small), (4,))
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+def test_unflatten_and_rms_norm_errors_name_the_shapes():
+    with raises(ta.ShapeError, "Unflatten", "size 4", r"\(2, 3, 4\)", r"\(3, 3\)"):
+        nn.Unflatten(-1, (3, 3))(ta.randn(2, 3, 4))
+    with raises(ta.DimError, "Unflatten", "dim 5", r"\(2, 3\)"):
+        nn.Unflatten(5, (1, 3))(ta.randn(2, 3))
+    with raises(ta.ShapeError, "rms_norm", r"\(5,\)", r"\(2, 3\)"):
+        F.rms_norm(ta.randn(2, 3), 5)
+
+
+def test_embedding_padding_idx_gets_no_gradient_like_torch():
+    torch = pytest.importorskip("torch")
+    ours = nn.Embedding(6, 3, padding_idx=-2)
+    assert ours.padding_idx == 4 and np.all(ours.weight.numpy()[4] == 0)
+    theirs = torch.nn.Embedding(6, 3, padding_idx=4)
+    with torch.no_grad():
+        theirs.weight.copy_(torch.tensor(rng.standard_normal((6, 3))))
+    ours.load_state_dict({"weight": theirs.weight.detach().numpy()})  # pad row nonzero now
+    ids = np.array([[4, 1, 4], [0, 5, 2]])
+    got, want = ours(ta.tensor(ids)), theirs(torch.tensor(ids))
+    np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=1e-6)
+    cot = rng.standard_normal(got.shape).astype(np.float32)
+    got.backward(ta.tensor(cot))
+    want.backward(torch.tensor(cot))
+    np.testing.assert_allclose(ours.weight.grad.numpy(), theirs.weight.grad.numpy(), rtol=1e-6)
+    assert np.all(ours.weight.grad.numpy()[4] == 0)
+    with raises(ta.DimError, "Embedding", "padding_idx 6", "6 embeddings"):
+        nn.Embedding(6, 3, padding_idx=6)
+
+
+# ---- containers --------------------------------------------------------------------------------
+
+
+def test_module_dict_registers_its_modules_by_name():
+    heads = nn.ModuleDict({"cls": nn.Linear(4, 2), "box": nn.Linear(4, 4)})
+    heads["extra"] = nn.Identity()
+    assert list(heads) == ["cls", "box", "extra"] and "box" in heads and len(heads) == 3
+    assert [k for k, _ in heads.named_parameters()] == ["cls.weight", "cls.bias", "box.weight",
+                                                        "box.bias"]
+    del heads["box"]
+    assert list(heads.keys()) == ["cls", "extra"]
+    with raises(TypeError, "ModuleDict", "'x'", "Module", "int"):
+        heads["x"] = 3
+
+
+def test_parameter_list_registers_its_parameters_by_index():
+    ps = nn.ParameterList([ta.randn(2), nn.Parameter(ta.randn(3))])
+    ps.append(ta.ones(4))
+    assert [k for k, _ in ps.named_parameters()] == ["0", "1", "2"]
+    assert all(p.requires_grad for p in ps) and ps[-1].shape == (4,)
+    ps[0] = ta.zeros(5)
+    assert ps[0].shape == (5,) and len(list(ps.parameters())) == 3
+
+
+# ---- Module helpers ----------------------------------------------------------------------------
+
+
+class WithBuffers(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 2)
+        self.register_buffer("count", ta.tensor([0]))
+        self.register_buffer("scale", ta.ones(2))
+        self.register_buffer("cache", ta.zeros(2), persistent=False)
+        self.register_buffer("nothing", None)
+
+
+def test_buffers_sit_in_the_state_dict_in_torchs_order_and_load_back():
+    m = WithBuffers()
+    assert list(m.state_dict()) == ["count", "scale", "lin.weight", "lin.bias"]
+    assert [k for k, _ in m.named_buffers()] == ["count", "scale", "cache"]
+    assert len(list(m.parameters())) == 2
+    m.scale = ta.full((2,), 3.0)  # assigning to a buffer's name replaces the buffer
+    saved = {k: v.numpy().copy() for k, v in m.state_dict().items()}
+    other = WithBuffers()
+    other.load_state_dict(saved)
+    np.testing.assert_array_equal(other.scale.numpy(), [3.0, 3.0])
+    with raises(ta.CheckpointError, "nothing was loaded", "missing keys: count"):
+        other.load_state_dict({k: v for k, v in saved.items() if k != "count"})
+    with raises(TypeError, "count", "buffer", "Tensor or None", "list"):
+        m.count = [1]
+    with raises(KeyError, "register_buffer", "'lin'"):
+        m.register_buffer("lin", ta.zeros(1))
+
+
+def test_half_float_double_cast_floating_parameters_and_buffers_only():
+    m = WithBuffers()
+    for cast, dtype in (("double", np.float64), ("half", np.float16), ("float", np.float32)):
+        assert getattr(m, cast)() is m
+        assert m.lin.weight.dtype == dtype and m.scale.dtype == dtype and m.cache.dtype == dtype
+        assert m.count.dtype == np.int64
+    with raises(ta.DTypeError, "Module.to", "float dtype", "int64"):
+        m.to("int64")
+
+
+def test_apply_visits_children_first_and_named_modules_names_them():
+    m = nn.Sequential(nn.Linear(2, 3), nn.Sequential(nn.ReLU(), nn.Linear(3, 1)))
+    seen = []
+    assert m.apply(lambda mod: seen.append(type(mod).__name__)) is m
+    assert seen == ["Linear", "ReLU", "Linear", "Sequential", "Sequential"]
+    assert [p for p, _ in m.named_modules()] == ["", "0", "1", "1.0", "1.1"]
+    m.apply(lambda mod: nn.init.zeros_(mod.weight) if isinstance(mod, nn.Linear) else None)
+    assert all(float(p.abs().sum()) == 0 for n, p in m.named_parameters() if "weight" in n)
+
+
+def test_requires_grad_freezes_and_unfreezes():
+    m = nn.Linear(2, 2)
+    assert m.requires_grad_(False) is m
+    assert not any(p.requires_grad for p in m.parameters())
+    y = m(ta.randn(1, 2))
+    assert not y.requires_grad
+    m.requires_grad_()
+    assert all(p.requires_grad for p in m.parameters())
+
+
+# ---- MultiheadAttention ------------------------------------------------------------------------
+
+
+def _mha_pair(torch, **kw):
+    theirs = torch.nn.MultiheadAttention(8, 2, **kw).double()
+    ours = nn.MultiheadAttention(8, 2, **kw).double()
+    ours.load_state_dict({k: v.detach().numpy() for k, v in theirs.state_dict().items()})
+    return ours, theirs
+
+
+MHA_CASES = [
+    ({}, {}),
+    ({"batch_first": True}, {"need_weights": False}),
+    ({"batch_first": True}, {"average_attn_weights": False, "key_padding_mask": "bool",
+                             "attn_mask": "bool"}),
+    ({}, {"key_padding_mask": "bool", "attn_mask": "float"}),
+    ({"batch_first": True}, {"attn_mask": "float3d", "average_attn_weights": False}),
+    ({"add_bias_kv": True, "add_zero_attn": True}, {"key_padding_mask": "bool"}),
+    ({"kdim": 6, "vdim": 5, "bias": False, "batch_first": True}, {"attn_mask": "bool"}),
+    ({"batch_first": True}, {"unbatched": True, "key_padding_mask": "bool"}),
+    ({"batch_first": True}, {"is_causal": True, "attn_mask": "causal", "need_weights": False}),
+]
+
+
+@pytest.mark.filterwarnings("ignore:Support for mismatched key_padding_mask")  # torch's
+@pytest.mark.parametrize("ctor,call", MHA_CASES, ids=[str(i) for i in range(len(MHA_CASES))])
+def test_multihead_attention_matches_torch(ctor, call):
+    torch = pytest.importorskip("torch")
+    ours, theirs = _mha_pair(torch, **ctor)
+    call = dict(call)
+    N, L, S, H = 3, 4, 5, 2  # noqa: N806
+    bf, unbatched = ctor.get("batch_first", False), call.pop("unbatched", False)
+
+    def seq(n, d):
+        if unbatched:
+            return rng.standard_normal((n, d))
+        return rng.standard_normal((N, n, d) if bf else (n, N, d))
+
+    arrays = [seq(L, 8), seq(S, ctor.get("kdim", 8)), seq(S, ctor.get("vdim", 8))]
+    masks = {"bool": rng.random((L, S)) < 0.3, "float": rng.standard_normal((L, S)),
+             "float3d": rng.standard_normal((N * H, L, S)), "causal": np.triu(np.ones((L, S),
+                                                                                   bool), 1)}
+    if "attn_mask" in call:
+        call["attn_mask"] = masks[call["attn_mask"]]
+    if "key_padding_mask" in call:
+        kpm = np.zeros((N, S), bool)
+        kpm[0, -2:] = True
+        call["key_padding_mask"] = kpm[0] if unbatched else kpm
+    ins = [ta.tensor(a, requires_grad=True) for a in arrays]
+    tins = [torch.tensor(a, requires_grad=True) for a in arrays]
+    out, w = ours(*ins, **{k: ta.tensor(v) if isinstance(v, np.ndarray) else v
+                           for k, v in call.items()})
+    tout, tw = theirs(*tins, **{k: torch.tensor(v) if isinstance(v, np.ndarray) else v
+                                for k, v in call.items()})
+    np.testing.assert_allclose(out.numpy(), tout.detach().numpy(), rtol=1e-10, atol=1e-12)
+    assert (w is None) == (tw is None)
+    if w is not None:
+        np.testing.assert_allclose(w.numpy(), tw.detach().numpy(), rtol=1e-10, atol=1e-12)
+    cot = rng.standard_normal(out.shape)
+    out.backward(ta.tensor(cot))
+    tout.backward(torch.tensor(cot))
+    for a, ta_ in zip(ins, tins, strict=True):
+        np.testing.assert_allclose(a.grad.numpy(), ta_.grad.numpy(), rtol=1e-9, atol=1e-12)
+    theirs_params = dict(theirs.named_parameters())
+    for name, p in ours.named_parameters():
+        np.testing.assert_allclose(p.grad.numpy(), theirs_params[name].grad.numpy(), rtol=1e-9,
+                                   atol=1e-12, err_msg=name)
+
+
+def test_multihead_attention_gradcheck():
+    m = nn.MultiheadAttention(4, 2, batch_first=True).double()
+    q, kv = leaf(2, 3, 4), leaf(2, 5, 4)
+    pad = ta.tensor(np.array([[False] * 4 + [True], [False] * 5]))
+    report = check_gradients(lambda a, b: m(a, b, b, key_padding_mask=pad)[0], [q, kv])
+    assert report.ok, report.message
+    w = m.in_proj_weight
+    report = check_gradients(lambda a: (m(q.detach(), kv.detach(), kv.detach())[0] * a.sum()),
+                             [w.detach().requires_grad_()])
+    assert report.ok, report.message
+
+
+def test_multihead_attention_errors_name_the_shapes():
+    m = nn.MultiheadAttention(8, 2)
+    with raises(ta.ShapeError, "MultiheadAttention", "embed_dim 8", "num_heads 3"):
+        nn.MultiheadAttention(8, 3)
+    with raises(ta.ShapeError, "MultiheadAttention", "embed_dim=8", r"query \(4, 3, 6\)"):
+        m(ta.randn(4, 3, 6), ta.randn(5, 3, 8), ta.randn(5, 3, 8))
+    with raises(ta.ShapeError, "MultiheadAttention", "batched", r"key \(5, 8\)"):
+        m(ta.randn(4, 3, 8), ta.randn(5, 8), ta.randn(5, 3, 8))
+    with raises(ta.ShapeError, "key_padding_mask", r"\(3, 5\)", r"\(5, 3\)"):
+        m(ta.randn(4, 3, 8), ta.randn(5, 3, 8), ta.randn(5, 3, 8),
+          key_padding_mask=ta.zeros(5, 3, dtype=bool))
+    with raises(ta.ShapeError, "attn_mask", r"\(4, 5\)", r"\(6, 4, 5\)", r"\(5, 4\)"):
+        m(ta.randn(4, 3, 8), ta.randn(5, 3, 8), ta.randn(5, 3, 8),
+          attn_mask=ta.zeros(5, 4, dtype=bool))

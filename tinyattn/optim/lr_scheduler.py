@@ -1,0 +1,393 @@
+"""Learning-rate schedulers with PyTorch's names, arguments and step-by-step values.
+
+Make one after the optimizer and call `scheduler.step()` once after each `optimizer.step()`.
+Each sets `group["lr"]` for every parameter group, with the same recurrences as PyTorch (so the
+sequences agree to the last bit, also when schedulers are chained), and `state_dict()` /
+`load_state_dict()` carry plain numbers and lists that `tinyattn.save` can store.
+"""
+
+import math
+import types
+from bisect import bisect_right
+from collections import Counter
+
+__all__ = ["LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "ExponentialLR",
+           "CosineAnnealingLR", "LinearLR", "OneCycleLR", "SequentialLR"]
+
+
+class LRScheduler:
+    """Base class: base_lrs from each group's initial_lr, last_epoch counting the steps."""
+
+    _is_initial = False
+
+    def __init__(self, optimizer, last_epoch=-1):
+        if not hasattr(optimizer, "param_groups"):
+            raise TypeError(f"{type(self).__name__}: {type(optimizer).__name__} is not an "
+                            "optimizer")
+        self.optimizer = optimizer
+        if last_epoch == -1:
+            for group in optimizer.param_groups:
+                group.setdefault("initial_lr", group["lr"])
+        else:
+            for i, group in enumerate(optimizer.param_groups):
+                if "initial_lr" not in group:
+                    raise KeyError(f"{type(self).__name__}: resuming at last_epoch="
+                                   f"{last_epoch} needs 'initial_lr' in param_groups[{i}]; "
+                                   "load the optimizer's state dict first")
+        self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
+        self.last_epoch = last_epoch
+        self._initial_step()
+
+    def _initial_step(self):
+        self._step_count = 0
+        self._is_initial = True
+        try:
+            self.step()
+        finally:
+            self._is_initial = False
+
+    def get_lr(self):
+        raise NotImplementedError(f"{type(self).__name__} has no get_lr()")
+
+    def step(self):
+        """Advance one step and set every group's lr."""
+        self._step_count += 1
+        self.last_epoch += 1
+        self._set(self.get_lr())
+
+    def _set(self, lrs):
+        for group, lr in zip(self.optimizer.param_groups, lrs, strict=True):
+            group["lr"] = lr
+        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+
+    def get_last_lr(self):
+        """The learning rates the last step set, one per parameter group."""
+        return list(self._last_lr)
+
+    def _lrs(self):
+        return [group["lr"] for group in self.optimizer.param_groups]
+
+    def state_dict(self):
+        """Everything but the optimizer: plain numbers, lists and dicts."""
+        return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
+
+    def load_state_dict(self, state):
+        self.__dict__.update(state)
+
+
+class LambdaLR(LRScheduler):
+    """lr = initial_lr x lr_lambda(step) (one function, or one per parameter group)."""
+
+    def __init__(self, optimizer, lr_lambda, last_epoch=-1):
+        self.optimizer = optimizer
+        if isinstance(lr_lambda, (list, tuple)):
+            if len(lr_lambda) != len(optimizer.param_groups):
+                raise ValueError(f"LambdaLR: got {len(lr_lambda)} lr_lambdas for "
+                                 f"{len(optimizer.param_groups)} parameter groups")
+            self.lr_lambdas = list(lr_lambda)
+        else:
+            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        return [base * fn(self.last_epoch)
+                for fn, base in zip(self.lr_lambdas, self.base_lrs, strict=True)]
+
+    def state_dict(self):
+        """As PyTorch: functions are not saved; a callable object's attributes are."""
+        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
+        state["lr_lambdas"] = [None if isinstance(fn, types.FunctionType) else dict(fn.__dict__)
+                               for fn in self.lr_lambdas]
+        return state
+
+    def load_state_dict(self, state):
+        state = dict(state)
+        lambdas = state.pop("lr_lambdas")
+        self.__dict__.update(state)
+        for fn, saved in zip(self.lr_lambdas, lambdas, strict=True):
+            if saved is not None:
+                fn.__dict__.update(saved)
+
+
+class StepLR(LRScheduler):
+    """lr x gamma every step_size steps."""
+
+    def __init__(self, optimizer, step_size, gamma=0.1, last_epoch=-1):
+        self.step_size, self.gamma = step_size, gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        if self.last_epoch == 0 or self.last_epoch % self.step_size:
+            return self._lrs()
+        return [lr * self.gamma for lr in self._lrs()]
+
+
+class MultiStepLR(LRScheduler):
+    """lr x gamma at each milestone step (twice if it is listed twice)."""
+
+    def __init__(self, optimizer, milestones, gamma=0.1, last_epoch=-1):
+        self.milestones = Counter(milestones)
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        if self.last_epoch not in self.milestones:
+            return self._lrs()
+        return [lr * self.gamma ** self.milestones[self.last_epoch] for lr in self._lrs()]
+
+    def state_dict(self):
+        state = super().state_dict()
+        state["milestones"] = sorted(self.milestones.elements())  # a list: savable
+        return state
+
+    def load_state_dict(self, state):
+        super().load_state_dict(state)
+        self.milestones = Counter(state["milestones"])
+
+
+class ExponentialLR(LRScheduler):
+    """lr x gamma every step."""
+
+    def __init__(self, optimizer, gamma, last_epoch=-1):
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        if self._is_initial:
+            return self._lrs()
+        return [lr * self.gamma for lr in self._lrs()]
+
+
+class CosineAnnealingLR(LRScheduler):
+    """lr from initial_lr down to eta_min along half a cosine over T_max steps (then back up,
+    as PyTorch's recurrence does past T_max)."""
+
+    def __init__(self, optimizer, T_max, eta_min=0.0, last_epoch=-1):  # noqa: N803
+        self.T_max, self.eta_min = T_max, eta_min
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        t, T, low = self.last_epoch, self.T_max, self.eta_min  # noqa: N806
+        if self._is_initial:
+            return self._lrs()
+        if self._step_count == 1 and t > 0:
+            return [low + (base - low) * (1 + math.cos(t * math.pi / T)) / 2
+                    for base in self.base_lrs]
+        if (t - 1 - T) % (2 * T) == 0:
+            return [lr + (base - low) * (1 - math.cos(math.pi / T)) / 2
+                    for base, lr in zip(self.base_lrs, self._lrs(), strict=True)]
+        return [(1 + math.cos(math.pi * t / T)) / (1 + math.cos(math.pi * (t - 1) / T))
+                * (lr - low) + low for lr in self._lrs()]
+
+
+class LinearLR(LRScheduler):
+    """lr x factor, the factor going linearly from start_factor to end_factor over
+    total_iters steps (a linear warm-up with the defaults' shape)."""
+
+    def __init__(self, optimizer, start_factor=1.0 / 3, end_factor=1.0, total_iters=5,
+                 last_epoch=-1):
+        if not 0 < start_factor <= 1:
+            raise ValueError(f"LinearLR: start_factor must be in (0, 1], got {start_factor}")
+        if not 0 <= end_factor <= 1:
+            raise ValueError(f"LinearLR: end_factor must be in [0, 1], got {end_factor}")
+        self.start_factor, self.end_factor = start_factor, end_factor
+        self.total_iters = total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        if self.last_epoch == 0:
+            return [lr * self.start_factor for lr in self._lrs()]
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return self._lrs()
+        span = self.end_factor - self.start_factor
+        ratio = 1.0 + span / (self.total_iters * self.start_factor
+                              + (self.last_epoch - 1) * span)
+        return [lr * ratio for lr in self._lrs()]
+
+
+class OneCycleLR(LRScheduler):
+    """The 1cycle policy (Smith, 2018): lr from max_lr/div_factor up to max_lr over pct_start
+    of total_steps, then down to initial_lr/final_div_factor; momentum (or Adam's beta1) moves
+    the opposite way between max_momentum and base_momentum. Step once per batch."""
+
+    def __init__(self, optimizer, max_lr, total_steps=None, epochs=None, steps_per_epoch=None,
+                 pct_start=0.3, anneal_strategy="cos", cycle_momentum=True, base_momentum=0.85,
+                 max_momentum=0.95, div_factor=25.0, final_div_factor=1e4, three_phase=False,
+                 last_epoch=-1):
+        self.optimizer = optimizer
+        if total_steps is not None:
+            if not isinstance(total_steps, int) or total_steps <= 0:
+                raise ValueError(f"OneCycleLR: total_steps must be a positive integer, got "
+                                 f"{total_steps}")
+            self.total_steps = total_steps
+        elif epochs is not None and steps_per_epoch is not None:
+            for name, v in (("epochs", epochs), ("steps_per_epoch", steps_per_epoch)):
+                if not isinstance(v, int) or v <= 0:
+                    raise ValueError(f"OneCycleLR: {name} must be a positive integer, got {v}")
+            self.total_steps = epochs * steps_per_epoch
+        else:
+            raise ValueError("OneCycleLR: give total_steps, or epochs and steps_per_epoch")
+        if not isinstance(pct_start, float) or not 0 <= pct_start <= 1:
+            raise ValueError(f"OneCycleLR: pct_start must be a float in [0, 1], got {pct_start}")
+        if anneal_strategy not in ("cos", "linear"):
+            raise ValueError(f"OneCycleLR: anneal_strategy must be 'cos' or 'linear', got "
+                             f"{anneal_strategy!r}")
+        self.anneal_strategy = anneal_strategy
+        up = float(pct_start * self.total_steps) - 1
+        last = self.total_steps - 1
+        if three_phase:
+            self._schedule_phases = [
+                _phase(up, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
+                _phase(float(2 * pct_start * self.total_steps) - 2, "max_lr", "initial_lr",
+                       "base_momentum", "max_momentum"),
+                _phase(last, "initial_lr", "min_lr", "max_momentum", "max_momentum")]
+        else:
+            self._schedule_phases = [
+                _phase(up, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
+                _phase(last, "max_lr", "min_lr", "base_momentum", "max_momentum")]
+        max_lrs = _per_group("max_lr", optimizer, max_lr)
+        if last_epoch == -1:
+            for m, group in zip(max_lrs, optimizer.param_groups, strict=True):
+                group["initial_lr"] = m / div_factor
+                group["max_lr"] = m
+                group["min_lr"] = group["initial_lr"] / final_div_factor
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            defaults = optimizer.defaults
+            if "momentum" not in defaults and "betas" not in defaults:
+                raise ValueError(f"OneCycleLR: cycle_momentum needs an optimizer with momentum "
+                                 f"or betas, {type(optimizer).__name__} has neither; pass "
+                                 "cycle_momentum=False")
+            self.use_beta1 = "betas" in defaults
+            highs = _per_group("max_momentum", optimizer, max_momentum)
+            lows = _per_group("base_momentum", optimizer, base_momentum)
+            if last_epoch == -1:
+                for high, low, group in zip(highs, lows, optimizer.param_groups, strict=True):
+                    self._set_momentum(group, high)
+                    group["max_momentum"], group["base_momentum"] = high, low
+        super().__init__(optimizer, last_epoch)
+
+    def _set_momentum(self, group, value):
+        if self.use_beta1:
+            group["betas"] = (value, *group["betas"][1:])
+        else:
+            group["momentum"] = value
+
+    def _anneal(self, start, end, pct):
+        if self.anneal_strategy == "cos":
+            return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
+        return (end - start) * pct + start
+
+    def get_lr(self):
+        step = self.last_epoch
+        if step > self.total_steps:
+            raise ValueError(f"OneCycleLR: stepped {step} times, past total_steps="
+                             f"{self.total_steps}")
+        lrs = []
+        for group in self.optimizer.param_groups:
+            start = 0.0
+            for i, phase in enumerate(self._schedule_phases):
+                end = phase["end_step"]
+                if step <= end or i == len(self._schedule_phases) - 1:
+                    pct = (step - start) / (end - start)
+                    lrs.append(self._anneal(group[phase["start_lr"]], group[phase["end_lr"]],
+                                            pct))
+                    if self.cycle_momentum:
+                        self._set_momentum(group, self._anneal(
+                            group[phase["start_momentum"]], group[phase["end_momentum"]], pct))
+                    break
+                start = end
+        return lrs
+
+
+def _phase(end_step, start_lr, end_lr, start_momentum, end_momentum):
+    return {"end_step": end_step, "start_lr": start_lr, "end_lr": end_lr,
+            "start_momentum": start_momentum, "end_momentum": end_momentum}
+
+
+def _per_group(name, optimizer, value):
+    n = len(optimizer.param_groups)
+    if isinstance(value, (list, tuple)):
+        if len(value) != n:
+            raise ValueError(f"OneCycleLR: {name} has {len(value)} values for {n} parameter "
+                             "groups")
+        return list(value)
+    return [value] * n
+
+
+class SequentialLR(LRScheduler):
+    """schedulers[0] until milestones[0], then schedulers[1] (restarted from step 0), ...:
+    e.g. LinearLR warm-up for 100 steps, then CosineAnnealingLR."""
+
+    def __init__(self, optimizer, schedulers, milestones, last_epoch=-1):
+        if not schedulers:
+            raise ValueError("SequentialLR: expects at least one scheduler")
+        for i, s in enumerate(schedulers):
+            if getattr(s, "optimizer", None) is not optimizer:
+                raise ValueError(f"SequentialLR: scheduler {i} ({type(s).__name__}) belongs "
+                                 "to another optimizer")
+        if len(milestones) != len(schedulers) - 1:
+            raise ValueError(f"SequentialLR: {len(schedulers)} schedulers need "
+                             f"{len(schedulers) - 1} milestones, got {len(milestones)}")
+        self._schedulers = list(schedulers)
+        self._milestones = list(milestones)
+        self.last_epoch = last_epoch + 1
+        self.optimizer = optimizer
+        for group in optimizer.param_groups:  # undo what making the schedulers did
+            group["lr"] = group["initial_lr"]
+        for s in self._schedulers:
+            _undo_step(s)
+        first = self._schedulers[bisect_right(self._milestones, 0)]
+        first._initial_step()
+        self._last_lr = first.get_last_lr()
+
+    def step(self):
+        self.last_epoch += 1
+        i = bisect_right(self._milestones, self.last_epoch)
+        scheduler = self._schedulers[i]
+        if i > 0 and self._milestones[i - 1] == self.last_epoch:
+            scheduler.last_epoch = 0  # restart: the closed form at step 0
+            scheduler._set(_closed_form(scheduler))
+        else:
+            scheduler.step()
+        self._last_lr = scheduler.get_last_lr()
+
+    def state_dict(self):
+        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return state
+
+    def load_state_dict(self, state):
+        state = dict(state)
+        saved = state.pop("_schedulers")
+        self.__dict__.update(state)
+        for s, sub in zip(self._schedulers, saved, strict=True):
+            s.load_state_dict(sub)
+
+
+def _undo_step(s):
+    if hasattr(s, "_schedulers"):
+        for sub in s._schedulers:
+            _undo_step(sub)
+    elif hasattr(s, "last_epoch"):
+        s.last_epoch -= 1
+
+
+def _closed_form(s):
+    """The lrs at s.last_epoch computed from base_lrs alone (PyTorch's _get_closed_form_lr;
+    get_lr otherwise)."""
+    t = s.last_epoch
+    if isinstance(s, StepLR):
+        return [b * s.gamma ** (t // s.step_size) for b in s.base_lrs]
+    if isinstance(s, MultiStepLR):
+        return [b * s.gamma ** bisect_right(sorted(s.milestones.elements()), t)
+                for b in s.base_lrs]
+    if isinstance(s, ExponentialLR):
+        return [b * s.gamma ** t for b in s.base_lrs]
+    if isinstance(s, CosineAnnealingLR):
+        return [s.eta_min + (b - s.eta_min) * (1 + math.cos(math.pi * t / s.T_max)) / 2
+                for b in s.base_lrs]
+    if isinstance(s, LinearLR):
+        return [b * (s.start_factor + (s.end_factor - s.start_factor)
+                     * min(s.total_iters, t) / s.total_iters) for b in s.base_lrs]
+    return s.get_lr()
