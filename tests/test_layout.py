@@ -25,7 +25,7 @@ LAYERS = {
     "graph": ["autograd"],
     "ops": ["ops", "ops.*"],
     "tensor": ["tensor"],
-    "library": ["functional", "nn", "nn.*", "optim", "optim.*"],
+    "library": ["functional", "routines", "nn", "nn.*", "optim", "optim.*"],
     "tools": ["anomaly", "gradcheck", "graphcheck", "explain", "viz", "plots"],
     "app": ["cli", "__main__", "train", "sample", "data", "serialization", "graphs", "bench",
             "bench.*"],

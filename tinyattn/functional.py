@@ -30,6 +30,8 @@ __all__ = [
     "kl_div", "one_hot", "matmul", "linear", "layer_norm", "embedding",
     "dropout", "cat", "stack", "causal_mask", "scaled_dot_product_attention", "attention_weights",
     "rotary_tables", "apply_rotary",
+    "silu", "softplus", "mish", "elu", "selu", "celu", "logsigmoid", "softsign", "leaky_relu",
+    "hardtanh", "relu6", "hardsigmoid", "hardswish", "softmin", "normalize", "pad",
 ]
 
 
@@ -565,3 +567,119 @@ def attention_weights(q, k, attn_mask=None, is_causal=False, scale=None):
     q = _t(q)
     mask = None if attn_mask is None else _t(attn_mask, q)
     return attn.attention_weights(q, _t(k, q), mask, is_causal, scale)
+
+
+# ---- more activations, softmin, normalize and pad (ops/activation.py, ops/reduce.py) ---------
+
+
+def silu(x):
+    """x * sigmoid(x) (swish)."""
+    return apply(act.silu, _t(x))
+
+
+def softplus(x, beta=1.0, threshold=20.0):
+    """log(1 + e^(beta x)) / beta (x itself where beta x > threshold)."""
+    return apply(act.softplus, _t(x), beta=beta, threshold=threshold)
+
+
+def mish(x):
+    """x * tanh(softplus(x))."""
+    return apply(act.mish, _t(x))
+
+
+def elu(x, alpha=1.0):
+    return apply(act.elu, _t(x), alpha=alpha)
+
+
+def selu(x):
+    return apply(act.selu, _t(x))
+
+
+def celu(x, alpha=1.0):
+    return apply(act.celu, _t(x), alpha=alpha)
+
+
+def logsigmoid(x):
+    return apply(act.logsigmoid, _t(x))
+
+
+def softsign(x):
+    return apply(act.softsign, _t(x))
+
+
+def leaky_relu(x, negative_slope=0.01):
+    return apply(act.leaky_relu, _t(x), negative_slope=negative_slope)
+
+
+def hardtanh(x, min_val=-1.0, max_val=1.0):
+    return apply(act.hardtanh, _t(x), min_val=min_val, max_val=max_val)
+
+
+def relu6(x):
+    """min(max(x, 0), 6) (hardtanh on [0, 6], torch's gradient at the edges)."""
+    return apply(act.hardtanh, _t(x), min_val=0.0, max_val=6.0)
+
+
+def hardsigmoid(x):
+    return apply(act.hardsigmoid, _t(x))
+
+
+def hardswish(x):
+    return apply(act.hardswish, _t(x))
+
+
+def softmin(x, dim=-1):
+    """softmax(-x, dim)."""
+    return softmax(-_t(x), dim)
+
+
+def normalize(x, p=2.0, dim=1, eps=1e-12):
+    """x / max(‖x‖_p over dim, eps): unit vectors along dim."""
+    x = _t(x)
+    norm = x.norm(p, dim=dim, keepdim=True)
+    return x / norm.clamp_min(eps)
+
+
+def pad(x, pad, mode="constant", value=0.0):  # noqa: A002 - torch's names
+    """Pad the last dims: pad = (left, right) for the last dim, then (left, right) for the one
+    before, ... mode "constant" (with value), "reflect", "replicate" or "circular"; negative
+    amounts crop."""
+    x = _t(x)
+    if len(pad) % 2 or len(pad) // 2 > x.ndim:
+        raise ShapeError(f"pad: needs (left, right) pairs for at most {x.ndim} dims of "
+                         f"{fmt_shape(x.shape)}, got {tuple(pad)}")
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+        raise ValueError(f"pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', "
+                         f"got {mode!r}")
+    for k in range(len(pad) // 2):
+        axis = x.ndim - 1 - k
+        left, right = int(pad[2 * k]), int(pad[2 * k + 1])
+        n = x.shape[axis]
+        if left < 0 or right < 0:  # crop first
+            x = x.narrow(axis, max(-left, 0), n - max(-left, 0) - max(-right, 0))
+            left, right, n = max(left, 0), max(right, 0), x.shape[axis]
+        if not left and not right:
+            continue
+        if mode == "constant":
+            x = cat([_full(x, axis, left, value), x, _full(x, axis, right, value)], dim=axis)
+            continue
+        if mode == "reflect" and (left >= n or right >= n):
+            raise ShapeError(f"pad: reflect padding ({left}, {right}) must be below the size "
+                             f"{n} of dim {axis} (shape {fmt_shape(x.shape)})")
+        where = np.arange(-left, n + right)
+        if mode == "reflect":
+            period = 2 * (n - 1) if n > 1 else 1
+            where = np.abs((where + period) % period if n > 1 else where * 0)
+            where = np.where(where >= n, period - where, where)
+        elif mode == "replicate":
+            where = np.clip(where, 0, n - 1)
+        else:
+            where = where % n
+        x = x.index_select(axis, Tensor(where, backend=x.backend))
+    return x
+
+
+def _full(like, axis, size, value):
+    """A constant block of `like`'s shape with `size` entries along axis."""
+    shape = like.shape[:axis] + (size,) + like.shape[axis + 1:]
+    return Tensor._wrap(like.backend.xp.full(shape, value, dtype=like.dtype), like.backend)

@@ -31,6 +31,7 @@ from .autograd import (
 from .dtypes import category, get_default_dtype, result_type
 from .errors import DimError, DTypeError, GraphError, ShapeError, fmt_shape
 from .ops import elementwise as ew
+from .ops import index as ix
 from .ops import matmul as mm
 from .ops import pointwise as pw
 from .ops import reduce as rd
@@ -315,13 +316,13 @@ class Tensor(TensorBase):
         return Tensor._wrap(~self.data, self.backend)
 
     def __and__(self, other):
-        return self._compare(other, lambda a, b: a & b)
+        return self._bits(other, lambda a, b: a & b, "bitwise_and")
 
     def __or__(self, other):
-        return self._compare(other, lambda a, b: a | b)
+        return self._bits(other, lambda a, b: a | b, "bitwise_or")
 
     def __xor__(self, other):
-        return self._compare(other, lambda a, b: a ^ b)
+        return self._bits(other, lambda a, b: a ^ b, "bitwise_xor")
 
     def __bool__(self):
         if self.data.size != 1:
@@ -1000,6 +1001,233 @@ class Tensor(TensorBase):
             values, indices = values.squeeze(axis), indices.squeeze(axis)
         return return_types.kthvalue(values, indices)
 
+    # indexing and shape (torch's names; built on getitem, take_along_dim, reshape, permute and
+    # the scatter ops, so each has their VJP)
+
+    def gather(self, dim, index):
+        """out[i][j] = self[index[i][j]][j] (dim 0); index may be smaller outside dim."""
+        axis = _axis(dim, self.ndim, "gather")
+        index = _index_tensor(index, self, "gather")
+        if index.ndim != self.ndim or any(n > m for d, (n, m) in enumerate(
+                zip(index.shape, self.shape, strict=True)) if d != axis):
+            raise ShapeError(f"gather: index {fmt_shape(index.shape)} must have the dims of the "
+                             f"input {fmt_shape(self.shape)} and be no larger outside dim {axis}")
+        part = tuple(slice(None) if d == axis else slice(0, n)
+                     for d, n in enumerate(index.shape))
+        x = self[part] if any(n != m for n, m in zip(index.shape, self.shape, strict=True)) \
+            else self
+        return apply(sh.take_along_dim, x, index.data, dim=axis)
+
+    def index_select(self, dim, index):
+        """The entries at `index` (1-D integers) along dim."""
+        axis = _axis(dim, self.ndim, "index_select")
+        index = _index_tensor(index, self, "index_select")
+        if index.ndim > 1:
+            raise ShapeError(f"index_select: index must be 1-D, got {fmt_shape(index.shape)}")
+        return self[(slice(None),) * axis + (index.reshape(-1),)]
+
+    def take_along_dim(self, indices, dim=None):
+        if dim is None:
+            return self.reshape(-1).take_along_dim(indices.reshape(-1), 0)
+        return apply(sh.take_along_dim, self, _index_tensor(indices, self, "take_along_dim")
+                     .data, dim=dim)
+
+    def masked_select(self, mask):
+        """The entries where mask (broadcast with self) is True, as a 1-D tensor."""
+        mask = _cond(mask, self)
+        shape = np.broadcast_shapes(self.shape, mask.shape)
+        return self.expand(shape)[mask.expand(shape).data]
+
+    def nonzero(self, as_tuple=False):
+        """The indices of the nonzero entries: (n, ndim) int64, or one 1-D tensor per dim."""
+        found = self.backend.xp.nonzero(self.data if self.ndim else self.data.reshape(1))
+        parts = [Tensor._wrap(p.astype(np.int64, copy=False), self.backend) for p in found]
+        if as_tuple:
+            return tuple(parts)
+        xp = self.backend.xp
+        return Tensor._wrap(xp.stack([p.data for p in parts], axis=1) if parts else
+                            xp.zeros((0, 0), dtype=np.int64), self.backend)
+
+    def argwhere(self):
+        return self.nonzero()
+
+    def scatter(self, dim, index, src=None, *, value=None, reduce=None):
+        """A copy with src (or the number value) written at index along dim."""
+        if reduce is not None:
+            raise ValueError("scatter: reduce= is deprecated in torch; use scatter_reduce")
+        src = value if src is None else src
+        return apply(ix.scatter, self, _index_tensor(index, self, "scatter").data,
+                     self._other(src), dim=dim)
+
+    def scatter_add(self, dim, index, src):
+        return apply(ix.scatter_add, self, _index_tensor(index, self, "scatter_add").data,
+                     self._other(src), dim=dim)
+
+    def scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
+        return apply(ix.scatter_reduce, self, _index_tensor(index, self, "scatter_reduce").data,
+                     self._other(src), dim=dim, reduce=reduce, include_self=include_self)
+
+    def tril(self, diagonal=0):
+        """The lower triangle of the last two dims (j <= i + diagonal), zeros above."""
+        return self._triangle("tril", diagonal)
+
+    def triu(self, diagonal=0):
+        """The upper triangle of the last two dims (j >= i + diagonal), zeros below."""
+        return self._triangle("triu", diagonal)
+
+    def _triangle(self, name, diagonal):
+        if self.ndim < 2:
+            raise ShapeError(f"{name}: needs at least 2 dims, got {fmt_shape(self.shape)}")
+        xp = self.backend.xp
+        n, m = self.shape[-2:]
+        rows, cols = xp.arange(n)[:, None], xp.arange(m)[None, :]
+        keep = cols - rows <= diagonal if name == "tril" else cols - rows >= diagonal
+        return apply(ew.where, keep, self, 0)
+
+    def repeat(self, *sizes):
+        """The tensor tiled sizes[i] times along dim i (new leading dims where sizes is longer)."""
+        sizes = _shape_args(sizes)
+        if len(sizes) < self.ndim:
+            raise ShapeError(f"repeat: {len(sizes)} sizes for a tensor of shape "
+                             f"{fmt_shape(self.shape)}; give at least one per dim")
+        shape = (1,) * (len(sizes) - self.ndim) + self.shape
+        x = self.reshape(shape)
+        spread = tuple(v for n in shape for v in (1, n))  # (1, n0, 1, n1, ...)
+        tiled = tuple(v for r, n in zip(sizes, shape, strict=True) for v in (r, n))
+        return x.reshape(spread).expand(tiled).reshape(tuple(
+            r * n for r, n in zip(sizes, shape, strict=True)))
+
+    def tile(self, *dims):
+        dims = _shape_args(dims)
+        return self.repeat((1,) * (self.ndim - len(dims)) + dims)
+
+    def repeat_interleave(self, repeats, dim=None):
+        """Each entry repeated `repeats` times (an int, or one count per entry) along dim."""
+        x = self.reshape(-1) if dim is None else self
+        axis = 0 if dim is None else _axis(dim, x.ndim, "repeat_interleave")
+        counts = repeats.numpy() if isinstance(repeats, Tensor) else repeats
+        index = np.repeat(np.arange(x.shape[axis]), counts)
+        return x.index_select(axis, Tensor(index, backend=self.backend))
+
+    def flip(self, *dims):
+        dims = _shape_args(dims)
+        axes = _axes(dims, self.ndim, "flip")
+        if not axes:
+            return self.clone()
+        return self[tuple(slice(None, None, -1) if d in axes else slice(None)
+                          for d in range(self.ndim))]
+
+    def roll(self, shifts, dims=None):
+        """Entries moved `shifts` places along dims (wrapping around); no dims: the flat tensor."""
+        if dims is None:
+            return self.reshape(-1).roll(shifts, 0).reshape(self.shape)
+        shifts = shifts if isinstance(shifts, (tuple, list)) else (shifts,)
+        dims = dims if isinstance(dims, (tuple, list)) else (dims,)
+        if len(shifts) != len(dims):
+            raise ValueError(f"roll: {len(shifts)} shifts for {len(dims)} dims")
+        out = self
+        for s, d in zip(shifts, dims, strict=True):
+            axis = _axis(d, self.ndim, "roll")
+            n = self.shape[axis]
+            index = (np.arange(n) - s) % n if n else np.arange(0)
+            out = out.index_select(axis, Tensor(index, backend=self.backend))
+        return out
+
+    def unflatten(self, dim, sizes):
+        axis = _axis(dim, self.ndim, "unflatten")
+        return self.reshape(self.shape[:axis] + tuple(sizes) + self.shape[axis + 1:])
+
+    def diagonal(self, offset=0, dim1=0, dim2=1):
+        """The diagonal of dims dim1, dim2 (above it for offset > 0), as the last dim."""
+        a, b = _axis(dim1, self.ndim, "diagonal"), _axis(dim2, self.ndim, "diagonal")
+        if a == b:
+            raise DimError(f"diagonal: dim1 and dim2 are both {a}")
+        rest = [d for d in range(self.ndim) if d not in (a, b)]
+        x = self.permute(*rest, a, b)
+        n, m = x.shape[-2:]
+        start_r, start_c = max(-offset, 0), max(offset, 0)
+        k = max(min(n - start_r, m - start_c), 0)
+        rows = np.arange(start_r, start_r + k)
+        cols = np.arange(start_c, start_c + k)
+        return x[(Ellipsis, Tensor(rows, backend=self.backend),
+                  Tensor(cols, backend=self.backend))]
+
+    def movedim(self, source, destination):
+        src = source if isinstance(source, (tuple, list)) else (source,)
+        dst = destination if isinstance(destination, (tuple, list)) else (destination,)
+        src = [_axis(d, self.ndim, "movedim") for d in src]
+        dst = [_axis(d, self.ndim, "movedim") for d in dst]
+        if len(src) != len(dst):
+            raise ValueError(f"movedim: {len(src)} source dims for {len(dst)} destinations")
+        order = [d for d in range(self.ndim) if d not in src]
+        for d, s in sorted(zip(dst, src, strict=True)):
+            order.insert(d, s)
+        return self.permute(*order)
+
+    moveaxis = movedim
+
+    def swapaxes(self, axis0, axis1):
+        return self.transpose(axis0, axis1)
+
+    swapdims = swapaxes
+
+    def narrow(self, dim, start, length):
+        axis = _axis(dim, self.ndim, "narrow")
+        start = start + self.shape[axis] if start < 0 else start
+        if not 0 <= start <= start + length <= self.shape[axis]:
+            raise DimError(f"narrow: start {start} and length {length} do not fit dim {axis} "
+                           f"of size {self.shape[axis]} (shape {fmt_shape(self.shape)})")
+        return self[(slice(None),) * axis + (slice(start, start + length),)]
+
+    def unbind(self, dim=0):
+        axis = _axis(dim, self.ndim, "unbind")
+        return tuple(self[(slice(None),) * axis + (i,)] for i in range(self.shape[axis]))
+
+    def t(self):
+        """The transpose of a matrix (a tensor with at most 2 dims)."""
+        if self.ndim > 2:
+            raise ShapeError(f"t: takes a tensor with at most 2 dims, got {fmt_shape(self.shape)}"
+                             "; use transpose(dim0, dim1) or .mT")
+        return self if self.ndim < 2 else self.transpose(0, 1)
+
+    def contiguous(self):
+        """A tensor whose array is laid out in C order (self when it already is)."""
+        if self.data.flags.c_contiguous:
+            return self
+        return self.clone()
+
+    def is_contiguous(self):
+        return bool(self.data.flags.c_contiguous)
+
+    def detach_(self):
+        """Make this tensor a leaf with no graph, in place."""
+        self._node = None
+        return self
+
+    def view_as(self, other):
+        return self.reshape(other.shape)
+
+    def reshape_as(self, other):
+        return self.reshape(other.shape)
+
+    def type_as(self, other):
+        return self.to(other.dtype)
+
+    def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+        """The distinct values, sorted (no gradient: torch has none either); with
+        return_inverse, where each entry went; with return_counts, how often each occurs."""
+        if dim is not None:
+            raise ValueError("unique: dim= is not supported; flatten first")
+        values, inverse, counts = np.unique(self.numpy(), return_inverse=True,
+                                            return_counts=True)
+        wrap = lambda a: Tensor(a, backend=self.backend)  # noqa: E731
+        out = (wrap(values),)
+        if return_inverse:
+            out += (wrap(inverse.reshape(self.shape).astype(np.int64)),)
+        if return_counts:
+            out += (wrap(counts.astype(np.int64)),)
+        return out[0] if len(out) == 1 else out
+
     # ---- conversions and display ---------------------------------------------------------------
 
     def __array__(self, dtype=None, copy=None):
@@ -1105,6 +1333,15 @@ def _can_store(src, dst):
     return category(src) <= category(dst)
 
 
+def _index_tensor(index, like, name):
+    """An integer index (tensor, array or list) as a Tensor on `like`'s backend."""
+    if not isinstance(index, Tensor):
+        index = Tensor(index, backend=like.backend)
+    if index.dtype.kind not in "iu":
+        raise DTypeError(f"{name}: index must hold integers, got {index.dtype}; use .long()")
+    return index
+
+
 def _index_part(p, be):
     if isinstance(p, Tensor):
         if p.dtype.kind not in "iub":
@@ -1205,3 +1442,126 @@ def ones_like(t, dtype=None, requires_grad=False):
 def manual_seed(seed):
     """Seed the generators of every backend (randn, rand, dropout), now and when made later."""
     backends.manual_seed(seed)
+
+
+# ---- more ways to make a tensor (torch's names) --------------------------------------------------
+
+
+def empty(*shape, dtype=None, requires_grad=False, backend=None):
+    """A tensor of `shape` (tinyattn fills it with zeros: no uninitialised memory)."""
+    return zeros(*shape, dtype=dtype, requires_grad=requires_grad, backend=backend)
+
+
+def eye(n, m=None, dtype=None, requires_grad=False, backend=None):
+    """The (n, m) identity matrix: ones on the diagonal."""
+    return _make(lambda be, s, d: be.xp.eye(n, m, dtype=d), (), dtype, requires_grad, backend)
+
+
+def linspace(start, end, steps, dtype=None, requires_grad=False, backend=None):
+    """`steps` evenly spaced values from start to end, both included."""
+    return _make(lambda be, s, d: be.xp.linspace(start, end, steps).astype(d), (), dtype,
+                 requires_grad, backend)
+
+
+def logspace(start, end, steps, base=10.0, dtype=None, requires_grad=False, backend=None):
+    """base ** linspace(start, end, steps)."""
+    return _make(lambda be, s, d: (base ** be.xp.linspace(start, end, steps)).astype(d), (),
+                 dtype, requires_grad, backend)
+
+
+def full_like(t, fill_value, dtype=None, requires_grad=False):
+    return full(t.shape, fill_value, dtype=dtype or t.dtype, requires_grad=requires_grad,
+                backend=t.backend)
+
+
+def empty_like(t, dtype=None, requires_grad=False):
+    return zeros_like(t, dtype=dtype, requires_grad=requires_grad)
+
+
+def rand_like(t, dtype=None, requires_grad=False):
+    return rand(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad, backend=t.backend)
+
+
+def randn_like(t, dtype=None, requires_grad=False):
+    return randn(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad, backend=t.backend)
+
+
+def randint(low, high=None, size=None, dtype=None, backend=None):
+    """Random integers in [low, high) (randint(high, size) means low = 0), int64 by default."""
+    if size is None:
+        raise TypeError("randint: needs size, e.g. randint(0, 10, (3,))")
+    if high is None:
+        low, high = 0, low
+    if high <= low:
+        raise ValueError(f"randint: high ({high}) must be above low ({low})")
+    be = backends.get_backend() if backend is None else backends.backend(backend)
+    out = be.rng.integers(low, high, size=_shape_args((size,)), dtype=np.int64)
+    return Tensor._wrap(out.astype(np.dtype(dtype or np.int64), copy=False), be)
+
+
+def randperm(n, dtype=None, backend=None):
+    """A random permutation of 0..n-1 (int64)."""
+    be = backends.get_backend() if backend is None else backends.backend(backend)
+    order = be.xp.argsort(be.rng.random((n,)), kind="stable")
+    return Tensor._wrap(order.astype(np.dtype(dtype or np.int64), copy=False), be)
+
+
+def multinomial(input, num_samples, replacement=False):  # noqa: A002 - torch's name
+    """Category indices drawn from the rows of `input` (weights, not necessarily normalised):
+    (num_samples,) for 1-D input, (rows, num_samples) for 2-D. Without replacement each
+    category is drawn at most once (the Gumbel top-k trick)."""
+    p = input if isinstance(input, Tensor) else Tensor(input)
+    be, xp = p.backend, p.backend.xp
+    if p.ndim not in (1, 2):
+        raise ShapeError(f"multinomial: takes 1-D or 2-D weights, got {fmt_shape(p.shape)}")
+    w = p.data.reshape(-1, p.shape[-1]).astype(np.float64)
+    if w.size == 0 or bool((w < 0).any()) or not bool(xp.isfinite(w).all()) or bool(
+            (w.sum(axis=1) <= 0).any()):
+        raise ValueError(f"multinomial: weights must be finite, >= 0, and each row must have "
+                         f"a positive sum (shape {fmt_shape(p.shape)})")
+    k = w.shape[1]
+    if not replacement and num_samples > k:
+        raise ValueError(f"multinomial: cannot draw {num_samples} samples from {k} categories "
+                         "without replacement; pass replacement=True")
+    if replacement:
+        cdf = xp.cumsum(w / w.sum(axis=1, keepdims=True), axis=1)
+        u = be.rng.random((w.shape[0], num_samples))
+        out = (u[:, :, None] >= cdf[:, None, :]).sum(axis=2)
+        out = xp.minimum(out, k - 1)  # u just below 1 against a cdf rounded below 1
+    else:
+        with np.errstate(divide="ignore"):
+            keys = xp.log(w) - xp.log(-xp.log(be.rng.random(w.shape)))  # + Gumbel noise
+        keys = xp.where(w > 0, keys, -np.inf)
+        out = xp.argsort(-keys, axis=1, kind="stable")[:, :num_samples]
+    out = out.astype(np.int64)
+    return Tensor._wrap(out if p.ndim == 2 else out[0], be)
+
+
+def bernoulli(input, p=None):  # noqa: A002 - torch's name
+    """1.0 with probability `input` (each entry a probability), else 0.0; same dtype."""
+    probs = input if isinstance(input, Tensor) else Tensor(input)
+    be = probs.backend
+    prob = probs.data if p is None else p
+    draw = be.rng.random(probs.shape) < prob
+    return Tensor._wrap(draw.astype(probs.dtype), be)
+
+
+def from_numpy(array):
+    """A tensor sharing memory with a NumPy array (NumPy backend; its dtype kept)."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"from_numpy: expected a numpy.ndarray, got {type(array).__name__}")
+    be = backends.backend("numpy")
+    _to_array(array[:0].reshape(-1), None, be)  # the dtype check only
+    return Tensor._wrap(array, be)
+
+
+def as_tensor(data, dtype=None, backend=None):
+    """`data` as a tensor, without a copy where it already is one (or a matching array)."""
+    if isinstance(data, Tensor) and (dtype is None or np.dtype(dtype) == data.dtype) and \
+            (backend is None or backends.backend(backend) is data.backend):
+        return data
+    be = backends.get_backend() if backend is None else backends.backend(backend)
+    if isinstance(data, np.ndarray) and be.name == "numpy" and (
+            dtype is None or np.dtype(dtype) == data.dtype):
+        return from_numpy(data)
+    return Tensor(data, dtype=dtype, backend=be)

@@ -194,7 +194,7 @@ def reduce_prod_vjp(be, g, saved, dim=None, keepdim=False):
 
 
 @op("vector_norm", "gx = g * x / out (ord 2; 0 where out = 0); g sign(x) |x|^(p-1) / out^(p-1)",
-    promote="float", saves={0: 0}, saves_out=1,
+    saves={0: 0}, saves_out=1,
     samples=[case((2, 3, 4)), case((2, 3), dim=1), case((3, 4), ord=1, dim=0, keepdim=True),
              case((2, 5), ord=3.0, dim=-1), case(vals([[1.0, -3.0, 2.0], [0.5, 0.25, -4.0]]),
                                                  ord=float("inf"), dim=1),
@@ -205,7 +205,8 @@ def vector_norm(be, x, ord=2, dim=None, keepdim=False):  # noqa: A002 - torch's 
     nonzeros)"""
     xp = be.xp
     if x.dtype.kind != "f":
-        raise DTypeError(f"vector_norm: needs a floating-point input, got {x.dtype}")
+        raise DTypeError(f"vector_norm: needs a floating-point input, got {x.dtype} (torch's "
+                         "rule too); convert it with .float()")
     if isinstance(ord, str) or isinstance(ord, bool):
         raise ValueError(f"vector_norm: ord must be a number, got {ord!r}")
     axes = dims(dim, x.ndim, "vector_norm")

@@ -1,0 +1,199 @@
+"""The everyday toolkit built from registered ops (Tensor methods, F, ta.* functions): each
+composed function against torch, forward and backward, and through gradcheck in float64; the
+results that never require grad (bools, indices); creation and random functions.
+(The registered ops themselves are checked by the registry-driven tests.)
+"""
+
+import numpy as np
+import pytest
+
+import tinyattn as ta
+import tinyattn.functional as F
+
+torch = pytest.importorskip("torch")
+TF = torch.nn.functional
+
+
+def _idx(values):
+    """An integer index for both libraries: (tinyattn tensor, torch tensor)."""
+    return ta.tensor(np.asarray(values)), torch.tensor(np.asarray(values))
+
+
+I_GATHER = _idx([[[0, 2], [1, 1]], [[2, 2], [0, 1]]])
+I_SELECT = _idx([2, 0, 2])
+
+# name: (input shape, the function; `lib` is tinyattn or torch, `i` picks an index pair)
+COMPOSED = {
+    "gather": ((2, 3, 4), lambda x, lib, i: x.gather(2, i(I_GATHER))),
+    "index_select": ((2, 3, 4), lambda x, lib, i: x.index_select(1, i(I_SELECT))),
+    "masked_select": ((2, 3, 4), lambda x, lib, i: x.masked_select(x > 0.3)),
+    "tril": ((2, 3, 4), lambda x, lib, i: x.tril(1)),
+    "triu": ((3, 4), lambda x, lib, i: lib.triu(x, -1)),
+    "repeat": ((2, 3), lambda x, lib, i: x.repeat(2, 1, 3)),
+    "tile": ((2, 3), lambda x, lib, i: x.tile((2,))),
+    "repeat_interleave": ((2, 3), lambda x, lib, i: x.repeat_interleave(2, dim=1)),
+    "flip": ((2, 3, 4), lambda x, lib, i: x.flip(0, 2)),
+    "roll": ((2, 3, 4), lambda x, lib, i: x.roll((1, -2), (0, 2))),
+    "roll flat": ((2, 3), lambda x, lib, i: x.roll(4)),
+    "unflatten": ((2, 6), lambda x, lib, i: x.unflatten(1, (2, 3)).sum(2)),
+    "diagonal": ((3, 4, 5), lambda x, lib, i: x.diagonal(1, 0, 2)),
+    "diag": ((4,), lambda x, lib, i: lib.diag(x, -1)),
+    "diag of a matrix": ((3, 4), lambda x, lib, i: lib.diag(x, 1)),
+    "movedim": ((2, 3, 4), lambda x, lib, i: x.movedim((0, 1), (2, 0))),
+    "swapaxes": ((2, 3, 4), lambda x, lib, i: x.swapaxes(0, 2)),
+    "narrow": ((2, 5), lambda x, lib, i: x.narrow(1, 1, 3)),
+    "unbind": ((3, 2), lambda x, lib, i: x.unbind(1)[1] * 2 + x.unbind(1)[0]),
+    "t": ((2, 3), lambda x, lib, i: x.t()),
+    "view_as": ((2, 6), lambda x, lib, i: x.view_as(x.reshape(4, 3)).contiguous()),
+    "meshgrid": ((3,), lambda x, lib, i: lib.meshgrid(x, x * 2, indexing="xy")[1]),
+    "cummax": ((2, 5), lambda x, lib, i: x.cummax(1).values),
+    "cummin": ((3, 4), lambda x, lib, i: x.cummin(0).values),
+    "median": ((3, 5), lambda x, lib, i: x.median(1).values),
+    "median of all": ((3, 5), lambda x, lib, i: x.median()),
+    "kthvalue": ((3, 5), lambda x, lib, i: x.kthvalue(2, 1).values),
+    "norm": ((3, 4), lambda x, lib, i: x.norm(dim=1)),
+    "std_mean": ((3, 4), lambda x, lib, i: lib.std_mean(x, 1)[0] * lib.std_mean(x, 1)[1]),
+    "var_mean": ((3, 4), lambda x, lib, i: lib.var_mean(x, 0)[0] + lib.var_mean(x, 0)[1]),
+    "clamp_min": ((3, 4), lambda x, lib, i: x.clamp_min(0.1)),
+    "softmin": ((3, 4), lambda x, lib, i: (F if lib is ta else TF).softmin(x, dim=1)),
+    "normalize": ((3, 4), lambda x, lib, i: (F if lib is ta else TF).normalize(x, dim=1)),
+    "relu6": ((3, 4), lambda x, lib, i: (F if lib is ta else TF).relu6(x * 5)),
+    "pad constant": ((2, 3, 4), lambda x, lib, i: (F if lib is ta else TF).pad(
+        x, (1, 2, 0, 1), value=0.5)),
+    "pad crop": ((2, 3, 4), lambda x, lib, i: (F if lib is ta else TF).pad(x, (-1, 2))),
+    "pad reflect": ((2, 3, 4), lambda x, lib, i: (F if lib is ta else TF).pad(
+        x, (2, 3), "reflect")),
+    "pad replicate": ((2, 3, 4), lambda x, lib, i: (F if lib is ta else TF).pad(
+        x, (2, 1, 1, 3), "replicate")),
+    "pad circular": ((2, 3, 4), lambda x, lib, i: (F if lib is ta else TF).pad(
+        x, (2, 3), "circular")),
+    "module functions": ((2, 3), lambda x, lib, i: lib.exp(x) + lib.sum(lib.sin(x), 1,
+                                                                        keepdim=True)
+                         * lib.prod(x) - lib.amax(x, 0) + lib.logcumsumexp(x, 1)),
+    "einsum": ((2, 3), lambda x, lib, i: lib.einsum("ij,kj->ik", x, x * 2)),
+}
+
+
+@pytest.mark.parametrize("name", list(COMPOSED))
+def test_composed_function_matches_torch(name):
+    shape, fn = COMPOSED[name]
+    rng = np.random.default_rng(7)
+    xv = rng.standard_normal(shape)
+    x = ta.tensor(xv, requires_grad=True)
+    tx = torch.tensor(xv, requires_grad=True)
+    out = fn(x, ta, lambda pair: pair[0])
+    want = fn(tx, torch, lambda pair: pair[1])
+    np.testing.assert_allclose(out.numpy(), want.detach().numpy(), rtol=1e-12, atol=1e-14)
+    g = rng.standard_normal(out.shape)
+    out.backward(g)
+    want.backward(torch.from_numpy(g))
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", list(COMPOSED))
+def test_composed_function_gradcheck(name):
+    shape, fn = COMPOSED[name]
+    x = ta.tensor(np.random.default_rng(8).standard_normal(shape), requires_grad=True)
+    assert ta.gradcheck(lambda z: fn(z, ta, lambda pair: pair[0]), [x])
+
+
+def test_results_that_are_bools_or_indices_never_require_grad():
+    x = ta.tensor(np.array([[1.0, np.nan, -2.0], [np.inf, 0.0, 3.0]]), requires_grad=True)
+    outs = [x.isnan(), x.isinf(), x.isfinite(), x.isclose(x), x.logical_not(), x.any(1),
+            x.all(0), x.logical_and(x), x.nonzero(), x.cummax(1).indices, x.argsort(),
+            x.kthvalue(1).indices, (x > 0).bitwise_and(x < 2), ta.unique(x.detach())]
+    for out in outs:
+        assert not out.requires_grad and out.dtype.kind in "biuf"
+    assert ta.tensor([1, 2, 3]).numel() == 3 and x.is_leaf and not (x * 2).is_leaf
+
+
+def test_bitwise_with_a_python_int_on_the_left_and_floats_refused():
+    a = ta.tensor([5, 3, 12])
+    np.testing.assert_array_equal((6 & a).numpy(), [4, 2, 4])
+    np.testing.assert_array_equal((6 | a).numpy(), [7, 7, 14])
+    np.testing.assert_array_equal((6 ^ a).numpy(), [3, 5, 10])
+    np.testing.assert_array_equal((1 << ta.tensor([1, 2])).numpy(), [2, 4])
+    np.testing.assert_array_equal((a >> 1).numpy(), [2, 1, 6])
+    with pytest.raises(ta.DTypeError, match="bitwise_and.*integer or bool.*float32"):
+        ta.tensor([1.0]).bitwise_and(1)
+
+
+def test_remainder_and_floor_divide_follow_python():
+    x = ta.tensor([-7.0, 7.0, -7.5])
+    np.testing.assert_array_equal((x % 3).numpy(), np.array([-7.0, 7.0, -7.5]) % 3)
+    np.testing.assert_array_equal((x // 2).numpy(), np.array([-7.0, 7.0, -7.5]) // 2)
+    np.testing.assert_array_equal((7 // ta.tensor([2, -3])).numpy(), [3, -3])
+    np.testing.assert_array_equal(ta.fmod(x, 3).numpy(), np.fmod([-7.0, 7.0, -7.5], 3))
+
+
+def test_rounding_keeps_integers_and_gives_zero_gradients():
+    assert ta.floor(ta.tensor([1, -2])).dtype == np.int64
+    x = ta.tensor(np.array([0.5, 1.5, -2.5, 2.7]), requires_grad=True)
+    out = x.round() + x.floor() + x.ceil() + x.trunc() + x.sign() + x.frac()
+    np.testing.assert_array_equal(x.round().numpy(), [0.0, 2.0, -2.0, 3.0])  # halves to even
+    out.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [1.0, 1.0, 1.0, 1.0])  # frac's only
+
+
+def test_tensor_conversions():
+    x = ta.tensor([1.5, -2.0])
+    assert x.float().dtype == np.float32 and x.double().dtype == np.float64
+    assert x.half().dtype == np.float16 and x.long().dtype == np.int64
+    assert x.int().dtype == np.int32 and x.bool().dtype == np.bool_
+    assert x.device == "cpu" and x.to(x.device) is x
+    assert x.nbytes == 8 and x.double().nbytes == 16 and x.element_size() == 4
+    assert x.type_as(ta.tensor([1])).dtype == np.int64
+
+
+def test_creation_functions():
+    np.testing.assert_array_equal(ta.eye(3, 2).numpy(), np.eye(3, 2))
+    np.testing.assert_allclose(ta.linspace(0, 1, 5).numpy(), np.linspace(0, 1, 5))
+    np.testing.assert_allclose(ta.logspace(0, 2, 3).numpy(), [1.0, 10.0, 100.0])
+    assert ta.empty(2, 3).shape == (2, 3) and ta.empty(2).dtype == np.float32
+    x = ta.ones(2, 3, dtype=ta.float64)
+    assert ta.full_like(x, 7).dtype == np.float64 and float(ta.full_like(x, 7).sum()) == 42
+    assert ta.rand_like(x).shape == (2, 3) and ta.randn_like(x).dtype == np.float64
+    a = np.arange(3.0)
+    shared = ta.from_numpy(a)
+    a[0] = 5.0
+    assert shared.numpy()[0] == 5.0 and ta.as_tensor(shared) is shared
+    assert ta.as_tensor([1, 2]).dtype == np.int64
+
+
+def test_random_integers_permutations_and_draws():
+    ta.manual_seed(0)
+    r = ta.randint(2, 5, (1000,))
+    assert r.dtype == np.int64 and r.numpy().min() == 2 and r.numpy().max() == 4
+    p = ta.randperm(10)
+    assert sorted(p.tolist()) == list(range(10))
+    w = ta.tensor([[0.0, 1.0, 3.0], [5.0, 0.0, 0.0]])
+    draws = ta.multinomial(w, 4000, replacement=True).numpy()
+    assert (draws[1] == 0).all() and not (draws[0] == 0).any()
+    assert abs((draws[0] == 2).mean() - 0.75) < 0.03  # 3 of every 4
+    once = ta.multinomial(ta.tensor([1.0, 2.0, 0.0, 4.0]), 3).tolist()
+    assert sorted(once) == [0, 1, 3]  # each drawn once, the zero weight never
+    b = ta.bernoulli(ta.full((4000,), 0.25))
+    assert b.dtype == np.float32 and abs(float(b.mean()) - 0.25) < 0.03
+    with pytest.raises(ValueError, match="without replacement"):
+        ta.multinomial(ta.tensor([1.0, 1.0]), 3)
+
+
+def test_scatter_reduce_prod_is_refused_by_name():
+    x = ta.zeros(3)
+    with pytest.raises(ta.ShapeError, match="scatter_reduce.*'prod'"):
+        x.scatter_reduce(0, ta.tensor([0, 1]), ta.ones(2), "prod")
+
+
+def test_cumprod_with_zeros_matches_torch():
+    xv = np.array([[2.0, 0.0, 3.0, 0.0, 1.5], [0.0, 0.0, 2.0, 1.0, 4.0]])
+    x, tx = ta.tensor(xv, requires_grad=True), torch.tensor(xv, requires_grad=True)
+    g = np.arange(10.0).reshape(2, 5)
+    x.cumprod(1).backward(g)
+    tx.cumprod(1).backward(torch.from_numpy(g))
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-12)
+    x.grad = None
+    x.prod(1).backward(np.ones(2))
+    np.testing.assert_array_equal(x.grad.numpy()[0], [0.0, 0.0, 0.0, 0.0, 0.0])  # two zeros
+    y = ta.tensor([2.0, 0.0, 3.0], requires_grad=True)
+    y.prod().backward()
+    np.testing.assert_array_equal(y.grad.numpy(), [0.0, 6.0, 0.0])  # one zero: the rest

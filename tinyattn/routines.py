@@ -1,0 +1,166 @@
+"""torch's module-level functions as tinyattn's: ta.exp(x), ta.sum(x, dim=1), ta.tril(m), ...
+
+Each is the Tensor method of the same name called on its first argument (made a tensor if it
+is not one), so it records the same op and has the same gradient. The few with no method of
+their own (einsum, meshgrid, diag, std_mean, var_mean) are written out below.
+"""
+
+import builtins
+
+import numpy as np
+
+from .autograd import apply
+from .functional import cat
+from .ops import index as ix
+from .ops import shape as sh
+from .tensor import Tensor
+
+
+def _t(x, like=None):
+    if isinstance(x, Tensor):
+        return x
+    return Tensor(x, backend=None if like is None else like.backend)
+
+
+def _method(name):
+    """The function name(input, *args, **kwargs) = input.name(*args, **kwargs)."""
+    method = getattr(Tensor, name)
+
+    def fn(input, *args, **kwargs):  # noqa: A002 - torch's argument name
+        return method(_t(input), *args, **kwargs)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"torch.{name}: the same as Tensor.{name} on the first argument."
+    return fn
+
+
+# pointwise (ops/elementwise.py, ops/pointwise.py)
+exp, log, sqrt, tanh, sigmoid, relu, abs = (_method(n) for n in (  # noqa: A001
+    "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "abs"))
+sin, cos, tan, asin, acos, atan = (_method(n) for n in ("sin", "cos", "tan", "asin", "acos",
+                                                        "atan"))
+arcsin, arccos, arctan = asin, acos, atan
+sinh, cosh, asinh, acosh, atanh = (_method(n) for n in ("sinh", "cosh", "asinh", "acosh",
+                                                        "atanh"))
+arcsinh, arccosh, arctanh = asinh, acosh, atanh
+exp2, expm1, log2, log10, log1p, erf = (_method(n) for n in ("exp2", "expm1", "log2", "log10",
+                                                             "log1p", "erf"))
+square, rsqrt, reciprocal = _method("square"), _method("rsqrt"), _method("reciprocal")
+floor, ceil, trunc, sign, frac = (_method(n) for n in ("floor", "ceil", "trunc", "sign", "frac"))
+round = _method("round")  # noqa: A001
+fix = trunc
+atan2, logaddexp, hypot, copysign = (_method(n) for n in ("atan2", "logaddexp", "hypot",
+                                                          "copysign"))
+arctan2 = atan2
+lerp, remainder, fmod, floor_divide = (_method(n) for n in ("lerp", "remainder", "fmod",
+                                                            "floor_divide"))
+add, sub, mul, div = (_method(n) for n in ("__add__", "__sub__", "__mul__", "__truediv__"))
+subtract, multiply, divide, true_divide = sub, mul, div, div
+pow, neg = _method("pow"), _method("__neg__")  # noqa: A001
+negative = neg
+maximum, minimum, clamp, clip = (_method(n) for n in ("maximum", "minimum", "clamp", "clip"))
+clamp_min, clamp_max = _method("clamp_min"), _method("clamp_max")
+eq, ne, lt, le, gt, ge = (_method(n) for n in ("__eq__", "__ne__", "__lt__", "__le__", "__gt__",
+                                               "__ge__"))
+isnan, isinf, isfinite, isclose, allclose = (_method(n) for n in (
+    "isnan", "isinf", "isfinite", "isclose", "allclose"))
+logical_not, logical_and, logical_or, logical_xor = (_method(n) for n in (
+    "logical_not", "logical_and", "logical_or", "logical_xor"))
+bitwise_not, bitwise_and, bitwise_or, bitwise_xor = (_method(n) for n in (
+    "bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor"))
+bitwise_left_shift, bitwise_right_shift = (_method("bitwise_left_shift"),
+                                           _method("bitwise_right_shift"))
+
+# reductions and scans (ops/reduce.py, ops/scan.py)
+sum, mean, max, min, amax, amin = (_method(n) for n in (  # noqa: A001
+    "sum", "mean", "max", "min", "amax", "amin"))
+prod, var, std, logsumexp, norm = (_method(n) for n in ("prod", "var", "std", "logsumexp",
+                                                        "norm"))
+any, all, median, kthvalue = (_method(n) for n in ("any", "all", "median", "kthvalue"))  # noqa: A001
+argmax, argmin = _method("argmax"), _method("argmin")
+cumsum, cumprod, cummax, cummin, logcumsumexp = (_method(n) for n in (
+    "cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"))
+
+# shape, indexing, sorting
+reshape, flatten, squeeze, unsqueeze = (_method(n) for n in ("reshape", "flatten", "squeeze",
+                                                             "unsqueeze"))
+transpose, permute, t, movedim, swapaxes = (_method(n) for n in (
+    "transpose", "permute", "t", "movedim", "swapaxes"))
+moveaxis, swapdims = movedim, swapaxes
+narrow, unbind, split, chunk, flip, roll = (_method(n) for n in (
+    "narrow", "unbind", "split", "chunk", "flip", "roll"))
+tril, triu, diagonal, repeat_interleave, tile = (_method(n) for n in (
+    "tril", "triu", "diagonal", "repeat_interleave", "tile"))
+gather, index_select, take_along_dim, masked_select, nonzero = (_method(n) for n in (
+    "gather", "index_select", "take_along_dim", "masked_select", "nonzero"))
+argwhere = _method("argwhere")
+scatter, scatter_add, scatter_reduce = (_method(n) for n in ("scatter", "scatter_add",
+                                                             "scatter_reduce"))
+sort, argsort, topk, unique = (_method(n) for n in ("sort", "argsort", "topk", "unique"))
+clone, detach, unflatten = _method("clone"), _method("detach"), _method("unflatten")
+
+
+concat = concatenate = cat
+
+
+def var_mean(input, dim=None, keepdim=False, *, correction=1):  # noqa: A002
+    """(var, mean) over dim."""
+    x = _t(input)
+    return x.var(dim, keepdim, correction=correction), x.mean(dim, keepdim)
+
+
+def std_mean(input, dim=None, keepdim=False, *, correction=1):  # noqa: A002
+    """(std, mean) over dim."""
+    x = _t(input)
+    return x.std(dim, keepdim, correction=correction), x.mean(dim, keepdim)
+
+
+def einsum(equation, *operands):
+    """Sum of products by an equation: einsum("bij,bjk->bik", a, b) is a batched matmul.
+    '...' stands for leading dims; without '->' the output is the letters used once, sorted."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = operands[0]
+    first = next((x for x in operands if isinstance(x, Tensor)), None)
+    operands = [_t(x, first) for x in operands]
+    return apply(ix.einsum, *operands, equation=equation)
+
+
+def meshgrid(*tensors, indexing="ij"):
+    """Coordinate grids from 1-D tensors: out[i] varies along dim i ("ij"; "xy" swaps the first
+    two, as NumPy's default)."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tensors[0]
+    if indexing not in ("ij", "xy"):
+        raise ValueError(f"meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
+    tensors = [_t(x).reshape(-1) for x in tensors]
+    n = len(tensors)
+    order = list(range(n))
+    if indexing == "xy" and n >= 2:
+        order[0], order[1] = 1, 0
+    shape = tuple(tensors[order[d]].shape[0] for d in range(n))
+    grids = []
+    for i, x in enumerate(tensors):
+        place = order.index(i)
+        grids.append(x.reshape((1,) * place + (-1,) + (1,) * (n - 1 - place)).expand(shape))
+    return tuple(grids)
+
+
+def diag(input, diagonal=0):  # noqa: A002
+    """A 1-D tensor as the diagonal of a square matrix (above it for diagonal > 0), or the
+    diagonal of a matrix as a 1-D tensor."""
+    x = _t(input)
+    if x.ndim == 2:
+        return x.diagonal(diagonal)
+    if x.ndim != 1:
+        raise ValueError(f"diag: takes a 1-D or 2-D tensor, got shape {x.shape}")
+    # (builtins: this module's abs and max are torch's)
+    n = x.shape[0] + builtins.abs(diagonal)
+    rows = np.arange(x.shape[0]) + builtins.max(-diagonal, 0)
+    cols = np.arange(x.shape[0]) + builtins.max(diagonal, 0)
+    be = x.backend
+    zeros = Tensor._wrap(be.xp.zeros((n, n), dtype=x.dtype), be)
+    return apply(sh.setitem, zeros, x, steps=((be.asarray(rows), be.asarray(cols)),))
+
+
+__all__ = [name for name in dir() if not name.startswith("_") and name not in (
+    "builtins", "np", "apply", "ix", "sh", "Tensor", "cat")]
