@@ -652,31 +652,36 @@ def pad(x, pad, mode="constant", value=0.0):  # noqa: A002 - torch's names
         raise ValueError(f"pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', "
                          f"got {mode!r}")
     for k in range(len(pad) // 2):
-        axis = x.ndim - 1 - k
-        left, right = int(pad[2 * k]), int(pad[2 * k + 1])
-        n = x.shape[axis]
-        if left < 0 or right < 0:  # crop first
-            x = x.narrow(axis, max(-left, 0), n - max(-left, 0) - max(-right, 0))
-            left, right, n = max(left, 0), max(right, 0), x.shape[axis]
-        if not left and not right:
-            continue
-        if mode == "constant":
-            x = cat([_full(x, axis, left, value), x, _full(x, axis, right, value)], dim=axis)
-            continue
-        if mode == "reflect" and (left >= n or right >= n):
-            raise ShapeError(f"pad: reflect padding ({left}, {right}) must be below the size "
-                             f"{n} of dim {axis} (shape {fmt_shape(x.shape)})")
-        where = np.arange(-left, n + right)
-        if mode == "reflect":
-            period = 2 * (n - 1) if n > 1 else 1
-            where = np.abs((where + period) % period if n > 1 else where * 0)
-            where = np.where(where >= n, period - where, where)
-        elif mode == "replicate":
-            where = np.clip(where, 0, n - 1)
-        else:
-            where = where % n
-        x = x.index_select(axis, Tensor(where, backend=x.backend))
+        x = _pad_dim(x, x.ndim - 1 - k, int(pad[2 * k]), int(pad[2 * k + 1]), mode, value)
     return x
+
+
+def _pad_dim(x, axis, left, right, mode, value):
+    """pad() along one dim: crop for negative amounts, then pad."""
+    n = x.shape[axis]
+    if left < 0 or right < 0:  # crop first
+        x = x.narrow(axis, max(-left, 0), n - max(-left, 0) - max(-right, 0))
+        left, right, n = max(left, 0), max(right, 0), x.shape[axis]
+    if not left and not right:
+        return x
+    if mode == "constant":
+        return cat([_full(x, axis, left, value), x, _full(x, axis, right, value)], dim=axis)
+    if mode == "reflect" and (left >= n or right >= n):
+        raise ShapeError(f"pad: reflect padding ({left}, {right}) must be below the size "
+                         f"{n} of dim {axis} (shape {fmt_shape(x.shape)})")
+    return x.index_select(axis, Tensor(_pad_source(n, left, right, mode), backend=x.backend))
+
+
+def _pad_source(n, left, right, mode):
+    """For each place of the padded dim, the place of the input it copies."""
+    where = np.arange(-left, n + right)
+    if mode == "reflect":
+        period = 2 * (n - 1) if n > 1 else 1
+        where = np.abs((where + period) % period if n > 1 else where * 0)
+        return np.where(where >= n, period - where, where)
+    if mode == "replicate":
+        return np.clip(where, 0, n - 1)
+    return where % n  # circular
 
 
 def _full(like, axis, size, value):

@@ -24,24 +24,35 @@ def scatter_places(be, x, index, src, dim, name):
                         f"{getattr(index, 'dtype', type(index).__name__)}")
     axis = dim1(dim, x.ndim, name)
     src_shape = getattr(src, "shape", None)
-    bad = index.ndim != x.ndim or any(
-        n > m for d, (n, m) in enumerate(zip(index.shape, x.shape, strict=True)) if d != axis) \
-        or src_shape is not None and (len(src_shape) != index.ndim or any(
-            n > m for n, m in zip(index.shape, src_shape, strict=True)))
-    if bad:
+    if not _index_fits(index.shape, x.shape, src_shape, axis):
         raise ValueError(f"{name}: index {fmt_shape(index.shape)} must have the dims of the "
                          f"input {fmt_shape(x.shape)} and be no larger than it outside dim "
                          f"{axis}, nor larger than src "
                          f"{fmt_shape(src_shape) if src_shape is not None else '(a number)'}")
+    _check_in_range(index, x.shape[axis], axis, x.shape, name)
     n = x.shape[axis]
-    if index.size and (int(index.min()) < -n or int(index.max()) >= n):
-        worst = int(index.min()) if int(index.min()) < -n else int(index.max())
-        raise IndexError(f"{name}: index {worst} is out of range for dim {axis} of size {n} "
-                         f"(input {fmt_shape(x.shape)})")
     places = list(xp.ix_(*(xp.arange(m) for m in index.shape)))
     places[axis] = index % n
     part = tuple(slice(0, m) for m in index.shape)
     return axis, tuple(places), None if src_shape is None else src[part]
+
+
+def _index_fits(index_shape, x_shape, src_shape, axis):
+    """torch's scatter rule: index has x's dims, no larger than x outside `axis` and no larger
+    than src (a tensor src) anywhere."""
+    if len(index_shape) != len(x_shape):
+        return False
+    if any(n > m for d, (n, m) in enumerate(zip(index_shape, x_shape, strict=True)) if d != axis):
+        return False
+    return src_shape is None or (len(src_shape) == len(index_shape) and all(
+        n <= m for n, m in zip(index_shape, src_shape, strict=True)))
+
+
+def _check_in_range(index, n, axis, x_shape, name):
+    if index.size and (int(index.min()) < -n or int(index.max()) >= n):
+        worst = int(index.min()) if int(index.min()) < -n else int(index.max())
+        raise IndexError(f"{name}: index {worst} is out of range for dim {axis} of size {n} "
+                         f"(input {fmt_shape(x_shape)})")
 
 
 def _src_grad(be, g, places, src_shape, scale=None):
@@ -164,15 +175,7 @@ def parse_einsum(equation, shapes):
     n_ell = max([len(s) - len(i.replace("...", "")) for i, s in zip(ins, shapes, strict=True)
                  if "..." in i] or [0])
     ell = "".join(spare[:n_ell])
-    spelled = []
-    for i, s in zip(ins, shapes, strict=True):
-        if "..." in i:
-            k = len(s) - len(i.replace("...", ""))
-            i = i.replace("...", ell[n_ell - k:] if k > 0 else "")
-        if len(i) != len(s) or not all(c in string.ascii_letters for c in i):
-            raise ValueError(f"einsum: subscripts {i!r} do not fit an operand of shape "
-                             f"{fmt_shape(s)} in {equation!r}")
-        spelled.append(i)
+    spelled = [_spell_operand(i, s, ell, equation) for i, s in zip(ins, shapes, strict=True)]
     if arrow:
         out = rhs.replace("...", ell)
     else:  # implicit: the ellipsis, then the letters used once, sorted
@@ -180,6 +183,17 @@ def parse_einsum(equation, shapes):
         out = ell + "".join(sorted(c for c in set(letters) if letters.count(c) == 1
                                    and c not in ell))
     return spelled, out
+
+
+def _spell_operand(subs, shape, ell, equation):
+    """One operand's subscripts with its part of the ellipsis letters `ell` spelled out."""
+    if "..." in subs:
+        k = len(shape) - len(subs.replace("...", ""))
+        subs = subs.replace("...", ell[len(ell) - k:] if k > 0 else "")
+    if len(subs) != len(shape) or not all(c in string.ascii_letters for c in subs):
+        raise ValueError(f"einsum: subscripts {subs!r} do not fit an operand of shape "
+                         f"{fmt_shape(shape)} in {equation!r}")
+    return subs
 
 
 MAX_OPERANDS = 8  # saved holds each operand in a place of its own (the in-place check reads it)
@@ -226,16 +240,21 @@ def _einsum_grad(xp, g, out_subs, ins, xs, i):
     if len(unique) == len(target):
         return xp.ascontiguousarray(xp.einsum(unique + "->" + target, gi))
     # a repeated letter (a diagonal, "ii"): g goes on the diagonal, zeros elsewhere
-    spare = iter(c for c in string.ascii_letters if c not in "".join(ins) + out_subs)
+    return _onto_diagonals(xp, gi, unique, target, size, "".join(ins) + out_subs)
+
+
+def _onto_diagonals(xp, gi, unique, target, size, taken):
+    """gi (subscripts `unique`) placed on the diagonals of an operand whose subscripts
+    `target` repeat a letter: one identity matrix per repeat, on letters not in `taken`."""
+    spare = iter(c for c in string.ascii_letters if c not in taken)
     spelled, eyes, eye_subs = [], [], []
     for c in target:
         if c in spelled:
             f = next(spare)
-            eyes.append(xp.eye(size[c], dtype=g.dtype))
+            eyes.append(xp.eye(size[c], dtype=gi.dtype))
             eye_subs.append(c + f)
             c = f
         spelled.append(c)
     return xp.einsum(",".join([unique] + eye_subs) + "->" + "".join(spelled), gi, *eyes)
-
 
 OPS = (scatter, scatter_add, scatter_reduce, einsum)
