@@ -138,9 +138,10 @@ class TinyTransformer(Module):
 
     @no_grad()
     def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None, greedy=False,
-                 rng=None):
+                 rng=None, top_p=None):
         """Extend idx (B, T) by max_new_tokens: greedy, or sampled at `temperature` from the
-        `top_k` most likely tokens."""
+        `top_k` most likely tokens and/or the smallest set whose probability reaches `top_p`
+        (see next_token_probs)."""
         rng = rng or np.random.default_rng()
         ids = np.asarray(idx.numpy() if hasattr(idx, "numpy") else idx, dtype=np.int64)
         for _ in range(max_new_tokens):
@@ -150,15 +151,32 @@ class TinyTransformer(Module):
             if greedy or temperature == 0:
                 nxt = last.argmax(axis=-1)
             else:
-                last = last / temperature
-                if top_k is not None:
-                    kth = np.sort(last, axis=-1)[:, -min(top_k, last.shape[-1])][:, None]
-                    last = np.where(last < kth, -np.inf, last)
-                p = np.exp(last - last.max(axis=-1, keepdims=True))
-                p /= p.sum(axis=-1, keepdims=True)
+                p = next_token_probs(last, temperature, top_k, top_p)
                 nxt = np.array([rng.choice(len(row), p=row) for row in p])
             ids = np.concatenate([ids, nxt[:, None]], axis=1)
         return tensor(ids)
 
     def extra_repr(self):
         return ", ".join(f"{k}={v}" for k, v in asdict(self.config).items())
+
+
+def next_token_probs(logits, temperature=1.0, top_k=None, top_p=None):
+    """The distribution generate() samples from, per row of logits (B, V): softmax(logits /
+    temperature) over the top_k most likely tokens (ties at the k-th value kept) and, with
+    top_p, over the fewest most likely tokens whose probability reaches top_p (nucleus
+    sampling); every other token gets probability 0."""
+    logits = np.asarray(logits, dtype=np.float64) / temperature
+    if top_k is not None:
+        kth = np.sort(logits, axis=-1)[:, -min(top_k, logits.shape[-1])][:, None]
+        logits = np.where(logits < kth, -np.inf, logits)
+    p = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    p /= p.sum(axis=-1, keepdims=True)
+    if top_p is not None:
+        order = np.argsort(-p, axis=-1, kind="stable")
+        sorted_p = np.take_along_axis(p, order, axis=-1)
+        before = np.cumsum(sorted_p, axis=-1) - sorted_p  # mass of the more likely tokens
+        keep = np.zeros_like(p, dtype=bool)
+        np.put_along_axis(keep, order, before < top_p, axis=-1)  # the first one always stays
+        p = np.where(keep, p, 0.0)
+        p /= p.sum(axis=-1, keepdims=True)
+    return p

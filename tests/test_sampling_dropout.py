@@ -1,0 +1,76 @@
+"""Behaviour, not shapes: dropout keeps x/(1-p) and is the identity in eval mode; sampling
+draws only from the top-k / top-p tokens and temperature reshapes the distribution as it
+should. Each test here fails on a plausible one-line bug (a missing rescale, top-k keeping the
+worst tokens, temperature multiplied instead of divided)."""
+
+import numpy as np
+import pytest
+
+import tinyattn as ta
+import tinyattn.functional as F
+from tinyattn import nn
+from tinyattn.nn.transformer import next_token_probs
+
+
+@pytest.mark.parametrize("p", [0.1, 0.5, 0.8])
+def test_dropout_keeps_x_over_one_minus_p_and_the_mean(p):
+    x = ta.tensor(np.random.default_rng(0).uniform(1.0, 2.0, (200, 100)))
+    y = F.dropout(x, p, seed=1).numpy()
+    kept = y != 0
+    np.testing.assert_allclose(y[kept], x.numpy()[kept] / (1 - p), rtol=1e-12)
+    assert abs(1 - kept.mean() - p) < 0.02  # the fraction dropped is p
+    assert abs(y.mean() / x.numpy().mean() - 1) < 0.03  # the rescale keeps the mean
+
+
+def test_dropout_gradient_is_the_same_mask_and_scale():
+    x = ta.tensor(np.ones((50, 40)), requires_grad=True)
+    y = F.dropout(x, 0.3, seed=2)
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), (y.numpy() != 0) / 0.7, rtol=1e-12)
+
+
+def test_dropout_in_eval_mode_is_the_identity_and_train_mode_is_not():
+    layer = nn.Dropout(0.5)
+    x = ta.tensor(np.arange(1.0, 101.0))
+    assert not np.array_equal(layer(x).numpy(), x.numpy())  # training by default
+    layer.eval()
+    np.testing.assert_array_equal(layer(x).numpy(), x.numpy())
+    np.testing.assert_array_equal(F.dropout(x, 0.5, training=False).numpy(), x.numpy())
+
+
+LOGITS = np.array([[0.0, 1.0, 2.0, 3.0, 4.0], [4.0, -1.0, 3.0, 0.0, 0.5]])
+
+
+def test_top_k_keeps_the_k_most_likely_tokens():
+    p = next_token_probs(LOGITS, top_k=2)
+    assert set(np.flatnonzero(p[0])) == {3, 4} and set(np.flatnonzero(p[1])) == {0, 2}
+    e = np.exp(np.array([3.0, 4.0]))
+    np.testing.assert_allclose(p[0, 3:], e / e.sum(), rtol=1e-12)
+
+
+def test_top_p_keeps_the_fewest_tokens_that_reach_p():
+    logits = np.log(np.array([[0.05, 0.5, 0.3, 0.15]]))
+    assert set(np.flatnonzero(next_token_probs(logits, top_p=0.5)[0])) == {1}
+    assert set(np.flatnonzero(next_token_probs(logits, top_p=0.7)[0])) == {1, 2}
+    assert set(np.flatnonzero(next_token_probs(logits, top_p=0.81)[0])) == {1, 2, 3}
+    np.testing.assert_allclose(next_token_probs(logits, top_p=0.7)[0, 1:3], [0.625, 0.375])
+
+
+def test_temperature_divides_the_logits():
+    for t in (0.25, 1.0, 3.0):
+        want = np.exp(LOGITS / t)
+        want /= want.sum(axis=-1, keepdims=True)
+        np.testing.assert_allclose(next_token_probs(LOGITS, temperature=t), want, rtol=1e-12)
+    cold, hot = next_token_probs(LOGITS, 0.25), next_token_probs(LOGITS, 3.0)
+    assert cold[0].max() > hot[0].max()  # colder: sharper
+
+
+def test_generate_samples_only_the_top_k_tokens_of_the_model():
+    ta.manual_seed(0)
+    model = nn.TinyTransformer(vocab_size=12, d_model=16, n_heads=2, n_layers=1, max_len=8).eval()
+    prompt = np.tile(np.array([[1, 5, 7]]), (300, 1))  # (300, 3): the same prompt 300 times
+    logits = model(ta.tensor(prompt[:1])).numpy()[0, -1]
+    best = set(np.argsort(logits)[-3:])
+    out = model.generate(prompt, 1, temperature=5.0, top_k=3,
+                         rng=np.random.default_rng(0)).numpy()[:, -1]
+    assert set(out) == best  # only the three best, and (hot) all three of them
