@@ -7,6 +7,7 @@ min (ties share the gradient evenly), by the softmax weights for logsumexp.
 
 import math
 
+from ..backends import stable
 from ..errors import DTypeError
 from . import traps
 from .op import dims, op, quiet
@@ -141,16 +142,11 @@ def logsumexp(be, x, dim=None, keepdim=False):
     """out = log Σ e^x over dim, computed as m + log Σ e^(x - m) with m = max x"""
     xp = be.xp
     axes = dims(dim, x.ndim, "logsumexp")
-    m = x.max(axis=axes, keepdims=True)
-    m = xp.where(m == float("-inf"), 0, m)  # all -inf: the result is -inf, the gradient 0
-    e = xp.exp(x - m)
-    s = e.sum(axis=axes, keepdims=True)
-    s_safe = xp.where(s == 0, 1, s)
-    out = xp.where(s == 0, float("-inf"), xp.log(s_safe) + m)
+    out = stable.log_sum_exp(xp, x, axes)  # all -inf: the result is -inf, the gradient 0
+    p = xp.exp(x - stable.shift(xp, out))  # softmax(x) over dim, for the VJP
     if not keepdim:
         out = out.squeeze(axis=axes)
-    e /= s_safe
-    return out, (e, axes)
+    return out, (p, axes)
 
 
 @logsumexp.defvjp

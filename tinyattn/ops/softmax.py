@@ -8,6 +8,7 @@ Jacobian is never built. Rows whose entries are all -inf (fully masked) give zer
 
 import numpy as np
 
+from ..backends import stable
 from ..errors import DimError, DTypeError, ShapeError, fmt_shape
 from . import traps
 from .op import broadcasts_to, dim1, dims, op
@@ -68,9 +69,7 @@ def log_softmax(be, x, dim=-1):
     if x.ndim == 0:  # one entry: out = 0
         return _as_scalar(log_softmax.fwd(be, x.reshape(1), dims(dim, 0, "log_softmax") or 0))
     axis = dim1(dim, x.ndim, "log_softmax")
-    m = x.max(axis=axis, keepdims=True)
-    m = xp.where(m == NEG_INF, 0, m)
-    shifted = x - m
+    shifted = x - stable.row_max(xp, x, axis)  # (not x - logsumexp: x - m keeps more digits)
     s = xp.exp(shifted).sum(axis=axis, keepdims=True)
     out = shifted - xp.log(xp.where(s == 0, 1, s))  # fully masked rows stay -inf
     return out, (out,)
@@ -136,8 +135,7 @@ def cross_entropy(be, x, target, ignore_index=-100, reduction="mean", label_smoo
     valid = t != ignore_index
     _check_classes(be, t, valid, n_class, ignore_index)
     t = xp.where(valid, t, 0)
-    m = rows.max(axis=1, keepdims=True)
-    m = xp.where(m == NEG_INF, 0, m)
+    m = stable.row_max(xp, rows, 1)
     p = rows - m  # becomes exp(rows - m), then the softmax, in place
     if label_smoothing:  # the mean of x - m, divided first: a row of 2e38s overflows no sum
         mean_shifted = (p / n_class).sum(axis=1)
