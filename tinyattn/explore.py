@@ -299,14 +299,6 @@ def chromium_path():
     return next((p for p in map(shutil.which, CHROMIUMS) if p), None)
 
 
-def _browser(playwright):
-    exe = chromium_path()
-    if exe is None:
-        raise RuntimeError("explore: no Chromium found (install Debian's `chromium` package or "
-                           "set TINYATTN_CHROMIUM to a Chrome/Chromium program)")
-    return playwright.chromium.launch(executable_path=exe, headless=True)
-
-
 def _sync_playwright():
     try:
         from playwright.sync_api import sync_playwright
@@ -316,34 +308,48 @@ def _sync_playwright():
     return sync_playwright()
 
 
-def screenshot(html_path, png_path, steps=0, select=None, size=(1280, 800)):
-    """A PNG of the page at `html_path` after `steps` steps of the walk, with node number
-    `select` shown in the panel (default: the node of the last step taken)."""
+@contextlib.contextmanager
+def _chromium(browser=None):
+    """A Playwright browser: `browser` itself when given, else headless Chromium launched for
+    the block and closed after it."""
+    if browser is not None:
+        yield browser
+        return
+    exe = chromium_path()
+    if exe is None:
+        raise RuntimeError("explore: no Chromium found (install Debian's `chromium` package or "
+                           "set TINYATTN_CHROMIUM to a Chrome/Chromium program)")
     with _sync_playwright() as pw:
-        browser = _browser(pw)
+        launched = pw.chromium.launch(executable_path=exe, headless=True)
         try:
-            view = browser.new_page(viewport={"width": size[0], "height": size[1]})
-            view.goto(Path(html_path).resolve().as_uri())
-            view.evaluate("([n, k]) => { for (let i = 0; i < n; i++) window.tinyattn.step();"
-                          " if (k !== null) window.tinyattn.select(k); }", [steps, select])
-            view.screenshot(path=str(png_path))
+            yield launched
         finally:
-            browser.close()
+            launched.close()
+
+
+def screenshot(html_path, png_path, steps=0, select=None, size=(1280, 800), browser=None):
+    """A PNG of the page at `html_path` after `steps` steps of the walk, with node number
+    `select` shown in the panel (default: the node of the last step taken). browser: a
+    Playwright browser to use (default: launch headless Chromium)."""
+    with _chromium(browser) as chromium:
+        view = chromium.new_page(viewport={"width": size[0], "height": size[1]})
+        view.goto(Path(html_path).resolve().as_uri())
+        view.evaluate("([n, k]) => { window.tinyattn.goto(n);"
+                      " if (k !== null) window.tinyattn.select(k); }", [steps, select])
+        view.screenshot(path=str(png_path))
+        view.close()
     return Path(png_path)
 
 
-def load_ms(html_path, repeats=7):
+def load_ms(html_path, repeats=7, browser=None):
     """Chromium's load-event time for the page, in milliseconds: (median, every load)."""
     times = []
-    with _sync_playwright() as pw:
-        browser = _browser(pw)
-        try:
-            view = browser.new_page()
-            for _ in range(repeats):
-                view.goto(Path(html_path).resolve().as_uri(), wait_until="load")
-                times.append(view.evaluate(
-                    "() => { const t = performance.getEntriesByType('navigation')[0];"
-                    " return t.loadEventEnd - t.startTime; }"))
-        finally:
-            browser.close()
+    with _chromium(browser) as chromium:
+        view = chromium.new_page()
+        for _ in range(repeats):
+            view.goto(Path(html_path).resolve().as_uri(), wait_until="load")
+            times.append(view.evaluate(
+                "() => { const t = performance.getEntriesByType('navigation')[0];"
+                " return t.loadEventEnd - t.startTime; }"))
+        view.close()
     return statistics.median(times), times
