@@ -336,6 +336,7 @@ def screenshot(html_path, png_path, steps=0, select=None, size=(1280, 800), brow
         view.goto(Path(html_path).resolve().as_uri())
         view.evaluate("([n, k]) => { window.tinyattn.goto(n);"
                       " if (k !== null) window.tinyattn.select(k); }", [steps, select])
+        view.wait_for_timeout(400)  # the colours' 0.2 s transitions end
         view.screenshot(path=str(png_path))
         view.close()
     return Path(png_path)
