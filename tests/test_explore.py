@@ -6,6 +6,7 @@ import html
 import json
 import re
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -104,6 +105,13 @@ def test_explore_refuses_a_freed_graph_and_a_tensor_without_one():
         explore.walk(ta.tensor([1.0]))
 
 
+def test_a_leaf_alone_is_a_walk_of_no_steps():
+    x = ta.tensor(np.array([0.5]), requires_grad=True)
+    data = explore.walk(x, params={"x": x})
+    assert data["steps"] == [] and data["nodes"][0]["kind"] == "root"
+    assert data["nodes"][0]["total"]["text"] == "[1.]" and x.grad is None
+
+
 def test_without_a_recording_interior_values_are_absent_not_wrong():
     loss, x, _ = three_ops()
     data = explore.walk(loss)
@@ -175,3 +183,23 @@ def test_attention_example_names_q_k_v():
     data = explore.walk(loss, params={"q": q})
     assert [n["kind"] for n in data["nodes"]] == ["root", "value", "param"]
     assert data["nodes"][2]["name"] == "q"
+
+
+@pytest.mark.slow
+def test_in_jupyter_explore_shows_inline(tmp_path):
+    """A notebook cell ending in viz.explore(loss) displays the page (an IFrame) as its
+    result, run by a real Jupyter kernel."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    root = str(Path(__file__).resolve().parents[1])
+    source = (f"import sys; sys.path.insert(0, {root!r})\n"
+              "import numpy as np\nimport tinyattn as ta\nfrom tinyattn import viz\n"
+              "x = ta.tensor(np.array([0.5, -1.0]), requires_grad=True)\n"
+              "viz.explore((x.tanh() * x).sum())")
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
+    nbclient.NotebookClient(notebook, timeout=120, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    (shown,) = notebook.cells[0].outputs
+    assert shown.output_type == "execute_result"
+    page = html.unescape(re.match(r'<iframe srcdoc="([^"]*)"', shown.data["text/html"]).group(1))
+    assert [n["op"] for n in data_of(page)["nodes"]] == ["sum", "mul", "tanh", "leaf"]

@@ -158,7 +158,8 @@ def _node_info(node, tensor, root, index, names, recording):
 def _steps(loss, index, sums):
     """Run the backward pass one VJP at a time: per step the node, g, each input's gradient,
     the explain line and the sums made; and each node's total gradient (host arrays)."""
-    steps, totals = [], {}
+    steps = []
+    totals = {0: np.ones_like(_host((loss.data, loss.backend)))}  # the seed (a leaf root's all)
     with tracing(sums):
         for step in backward_steps(loss, retain_graph=True):
             k = index[step.node]
