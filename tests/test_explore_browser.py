@@ -222,3 +222,16 @@ def test_screenshot_and_load_time(browser, small, tmp_path):
     assert head[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", head[16:24]) == (900, 600)
     median, times = explore.load_ms(small.explorer.path, repeats=3, browser=browser)
     assert len(times) == 3 and median in times and all(t > 0 for t in times)
+
+
+def test_run_to_a_node_from_its_panel(small):
+    x = next(n["k"] for n in small.data["nodes"] if n["name"] == "x")
+    small.js(f"window.tinyattn.select({x})")
+    assert small.view.inner_text("#panel [data-action=run-to]") == "run to here (step 3)"
+    small.view.click("#panel [data-action=run-to]")
+    assert small.js("window.tinyattn.state()") == 3 and small.states()[x] == "done"
+    assert small.view.get_attribute("#panel", "data-node") == str(x)
+    mul = small.order[1]
+    small.js(f"window.tinyattn.select({mul})")
+    small.view.click("#panel [data-action=run-to]")  # back to just after mul's step
+    assert small.js("window.tinyattn.state()") == 2 and small.states()[x] == "partial"

@@ -9,6 +9,7 @@
      steps          the number of steps (VJPs) in the walk
      step()         run the next step; back() undo one; reset() go to 0; finish() run them all
      goto(n)        show the state after n steps; state() the current number of steps run
+                    (a node's panel has a "run to here" button: the steps until it is done)
      select(k)      show node k in the panel (#panel gets data-node="k")
      play(), pause()
    Every node's box in the SVG carries data-node (its number), data-op (op name or "leaf") and
@@ -39,6 +40,11 @@
   });
   const sums = nodes.map(() => []); // node -> the "+=" sums so far, in order ({step, shape, norm})
   steps.forEach((st, j) => st.sums.forEach((e) => sums[e.node].push({ step: j, shape: e.shape, norm: e.norm })));
+
+  function doneAt(k) { // the number of steps after which node k is done (null: never)
+    if (nodes[k].op !== "leaf") return stepOf[k] >= 0 ? stepOf[k] + 1 : null;
+    return parts[k].length ? Math.max(...parts[k].map((p) => p.step)) + 1 : null;
+  }
 
   function arrived(k, s) {
     return parts[k].filter((p) => p.step < s).length;
@@ -339,6 +345,12 @@
       : state === "partial" ? (got < want ? `gradient arriving: ${got} of ${want} parts` : "its gradient is complete; its VJP runs next")
       : want ? "waiting: no gradient has reached it yet" : "no gradient reaches it";
     const out = [el("h3", {}, "backward"), el("div", {}, el("span", { class: `state ${state}`, "data-field": "state" }, state), " ", words), partsList(k)];
+    const at = doneAt(k);
+    if (at !== null && at !== cur) {
+      const run = el("button", { type: "button", "data-action": "run-to" }, at > cur ? `run to here (step ${at})` : `back to step ${at}`);
+      run.addEventListener("click", () => { goto(at); select(k); });
+      out.push(el("div", {}, run));
+    }
     if (state !== "done") return out;
     if (n.op === "leaf") return out.concat([el("div", {}, "its gradient (.grad):"), n.total ? value(n.total, "g-norm") : null]);
     const st = steps[stepOf[k]];
@@ -427,6 +439,9 @@
 
   window.tinyattn = { steps: steps.length, data, step, back, reset, finish, goto, select, play, pause,
     state: () => cur };
-  if ($("graph").clientWidth < width * 4 / 3) fit();
+  if ($("graph").clientWidth < width * 4 / 3) { // wider than the window: fit, but stay readable
+    fit();
+    setZoom(Math.max(zoom, 0.8));
+  }
   goto(0);
 })();
