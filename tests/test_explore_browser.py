@@ -235,3 +235,31 @@ def test_run_to_a_node_from_its_panel(small):
     small.js(f"window.tinyattn.select({mul})")
     small.view.click("#panel [data-action=run-to]")  # back to just after mul's step
     assert small.js("window.tinyattn.state()") == 2 and small.states()[x] == "partial"
+
+
+def test_under_ci_a_run_that_skipped_for_want_of_chromium_fails(monkeypatch, capsys):
+    import conftest
+
+    class Report:
+        skipped, nodeid = True, "tests/test_explore_browser.py::test_x"
+        longrepr = ("test_explore_browser.py", 1, "Skipped: needs chromium: none on PATH")
+
+    assert conftest._missing(Report) == "chromium"
+    Report.longrepr = ("f", 1, "Skipped: needs playwright: not installed")
+    assert conftest._missing(Report) == "playwright"
+    Report.longrepr = ("f", 1, "Skipped: could not import 'torch': No module named 'torch'")
+    assert conftest._missing(Report) == "torch"
+    Report.longrepr = ("f", 1, "Skipped: Graphviz's dot program is not installed")
+    assert conftest._missing(Report) is None
+
+    class Session:
+        exitstatus = 0
+
+    monkeypatch.setattr(conftest, "_missing_skips", {"chromium": [Report.nodeid]})
+    monkeypatch.setenv("CI", "")
+    conftest.pytest_sessionfinish(Session, 0)
+    assert Session.exitstatus == 0
+    monkeypatch.setenv("CI", "true")
+    conftest.pytest_sessionfinish(Session, 0)
+    assert Session.exitstatus == 1
+    assert "1 test(s) skipped because chromium is missing" in capsys.readouterr().out
