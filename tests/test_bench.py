@@ -38,18 +38,29 @@ def test_overhead_chain_implementations_agree():
     assert {"numpy", "tinyattn"} <= set(overhead.check(n_ops=150))
 
 
-def test_the_numpy_floor_is_checked_for_real():
-    """A floor that computed a wrong gradient would be caught by check()."""
+def _wrong_floor(key, factor=1.0, loss_shift=0.0):
+    """numpy_step with one gradient scaled (or the loss moved): a floor that is wrong."""
+    def floor(p, idx, tgt, H):  # noqa: N803
+        loss, grads = numpy_step(p, idx, tgt, H)
+        grads = dict(grads)
+        grads[key] = grads[key] * np.float32(factor)
+        return loss + loss_shift, grads
+    return floor
+
+
+@pytest.mark.parametrize("key,factor,loss_shift", [
+    ("blocks.0.mlp.fc.weight", 1.01, 0.0),     # a gradient 1 % off
+    ("wte.weight", -1.0, 0.0),                 # a gradient with the wrong sign
+    ("blocks.0.mlp.fc.weight", 1.0, 1e-2),      # the loss off
+])
+def test_the_agreement_check_catches_a_wrong_floor(key, factor, loss_shift):
+    """`bench step` refuses to time implementations that disagree: check() itself must fail."""
     V, B, T, C, H = step.SIZES["tiny"]  # noqa: N806
-    p = step.make_params(V, T, C)
-    idx, tgt = step.make_batch(V, B, T)
-    loss, grads = numpy_step(p, idx, tgt, H)
-    model = step.tinyattn_setup(p, H)
-    loss2, grads2 = step.tinyattn_step(model, idx, tgt)
-    grads2["blocks.0.mlp.fc.weight"] *= 1.01
+    keys = set(numpy_step(step.make_params(V, T, C), *step.make_batch(V, B, T), H)[1])
+    assert key in keys
     with pytest.raises(AssertionError):
-        np.testing.assert_allclose(grads2["blocks.0.mlp.fc.weight"],
-                                   grads["blocks.0.mlp.fc.weight"], rtol=2e-3, atol=2e-5)
+        step.check("tiny", with_torch=False, floor=_wrong_floor(key, factor, loss_shift))
+    assert step.check("tiny", with_torch=False, floor=_wrong_floor(key)) == ["numpy", "tinyattn"]
 
 
 def test_bench_command_runs(capsys):
