@@ -147,6 +147,7 @@ BENCHMARKS = {
     "overhead": "the engine's cost per op on a chain of tiny ops",
     "softmax": "fused softmax kernels vs composite (GPU, CuPy)",
     "attention": "flash attention vs composite: time and memory",
+    "report": "run the CPU benchmarks and write docs/benchmarks.md from them",
 }
 
 
