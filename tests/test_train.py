@@ -66,7 +66,7 @@ def test_resume_is_bit_identical(tmp_path):
 
 def test_resume_with_other_settings_is_refused(tmp_path):
     train(TrainConfig(steps=3, out=str(tmp_path), **FAST), progress=False)
-    with pytest.raises(ValueError, match="d_model"):
+    with pytest.raises(ValueError, match="--d-model"):
         train(TrainConfig(steps=6, out=str(tmp_path), **{**FAST, "d_model": 16}), resume=True,
               progress=False)
 
