@@ -39,6 +39,7 @@ def atomic_write(path, write, mode="wb"):
     suffix = os.path.splitext(path)[1]
     fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=suffix, dir=folder)
     try:
+        os.fchmod(fd, _mode_for(path))
         with os.fdopen(fd, mode) as f:
             write(f)
             f.flush()
@@ -51,6 +52,16 @@ def atomic_write(path, write, mode="wb"):
             raise OSError(e.errno, e.strerror or str(e), path) from None
         raise
     _fsync_folder(folder)
+
+
+def _mode_for(path):
+    """The permissions a plain open() would give `path` (or those it has): not mkstemp's 0600."""
+    try:
+        return os.stat(path).st_mode & 0o777
+    except FileNotFoundError:
+        umask = os.umask(0o022)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def _fsync_folder(folder):
@@ -111,10 +122,14 @@ class RunLock:
         self.stale = holder or None
         me = {"pid": os.getpid(), "host": socket.gethostname(),
               "started": time.strftime("%Y-%m-%d %H:%M:%S")}
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, (json.dumps(me) + "\n").encode(), 0)
-        os.fsync(fd)
         self.fd = fd
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, (json.dumps(me) + "\n").encode(), 0)
+            os.fsync(fd)
+        except OSError as e:  # a full disk: give the lock up again
+            self.release()
+            raise OSError(e.errno, e.strerror, self.path) from None
         return self
 
     def _refusal(self, holder):
