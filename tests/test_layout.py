@@ -8,7 +8,7 @@ Layers, lowest first (a module may import from its own layer or below, never abo
   tensor    Tensor, whose methods call the ops
   library   functional, nn, optim: what models are built from
   tools     anomaly, gradcheck, graphcheck, explain, viz, plots: they look at graphs
-  app       the command line and what only it needs: train, sample, data, serialization...
+  app       the command line and what only it needs: train, runs, sample, data, serialization...
 The package's own __init__ gathers the public names from every layer.
 """
 
@@ -27,8 +27,8 @@ LAYERS = {
     "tensor": ["tensor"],
     "library": ["functional", "routines", "nn", "nn.*", "optim", "optim.*"],
     "tools": ["anomaly", "gradcheck", "graphcheck", "explain", "viz", "plots"],
-    "app": ["cli", "__main__", "train", "sample", "data", "serialization", "graphs", "bench",
-            "bench.*"],
+    "app": ["cli", "__main__", "train", "runs", "sample", "data", "serialization", "graphs",
+            "bench", "bench.*"],
 }
 ORDER = list(LAYERS)
 
