@@ -67,7 +67,7 @@ class Tensor(TensorBase):
         self.data = _to_array(data, dtype, be)
         self.backend = be
         self.grad = None
-        self.name = None
+        self._name = None
         self._node = None
         self._version_counter = None  # [count, sharers], made on first use (see autograd)
         if requires_grad:
@@ -374,6 +374,8 @@ class Tensor(TensorBase):
         self._store(name, result.data)
         bump_version(self)
         self._node = result._node
+        if self._node is not None and self._name is not None:
+            self._node.name = self._name  # the tensor keeps its name through the change
         return self
 
     def _store(self, name, values):

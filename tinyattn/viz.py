@@ -223,10 +223,15 @@ class _Graph:
             return self.root
         return node.tensor() if node.tensor is not None else None
 
+    def _name(self, node, t):
+        """A parameter's path, the tensor's name, or the name an intermediate was given while
+        it was alive (kept on its node); None when it has none."""
+        return (self.names.get(id(t)) or t.name if t is not None else None) or node.name
+
     def _add_node(self, node):
         k = self.index[node]
         t = self._tensor(node)
-        name = (self.names.get(id(t)) or getattr(t, "name", None)) if t is not None else None
+        name = self._name(node, t)
         if node.op is None:
             kind = "param" if name and id(t) in self.names else "input"
             scope = name.rpartition(".")[0] if kind == "param" else None
@@ -277,8 +282,8 @@ class _Graph:
                 continue
             cid = f"c{k}_{i}"
             value = consts.get(i)
-            if value is not None and value[0] is None:
-                continue  # an optional input left out (no mask)
+            if _absent(node, i, value):
+                continue  # an optional input left out (no mask): nothing to draw
             if value is not None and value[1] is None:
                 label = repr(value[0])
             else:
@@ -297,6 +302,11 @@ class _Graph:
         parts = [fmt_shape(s.shape) for s in node.saved if hasattr(s, "shape")
                  and hasattr(s, "nbytes")]
         return "saved: " + (", ".join(parts) if parts else "no arrays")
+
+
+def _absent(node, i, value):
+    """Whether input i of the node was None (an optional input left out, as a missing mask)."""
+    return node.shapes[i] is None or (value is not None and value[0] is None)
 
 
 # ---- collapsing modules into one box -------------------------------------------------------------
