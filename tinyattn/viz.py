@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import display
 from .autograd import Tracer, toposort, tracing
 from .errors import GraphError, TinyattnError, fmt_shape
 from .explain import norm, param_names
@@ -496,6 +497,13 @@ def draw_graph(root, **kwargs):
 
 
 draw_dot = draw_graph  # micrograd's name
+
+
+def show(root, **kwargs):
+    """The same picture as an object a notebook shows inline (SVG through `dot`, or the DOT
+    text without Graphviz); no graphviz package needed. Keyword arguments are `to_dot`'s."""
+    text = to_dot(root, **kwargs)
+    return display.Graph(text, shutil.which("dot"), summary=f"tinyattn graph of {root.shape}")
 
 
 def dot_program():
