@@ -30,7 +30,7 @@ def explained(loss):
     vjps, sums = [], []
     for line in out.getvalue().splitlines():
         norms = re.findall(r"‖([^‖]+)‖", line)
-        if m := re.match(r"\[(\d+)\] (\w+): (.*?)(?: \(fused\))? \| g ", line):
+        if m := re.match(r"\[(\d+)\] (\w+)(?: -> [^:]+)?: (.*?)(?: \(fused\))? \| g ", line):
             vjps.append((m.group(2), m.group(3), norms[0], norms[1:]))
         elif "is used more than once" in line:
             sums.append(norms[-1])

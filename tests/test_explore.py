@@ -72,7 +72,7 @@ def test_page_numbers_are_explain_modes_numbers():
             node = data["nodes"][step["node"]]
             assert (node["op"], node["formula"], step["g"]["norm"]) == (op, formula, g)
             assert [gr["norm"] for gr in step["grads"] if gr is not None] == grads
-            assert step["explain"].startswith(f"[{data['steps'].index(step)}] {op}: ")
+            assert re.match(rf"\[{data['steps'].index(step)}\] {op}( -> [^:]+)?: ", step["explain"])
         assert [e["norm"] for s in data["steps"] for e in s["sums"]] == sums
 
 

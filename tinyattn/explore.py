@@ -129,7 +129,8 @@ def _kind(node, tensor, root, names):
 def _op_info(node, index):
     """An op node's formula, forward, gradient names, parameters and inputs (by number)."""
     op = node.op
-    inputs = [{"parent": None if p is None else index[p], "shape": list(shape),
+    inputs = [{"parent": None if p is None else index[p],
+               "shape": None if shape is None else list(shape),  # None: an absent optional input
                "dtype": None if dtype is None else str(dtype)}
               for p, shape, dtype in zip(node.parents, node.shapes, node.dtypes, strict=True)]
     return {"formula": op.formula, "doc": op.doc, "fused": bool(op.fused),

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import display
 from .autograd import Tracer, toposort, tracing
 from .errors import GraphError, TinyattnError, fmt_shape
 from .explain import norm, param_names
@@ -224,10 +225,15 @@ class _Graph:
             return self.root
         return node.tensor() if node.tensor is not None else None
 
+    def _name(self, node, t):
+        """A parameter's path, the tensor's name, or the name an intermediate was given while
+        it was alive (kept on its node); None when it has none."""
+        return (self.names.get(id(t)) or t.name if t is not None else None) or node.name
+
     def _add_node(self, node):
         k = self.index[node]
         t = self._tensor(node)
-        name = (self.names.get(id(t)) or getattr(t, "name", None)) if t is not None else None
+        name = self._name(node, t)
         if node.op is None:
             kind = "param" if name and id(t) in self.names else "input"
             scope = name.rpartition(".")[0] if kind == "param" else None
@@ -278,8 +284,8 @@ class _Graph:
                 continue
             cid = f"c{k}_{i}"
             value = consts.get(i)
-            if value is not None and value[0] is None:
-                continue  # an optional input left out (no mask)
+            if _absent(node, i, value):
+                continue  # an optional input left out (no mask): nothing to draw
             if value is not None and value[1] is None:
                 label = repr(value[0])
             else:
@@ -298,6 +304,11 @@ class _Graph:
         parts = [fmt_shape(s.shape) for s in node.saved if hasattr(s, "shape")
                  and hasattr(s, "nbytes")]
         return "saved: " + (", ".join(parts) if parts else "no arrays")
+
+
+def _absent(node, i, value):
+    """Whether input i of the node was None (an optional input left out, as a missing mask)."""
+    return node.shapes[i] is None or (value is not None and value[0] is None)
 
 
 # ---- collapsing modules into one box -------------------------------------------------------------
@@ -487,6 +498,13 @@ def draw_graph(root, **kwargs):
 
 
 draw_dot = draw_graph  # micrograd's name
+
+
+def show(root, **kwargs):
+    """The same picture as an object a notebook shows inline (SVG through `dot`, or the DOT
+    text without Graphviz); no graphviz package needed. Keyword arguments are `to_dot`'s."""
+    text = to_dot(root, **kwargs)
+    return display.Graph(text, shutil.which("dot"), summary=f"tinyattn graph of {root.shape}")
 
 
 def dot_program():

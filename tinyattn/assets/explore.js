@@ -244,7 +244,7 @@
     return e;
   }
 
-  const shape = (s) => "(" + s.join(", ") + (s.length === 1 ? ",)" : ")");
+  const shape = (s) => s === null ? "(absent)" : "(" + s.join(", ") + (s.length === 1 ? ",)" : ")");
 
   function link(k) {
     const n = nodes[k];
