@@ -105,6 +105,15 @@ def test_explore_refuses_a_freed_graph_and_a_tensor_without_one():
         explore.walk(ta.tensor([1.0]))
 
 
+def test_named_intermediates_keep_their_names():
+    x = ta.tensor(np.array([0.5, -1.0]), requires_grad=True)
+    h = x.tanh()
+    h.name = "h"
+    loss = (h * 2).sum()
+    del h  # the tensor is gone; its node keeps the name
+    assert [n["name"] for n in explore.walk(loss)["nodes"]] == [None, None, "h", None]
+
+
 def test_a_leaf_alone_is_a_walk_of_no_steps():
     x = ta.tensor(np.array([0.5]), requires_grad=True)
     data = explore.walk(x, params={"x": x})

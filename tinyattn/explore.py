@@ -143,6 +143,7 @@ def _node_info(node, tensor, root, index, names, recording):
     name = None
     if tensor is not None:
         name = names.get(id(tensor)) or tensor.name
+    name = name or node.name  # an intermediate named before it was freed (S, A, out)
     kind = _kind(node, tensor, root, names)
     info = {"k": index[node], "op": node.op.name if node.op else "leaf", "name": name,
             "scope": node.scope, "kind": kind,
