@@ -138,12 +138,16 @@ def _op_info(node, index):
             "params": {key: repr(v) for key, v in node.params.items()}}
 
 
+def _name_of(node, tensor, names):
+    """A parameter's name, the tensor's name, or the name its node kept (an intermediate
+    named before it was freed: S, A, out); None if it has none."""
+    name = (names.get(id(tensor)) or tensor.name) if tensor is not None else None
+    return name or node.name
+
+
 def _node_info(node, tensor, root, index, names, recording):
     """The page's record of one node: what it is, where it is drawn, its inputs and value."""
-    name = None
-    if tensor is not None:
-        name = names.get(id(tensor)) or tensor.name
-    name = name or node.name  # an intermediate named before it was freed (S, A, out)
+    name = _name_of(node, tensor, names)
     kind = _kind(node, tensor, root, names)
     info = {"k": index[node], "op": node.op.name if node.op else "leaf", "name": name,
             "scope": node.scope, "kind": kind,
