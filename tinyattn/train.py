@@ -214,7 +214,7 @@ def train(cfg, resume=False, force=False, progress=True, stop_after=None, stream
         with stopper:
             interrupted = _loop(run, stopper, progress, stop_after)
             final = evaluate(run.model, run.heldout, run.be)
-            metrics = _finish(run, final, interrupted, stopper.signal)
+            metrics = _finish(run, final, interrupted, stopper.signal if interrupted else None)
         written = _write_report(run.out, run.task, run.model, run.history, run.heldout, run.be)
     _summary(stream, metrics, run.out, ["metrics.jsonl", "metrics.json", "checkpoint.npz"]
              + written)
