@@ -128,6 +128,12 @@ def cmd_graph(args):
                    direction=args.direction, show_values=not args.no_values,
                    show_saved=args.saved)
     try:
+        if args.html:  # the interactive page instead of a picture
+            page = viz.explore(loss, args.html, params=params, recording=recording,
+                               collapse=collapse or ())
+            print(f"wrote {page.path}: step through the {args.model} backward pass "
+                  f"({page.steps} VJPs) in a browser")
+            return 0
         path = viz.render(loss, args.out, **options)
     except viz.GraphvizNotFoundError as e:
         print(f"tinyattn graph: {e}", file=sys.stderr)
@@ -153,6 +159,8 @@ def _graph_parser(sub):
                    help="shapes only, no value summaries")
     p.add_argument("--saved", action="store_true", help="show what each op saved for backward")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--html", metavar="PAGE",
+                   help="write the interactive backward-pass explorer (one HTML file) instead")
     p.set_defaults(fn=cmd_graph)
 
 
@@ -161,6 +169,7 @@ BENCHMARKS = {
     "overhead": "the engine's cost per op on a chain of tiny ops",
     "softmax": "fused softmax kernels vs composite (GPU, CuPy)",
     "attention": "flash attention vs composite: time and memory",
+    "report": "run the CPU benchmarks and write docs/benchmarks.md from them",
 }
 
 
