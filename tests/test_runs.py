@@ -378,7 +378,7 @@ BAD_FLAGS = [
     (["--save-every", "-1"], "--save-every must be a whole number >= 0"),
     (["--save-seconds", "0"], "--save-seconds must be a number of seconds > 0: got 0.0"),
     (["--backend", "tpu"], "--backend must be one of"),
-    (["--task", "sort", "--text", "x.txt"], "--text is for --task text .*got --task sort"),
+    (["--task", "sort", "--text", "x.txt"], "--text is for --task text .*not --task sort: got x"),
     (["--task", "text", "--length", "3"], "--length is for the toy tasks"),
 ]
 

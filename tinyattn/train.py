@@ -116,7 +116,7 @@ RULES = [
     ("backend", lambda v, c: isinstance(v, str) and v in ALIASES,
      f"must be one of {', '.join(ALIASES)}"),
     ("text", lambda v, c: v is None or c.task == "text",
-     lambda c: f"is for --task text (alone it implies it): got --task {c.task} with --text"),
+     lambda c: f"is for --task text (alone it implies it), not --task {c.task}"),
     ("length", lambda v, c: v is None or c.task != "text",
      "is for the toy tasks (digits per problem); the text task takes --seq-len"),
     ("length", lambda v, c: v is None or (_int(v) and v >= 1), "must be a whole number >= 1"),
