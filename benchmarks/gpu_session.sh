@@ -56,7 +56,8 @@ for s in $steps; do
         run softmax_float16 150 "$py" benchmarks/softmax_gpu.py --dtype float16 ;;
     attention) run attention_cupy 240 "$py" benchmarks/attention.py --backend cupy ;;
     train)
-        run train_cupy 300 "$py" -m tinyattn train --backend cupy --no-progress --out "$out/run"
+        run train_cupy 300 "$py" -m tinyattn train --backend cupy --no-progress --force \
+            --out "$out/run"
         tail -n 3 "$out/train_cupy.log" ;;
     sanitize)
         small="(flash_attention and (70-70 or 130-97) and float32)"

@@ -370,3 +370,36 @@ def test_two_threads_accumulate_into_one_leaf_without_losing_updates():
     for t in threads:
         t.join()
     np.testing.assert_array_equal(w.grad.numpy(), np.full(64, 2.0 * 2 * n))
+
+
+def test_the_first_gradient_of_a_shared_leaf_is_not_lost_to_a_thread_switch(monkeypatch):
+    """Both threads find .grad empty at once; the lock makes the second add to the first's
+    instead of overwriting it. A thread switch is forced inside the update (a slow wrap), so
+    without the lock this loses a gradient every time."""
+    import time
+
+    import tinyattn.autograd as autograd
+
+    real = autograd.Tensor
+
+    class SlowWrap(real):
+        @classmethod
+        def _wrap(cls, data, be):
+            time.sleep(0.02)  # lets the other thread run here
+            return real._wrap(data, be)
+
+    monkeypatch.setattr(autograd, "Tensor", SlowWrap)
+    for _ in range(3):
+        w = leaf(np.ones(4))
+        start = threading.Barrier(2)
+
+        def work(w=w, start=start):
+            start.wait()
+            (w * 2.0).sum().backward()
+
+        threads = [threading.Thread(target=work) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        np.testing.assert_array_equal(w.grad.numpy(), np.full(4, 4.0))

@@ -212,6 +212,19 @@ def test_second_ctrl_c_during_the_final_save_waits_for_it(tmp_path, monkeypatch)
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handlers restored
 
 
+def test_a_signal_after_the_last_step_does_not_mark_a_finished_run(tmp_path, monkeypatch):
+    real_save = train_mod.save
+
+    def save(obj, path):
+        os.kill(os.getpid(), signal.SIGTERM)  # arrives during the final save of a whole run
+        real_save(obj, path)
+
+    monkeypatch.setattr(train_mod, "save", save)
+    metrics = train(TrainConfig(steps=3, out=str(tmp_path), **TINY), progress=False)
+    assert metrics["steps"] == 3 and not metrics["interrupted"] and metrics["signal"] is None
+    assert train_mod.exit_code(metrics) == 0
+
+
 def test_checkpoints_are_written_during_the_run(tmp_path, monkeypatch):
     saved = []
     real_save = train_mod.save
@@ -365,7 +378,7 @@ BAD_FLAGS = [
     (["--save-every", "-1"], "--save-every must be a whole number >= 0"),
     (["--save-seconds", "0"], "--save-seconds must be a number of seconds > 0: got 0.0"),
     (["--backend", "tpu"], "--backend must be one of"),
-    (["--task", "sort", "--text", "x.txt"], "--text is for --task text .*got --task sort"),
+    (["--task", "sort", "--text", "x.txt"], "--text is for --task text .*not --task sort: got x"),
     (["--task", "text", "--length", "3"], "--length is for the toy tasks"),
 ]
 

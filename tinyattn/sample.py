@@ -143,7 +143,12 @@ def sample(checkpoint, prompt=None, max_new_tokens=200, temperature=0.8, top_k=N
                              temperature=temperature, top_k=top_k, greedy=greedy, rng=rng,
                              top_p=top_p)
         return "".join(vocab[i] for i in ids.numpy()[0])
-    task = make_task(cfg["task"], length=cfg["length"])
+    return _answer_toy(model, cfg, prompt, rng)
+
+
+def _answer_toy(model, cfg, prompt, rng):
+    """Greedy answers to a toy-task prompt (or to five held-out problems)."""
+    task = make_task(cfg["task"], length=cfg.get("length"))
     if prompt is None:
         x, y = task.batch(rng, 5, "heldout")
         problems = [np.concatenate([x[i], y[i][-1:]])[: task.prompt_len()] for i in range(5)]

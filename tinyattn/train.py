@@ -116,7 +116,7 @@ RULES = [
     ("backend", lambda v, c: isinstance(v, str) and v in ALIASES,
      f"must be one of {', '.join(ALIASES)}"),
     ("text", lambda v, c: v is None or c.task == "text",
-     lambda c: f"is for --task text (alone it implies it): got --task {c.task} with --text"),
+     lambda c: f"is for --task text (alone it implies it), not --task {c.task}"),
     ("length", lambda v, c: v is None or c.task != "text",
      "is for the toy tasks (digits per problem); the text task takes --seq-len"),
     ("length", lambda v, c: v is None or (_int(v) and v >= 1), "must be a whole number >= 1"),
@@ -214,7 +214,7 @@ def train(cfg, resume=False, force=False, progress=True, stop_after=None, stream
         with stopper:
             interrupted = _loop(run, stopper, progress, stop_after)
             final = evaluate(run.model, run.heldout, run.be)
-            metrics = _finish(run, final, interrupted, stopper.signal)
+            metrics = _finish(run, final, interrupted, stopper.signal if interrupted else None)
         written = _write_report(run.out, run.task, run.model, run.history, run.heldout, run.be)
     _summary(stream, metrics, run.out, ["metrics.jsonl", "metrics.json", "checkpoint.npz"]
              + written)
