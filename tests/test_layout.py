@@ -7,8 +7,9 @@ Layers, lowest first (a module may import from its own layer or below, never abo
   ops       every op's forward and VJP (they call autograd.apply)
   tensor    Tensor, whose methods call the ops
   library   functional, nn, optim: what models are built from
-  tools     anomaly, gradcheck, graphcheck, explain, viz, plots, exercises: they look at graphs
-  app       the command line and what only it needs: train, sample, data, serialization...
+  tools     anomaly, gradcheck, graphcheck, explain, viz, explore, plots, exercises: they look
+            at graphs
+  app       the command line and what only it needs: train, runs, sample, data, serialization...
 The package's own __init__ gathers the public names from every layer.
 """
 
@@ -26,9 +27,10 @@ LAYERS = {
     "ops": ["ops", "ops.*"],
     "tensor": ["tensor"],
     "library": ["functional", "routines", "nn", "nn.*", "optim", "optim.*"],
-    "tools": ["anomaly", "gradcheck", "graphcheck", "explain", "viz", "plots", "exercises"],
-    "app": ["cli", "__main__", "train", "sample", "data", "serialization", "graphs", "bench",
-            "bench.*"],
+    "tools": ["anomaly", "gradcheck", "graphcheck", "explain", "viz", "explore", "plots",
+              "exercises"],
+    "app": ["cli", "__main__", "train", "runs", "sample", "data", "serialization", "graphs",
+            "bench", "bench.*"],
 }
 ORDER = list(LAYERS)
 

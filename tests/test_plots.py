@@ -184,7 +184,12 @@ def test_the_training_report_draws_its_attention_maps_with_a_colour_bar(tmp_path
 
     drawn = []
     original = plots.attention_maps
-    monkeypatch.setattr(plots, "attention_maps", lambda *a, **k: drawn.append(original(*a, **k)))
+
+    def attention_maps(*args, **kwargs):
+        drawn.append(original(*args, **kwargs))
+        return drawn[-1]
+
+    monkeypatch.setattr(plots, "attention_maps", attention_maps)
     weights = F.softmax(ta.randn(2, 2, 5, 5), dim=-1).numpy()  # (L, H, T, T)
     train._plot_attention(weights, list("abcde"), tmp_path / "attention.png", "reverse")
     assert is_png(tmp_path / "attention.png")

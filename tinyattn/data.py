@@ -7,6 +7,7 @@ held-out split by a hash of its digits, so held-out problems are never trained o
 The text task reads any UTF-8 file (default: a small corpus shipped with the package).
 """
 
+import hashlib
 from importlib import resources
 
 import numpy as np
@@ -57,10 +58,15 @@ class ToyTask:
         if split not in SPLITS:
             raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
         out = []
-        while sum(len(o) for o in out) < n:
+        for _ in range(10_000):
+            if sum(len(o) for o in out) >= n:
+                break
             cand = self.problems(rng, 2 * n + 8)
             held = _hash_rows(cand) % 10 == 0  # one problem in ten is held out
             out.append(cand[held] if split == "heldout" else cand[~held])
+        else:
+            raise ValueError(f"{self.name}: problems of length {self.length} never fall in the "
+                             f"{split} split; use a longer --length")
         return np.concatenate(out)[:n]
 
     def decode(self, ids):
@@ -135,20 +141,34 @@ def _number(digits):
     return int("".join(str(int(d)) for d in digits))
 
 
+def _read_text(path):
+    """The text of a UTF-8 file (the bundled corpus when path is None); errors name the file."""
+    if path is None:
+        return resources.files("tinyattn").joinpath("assets/corpus.txt").read_text("utf-8")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except UnicodeDecodeError as e:
+        raise ValueError(f"text: {path} is not UTF-8 text (byte {e.object[e.start]:#04x} at "
+                         f"offset {e.start})") from None
+    except FileNotFoundError:
+        raise FileNotFoundError(2, "--text: no such file", path) from None
+
+
 class Text:
     """Character-level language modelling on a UTF-8 text; the last 10 % is held out."""
 
     name = "text"
 
     def __init__(self, path=None, seq_len=64):
-        if path is None:
-            text = resources.files("tinyattn").joinpath("assets/corpus.txt").read_text("utf-8")
-        else:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-        if len(text) < 4 * (seq_len + 1):
-            raise ValueError(f"text: {path or 'the corpus'} has {len(text)} characters; it "
-                             f"needs at least {4 * (seq_len + 1)} for seq_len {seq_len}")
+        text = _read_text(path)
+        self.text_sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        # both splits must hold one example (seq_len + 1 characters) and a choice of start
+        need = max(4 * (seq_len + 1), 10 * (seq_len + 2))
+        if len(text) < need or len(text) - int(len(text) * 0.9) < seq_len + 2:
+            raise ValueError(f"text: {path or 'the corpus'} has {len(text)} characters; "
+                             f"--seq-len {seq_len} needs at least {need} (the last 10 % is held "
+                             f"out, and each split needs examples of {seq_len + 1} characters)")
         self.vocab = sorted(set(text))
         self.stoi = {s: i for i, s in enumerate(self.vocab)}
         ids = np.array([self.stoi[c] for c in text], dtype=np.int64)

@@ -5,7 +5,8 @@ plain DOT text, no graphviz package needed: tensor boxes (name, shape, dtype, va
 norm), op ellipses (the VJP formula on hover, fused ops double-ringed) and one cluster per module
 path, which `collapse` can fold into a single box. Leaves, the root and retain_grad tensors always
 show their values; interior values and gradients appear when the pass ran inside `with record():`.
-`draw_graph` wraps the text in a graphviz.Digraph; `render` writes SVG/PNG/PDF with `dot`.
+`draw_graph` wraps the text in a graphviz.Digraph; `render` writes SVG/PNG/PDF with `dot`;
+`explore` makes the interactive backward-pass page (tinyattn/explore.py).
 """
 
 import fnmatch
@@ -536,3 +537,18 @@ def render(root, path, **kwargs):
         raise RuntimeError(f"render: dot failed on {path.name}: "
                            f"{done.stderr.decode(errors='replace').strip()}")
     return path
+
+
+def explore(loss, path=None, params=None, recording=None, collapse=()):
+    """An interactive backward-pass explorer: one self-contained HTML page (no network, works
+    from file://) with the graph laid out by `dot`, a panel per node (formula, values,
+    gradients) and controls to step the backward pass, play it, undo and jump. Written to
+    `path` when given; the returned object shows itself inline in Jupyter. params, recording:
+    as for `to_dot`; collapse: module patterns folded when the page opens (click to open).
+    The walk runs with retain_graph=True and leaves every .grad as it was."""
+    from . import explore as explorer
+
+    text = to_dot(loss, show_values=False, show_grads=False, direction="backward",
+                  params=params, recording=recording)
+    return explorer.build(loss, text, dot_program(), path=path, params=params,
+                          recording=recording, collapse=collapse)
