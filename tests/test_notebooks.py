@@ -2,7 +2,7 @@
 blank one (notebooks/*.ipynb) runs top to bottom and says "not yet" at every checker; each
 solved one (notebooks/solutions/) says "correct" at every checker and never "not yet". The
 blanks are exactly what notebooks/make_blanks.py derives from the solutions. Starting a kernel
-takes seconds, so one notebook runs both ways by default and the rest are marked slow."""
+takes seconds, so each way runs all six notebooks in one kernel, names reset between them."""
 
 import importlib.util
 import os
@@ -50,46 +50,52 @@ def test_make_blanks_refuses_unbalanced_markers():
             make_blanks.blank_source(bad)
 
 
-def run(path, monkeypatch):
-    """Execute a notebook in a fresh python3 kernel that imports this checkout's tinyattn;
-    returns (the notebook with outputs, everything its cells printed)."""
-    paths = [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(paths))
+def run_all(paths, monkeypatch):
+    """Execute notebooks one after another in one fresh python3 kernel that imports this
+    checkout's tinyattn, with `%reset -f` before each so none sees another's names (one kernel
+    start instead of six). Returns, per notebook, (its cells with outputs, what they printed)."""
+    paths_env = [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(paths_env))
     monkeypatch.setenv("MPLBACKEND", "Agg")
-    nb = nbformat.read(path, as_version=4)
-    client = nbclient.NotebookClient(nb, kernel_name="python3", timeout=120,
-                                     resources={"metadata": {"path": str(path.parent)}})
-    client.execute()  # an error in any cell fails here (CellExecutionError)
-    printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code"
-                      for o in c.outputs if o.output_type == "stream" and o.name == "stdout")
-    return nb, printed
+    combined = nbformat.v4.new_notebook()
+    spans = {}
+    for path in paths:
+        cells = nbformat.read(path, as_version=4).cells
+        combined.cells.append(nbformat.v4.new_code_cell("%reset -f"))
+        spans[path.name] = (len(combined.cells), len(combined.cells) + len(cells))
+        combined.cells.extend(cells)
+    client = nbclient.NotebookClient(combined, kernel_name="python3", timeout=120,
+                                     resources={"metadata": {"path": str(paths[0].parent)}})
+    client.execute()  # an error in any cell fails here (CellExecutionError names the cell)
+    results = {}
+    for name, (first, end) in spans.items():
+        cells = combined.cells[first:end]
+        printed = "".join(o.get("text", "") for c in cells if c.cell_type == "code"
+                          for o in c.outputs if o.output_type == "stream" and o.name == "stdout")
+        results[name] = (cells, printed)
+    return results
 
 
-def checks(nb):
-    return sum(len(CHECK.findall(c.source)) for c in nb.cells if c.cell_type == "code")
+def checks(cells):
+    return sum(len(CHECK.findall(c.source)) for c in cells if c.cell_type == "code")
 
 
-def params(names):
-    return [pytest.param(n, marks=() if n == FAST else pytest.mark.slow) for n in names]
+def test_every_solved_notebook_says_correct_at_every_checker(monkeypatch):
+    results = run_all([NOTEBOOKS / "solutions" / p.name for p in SOLUTIONS], monkeypatch)
+    for name, (cells, printed) in results.items():
+        lines = printed.splitlines()
+        assert not [line for line in lines if line.startswith("not yet")], (name, printed)
+        assert lines.count("correct") == checks(cells) >= 1, (name, printed)
+    cells, _ = results[FAST]  # it shows a tensor, a graph and a plot: each displays inline
+    shown = {kind for c in cells if c.cell_type == "code" for o in c.outputs
+             if o.output_type in ("execute_result", "display_data") for kind in o.get("data", {})}
+    assert {"text/html", "image/svg+xml", "image/png"} <= shown, shown
 
 
-@pytest.mark.parametrize("name", params([p.name for p in SOLUTIONS]))
-def test_the_solved_notebook_says_correct_at_every_checker(name, monkeypatch):
-    nb, printed = run(NOTEBOOKS / "solutions" / name, monkeypatch)
-    lines = printed.splitlines()
-    assert not [line for line in lines if line.startswith("not yet")], printed
-    assert lines.count("correct") == checks(nb) >= 1, printed
-    if name == FAST:  # it shows a tensor, a graph and a plot: each displays itself inline
-        shown = {kind for c in nb.cells if c.cell_type == "code" for o in c.outputs
-                 if o.output_type in ("execute_result", "display_data")
-                 for kind in o.get("data", {})}
-        assert {"text/html", "image/svg+xml", "image/png"} <= shown, shown
-
-
-@pytest.mark.parametrize("name", params([p.name for p in SOLUTIONS]))
-def test_the_blank_notebook_runs_and_says_not_yet_at_every_checker(name, monkeypatch):
-    nb, printed = run(NOTEBOOKS / name, monkeypatch)
-    lines = printed.splitlines()
-    assert "correct" not in lines, printed
-    assert len([line for line in lines if line.startswith("not yet")]) == checks(nb) >= 1, printed
-
+def test_every_blank_notebook_runs_and_says_not_yet_at_every_checker(monkeypatch):
+    results = run_all([NOTEBOOKS / p.name for p in SOLUTIONS], monkeypatch)
+    for name, (cells, printed) in results.items():
+        lines = printed.splitlines()
+        assert "correct" not in lines, (name, printed)
+        not_yet = [line for line in lines if line.startswith("not yet")]
+        assert len(not_yet) == checks(cells) >= 1, (name, printed)

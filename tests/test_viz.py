@@ -246,14 +246,33 @@ def test_without_dot_to_dot_works_and_rendering_says_how_to_install(tmp_path, mo
 @needs_dot
 def test_graph_command_draws_the_tiny_transformer(tmp_path, capsys):
     out = tmp_path / "graph.svg"
-    assert main(["graph", "--out", str(out)]) == 0
+    assert main(["graph", "--expand", "--out", str(out)]) == 0  # every op
     svg = out.read_text()
     assert "cluster_blocks.1.attn" in svg and "cross_entropy: gx" in svg
     assert str(out) in capsys.readouterr().out
     folded = tmp_path / "folded.svg"
-    assert main(["graph", "--collapse", "--out", str(folded)]) == 0
+    assert main(["graph", "--out", str(folded)]) == 0  # by default, each sublayer is one box
     assert "m:blocks.0.attn" in folded.read_text()
     assert folded.stat().st_size < out.stat().st_size / 2
+    width = float(re.search(r'<svg width="(\d+)pt"', folded.read_text()).group(1))
+    assert width < 1000  # fits a screen's width (the expanded one is about 2300 pt)
+    again = tmp_path / "again.svg"
+    assert main(["graph", "--collapse", "--out", str(again)]) == 0
+    assert again.read_text() == folded.read_text()
+    assert "nothing to collapse" not in capsys.readouterr().out
+
+
+def test_graph_command_says_when_there_is_nothing_to_collapse(tmp_path, capsys):
+    out = str(tmp_path / "g.dot")
+    assert main(["graph", "--model", "attention", "--collapse", "--out", out]) == 0
+    assert "nothing to collapse: the attention graph has no modules" in capsys.readouterr().out
+    assert main(["graph", "--model", "mlp", "--collapse", "9", "--out", out]) == 0
+    said = capsys.readouterr().out
+    assert "no module of the mlp graph matches 9 (its modules: 0, 1, 2)" in said
+    assert main(["graph", "--model", "mlp", "--collapse", "1", "--out", out]) == 0
+    assert "nothing to collapse" not in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["graph", "--collapse", "--expand", "--out", out])
 
 
 def test_graph_command_writes_dot_text_for_each_model(tmp_path):

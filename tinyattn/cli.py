@@ -121,10 +121,8 @@ def cmd_graph(args):
     from . import graphs, viz
 
     loss, params, recording = graphs.example(args.model, seed=args.seed)
-    collapse = args.collapse
-    if collapse == []:  # --collapse with no pattern: each block's sublayers become one box
-        collapse = {"tiny": ["blocks.*.*"], "mlp": ["*"], "attention": []}[args.model]
-    options = dict(params=params, recording=recording, collapse=collapse or (),
+    collapse = _graph_collapse(args, loss)
+    options = dict(params=params, recording=recording, collapse=collapse,
                    direction=args.direction, show_values=not args.no_values,
                    show_saved=args.saved)
     try:
@@ -142,6 +140,40 @@ def cmd_graph(args):
     return 0
 
 
+GRAPH_COLLAPSE = {"tiny": ["blocks.*.*"], "mlp": ["*"], "attention": []}  # the default folds
+
+
+def _graph_collapse(args, loss):
+    """The module patterns to fold: none with --expand; those given to --collapse; else each
+    block's sublayers (a screen-sized picture). Says so when a --collapse folds nothing."""
+    if args.expand:
+        return ()
+    patterns = args.collapse or GRAPH_COLLAPSE[args.model]
+    if args.collapse is not None:  # asked for: tell when there is nothing to fold
+        note = _nothing_to_collapse(args.model, loss, patterns)
+        if note:
+            print(f"tinyattn graph: {note}; every op is drawn")
+    return patterns
+
+
+def _nothing_to_collapse(model, loss, patterns):
+    """Why `patterns` fold nothing in the graph behind `loss`, or None when they fold a module."""
+    import fnmatch
+
+    from .autograd import toposort
+
+    scopes = {n.scope for n in toposort(loss._node) if n.scope}
+    modules = sorted({".".join(s.split(".")[:i + 1]) for s in scopes
+                      for i in range(s.count(".") + 1)})
+    if not modules:
+        return f"nothing to collapse: the {model} graph has no modules"
+    if any(fnmatch.fnmatchcase(m, pat) for m in modules for pat in patterns):
+        return None
+    return (f"nothing to collapse: no module of the {model} graph matches "
+            f"{' '.join(patterns)} (its modules: {', '.join(modules[:8])}"
+            f"{', ...' if len(modules) > 8 else ''})")
+
+
 def _graph_parser(sub):
     p = sub.add_parser("graph", help="draw the autograd graph of an example loss",
                        description="Build the loss graph of the default tiny transformer (or a "
@@ -150,9 +182,11 @@ def _graph_parser(sub):
     p.add_argument("--model", choices=["tiny", "mlp", "attention"], default="tiny")
     p.add_argument("--out", default="graph.svg",
                    help="output file: .svg, .png or .pdf (needs Graphviz's dot), or .dot text")
-    p.add_argument("--collapse", nargs="*", default=None, metavar="MODULE",
-                   help="fold these module paths or patterns (blocks.*.attn) into one box each; "
-                        "alone: every sublayer of each block")
+    fold = p.add_mutually_exclusive_group()
+    fold.add_argument("--collapse", nargs="*", default=None, metavar="MODULE",
+                      help="fold these module paths or patterns (blocks.*.attn) into one box "
+                           "each; alone (the default): every sublayer of each block")
+    fold.add_argument("--expand", action="store_true", help="draw every op, nothing folded")
     p.add_argument("--direction", choices=["forward", "backward"], default="forward",
                    help="arrows along the data (forward) or the gradients (backward)")
     p.add_argument("--no-values", dest="no_values", action="store_true",

@@ -66,27 +66,51 @@ def _keep(n_q, n_k, attn_mask=None, causal=False):
     return keep
 
 
-def _heatmap(ax, values, keep, tokens, title, cmap="viridis", center=False, annotate=None):
-    """One (T, S) map; entries where keep is False are hatched grey, not coloured."""
+def text_colour(rgba):
+    """Black or white, whichever reads better on a cell of colour `rgba` (its luminance)."""
+    r, g, b = rgba[:3]
+    return "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
+
+
+def _annotate(ax, image, values, cells):
+    """Write each cell's value, in black or white by the brightness of the cell's colour."""
+    for i, j in cells:
+        colour = text_colour(image.cmap(image.norm(values[i, j])))
+        ax.text(j, i, f"{values[i, j]:.2f}", ha="center", va="center", fontsize=7, color=colour)
+
+
+def _hatch_masked(ax, keep):
+    """Hatch the masked cells over whatever is drawn there."""
+    from matplotlib.patches import Rectangle
+
+    for i, j in zip(*np.nonzero(~keep), strict=True):
+        ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///",
+                               edgecolor="#808080", linewidth=0))
+
+
+def _heatmap(ax, values, keep, tokens, title, cmap="viridis", center=False, annotate=None,
+             show_masked=False):
+    """One (T, S) map. Entries where keep is False are hatched grey, not coloured; with
+    show_masked, they keep their colour and number under the hatching (values that exist
+    there but that the mask stops, like dL/dA)."""
     keep = np.broadcast_to(keep, values.shape)
-    shown = np.ma.masked_where(~keep, values)
+    shown = values if show_masked else np.ma.masked_where(~keep, values)
     ax.set_facecolor(MASKED)
     ax.patch.set_hatch("///")
     ax.patch.set_edgecolor("#b0b0b0")
+    drawn = keep | show_masked
     if center:
-        lim = float(np.abs(values[keep]).max(initial=0)) or 1.0
+        lim = float(np.abs(values[drawn]).max(initial=0)) or 1.0
         image = ax.imshow(shown, cmap=cmap, vmin=-lim, vmax=lim)
     else:
         image = ax.imshow(shown, cmap=cmap, vmin=0, vmax=max(1.0, float(shown.max() or 0)))
+    if show_masked:
+        _hatch_masked(ax, keep)
     n_q, n_k = values.shape
     if annotate is None:
         annotate = n_q * n_k <= 64
     if annotate:
-        for i in range(n_q):
-            for j in range(n_k):
-                if keep[i, j]:
-                    ax.text(j, i, f"{values[i, j]:.2f}", ha="center", va="center", fontsize=7,
-                            color="white" if not center and values[i, j] < 0.5 else "black")
+        _annotate(ax, image, values, zip(*np.nonzero(drawn), strict=True))
     labels_q = tokens if tokens is not None else range(n_q)
     labels_k = tokens if tokens is not None and len(tokens) == n_k else range(n_k)
     ax.set_xticks(range(n_k), labels_k, fontsize=7)
@@ -112,7 +136,8 @@ def attention_maps(weights, tokens=None, attn_mask=None, causal=False, annotate=
     w = w.reshape((1,) * (4 - w.ndim) + w.shape)  # (L, H, T, S)
     n_layers, n_heads, n_q, n_k = w.shape
     keep = _keep(n_q, n_k, attn_mask, causal)
-    fig = _figure(2.6 * n_heads + 0.6, 2.5 * n_layers + 0.4)
+    width = max(4.8, 2.6 * n_heads + 0.6)  # one map alone still has room for its title
+    fig = _figure(width, max(3.6, 2.5 * n_layers + 0.6))
     axes = fig.subplots(n_layers, n_heads, squeeze=False)
     for layer in range(n_layers):
         for head in range(n_heads):
@@ -120,8 +145,15 @@ def attention_maps(weights, tokens=None, attn_mask=None, causal=False, annotate=
             image = _heatmap(axes[layer][head], w[layer, head], keep, tokens, name,
                              annotate=annotate)
     fig.colorbar(image, ax=axes, shrink=0.8, label="attention weight")
-    fig.suptitle(title or "attention weights (grey: masked)", fontsize=10)
+    fig.suptitle(_wrap(title or "attention weights (grey: masked)", width), fontsize=10)
     return _finish(fig, path)
+
+
+def _wrap(title, width_inches, fontsize=10):
+    """A title broken into lines that fit a figure `width_inches` wide."""
+    import textwrap
+
+    return textwrap.fill(title, max(20, int(width_inches * 120 / fontsize)))
 
 
 def attention_grad_maps(q, k, v, g=None, attn_mask=None, is_causal=False, scale=None):
@@ -155,9 +187,10 @@ def attention_gradients(q, k, v, g=None, attn_mask=None, is_causal=False, scale=
     axes = fig.subplots(1, 3)
     image = _heatmap(axes[0], maps["A"][index], keep, tokens, "A = softmax(S)")
     fig.colorbar(image, ax=axes[0], shrink=0.8)
-    for ax, key, name in ((axes[1], "dA", "dL/dA = g vᵀ"),
+    for ax, key, name in ((axes[1], "dA", "dL/dA = g vᵀ (hatched: masked, yet not 0)"),
                           (axes[2], "dscores", "dL/dS = A ⊙ (dL/dA − rowsum)")):
-        image = _heatmap(ax, maps[key][index], keep, tokens, name, cmap="RdBu_r", center=True)
+        image = _heatmap(ax, maps[key][index], keep, tokens, name, cmap="RdBu_r", center=True,
+                         show_masked=key == "dA")  # the VJP, not dA, zeroes the masked cells
         fig.colorbar(image, ax=ax, shrink=0.8)
     rows = np.abs(maps["dscores"][index].sum(axis=-1)).max()
     fig.suptitle(f"what the softmax VJP sends back (each row of dL/dS sums to 0: "
@@ -193,9 +226,7 @@ def softmax_jacobian(x, g=None, path=None):
     lim = float(np.abs(c["J"]).max())
     image = ax_j.imshow(c["J"], cmap="RdBu_r", vmin=-lim, vmax=lim)
     if n <= 8:
-        for i in range(n):
-            for j in range(n):
-                ax_j.text(j, i, f"{c['J'][i, j]:.2f}", ha="center", va="center", fontsize=7)
+        _annotate(ax_j, image, c["J"], np.ndindex(n, n))
     ax_j.set_title("J = diag(y) − y yᵀ", fontsize=9)
     ax_j.set_xticks(range(n))
     ax_j.set_yticks(range(n))
@@ -208,6 +239,28 @@ def softmax_jacobian(x, g=None, path=None):
     ax_v.set_xlabel("entry of x", fontsize=8)
     ax_v.legend(fontsize=7)
     ax_v.set_title(f"the same numbers: max |Jᵀg − VJP| = {c['max_err']:.1e}", fontsize=9)
+    return _finish(fig, path)
+
+
+def jacobian_blocks(jacobian, block, title=None, path=None):
+    """A big Jacobian (say of softmax over a (B, T, d) tensor, flattened) as a heatmap with
+    its diagonal blocks of `block` × `block` outlined: entries outside them link different
+    rows, and for a row-wise function they are exactly zero."""
+    from matplotlib.patches import Rectangle
+
+    jac = np.asarray(jacobian, dtype=np.float64)
+    fig = _figure(5.2, 4.6)
+    ax = fig.subplots()
+    lim = float(np.abs(jac).max()) or 1.0
+    image = ax.imshow(jac, cmap="RdBu_r", vmin=-lim, vmax=lim)
+    for start in range(0, jac.shape[0], block):
+        ax.add_patch(Rectangle((start - 0.5, start - 0.5), block, block, fill=False,
+                               edgecolor="black", linewidth=1.0))
+    ax.set_xlabel("entry j of x (flattened)", fontsize=8)
+    ax.set_ylabel("entry i of y (flattened)", fontsize=8)
+    ax.tick_params(labelsize=7)
+    fig.colorbar(image, ax=ax, shrink=0.8, label="∂y_i / ∂x_j")
+    ax.set_title(_wrap(title or "the Jacobian, block by block", 5.2, 9), fontsize=9)
     return _finish(fig, path)
 
 
@@ -240,11 +293,17 @@ def online_softmax(x, block=1, path=None):
     steps = np.arange(len(rows))
     fig = _figure(9.0, 3.2)
     ax_m, ax_l, ax_y = fig.subplots(1, 3)
-    ax_m.bar(np.arange(x.size) / block, x, color="#9ecae1", width=0.8 / block, label="x")
-    ax_m.step(steps, [r["m"] for r in rows], where="mid", color="#d62728", label="running m")
-    ax_m.set_title("running max m", fontsize=9)
+    ax_m.bar(np.arange(x.size), x, color="#9ecae1", width=0.8, label="x")
+    for r in rows:  # the running max after each step, over the entries that step read
+        start, end = r["start"] - 0.4, r["start"] + r["x"].size - 0.6
+        ax_m.hlines(r["m"], start, end, color="#d62728", lw=2,
+                    label="running m" if r["start"] == 0 else None)
+    ax_m.set_xticks(range(x.size))
+    ax_m.set_title("running max m" + (f" (steps of {block} entries)" if block > 1 else ""),
+                   fontsize=9)
     ax_m.legend(fontsize=7)
     ax_l.plot(steps, [r["l"] for r in rows], "o-", label="running l")
+    ax_l.set_xticks(steps)  # whole steps: no 0.5 ticks
     grew = [i for i, r in enumerate(rows) if 0 < r["rescale"] < 1]
     ax_l.plot(grew, [rows[i]["l"] for i in grew], "s", mfc="none", color="#d62728", ms=10,
               label="m grew: old l rescaled")
@@ -258,9 +317,10 @@ def online_softmax(x, block=1, path=None):
     ax_y.bar(pos + 0.2, y_online, width=0.4, label="exp(x − m) / l")
     ax_y.set_title(f"same result: max diff {np.abs(y_online - y_three).max():.1e}", fontsize=9)
     ax_y.legend(fontsize=7)
-    for ax in (ax_m, ax_l, ax_y):
+    ax_y.set_xticks(pos)
+    for ax, name in ((ax_m, "entry"), (ax_l, "step"), (ax_y, "entry")):
         ax.tick_params(labelsize=7)
-        ax.set_xlabel("step" if ax is not ax_y else "entry", fontsize=8)
+        ax.set_xlabel(name, fontsize=8)
     return _finish(fig, path)
 
 
@@ -279,13 +339,61 @@ def flash_tile_schedule(n_q, n_k=None, block_q=2, block_k=2, causal=True):
     return grid
 
 
-def flash_tiles(n_q, n_k=None, block_q=2, block_k=2, causal=True, path=None):
-    """Which (query tile, key tile) pairs the flash forward computes."""
+def flash_trace(q, k, v, block_q=2, block_k=2, causal=True, scale=None):
+    """The flash forward's running state, key tile by key tile, for one head: q (T, d),
+    k (S, d), v (S, dv). Returns m and l (T, key tiles) and acc (T, key tiles, dv) after each
+    key tile (NaN where the row's query tile skips that key tile), and out, lse at the end —
+    the same tiles and the same arithmetic as backends/flash.py."""
+    q, k, v = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
+    scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+    n_q, n_k = q.shape[0], k.shape[0]
+    n_tiles = -(-n_k // block_k)
+    m_at, l_at = np.full((n_q, n_tiles), np.nan), np.full((n_q, n_tiles), np.nan)
+    acc_at = np.full((n_q, n_tiles, v.shape[1]), np.nan)
+    out, lse = np.zeros((n_q, v.shape[1])), np.full(n_q, -np.inf)
+    for i0 in range(0, n_q, block_q):
+        rows = slice(i0, min(i0 + block_q, n_q))
+        m, l = np.full(rows.stop - i0, -np.inf), np.zeros(rows.stop - i0)
+        acc = np.zeros((rows.stop - i0, v.shape[1]))
+        for b, j0 in enumerate(range(0, flash.key_end(causal, rows.stop, n_k), block_k)):
+            s = flash._tile_scores(np, q[rows][None], k[j0:j0 + block_k][None], None, scale,
+                                   causal, i0, j0)[0]  # (bq, bk)
+            m_new = np.maximum(m, s.max(axis=-1))
+            m_safe = np.where(m_new == -np.inf, 0, m_new)
+            p = np.exp(s - m_safe[:, None])
+            alpha = np.exp(m - m_safe)
+            l, acc, m = l * alpha + p.sum(axis=-1), acc * alpha[:, None] + p @ v[j0:j0 + block_k], \
+                m_new
+            m_at[rows, b], l_at[rows, b], acc_at[rows, b] = m, l, acc
+        out[rows] = acc / np.where(l > 0, l, 1)[:, None]
+        lse[rows] = np.where(l > 0, m + np.log(np.where(l > 0, l, 1)), -np.inf)
+    return {"m": m_at, "l": l_at, "acc": acc_at, "out": out, "lse": lse}
+
+
+def _state_map(ax, values, title, block_q):
+    """One running quantity per (query row, key tile); grey where the tile was skipped."""
+    ax.set_facecolor(MASKED)
+    image = ax.imshow(np.ma.masked_invalid(values), cmap="viridis", aspect="auto")
+    _annotate(ax, image, values, zip(*np.nonzero(np.isfinite(values)), strict=True))
+    ax.set_xticks(range(values.shape[1]), [f"tile {b}" for b in range(values.shape[1])],
+                  fontsize=7)
+    ax.set_yticks(range(values.shape[0]), [f"q{i}" for i in range(values.shape[0])], fontsize=7)
+    for edge in range(block_q, values.shape[0], block_q):  # query tile boundaries
+        ax.axhline(edge - 0.5, color="white", lw=1.5)
+    ax.set_title(title, fontsize=9)
+
+
+def flash_tiles(n_q, n_k=None, block_q=2, block_k=2, causal=True, qkv=None, scale=None,
+                path=None):
+    """Which (query tile, key tile) pairs the flash forward computes; with qkv = (q, k, v) of
+    one head, also the running m, l and acc (its first column) of every query row after each
+    key tile, as flash_trace computes them."""
     from matplotlib.colors import ListedColormap
 
     grid = flash_tile_schedule(n_q, n_k, block_q, block_k, causal)
-    fig = _figure(3.6, 3.4)
-    ax = fig.subplots()
+    fig = _figure(3.6 if qkv is None else 13.0, 3.4 if qkv is None else 3.8)
+    axes = fig.subplots(1, 1 if qkv is None else 4, squeeze=False)[0]
+    ax = axes[0]
     ax.imshow(grid, cmap=ListedColormap(["#eeeeee", "#4c9be8", "#a8cff5"]), vmin=0, vmax=2)
     for (a, b), kind in np.ndenumerate(grid):
         ax.text(b, a, ("skip", "full", "diag")[kind], ha="center", va="center", fontsize=7)
@@ -295,6 +403,13 @@ def flash_tiles(n_q, n_k=None, block_q=2, block_k=2, causal=True, path=None):
                   fontsize=7)
     ax.set_title(f"{'causal, ' if causal else ''}{int((grid > 0).sum())} of {grid.size} tiles "
                  "computed", fontsize=9)
+    if qkv is not None:
+        trace = flash_trace(*qkv, block_q=block_q, block_k=block_k, causal=causal, scale=scale)
+        _state_map(axes[1], trace["m"], "running max m after each key tile", block_q)
+        _state_map(axes[2], trace["l"], "running sum l = Σ exp(s − m)", block_q)
+        _state_map(axes[3], trace["acc"][..., 0], "acc = Σ exp(s − m) v  (column 0)", block_q)
+        fig.suptitle(f"flash forward, query tiles of {block_q}, key tiles of {block_k}: "
+                     "out = acc / l after the last tile (grey: tile skipped)", fontsize=10)
     return _finish(fig, path)
 
 

@@ -578,30 +578,11 @@ def _plot_curves(history, path):
 
 
 def _plot_attention(weights, tokens, path, title):
-    """Every head of every layer on one example; the masked (future) half is hatched grey."""
-    import matplotlib
+    """Every head of every layer on one example, with a colour bar; the masked (future) half
+    is hatched grey (tinyattn.plots.attention_maps)."""
+    from . import plots
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    n_layers, n_heads, T, _ = weights.shape  # noqa: N806
-    fig, axes = plt.subplots(n_layers, n_heads, figsize=(2.6 * n_heads, 2.9 * n_layers + 0.4),
-                             squeeze=False, layout="constrained")
-    future = np.triu(np.ones((T, T), dtype=bool), k=1)
-    for layer in range(n_layers):
-        for head in range(n_heads):
-            ax = axes[layer][head]
-            shown = np.ma.masked_where(future, weights[layer, head])
-            ax.set_facecolor("#dddddd")
-            ax.imshow(shown, cmap="viridis", vmin=0, vmax=1)
-            ax.set_xticks(range(T), tokens, fontsize=6)
-            ax.set_yticks(range(T), tokens, fontsize=6)
-            ax.set_title(f"layer {layer} head {head}", fontsize=8)
-            if head == 0:
-                ax.set_ylabel("query", fontsize=7)
-            if layer == n_layers - 1:
-                ax.set_xlabel("key", fontsize=7)
-    fig.suptitle(f"{title}: attention on a held-out example (grey: masked, the future)",
-                 fontsize=9)
+    fig = plots.attention_maps(weights, tokens=tokens, causal=True, annotate=False,
+                               title=f"{title}: attention on a held-out example (grey: masked, "
+                                     "the future)")
     _save_figure(fig, path)
-    plt.close(fig)
