@@ -97,7 +97,7 @@ def _unlanes(a, n):
 
 def _butterfly(v, op, width):
     """__shfl_xor_sync over `width` lanes (the last axis): v = op(v, v[lane ^ o]) for
-    o = width/2, ..., 1. Every lane ends with the same value (op commutes bit for bit)."""
+    o = width/2, ..., 1. Every lane ends with the same value (op commutes)."""
     lanes = np.arange(v.shape[-1])
     o = width // 2
     while o > 0:

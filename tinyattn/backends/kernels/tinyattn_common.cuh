@@ -92,8 +92,9 @@ __device__ __forceinline__ void tinyattn_online_push(A& m, A& l, A s) {
     }
 }
 
-// (m, l) <- (m, l) (+) (m2, l2). Symmetric in its two arguments (max and the two products
-// commute), so every lane of a butterfly ends with the same pair; a NaN l stays NaN.
+// (m, l) <- (m, l) (+) (m2, l2). Symmetric in its two arguments as written (max and the two
+// products commute), so every lane of a butterfly ends with the same pair as long as the
+// compiler contracts both sides alike; a NaN l stays NaN.
 template <typename A>
 __device__ __forceinline__ void tinyattn_online_merge(A& m, A& l, A m2, A l2) {
     const A mx = m > m2 ? m : m2;
