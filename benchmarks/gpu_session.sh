@@ -5,14 +5,18 @@
 #                                                           ./gpu-results; STEP default: all)
 #
 # Steps, each with its own time limit and log in OUT_DIR (a failing step does not stop the next):
-#   tests      pytest -m gpu tests/test_cupy_backend.py: every kernel vs NumPy, a training step
+#   tests      pytest -m gpu tests/test_cupy_backend.py: every kernel vs NumPy (NaN rows and
+#              fully masked rows on every kernel shape included), a training step
 #   reference  the same with TINYATTN_CUPY_KERNELS=0 (the backend's reference primitives)
 #   softmax    benchmarks/softmax_gpu.py, float32 and float16 (GB/s vs copy bandwidth, torch)
 #   attention  benchmarks/attention.py --backend cupy (TFLOP/s vs composed path, torch SDPA)
 #   train      tinyattn train --backend cupy (the default run)
-#   sanitize   compute-sanitizer memcheck and racecheck on the flash and softmax kernel tests
+#   sanitize   compute-sanitizer memcheck, racecheck, initcheck (shared memory read before any
+#              write) and synccheck on the flash and softmax kernel tests: what the CPU emulator
+#              checks by bookkeeping, on real hardware
 #   profile    Nsight Compute: occupancy, throughput and shared-memory conflicts of the flash
-#              kernels at T = 1024, d = 64, and of the long-row softmax
+#              kernels at T = 1024, d = 64, and of the softmax kernels, float32 and float16
+#              (warp kernels at rows of 513-1024, block kernels: loads in flight, issue rate)
 # A call of the device tool may last 10 minutes, so run them in groups, e.g.
 #   "tests reference" / "softmax attention" / "train sanitize" / "profile".
 #
@@ -62,9 +66,14 @@ for s in $steps; do
     sanitize)
         small="(flash_attention and (70-70 or 130-97) and float32)"
         small+=" or (softmax_forward_and_backward and (4-33 or 5-4097) and float32)"
+        small+=" or nan_semantics"
         run sanitize_memcheck 150 compute-sanitizer --tool memcheck --error-exitcode 9 \
             "${gpu_tests[@]}" -k "$small"
         run sanitize_racecheck 200 compute-sanitizer --tool racecheck --error-exitcode 9 \
+            "${gpu_tests[@]}" -k "$small"
+        run sanitize_initcheck 150 compute-sanitizer --tool initcheck --error-exitcode 9 \
+            "${gpu_tests[@]}" -k "$small"
+        run sanitize_synccheck 150 compute-sanitizer --tool synccheck --error-exitcode 9 \
             "${gpu_tests[@]}" -k "$small" ;;
     profile)
         sections=(--section SpeedOfLight --section Occupancy --section LaunchStats
@@ -74,8 +83,11 @@ for s in $steps; do
             --kernel-name regex:"tinyattn_flash_(forward|backward)_d64_f32" --launch-count 2 \
             "$py" benchmarks/attention.py --backend cupy --t 1024 --repeats 1
         run profile_softmax 120 ncu --clock-control none --target-processes all "${sections[@]}" \
-            --kernel-name regex:"tinyattn_softmax_(forward|backward)_block_f32" --launch-count 2 \
-            "$py" benchmarks/softmax_gpu.py --repeats 1 ;;
+            --kernel-name regex:"tinyattn_softmax_(forward|backward)_(block|warp32)_f32" \
+            --launch-count 4 "$py" benchmarks/softmax_gpu.py --repeats 1
+        run profile_softmax_f16 120 ncu --clock-control none --target-processes all \
+            "${sections[@]}" --kernel-name regex:"tinyattn_softmax_(forward|backward)_(block|warp32)_f16" \
+            --launch-count 4 "$py" benchmarks/softmax_gpu.py --dtype float16 --repeats 1 ;;
     *) echo "unknown step $s (tests reference softmax attention train sanitize profile)" \
         | tee -a "$out/summary.txt" ;;
     esac

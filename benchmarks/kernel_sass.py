@@ -4,10 +4,14 @@ Compiles a kernel file with `nvcc -cubin -arch=sm_90`, disassembles it with `cuo
 and, for every kernel, reports its registers and stack and, for each innermost loop, its
 global loads (LDG: how many a thread has in flight per trip, which is what a memory-bound
 kernel lives on) and its fused multiply-adds (FFMA) per shared-memory load instruction (LDS of
-any width) and per 32-bit word loaded. An SM issues 4 warp FFMAs per clock but serves one
-128-byte shared-memory wavefront (a warp's LDS of one float) per clock, so a float32 SIMT matmul
-loop with fewer than about 4 FFMA per LDS waits on shared memory. These numbers say which side
-of that line a loop is on before anyone times it.
+any width), per 32-bit word loaded and per shared-memory cycle. An SM issues 4 warp FFMAs per
+clock but serves one 128-byte shared-memory wavefront per clock, so a float32 SIMT matmul loop
+with fewer than about 4 FFMA per shared-memory cycle waits on shared memory. A warp's LDS.128
+moves 512 bytes when its lanes read 32 distinct addresses, 256 (2 cycles) when they read 16
+distinct rows, one wavefront when they read 2 (a broadcast): the machine code does not say
+which, so the cycle column counts every LDS.128 as 2 cycles and every narrower LDS as 1, a
+pessimistic figure for loops whose vector loads broadcast (docs/kernels.md counts each flash
+loop from its access pattern). Nothing here was timed on a GPU.
 
     python benchmarks/kernel_sass.py [flash.cu] [--filter f32]
 
@@ -63,7 +67,7 @@ def innermost_loops(code):
 
 
 def mix(code, lo, hi):
-    ffma = lds = words = ldg = 0
+    ffma = lds = words = ldg = cycles = 0
     for addr, op, _ in code:
         if lo <= addr <= hi:
             ffma += op.startswith("FFMA")
@@ -71,7 +75,8 @@ def mix(code, lo, hi):
             if op.split(".")[0] == "LDS":
                 lds += 1
                 words += WORDS.get(op, 1)
-    return ffma, lds, words, ldg
+                cycles += 2 if op == "LDS.128" else 1
+    return ffma, lds, words, ldg, cycles
 
 
 def main(argv=None):
@@ -93,19 +98,21 @@ def main(argv=None):
                                     text=True, env=env).stdout for flag in ("-sass", "-res-usage"))
     usage = dict(re.findall(r"Function (\S+):\s*\n?\s*(REG:\d+ STACK:\d+)", res))
     print(f"{args.file}, sm_90. Per innermost loop: global loads, FFMA, shared loads (LDS "
-          f"instructions, 32-bit words), FFMA per LDS and per word.")
+          f"instructions, 32-bit words), FFMA per LDS, per word and per shared-memory cycle "
+          f"(LDS.128 counted as 2 cycles, others 1).")
     for name, code in sorted(functions(sass).items()):
         if args.filter not in name:
             continue
         print(f"{name}  {usage.get(name, '')}")
         for lo, hi in innermost_loops(code):
-            ffma, lds, words, ldg = mix(code, lo, hi)
+            ffma, lds, words, ldg, cycles = mix(code, lo, hi)
             if not (ffma or lds or ldg):
                 continue
             line = (f"  loop {lo:#06x}-{hi:#06x}: {ldg:3d} LDG {ffma:4d} FFMA {lds:3d} LDS "
                     f"{words:4d} words")
             if lds:
-                line += f"  {ffma / lds:5.1f} per LDS  {ffma / words:4.1f} per word"
+                line += (f"  {ffma / lds:5.1f} per LDS  {ffma / words:4.1f} per word  "
+                         f"{ffma / cycles:4.1f} per smem cycle")
             print(line)
     return 0
 

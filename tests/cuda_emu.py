@@ -3,17 +3,20 @@
 `EmuModule(code)` takes the text CupyBackend hands to NVRTC (cupy_backend.kernel_source), puts
 tests/cuda_emu_runtime.h in front of it, rewrites the two things a host compiler cannot take
 (the float16 `cvt` PTX asm and `extern __shared__` arrays), adds one thunk per extern "C"
-kernel, and builds a shared library with g++ (cached by the text's hash). `launch()` checks
-the arguments against the kernel's C signature (a NumPy scalar of exactly the parameter's
-type, a device array whose dtype is the pointee's), copies every array into shared memory
-that ends at a guard page, runs the grid in a forked child (see the runtime header for what
-it checks) and copies the results back. Writing into a `const` argument is an error.
+kernel, and builds a shared library with g++ (cached by the text's hash): compiled with
+-fsanitize=thread, whose per-access hooks the runtime header defines itself (the race,
+uninitialised-shared-memory and underrun checks), and -fsanitize=alignment,bounds where g++
+has libubsan (misaligned vector loads, indices outside fixed-size arrays). `launch()` checks
+the launch against CUDA's limits and the kernel's __launch_bounds__, the arguments against the
+kernel's C signature (a NumPy scalar of exactly the parameter's type, a device array whose
+dtype is the pointee's), copies every array into memory between two guard pages, runs the
+grid in a forked child (see the runtime header for what it checks) and copies the results
+back. Writing into a `const` argument is an error.
 
-This is not a GPU: fibers run one at a time, so it finds indexing, masking, barrier, shuffle
-and out-of-bounds mistakes, misaligned vector loads, and checks the numbers, not speed or
-real concurrency. Running
-again with `reverse=True` (blocks and threads in the opposite order) exposes races that a
-missing __syncthreads() or a non-atomic cross-block write lets through.
+This is not a GPU: fibers run one at a time and switch only at barriers and shuffles, so it
+checks indexing, masking, barriers, shuffles, bounds, alignment, races (by bookkeeping, not by
+luck of timing) and the numbers; not speed, memory ordering or warps running out of step.
+`reverse=True` runs blocks and threads in the opposite order as well.
 """
 
 import ctypes
@@ -31,11 +34,27 @@ import numpy as np
 
 RUNTIME = Path(__file__).with_name("cuda_emu_runtime.h")
 CXX = shutil.which("g++")
-CXXFLAGS = ("-O2", "-std=c++17", "-shared", "-fPIC", "-w", "-U_FORTIFY_SOURCE")
+CXXFLAGS = ("-O2", "-std=c++17", "-fPIC", "-w", "-U_FORTIFY_SOURCE", "-fdata-sections",
+            "-fno-gnu-unique")
+# every load and store calls __tsan_readN / __tsan_writeN, which cuda_emu_runtime.h defines
+# (no ThreadSanitizer runtime is linked); -g1 lets a report's code address name a source line
+HOOKS = ("-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0", "-g1")
 # a load or store through a pointer less aligned than its type needs (a vector load of an
 # alignas(16) struct from a 4-byte aligned address) stops the launch with UBSan's report, as
-# the GPU would stop with "misaligned address"
-SANITIZE = ("-fsanitize=alignment", "-fno-sanitize-recover=alignment")
+# the GPU would stop with "misaligned address"; so does an index outside a fixed-size array
+SANITIZE = ("-fsanitize=alignment,bounds", "-fno-sanitize-recover=alignment,bounds")
+# every function-level static (each `__shared__` array: the header makes them static) in one
+# section whose bounds the runtime knows; -Bsymbolic keeps each library's statics its own
+LINK_SCRIPT = """SECTIONS {
+  emu_shared_section (NOLOAD) : ALIGN(64) {
+    HIDDEN(emu_shared_start = .); *(.bss._ZZ*) HIDDEN(emu_shared_stop = .);
+  }
+} INSERT AFTER .bss;
+"""
+# CUDA's launch limits: grid x < 2^31, y and z <= 65535; block x, y <= 1024, z <= 64, and at
+# most 1024 threads (or the kernel's __launch_bounds__)
+GRID_LIMITS = (2**31 - 1, 65535, 65535)
+BLOCK_LIMITS = (1024, 1024, 64)
 TIMEOUT_S = 120
 ERROR_SIZE = 4096
 
@@ -57,7 +76,15 @@ ASM_REWRITES = (
      r"\1 = emu_float_to_half(\2);"),
 )
 EXTERN_SHARED = re.compile(r"extern\s+__shared__\s+(?:__align__\(\d+\)\s+)?([\w ]+?)\s*(\w+)\[\];")
-KERNEL_DECL = re.compile(r'extern\s+"C"\s+EMU_KERNEL\s+void\s+(\w+)\s*\(([^)]*)\)')
+KERNEL_DECL = re.compile(r'extern\s+"C"\s+EMU_KERNEL\s+void\s+(?:EMU_BOUNDS\((\d+)\)\s+)?'
+                         r'(\w+)\s*\(([^)]*)\)')
+
+
+class EmuArgInfo(ctypes.Structure):
+    """What emu_launch is told about each argument (cuda_emu_runtime.h's EmuArgInfo)."""
+    _fields_ = [("ptr", ctypes.c_void_p), ("nbytes", ctypes.c_size_t),
+                ("map_base", ctypes.c_void_p), ("itemsize", ctypes.c_int),
+                ("is_const", ctypes.c_int)]
 
 
 class EmuError(RuntimeError):
@@ -77,13 +104,29 @@ def sanitizes_alignment():
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "probe.cpp"
         src.write_text('extern "C" float probe(const float* p) { return p[1]; }\n')
-        done = subprocess.run([CXX, *CXXFLAGS, *SANITIZE, "-o", str(Path(tmp) / "probe.so"),
+        done = subprocess.run([CXX, *CXXFLAGS, *SANITIZE, "-shared", "-o",
+                               str(Path(tmp) / "probe.so"),
                                str(src)], capture_output=True)
     return done.returncode == 0
 
 
 def build_flags():
     return CXXFLAGS + (SANITIZE if sanitizes_alignment() else ())
+
+
+def launch_error(grid, block, bounds=None):
+    """Why CUDA would refuse a launch of (grid, block), or None: a dimension of 0 or over its
+    limit, more than 1024 threads, or more than the kernel's __launch_bounds__."""
+    for label, dims, limits in (("grid", grid, GRID_LIMITS), ("block", block, BLOCK_LIMITS)):
+        if not (1 <= len(dims) <= 3 and all(isinstance(d, int) and 1 <= d <= lim
+                                            for d, lim in zip(dims, limits, strict=False))):
+            return (f"invalid {label} {tuple(dims)} (cudaErrorInvalidConfiguration: each "
+                    f"dimension 1 to {limits})")
+    threads = int(np.prod(block))
+    if threads > min(1024, bounds or 1024):
+        return (f"a block of {threads} threads, over {min(1024, bounds or 1024)} "
+                f"({'__launch_bounds__' if bounds else 'CUDA'}'s limit)")
+    return None
 
 
 def cache_dir():
@@ -115,28 +158,39 @@ def parse_param(decl):
 
 
 def kernel_signatures(code):
-    """{name: [(base type, pointer, const), ...]} of every extern "C" __global__ function,
-    found in the preprocessed text (the kernels are made by macros)."""
+    """({name: [(base type, pointer, const), ...]}, {name: __launch_bounds__ or None}) of every
+    extern "C" __global__ function, found in the preprocessed text (the kernels are made by
+    macros)."""
     text = subprocess.run(
-        [CXX, "-E", "-P", "-x", "c++", "-D__global__=EMU_KERNEL", "-D__launch_bounds__(x)=",
-         "-"], input=code, capture_output=True, text=True, check=True).stdout
-    return {name: [parse_param(p) for p in params.split(",") if p.strip()]
-            for name, params in KERNEL_DECL.findall(text)}
+        [CXX, "-E", "-P", "-x", "c++", "-D__global__=EMU_KERNEL",
+         "-D__launch_bounds__(x)=EMU_BOUNDS(x)", "-"], input=code, capture_output=True,
+        text=True, check=True).stdout
+    found = KERNEL_DECL.findall(text)
+    return ({name: [parse_param(p) for p in params.split(",") if p.strip()]
+             for _, name, params in found},
+            {name: int(bounds) if bounds else None for bounds, name, _ in found})
 
 
-def _build(text):
-    """The shared library compiled from `text` (cached by the text's hash)."""
-    flags = build_flags()
-    key = hashlib.sha256((text + RUNTIME.read_text() + " ".join(flags)).encode())
+def _build(text, hooks=True):
+    """The shared library compiled from `text` (cached by the text's hash): compiled (with the
+    memory hooks unless hooks=False), then linked without any sanitizer runtime but UBSan's."""
+    flags = build_flags() + (HOOKS if hooks else ())
+    key = hashlib.sha256((text + RUNTIME.read_text() + " ".join(flags) + LINK_SCRIPT).encode())
     lib = cache_dir() / f"emu-{key.hexdigest()[:20]}.so"
     if not lib.exists():
         src = lib.with_suffix(".cpp")
         src.write_text(text)
+        obj, script = lib.with_suffix(f".{os.getpid()}.o"), lib.with_suffix(".ld")
+        script.write_text(LINK_SCRIPT)
         tmp = lib.with_suffix(f".{os.getpid()}.tmp")
-        done = subprocess.run([CXX, *flags, f"-I{RUNTIME.parent}", "-o", str(tmp), str(src)],
-                              capture_output=True, text=True)
-        if done.returncode:
-            raise EmuError(f"g++ could not compile the kernels:\n{done.stderr[-4000:]}")
+        ubsan = SANITIZE[:1] if sanitizes_alignment() else ()
+        for cmd in ([CXX, *flags, f"-I{RUNTIME.parent}", "-c", "-o", str(obj), str(src)],
+                    [CXX, "-shared", *ubsan, "-Wl,-Bsymbolic", f"-Wl,-T,{script}", "-o",
+                     str(tmp), str(obj)]):
+            done = subprocess.run(cmd, capture_output=True, text=True)
+            if done.returncode:
+                raise EmuError(f"g++ could not build the kernels:\n{done.stderr[-4000:]}")
+        obj.unlink()
         os.replace(tmp, lib)
     return lib
 
@@ -147,7 +201,7 @@ class EmuModule:
     def __init__(self, code):
         if not available():
             raise EmuError("the CUDA emulator needs g++")
-        self.signatures = kernel_signatures(code)
+        self.signatures, self.bounds = kernel_signatures(code)
         thunks = []
         for name, params in self.signatures.items():
             ctypes_ = [f"{'const ' if c else ''}{b}{'*' if p else ''}" for b, p, c in params]
@@ -155,7 +209,8 @@ class EmuModule:
             thunks.append(f'extern "C" void emu_thunk_{name}(void** a) {{ {name}({call}); }}')
         text = "\n".join(['#include "cuda_emu_runtime.h"', "#line 1", host_source(code)]
                          + thunks) + "\n"
-        self.lib = ctypes.CDLL(str(_build(text)))
+        self.path = _build(text)
+        self.lib = ctypes.CDLL(str(self.path))
         self.lib.emu_alloc.restype = ctypes.c_void_p
         self.lib.emu_alloc.argtypes = [ctypes.c_size_t, ctypes.c_size_t,
                                        ctypes.POINTER(ctypes.c_void_p),
@@ -164,7 +219,8 @@ class EmuModule:
         self.lib.emu_launch.restype = ctypes.c_int
         self.lib.emu_launch.argtypes = ([ctypes.c_void_p, ctypes.c_void_p] + [ctypes.c_uint] * 6
                                         + [ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
-                                           ctypes.c_void_p, ctypes.c_size_t])
+                                           ctypes.c_void_p, ctypes.c_size_t,
+                                           ctypes.POINTER(EmuArgInfo), ctypes.c_int])
 
     def _alloc(self, size, align):
         base, total = ctypes.c_void_p(), ctypes.c_size_t()
@@ -181,22 +237,26 @@ class EmuModule:
         params = self.signatures[name]
         if len(args) != len(params):
             raise TypeError(f"{name}: {len(args)} arguments for {len(params)} parameters")
+        why = launch_error(tuple(grid), tuple(block), self.bounds.get(name))
+        if why:
+            raise EmuError(f"{name}: cannot launch: {why}")
         grid = tuple(grid) + (1,) * (3 - len(grid))
         block = tuple(block) + (1,) * (3 - len(block))
-        holders, buffers, copies = [], [], []
+        holders, buffers, copies, infos = [], [], [], []
         try:
             for i, (arg, (base, pointer, const)) in enumerate(zip(args, params, strict=True)):
                 holders.append(self._argument(name, i, arg, base, pointer, const, buffers,
-                                              copies))
+                                              copies, infos))
             argv = (ctypes.c_void_p * len(holders))(*[ctypes.addressof(h) for h in holders])
             err_ptr, err_map = self._alloc(ERROR_SIZE, 1)
             buffers.append((err_map, None))
             rc = self.lib.emu_launch(ctypes.cast(self.lib[f"emu_thunk_{name}"],
                                                  ctypes.c_void_p), argv, *grid, *block,
-                                     shared_mem, int(reverse), TIMEOUT_S, err_ptr, ERROR_SIZE)
+                                     shared_mem, int(reverse), TIMEOUT_S, err_ptr, ERROR_SIZE,
+                                     (EmuArgInfo * len(infos))(*infos), len(infos))
             if rc:
                 message = ctypes.string_at(err_ptr).decode(errors="replace")
-                raise EmuError(f"{name}: {self._explain(rc, message, buffers)}")
+                raise EmuError(f"{name}: {self._source_lines(self._explain(rc, message, buffers))}")
             for i, src, dst, nbytes, const in copies:
                 if const and ctypes.string_at(src, nbytes) != ctypes.string_at(dst, nbytes):
                     raise EmuError(f"{name}: argument {i} is const but the kernel wrote into it")
@@ -206,7 +266,7 @@ class EmuModule:
             for (base, total), _ in buffers:
                 self.lib.emu_free(base, total)
 
-    def _argument(self, name, i, arg, base, pointer, const, buffers, copies):
+    def _argument(self, name, i, arg, base, pointer, const, buffers, copies, infos):
         if not pointer:
             want = SCALAR_TYPES.get(base)
             if want is None:
@@ -216,6 +276,7 @@ class EmuModule:
                                 f"for the C parameter type {base!r}, got {type(arg).__name__}")
             return CTYPES[np.dtype(want)](arg.item())
         if isinstance(arg, np.uint64) and arg == 0:
+            infos.append(EmuArgInfo(None, 0, None, 1, 1))
             return ctypes.c_void_p(0)  # a null pointer
         if not isinstance(arg, np.ndarray):
             raise TypeError(f"{name}: argument {i} is a {base}* and takes a device array, got "
@@ -232,7 +293,42 @@ class EmuModule:
         start = arg.__array_interface__["data"][0] + lo
         ctypes.memmove(ptr, start, nbytes)
         copies.append((i, ptr, start, nbytes, const))
+        infos.append(EmuArgInfo(ptr, nbytes, mapping[0], arg.itemsize, int(const)))
         return ctypes.c_void_p(ptr - lo)
+
+    def _source_lines(self, message):
+        """Each [pc 0x...] of a message of the hooks as the kernel source line it is in, each
+        [addr 0x...] as the __shared__ array it is in (addr2line and nm on the library; lines
+        count from the kernel text's first line)."""
+        starts = [int(line.split("-", 1)[0], 16) for line in Path("/proc/self/maps").read_text()
+                  .splitlines() if line.endswith(str(self.path))]
+        if not shutil.which("addr2line") or not shutil.which("nm") or not starts:
+            return message
+        base = min(starts)
+
+        def line(m):
+            out = subprocess.run(["addr2line", "-e", str(self.path), "-i",
+                                  hex(int(m.group(1), 16) - 1 - base)],
+                                 capture_output=True, text=True).stdout.split("\n")[0]
+            return f"[kernel source line {out.rsplit(':', 1)[-1].split()[0]}]"
+
+        def array(m):
+            offset = int(m.group(1), 16) - base
+            for addr, size, name in self._statics():
+                if addr <= offset < addr + size:
+                    return f" ({name}, its byte {offset - addr})"
+            return m.group(0)
+        message = re.sub(r" \[addr (0x[0-9a-f]+)\]", array, message)
+        return re.sub(r"\[pc (0x[0-9a-f]+)\]", line, message)
+
+    @functools.cache  # noqa: B019 (one per module, kept as long as it)
+    def _statics(self):
+        """(offset, size, demangled name) of the library's function-level statics."""
+        out = subprocess.run(["nm", "-C", "-S", "--defined-only", str(self.path)],
+                             capture_output=True, text=True).stdout
+        return [(int(a, 16), int(n, 16), name) for a, n, _, name in
+                (line.split(None, 3) for line in out.splitlines() if line.count(" ") >= 3)
+                if "::" in name or "(" in name]
 
     @staticmethod
     def _explain(rc, message, buffers):
@@ -243,6 +339,9 @@ class EmuModule:
                     i, ptr, nbytes = info
                     return (f"{message}: {addr - ptr - nbytes} bytes past the end of argument "
                             f"{i} ({nbytes} bytes)")
+                if info and base <= addr < base + mmap.PAGESIZE:
+                    i, ptr, nbytes = info
+                    return f"{message}: {ptr - addr} bytes before the start of argument {i}"
             return f"{message} (not an argument's guard page: shared memory or a wild pointer)"
         if rc == 128 + 14:
             return f"timed out after {TIMEOUT_S} s (an endless loop?)"
@@ -291,7 +390,7 @@ class EmuElementwise:
                           f"    for (long long i = 0; i < _emu_n; ++i) {{\n        {body}\n"
                           f"    }}\n}}\n}}")
         text = "\n".join(['#include "cuda_emu_runtime.h"', *blocks]) + "\n"
-        self.lib = ctypes.CDLL(str(_build(text)))
+        self.lib = ctypes.CDLL(str(_build(text, hooks=False)))
 
     def __call__(self, *args):
         """args: NumPy arrays (the T parameters, one shape and dtype) and NumPy or Python

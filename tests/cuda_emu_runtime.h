@@ -10,7 +10,25 @@
 // runs the blocks one after another; in a block every CUDA thread is a ucontext fiber that
 // runs until it reaches __syncthreads(), a warp shuffle, or its end. When no fiber can go on,
 // the scheduler releases the waiting warps (shuffles) or the whole block (__syncthreads).
-// What it checks, each a failure with a message naming block, thread and source line:
+// Every load and store of the kernel code goes through __tsan_readN/__tsan_writeN: the harness
+// compiles the kernels with g++ -fsanitize=thread but links no ThreadSanitizer runtime; the
+// hooks below are ours. They find the buffer an address falls in (an argument, the dynamic
+// shared memory, or the section where every `__shared__` array lives) and keep, per word of
+// writable memory, the last writer and reader (block, thread, barrier interval).
+// What it checks, each a failure with a message naming block and thread (and, for the
+// checks of the hooks, the code address, which the harness turns into a source line):
+//   * a race: two threads touch the same word, at least one of them writing and not both
+//     with atomics, in the same barrier interval of one block (shared or global memory), or
+//     from two different blocks (global memory: no barrier orders blocks). A missing
+//     __syncthreads, or `+=` where atomicAdd is needed, is reported even though the fibers
+//     here never actually interleave inside a barrier interval;
+//   * a read of shared memory that no thread of the block has written since the block
+//     started (shared memory, static and dynamic, is also filled with 0xff bytes, a NaN,
+//     at the start of every block);
+//   * an access before the start of an argument or of the dynamic shared memory (a negative
+//     index), a write into a const argument;
+//   * an index outside a fixed-size array (a `__shared__ float part[32]` or a register
+//     array), by -fsanitize=bounds, as UBSan's report;
 //   * a full-mask shuffle must be reached by all 32 lanes of the warp at the same source line
 //     (a lane that exited, or that waits elsewhere, is a divergence bug on a GPU too);
 //   * every live thread of the block must reach the same __syncthreads();
@@ -32,6 +50,7 @@
 #include <cstdio>
 #include <csetjmp>
 #include <cstring>
+#include <cstdlib>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -50,7 +69,9 @@ static emu_uint3 threadIdx, blockIdx, blockDim, gridDim;
 #define __host__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
-#define __shared__ static
+#define __shared__ static  // the harness gathers every function-level static (.bss._ZZ*) into
+                           // one section, emu_shared_start ... emu_shared_stop (-fdata-sections)
+#define EMU_RT __attribute__((no_sanitize_thread))  // runtime code: its accesses are not hooked
 #define __align__(n) __attribute__((aligned(n)))
 
 static inline int min(int a, int b) { return a < b ? a : b; }
@@ -81,9 +102,13 @@ static inline long long __double_as_longlong(double d) {
     return i;
 }
 
-// Fibers run one at a time and switch only at barriers, so a plain add is atomic.
+static void emu_access(const void* p, size_t size, int write, int atomic, void* pc);
+
+// Fibers run one at a time and switch only at barriers, so a plain add is atomic; the race
+// check is told it was an atomic access.
 template <typename T>
-static inline T atomicAdd(T* p, T v) {
+EMU_RT static T atomicAdd(T* p, T v) {
+    emu_access(p, sizeof(T), 1, 1, __builtin_return_address(0));
     const T old = *p;
     *p = old + v;
     return old;
@@ -133,10 +158,11 @@ static jmp_buf emu_scheduler;
 static void (*emu_thunk)(void**);
 static void** emu_args;
 static unsigned char* emu_dynamic_smem;  // what `extern __shared__ T name[]` becomes
+static char emu_altstack[64 * 1024];     // where the fault handler runs
 static char* emu_error;                  // MAP_SHARED: the child's message to the parent
 static size_t emu_error_size;
 
-static void emu_where(char* out, size_t n) {
+EMU_RT static void emu_where(char* out, size_t n) {
     if (emu_current >= 0)
         snprintf(out, n, "block (%u, %u, %u) thread (%u, %u, %u)", blockIdx.x, blockIdx.y,
                  blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z);
@@ -144,7 +170,7 @@ static void emu_where(char* out, size_t n) {
         snprintf(out, n, "block (%u, %u, %u)", blockIdx.x, blockIdx.y, blockIdx.z);
 }
 
-__attribute__((noreturn, format(printf, 1, 2))) static void emu_fail(const char* fmt, ...) {
+__attribute__((noreturn, format(printf, 1, 2))) EMU_RT static void emu_fail(const char* fmt, ...) {
     char where[128];
     emu_where(where, sizeof where);
     const int k = snprintf(emu_error, emu_error_size, "%s: ", where);
@@ -155,23 +181,207 @@ __attribute__((noreturn, format(printf, 1, 2))) static void emu_fail(const char*
     _exit(3);
 }
 
-static void emu_set_thread_index(int tid) {
+
+// ---- the memory checks: regions, shadow words, the hooks ------------------------------------
+
+extern "C" __attribute__((visibility("hidden"))) unsigned char emu_shared_start[], emu_shared_stop[];
+
+enum { EMU_CONST_ARG, EMU_GLOBAL, EMU_SHARED };
+
+// Per word of writable memory: the last writer and the last reader (block + 1, 0: none;
+// thread; barrier interval), whether the write was atomic, whether readers of two blocks, or
+// two readers of one block in one interval, have been seen.
+struct EmuShadow {
+    unsigned w_block, w_epoch, r_block, r_epoch, r_multi;
+    unsigned short w_tid, r_tid;
+    unsigned char w_atomic, r_cross;
+};
+
+struct EmuRegion {
+    uintptr_t map_lo, lo, hi;  // [map_lo, lo): its mapping's slack before it (an underrun)
+    int kind, arg, shift;      // shift: log2 of the bytes per shadow word
+    EmuShadow* shadow;
+};
+
+struct EmuArgInfo {  // what the harness tells emu_launch about each pointer argument
+    void* ptr;
+    size_t nbytes;
+    void* map_base;
+    int itemsize, is_const;
+};
+
+static EmuRegion emu_regions[64];
+static int emu_n_regions;
+static unsigned emu_epoch = 1;   // barrier intervals, numbered across the whole launch
+static unsigned emu_block_epoch0;  // the first interval of the running block
+static unsigned emu_block_id;      // its linear index + 1
+
+EMU_RT static void emu_name_region(const EmuRegion& r, char* out, size_t n) {
+    if (r.kind == EMU_SHARED)
+        snprintf(out, n, "%s shared memory", r.arg ? "dynamic" : "static (__shared__)");
+    else
+        snprintf(out, n, "argument %d", r.arg);
+}
+
+// " [addr 0x...]" for a word of the static shared section (the harness names the array)
+EMU_RT static const char* emu_symbol(const EmuRegion& r, size_t offset) {
+    static char text[48];
+    text[0] = 0;
+    if (r.kind == EMU_SHARED && !r.arg) snprintf(text, sizeof text, " [addr %p]",
+                                                 (void*)(r.lo + offset));
+    return text;
+}
+
+EMU_RT static void emu_block_coords(unsigned id, char* out, size_t n) {
+    const unsigned b = id - 1;
+    snprintf(out, n, "(%u, %u, %u)", b % gridDim.x, b / gridDim.x % gridDim.y,
+             b / gridDim.x / gridDim.y);
+}
+
+__attribute__((noreturn)) EMU_RT static void emu_race(const EmuRegion& r, size_t offset,
+                                                      const char* what, unsigned o_block,
+                                                      unsigned o_tid, const char* o_what,
+                                                      void* pc) {
+    char region[64], other[48];
+    emu_name_region(r, region, sizeof region);
+    emu_block_coords(o_block, other, sizeof other);
+    emu_fail("race on %s, byte %zu%s: this thread %s it, thread %u of block %s %s it %s, with "
+             "no __syncthreads (or atomic) between [pc %p]", region, offset, emu_symbol(r, offset),
+             what, o_tid, other, o_what,
+             o_block == emu_block_id ? "in the same barrier interval"
+                                     : "(another block: no barrier orders blocks)", pc);
+}
+
+// Whether an access recorded as (block, tid, epoch) may race with one by the running thread.
+EMU_RT static inline bool emu_unordered(unsigned block, unsigned tid, unsigned epoch) {
+    if (!block || (block == emu_block_id && tid == (unsigned)emu_current)) return false;
+    return block != emu_block_id || epoch == emu_epoch;
+}
+
+EMU_RT static void emu_check_word(const EmuRegion& r, size_t g, int write, int atomic,
+                                  void* pc) {
+    EmuShadow& s = r.shadow[g];
+    const size_t offset = g << r.shift;
+    if (r.kind == EMU_SHARED) {  // what an earlier block did is gone
+        if (s.w_epoch < emu_block_epoch0) s.w_block = 0;
+        if (s.r_epoch < emu_block_epoch0) s.r_block = 0;
+        if (!write && !atomic && !s.w_block) {
+            char region[64];
+            emu_name_region(r, region, sizeof region);
+            emu_fail("reads %s at byte %zu%s, which no thread of this block has written "
+                     "(shared memory starts undefined) [pc %p]", region, offset,
+                     emu_symbol(r, offset), pc);
+        }
+    }
+    if (emu_unordered(s.w_block, s.w_tid, s.w_epoch) && !(atomic && s.w_atomic))
+        emu_race(r, offset, write ? "writes" : "reads", s.w_block, s.w_tid,
+                 s.w_atomic ? "wrote (atomically)" : "wrote", pc);
+    const unsigned me = (unsigned)emu_current;
+    if (write) {
+        const bool readers = s.r_block && (s.r_cross || s.r_block != emu_block_id ||
+                                           (s.r_epoch == emu_epoch &&
+                                            (s.r_tid != me || s.r_multi == emu_epoch)));
+        if (readers) emu_race(r, offset, "writes", s.r_block, s.r_tid, "read", pc);
+        s.w_block = emu_block_id;
+        s.w_tid = (unsigned short)me;
+        s.w_epoch = emu_epoch;
+        s.w_atomic = (unsigned char)atomic;
+        return;
+    }
+    if (s.r_block && s.r_block != emu_block_id) s.r_cross = 1;
+    else if (s.r_block && s.r_tid != me && s.r_epoch == emu_epoch) s.r_multi = emu_epoch;
+    s.r_block = emu_block_id;
+    s.r_tid = (unsigned short)me;
+    s.r_epoch = emu_epoch;
+}
+
+EMU_RT static void emu_access(const void* p, size_t size, int write, int atomic, void* pc) {
+    if (emu_current < 0) return;  // the runtime's own work
+    const uintptr_t a = (uintptr_t)p;
+    for (int k = 0; k < emu_n_regions; ++k) {
+        const EmuRegion& r = emu_regions[k];
+        if (a < r.map_lo || a >= r.hi) continue;
+        char region[64];
+        emu_name_region(r, region, sizeof region);
+        if (a < r.lo)
+            emu_fail("%s %zu bytes before the start of %s (a negative index?) [pc %p]",
+                     write ? "writes" : "reads", (size_t)(r.lo - a), region, pc);
+        if (a + size > r.hi)
+            emu_fail("%s %zu bytes at byte %zu of %s, past its end (%zu bytes) [pc %p]",
+                     write ? "writes" : "reads", size, (size_t)(a - r.lo), region,
+                     (size_t)(r.hi - r.lo), pc);
+        if (r.kind == EMU_CONST_ARG) {
+            if (write) emu_fail("writes into %s, which is const [pc %p]", region, pc);
+            return;
+        }
+        const size_t g1 = (a + size - 1 - r.lo) >> r.shift;
+        for (size_t g = (a - r.lo) >> r.shift; g <= g1; ++g)
+            emu_check_word(r, g, write, atomic, pc);
+        return;
+    }
+}
+
+EMU_RT static void emu_add_region(int kind, int arg, void* map_lo, void* lo, size_t nbytes,
+                                  int itemsize) {
+    if (!nbytes) return;
+    if (emu_n_regions == (int)(sizeof emu_regions / sizeof emu_regions[0]))
+        emu_fail("more than %d buffers", emu_n_regions);
+    EmuRegion& r = emu_regions[emu_n_regions++];
+    r.kind = kind;
+    r.arg = arg;
+    r.map_lo = (uintptr_t)map_lo;
+    r.lo = (uintptr_t)lo;
+    r.hi = r.lo + nbytes;
+    r.shift = itemsize >= 8 ? 3 : itemsize >= 4 ? 2 : itemsize >= 2 ? 1 : 0;
+    r.shadow = kind == EMU_CONST_ARG ? nullptr
+               : (EmuShadow*)calloc((nbytes >> r.shift) + 1, sizeof(EmuShadow));
+}
+
+#define EMU_HOOKS(N)                                                                        \
+    extern "C" EMU_RT void __tsan_read##N(void* p) {                                        \
+        emu_access(p, N, 0, 0, __builtin_return_address(0));                              \
+    }                                                                                       \
+    extern "C" EMU_RT void __tsan_write##N(void* p) {                                       \
+        emu_access(p, N, 1, 0, __builtin_return_address(0));                               \
+    }                                                                                       \
+    extern "C" EMU_RT void __tsan_unaligned_read##N(void* p) {                              \
+        emu_access(p, N, 0, 0, __builtin_return_address(0));                               \
+    }                                                                                       \
+    extern "C" EMU_RT void __tsan_unaligned_write##N(void* p) {                             \
+        emu_access(p, N, 1, 0, __builtin_return_address(0));                               \
+    }
+EMU_HOOKS(1)
+EMU_HOOKS(2)
+EMU_HOOKS(4)
+EMU_HOOKS(8)
+EMU_HOOKS(16)
+extern "C" EMU_RT void __tsan_read_range(void* p, size_t n) {
+    emu_access(p, n, 0, 0, __builtin_return_address(0));
+}
+extern "C" EMU_RT void __tsan_write_range(void* p, size_t n) {
+    emu_access(p, n, 1, 0, __builtin_return_address(0));
+}
+extern "C" EMU_RT void __tsan_init() {}
+extern "C" EMU_RT void __tsan_func_entry(void*) {}
+extern "C" EMU_RT void __tsan_func_exit() {}
+
+EMU_RT static void emu_set_thread_index(int tid) {
     threadIdx.x = tid % blockDim.x;
     threadIdx.y = (tid / blockDim.x) % blockDim.y;
     threadIdx.z = tid / (blockDim.x * blockDim.y);
 }
 
-static void emu_yield(int state, int line) {
+EMU_RT static void emu_yield(int state, int line) {
     EmuFiber& f = emu_fibers[emu_current];
     f.state = state;
     f.line = line;
     if (!_setjmp(f.at)) _longjmp(emu_scheduler, 1);
 }
 
-static void emu_syncthreads(int line) { emu_yield(EMU_AT_SYNC, line); }
+EMU_RT static void emu_syncthreads(int line) { emu_yield(EMU_AT_SYNC, line); }
 
 template <typename T>
-static T emu_shfl(int line, int mode, unsigned mask, T var, int arg, int width) {
+EMU_RT static T emu_shfl(int line, int mode, unsigned mask, T var, int arg, int width) {
     static_assert(sizeof(T) <= 8, "shuffle of a value wider than 8 bytes");
     if (width <= 0 || width > 32 || (width & (width - 1)))
         emu_fail("line %d: shuffle width %d is not a power of 2 in 1..32", line, width);
@@ -212,7 +422,7 @@ static T emu_shfl_idx(int line, unsigned mask, T var, int src, int width = 32) {
 #define __shfl_sync(...) emu_shfl_idx(__LINE__, __VA_ARGS__)
 
 // A fiber runs the kernel once per block: after each run it waits, DONE, for the next block.
-static void emu_fiber_main() {
+EMU_RT static void emu_fiber_main() {
     for (;;) {
         emu_thunk(emu_args);
         EmuFiber& f = emu_fibers[emu_current];
@@ -223,7 +433,7 @@ static void emu_fiber_main() {
 
 // The lane a shuffle reads (CUDA's rules: a lane whose source falls outside its own group of
 // `width` lanes, on the side the mode forbids, gets its own value back).
-static int emu_shfl_source(const EmuFiber& f, int lane) {
+EMU_RT static int emu_shfl_source(const EmuFiber& f, int lane) {
     const int group = lane & ~(f.width - 1), in_group = lane - group;
     switch (f.mode) {
         case EMU_SHFL_XOR: {
@@ -240,7 +450,7 @@ static int emu_shfl_source(const EmuFiber& f, int lane) {
 }
 
 // Release every warp whose live lanes all wait at one shuffle; true if any was released.
-static bool emu_release_shuffles() {
+EMU_RT static bool emu_release_shuffles() {
     bool released = false;
     for (int w0 = 0; w0 < emu_n_threads; w0 += 32) {
         const int n = min(32, emu_n_threads - w0);
@@ -296,7 +506,7 @@ static bool emu_release_shuffles() {
     return released;
 }
 
-static bool emu_release_barrier() {
+EMU_RT static bool emu_release_barrier() {
     int first = -1;
     for (int t = 0; t < emu_n_threads; ++t) {
         const EmuFiber& f = emu_fibers[t];
@@ -313,10 +523,11 @@ static bool emu_release_barrier() {
     if (first < 0) return false;
     for (int t = 0; t < emu_n_threads; ++t)
         if (emu_fibers[t].state == EMU_AT_SYNC) emu_fibers[t].state = EMU_RUNNABLE;
+    ++emu_epoch;  // a new barrier interval
     return true;
 }
 
-static void emu_run_block(int reverse) {
+EMU_RT static void emu_run_block(int reverse) {
     for (int t = 0; t < emu_n_threads; ++t) emu_fibers[t].state = EMU_RUNNABLE;
     for (;;) {
         for (int k = 0; k < emu_n_threads; ++k) {
@@ -337,14 +548,16 @@ static void emu_run_block(int reverse) {
     }
 }
 
-// Memory whose end touches a PROT_NONE page: bytes [ptr, ptr + size) are usable.
-static unsigned char* emu_guarded(size_t size, size_t align, void** base, size_t* total) {
+// Memory between two PROT_NONE pages, its end touching the second: bytes [ptr, ptr + size)
+// are usable; the slack before ptr is where the hooks report an underrun.
+EMU_RT static unsigned char* emu_guarded(size_t size, size_t align, void** base, size_t* total) {
     const size_t page = (size_t)sysconf(_SC_PAGESIZE);
     const size_t body = (size + align - 1) / align * align;
-    *total = (body + page - 1) / page * page + page;
+    *total = page + (body + page - 1) / page * page + page;
     unsigned char* p = (unsigned char*)mmap(nullptr, *total, PROT_READ | PROT_WRITE,
                                             MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return nullptr;
+    mprotect(p, page, PROT_NONE);
     mprotect(p + *total - page, page, PROT_NONE);
     *base = p;
     return p + *total - page - body;
@@ -359,7 +572,7 @@ static void emu_on_ubsan_death() {
     fprintf(stderr, "in %s\n", where);
 }
 
-static void emu_on_fault(int sig, siginfo_t* info, void*) {
+EMU_RT static void emu_on_fault(int sig, siginfo_t* info, void*) {
     char where[128];
     emu_where(where, sizeof where);
     snprintf(emu_error, emu_error_size, "%s: %s at address 0x%llx", where,
@@ -368,16 +581,16 @@ static void emu_on_fault(int sig, siginfo_t* info, void*) {
     _exit(4);
 }
 
-static int emu_run_grid(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                        unsigned bz, size_t smem, int reverse) {
+EMU_RT static int emu_run_grid(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                        unsigned bz, size_t smem, int reverse, const EmuArgInfo* infos,
+                        int n_infos) {
     gridDim = {gx, gy, gz};
     blockDim = {bx, by, bz};
     emu_n_threads = (int)(bx * by * bz);
     if (emu_n_threads < 1 || emu_n_threads > 1024) emu_fail("blockDim of %d threads", emu_n_threads);
-    static char altstack[64 * 1024];
     stack_t ss = {};
-    ss.ss_sp = altstack;
-    ss.ss_size = sizeof altstack;
+    ss.ss_sp = emu_altstack;
+    ss.ss_size = sizeof emu_altstack;
     sigaltstack(&ss, nullptr);
     struct sigaction sa = {};
     sa.sa_sigaction = emu_on_fault;
@@ -391,6 +604,13 @@ static int emu_run_grid(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsi
     void* smem_base;
     size_t smem_total;
     emu_dynamic_smem = emu_guarded(smem, 16, &smem_base, &smem_total);
+    const size_t n_static = (size_t)(emu_shared_stop - emu_shared_start);
+    emu_add_region(EMU_SHARED, 0, emu_shared_start, emu_shared_start, n_static, 4);
+    emu_add_region(EMU_SHARED, 1, (unsigned char*)smem_base + sysconf(_SC_PAGESIZE),
+                   emu_dynamic_smem, smem, 4);
+    for (int k = 0; k < n_infos; ++k)
+        emu_add_region(infos[k].is_const ? EMU_CONST_ARG : EMU_GLOBAL, k, infos[k].map_base,
+                       infos[k].ptr, infos[k].nbytes, infos[k].itemsize);
     for (int t = 0; t < emu_n_threads; ++t) {  // started on their first block
         EmuFiber& f = emu_fibers[t];
         f.started = 0;
@@ -404,7 +624,10 @@ static int emu_run_grid(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsi
     for (unsigned long long k = 0; k < n_blocks; ++k) {
         const unsigned long long b = reverse ? n_blocks - 1 - k : k;
         blockIdx = {(unsigned)(b % gx), (unsigned)(b / gx % gy), (unsigned)(b / gx / gy)};
-        memset(emu_dynamic_smem, 0xff, smem);
+        emu_block_id = (unsigned)b + 1;
+        emu_block_epoch0 = ++emu_epoch;
+        memset(emu_dynamic_smem, 0xff, smem);  // shared memory starts undefined: NaN bytes
+        memset(emu_shared_start, 0xff, n_static);
         emu_run_block(reverse);
     }
     return 0;
@@ -416,7 +639,8 @@ static int emu_run_grid(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsi
 // then holds the message.
 extern "C" int emu_launch(void (*thunk)(void**), void** args, unsigned gx, unsigned gy,
                           unsigned gz, unsigned bx, unsigned by, unsigned bz, size_t smem,
-                          int reverse, int timeout_s, char* error, size_t error_size) {
+                          int reverse, int timeout_s, char* error, size_t error_size,
+                          const EmuArgInfo* infos, int n_infos) {
     error[0] = 0;
     FILE* report = tmpfile();  // the child's stderr: where UBSan writes (misaligned access)
     const pid_t pid = fork();
@@ -432,7 +656,7 @@ extern "C" int emu_launch(void (*thunk)(void**), void** args, unsigned gx, unsig
         emu_thunk = thunk;
         emu_args = args;
         alarm((unsigned)timeout_s);
-        _exit(emu_run_grid(gx, gy, gz, bx, by, bz, smem, reverse));
+        _exit(emu_run_grid(gx, gy, gz, bx, by, bz, smem, reverse, infos, n_infos));
     }
     int status = 0;
     while (waitpid(pid, &status, 0) < 0) {

@@ -299,24 +299,28 @@ class FakeRawKernel:
 
     def __init__(self, module, name):
         self.module, self.name = module, name
-        self._max_smem = 0
+        self._max_smem = {}  # per device, as CUDA keeps the attribute
 
     @property
     def max_dynamic_shared_size_bytes(self):
-        return self._max_smem
+        return self._max_smem.get(DEVICE["current"], 0)
 
     @max_dynamic_shared_size_bytes.setter
     def max_dynamic_shared_size_bytes(self, nbytes):
         if nbytes > DEVICE["smem_optin"]:  # CUDA: cudaErrorInvalidValue
             raise ValueError(f"{self.name}: {nbytes} bytes of shared memory; this device "
                              f"gives a block at most {DEVICE['smem_optin']}")
-        self._max_smem = nbytes
+        self._max_smem[DEVICE["current"]] = nbytes
 
     def __call__(self, grid, block, args, *, shared_mem=0, enable_cooperative_groups=False):
+        import cuda_emu  # CUDA's launch limits, written down once for the fake and the emulator
+
         for label, dims in (("grid", grid), ("block", block)):
-            if not (isinstance(dims, tuple) and 1 <= len(dims) <= 3
-                    and all(isinstance(d, int) and d > 0 for d in dims)):
+            if not isinstance(dims, tuple):
                 raise ValueError(f"{self.name}: bad {label} {dims!r}")
+        why = cuda_emu.launch_error(grid, block)
+        if why:  # CUDA: cudaErrorInvalidConfiguration
+            raise ValueError(f"{self.name}: {why}")
         if not isinstance(args, tuple):
             raise TypeError(f"{self.name}: args must be a tuple, got {type(args)}")
         for i, a in enumerate(args):
@@ -423,7 +427,8 @@ class FakeElementwiseKernel:
 
 # ---- the modules ---------------------------------------------------------------------------
 
-DEVICE = {"smem_optin": 227 * 1024}  # an H100's; tests set less to play an older GPU
+# an H100's shared memory (tests set less to play an older GPU); the current device's id
+DEVICE = {"smem_optin": 227 * 1024, "current": 0}
 
 
 def _device_properties(device=0):
@@ -435,7 +440,7 @@ def _device_properties(device=0):
 
 class _Device:
     def __init__(self, device=None):
-        self.id = 0 if device is None else int(device)
+        self.id = DEVICE["current"] if device is None else int(device)
         self.compute_capability = "90"
 
     def synchronize(self):
@@ -518,7 +523,7 @@ def make_fake(emulate=False, reverse=False):
     cupy.ElementwiseKernel = FakeElementwiseKernel
     cupy.get_default_memory_pool = lambda: _POOL
     cupy.random = types.SimpleNamespace(default_rng=FakeGenerator, Generator=FakeGenerator)
-    runtime = types.SimpleNamespace(getDeviceCount=lambda: 1, getDevice=lambda: 0,
+    runtime = types.SimpleNamespace(getDeviceCount=lambda: 2, getDevice=lambda: DEVICE["current"],
                                     getDeviceProperties=_device_properties,
                                     runtimeGetVersion=lambda: 12040,
                                     driverGetVersion=lambda: 12040)

@@ -45,7 +45,7 @@ extern "C" __global__ void smem_read(float* out, int skip) {
     float* s = reinterpret_cast<float*>(smem);
     s[threadIdx.x] = threadIdx.x;
     __syncthreads();
-    out[threadIdx.x] = s[threadIdx.x + skip];
+    out[threadIdx.x] = s[(int)threadIdx.x + skip];
 }
 
 extern "C" __global__ void copy_n(const float* x, float* out, int n) {
@@ -86,6 +86,56 @@ extern "C" __global__ void vector_load(float* out, int offset) {
     __syncthreads();
     const four_floats t = *reinterpret_cast<const four_floats*>(s + offset + 4 * threadIdx.x);
     out[threadIdx.x] = t.v[0] + t.v[3];
+}
+
+// thread t adds 1 to out[t % 4], with atomicAdd (atomic = 1) or a plain += (lost updates)
+extern "C" __global__ void adds(float* out, int atomic) {
+    if (atomic) atomicAdd(out + threadIdx.x % 4, 1.f);
+    else out[threadIdx.x % 4] += 1.f;
+}
+
+// thread 0 of every block writes out[0]: the blocks race on one word
+extern "C" __global__ void every_block_writes(float* out) {
+    if (threadIdx.x == 0) out[0] = blockIdx.x;
+}
+
+// each thread reads its neighbour's slot; `barrier` = 0 reads it while the neighbour writes it
+extern "C" __global__ void neighbours(float* out, int barrier) {
+    __shared__ float buf[64];
+    buf[threadIdx.x] = 0.f;
+    __syncthreads();
+    buf[threadIdx.x] = threadIdx.x;
+    if (barrier) __syncthreads();
+    out[threadIdx.x] = buf[(threadIdx.x + 1) % blockDim.x];
+}
+
+// the sum of a block's values: per-warp sums through part[32], then warp 0 adds part[lane]
+// for lanes < the number of warps (guard = 1) or for all 32 lanes (guard = 0: unwritten slots)
+extern "C" __global__ void block_sum(const float* x, float* out, int guard) {
+    __shared__ float part[32];
+    float v = x[blockIdx.x * blockDim.x + threadIdx.x];
+    for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(FULL, v, o);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (lane == 0) part[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        v = !guard || lane < (int)blockDim.x / 32 ? part[lane] : 0.f;
+        for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(FULL, v, o);
+        if (lane == 0) out[blockIdx.x] = v;
+    }
+}
+
+// reads a 32-float __shared__ array `shift` slots away from its own
+extern "C" __global__ void static_index(float* out, int shift) {
+    __shared__ float buf[32];
+    buf[threadIdx.x] = threadIdx.x;
+    __syncthreads();
+    out[threadIdx.x] = buf[(int)threadIdx.x + shift];
+}
+
+extern "C" __global__ void __launch_bounds__(64) copy_shifted(const float* x, float* out,
+                                                               int shift) {
+    out[threadIdx.x] = x[(int)threadIdx.x + shift];
 }
 
 extern "C" __global__ void halves(const unsigned short* x, unsigned short* out, int n) {
@@ -133,26 +183,94 @@ def test_a_lane_that_returns_before_a_full_mask_shuffle_is_an_error(emu):
         emu.launch("row_sum", (1,), (128,), [x, np.zeros(4, np.float32), i32(4), i32(1)])
 
 
-def test_a_missing_barrier_is_a_race_that_the_reverse_order_shows(emu):
+def test_a_missing_barrier_is_reported_in_either_order(emu):
     x = np.arange(128, dtype=np.float32)
-    runs = {}
-    for barrier in (1, 0):
-        for reverse in (False, True):
-            out = np.full(128, np.nan, np.float32)
-            emu.launch("reverse", (2,), (64,), [x, out, i32(barrier)], reverse=reverse)
-            runs[barrier, reverse] = out
     want = x.reshape(2, 64)[:, ::-1].ravel()
-    np.testing.assert_array_equal(runs[1, False], want)
-    np.testing.assert_array_equal(runs[1, True], want)
-    assert not np.array_equal(runs[0, False], runs[0, True])  # the race shows
+    for reverse in (False, True):
+        out = np.full(128, np.nan, np.float32)
+        emu.launch("reverse", (2,), (64,), [x, out, i32(1)], reverse=reverse)
+        np.testing.assert_array_equal(out, want)
+        out = np.zeros(64, np.float32)
+        emu.launch("neighbours", (1,), (64,), [out, i32(1)], reverse=reverse)
+        np.testing.assert_array_equal(out, (np.arange(64) + 1) % 64)
+        # forward, thread 0 reads buf[63] before thread 63 writes it; reversed, the race
+        with pytest.raises(cuda_emu.EmuError, match=r"reverse: .*(race on static|no thread of "
+                                                    r"this block has written)"):
+            emu.launch("reverse", (2,), (64,), [x, out, i32(0)], reverse=reverse)
+        with pytest.raises(cuda_emu.EmuError, match=r"neighbours: .*race on static \(__shared__"
+                                                    r"\) shared memory, byte \d+ \(neighbours::"
+                                                    r"buf, its byte \d+\): this thread "
+                                                    r"(reads|writes) it, thread \d+ of block "
+                                                    r"\(0, 0, 0\) (wrote|read) it in the same "
+                                                    r"barrier interval"):
+            emu.launch("neighbours", (1,), (64,), [out, i32(0)], reverse=reverse)
 
 
-def test_unwritten_shared_memory_reads_as_nan(emu):
+def test_a_plain_add_where_an_atomic_is_needed_is_a_race(emu):
+    out = np.zeros(4, np.float32)
+    emu.launch("adds", (3,), (64,), [out, i32(1)])
+    np.testing.assert_array_equal(out, [48, 48, 48, 48])
+    with pytest.raises(cuda_emu.EmuError, match=r"adds: .*race on argument 0, byte 0: this "
+                                                r"thread (reads|writes) it, thread 0 of block "
+                                                r"\(0, 0, 0\) wrote it in the same barrier"):
+        emu.launch("adds", (1,), (64,), [out, i32(0)])
+    with pytest.raises(cuda_emu.EmuError, match=r"every_block_writes: block \(1, 0, 0\) .*race "
+                                                r"on argument 0.*another block: no barrier "
+                                                r"orders blocks"):
+        emu.launch("every_block_writes", (2,), (32,), [out])
+
+
+def test_reading_shared_memory_no_thread_wrote_is_an_error(emu):
     out = np.zeros(32, np.float32)
     emu.launch("smem_read", (1,), (32,), [out, i32(0)], shared_mem=64 * 4)
     np.testing.assert_array_equal(out, np.arange(32))
-    emu.launch("smem_read", (1,), (32,), [out, i32(32)], shared_mem=64 * 4)
-    assert np.isnan(out).all()
+    with pytest.raises(cuda_emu.EmuError, match=r"smem_read: .*reads dynamic shared memory at "
+                                                r"byte 128, which no thread of this block has "
+                                                r"written \(shared memory starts undefined\) "
+                                                r"\[kernel source line \d+\]"):
+        emu.launch("smem_read", (1,), (32,), [out, i32(32)], shared_mem=64 * 4)
+    x = np.ones(192, np.float32)
+    out = np.zeros(3, np.float32)
+    emu.launch("block_sum", (3,), (64,), [x, out, i32(1)])
+    np.testing.assert_array_equal(out, [64, 64, 64])
+    with pytest.raises(cuda_emu.EmuError, match=r"block_sum: block \(0, 0, 0\) thread \(2, 0, 0\)"
+                                                r": reads static .*\(block_sum::part, its byte "
+                                                r"8\), which no thread"):
+        emu.launch("block_sum", (3,), (64,), [x, out, i32(0)])
+
+
+def test_negative_indices_are_errors(emu):
+    with pytest.raises(cuda_emu.EmuError, match=r"smem_read: .*reads 4 bytes before the start "
+                                                r"of dynamic shared memory"):
+        emu.launch("smem_read", (1,), (32,), [np.zeros(32, np.float32), i32(-1)],
+                   shared_mem=64 * 4)
+    x, out = np.arange(64, dtype=np.float32), np.zeros(64, np.float32)
+    emu.launch("copy_shifted", (1,), (32,), [x, out, i32(32)])
+    np.testing.assert_array_equal(out[:32], x[32:])
+    with pytest.raises(cuda_emu.EmuError, match=r"copy_shifted: .*reads 4 bytes before the "
+                                                r"start of argument 0"):
+        emu.launch("copy_shifted", (1,), (32,), [x, out, i32(-1)])
+
+
+@pytest.mark.skipif(not cuda_emu.sanitizes_alignment(), reason="g++ here has no libubsan")
+@pytest.mark.parametrize("shift,index", [(1, 32), (-1, -1)])
+def test_an_index_outside_a_shared_array_is_an_error(emu, shift, index):
+    out = np.zeros(32, np.float32)
+    emu.launch("static_index", (1,), (32,), [out, i32(0)])
+    with pytest.raises(cuda_emu.EmuError, match=rf"(?s)static_index: .*index {index} out of "
+                                                r"bounds for type 'float \[32\]'"):
+        emu.launch("static_index", (1,), (32,), [out, i32(shift)])
+
+
+@pytest.mark.parametrize("grid,block", [((0,), (32,)), ((1, 65536), (32,)),
+                                        ((2**31,), (32,)), ((1, 1, 65536), (32,)),
+                                        ((1,), (1025,)), ((1,), (32, 1, 65)), ((1,), (64, 32)),
+                                        ((1,), (128,))])
+def test_launches_over_cudas_limits_are_refused(emu, grid, block):
+    x, out = np.zeros(4096, np.float32), np.zeros(4096, np.float32)
+    with pytest.raises(cuda_emu.EmuError, match=r"copy_shifted: cannot launch: (invalid "
+                                                r"(grid|block)|a block of \d+ threads)"):
+        emu.launch("copy_shifted", grid, block, [x, out, i32(0)])
 
 
 def test_reading_past_dynamic_shared_memory_faults(emu):
@@ -187,7 +305,7 @@ def test_divergent_barriers_and_shuffles_are_errors(emu):
 
 
 def test_writing_a_const_argument_is_an_error(emu):
-    with pytest.raises(cuda_emu.EmuError, match="argument 0 is const"):
+    with pytest.raises(cuda_emu.EmuError, match="writes into argument 0, which is const"):
         emu.launch("writes_its_input", (1,), (32,), [np.ones(32, np.float32),
                                                      np.zeros(32, np.float32)])
 

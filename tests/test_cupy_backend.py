@@ -137,7 +137,8 @@ def check_launches(be, ptx_params):
     for _, name, grid, block, args, shared_mem in be.launches:
         want = [t.replace("s", "u").replace("b", "u") for t in ptx_params[name]]
         assert [arg_type(a) for a in args] == want, name
-        assert all(0 < g < 2**31 for g in grid) and block[0] % 32 == 0
+        cb.check_launch(name, grid, block)  # within CUDA's limits
+        assert block[0] % 32 == 0
         if "flash" in name:
             direction = "forward" if "forward" in name else "backward"
             assert shared_mem == cb.flash_smem_bytes(int(re.search(r"_d(\d+)_", name)[1]),
@@ -316,6 +317,93 @@ def test_gpu_flash_attention(cp_be, d, n_q, n_k, dtype):
         got = cp_be.attention_backward(qg, kg, vg, out_g, lse_g, gg, maskg, scale, causal)
         for a, b in zip(got, grads, strict=True):
             assert_close(a, b, dtype, cp_be, 10 * tol)
+
+
+def nan_rows(n, rng):
+    """(x, keep) for NaN semantics: row 0 plain, row 1 a NaN among its scores, row 2 fully
+    masked, row 3 a NaN where the mask hides it (it must not count)."""
+    x = rng.standard_normal((4, n)).astype(np.float32) * 3
+    keep = np.ones((4, n), bool)
+    x[1, n // 3] = np.nan
+    keep[2] = False
+    x[3, n // 2] = np.nan
+    keep[3, n // 2] = False
+    return x, keep
+
+
+def assert_nan_semantics(y, want, masked_row=2, nan_row=1):
+    """NaN in, NaN out for the whole row; the fully masked row zeros; the rest as `want`."""
+    assert np.isnan(y[nan_row]).all() and np.isnan(want[nan_row]).all()
+    assert (y[masked_row] == 0).all() and (want[masked_row] == 0).all()
+    rest = [r for r in range(len(y)) if r not in (masked_row, nan_row)]
+    np.testing.assert_allclose(y[rest], want[rest], rtol=2e-5, atol=2e-6)
+
+
+def test_numpy_backend_nan_semantics():
+    """The reference the kernels are held to: softmax, masked softmax and flash attention."""
+    x, keep = nan_rows(40, np.random.default_rng(0))
+    assert_nan_semantics(NP.scaled_masked_softmax(x, keep, scale=0.5),
+                         NP.softmax(np.where(keep, x * 0.5, NEG_INF)))
+    y = NP.softmax(np.where(keep, x, NEG_INF))
+    assert np.isnan(NP.softmax_backward(y, np.ones_like(y))[1]).all()
+    q = np.random.default_rng(1).standard_normal((1, 4, 16)).astype(np.float32)
+    q[0, 1, 5] = np.nan
+    kq = np.ones((1, 4, 4), bool)
+    kq[0, 2] = False
+    out, lse = NP.attention_forward(q, q[:, [0, 0, 3, 3]], q[:, [0, 0, 3, 3]], kq, 0.25)
+    assert np.isnan(out[0, 1]).all() and np.isnan(lse[0, 1])
+    assert (out[0, 2] == 0).all() and lse[0, 2] == NEG_INF
+    assert np.isfinite(out[0, [0, 3]]).all()
+
+
+@pytest.mark.parametrize("n", [8, 1000, 2000, 20000], ids=["warp", "warp-1000", "block-cached",
+                                                           "block-reread"])
+def test_gpu_softmax_nan_semantics(cp_be, n):
+    """Every softmax kernel shape (warp per row; block per row with the row in shared memory,
+    and reading it twice when it does not fit 64 KB) gives what the NumPy reference gives: a
+    row with a NaN score all NaN, a fully masked row zeros, a NaN under the mask ignored."""
+    x, keep = nan_rows(n, np.random.default_rng(n))
+    xg, keepg = to_gpu(cp_be, x, keep)
+    want = NP.scaled_masked_softmax(x.astype(np.float64), keep, scale=0.5)
+    y = cp_be.to_numpy(cp_be.scaled_masked_softmax(xg, keepg, scale=0.5))
+    assert_nan_semantics(y, want)
+    plain = np.where(keep, x, NEG_INF)  # plain softmax: -inf for masked
+    pg, ones = to_gpu(cp_be, plain, np.ones_like(plain))
+    assert_nan_semantics(cp_be.to_numpy(cp_be.softmax(pg)), NP.softmax(plain.astype(np.float64)))
+    gx = cp_be.to_numpy(cp_be.softmax_backward(cp_be.softmax(pg), ones))
+    assert np.isnan(gx[1]).all() and (gx[2] == 0).all() and not np.isnan(gx[[0, 3]]).any()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_gpu_flash_nan_semantics(cp_be, dtype):
+    """The flash kernels: a query whose scores meet a NaN gives out = NaN and lse = NaN (and
+    NaN gradients), a query with nothing to attend zeros and lse = -inf, a NaN key hidden by
+    the mask changes nothing; as the NumPy reference."""
+    rng = np.random.default_rng(7)
+    n_q, n_k, d = 70, 80, 16
+    q, k, v, g = (rng.standard_normal((1, n, d)).astype(dtype) for n in (n_q, n_k, n_k, n_q))
+    q[0, 5, 3] = np.nan  # query 5: NaN scores
+    k[0, 77, 0] = np.nan  # key 77: masked for every query
+    keep = np.ones((n_q, n_k), bool)
+    keep[:, 77] = False
+    keep[9] = False  # query 9 attends to nothing
+    want_out, want_lse = NP.attention_forward(q, k, v, keep, 0.25)
+    qg, kg, vg, gg, keepg = to_gpu(cp_be, q, k, v, g, keep)
+    out_g, lse_g = cp_be.attention_forward(qg, kg, vg, keepg, 0.25)
+    out, lse = cp_be.to_numpy(out_g).astype(np.float32), cp_be.to_numpy(lse_g)
+    assert np.isnan(out[0, 5]).all() and np.isnan(lse[0, 5]) and np.isnan(want_lse[0, 5])
+    assert (out[0, 9] == 0).all() and lse[0, 9] == NEG_INF == want_lse[0, 9]
+    rest = [i for i in range(n_q) if i not in (5, 9)]
+    tol = 3e-3 if dtype == np.float16 else 2e-5
+    np.testing.assert_allclose(out[0, rest], want_out[0, rest].astype(np.float32), rtol=tol,
+                               atol=tol)
+    got = cp_be.attention_backward(qg, kg, vg, out_g, lse_g, gg, keepg, 0.25)
+    want = NP.attention_backward(q, k, v, want_out, want_lse, g, keep, 0.25)
+    for a, b in zip(got, want, strict=True):  # NaN exactly where the reference has NaN
+        a, b = cp_be.to_numpy(a).astype(np.float32), b.astype(np.float32)
+        np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
+        np.testing.assert_allclose(a, b, rtol=10 * tol, atol=10 * tol)
+    assert np.isnan(cp_be.to_numpy(got[0])[0, 5]).all()  # the NaN query's own gradient
 
 
 def test_gpu_sdpa_flash_through_autograd(cp_be):

@@ -23,7 +23,7 @@ import tinyattn.backends as B
 import tinyattn.functional as F
 from tinyattn.backends import cupy_backend as cb
 from tinyattn.backends import kernel_refs as kr
-from tinyattn.errors import BackendError
+from tinyattn.errors import BackendError, DTypeError
 from tinyattn.ops import REGISTRY
 from tinyattn.ops import samples as S
 
@@ -341,11 +341,66 @@ def test_flash_launches(fake_kernels_be, d, dtype):
     (fname, fgrid, fblock, _, fsmem), (bname, bgrid, bblock, _, bsmem) = launches()
     (bq, _), (_, bk) = kr.FLASH_TILES[d]
     suffix = cb.DTYPE_SUFFIX[np.dtype(dtype)]
-    assert fname == f"tinyattn_flash_forward_d{d}_{suffix}" and fgrid == (6, -(-10 // bq))
-    assert bname == f"tinyattn_flash_backward_d{d}_{suffix}" and bgrid == (6, -(-7 // bk))
+    # one grid dimension (x: up to 2^31 - 1 blocks; y would stop at 65535 tiles)
+    assert fname == f"tinyattn_flash_forward_d{d}_{suffix}" and fgrid == (6 * -(-10 // bq),)
+    assert bname == f"tinyattn_flash_backward_d{d}_{suffix}" and bgrid == (6 * -(-7 // bk),)
     assert fblock == bblock == (kr.FLASH_THREADS,)
     assert fsmem == cb.flash_smem_bytes(d, "forward")
     assert bsmem == cb.flash_smem_bytes(d, "backward")
+
+
+def test_flash_with_an_empty_batch_launches_nothing(fake_kernels_be):
+    """CUDA rejects a grid with 0 blocks (the fake too): an empty batch returns empty results."""
+    be = fake_kernels_be
+    q, g = _gpu(be, np.zeros((0, 3, 10, 16), np.float32), np.zeros((0, 3, 10, 16), np.float32))
+    out, lse = be.attention_forward(q, q, q, None, 0.1, True)
+    assert out.shape == (0, 3, 10, 16) and lse.shape == (0, 3, 10)
+    grads = be.attention_backward(q, q, q, out, lse, g, None, 0.1, True)
+    assert [a.shape for a in grads] == [(0, 3, 10, 16)] * 3 and not launches()
+
+
+@pytest.mark.parametrize("grid,block", [((0,), (32,)), ((2**31,), (256,)), ((1, 65536), (256,)),
+                                        ((1, 1, 65536), (32,)), ((1,), (1025,)),
+                                        ((1,), (64, 32)), ((1,), (1, 1, 65))])
+def test_launches_are_checked_against_cudas_limits(fake_kernels_be, grid, block):
+    with pytest.raises(BackendError, match=r"tinyattn_k: (cannot launch a (grid|block)|a block "
+                                           r"of .* threads)"):
+        cb.check_launch("tinyattn_k", grid, block)
+    with pytest.raises(ValueError, match="cudaErrorInvalidConfiguration|threads"):  # the fake too
+        fake_kernels_be.kernel("softmax.cu", "tinyattn_softmax_forward_warp1_f32")(
+            grid, block, ())
+    cb.check_launch("tinyattn_k", (2**31 - 1, 65535, 65535), (1024,))
+    cb.check_launch("tinyattn_k", (1,), (16, 16, 4))
+
+
+def test_the_shared_memory_opt_in_is_set_on_every_device(fake_kernels_be, monkeypatch):
+    """CUDA keeps max_dynamic_shared_size_bytes per device: a kernel used on a second device
+    needs it set there too (head dim 64 asks for 68 KB)."""
+    be = fake_kernels_be
+    (q,) = _gpu(be, np.zeros((1, 1, 9, 64), np.float32))
+    be.attention_forward(q, q, q, None, 0.1, True)
+    monkeypatch.setitem(fake_cupy.DEVICE, "current", 1)
+    be.attention_forward(q, q, q, None, 0.1, True)
+    assert [name for name, *_ in launches()] == ["tinyattn_flash_forward_d64_f32"] * 2
+
+
+def test_the_masked_softmax_kernel_takes_only_bool_masks(fake_kernels_be):
+    be = fake_kernels_be
+    x, keep = _gpu(be, np.zeros((2, 5), np.float32), np.ones((2, 5), np.float32))
+    with pytest.raises(DTypeError, match=r"scaled_masked_softmax: the mask must be bool .*got "
+                                         r"float32"):
+        be.scaled_masked_softmax(x, keep)
+    assert not launches()
+
+
+def test_rows_past_the_kernels_int_indexing_take_the_reference(fake_kernels_be):
+    """A block-kernel thread indexes j0 + 4 * blockDim.x with int: rows longer than
+    SOFTMAX_MAX_COLS (2^31 - 4097) are not given to the kernels."""
+    longest = np.broadcast_to(np.float32(0), (1, kr.SOFTMAX_MAX_COLS))
+    assert fake_kernels_be._softmax_ok(longest)
+    assert not fake_kernels_be._softmax_ok(np.broadcast_to(np.float32(0),
+                                                           (1, kr.SOFTMAX_MAX_COLS + 1)))
+    assert kr.SOFTMAX_MAX_COLS - 1 + kr.BLOCK_UNROLL * 1024 <= 2**31 - 1
 
 
 def test_flash_falls_back_where_no_kernel_fits(fake_kernels_be):

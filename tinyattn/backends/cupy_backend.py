@@ -17,7 +17,6 @@ turns every kernel off (useful to tell a kernel bug from an op bug). Nothing in 
 imports CuPy at import time, so the kernel sources and their names can be checked without it.
 """
 
-import functools
 import math
 import os
 import warnings
@@ -25,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import BackendError
+from ..errors import BackendError, DTypeError
 from . import kernel_refs
 from .base import Backend
 
@@ -47,6 +46,11 @@ STATIC_SMEM_LIMIT = 48 * 1024  # dynamic shared memory allowed without a kernel 
 # gives a block less (CupyBackend.row_cache_limit).
 ROW_CACHE_LIMIT = 64 * 1024
 STATIC_SMEM_RESERVE = 1024  # the block kernels' own __shared__ arrays (at most 768 bytes)
+# CUDA's launch limits (every compute capability this backend targets): a launch over them
+# fails with cudaErrorInvalidConfiguration, so each one is checked here first (check_launch)
+GRID_LIMITS = (2**31 - 1, 65535, 65535)
+BLOCK_LIMITS = (1024, 1024, 64)
+MAX_BLOCK_THREADS = 1024
 
 
 def make_cupy_backend(seed=None):
@@ -110,6 +114,20 @@ def flash_smem_bytes(d, direction):
     return 4 * (2 * bk * (d + 4) + 2 * bq * (d + 4) + 2 * bq * (bk + 4) + 2 * bq)
 
 
+def check_launch(name, grid, block):
+    """Raise BackendError naming the kernel if (grid, block) is over CUDA's launch limits
+    (grid x < 2^31, y and z <= 65535, block x and y <= 1024, z <= 64, threads <= 1024) or
+    has an empty dimension (CUDA rejects a (0, ...) grid)."""
+    for label, dims, limits in (("grid", grid, GRID_LIMITS), ("block", block, BLOCK_LIMITS)):
+        if not 1 <= len(dims) <= 3 or any(not 1 <= d <= lim
+                                           for d, lim in zip(dims, limits, strict=False)):
+            raise BackendError(f"{name}: cannot launch a {label} of {tuple(dims)}; CUDA allows "
+                               f"1 to {limits} per dimension")
+    if math.prod(block) > MAX_BLOCK_THREADS:
+        raise BackendError(f"{name}: a block of {tuple(block)} has {math.prod(block)} threads; "
+                           f"CUDA allows at most {MAX_BLOCK_THREADS}")
+
+
 def collapse_batch_stride(shape, strides):
     """One stride that walks the flattened leading dims of a (..., T, S) view, or None if the
     view's leading dims cannot be walked with a single stride (then it must be copied)."""
@@ -161,7 +179,8 @@ class CupyBackend(Backend):
         self.xp = cupy
         self._cupyx = cupyx
         self._modules = {}  # .cu file name -> cupy.RawModule
-        self._functions = {}  # kernel name -> compiled kernel
+        self._functions = {}  # (device id, kernel name) -> compiled kernel, attributes set
+        self._smem_optin = {}  # device id -> the shared memory a block may opt in to
         self._elementwise = {}
         self.use_kernels = os.environ.get("TINYATTN_CUPY_KERNELS", "1") != "0"
         super().__init__(seed)
@@ -185,22 +204,30 @@ class CupyBackend(Backend):
 
     # ---- compiling and finding kernels ---------------------------------------------------------
 
-    @functools.cached_property
-    def smem_per_block(self):
-        """The most shared memory one block may use on this device, opted in (sm_75: 64 KB,
-        sm_86/89: 99 KB, sm_80: 163 KB, sm_90: 227 KB)."""
-        cp = self.xp
-        props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
-        return int(props["sharedMemPerBlockOptin"])
+    def _device_id(self):
+        return self.xp.cuda.Device().id
 
-    @functools.cached_property
+    @property
+    def smem_per_block(self):
+        """The most shared memory one block may use on the current device, opted in (sm_75:
+        64 KB, sm_86/89: 99 KB, sm_80: 163 KB, sm_90: 227 KB), asked once per device."""
+        device = self._device_id()
+        if device not in self._smem_optin:
+            props = self.xp.cuda.runtime.getDeviceProperties(device)
+            self._smem_optin[device] = int(props["sharedMemPerBlockOptin"])
+        return self._smem_optin[device]
+
+    @property
     def row_cache_limit(self):
         """Shared memory the block softmax kernels may use for the cached row."""
         return min(ROW_CACHE_LIMIT, self.smem_per_block - STATIC_SMEM_RESERVE)
 
     def kernel(self, filename, name, smem_bytes=0):
-        """The compiled kernel `name` from kernels/<filename> (compiled on first use)."""
-        fn = self._functions.get(name)
+        """The compiled kernel `name` from kernels/<filename> (compiled on first use). The
+        opt-in to more than 48 KB of shared memory is an attribute CUDA keeps per device, so
+        it is set, and remembered, once per (device, kernel)."""
+        key = (self._device_id(), name)
+        fn = self._functions.get(key)
         if fn is None:
             module = self._modules.get(filename)
             if module is None:
@@ -219,8 +246,15 @@ class CupyBackend(Backend):
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", DeprecationWarning)
                     fn.max_dynamic_shared_size_bytes = smem_bytes
-            self._functions[name] = fn
+            self._functions[key] = fn
         return fn
+
+    @staticmethod
+    def _launch(fn, grid, block, args, shared_mem=0):
+        """fn(grid, block, args) after check_launch: a launch over CUDA's limits is an error
+        naming the kernel, not a CUDA error from deep inside CuPy."""
+        check_launch(getattr(fn, "name", "kernel"), grid, block)
+        fn(grid, block, args, shared_mem=shared_mem)
 
     def elementwise(self, name):
         """The cupy.ElementwiseKernel `name` (bodies in kernels/elementwise.cu)."""
@@ -261,8 +295,11 @@ class CupyBackend(Backend):
     # ---- softmax ------------------------------------------------------------------------------
 
     def _softmax_ok(self, x):
+        """Whether the softmax kernels take x: their dtypes, rows of 1 to SOFTMAX_MAX_COLS
+        (the kernels index a row with int) and fewer than 2^31 rows (the grid's x limit)."""
         return (self.use_kernels and x.dtype in SOFTMAX_DTYPES and x.ndim >= 1
-                and 0 < x.shape[-1] < 2**31 and x.size // x.shape[-1] < 2**31)
+                and 0 < x.shape[-1] <= kernel_refs.SOFTMAX_MAX_COLS
+                and x.size // x.shape[-1] < 2**31)
 
     def softmax(self, x, axis=-1):
         if not self._softmax_ok(x):
@@ -279,6 +316,9 @@ class CupyBackend(Backend):
         return cp.moveaxis(gx, -1, axis)
 
     def scaled_masked_softmax(self, x, keep=None, scale=1.0, causal=False):
+        if keep is not None and keep.dtype != bool:  # the kernels read it as bytes
+            raise DTypeError(f"scaled_masked_softmax: the mask must be bool (True = attend), "
+                             f"got {keep.dtype}")
         if not self._softmax_ok(x) or (causal and x.ndim < 2):
             return super().scaled_masked_softmax(x, keep, scale=scale, causal=causal)
         return self._softmax_rows(x, scale, causal, keep)
@@ -319,13 +359,14 @@ class CupyBackend(Backend):
         fn, grid, block, launch, n, n_rows, n_q = self._softmax_launch("forward", x)
         mask, _alive = self._mask_params(keep, x.shape)
         if launch[0] == "warp":
-            fn(grid, block, (x, y, np.int64(n_rows), np.int32(n), np.int32(launch[2]),
-                             np.int32(n_q), np.float64(scale), np.int32(causal)) + mask)
+            self._launch(fn, grid, block, (x, y, np.int64(n_rows), np.int32(n),
+                                           np.int32(launch[2]), np.int32(n_q),
+                                           np.float64(scale), np.int32(causal)) + mask)
         else:
             smem = self._row_cache_bytes(n, x.dtype, arrays=1)
-            fn(grid, block,
-               (x, y, np.int32(n), np.int32(n_q), np.float64(scale), np.int32(causal)) + mask
-               + (np.int32(smem > 0),), shared_mem=smem)
+            self._launch(fn, grid, block,
+                         (x, y, np.int32(n), np.int32(n_q), np.float64(scale), np.int32(causal))
+                         + mask + (np.int32(smem > 0),), shared_mem=smem)
         return y
 
     def _softmax_backward_rows(self, y, g, scale, causal):
@@ -338,12 +379,14 @@ class CupyBackend(Backend):
             return gx
         fn, grid, block, launch, n, n_rows, n_q = self._softmax_launch("backward", y)
         if launch[0] == "warp":
-            fn(grid, block, (y, g, gx, np.int64(n_rows), np.int32(n), np.int32(launch[2]),
-                             np.int32(n_q), np.int32(causal), np.float64(scale)))
+            self._launch(fn, grid, block, (y, g, gx, np.int64(n_rows), np.int32(n),
+                                           np.int32(launch[2]), np.int32(n_q), np.int32(causal),
+                                           np.float64(scale)))
         else:
             smem = self._row_cache_bytes(n, y.dtype, arrays=2)
-            fn(grid, block, (y, g, gx, np.int32(n), np.int32(n_q), np.int32(causal),
-                             np.float64(scale), np.int32(smem > 0)), shared_mem=smem)
+            self._launch(fn, grid, block, (y, g, gx, np.int32(n), np.int32(n_q),
+                                           np.int32(causal), np.float64(scale),
+                                           np.int32(smem > 0)), shared_mem=smem)
         return gx
 
     def _row_cache_bytes(self, n, dtype, arrays):
@@ -382,14 +425,18 @@ class CupyBackend(Backend):
         n_q, n_k, d = q3.shape[1], k3.shape[1], q3.shape[2]
         out = cp.empty_like(q3)
         lse = cp.empty((n, n_q), dtype=cp.float32)
+        if n == 0:  # an empty batch: nothing to launch (CUDA rejects a grid of 0 blocks)
+            return out.reshape(lead + (n_q, d)), lse.reshape(lead + (n_q,))
         mask, _alive = self._mask_params(keep, lead + (n_q, n_k))
         (bq, _), _ = kernel_refs.FLASH_TILES[d]
         smem = flash_smem_bytes(d, "forward")
         fn = self.kernel("flash.cu", f"tinyattn_flash_forward_d{d}_{DTYPE_SUFFIX[q.dtype]}",
                          smem)
-        fn((n, math.ceil(n_q / bq)), (kernel_refs.FLASH_THREADS,),
-           (q3, k3, v3, out, lse, np.int32(n_q), np.int32(n_k), np.float32(scale),
-            np.int32(causal)) + mask, shared_mem=smem)
+        # one grid dimension: batch fastest, query tiles on top (x may reach 2^31 - 1; y
+        # would stop at 65535 tiles)
+        self._launch(fn, (n * math.ceil(n_q / bq),), (kernel_refs.FLASH_THREADS,),
+                     (q3, k3, v3, out, lse, np.int32(n_q), np.int32(n_k), np.float32(scale),
+                      np.int32(causal)) + mask, shared_mem=smem)
         return out.reshape(lead + (n_q, d)), lse.reshape(lead + (n_q,))
 
     def attention_backward(self, q, k, v, out, lse, g, keep=None, scale=1.0, causal=False,
@@ -405,14 +452,17 @@ class CupyBackend(Backend):
         drow = (g3.astype(cp.float32) * o3.astype(cp.float32)).sum(axis=-1)  # D = rowsum(dO O)
         gq = cp.zeros((n, n_q, d), dtype=cp.float32)  # atomics add every key tile's part
         gk, gv = cp.empty_like(k3), cp.empty_like(v3)
+        if n == 0:  # an empty batch: nothing to launch
+            return (gq.astype(q.dtype, copy=False).reshape(lead + (n_q, d)),
+                    gk.reshape(lead + (n_k, d)), gv.reshape(lead + (n_k, d)))
         mask, _alive = self._mask_params(keep, lead + (n_q, n_k))
         _, (_, bk) = kernel_refs.FLASH_TILES[d]
         smem = flash_smem_bytes(d, "backward")
         fn = self.kernel("flash.cu", f"tinyattn_flash_backward_d{d}_{DTYPE_SUFFIX[q.dtype]}",
                          smem)
-        fn((n, math.ceil(n_k / bk)), (kernel_refs.FLASH_THREADS,),
-           (q3, k3, v3, g3, lse2, drow, gq, gk, gv, np.int32(n_q), np.int32(n_k),
-            np.float32(scale), np.int32(causal)) + mask, shared_mem=smem)
+        self._launch(fn, (n * math.ceil(n_k / bk),), (kernel_refs.FLASH_THREADS,),
+                     (q3, k3, v3, g3, lse2, drow, gq, gk, gv, np.int32(n_q), np.int32(n_k),
+                      np.float32(scale), np.int32(causal)) + mask, shared_mem=smem)
         return (gq.astype(q.dtype, copy=False).reshape(lead + (n_q, d)),
                 gk.reshape(lead + (n_k, d)), gv.reshape(lead + (n_k, d)))
 

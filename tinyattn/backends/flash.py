@@ -39,7 +39,7 @@ def flash_forward(xp, q, k, v, keep=None, scale=1.0, causal=False, block_q=64, b
     """out (N, T, dv) and the log-sum-exp per row (N, T) of softmax(scale q kᵀ, masked) v.
 
     q (N, T, d), k (N, S, d), v (N, S, dv); keep None or bool broadcastable to (N, T, S).
-    Rows with nothing to attend give out = 0 and lse = -inf.
+    Rows with nothing to attend give out = 0 and lse = -inf; a row with a NaN score gives NaN.
     """
     n_q, n_k = q.shape[-2], k.shape[-2]
     work = _work_dtype(xp, q.dtype)
@@ -62,7 +62,7 @@ def flash_forward(xp, q, k, v, keep=None, scale=1.0, causal=False, block_q=64, b
             l = l * alpha + p.sum(axis=-1)
             acc = acc * alpha[..., None] + p @ v[..., j0:j1, :].astype(work, copy=False)
             m = m_new
-        seen = l > 0
+        seen = l != 0  # l = 0: nothing to attend (zeros, lse -inf); NaN l: a NaN row stays NaN
         out[..., i0:i1, :] = acc / xp.where(seen, l, 1)[..., None]
         lse[..., i0:i1] = xp.where(seen, m + xp.log(xp.where(seen, l, 1)), NEG_INF)
     return out, lse

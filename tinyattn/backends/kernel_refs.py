@@ -3,11 +3,13 @@
 Each function here does what its kernel does, in the same order: the same launch choice, the
 same split of a row over lanes or threads, the same butterfly shuffles, the same online (m, l)
 recurrence and merges, the same tiles and the same compute dtype (float32 for float16/float32
-data, float64 for float64). What cannot be replayed bit for bit is named where it happens
-(exp/erf come from NumPy, not CUDA's libm; a dot product inside a flash tile is a NumPy matmul;
-the kernel adds dQ over key tiles with atomics, in no fixed order). The tests hold these
-replays to the readable references of backends/base.py and flash.py on the CPU, so a kernel
-bug in the algorithm (a wrong merge, a lost tile, a NaN on a masked row) shows up without a
+data, float64 for float64; e^(s - m) as exp2((s - m) log2 e), as the softmax kernels
+compute it). What cannot be replayed bit for bit is named where it happens
+(exp/exp2/erf come from NumPy, not CUDA's libm, and nvcc contracts multiply-adds to FMA where
+NumPy rounds twice; a dot product inside a flash tile is a NumPy matmul; the kernel adds dQ
+over key tiles with atomics, in no fixed order). The tests hold these replays to the
+readable references of backends/base.py and flash.py on the CPU, so a kernel bug in the
+algorithm (a wrong merge, a lost tile, a NaN on a masked row) shows up without a
 GPU; the GPU tests then hold the kernels to the same references.
 
 The launch choices (`softmax_launch`, `FLASH_TILES`) are also what CupyBackend uses, so the
@@ -24,6 +26,10 @@ _quiet = np.errstate(invalid="ignore", over="ignore", divide="ignore")
 WARP = 32
 WARP_ROWS_MAX = 1024  # rows up to this long use the warp kernels (row in registers)
 WARP_BLOCK_THREADS = 128  # threads per block of the warp kernels
+BLOCK_UNROLL = 4  # columns a block-kernel thread loads before using any (TINYATTN_BLOCK_UNROLL)
+# the longest row the softmax kernels take: j0 + BLOCK_UNROLL * 1024 must stay within int
+SOFTMAX_MAX_COLS = 2**31 - 1 - BLOCK_UNROLL * 1024
+LOG2E = 1.4426950408889634  # log2(e): the softmax kernels' e^(s - m) is an exp2
 FLASH_THREADS = 256  # a 16 x 16 thread grid per flash block
 # head dim -> ((forward BQ, BK), (backward BQ, BK)); the same table as the top of flash.cu
 FLASH_TILES = {16: ((64, 64), (64, 64)), 32: ((64, 64), (64, 64)), 64: ((64, 64), (32, 64)),
@@ -91,7 +97,7 @@ def _unlanes(a, n):
 
 def _butterfly(v, op, width):
     """__shfl_xor_sync over `width` lanes (the last axis): v = op(v, v[lane ^ o]) for
-    o = width/2, ..., 1. Every lane ends with the same value (op commutes bit for bit)."""
+    o = width/2, ..., 1. Every lane ends with the same value (op commutes)."""
     lanes = np.arange(v.shape[-1])
     o = width // 2
     while o > 0:
@@ -101,12 +107,20 @@ def _butterfly(v, op, width):
 
 
 @_quiet
+def _exp_diff(s, m):
+    """tinyattn_exp_diff: e^(s - m) = exp2((s - m) log2 e), each step rounded to s's dtype."""
+    a = np.result_type(s, m)
+    return np.exp2((s - m).astype(a) * a.type(LOG2E)).astype(a)
+
+
+@_quiet
 def _merge(m, l, m2, l2):
-    """tinyattn_online_merge: (m, l) (+) (m2, l2), empty pieces (m = -inf) stay (-inf, 0)."""
+    """tinyattn_online_merge: (m, l) (+) (m2, l2), empty pieces (m = -inf) stay (-inf, 0);
+    a NaN l stays NaN."""
     mx = np.where(m > m2, m, m2)
     empty = mx == NEG_INF
-    safe = np.where(empty, 0, mx)
-    l = np.where(empty, 0, l * np.exp(m - safe) + l2 * np.exp(m2 - safe))
+    safe = np.where(empty, 0, mx).astype(m.dtype)
+    l = np.where(empty, 0, l * _exp_diff(m, safe) + l2 * _exp_diff(m2, safe))
     return mx, l.astype(m.dtype)
 
 
@@ -141,10 +155,12 @@ def _block_sum(s):
 
 @_quiet
 def _online_push(m, l, s):
-    """tinyattn_online_push, elementwise: a new max rescales l, -inf adds nothing."""
+    """tinyattn_online_push, elementwise: a new max rescales l, -inf adds nothing, NaN makes
+    l NaN."""
     new = s > m
-    grown = np.where(new, l * np.exp(m - np.where(new, s, 0)) + 1, l)
-    grown = np.where(~new & (s > NEG_INF), l + np.exp(s - np.where(m == NEG_INF, 0, m)), grown)
+    grown = np.where(new, l * _exp_diff(m, np.where(new, s, 0).astype(s.dtype)) + 1, l)
+    grown = np.where(~new & (s != NEG_INF), l + _exp_diff(s, np.where(m == NEG_INF, 0, m)
+                                                          .astype(m.dtype)), grown)
     return np.where(new, s, m), grown.astype(l.dtype)
 
 
@@ -153,7 +169,7 @@ def _online_push(m, l, s):
 def softmax_forward(x, scale=1.0, causal=False, keep=None):
     """What CupyBackend's softmax kernels compute for x (..., n): softmax(scale x) over the last
     axis with keys j > i (causal; i = row index within the last-but-one axis) and keep == False
-    masked; fully masked rows give zeros."""
+    masked; fully masked rows give zeros, rows with a NaN score all NaN."""
     s, _ = _rows_and_scores(x, keep, scale, causal)
     launch = softmax_launch(x.shape[-1])
     if launch[0] == "warp":
@@ -168,14 +184,14 @@ def _softmax_forward_warp(s, per_lane, width):
     """softmax_forward_warp: each lane's max and sum over its registers in order, then
     butterflies over the `width` lanes of the row."""
     v = _lanes(s, width, per_lane, NEG_INF)  # (R, width, E)
-    m = _butterfly(v.max(axis=-1), np.maximum, width)  # (R, width), equal across lanes
-    m_safe = np.where(m == NEG_INF, 0, m)[..., None]
-    e = np.exp(v - m_safe)
+    m = _butterfly(v.max(axis=-1), np.maximum, width)  # (R, width), equal; NaN propagates
+    m_safe = np.where(m == NEG_INF, 0, m).astype(m.dtype)[..., None]
+    e = _exp_diff(v, m_safe)
     l = np.zeros(e.shape[:-1], dtype=e.dtype)
     for k in range(per_lane):  # each lane adds its registers in order
         l = l + e[..., k]
     l = _butterfly(l, np.add, width)[..., None]
-    inv = np.where(l > 0, 1 / np.where(l > 0, l, 1), 0).astype(e.dtype)
+    inv = np.where(l == 0, 0, 1 / np.where(l == 0, 1, l)).astype(e.dtype)  # NaN l: NaN
     return _unlanes(e * inv, s.shape[1])
 
 
@@ -193,9 +209,9 @@ def _softmax_forward_block(s, threads):
     for k in range(steps):
         m, l = _online_push(m, l, cols[:, k, :])
     m, l = _block_merge_ml(m, l)
-    m_safe = np.where(m == NEG_INF, 0, m)[:, None]
-    inv = np.where(l > 0, 1 / np.where(l > 0, l, 1), 0).astype(s.dtype)[:, None]
-    return np.exp(s - m_safe) * inv
+    m_safe = np.where(m == NEG_INF, 0, m).astype(m.dtype)[:, None]
+    inv = np.where(l == 0, 0, 1 / np.where(l == 0, 1, l)).astype(s.dtype)[:, None]
+    return _exp_diff(s, m_safe) * inv
 
 
 # ---- softmax backward ------------------------------------------------------------------------
@@ -297,11 +313,11 @@ def flash_forward(q, k, v, scale, causal=False, keep=None):
                 acc = acc * alpha[..., None] + p @ vt
                 m = m_new
             l = _butterfly(lpart, np.add, 16)[..., 0]
-            inv = np.where(l > 0, 1 / np.where(l > 0, l, 1), 0).astype(f32)
+            inv = np.where(l == 0, 0, 1 / np.where(l == 0, 1, l)).astype(f32)  # NaN l: NaN
             rows_in = slice(q0, min(q0 + bq, n_q))
             cut = rows_in.stop - q0
             out[:, rows_in] = (acc * inv[..., None])[:, :cut]
-            lse[:, rows_in] = np.where(l > 0, m + np.log(np.where(l > 0, l, 1)), NEG_INF)[:, :cut]
+            lse[:, rows_in] = np.where(l == 0, NEG_INF, m + np.log(np.where(l == 0, 1, l)))[:, :cut]
     return out.astype(q.dtype), lse
 
 
@@ -340,7 +356,7 @@ def flash_backward(q, k, v, out, lse, g, scale, causal=False, keep=None):
                 s = qt @ kt.transpose(0, 2, 1)
                 dp = gt @ vt.transpose(0, 2, 1)
                 ok = _flash_allowed(b_idx, rows, cols, n_q, n_k, causal, keep)
-                p = np.where(ok, np.exp(s * f32(scale) - ls[..., None]), f32(0))
+                p = np.where(ok, np.exp(s * f32(scale) - ls[..., None]), ls[..., None] * 0)
                 ds = p * (dp - ds_row[..., None])
                 dv += p.transpose(0, 2, 1) @ gt
                 dk += ds.transpose(0, 2, 1) @ qt

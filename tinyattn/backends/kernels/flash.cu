@@ -1,10 +1,12 @@
 // flash.cu - flash attention forward and backward (FlashAttention-2 layout, SIMT float32).
 //
 // Shapes: q (N, T, D), k (N, S, D), v (N, S, D), contiguous; D in {16, 32, 64, 128} is a
-// template argument. Storage float32 or float16 (float16 converted on load); all arithmetic
-// float32. Scores are scale * q.k; keys j > i are masked when `causal` (aligned top-left, as in
-// Backend.causal_keep), and where the optional uint8 mask `keep` (element strides ks_*) is 0.
-// A query row with nothing to attend gives out = 0, lse = -inf and zero gradients.
+// template argument. Storage float32 or float16 (float16 converted when a tile is stored to
+// shared memory); all arithmetic float32. Scores are scale * q.k; keys j > i are masked when
+// `causal` (aligned top-left, as in Backend.causal_keep), and where the optional uint8 mask
+// `keep` (element strides ks_*) is 0. A query row with nothing to attend gives out = 0,
+// lse = -inf and zero gradients; a row with a NaN score gives out = NaN and lse = NaN (the
+// running max propagates NaN), as the NumPy reference does.
 //
 // Every block has 256 threads seen as a 16 x 16 grid (tx = tid % 16, ty = tid / 16). In a
 // score tile a thread owns the rows ty, ty + 16, ... and the columns tx, tx + 16, ..., so the
@@ -15,21 +17,28 @@
 // Shared memory: every tile is float32, rows padded to D + 4 (and BK + 4) floats. The padding
 // keeps each row 16-byte aligned, so the inner loops read 4 (or C) adjacent floats with one
 // vector load, and puts the 16 rows that one warp reads at the same column in different banks.
-// At D = 64 the inner loops issue one shared load per 5.3 to 8 fused multiply-adds
-// (benchmarks/kernel_sass.py reads it off the machine code), where scalar loads gave 1.3 to 2.
-// Tiles are fetched one step ahead into registers (FlashTiles): the loads of the next K/V
-// (backward: Q/dO) tile are in flight while the block computes on the current one.
+// At D = 64 the inner loops issue one shared-load instruction per 5.3 to 8 fused multiply-adds
+// (benchmarks/kernel_sass.py reads it off the machine code), where scalar loads gave 1.3 to 2;
+// per shared-memory cycle that is less (a 128-bit load whose warp reads 16 distinct rows costs
+// at least 2 cycles), see docs/kernels.md. Tiles are fetched one step ahead into registers
+// (FlashTiles), as raw stored values: the loads of the next K/V (backward: Q/dO) tile are in
+// flight while the block computes on the current one, and float16 is converted only when the
+// tile is stored to shared memory.
+// These kernels have not run on a GPU: they are checked by compiling them (nvcc, NVRTC, ptxas)
+// and by running their source in tests/cuda_emu.py. FP32 FMA without tensor cores: expect an
+// order of magnitude below FlashAttention-2; an mma.sync/ldmatrix path is future work.
 //
-// Forward, grid (N, ceil(T / BQ)), the last query tiles (the longest, when causal) scheduled
-// first: the block keeps its BQ queries in shared memory and streams the key/value tiles past
+// Forward, a 1-D grid of N * ceil(T / BQ) blocks (x alone may exceed 65535: y and z may
+// not), block x = batch b + N * (tiles from the last), so the last query tiles (the longest,
+// when causal) are scheduled first: the block keeps its BQ queries in shared memory and streams the key/value tiles past
 // them (causal: only tiles left of the diagonal). Per tile: S = scale Q Kᵀ (register
 // micro-tiles of BQ/16 x BK/16 per thread), the row max by shuffle, p = exp(s - m_new), the
 // running output and each thread's partial row sum rescaled by alpha = exp(m_old - m_new),
 // P through shared memory, acc += P V. At the end the 16 partial sums of a row are added by
 // shuffle (l), then out = acc / l and lse = m + log l.
 //
-// Backward, grid (N, ceil(S / BK)), the first key tiles (the longest, when causal) scheduled
-// first: the block owns BK keys (K, V tiles in shared memory, dK and dV accumulators in
+// Backward, a 1-D grid of N * ceil(S / BK) blocks, block x = batch b + N * key tile, so the
+// first key tiles (the longest, when causal) are scheduled first: the block owns BK keys (K, V tiles in shared memory, dK and dV accumulators in
 // registers, keys ty * BK/16 ... of them per thread) and walks the query tiles (causal: from
 // the diagonal on). Per query tile it recomputes P = exp(S - lse), dP = dO Vᵀ and
 // dS = P * (dP - Drow) with Drow = rowsum(dO * O) precomputed by the host, adds Pᵀ dO to dV
@@ -75,7 +84,10 @@ struct FlashTiles {
     static constexpr int E = ROWS * D / TINYATTN_FLASH_THREADS;  // per thread and tile
     static constexpr int STEP = TINYATTN_FLASH_THREADS / D;      // rows per pass
     static_assert(E * TINYATTN_FLASH_THREADS == ROWS * D, "a tile must split evenly");
-    float av[E], bv[E];  // pass u holds row threadIdx.x / D + u * STEP, column threadIdx.x % D
+    // pass u holds row threadIdx.x / D + u * STEP, column threadIdx.x % D, as stored (raw
+    // 16-bit words for float16: converting right after the load would make the conversion wait
+    // for the load, and the compute after it wait for the conversion)
+    T av[E], bv[E];
 
     __device__ __forceinline__ void fetch(const T* a, const T* b, int r0, int n) {
         const int r = threadIdx.x / D;
@@ -83,8 +95,8 @@ struct FlashTiles {
 #pragma unroll
         for (int u = 0; u < E; ++u) {
             const bool in = r0 + r + u * STEP < n;
-            av[u] = in ? Io<T>::load(a, at + u * TINYATTN_FLASH_THREADS) : 0.f;
-            if (b) bv[u] = in ? Io<T>::load(b, at + u * TINYATTN_FLASH_THREADS) : 0.f;
+            av[u] = in ? a[at + u * TINYATTN_FLASH_THREADS] : T(0);
+            if (b) bv[u] = in ? b[at + u * TINYATTN_FLASH_THREADS] : T(0);
         }
     }
 
@@ -92,8 +104,8 @@ struct FlashTiles {
         const int r = threadIdx.x / D, c = threadIdx.x % D;
 #pragma unroll
         for (int u = 0; u < E; ++u) {
-            a_dst[(r + u * STEP) * (D + 4) + c] = av[u];
-            if (b_dst) b_dst[(r + u * STEP) * (D + 4) + c] = bv[u];
+            a_dst[(r + u * STEP) * (D + 4) + c] = Io<T>::convert(av[u]);
+            if (b_dst) b_dst[(r + u * STEP) * (D + 4) + c] = Io<T>::convert(bv[u]);
         }
     }
 };
@@ -153,8 +165,10 @@ __device__ __forceinline__ void flash_forward(
     float* Ps = Vs + BK * DP;                              // BQ x PP
     const float neg_inf = tinyattn_neg_inf(0.f);
     const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
-    const long long b = blockIdx.x;
-    const int q0 = (gridDim.y - 1 - blockIdx.y) * BQ;
+    const int n_tiles = (n_q + BQ - 1) / BQ;
+    const int n_batch = gridDim.x / n_tiles;
+    const long long b = blockIdx.x % n_batch;
+    const int q0 = (n_tiles - 1 - (int)(blockIdx.x / n_batch)) * BQ;  // the last tiles first
     const T* qb = q + b * n_q * D;
     const T* kb = k + b * n_k * D;
     const T* vb = v + b * n_k * D;
@@ -194,11 +208,11 @@ __device__ __forceinline__ void flash_forward(
             for (int c = 0; c < AK; ++c) {
                 const int j = k0 + tx + 16 * c;
                 s[a][c] = flash_allowed(mk, b, i, j, n_q, n_k) ? s[a][c] * scale : neg_inf;
-                mt = fmaxf(mt, s[a][c]);
+                mt = tinyattn_max_nan(mt, s[a][c]);
             }
             for (int o = 8; o > 0; o /= 2)
-                mt = fmaxf(mt, __shfl_xor_sync(TINYATTN_FULL_MASK, mt, o, 16));
-            const float m_new = fmaxf(m[a], mt);
+                mt = tinyattn_max_nan(mt, __shfl_xor_sync(TINYATTN_FULL_MASK, mt, o, 16));
+            const float m_new = tinyattn_max_nan(m[a], mt);  // NaN stays: the row comes out NaN
             const float m_safe = m_new == neg_inf ? 0.f : m_new;  // nothing seen yet
             const float alpha = expf(m[a] - m_safe);
             float rs = 0.f;
@@ -222,11 +236,11 @@ __device__ __forceinline__ void flash_forward(
         for (int o = 8; o > 0; o /= 2) l += __shfl_xor_sync(TINYATTN_FULL_MASK, l, o, 16);
         const int i = q0 + ty + 16 * a;
         if (i >= n_q) continue;
-        const float inv = l > 0.f ? 1.f / l : 0.f;
+        const float inv = l == 0.f ? 0.f : 1.f / l;  // l = 0: nothing to attend; NaN: NaN
         const long long row = (b * n_q + i) * D;
 #pragma unroll
         for (int c = 0; c < C; ++c) Io<T>::store(out, row + tx * C + c, acc[a][c] * inv);
-        if (tx == 0) lse[b * n_q + i] = l > 0.f ? m[a] + logf(l) : neg_inf;
+        if (tx == 0) lse[b * n_q + i] = l == 0.f ? neg_inf : m[a] + logf(l);
     }
 }
 
@@ -248,8 +262,10 @@ __device__ __forceinline__ void flash_backward(
     float* Ds = Ls + BQ;                                   // BQ        (rowsum(dO * O))
     const float neg_inf = tinyattn_neg_inf(0.f);
     const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
-    const long long b = blockIdx.x;
-    const int k0 = blockIdx.y * BK;
+    const int n_tiles = (n_k + BK - 1) / BK;
+    const int n_batch = gridDim.x / n_tiles;
+    const long long b = blockIdx.x % n_batch;
+    const int k0 = (int)(blockIdx.x / n_batch) * BK;
     const long long qoff = b * n_q * D, koff = b * n_k * D;
 
     {
@@ -272,7 +288,7 @@ __device__ __forceinline__ void flash_backward(
         for (int r = threadIdx.x; r < BQ; r += TINYATTN_FLASH_THREADS) {
             const bool in = q0 + r < n_q;
             const float lv = in ? lse[b * n_q + q0 + r] : neg_inf;
-            Ls[r] = lv == neg_inf ? 0.f : lv;
+            Ls[r] = lv == neg_inf ? 0.f : lv;  // a NaN lse stays NaN: so do the row's grads
             Ds[r] = in ? drow[b * n_q + q0 + r] : 0.f;
         }
         __syncthreads();
@@ -292,7 +308,9 @@ __device__ __forceinline__ void flash_backward(
             for (int c = 0; c < AK; ++c) {
                 const int cc = tx + 16 * c;
                 const bool ok = flash_allowed(mk, b, q0 + r, k0 + cc, n_q, n_k);
-                const float p = ok ? expf(s[a][c] * scale - Ls[r]) : 0.f;
+                // masked: 0, or NaN in a row whose lse is NaN (Ls * 0: the row's probabilities
+                // are all NaN, masked ones too, as in the reference, where exp(-inf - NaN))
+                const float p = ok ? expf(s[a][c] * scale - Ls[r]) : Ls[r] * 0.f;
                 Ps[r * PP + cc] = p;
                 Ss[r * PP + cc] = p * (dp[a][c] - Ds[r]);
             }

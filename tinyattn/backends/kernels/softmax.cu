@@ -9,6 +9,9 @@
 //   warp kernels  (n <= 1024): a group of `width` lanes per row (width = min(32, pow2 >= n)),
 //                 each lane keeps E = pow2(n)/width elements in registers (lane l holds columns
 //                 l, l + width, ...). Max and sum are butterfly shuffles. 1 read + 1 write.
+//                 A lane loads all its raw values (and mask bytes) first, predicated on the
+//                 causal limit, and only then masks and scales them, so its E loads are in
+//                 flight together (a masked load per element would wait for the branch before).
 //                 128 threads per block, 128 / width rows per block.
 //   block kernels (n > 1024): one block per row. Each thread walks columns tid, tid + B, ...
 //                 with the online (m, l) recurrence, then the block merges the pairs (warp
@@ -16,23 +19,47 @@
 //                 shared memory when the host gives enough of it (else it is read twice).
 // Backward: gx = scale * (y * (g - sum(g * y))), the same two shapes, the sum reduced the same
 // way; the block kernel keeps y and g in shared memory the same way (cache_row).
+// Every exponential e^(s - m) is exp2((s - m) log2 e) (tinyattn_exp_diff): one ex2.approx,
+// not the accurate expf's longer sequence.
+// A row with a NaN among its unmasked scores comes out all NaN (l is NaN, and 1 / l is used
+// whenever l != 0); a fully masked row (l = 0) comes out zeros, as in the NumPy reference.
 // Compute type: float32 for float16/float32 data, float64 for float64.
-// tinyattn/backends/kernel_refs.py replays each kernel's exact order of operations in NumPy.
+// tinyattn/backends/kernel_refs.py replays each kernel's order of operations in NumPy (not bit
+// for bit: nvcc contracts multiply-adds to FMA and ex2.approx is not NumPy's exp2).
+// These kernels have not run on a GPU: they are checked by compiling them (nvcc, NVRTC, ptxas)
+// and by running their source in tests/cuda_emu.py, whose races, barriers, shuffles, bounds
+// and unwritten shared memory checks they pass; their speed is unmeasured.
 #include "tinyattn_common.cuh"
 
 #define TINYATTN_FULL_MASK 0xffffffffu
 // Block kernels read this many columns per thread before using any of them, so that each
 // thread has that many loads in flight (one at a time leaves a long row far from bandwidth).
+// The host caps a row at 2^31 - 1 - 4 * 1024 columns so that j0 + u * blockDim.x and
+// j0 + 4 * blockDim.x stay within int (CupyBackend.SOFTMAX_MAX_COLS).
 #define TINYATTN_BLOCK_UNROLL 4
 
-// A scaled, masked score, or -inf without touching memory when column j is masked.
-template <typename T>
-__device__ __forceinline__ typename Io<T>::acc tinyattn_score(
-        const T* x_row, int j, int limit, const unsigned char* keep_row,
-        const TinyattnMask& mk, typename Io<T>::acc scale) {
+// s[k] = the scaled, masked score of column j0 + k * stride, -inf where masked
+// or past `limit`. Every raw value and mask byte is loaded first (predicated on j < limit,
+// so nothing past the causal limit is read), and only then masked and scaled: the N loads of
+// a thread are in flight together instead of each waiting for the previous column's branch.
+template <typename T, int N>
+__device__ __forceinline__ void tinyattn_scores(
+        typename Io<T>::acc (&s)[N], const T* x_row, int j0, int stride, int limit,
+        const unsigned char* keep_row, const TinyattnMask& mk, typename Io<T>::acc scale) {
     typedef typename Io<T>::acc A;
-    if (j >= limit || (keep_row && !keep_row[j * mk.ks_j])) return tinyattn_neg_inf(A(0));
-    return Io<T>::load(x_row, j) * scale;
+    T raw[N];
+    unsigned char kp[N];
+#pragma unroll
+    for (int k = 0; k < N; ++k) {
+        const int j = j0 + k * stride;
+        const bool in = j < limit;
+        raw[k] = in ? x_row[j] : T(0);
+        kp[k] = in && keep_row ? keep_row[j * mk.ks_j] : (unsigned char)1;
+    }
+#pragma unroll
+    for (int k = 0; k < N; ++k)
+        s[k] = j0 + k * stride < limit && kp[k] ? Io<T>::convert(raw[k]) * scale
+                                                : tinyattn_neg_inf(A(0));
 }
 
 // ---- forward: warp per row, the row in registers ---------------------------------------------
@@ -48,31 +75,26 @@ __device__ __forceinline__ void softmax_forward_warp(
     const long long row = (long long)blockIdx.x * (blockDim.x / width) + threadIdx.x / width;
     const bool live = row < n_rows;  // dead lanes still join every shuffle
     const int i = (int)(row % n_q);
-    const int limit = tinyattn_row_limit(mk, i, n_cols);
+    const int limit = live ? tinyattn_row_limit(mk, i, n_cols) : 0;  // dead lanes read nothing
     const unsigned char* keep_row = live ? tinyattn_keep_row(mk, row / n_q, i) : nullptr;
     const T* x_row = x + row * n_cols;
 
     A v[E];
+    tinyattn_scores<T, E>(v, x_row, lane, width, limit, keep_row, mk, scale);
     A m = neg_inf;
 #pragma unroll
-    for (int k = 0; k < E; ++k) {
-        const int j = lane + k * width;
-        v[k] = live ? tinyattn_score(x_row, j, limit, keep_row, mk, scale) : neg_inf;
-        m = v[k] > m ? v[k] : m;
-    }
-    for (int o = width / 2; o > 0; o /= 2) {
-        const A other = __shfl_xor_sync(TINYATTN_FULL_MASK, m, o, width);
-        m = other > m ? other : m;
-    }
+    for (int k = 0; k < E; ++k) m = tinyattn_max_nan(m, v[k]);
+    for (int o = width / 2; o > 0; o /= 2)
+        m = tinyattn_max_nan(m, __shfl_xor_sync(TINYATTN_FULL_MASK, m, o, width));
     const A m_safe = m == neg_inf ? A(0) : m;  // a fully masked row: every exp is 0
     A l = A(0);
 #pragma unroll
     for (int k = 0; k < E; ++k) {
-        v[k] = tinyattn_exp(v[k] - m_safe);
+        v[k] = tinyattn_exp_diff(v[k], m_safe);
         l += v[k];
     }
     for (int o = width / 2; o > 0; o /= 2) l += __shfl_xor_sync(TINYATTN_FULL_MASK, l, o, width);
-    const A inv = l > A(0) ? A(1) / l : A(0);
+    const A inv = l == A(0) ? A(0) : A(1) / l;  // l = 0: fully masked; l NaN: a NaN score
     if (!live) return;
     T* y_row = y + row * n_cols;
 #pragma unroll
@@ -147,9 +169,8 @@ __device__ __forceinline__ void softmax_forward_block(
     A m = neg_inf, l = A(0);
     for (int j0 = threadIdx.x; j0 < n_cols; j0 += step) {
         A s[TINYATTN_BLOCK_UNROLL];  // -inf past the row: pushing it changes nothing
-#pragma unroll
-        for (int u = 0; u < TINYATTN_BLOCK_UNROLL; ++u)
-            s[u] = tinyattn_score(x_row, j0 + u * blockDim.x, limit, keep_row, mk, scale);
+        tinyattn_scores<T, TINYATTN_BLOCK_UNROLL>(s, x_row, j0, blockDim.x, limit, keep_row, mk,
+                                                  scale);
 #pragma unroll
         for (int u = 0; u < TINYATTN_BLOCK_UNROLL; ++u) {
             if (cache_row && j0 + u * blockDim.x < n_cols) cache[j0 + u * blockDim.x] = s[u];
@@ -158,20 +179,24 @@ __device__ __forceinline__ void softmax_forward_block(
     }
     block_merge_ml(m, l);  // its barriers also publish the cached row
     const A m_safe = m == neg_inf ? A(0) : m;
-    const A inv = l > A(0) ? A(1) / l : A(0);
+    const A inv = l == A(0) ? A(0) : A(1) / l;  // l = 0: fully masked; l NaN: a NaN score
     T* y_row = y + row * n_cols;
     for (int j0 = threadIdx.x; j0 < n_cols; j0 += step) {
         A s[TINYATTN_BLOCK_UNROLL];
+        if (cache_row) {
 #pragma unroll
-        for (int u = 0; u < TINYATTN_BLOCK_UNROLL; ++u) {
-            const int j = j0 + u * blockDim.x;
-            s[u] = !cache_row ? tinyattn_score(x_row, j, limit, keep_row, mk, scale)
-                   : j < n_cols ? cache[j] : neg_inf;
+            for (int u = 0; u < TINYATTN_BLOCK_UNROLL; ++u) {
+                const int j = j0 + u * blockDim.x;
+                s[u] = j < n_cols ? cache[j] : neg_inf;
+            }
+        } else {
+            tinyattn_scores<T, TINYATTN_BLOCK_UNROLL>(s, x_row, j0, blockDim.x, limit, keep_row,
+                                                      mk, scale);
         }
 #pragma unroll
         for (int u = 0; u < TINYATTN_BLOCK_UNROLL; ++u)
             if (j0 + u * blockDim.x < n_cols)
-                Io<T>::store(y_row, j0 + u * blockDim.x, tinyattn_exp(s[u] - m_safe) * inv);
+                Io<T>::store(y_row, j0 + u * blockDim.x, tinyattn_exp_diff(s[u], m_safe) * inv);
     }
 }
 
