@@ -28,7 +28,7 @@ LAYERS = {
     "library": ["functional", "routines", "nn", "nn.*", "optim", "optim.*"],
     "tools": ["anomaly", "gradcheck", "graphcheck", "explain", "viz", "plots"],
     "app": ["cli", "__main__", "train", "sample", "data", "serialization", "graphs", "bench",
-            "bench.*"],
+            "bench.*", "shakespeare", "tasks"],
 }
 ORDER = list(LAYERS)
 

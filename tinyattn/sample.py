@@ -20,9 +20,7 @@ def load_model(checkpoint):
         if key not in ck:
             raise CheckpointError(f"sample: {checkpoint} is not a training checkpoint (it has no "
                                   f"{key!r} entry)")
-    mc = ck["model_config"]
-    model = TinyTransformer(mc["vocab_size"], mc["d_model"], mc["n_heads"], mc["n_layers"],
-                            mc["max_len"], mc["dropout"])
+    model = TinyTransformer(**ck["model_config"])  # older checkpoints: defaults for new options
     model.load_state_dict(ck["model"])
     return model.eval(), ck
 
@@ -34,7 +32,7 @@ def sample(checkpoint, prompt=None, max_new_tokens=200, temperature=0.8, top_k=N
     cfg, vocab = ck["config"], ck["vocab"]
     stoi = {s: i for i, s in enumerate(vocab)}
     rng = np.random.default_rng(seed)
-    if cfg["task"] == "text":
+    if cfg["task"] in ("text", "shakespeare"):  # a character-level language model
         prompt = prompt if prompt else vocab[int(rng.integers(len(vocab)))]
         unknown = sorted(set(prompt) - set(stoi))
         if unknown:

@@ -21,6 +21,7 @@ from .data import IGNORE, make_task
 from .nn import TinyTransformer
 from .optim import AdamW, CosineSchedule, clip_grad_norm
 from .serialization import load, save
+from .shakespeare import bits_per_char
 from .tensor import manual_seed, tensor
 
 
@@ -45,6 +46,12 @@ class TrainConfig:
     eval_every: int = 100
     heldout_size: int = 512
     out: str | None = None  # the run folder; default runs/<task>
+    # model and optimizer options (issue 20; tinyattn/tasks.py has each task's preset)
+    beta2: float = 0.98  # AdamW's second-moment decay
+    rotary: bool = False  # rotary position embeddings instead of a learned table
+    norm: str = "layer"  # "layer" (LayerNorm) or "rms" (RMSNorm)
+    tie: bool = True  # the LM head shares the token embedding's weight
+    full_corpus: bool = False  # shakespeare/text: the whole corpus, not its first 1,115,394 chars
 
     def run_dir(self):
         return self.out or os.path.join("runs", self.task)
@@ -52,15 +59,17 @@ class TrainConfig:
 
 def build(cfg):
     """The task, model, optimizer and schedule a config describes (freshly initialised)."""
-    task = make_task(cfg.task, text=cfg.text, length=cfg.length, seq_len=cfg.seq_len)
+    task = make_task(cfg.task, text=cfg.text, length=cfg.length, seq_len=cfg.seq_len,
+                     full_corpus=cfg.full_corpus)
     manual_seed(cfg.seed)
     with use_backend(cfg.backend):
         model = TinyTransformer(task.vocab_size, cfg.d_model, cfg.heads, cfg.layers,
-                                max_len=task.seq_len, dropout=cfg.dropout)
+                                max_len=task.seq_len, dropout=cfg.dropout, rotary=cfg.rotary,
+                                norm=cfg.norm, tie=cfg.tie)
     decay = [p for n, p in model.named_parameters() if p.ndim == 2 and "wpe" not in n]
     no_decay = [p for n, p in model.named_parameters() if not (p.ndim == 2 and "wpe" not in n)]
     opt = AdamW([{"params": decay}, {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr,
-                weight_decay=cfg.weight_decay, betas=(0.9, 0.98))
+                weight_decay=cfg.weight_decay, betas=(0.9, cfg.beta2))
     sched = CosineSchedule(opt, total=cfg.steps, warmup=cfg.warmup)
     return task, model, opt, sched
 
@@ -79,6 +88,7 @@ def train(cfg, resume=False, progress=True, stop_after=None, stream=None):
     if resume:
         start, elapsed_before, history = _restore(out, cfg, model, opt, sched)
     heldout = task.batch(np.random.default_rng([cfg.seed, 1]), cfg.heldout_size, "heldout")
+    probe = _train_probe(cfg, task)
     metrics_log = open(os.path.join(out, "metrics.jsonl"), "a" if resume else "w")
     bar = _progress(progress, start, cfg.steps)
     t0 = time.perf_counter()
@@ -93,7 +103,7 @@ def train(cfg, resume=False, progress=True, stop_after=None, stream=None):
             step += 1
             row["time"] = elapsed_before + time.perf_counter() - t0
             if step % cfg.eval_every == 0 or step == cfg.steps:
-                row.update(evaluate(model, heldout, be))
+                row.update(_evaluate_all(model, heldout, probe, be))
             history.append(row)
             metrics_log.write(json.dumps(row) + "\n")
             if bar is not None:
@@ -107,16 +117,12 @@ def train(cfg, resume=False, progress=True, stop_after=None, stream=None):
         if bar is not None:
             bar.close()
     wall = elapsed_before + time.perf_counter() - t0
-    final = evaluate(model, heldout, be)
+    final = _final_eval(history, step, model, heldout, probe, be)
     save({"model": model.state_dict(), "optim": opt.state_dict(), "sched": sched.state_dict(),
           "step": step, "elapsed": wall, "config": asdict(cfg),
           "model_config": asdict(model.config), "vocab": list(task.vocab)},
          os.path.join(out, "checkpoint.npz"))
-    metrics = {"accuracy": final["heldout_acc"], "loss": final["heldout_loss"],
-               "exact_match": final["heldout_exact"], "steps": step, "wall_time_s": wall,
-               "interrupted": interrupted, "config": asdict(cfg)}
-    if history:
-        metrics["train_loss"] = history[-1]["loss"]
+    metrics = _metrics(cfg, final, history, step, wall, interrupted)
     with open(os.path.join(out, "metrics.json"), "w") as f:
         json.dump(metrics, f, indent=2)
     written = _write_report(out, task, model, history, heldout, be)
@@ -206,11 +212,59 @@ def _progress(enabled, start, total):
 def _summary(stream, m, out, files):
     cfg = m["config"]
     stop = " (interrupted)" if m["interrupted"] else ""
-    print(f"\n{cfg['task']}: {m['steps']} steps in {m['wall_time_s']:.1f} s{stop} — held-out "
-          f"token accuracy {m['accuracy']:.2%}, exact match {m['exact_match']:.2%}, "
-          f"loss {m['loss']:.4f}", file=stream)
+    if "val_loss" in m:
+        print(f"\n{cfg['task']}: {m['steps']} steps in {m['wall_s']:.1f} s{stop} — val loss "
+              f"{m['val_loss']:.4f} ({m['val_bpc']:.3f} bits/char), train loss "
+              f"{m['train_loss']:.4f}", file=stream)
+    else:
+        print(f"\n{cfg['task']}: {m['steps']} steps in {m['wall_time_s']:.1f} s{stop} — "
+              f"held-out token accuracy {m['accuracy']:.2%}, exact match "
+              f"{m['exact_match']:.2%}, loss {m['loss']:.4f}", file=stream)
     for name in files:
         print(f"  {os.path.join(out, name)}", file=stream)
+
+
+# ---- language-model tasks: train loss on fixed batches, val loss and bits per character -------
+
+
+def _train_probe(cfg, task):
+    """Fixed training-split batches (as many as held out) whose loss is tracked; None for toy
+    tasks, which are scored by their held-out answers."""
+    if not task.language_model:
+        return None
+    return task.batch(np.random.default_rng([cfg.seed, 2]), cfg.heldout_size, "train")
+
+
+def _evaluate_all(model, heldout, probe, be):
+    """evaluate() on the held-out set and, for a language model, the loss on the fixed
+    training batches (train_eval_loss)."""
+    row = evaluate(model, heldout, be)
+    if probe is not None:
+        row["train_eval_loss"] = evaluate(model, probe, be)["heldout_loss"]
+    return row
+
+
+def _final_eval(history, step, model, heldout, probe, be):
+    """The evaluation at the last step: the one the loop just made, else a fresh one."""
+    last = history[-1] if history else {}
+    if last.get("step") == step and "heldout_loss" in last:
+        return last
+    return _evaluate_all(model, heldout, probe, be)
+
+
+def _metrics(cfg, final, history, step, wall, interrupted):
+    """metrics.json: a toy task's held-out accuracy and exact match, or a language model's val
+    loss and bits per character (and its loss on the fixed training batches)."""
+    common = {"steps": step, "interrupted": interrupted, "config": asdict(cfg)}
+    if "train_eval_loss" in final:
+        return {"val_loss": final["heldout_loss"], "val_bpc": bits_per_char(final["heldout_loss"]),
+                "train_loss": final["train_eval_loss"], "wall_s": wall,
+                "accuracy": final["heldout_acc"], **common}
+    metrics = {"accuracy": final["heldout_acc"], "loss": final["heldout_loss"],
+               "exact_match": final["heldout_exact"], "wall_time_s": wall, **common}
+    if history:
+        metrics["train_loss"] = history[-1]["loss"]
+    return metrics
 
 
 # ---- the report: curves, attention maps, samples --------------------------------------------
@@ -228,7 +282,7 @@ def _write_report(out, task, model, history, heldout, be):
         _, maps = model(tensor(example, backend=be), return_attention=True)
         model.train()
     weights = np.stack([be.to_numpy(w.data)[0] for w in maps])  # (L, H, T, T)
-    _plot_attention(weights, [task.decode([i]) for i in example[0]],
+    _plot_attention(weights, [_label(task.decode([i])) for i in example[0]],
                     os.path.join(out, "attention.png"), task.name)
     written.append("attention.png")
     with open(os.path.join(out, "samples.txt"), "w", encoding="utf-8") as f:
@@ -241,7 +295,7 @@ def samples_text(task, model, heldout, be, n=12):
     """Held-out prompts, their targets and the model's greedy answers."""
     x, y = heldout
     lines = []
-    if task.name == "text":
+    if task.language_model:
         prompt = x[0][:16]
         ids = model.generate(tensor(prompt[None], backend=be), 200, temperature=0.8, top_k=10,
                              rng=np.random.default_rng(0))
@@ -288,15 +342,24 @@ def _plot_curves(history, path):
     plt.close(fig)
 
 
+def _label(token):
+    """A token as a tick label one can read: a newline as \\n, a space as ␣."""
+    return {"\n": "\\n", " ": "␣", "\t": "\\t"}.get(token, token)
+
+
 def _plot_attention(weights, tokens, path, title):
-    """Every head of every layer on one example; the masked (future) half is hatched grey."""
+    """Every head of every layer on one example; the masked (future) half is hatched grey.
+    Panels grow with the sequence so that each of its tokens keeps a readable label."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     n_layers, n_heads, T, _ = weights.shape  # noqa: N806
-    fig, axes = plt.subplots(n_layers, n_heads, figsize=(2.6 * n_heads, 2.9 * n_layers + 0.4),
+    side = max(2.6, 0.1 * T)  # inches per panel: 64 characters get 6.4 in
+    fontsize = 6 if T <= 24 else 5
+    fig, axes = plt.subplots(n_layers, n_heads, figsize=(side * n_heads, (side + 0.3) * n_layers
+                                                         + 0.4),
                              squeeze=False, layout="constrained")
     future = np.triu(np.ones((T, T), dtype=bool), k=1)
     for layer in range(n_layers):
@@ -305,8 +368,8 @@ def _plot_attention(weights, tokens, path, title):
             shown = np.ma.masked_where(future, weights[layer, head])
             ax.set_facecolor("#dddddd")
             ax.imshow(shown, cmap="viridis", vmin=0, vmax=1)
-            ax.set_xticks(range(T), tokens, fontsize=6)
-            ax.set_yticks(range(T), tokens, fontsize=6)
+            ax.set_xticks(range(T), tokens, fontsize=fontsize)
+            ax.set_yticks(range(T), tokens, fontsize=fontsize)
             ax.set_title(f"layer {layer} head {head}", fontsize=8)
             if head == 0:
                 ax.set_ylabel("query", fontsize=7)
