@@ -1,33 +1,49 @@
-"""Shared test set-up. Under CI (CI=true), a test skipped because PyTorch is missing fails the
-run: the parity tests with torch are part of the README's test command (torch is in the dev
-extra), and must never vanish silently from the count."""
+"""Shared test set-up. Under CI (CI=true), a test skipped because PyTorch, Chromium or
+Playwright is missing fails the run: the parity tests with torch and the explorer's browser
+tests are part of the README's test command (torch and playwright are in the dev extra, .ci/run
+installs chromium), and must never vanish silently from the count."""
 
 import os
 
-_torch_skips = []
+_HOW = {  # what a skip reason names -> how to install it
+    "torch": 'install the dev extra (pip install -e ".[dev]"), which brings torch==2.13.0',
+    "chromium": "install Debian's chromium package (apt-get install chromium), as .ci/run does",
+    "playwright": 'install the dev extra (pip install -e ".[dev]"), which brings playwright',
+}
+_missing_skips = {}  # thing -> ids of the tests skipped for want of it
 
 
-def _skipped_for_torch(report):
+def _missing(report):
+    """What a skipped test lacked, when it is something CI must have; else None."""
     if not report.skipped:
-        return False
+        return None
     longrepr = report.longrepr
     reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
-    return "torch" in reason and ("could not import" in reason or "No module named" in reason)
+    if "torch" in reason and ("could not import" in reason or "No module named" in reason):
+        return "torch"
+    lowered = reason.lower()
+    return next((thing for thing in ("chromium", "playwright") if f"needs {thing}" in lowered),
+                None)
+
+
+def _note(report):
+    thing = _missing(report)
+    if thing:
+        _missing_skips.setdefault(thing, []).append(report.nodeid)
 
 
 def pytest_collectreport(report):
-    if _skipped_for_torch(report):
-        _torch_skips.append(report.nodeid)
+    _note(report)
 
 
 def pytest_runtest_logreport(report):
-    if _skipped_for_torch(report):
-        _torch_skips.append(report.nodeid)
+    _note(report)
 
 
 def pytest_sessionfinish(session, exitstatus):
-    if _torch_skips and os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+    if _missing_skips and os.environ.get("CI", "").lower() in ("1", "true", "yes"):
         session.exitstatus = 1
-        shown = ", ".join(_torch_skips[:5]) + (" ..." if len(_torch_skips) > 5 else "")
-        print(f"\nCI: {len(_torch_skips)} test(s) skipped because torch is missing ({shown}); "
-              "install the dev extra (pip install -e \".[dev]\"), which brings torch==2.13.0")
+        for thing, ids in _missing_skips.items():
+            shown = ", ".join(ids[:5]) + (" ..." if len(ids) > 5 else "")
+            print(f"\nCI: {len(ids)} test(s) skipped because {thing} is missing ({shown}); "
+                  f"{_HOW[thing]}")

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from tinyattn.backends.numpy_backend import NumpyBackend
-from tinyattn.bench import overhead, step
+from tinyattn.bench import overhead, report, step
 from tinyattn.cli import main
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "benchmarks"))
@@ -38,18 +38,29 @@ def test_overhead_chain_implementations_agree():
     assert {"numpy", "tinyattn"} <= set(overhead.check(n_ops=150))
 
 
-def test_the_numpy_floor_is_checked_for_real():
-    """A floor that computed a wrong gradient would be caught by check()."""
+def _wrong_floor(key, factor=1.0, loss_shift=0.0):
+    """numpy_step with one gradient scaled (or the loss moved): a floor that is wrong."""
+    def floor(p, idx, tgt, H):  # noqa: N803
+        loss, grads = numpy_step(p, idx, tgt, H)
+        grads = dict(grads)
+        grads[key] = grads[key] * np.float32(factor)
+        return loss + loss_shift, grads
+    return floor
+
+
+@pytest.mark.parametrize("key,factor,loss_shift", [
+    ("blocks.0.mlp.fc.weight", 1.01, 0.0),     # a gradient 1 % off
+    ("wte.weight", -1.0, 0.0),                 # a gradient with the wrong sign
+    ("blocks.0.mlp.fc.weight", 1.0, 1e-2),      # the loss off
+])
+def test_the_agreement_check_catches_a_wrong_floor(key, factor, loss_shift):
+    """`bench step` refuses to time implementations that disagree: check() itself must fail."""
     V, B, T, C, H = step.SIZES["tiny"]  # noqa: N806
-    p = step.make_params(V, T, C)
-    idx, tgt = step.make_batch(V, B, T)
-    loss, grads = numpy_step(p, idx, tgt, H)
-    model = step.tinyattn_setup(p, H)
-    loss2, grads2 = step.tinyattn_step(model, idx, tgt)
-    grads2["blocks.0.mlp.fc.weight"] *= 1.01
+    keys = set(numpy_step(step.make_params(V, T, C), *step.make_batch(V, B, T), H)[1])
+    assert key in keys
     with pytest.raises(AssertionError):
-        np.testing.assert_allclose(grads2["blocks.0.mlp.fc.weight"],
-                                   grads["blocks.0.mlp.fc.weight"], rtol=2e-3, atol=2e-5)
+        step.check("tiny", with_torch=False, floor=_wrong_floor(key, factor, loss_shift))
+    assert step.check("tiny", with_torch=False, floor=_wrong_floor(key)) == ["numpy", "tinyattn"]
 
 
 def test_bench_command_runs(capsys):
@@ -95,3 +106,48 @@ def test_activations_are_freed_after_backward():
     grad_bytes = sum(q.grad.data.nbytes for q in model.parameters())  # new .grad arrays
     assert activations > 10 * grad_bytes  # the step did real work
     assert after - before < grad_bytes + 0.02 * activations  # ... and kept only the grads
+
+
+def _checkout(tmp_path):
+    """A folder shaped like a source checkout: docs/ and benchmarks/numpy_floor.py."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "benchmarks").mkdir()
+    floor = pathlib.Path(__file__).resolve().parent.parent / "benchmarks" / "numpy_floor.py"
+    (tmp_path / "benchmarks" / "numpy_floor.py").write_text(floor.read_text())
+    return tmp_path / "docs" / "benchmarks.md"
+
+
+def test_report_writes_every_section_and_reruns_one_alone(tmp_path, capsys):
+    out = _checkout(tmp_path)
+    assert main(["bench", "report", "--quick", "--sections", "overhead", "attention",
+                 "--out", str(out)]) == 0
+    first = out.read_text()
+    kept = report.kept_sections(first)
+    assert set(kept) == {"overhead", "attention"}
+    assert "| tinyattn |" in kept["overhead"] and "| 128 |" in kept["attention"]
+    assert "Measured 20" in kept["overhead"] and "NumPy " in kept["overhead"]
+    assert main(["bench", "report", "--quick", "--sections", "overhead", "--out", str(out)]) == 0
+    again = report.kept_sections(out.read_text())
+    assert again["attention"] == kept["attention"]  # not rerun: kept word for word
+    assert set(again) == {"overhead", "attention"}
+
+
+def test_a_failing_report_leaves_the_old_page(tmp_path, monkeypatch):
+    out = _checkout(tmp_path)
+    out.write_text("# the old page\n")
+
+    def broken(ctx):
+        raise RuntimeError("benchmark failed")
+
+    monkeypatch.setitem(report.SECTIONS, "overhead", broken)
+    with pytest.raises(RuntimeError):
+        report.main(["--quick", "--sections", "overhead", "--out", str(out)])
+    assert out.read_text() == "# the old page\n"
+    assert [p.name for p in out.parent.iterdir()] == ["benchmarks.md"]
+
+
+def test_report_outside_a_checkout_says_what_it_needs(tmp_path):
+    (tmp_path / "docs").mkdir()
+    with pytest.raises(SystemExit, match="numpy_floor.py not found"):
+        report.main(["--quick", "--sections", "step", "--out", str(tmp_path / "docs" / "b.md")])
+

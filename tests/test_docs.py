@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tinyattn import explore
+
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 spec = importlib.util.spec_from_file_location("make_figures", DOCS / "make_figures.py")
 make_figures = importlib.util.module_from_spec(spec)
@@ -15,8 +17,8 @@ spec.loader.exec_module(make_figures)
 CHAPTERS = make_figures.chapters()
 
 
-def test_there_are_five_chapters_and_an_index_linking_them():
-    assert len(CHAPTERS) == 5
+def test_there_are_six_chapters_and_an_index_linking_them():
+    assert len(CHAPTERS) == 6
     index = (DOCS / "README.md").read_text(encoding="utf-8")
     for chapter in CHAPTERS:
         assert f"]({chapter.name})" in index
@@ -29,6 +31,11 @@ def test_chapter_runs_and_prints_what_it_says(chapter, tmp_path):
     source = chapter.read_text(encoding="utf-8")
     if "viz.render(" in source and shutil.which("dot") is None:
         pytest.skip("this chapter renders graphs: it needs Graphviz's dot program")
+    if "explore.screenshot(" in source:  # a picture of the explorer page in a browser
+        if importlib.util.find_spec("playwright") is None:
+            pytest.skip("needs playwright: this chapter takes a screenshot of a page")
+        if explore.chromium_path() is None:
+            pytest.skip("needs chromium: this chapter takes a screenshot of a page")
     blocks = make_figures.blocks(chapter)
     assert blocks, f"{chapter.name} has no python blocks"
     printed = make_figures.run_chapter(chapter, tmp_path)

@@ -108,3 +108,25 @@ def test_backward_steps_stop_anywhere_and_show_the_gradients_so_far():
     with pytest.raises(StopIteration):
         next(steps)
     assert x.grad is not None
+
+
+def test_named_tensors_are_told_by_explain_mode_and_backward_steps():
+    x = ta.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    x.name = "x"
+    scores = x * 2.0
+    scores.name = "S"
+    weights = F.softmax(scores, dim=0)
+    weights.name = "A"
+    loss = (weights * weights).sum()
+    del scores, weights  # gone: the nodes keep the names
+    out = io.StringIO()
+    with ta.explain(file=out):
+        loss.backward(retain_graph=True)
+    lines = [line for line in out.getvalue().splitlines() if line.startswith("[")]
+    assert lines[2].startswith("[2] softmax -> A: gx = y * (g - sum(g*y, dim))")
+    assert lines[3].startswith("[3] mul -> S: ")
+    assert "+ A is used more than once" in out.getvalue()
+    steps = list(loss.backward_steps())
+    assert describe(steps[2]).startswith("[2] softmax -> A:")
+    assert repr(steps[3]) == "<Step 3: mul -> S>"
+    assert repr(steps[0]) == "<Step 0: sum>"  # an unnamed output: no arrow

@@ -1,14 +1,15 @@
 """The package's shape: layers that import one way and no import cycle.
 
 Layers, lowest first (a module may import from its own layer or below, never above):
-  base      errors, dtypes, return_types: no tinyattn imports of their own
+  base      errors, dtypes, return_types, display: no tinyattn imports of their own
   backends  the array libraries and kernels (they know nothing of tensors or graphs)
   graph     autograd: nodes, apply, backward, grad mode, tracing
   ops       every op's forward and VJP (they call autograd.apply)
   tensor    Tensor, whose methods call the ops
   library   functional, nn, optim: what models are built from
-  tools     anomaly, gradcheck, graphcheck, explain, viz, plots: they look at graphs
-  app       the command line and what only it needs: train, sample, data, serialization...
+  tools     anomaly, gradcheck, graphcheck, explain, viz, explore, plots, exercises: they look
+            at graphs
+  app       the command line and what only it needs: train, runs, sample, data, serialization...
 The package's own __init__ gathers the public names from every layer.
 """
 
@@ -20,15 +21,16 @@ import pytest
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "tinyattn"
 
 LAYERS = {
-    "base": ["errors", "dtypes", "return_types"],
+    "base": ["errors", "dtypes", "return_types", "display"],
     "backends": ["backends", "backends.*"],
     "graph": ["autograd"],
     "ops": ["ops", "ops.*"],
     "tensor": ["tensor"],
     "library": ["functional", "routines", "nn", "nn.*", "optim", "optim.*"],
-    "tools": ["anomaly", "gradcheck", "graphcheck", "explain", "viz", "plots"],
-    "app": ["cli", "__main__", "train", "sample", "data", "serialization", "graphs", "bench",
-            "bench.*", "shakespeare", "tasks"],
+    "tools": ["anomaly", "gradcheck", "graphcheck", "explain", "viz", "explore", "plots",
+              "exercises"],
+    "app": ["cli", "__main__", "train", "runs", "sample", "data", "serialization", "graphs",
+            "bench", "bench.*", "shakespeare", "tasks"],
 }
 ORDER = list(LAYERS)
 

@@ -47,6 +47,20 @@ def test_matches_pytorch(name, kwargs):
     np.testing.assert_allclose(ours[1], b.detach().numpy(), rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("nesterov", [False, True])
+def test_sgd_matches_the_textbook_formula(nesterov):
+    """Momentum, dampening-free buffer, weight decay and Nesterov's look-ahead, in NumPy."""
+    lr, mu, wd = 0.1, 0.9, 0.01
+    (w0, b0, grads), ours = _run(
+        lambda ps: optim.SGD(ps, lr=lr, momentum=mu, nesterov=nesterov, weight_decay=wd))
+    p, buf = w0.copy(), None
+    for g, _ in grads:
+        g = g + wd * p
+        buf = g.copy() if buf is None else mu * buf + g
+        p -= lr * (g + mu * buf if nesterov else buf)
+    np.testing.assert_allclose(ours[0], p, rtol=1e-12)
+
+
 def test_adam_matches_the_textbook_formula():
     lr, b1, b2, eps = 0.01, 0.9, 0.999, 1e-8
     (w0, b0, grads), ours = _run(lambda ps: optim.Adam(ps, lr=lr))

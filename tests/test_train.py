@@ -66,7 +66,7 @@ def test_resume_is_bit_identical(tmp_path):
 
 def test_resume_with_other_settings_is_refused(tmp_path):
     train(TrainConfig(steps=3, out=str(tmp_path), **FAST), progress=False)
-    with pytest.raises(ValueError, match="d_model"):
+    with pytest.raises(ValueError, match="--d-model"):
         train(TrainConfig(steps=6, out=str(tmp_path), **{**FAST, "d_model": 16}), resume=True,
               progress=False)
 
@@ -140,3 +140,54 @@ def test_console_script_prints_user_errors_in_one_line(tmp_path, monkeypatch, ca
     err = capsys.readouterr().err
     assert err.startswith("tinyattn: error:") and "missing.npz" in err
     assert "Traceback" not in err
+
+
+# ---- the training step: clipping and evaluation mode (each test kills a planted bug) -----------
+
+
+def _norm_at_update(cfg, monkeypatch):
+    """The global gradient norm the optimizer sees in one training step of `cfg`."""
+    import tinyattn.train as train_mod
+
+    task, model, opt, sched = build(cfg)
+    seen = []
+    real_step = opt.step
+
+    def spy():
+        seen.append(np.sqrt(sum(float((p.grad.numpy().astype(np.float64) ** 2).sum())
+                                for p in model.parameters() if p.grad is not None)))
+        real_step()
+
+    monkeypatch.setattr(opt, "step", spy)
+    train_mod._train_step(cfg, task, model, opt, sched, model.wte.weight.backend, 0)
+    return seen[0]
+
+
+def test_grad_clip_bounds_the_global_norm(monkeypatch):
+    raw = _norm_at_update(TrainConfig(**{**FAST, "grad_clip": 1e9}), monkeypatch)
+    assert raw > 0.05  # the first step's gradient is well above the bound below
+    clipped = _norm_at_update(TrainConfig(**{**FAST, "grad_clip": 0.01}), monkeypatch)
+    assert clipped <= 0.01 * (1 + 1e-5)
+    assert clipped == pytest.approx(0.01, rel=1e-3)  # scaled down to the bound, not zeroed
+
+
+def test_grad_clip_zero_means_no_clipping(monkeypatch):
+    raw = _norm_at_update(TrainConfig(**{**FAST, "grad_clip": 1e9}), monkeypatch)
+    off = _norm_at_update(TrainConfig(**{**FAST, "grad_clip": 0.0}), monkeypatch)
+    assert off == pytest.approx(raw, rel=1e-6) and off > 0
+
+
+def test_evaluation_runs_in_eval_mode_and_restores_train_mode():
+    """With dropout, held-out scores equal those of the same weights without dropout: dropout
+    is off while evaluating; and the model is back in train mode afterwards."""
+    from tinyattn.train import evaluate
+
+    task, model, _, _ = build(TrainConfig(**{**FAST, "dropout": 0.5}))
+    _, twin, _, _ = build(TrainConfig(**{**FAST, "dropout": 0.0}))
+    twin.load_state_dict(model.state_dict())
+    data = task.batch(np.random.default_rng(3), 32, "heldout")
+    be = model.wte.weight.backend
+    model.train()
+    scores = evaluate(model, data, be)
+    assert scores == evaluate(twin.eval(), data, be)
+    assert model.training

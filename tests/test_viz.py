@@ -264,3 +264,40 @@ def test_graph_command_writes_dot_text_for_each_model(tmp_path):
         nodes, edges, _ = parse(path.read_text())
         assert by_label(nodes, "loss") and edges
         assert any("saved: (" in a["label"] for a in nodes.values())
+
+
+def test_a_named_intermediate_keeps_its_name_in_the_picture_after_it_is_gone():
+    x = ta.randn(3, requires_grad=True)
+    x.name = "x"
+    scores = x * 2.0
+    scores.name = "S"
+    loss = F.softmax(scores, dim=0).sum()
+    del scores  # only the graph remembers it now
+    nodes, _, _ = parse(viz.to_dot(loss))
+    labels = [n["label"].split("\n")[0] for n in nodes.values()]
+    assert "S" in labels and "x" in labels
+    unnamed = F.softmax(ta.randn(3, requires_grad=True) * 2.0, dim=0).sum()
+    assert "S\n" not in viz.to_dot(unnamed)
+
+
+def test_names_must_be_strings_and_survive_requires_grad_and_in_place_changes():
+    with pytest.raises(TypeError, match="Tensor.name"):
+        ta.randn(2).name = 3
+    w = ta.randn(2)
+    w.name = "w"
+    w.requires_grad_()
+    assert w._node.name == "w"
+    y = w * 1.0
+    y.name = "y"
+    y += 1.0  # a new node for y: the name goes with it
+    assert y._node.op.name == "add" and y._node.name == "y"
+
+
+def test_an_absent_optional_input_is_not_drawn():
+    q, k, v = (ta.randn(1, 4, 2, requires_grad=True) for _ in range(3))
+    loss = F.scaled_dot_product_attention(q, k, v, is_causal=True, impl="flash").sum()
+    text = viz.to_dot(loss)  # no recording: the picture cannot ask what the mask slot held
+    assert "const" not in text
+    mask = ta.tensor(np.tril(np.ones((4, 4), dtype=bool)))
+    masked = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, impl="flash").sum()
+    assert "const (4, 4) bool" in viz.to_dot(masked)  # a mask that is there still shows

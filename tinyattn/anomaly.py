@@ -194,7 +194,8 @@ def _backward_message(node, g, grads, bad):
     if call is not None:
         lines += [f"  forward input {j}: {_stats(a)}" for j, a in enumerate(call.inputs)]
     else:
-        lines.append(f"  forward input shapes: {', '.join(fmt_shape(s) for s in node.shapes)}")
+        shapes = ", ".join(fmt_shape(s) if s is not None else "None" for s in node.shapes)
+        lines.append(f"  forward input shapes: {shapes}")
     lines.append(f"  formula: {node.op.formula}")
     return "\n".join(lines)
 

@@ -42,7 +42,7 @@ class TensorBase:
     class apply's outputs and every .grad are made of (`use_tensor_class`): the graph never
     imports the module that defines the ops' user-facing methods."""
 
-    __slots__ = ("data", "backend", "grad", "name", "_node", "_version_counter", "__weakref__")
+    __slots__ = ("data", "backend", "grad", "_name", "_node", "_version_counter", "__weakref__")
 
     @classmethod
     def _wrap(cls, array, be):
@@ -51,10 +51,26 @@ class TensorBase:
         t.data = array
         t.backend = be
         t.grad = None
-        t.name = None
+        t._name = None
         t._node = None
         t._version_counter = None  # [count, sharers], made on first use (version_of)
         return t
+
+
+    @property
+    def name(self):
+        """A label for learners ("S", "A", "loss"), as micrograd's `label`: graph pictures,
+        explain mode and backward steps show it. It is kept on the tensor's node too, so an
+        intermediate tensor that is gone by the time the graph is drawn keeps its name."""
+        return self._name
+
+    @name.setter
+    def name(self, value):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"Tensor.name must be a str or None, got {type(value).__name__}")
+        self._name = value
+        if self._node is not None:
+            self._node.name = value
 
 
 Tensor = TensorBase  # the class outputs are made of; tensor.py replaces it with tinyattn.Tensor
@@ -241,7 +257,7 @@ class Node:
     """One recorded op call (or, with op None, a leaf that requires grad)."""
 
     __slots__ = ("seq", "op", "parents", "saved", "params", "shapes", "dtypes", "scope",
-                 "tensor", "versions", "__weakref__")
+                 "tensor", "versions", "name", "__weakref__")
 
     def __init__(self, op, parents, saved, params, shapes, dtypes, scope=None, versions=()):
         self.seq = next(_sequence)  # creation order: a node is always newer than its parents
@@ -249,16 +265,18 @@ class Node:
         self.parents = parents  # one Node or None per input
         self.saved = saved  # what the VJP needs; None once freed by backward
         self.params = params
-        self.shapes = shapes  # input shapes, for sum_to and shape checks
+        self.shapes = shapes  # input shapes, for sum_to and shape checks (None: input absent)
         self.dtypes = dtypes  # input dtypes: a gradient keeps its input's dtype
         self.scope = scope  # the module path that created it ("blocks.0.attn"), or None
         self.tensor = None  # weakref to the tensor whose .grad it writes (leaves, retain_grad)
         self.versions = versions  # the version counters of what `saved` holds (_saved_versions)
+        self.name = None  # the output's Tensor.name, once given one
 
     @classmethod
     def leaf(cls, tensor):
         node = cls(None, (), (), {}, (tensor.shape,), (tensor.dtype,))
         node.tensor = weakref.ref(tensor)
+        node.name = tensor.name
         return node
 
     def __repr__(self):
@@ -291,7 +309,7 @@ def apply(op, *inputs, **params):
         else:  # a Python number, None, or a constant array (a mask, class indices)
             a = x
             parents.append(None)
-            shapes.append(getattr(x, "shape", ()))
+            shapes.append(getattr(x, "shape", () if x is not None else None))  # None: left out
             dtypes.append(getattr(x, "dtype", None))
         arrays.append(a)
     if be is None:
@@ -392,7 +410,8 @@ class Step:
         self.pending = pending  # node -> gradient summed so far, for nodes not yet reached
 
     def __repr__(self):
-        return f"<Step {self.index}: {self.node.op.name}>"
+        made = f" -> {self.node.name}" if self.node.name else ""
+        return f"<Step {self.index}: {self.node.op.name}{made}>"
 
 
 def backward(tensor, gradient=None, retain_graph=False):

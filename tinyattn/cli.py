@@ -39,13 +39,16 @@ def _gradcheck_row(name, rows, verbose):
 
 
 def cmd_train(args):
-    """Train a TinyTransformer on a task; write metrics, checkpoint and plots to a run folder."""
+    """Train a TinyTransformer on a task; write metrics, checkpoint and plots to a run folder.
+    Exit status: 0, or 130 / 143 when Ctrl-C / SIGTERM stopped the run (after it saved)."""
     from .tasks import config
-    from .train import TrainConfig, train
+    from .train import TrainConfig, exit_code, train
 
+    if args.text is not None and args.task is None:
+        args.task = "text"  # --text alone means the text task
     cfg = config(**{k: v for k, v in vars(args).items() if k in TrainConfig.__dataclass_fields__})
-    metrics = train(cfg, resume=args.resume, progress=not args.no_progress)
-    return 0 if metrics["steps"] > 0 else 1
+    metrics = train(cfg, resume=args.resume, force=args.force, progress=not args.no_progress)
+    return exit_code(metrics)
 
 
 def cmd_sample(args):
@@ -54,7 +57,7 @@ def cmd_sample(args):
 
     print(sample(args.checkpoint, args.prompt, max_new_tokens=args.max_new_tokens,
                  temperature=args.temperature, top_k=args.top_k, greedy=args.greedy,
-                 seed=args.seed))
+                 seed=args.seed, top_p=args.top_p))
     return 0
 
 
@@ -66,8 +69,9 @@ def _train_parser(sub):
                                    "runs/<task>/: metrics, checkpoint, loss.png, "
                                    "attention.png, samples.txt. Each task starts from its "
                                    "preset (tinyattn/tasks.py); the flags below override it.")
-    p.add_argument("--task", choices=list(PRESETS), default="reverse",
-                   help="shakespeare: a character-level GPT on the shipped Shakespeare corpus")
+    p.add_argument("--task", choices=list(PRESETS), default=None,
+                   help="default reverse; --text alone implies text; shakespeare: a "
+                        "character-level GPT on the Shakespeare corpus shipped with tinyattn")
     p.add_argument("--steps", type=int)
     p.add_argument("--backend", help="numpy (default) or cupy")
     p.add_argument("--out", default=None, help="run folder (default runs/<task>)")
@@ -95,7 +99,13 @@ def _train_parser(sub):
     p.add_argument("--eval-every", dest="eval_every", type=int)
     p.add_argument("--heldout-size", dest="heldout_size", type=int,
                    help="held-out examples (text: windows) evaluated every --eval-every steps")
+    p.add_argument("--save-every", dest="save_every", type=int,
+                   help="save a checkpoint every N steps (0: by time only)")
+    p.add_argument("--save-seconds", dest="save_seconds", type=float,
+                   help="and at least every this many seconds of training")
     p.add_argument("--resume", action="store_true", help="continue the run in --out")
+    p.add_argument("--force", action="store_true",
+                   help="delete the run already in --out and start over")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(fn=cmd_train)
 
@@ -105,8 +115,12 @@ def _sample_parser(sub):
     p.add_argument("--checkpoint", required=True, help="a checkpoint.npz from tinyattn train")
     p.add_argument("--prompt", default=None, help="digits for a toy task, text for text")
     p.add_argument("--max-new-tokens", dest="max_new_tokens", type=int, default=200)
-    p.add_argument("--temperature", type=float, default=0.8)
-    p.add_argument("--top-k", dest="top_k", type=int, default=None)
+    p.add_argument("--temperature", type=float, default=0.8, help="> 0")
+    p.add_argument("--top-k", dest="top_k", type=int, default=None,
+                   help="sample from the k most likely tokens (k >= 1)")
+    p.add_argument("--top-p", dest="top_p", type=float, default=None,
+                   help="sample from the fewest most likely tokens whose probability reaches "
+                        "p, in (0, 1]")
     p.add_argument("--greedy", action="store_true")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(fn=cmd_sample)
@@ -124,6 +138,12 @@ def cmd_graph(args):
                    direction=args.direction, show_values=not args.no_values,
                    show_saved=args.saved)
     try:
+        if args.html:  # the interactive page instead of a picture
+            page = viz.explore(loss, args.html, params=params, recording=recording,
+                               collapse=collapse or ())
+            print(f"wrote {page.path}: step through the {args.model} backward pass "
+                  f"({page.steps} VJPs) in a browser")
+            return 0
         path = viz.render(loss, args.out, **options)
     except viz.GraphvizNotFoundError as e:
         print(f"tinyattn graph: {e}", file=sys.stderr)
@@ -149,6 +169,8 @@ def _graph_parser(sub):
                    help="shapes only, no value summaries")
     p.add_argument("--saved", action="store_true", help="show what each op saved for backward")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--html", metavar="PAGE",
+                   help="write the interactive backward-pass explorer (one HTML file) instead")
     p.set_defaults(fn=cmd_graph)
 
 
@@ -158,6 +180,7 @@ BENCHMARKS = {
     "softmax": "fused softmax kernels vs composite (GPU, CuPy)",
     "attention": "flash attention vs composite: time and memory",
     "shakespeare": "the Shakespeare preset trained in tinyattn and PyTorch: ms/step, memory",
+    "report": "run the CPU benchmarks and write docs/benchmarks.md from them",
 }
 
 
@@ -207,6 +230,9 @@ def run():
     except (TinyattnError, ValueError, OSError) as e:
         print(f"tinyattn: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C outside a training loop (which saves and returns 130)
+        print("tinyattn: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

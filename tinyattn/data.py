@@ -9,6 +9,8 @@ Shakespeare slice), `shakespeare` on the Shakespeare corpus shipped with the pac
 (tinyattn/shakespeare.py), its first 1,115,394 characters or all of it.
 """
 
+import hashlib
+
 import numpy as np
 
 from . import shakespeare
@@ -60,10 +62,15 @@ class ToyTask:
         if split not in SPLITS:
             raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
         out = []
-        while sum(len(o) for o in out) < n:
+        for _ in range(10_000):
+            if sum(len(o) for o in out) >= n:
+                break
             cand = self.problems(rng, 2 * n + 8)
             held = _hash_rows(cand) % 10 == 0  # one problem in ten is held out
             out.append(cand[held] if split == "heldout" else cand[~held])
+        else:
+            raise ValueError(f"{self.name}: problems of length {self.length} never fall in the "
+                             f"{split} split; use a longer --length")
         return np.concatenate(out)[:n]
 
     def decode(self, ids):
@@ -138,6 +145,21 @@ def _number(digits):
     return int("".join(str(int(d)) for d in digits))
 
 
+def _read_text(path, full=False):
+    """The text of a UTF-8 file (the Shakespeare corpus when path is None: its first 1,115,394
+    characters, or all of it with full); errors name the file."""
+    if path is None:
+        return shakespeare.corpus(full)
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except UnicodeDecodeError as e:
+        raise ValueError(f"text: {path} is not UTF-8 text (byte {e.object[e.start]:#04x} at "
+                         f"offset {e.start})") from None
+    except FileNotFoundError:
+        raise FileNotFoundError(2, "--text: no such file", path) from None
+
+
 class Text:
     """Character-level language modelling on a text: the first 90 % is trained on, the last
     10 % held out (split by position, as nanoGPT does). `path`: a UTF-8 file; without one, the
@@ -147,15 +169,15 @@ class Text:
     language_model = True  # scored by loss and bits per character, not by exact answers
 
     def __init__(self, path=None, seq_len=64, full=False, name=None):
-        if path is None:
-            text = shakespeare.corpus(full)
-        else:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
+        text = _read_text(path, full)
         self.name = name or self.name
-        if len(text) < 4 * (seq_len + 1):
+        self.text_sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        # both splits must hold one example (seq_len + 1 characters) and a choice of start
+        need = max(4 * (seq_len + 1), 10 * (seq_len + 2))
+        if len(text) < need or len(text) - int(len(text) * 0.9) < seq_len + 2:
             raise ValueError(f"{self.name}: {path or 'the corpus'} has {len(text)} characters; "
-                             f"it needs at least {4 * (seq_len + 1)} for seq_len {seq_len}")
+                             f"--seq-len {seq_len} needs at least {need} (the last 10 % is held "
+                             f"out, and each split needs examples of {seq_len + 1} characters)")
         self.vocab = sorted(set(text))
         self.stoi = {s: i for i, s in enumerate(self.vocab)}
         table = np.zeros(max(map(ord, self.vocab)) + 1, dtype=np.int64)

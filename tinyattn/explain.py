@@ -44,14 +44,16 @@ def grad_names(op, n_inputs):
 
 
 def vjp_line(index, node, g, grads):
-    """One VJP as a line: `[3] softmax: gx = y * (g - sum(g*y, dim)) | g (2, 3) ‖..‖ -> gx ...`"""
+    """One VJP as a line: `[3] softmax -> A: gx = y * (g - sum(g*y, dim)) | g (2, 3) ‖..‖ ...`
+    (`-> A` when the op's output tensor was given a name)."""
     op = node.op
     names = grad_names(op, len(grads))
     sent = ", ".join(f"{name} {_shape_norm(gx)}" for name, gx in zip(names, grads, strict=True)
                      if gx is not None)
     where = f"  [{node.scope}]" if node.scope else ""
     fused = " (fused)" if op.fused else ""
-    return (f"[{index}] {op.name}: {op.formula}{fused} | g {_shape_norm(g)} -> "
+    made = f" -> {node.name}" if node.name else ""  # the tensor this op made, when named
+    return (f"[{index}] {op.name}{made}: {op.formula}{fused} | g {_shape_norm(g)} -> "
             f"{sent or 'nothing (no input needs a gradient)'}{where}")
 
 
@@ -67,6 +69,7 @@ def node_name(node, names=None):
     name = None
     if t is not None:
         name = (names or {}).get(id(t)) or t.name
+    name = name or node.name
     if name:
         return name
     if node.op is None:

@@ -5,9 +5,11 @@ the memory attention saves for backward.
 Each `*_check`/`*_maps`/`*_trace` function computes with the library and returns plain NumPy
 numbers; the plotting function beside it draws them and returns a matplotlib Figure (saved to
 `path` when given). Figures are built without pyplot, so nothing global changes and any
-matplotlib backend works.
+matplotlib backend works; in a notebook a returned Figure shows itself inline (as a PNG).
 """
 
+import functools
+import io
 import math
 
 import numpy as np
@@ -20,10 +22,23 @@ from .tensor import Tensor, randn, tensor
 MASKED = "#d9d9d9"  # masked (never attended) entries are drawn in light grey, hatched
 
 
-def _figure(width, height):
+@functools.cache
+def _figure_class():
+    """matplotlib's Figure, made to show itself in a notebook as a PNG (without pyplot, a
+    plain Figure shows only its repr)."""
     from matplotlib.figure import Figure
 
-    return Figure(figsize=(width, height), layout="constrained")
+    class ShownFigure(Figure):
+        def _repr_png_(self):
+            buffer = io.BytesIO()
+            self.savefig(buffer, format="png", dpi=100)
+            return buffer.getvalue()
+
+    return ShownFigure
+
+
+def _figure(width, height):
+    return _figure_class()(figsize=(width, height), layout="constrained")
 
 
 def _finish(fig, path):

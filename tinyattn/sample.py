@@ -1,33 +1,142 @@
 """`tinyattn sample`: use a trained checkpoint — answer toy-task prompts or continue text.
 
 The checkpoint carries the model's configuration and vocabulary, so nothing else is needed
-(not even the text file a text model was trained on).
+(not even the text file a text model was trained on). The configuration is checked before a
+model is built, and each weight's shape before it is read: a damaged or forged file is an
+error naming it, never a crash or a huge allocation.
 """
+
+import math
+import os
 
 import numpy as np
 
-from .data import make_task
+from .data import TASKS, make_task
 from .errors import CheckpointError
 from .nn import TinyTransformer
+from .nn.transformer import NORMS
 from .serialization import load
 from .tensor import tensor
+from .train import FlagError
+
+HEAD = ("model_config", "config", "vocab")  # what is read before the model is built
+
+
+def _count(v):
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 1
+
+
+# (key of model_config, test(value, model_config), what it must be)
+CONFIG_RULES = [
+    ("vocab_size", lambda v, mc: _count(v), "a whole number >= 1"),
+    ("d_model", lambda v, mc: _count(v), "a whole number >= 1"),
+    ("n_heads", lambda v, mc: _count(v) and mc["d_model"] % v == 0,
+     "a whole number >= 1 that divides d_model"),
+    ("n_layers", lambda v, mc: _count(v), "a whole number >= 1"),
+    ("max_len", lambda v, mc: _count(v), "a whole number >= 1"),
+    ("dropout", lambda v, mc: isinstance(v, (int, float)) and 0 <= v < 1, "in [0, 1)"),
+    ("rotary", lambda v, mc: v in (None, True, False), "true or false"),
+    ("norm", lambda v, mc: v is None or v in NORMS, f"one of {', '.join(NORMS)}"),
+    ("tie", lambda v, mc: v in (None, True, False), "true or false"),
+    ("bias", lambda v, mc: v in (None, True, False), "true or false"),
+]
+OPTIONS = {"rotary": False, "norm": "layer", "tie": True, "bias": True}  # and their defaults
+
+
+def _check_head(head, checkpoint):
+    """The model configuration of a checkpoint's head entries, each value checked."""
+    for key in HEAD:
+        if key not in head:
+            raise CheckpointError(f"sample: {checkpoint} is not a training checkpoint (it has no "
+                                  f"{key!r} entry)")
+    mc, cfg, vocab = head["model_config"], head["config"], head["vocab"]
+    if not (isinstance(mc, dict) and isinstance(cfg, dict) and isinstance(vocab, list)):
+        raise CheckpointError(f"sample: {checkpoint} has a damaged configuration")
+    _check_model_config(mc, checkpoint)
+    _check_vocab_and_task(mc, cfg, vocab, checkpoint)
+    return mc
+
+
+def _check_vocab_and_task(mc, cfg, vocab, checkpoint):
+    if len(vocab) != mc["vocab_size"] or not all(isinstance(t, str) for t in vocab):
+        raise CheckpointError(f"sample: {checkpoint} has a vocabulary of {len(vocab)} entries "
+                              f"for a model of vocab_size {mc['vocab_size']}")
+    length = cfg.get("length")
+    if cfg.get("task") not in TASKS or not (length is None or _count(length)):
+        raise CheckpointError(f"sample: {checkpoint} has a damaged training configuration "
+                              f"(task {cfg.get('task')!r}, length {length!r})")
+
+
+def _check_model_config(mc, checkpoint):
+    for key, test, what in CONFIG_RULES:
+        try:
+            ok = test(mc.get(key), mc)
+        except (TypeError, ZeroDivisionError, KeyError):
+            ok = False
+        if not ok:
+            raise CheckpointError(f"sample: {checkpoint} has model_config {key} = "
+                                  f"{mc.get(key)!r}; it must be {what}")
+
+
+def _fits_file(mc, checkpoint):
+    """A model the checkpoint's bytes can hold: at least one byte per parameter."""
+    d = mc["d_model"]
+    n = (mc["vocab_size"] + mc["max_len"]) * d + mc["n_layers"] * 12 * d * d
+    if n > os.path.getsize(checkpoint):
+        raise CheckpointError(f"sample: {checkpoint} declares a model of {n:,} parameters in a "
+                              f"file of {os.path.getsize(checkpoint):,} bytes; it is damaged")
 
 
 def load_model(checkpoint):
-    """(model in eval mode, checkpoint dict) from a checkpoint.npz written by `train`."""
-    ck = load(checkpoint)
-    for key in ("model", "model_config", "config", "vocab"):
-        if key not in ck:
-            raise CheckpointError(f"sample: {checkpoint} is not a training checkpoint (it has no "
-                                  f"{key!r} entry)")
-    model = TinyTransformer(**ck["model_config"])  # older checkpoints: defaults for new options
-    model.load_state_dict(ck["model"])
-    return model.eval(), ck
+    """(model in eval mode, checkpoint dict) from a checkpoint.npz written by `train`. Only the
+    entries a model needs are read (not the optimizer's), each checked before it is read."""
+    head = load(checkpoint, keys=HEAD)
+    mc = _check_head(head, checkpoint)
+    _fits_file(mc, checkpoint)
+    options = {k: mc.get(k, v) for k, v in OPTIONS.items()}  # older checkpoints lack them
+    model = TinyTransformer(mc["vocab_size"], mc["d_model"], mc["n_heads"], mc["n_layers"],
+                            mc["max_len"], mc["dropout"], **options)
+    expected = {f"obj['model'][{k!r}]": tuple(v.shape) for k, v in model.state_dict().items()}
+
+    def check(where, shape, dtype):
+        if expected.get(where) != shape or dtype.kind != "f":
+            raise CheckpointError(f"sample: {checkpoint}: {where} has shape {shape} of {dtype}; "
+                                  f"the model of its configuration expects "
+                                  f"{expected.get(where, 'no such entry')} of floats")
+
+    weights = load(checkpoint, keys=("model",), check=check)
+    if not isinstance(weights.get("model"), dict):
+        raise CheckpointError(f"sample: {checkpoint} is not a training checkpoint (it has no "
+                              "'model' entry)")
+    model.load_state_dict(weights["model"])
+    return model.eval(), {**head, **weights}
+
+
+def _real(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+# (flag, test(value), what it must be): sampling settings
+SAMPLING_RULES = [
+    ("--temperature", lambda v: _real(v) and v > 0, "a finite number > 0 (or use --greedy)"),
+    ("--top-k", lambda v: v is None or _count(v), "a whole number >= 1"),
+    ("--top-p", lambda v: v is None or (_real(v) and 0 < v <= 1), "in (0, 1]"),
+    ("--max-new-tokens", lambda v: _count(v) or v == 0, "a whole number >= 0"),
+]
+
+
+def check_sampling(temperature, top_k, top_p, max_new_tokens):
+    """One line naming the flag for a sampling setting that cannot work."""
+    values = (temperature, top_k, top_p, max_new_tokens)
+    for (name, test, what), value in zip(SAMPLING_RULES, values, strict=True):
+        if not test(value):
+            raise FlagError(f"sample: {name} must be {what}: got {value}")
 
 
 def sample(checkpoint, prompt=None, max_new_tokens=200, temperature=0.8, top_k=None,
-           greedy=False, seed=0):
+           greedy=False, seed=0, top_p=None):
     """The model's output for `prompt` as text (held-out examples when no prompt is given)."""
+    check_sampling(temperature, top_k, top_p, max_new_tokens)
     model, ck = load_model(checkpoint)
     cfg, vocab = ck["config"], ck["vocab"]
     stoi = {s: i for i, s in enumerate(vocab)}
@@ -38,7 +147,8 @@ def sample(checkpoint, prompt=None, max_new_tokens=200, temperature=0.8, top_k=N
         if unknown:
             raise ValueError(f"sample: characters {unknown} are not in the model's vocabulary")
         ids = model.generate(tensor([[stoi[c] for c in prompt]]), max_new_tokens,
-                             temperature=temperature, top_k=top_k, greedy=greedy, rng=rng)
+                             temperature=temperature, top_k=top_k, greedy=greedy, rng=rng,
+                             top_p=top_p)
         return "".join(vocab[i] for i in ids.numpy()[0])
     task = make_task(cfg["task"], length=cfg["length"])
     if prompt is None:

@@ -2,23 +2,29 @@
 
 `obj` is any nesting of dicts (string keys), lists, tuples, tensors, NumPy arrays, numbers,
 strings, bools and None. Arrays go into the .npz as entries; the structure around them goes in
-as JSON text. Loading uses allow_pickle=False. Saving writes a temporary file beside the target
-and renames it over the target, so a crash mid-save leaves the previous checkpoint intact.
+as JSON text. Saving writes a temporary file beside the target and renames it over the target,
+so a crash mid-save leaves the previous checkpoint intact. Loading never unpickles, reads only
+the entries asked for, and checks each entry's declared shape against the bytes the file holds
+before it allocates anything.
 """
 
-import io
 import json
+import math
 import os
-import tempfile
 import zipfile
+import zlib
 
 import numpy as np
 
-from .errors import CheckpointError
+from .errors import CheckpointError, fmt_shape
+from .runs import atomic_write
 from .tensor import Tensor
 
 FORMAT = "tinyattn-checkpoint-1"
 _META = "__tinyattn__"
+MAX_META_BYTES = 64 << 20  # the JSON structure entry; far above any real checkpoint's
+MAX_DEPTH = 100  # nesting of the saved structure
+MAX_DEFLATE_RATIO = 1100  # deflate cannot expand data more than ~1032 times
 
 
 def save(obj, path):
@@ -27,51 +33,128 @@ def save(obj, path):
     structure = _flatten(obj, arrays)
     arrays[_META] = np.array(json.dumps({"format": FORMAT, "structure": structure}))
     path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    atomic_write(path, lambda f: np.savez(f, **arrays))
 
 
-def load(path, backend=None):
-    """Read what `save` wrote; tensors come back as tensors (on `backend`, default NumPy)."""
+def load(path, backend=None, keys=None, check=None):
+    """Read what `save` wrote; tensors come back as tensors (on `backend`, default NumPy).
+
+    keys: of a saved dict, load only these entries (the others are never read).
+    check(where, shape, dtype): called before each array is read (where: "obj['model'][...]");
+    it may raise to refuse an array before its memory is allocated.
+    """
     path = os.fspath(path)
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
-        npz = np.load(io.BytesIO(raw), allow_pickle=False)
-        if not isinstance(npz, np.lib.npyio.NpzFile):
-            raise CheckpointError(f"load: {path} holds a single .npy array, not a checkpoint; "
-                                  "load it with numpy.load, or write checkpoints with "
-                                  "tinyattn.save")
-        with npz:
-            arrays = {key: npz[key] for key in npz.files}
-    except (FileNotFoundError, CheckpointError):
+        with zipfile.ZipFile(path) as zf:
+            reader = _Reader(zf, path, check)
+            structure = reader.structure()
+            if keys is not None:
+                structure = _select(structure, keys)
+            return _unflatten(structure, reader, backend)
+    except (FileNotFoundError, IsADirectoryError, PermissionError, CheckpointError):
         raise
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as e:
+    except zipfile.BadZipFile as e:
+        raise CheckpointError(_not_a_zip(path, e)) from None
+    except (ValueError, OSError, EOFError, KeyError, TypeError, NotImplementedError,
+            zlib.error) as e:
         raise CheckpointError(f"load: {path} is not a readable checkpoint (corrupt, truncated or "
-                              f"not an .npz file): {type(e).__name__}: {e}") from None
-    if _META not in arrays:
-        raise CheckpointError(f"load: {path} is an .npz file but not a tinyattn checkpoint "
-                              f"(no {_META} entry); it holds {sorted(arrays)[:5]}")
-    try:
-        meta = json.loads(str(arrays.pop(_META)))
-        if meta.get("format") != FORMAT:
-            raise CheckpointError(f"load: {path} has format {meta.get('format')!r}, this "
-                                  f"version reads {FORMAT!r}")
-        return _unflatten(meta["structure"], arrays, backend)
-    except (json.JSONDecodeError, KeyError, TypeError) as e:
-        raise CheckpointError(f"load: {path} has a damaged structure entry: "
-                              f"{type(e).__name__}: {e}") from None
+                              f"not written by tinyattn.save): {type(e).__name__}: {e}") from None
+
+
+def _not_a_zip(path, e):
+    with open(path, "rb") as f:
+        head = f.read(8)
+    if head.startswith(b"\x93NUMPY"):
+        return (f"load: {path} holds a single .npy array, not a checkpoint; load it with "
+                "numpy.load, or write checkpoints with tinyattn.save")
+    if head.startswith(b"PK"):
+        return f"load: {path} is not a readable checkpoint (a damaged or truncated zip: {e})"
+    return (f"not a tinyattn checkpoint: {path} (not a readable checkpoint: a checkpoint is an "
+            f".npz zip written by tinyattn.save; this file starts with {head!r})")
+
+
+class _Reader:
+    """Reads a checkpoint's entries one at a time, each checked before it is allocated."""
+
+    def __init__(self, zf, path, check):
+        self.zf, self.path, self.check = zf, path, check
+
+    def structure(self):
+        """The saved structure (the JSON in the __tinyattn__ entry), format checked."""
+        try:
+            info = self.zf.getinfo(_META + ".npy")
+        except KeyError:
+            held = sorted(n.removesuffix(".npy") for n in self.zf.namelist())
+            raise CheckpointError(f"load: {self.path} is an .npz file but not a tinyattn "
+                                  f"checkpoint (no {_META} entry); it holds {held[:5]}") from None
+        if info.file_size > MAX_META_BYTES:
+            raise CheckpointError(f"load: {self.path} has a damaged structure entry: "
+                                  f"{info.file_size} bytes (at most {MAX_META_BYTES})")
+        text = self.array(_META, _META)
+        try:
+            meta = json.loads(str(text))
+            fmt = meta.get("format")
+            structure = meta["structure"] if fmt == FORMAT else None
+        except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as e:
+            raise CheckpointError(f"load: {self.path} has a damaged structure entry: "
+                                  f"{type(e).__name__}: {e}") from None
+        except RecursionError:
+            raise CheckpointError(f"load: {self.path} has a damaged structure entry: nested "
+                                  "too deep") from None
+        if fmt != FORMAT:
+            raise CheckpointError(f"load: {self.path} has format {fmt!r}, this version reads "
+                                  f"{FORMAT!r}")
+        return structure
+
+    def array(self, key, where):
+        """Entry `key` as an array, after its header, dtype, `check` and size are verified."""
+        if not isinstance(key, str):
+            raise CheckpointError(f"load: {self.path} has a damaged structure entry: {where} "
+                                  f"names entry {key!r}")
+        try:
+            info = self.zf.getinfo(key + ".npy")
+        except KeyError:
+            raise CheckpointError(f"load: {self.path} has a damaged structure entry: {where} "
+                                  f"names entry {key!r}, which the file lacks") from None
+        with self.zf.open(info) as f:
+            shape, fortran, dtype = self._header(f, where)
+            size = math.prod(shape) * dtype.itemsize
+            held = info.file_size - f.tell()
+            if held != size or info.file_size > info.compress_size * MAX_DEFLATE_RATIO + 4096:
+                raise CheckpointError(
+                    f"load: {self.path}: {where} declares shape {fmt_shape(shape)} of {dtype} "
+                    f"({size} bytes), but the file holds {held} bytes for it "
+                    f"({info.compress_size} stored); the checkpoint is damaged or forged")
+            buf = bytearray(size)
+            if f.readinto(buf) != size:
+                raise EOFError(f"{where} is cut short")
+        return np.frombuffer(buf, dtype=dtype).reshape(shape, order="F" if fortran else "C")
+
+    def _header(self, f, where):
+        version = np.lib.format.read_magic(f)
+        if version not in ((1, 0), (2, 0)):
+            raise CheckpointError(f"load: {self.path}: {where} is an .npy entry of format "
+                                  f"version {version}, which this version cannot read")
+        read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                else np.lib.format.read_array_header_2_0)
+        shape, fortran, dtype = read(f, max_header_size=10_000)
+        if dtype.hasobject:
+            raise CheckpointError(f"load: {self.path}: {where} holds pickled Python objects, "
+                                  "which tinyattn never loads (they could run code)")
+        if dtype.kind not in "biufU" or any(n < 0 for n in shape):
+            raise CheckpointError(f"load: {self.path}: {where} has dtype {dtype}, shape "
+                                  f"{shape}: not an entry tinyattn writes")
+        if self.check is not None and where != _META:
+            self.check(where, tuple(shape), dtype)
+        return tuple(shape), fortran, dtype
+
+
+def _select(structure, keys):
+    """Only the entries `keys` of a saved dict."""
+    if not (isinstance(structure, dict) and isinstance(structure.get("dict"), dict)):
+        raise CheckpointError("load: keys= needs a checkpoint that holds a dict")
+    return {"dict": {k: v for k, v in structure["dict"].items() if k in keys}}
 
 
 def _flatten(obj, arrays, where="obj"):
@@ -115,17 +198,29 @@ def _flatten_dict(obj, arrays, where):
     return {k: _flatten(v, arrays, f"{where}[{k!r}]") for k, v in obj.items()}
 
 
-def _unflatten(node, arrays, backend):
-    if isinstance(node, dict):
-        if "tensor" in node:
-            return Tensor(arrays[node["tensor"]], backend=backend)
-        if "array" in node:
-            return arrays[node["array"]]
-        if "dict" in node:
-            return {k: _unflatten(v, arrays, backend) for k, v in node["dict"].items()}
-        if "list" in node:
-            return [_unflatten(v, arrays, backend) for v in node["list"]]
-        if "tuple" in node:
-            return tuple(_unflatten(v, arrays, backend) for v in node["tuple"])
-        raise KeyError(f"unknown entry {sorted(node)}")
-    return node
+def _unflatten(node, reader, backend, where="obj", depth=0):
+    """The object a structure node describes; arrays are read as they are reached."""
+    if depth > MAX_DEPTH:
+        raise CheckpointError(f"load: {reader.path} has a damaged structure entry: nested "
+                              f"deeper than {MAX_DEPTH} levels")
+    if not isinstance(node, dict):
+        return node
+    if "tensor" in node:
+        return Tensor(reader.array(node["tensor"], where), backend=backend)
+    if "array" in node:
+        return reader.array(node["array"], where)
+    return _unflatten_container(node, reader, backend, where, depth)
+
+
+def _unflatten_container(node, reader, backend, where, depth):
+    kind = next((k for k in ("dict", "list", "tuple") if k in node), None)
+    body = node.get(kind)
+    if not isinstance(body, dict if kind == "dict" else list):
+        raise CheckpointError(f"load: {reader.path} has a damaged structure entry: {where} is "
+                              f"{str(node)[:60]}")
+    if kind == "dict":
+        return {k: _unflatten(v, reader, backend, f"{where}[{k!r}]", depth + 1)
+                for k, v in body.items()}
+    items = [_unflatten(v, reader, backend, f"{where}[{i}]", depth + 1)
+             for i, v in enumerate(body)]
+    return items if kind == "list" else tuple(items)

@@ -31,6 +31,8 @@ def preset(task):
 
 
 def config(task="reverse", **overrides):
-    """TrainConfig for `task`: its preset, then `overrides` (None values are left out)."""
+    """TrainConfig for `task` (None: reverse): its preset, then `overrides` (None values are
+    left out)."""
+    task = task or "reverse"
     given = {k: v for k, v in overrides.items() if v is not None}
     return TrainConfig(**{**preset(task), **given, "task": task})

@@ -14,7 +14,7 @@ import numbers
 
 import numpy as np
 
-from . import backends, return_types
+from . import backends, display, return_types
 from .autograd import (
     Node,
     TensorBase,
@@ -67,7 +67,7 @@ class Tensor(TensorBase):
         self.data = _to_array(data, dtype, be)
         self.backend = be
         self.grad = None
-        self.name = None
+        self._name = None
         self._node = None
         self._version_counter = None  # [count, sharers], made on first use (see autograd)
         if requires_grad:
@@ -374,6 +374,8 @@ class Tensor(TensorBase):
         self._store(name, result.data)
         bump_version(self)
         self._node = result._node
+        if self._node is not None and self._name is not None:
+            self._node.name = self._name  # the tensor keeps its name through the change
         return self
 
     def _store(self, name, values):
@@ -1257,6 +1259,12 @@ class Tensor(TensorBase):
             extra.append("requires_grad=True" if self.is_leaf
                          else f"grad_fn=<{self._node.op.name}>")
         return "tensor(" + ", ".join([body] + extra) + ")"
+
+    def _repr_html_(self):
+        """A notebook's view: shape, dtype, grad_fn and name, with a heatmap when 2-D."""
+        op = self._node.op if self._node is not None else None
+        return display.tensor_html(self.numpy(), self.dtype, self.shape, self._node is not None,
+                                   op.name if op is not None else None, self._name)
 
 
 # ---- argument helpers ----------------------------------------------------------------------------

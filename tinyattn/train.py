@@ -1,14 +1,20 @@
 """The main job: train a TinyTransformer on a task and write what it learned to a run folder.
 
-`train(TrainConfig(...))` runs the loop (AdamW, cosine schedule with warm-up, gradient
-clipping), evaluates on held-out problems, and writes metrics.jsonl, metrics.json,
-checkpoint.npz, loss.png, attention.png and samples.txt. Every step's batch and dropout mask
-come from (seed, step), so `resume=True` continues bit-for-bit as if never interrupted.
+`train(TrainConfig(...))` checks every setting first (`validate`), then runs the loop (AdamW,
+cosine schedule with warm-up, gradient clipping), evaluates on held-out problems, and writes
+metrics.jsonl, metrics.json, checkpoint.npz, loss.png, attention.png and samples.txt. Every
+step's batch and dropout mask come from (seed, step), so the checkpoint's step is also the data
+position and the random state: `resume=True` continues bit-for-bit as if never interrupted.
+Checkpoints are written every `save_every` steps and at least every `save_seconds`; SIGINT and
+SIGTERM stop the run after the step in progress, save, and report which signal it was.
 """
 
 import json
+import math
 import os
+import signal
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass, fields
 
@@ -16,13 +22,29 @@ import numpy as np
 
 from . import functional as F
 from .autograd import no_grad
-from .backends import use_backend
-from .data import IGNORE, make_task
+from .backends import ALIASES, use_backend
+from .data import IGNORE, TASKS, make_task
+from .errors import TinyattnError
 from .nn import TinyTransformer
+from .nn.transformer import NORMS
 from .optim import AdamW, CosineSchedule, clip_grad_norm
+from .runs import (
+    MetricsLog,
+    RunFolderError,
+    RunLock,
+    atomic_write,
+    data_fingerprint,
+    remove_temporaries,
+    repair_metrics,
+)
 from .serialization import load, save
 from .shakespeare import bits_per_char
 from .tensor import manual_seed, tensor
+
+RUN_FILES = ("checkpoint.npz", "metrics.jsonl", "metrics.json", "loss.png", "attention.png",
+             "samples.txt")
+LANGUAGE_TASKS = ("text", "shakespeare")
+RESUMABLE = {"steps", "out", "eval_every", "save_every", "save_seconds"}  # a resume may change
 
 
 @dataclass
@@ -37,7 +59,7 @@ class TrainConfig:
     lr: float = 3e-3
     weight_decay: float = 0.01
     warmup: int = 50
-    grad_clip: float = 1.0
+    grad_clip: float = 1.0  # the largest global gradient norm; 0 turns clipping off
     seed: int = 0
     backend: str = "numpy"
     length: int | None = None  # digits per problem (toy tasks); each task has a default
@@ -46,7 +68,9 @@ class TrainConfig:
     eval_every: int = 100
     heldout_size: int = 512
     out: str | None = None  # the run folder; default runs/<task>
-    # model and optimizer options (issue 20; tinyattn/tasks.py has each task's preset)
+    save_every: int = 0  # also save a checkpoint every this many steps (0: by time only)
+    save_seconds: float = 60.0  # and at least this often, in seconds of training
+    # model and optimizer options (tinyattn/tasks.py holds each task's preset of them)
     beta2: float = 0.98  # AdamW's second-moment decay
     rotary: bool = False  # rotary position embeddings instead of a learned table
     norm: str = "layer"  # "layer" (LayerNorm) or "rms" (RMSNorm)
@@ -55,6 +79,92 @@ class TrainConfig:
 
     def run_dir(self):
         return self.out or os.path.join("runs", self.task)
+
+
+# ---- the settings, checked before anything is built or written ---------------------------------
+
+
+class FlagError(TinyattnError, ValueError):
+    """Training settings that cannot work: one line per bad flag."""
+
+
+def _int(v):
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+
+def _real(v):
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) \
+        and math.isfinite(v)
+
+
+def _whole(low):
+    return lambda v, c: _int(v) and v >= low, f"must be a whole number >= {low}"
+
+
+def _divides_d_model(v, c):
+    return not (_int(c.d_model) and c.d_model >= 1) or c.d_model % v == 0
+
+
+# (field, test(value, config), what the flag must be): one table, checked in order; a flag's
+# first failed rule is its line in the error
+RULES = [
+    ("task", lambda v, c: v in TASKS, f"must be one of {', '.join(TASKS)}"),
+    ("steps", *_whole(1)),
+    ("batch_size", *_whole(1)),
+    ("d_model", *_whole(1)),
+    ("heads", *_whole(1)),
+    ("heads", _divides_d_model, lambda c: f"must divide --d-model ({c.d_model})"),
+    ("layers", *_whole(1)),
+    ("dropout", lambda v, c: _real(v) and 0 <= v < 1, "must be in [0, 1)"),
+    ("lr", lambda v, c: _real(v) and v > 0, "must be a finite number > 0"),
+    ("weight_decay", lambda v, c: _real(v) and v >= 0, "must be a finite number >= 0"),
+    ("warmup", *_whole(0)),
+    ("grad_clip", lambda v, c: _real(v) and v >= 0,
+     "must be a finite number >= 0 (the largest gradient norm; 0 turns clipping off)"),
+    ("seed", *_whole(0)),
+    ("backend", lambda v, c: isinstance(v, str) and v in ALIASES,
+     f"must be one of {', '.join(ALIASES)}"),
+    ("text", lambda v, c: v is None or c.task == "text",
+     lambda c: f"is for --task text (alone it implies it): got --task {c.task} with --text"),
+    ("length", lambda v, c: v is None or c.task not in LANGUAGE_TASKS,
+     "is for the toy tasks (digits per problem); the text tasks take --seq-len"),
+    ("length", lambda v, c: v is None or (_int(v) and v >= 1), "must be a whole number >= 1"),
+    ("seq_len", *_whole(1)),
+    ("eval_every", *_whole(1)),
+    ("heldout_size", *_whole(1)),
+    ("save_every", lambda v, c: _int(v) and v >= 0,
+     "must be a whole number >= 0 (0: save by time only)"),
+    ("save_seconds", lambda v, c: _real(v) and v > 0, "must be a number of seconds > 0"),
+    ("beta2", lambda v, c: _real(v) and 0 <= v < 1, "must be in [0, 1)"),
+    ("rotary", lambda v, c: isinstance(v, bool), "must be true or false"),
+    ("norm", lambda v, c: v in NORMS, f"must be one of {', '.join(NORMS)}"),
+    ("tie", lambda v, c: isinstance(v, bool), "must be true or false"),
+    ("full_corpus", lambda v, c: not v or (c.task in LANGUAGE_TASKS and c.text is None),
+     "is for --task shakespeare or text without --text (the whole shipped corpus)"),
+]
+
+
+def flag(name):
+    return "--" + name.replace("_", "-")
+
+
+def validate(cfg):
+    """Raise FlagError listing every setting of `cfg` that cannot work, one line each."""
+    bad = {}
+    for name, test, what in RULES:
+        value = getattr(cfg, name)
+        if name in bad:
+            continue
+        try:
+            ok = test(value, cfg)
+        except (TypeError, ValueError, ZeroDivisionError):
+            ok = False
+        if not ok:
+            what = what(cfg) if callable(what) else what
+            bad[name] = f"{flag(name)} {what}: got {value}"
+    if bad:
+        raise FlagError("\n  ".join(bad.values()) if len(bad) == 1 else
+                        "bad settings:\n  " + "\n  ".join(bad.values()))
 
 
 def build(cfg):
@@ -74,60 +184,268 @@ def build(cfg):
     return task, model, opt, sched
 
 
-def train(cfg, resume=False, progress=True, stop_after=None, stream=None):
+# ---- the run ------------------------------------------------------------------------------------
+
+
+class _Run:
+    """What one training run holds: settings, data, model, optimizer, schedule and the folder."""
+
+    def __init__(self, cfg, task, model, opt, sched):
+        self.cfg, self.task, self.model, self.opt, self.sched = cfg, task, model, opt, sched
+        self.out = cfg.run_dir()
+        self.be = model.wte.weight.backend
+        self.fingerprint = data_fingerprint(task)
+        self.step, self.elapsed, self.history = 0, 0.0, []
+
+    def checkpoint(self, log):
+        """Save everything a resume needs, atomically, after the rows it counts are on disk."""
+        log.sync()
+        cfg = self.cfg
+        save({"model": self.model.state_dict(), "optim": self.opt.state_dict(),
+              "sched": self.sched.state_dict(), "step": self.step, "elapsed": self.elapsed,
+              "finished": self.step >= cfg.steps, "config": asdict(cfg),
+              "model_config": asdict(self.model.config), "vocab": list(self.task.vocab),
+              # batches and dropout masks are drawn from (seed, step): the step is the data
+              # position and the random state at once
+              "data": {"fingerprint": self.fingerprint, "position": self.step,
+                       "rng": {"seed": cfg.seed, "next_step": self.step}}},
+             os.path.join(self.out, "checkpoint.npz"))
+
+
+def train(cfg, resume=False, force=False, progress=True, stop_after=None, stream=None):
     """Train, write the run folder, print a summary; returns the final metrics (a dict).
 
+    resume: continue the run in the folder; force: delete the run there and start over.
     stop_after: stop after that many steps as if interrupted (the tests' Ctrl-C).
+    The folder is created only once every setting and file checked out, and is locked while
+    the run trains (a second run on it is refused).
     """
     stream = stream or sys.stdout
-    out = cfg.run_dir()
-    os.makedirs(out, exist_ok=True)
-    task, model, opt, sched = build(cfg)
-    be = model.wte.weight.backend
-    start, elapsed_before, history = 0, 0.0, []
-    if resume:
-        start, elapsed_before, history = _restore(out, cfg, model, opt, sched)
-    heldout = task.batch(np.random.default_rng([cfg.seed, 1]), cfg.heldout_size, "heldout")
-    probe = _train_probe(cfg, task)
-    metrics_log = open(os.path.join(out, "metrics.jsonl"), "a" if resume else "w")
+    validate(cfg)
+    if resume and force:
+        raise FlagError("--resume continues the run and --force deletes it: give one of them")
+    run = _Run(cfg, *build(cfg))
+    with _claim(run.out):
+        _prepare(run, resume, force)
+        stopper = _Stopper()
+        with stopper:
+            interrupted = _loop(run, stopper, progress, stop_after)
+            final = _final_eval(run)
+            metrics = _finish(run, final, interrupted, stopper.signal)
+        written = _write_report(run.out, run.task, run.model, run.history, run.heldout, run.be)
+    _summary(stream, metrics, run.out, ["metrics.jsonl", "metrics.json", "checkpoint.npz"]
+             + written)
+    return metrics
+
+
+def _loop(run, stopper, progress, stop_after):
+    """Train from run.step to cfg.steps, saving on the way, until done or a signal or
+    `stop_after` steps; then save. Whether the run was interrupted."""
+    cfg, start = run.cfg, run.step
     bar = _progress(progress, start, cfg.steps)
-    t0 = time.perf_counter()
+    log = MetricsLog(os.path.join(run.out, "metrics.jsonl"))
+    clock = _Clock(run.elapsed)
     interrupted = False
-    step = start
     try:
-        while step < cfg.steps:
-            if stop_after is not None and step - start >= stop_after:
-                interrupted = True
-                break
-            row = _train_step(cfg, task, model, opt, sched, be, step)
-            step += 1
-            row["time"] = elapsed_before + time.perf_counter() - t0
-            if step % cfg.eval_every == 0 or step == cfg.steps:
-                row.update(_evaluate_all(model, heldout, probe, be))
-            history.append(row)
-            metrics_log.write(json.dumps(row) + "\n")
-            if bar is not None:
-                bar.update(1)
-                bar.set_postfix(loss=f"{row['loss']:.3g}", acc=f"{row['acc']:.3f}",
-                                tok_s=f"{row['tokens_per_s']:.0f}")
-    except KeyboardInterrupt:
-        interrupted = True
+        try:
+            while run.step < cfg.steps:
+                if stopper.signal or (stop_after is not None and run.step - start >= stop_after):
+                    interrupted = True
+                    break
+                _one_step(run, log, bar, clock)
+        except KeyboardInterrupt:  # without handlers (not the main thread), or from a test
+            interrupted = True
+        run.elapsed = clock.now()
+        run.checkpoint(log)
     finally:
-        metrics_log.close()
+        log.close()
         if bar is not None:
             bar.close()
-    wall = elapsed_before + time.perf_counter() - t0
-    final = _final_eval(history, step, model, heldout, probe, be)
-    save({"model": model.state_dict(), "optim": opt.state_dict(), "sched": sched.state_dict(),
-          "step": step, "elapsed": wall, "config": asdict(cfg),
-          "model_config": asdict(model.config), "vocab": list(task.vocab)},
-         os.path.join(out, "checkpoint.npz"))
-    metrics = _metrics(cfg, final, history, step, wall, interrupted)
-    with open(os.path.join(out, "metrics.json"), "w") as f:
-        json.dump(metrics, f, indent=2)
-    written = _write_report(out, task, model, history, heldout, be)
-    _summary(stream, metrics, out, ["metrics.jsonl", "metrics.json", "checkpoint.npz"] + written)
+    return interrupted
+
+
+class _Clock:
+    """Seconds of training, carried over from before a resume, and the time of the last save."""
+
+    def __init__(self, before):
+        self.before, self.t0 = before, time.perf_counter()
+        self.last_save = self.t0
+
+    def now(self):
+        return self.before + time.perf_counter() - self.t0
+
+    def save_due(self, seconds):
+        return time.perf_counter() - self.last_save >= seconds
+
+
+def _one_step(run, log, bar, clock):
+    """One optimizer step: its metrics row logged, and a checkpoint when one is due."""
+    cfg = run.cfg
+    row = _train_step(cfg, run.task, run.model, run.opt, run.sched, run.be, run.step)
+    run.step += 1
+    row["time"] = clock.now()
+    if run.step % cfg.eval_every == 0 or run.step == cfg.steps:
+        row.update(_evaluate_all(run))
+    run.history.append(row)
+    log.append(row)
+    if bar is not None:
+        bar.update(1)
+        bar.set_postfix(loss=f"{row['loss']:.3g}", acc=f"{row['acc']:.3f}",
+                        tok_s=f"{row['tokens_per_s']:.0f}")
+    by_steps = cfg.save_every and run.step % cfg.save_every == 0
+    if (by_steps or clock.save_due(cfg.save_seconds)) and run.step < cfg.steps:
+        run.elapsed = row["time"]
+        run.checkpoint(log)
+        clock.last_save = time.perf_counter()
+
+
+def _finish(run, final, interrupted, signum):
+    """metrics.json: the held-out scores (a language model's: _lm_metrics) and how the run
+    ended."""
+    metrics = {"accuracy": final["heldout_acc"], "loss": final["heldout_loss"],
+               "exact_match": final["heldout_exact"], "steps": run.step,
+               "wall_time_s": run.elapsed, "interrupted": interrupted,
+               "signal": signal.Signals(signum).name if signum else None,
+               "resumed_from": run.resumed_from, "config": asdict(run.cfg)}
+    if run.history:
+        metrics["train_loss"] = run.history[-1]["loss"]
+    if "train_eval_loss" in final:
+        metrics = _lm_metrics(metrics, final)
+    _write_text(os.path.join(run.out, "metrics.json"), json.dumps(metrics, indent=2))
     return metrics
+
+
+def exit_code(metrics):
+    """The command's exit status: 0, or 128 + the signal that stopped the run (130 for Ctrl-C,
+    143 for SIGTERM), as a shell reports a process a signal ended."""
+    name = metrics.get("signal")
+    return 128 + int(signal.Signals[name]) if name else 0
+
+
+class _Stopper:
+    """SIGINT and SIGTERM (in the main thread) ask the loop to stop after the step in progress;
+    the run then saves. A second signal while saving is told to wait: the save finishes."""
+
+    def __init__(self):
+        self.signal = None
+        self.old = {}
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self.old[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        if self.signal is None:
+            self.signal = signum
+            print(f"\n{signal.Signals(signum).name}: stopping after this step; saving the "
+                  "checkpoint", file=sys.stderr, flush=True)
+        else:
+            print(f"\n{signal.Signals(signum).name}: still saving; the run stops as soon as the "
+                  "checkpoint is written", file=sys.stderr, flush=True)
+
+    def __exit__(self, *exc):
+        for sig, handler in self.old.items():
+            signal.signal(sig, handler)
+        self.old = {}
+
+
+class _claim:  # noqa: N801 - a context manager, used as `with _claim(folder):`
+    """Create (if needed) and lock the run folder; on a failed start, remove a folder this run
+    created and left empty, so that a mistake leaves nothing behind."""
+
+    def __init__(self, folder):
+        self.folder = folder
+        self.lock = RunLock(folder)
+
+    def __enter__(self):
+        self.created = not os.path.isdir(self.folder)
+        os.makedirs(self.folder, exist_ok=True)
+        try:
+            self.lock.acquire()
+        except BaseException:
+            self._tidy()
+            raise
+        remove_temporaries(self.folder)  # left by a save that was killed
+        return self.lock
+
+    def __exit__(self, *exc):
+        self.lock.release()
+        self._tidy()
+
+    def _tidy(self):
+        if self.created and os.path.isdir(self.folder) and not os.listdir(self.folder):
+            os.rmdir(self.folder)
+
+
+def _prepare(run, resume, force):
+    """Start fresh (an empty folder, or --force) or pick up the run in the folder (--resume)."""
+    cfg, out = run.cfg, run.out
+    run.heldout = run.task.batch(np.random.default_rng([cfg.seed, 1]), cfg.heldout_size,
+                                 "heldout")
+    run.probe = _train_probe(cfg, run.task)
+    run.resumed_from = None
+    present = sorted(n for n in os.listdir(out) if not n.startswith("."))
+    if resume:
+        _restore(run, present)
+        run.resumed_from = run.step
+        return
+    if present and not force:
+        raise RunFolderError(f"{out} already holds a run ({', '.join(present[:6])}): continue "
+                             "it with --resume, or delete it and start over with --force")
+    for name in RUN_FILES:
+        if name in present:
+            os.remove(os.path.join(out, name))
+
+
+def _restore(run, present):
+    cfg, out = run.cfg, run.out
+    path = os.path.join(out, "checkpoint.npz")
+    if "checkpoint.npz" not in present:
+        why = ("the run stopped before its first checkpoint; start over with --force" if present
+               else "start a new run without --resume")
+        raise RunFolderError(f"resume: nothing to resume in {out}: no checkpoint.npz ({why})")
+    ck = load(path)
+    _check_same_run(ck, run, path)
+    step = int(ck["step"])
+    if step >= cfg.steps:
+        raise RunFolderError(f"resume: the run in {out} already finished at step {step} "
+                             f"(--steps {cfg.steps}); to train it further, resume with --steps "
+                             f"M larger than {step}")
+    run.model.load_state_dict(ck["model"])
+    run.opt.load_state_dict(ck["optim"])
+    run.sched.load_state_dict(ck["sched"])
+    run.step, run.elapsed = step, float(ck["elapsed"])
+    run.history = repair_metrics(os.path.join(out, "metrics.jsonl"), step)
+
+
+def _check_same_run(ck, run, path):
+    """Refuse a resume with other settings or other data than the checkpoint's."""
+    cfg = run.cfg
+    saved_cfg = ck.get("config") if isinstance(ck, dict) else None
+    if not isinstance(saved_cfg, dict) or "step" not in ck:
+        raise RunFolderError(f"resume: {path} is not a training checkpoint")
+    changed = [flag(f.name) for f in fields(cfg) if f.name not in RESUMABLE
+               and saved_cfg.get(f.name, getattr(cfg, f.name)) != getattr(cfg, f.name)]
+    if changed:
+        raise FlagError(f"resume: the run in {run.out} was trained with a different "
+                        f"{', '.join(changed)}; resume with the same settings")
+    _check_same_data(ck, run, path)
+
+
+def _check_same_data(ck, run, path):
+    """The data fingerprint (and vocabulary) in the checkpoint must be today's data's."""
+    cfg = run.cfg
+    saved_fp = (ck.get("data") or {}).get("fingerprint")
+    if ck.get("vocab") == list(run.task.vocab) and saved_fp in (None, run.fingerprint):
+        return
+    source = (f"--text {cfg.text or '(the Shakespeare slice)'}" if cfg.task == "text"
+              else f"--task {cfg.task}")
+    raise RunFolderError(f"resume: the data changed since the run started: {source} is not "
+                         f"what the checkpoint {path} was trained on (data fingerprint "
+                         f"{(saved_fp or 'none')[:12]}, now {run.fingerprint[:12]}); resume "
+                         "with the same data, or start over with --force")
 
 
 def _train_step(cfg, task, model, opt, sched, be, step):
@@ -176,30 +494,6 @@ def evaluate(model, data, be, batch=256):
             "heldout_exact": exact / len(x)}
 
 
-def _restore(out, cfg, model, opt, sched):
-    ck = load(os.path.join(out, "checkpoint.npz"))
-    saved_cfg = ck["config"]
-    keep = {"steps", "out", "eval_every"}  # what a resumed run may change
-    changed = [f.name for f in fields(cfg) if f.name not in keep
-               and saved_cfg.get(f.name) != getattr(cfg, f.name)]
-    if changed:
-        raise ValueError(f"resume: the run in {out} was trained with a different "
-                         f"{', '.join(changed)}; resume with the same settings")
-    model.load_state_dict(ck["model"])
-    opt.load_state_dict(ck["optim"])
-    sched.load_state_dict(ck["sched"])
-    step = int(ck["step"])
-    history = []
-    path = os.path.join(out, "metrics.jsonl")
-    if os.path.exists(path):
-        with open(path) as f:
-            history = [json.loads(line) for line in f if line.strip()]
-        history = [row for row in history if row["step"] <= step]
-        with open(path, "w") as f:
-            f.writelines(json.dumps(row) + "\n" for row in history)
-    return step, float(ck["elapsed"]), history
-
-
 def _progress(enabled, start, total):
     if not enabled:
         return None
@@ -211,8 +505,11 @@ def _progress(enabled, start, total):
 
 def _summary(stream, m, out, files):
     cfg = m["config"]
-    stop = " (interrupted)" if m["interrupted"] else ""
-    if "val_loss" in m:
+    stop = f" (stopped by {m['signal']})" if m.get("signal") else (
+        " (interrupted)" if m["interrupted"] else "")
+    if m.get("resumed_from") is not None:
+        stop += f" (resumed at step {m['resumed_from']})"
+    if "val_loss" in m:  # a language model
         print(f"\n{cfg['task']}: {m['steps']} steps in {m['wall_s']:.1f} s{stop} — val loss "
               f"{m['val_loss']:.4f} ({m['val_bpc']:.3f} bits/char), train loss "
               f"{m['train_loss']:.4f}", file=stream)
@@ -224,50 +521,53 @@ def _summary(stream, m, out, files):
         print(f"  {os.path.join(out, name)}", file=stream)
 
 
-# ---- language-model tasks: train loss on fixed batches, val loss and bits per character -------
+# ---- language models: train loss on fixed batches, val loss and bits per character -----------
 
 
 def _train_probe(cfg, task):
-    """Fixed training-split batches (as many as held out) whose loss is tracked; None for toy
-    tasks, which are scored by their held-out answers."""
+    """Fixed training-split batches (as many as held out) whose loss is tracked beside the
+    held-out loss; None for the toy tasks, which are scored by their held-out answers."""
     if not task.language_model:
         return None
     return task.batch(np.random.default_rng([cfg.seed, 2]), cfg.heldout_size, "train")
 
 
-def _evaluate_all(model, heldout, probe, be):
+def _evaluate_all(run):
     """evaluate() on the held-out set and, for a language model, the loss on the fixed
     training batches (train_eval_loss)."""
-    row = evaluate(model, heldout, be)
-    if probe is not None:
-        row["train_eval_loss"] = evaluate(model, probe, be)["heldout_loss"]
+    row = evaluate(run.model, run.heldout, run.be)
+    if run.probe is not None:
+        row["train_eval_loss"] = evaluate(run.model, run.probe, run.be)["heldout_loss"]
     return row
 
 
-def _final_eval(history, step, model, heldout, probe, be):
-    """The evaluation at the last step: the one the loop just made, else a fresh one."""
-    last = history[-1] if history else {}
-    if last.get("step") == step and "heldout_loss" in last:
+def _final_eval(run):
+    """The evaluation at the last step: the one the loop just made there, else a fresh one."""
+    last = run.history[-1] if run.history else {}
+    if last.get("step") == run.step and "heldout_loss" in last:
         return last
-    return _evaluate_all(model, heldout, probe, be)
+    return _evaluate_all(run)
 
 
-def _metrics(cfg, final, history, step, wall, interrupted):
-    """metrics.json: a toy task's held-out accuracy and exact match, or a language model's val
-    loss and bits per character (and its loss on the fixed training batches)."""
-    common = {"steps": step, "interrupted": interrupted, "config": asdict(cfg)}
-    if "train_eval_loss" in final:
-        return {"val_loss": final["heldout_loss"], "val_bpc": bits_per_char(final["heldout_loss"]),
-                "train_loss": final["train_eval_loss"], "wall_s": wall,
-                "accuracy": final["heldout_acc"], **common}
-    metrics = {"accuracy": final["heldout_acc"], "loss": final["heldout_loss"],
-               "exact_match": final["heldout_exact"], "wall_time_s": wall, **common}
-    if history:
-        metrics["train_loss"] = history[-1]["loss"]
-    return metrics
+def _lm_metrics(metrics, final):
+    """A language model's metrics.json: val loss, bits per character and the loss on the fixed
+    training batches first; no exact match (a text has no single right answer)."""
+    lm = {"val_loss": final["heldout_loss"], "val_bpc": bits_per_char(final["heldout_loss"]),
+          "train_loss": final["train_eval_loss"], "steps": metrics["steps"],
+          "wall_s": metrics["wall_time_s"]}
+    return {**lm, **{k: v for k, v in metrics.items() if k not in ("exact_match", "loss")
+                     and k not in lm}}
 
 
 # ---- the report: curves, attention maps, samples --------------------------------------------
+
+
+def _write_text(path, text):
+    atomic_write(path, lambda f: f.write(text.encode("utf-8")))
+
+
+def _save_figure(fig, path):
+    atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=110))
 
 
 def _write_report(out, task, model, history, heldout, be):
@@ -285,8 +585,7 @@ def _write_report(out, task, model, history, heldout, be):
     _plot_attention(weights, [_label(task.decode([i])) for i in example[0]],
                     os.path.join(out, "attention.png"), task.name)
     written.append("attention.png")
-    with open(os.path.join(out, "samples.txt"), "w", encoding="utf-8") as f:
-        f.write(samples_text(task, model, heldout, be))
+    _write_text(os.path.join(out, "samples.txt"), samples_text(task, model, heldout, be))
     written.append("samples.txt")
     return written
 
@@ -338,7 +637,7 @@ def _plot_curves(history, path):
     ax_acc.set(xlabel="step", ylabel="token accuracy", ylim=(0, 1.02), title="accuracy")
     ax_acc.legend(loc="lower right")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    _save_figure(fig, path)
     plt.close(fig)
 
 
@@ -358,8 +657,8 @@ def _plot_attention(weights, tokens, path, title):
     n_layers, n_heads, T, _ = weights.shape  # noqa: N806
     side = max(2.6, 0.1 * T)  # inches per panel: 64 characters get 6.4 in
     fontsize = 6 if T <= 24 else 5
-    fig, axes = plt.subplots(n_layers, n_heads, figsize=(side * n_heads, (side + 0.3) * n_layers
-                                                         + 0.4),
+    fig, axes = plt.subplots(n_layers, n_heads,
+                             figsize=(side * n_heads, (side + 0.3) * n_layers + 0.4),
                              squeeze=False, layout="constrained")
     future = np.triu(np.ones((T, T), dtype=bool), k=1)
     for layer in range(n_layers):
@@ -377,5 +676,5 @@ def _plot_attention(weights, tokens, path, title):
                 ax.set_xlabel("key", fontsize=7)
     fig.suptitle(f"{title}: attention on a held-out example (grey: masked, the future)",
                  fontsize=9)
-    fig.savefig(path, dpi=110)
+    _save_figure(fig, path)
     plt.close(fig)

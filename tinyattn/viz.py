@@ -5,7 +5,8 @@ plain DOT text, no graphviz package needed: tensor boxes (name, shape, dtype, va
 norm), op ellipses (the VJP formula on hover, fused ops double-ringed) and one cluster per module
 path, which `collapse` can fold into a single box. Leaves, the root and retain_grad tensors always
 show their values; interior values and gradients appear when the pass ran inside `with record():`.
-`draw_graph` wraps the text in a graphviz.Digraph; `render` writes SVG/PNG/PDF with `dot`.
+`draw_graph` wraps the text in a graphviz.Digraph; `render` writes SVG/PNG/PDF with `dot`;
+`explore` makes the interactive backward-pass page (tinyattn/explore.py).
 """
 
 import fnmatch
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import display
 from .autograd import Tracer, toposort, tracing
 from .errors import GraphError, TinyattnError, fmt_shape
 from .explain import norm, param_names
@@ -223,10 +225,15 @@ class _Graph:
             return self.root
         return node.tensor() if node.tensor is not None else None
 
+    def _name(self, node, t):
+        """A parameter's path, the tensor's name, or the name an intermediate was given while
+        it was alive (kept on its node); None when it has none."""
+        return (self.names.get(id(t)) or t.name if t is not None else None) or node.name
+
     def _add_node(self, node):
         k = self.index[node]
         t = self._tensor(node)
-        name = (self.names.get(id(t)) or getattr(t, "name", None)) if t is not None else None
+        name = self._name(node, t)
         if node.op is None:
             kind = "param" if name and id(t) in self.names else "input"
             scope = name.rpartition(".")[0] if kind == "param" else None
@@ -277,8 +284,8 @@ class _Graph:
                 continue
             cid = f"c{k}_{i}"
             value = consts.get(i)
-            if value is not None and value[0] is None:
-                continue  # an optional input left out (no mask)
+            if _absent(node, i, value):
+                continue  # an optional input left out (no mask): nothing to draw
             if value is not None and value[1] is None:
                 label = repr(value[0])
             else:
@@ -297,6 +304,11 @@ class _Graph:
         parts = [fmt_shape(s.shape) for s in node.saved if hasattr(s, "shape")
                  and hasattr(s, "nbytes")]
         return "saved: " + (", ".join(parts) if parts else "no arrays")
+
+
+def _absent(node, i, value):
+    """Whether input i of the node was None (an optional input left out, as a missing mask)."""
+    return node.shapes[i] is None or (value is not None and value[0] is None)
 
 
 # ---- collapsing modules into one box -------------------------------------------------------------
@@ -488,6 +500,13 @@ def draw_graph(root, **kwargs):
 draw_dot = draw_graph  # micrograd's name
 
 
+def show(root, **kwargs):
+    """The same picture as an object a notebook shows inline (SVG through `dot`, or the DOT
+    text without Graphviz); no graphviz package needed. Keyword arguments are `to_dot`'s."""
+    text = to_dot(root, **kwargs)
+    return display.Graph(text, shutil.which("dot"), summary=f"tinyattn graph of {root.shape}")
+
+
 def dot_program():
     """The path of Graphviz's `dot`, or an error that says how to install it."""
     found = shutil.which("dot")
@@ -518,3 +537,18 @@ def render(root, path, **kwargs):
         raise RuntimeError(f"render: dot failed on {path.name}: "
                            f"{done.stderr.decode(errors='replace').strip()}")
     return path
+
+
+def explore(loss, path=None, params=None, recording=None, collapse=()):
+    """An interactive backward-pass explorer: one self-contained HTML page (no network, works
+    from file://) with the graph laid out by `dot`, a panel per node (formula, values,
+    gradients) and controls to step the backward pass, play it, undo and jump. Written to
+    `path` when given; the returned object shows itself inline in Jupyter. params, recording:
+    as for `to_dot`; collapse: module patterns folded when the page opens (click to open).
+    The walk runs with retain_graph=True and leaves every .grad as it was."""
+    from . import explore as explorer
+
+    text = to_dot(loss, show_values=False, show_grads=False, direction="backward",
+                  params=params, recording=recording)
+    return explorer.build(loss, text, dot_program(), path=path, params=params,
+                          recording=recording, collapse=collapse)

@@ -61,29 +61,34 @@ def cpu_peak_bytes(impl, arrays, causal):
         tracemalloc.stop()
 
 
+def cpu_case(t, batch, heads, d, repeats, causal, seed=0):
+    """({impl: [seconds per round]}, {impl: peak bytes}) of composite and flash at length t,
+    after checking that the two paths agree; rounds alternate which one goes first."""
+    rng = np.random.default_rng(seed)
+    arrays = [rng.standard_normal((batch, heads, t, d)).astype(np.float32) for _ in range(3)]
+    out_c, gq_c = cpu_step("composite", arrays, causal)
+    out_f, gq_f = cpu_step("flash", arrays, causal)  # the two paths must agree first
+    np.testing.assert_allclose(out_f, out_c, rtol=1e-3, atol=1e-4)
+    np.testing.assert_allclose(gq_f, gq_c, rtol=1e-3, atol=1e-4)
+    times = {"composite": [], "flash": []}
+    for r in range(repeats):
+        for impl in (("composite", "flash") if r % 2 == 0 else ("flash", "composite")):
+            start = time.perf_counter()
+            cpu_step(impl, arrays, causal)
+            times[impl].append(time.perf_counter() - start)
+    return times, {impl: cpu_peak_bytes(impl, arrays, causal) for impl in times}
+
+
 def run_cpu(ts, batch, heads, d, repeats, causal):
-    rng = np.random.default_rng(0)
     print(f"numpy backend, float32, B={batch} H={heads} d={d}, causal={causal}, forward + "
           f"backward, medians of {repeats}")
     print(f"{'T':>6} {'impl':<10} {'ms':>9} {'GFLOP/s':>8} {'peak MiB':>9} "
           f"{'flash / composite':>26}")
     rows = []
     for t in ts:
-        arrays = [rng.standard_normal((batch, heads, t, d)).astype(np.float32)
-                  for _ in range(3)]
-        out_c, gq_c = cpu_step("composite", arrays, causal)
-        out_f, gq_f = cpu_step("flash", arrays, causal)  # the two paths must agree first
-        np.testing.assert_allclose(out_f, out_c, rtol=1e-3, atol=1e-4)
-        np.testing.assert_allclose(gq_f, gq_c, rtol=1e-3, atol=1e-4)
-        times = {"composite": [], "flash": []}
-        for r in range(repeats):  # interleaved, alternating which goes first
-            for impl in (("composite", "flash") if r % 2 == 0 else ("flash", "composite")):
-                start = time.perf_counter()
-                cpu_step(impl, arrays, causal)
-                times[impl].append(time.perf_counter() - start)
+        times, peak = cpu_case(t, batch, heads, d, repeats, causal)
         total = sum(flops(batch * heads, t, d, causal))
         med = {impl: statistics.median(ts_) for impl, ts_ in times.items()}
-        peak = {impl: cpu_peak_bytes(impl, arrays, causal) for impl in times}
         for impl in ("composite", "flash"):
             rel = (f"{med[impl] / med['composite']:.2f}x time, "
                    f"{peak[impl] / peak['composite']:.2f}x mem") if impl == "flash" else ""

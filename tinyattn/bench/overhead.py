@@ -14,9 +14,10 @@ import argparse
 import os
 import statistics
 import sys
-import time
 
 import numpy as np
+
+from .timing import time_rounds
 
 C_MUL, C_ADD = np.float32(0.999), np.float32(0.001)
 
@@ -100,15 +101,7 @@ def main(argv=None):
     # (It must be set before torch is imported; a caller's own setting wins.)
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     check(with_torch=not args.no_torch)
-    impls = implementations(args.ops, not args.no_torch)
-    times = {name: [] for name in impls}
-    for run in impls.values():
-        run()  # warm up
-    for _ in range(args.repeats):
-        for name, run in impls.items():
-            t = time.perf_counter()
-            run()
-            times[name].append(time.perf_counter() - t)
+    times = time_rounds(implementations(args.ops, not args.no_torch), args.repeats, warmup=1)
     print(f"a chain of {args.ops} tiny ops (x*c, x+c, tanh on 8 floats), forward + backward")
     print(f"{'impl':<9} {'µs per op':>9} {'vs numpy':>9}")
     floor = statistics.median(times["numpy"])

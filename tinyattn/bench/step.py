@@ -14,10 +14,11 @@ import argparse
 import os
 import statistics
 import sys
-import time
 import tracemalloc
 
 import numpy as np
+
+from .timing import time_rounds
 
 SIZES = {  # (vocab V, batch B, time T, channels C, heads H)
     "tiny": (64, 16, 32, 64, 4),
@@ -159,16 +160,7 @@ def check(size="tiny", with_torch=True, floor=None, rtol=2e-3, atol=2e-5):
 
 def time_interleaved(impls, repeats, warmup=3):
     """Median seconds per call of each implementation, timed in turn round by round."""
-    times = {name: [] for name in impls}
-    for _ in range(warmup):
-        for step in impls.values():
-            step()
-    for _ in range(repeats):
-        for name, step in impls.items():
-            t = time.perf_counter()
-            step()
-            times[name].append(time.perf_counter() - t)
-    return {name: statistics.median(ts) for name, ts in times.items()}
+    return {name: statistics.median(ts) for name, ts in time_rounds(impls, repeats, warmup).items()}
 
 
 def peak_memory(step):

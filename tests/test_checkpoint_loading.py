@@ -1,0 +1,167 @@
+"""Loading a checkpoint (tinyattn.load, `tinyattn sample`) survives damaged and forged files:
+each is one CheckpointError naming the file, before any large allocation (issue 17)."""
+
+import io
+import json
+import zipfile
+
+import numpy as np
+import pytest
+
+import tinyattn as ta
+from tinyattn import cli
+from tinyattn.sample import load_model, sample
+from tinyattn.train import FlagError, TrainConfig, train
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("run")
+    train(TrainConfig(task="reverse", length=3, d_model=8, heads=2, layers=1, batch_size=4,
+                      steps=3, heldout_size=8, out=str(out)), progress=False)
+    return out
+
+
+def npy_bytes(header_shape, dtype="<f4", payload=b"", version=(1, 0)):
+    """An .npy entry whose header declares `header_shape` whatever its payload holds."""
+    buf = io.BytesIO()
+    header = {"descr": dtype, "fortran_order": False, "shape": header_shape}
+    if version == (1, 0):
+        np.lib.format.write_array_header_1_0(buf, header)
+    else:
+        buf.write(np.lib.format.magic(*version) + b"\x10\x00" + b" " * 15 + b"\n")
+    return buf.getvalue() + payload
+
+
+def write_zip(path, entries, compression=zipfile.ZIP_STORED):
+    with zipfile.ZipFile(path, "w", compression) as z:
+        for name, data in entries.items():
+            z.writestr(name, data)
+
+
+def meta(structure):
+    text = json.dumps({"format": "tinyattn-checkpoint-1", "structure": structure})
+    buf = io.BytesIO()
+    np.save(buf, np.array(text))
+    return buf.getvalue()
+
+
+def test_a_huge_declared_shape_is_refused_before_allocating(tmp_path):
+    path = tmp_path / "forged.npz"
+    write_zip(path, {"__tinyattn__.npy": meta({"tensor": "a0"}),
+                     "a0.npy": npy_bytes((10**13,), payload=b"\0" * 1_200_000)})
+    with pytest.raises(ta.CheckpointError, match=r"declares shape \(10000000000000,\).*holds "
+                                                 r"1200000 bytes"):
+        ta.load(path)
+
+
+def test_unreadable_versions_are_checkpoint_errors(tmp_path, run):
+    data = bytearray((run / "checkpoint.npz").read_bytes())
+    at = data.find(b"PK\x01\x02")  # the central directory: 'version needed to extract'
+    while at != -1:
+        data[at + 6:at + 8] = (99).to_bytes(2, "little")
+        at = data.find(b"PK\x01\x02", at + 4)
+    path = tmp_path / "zip-version.npz"
+    path.write_bytes(bytes(data))
+    with pytest.raises(ta.CheckpointError, match="zip-version.npz"):
+        ta.load(path)
+    npy9 = tmp_path / "npy-version.npz"
+    write_zip(npy9, {"__tinyattn__.npy": meta({"array": "a0"}),
+                     "a0.npy": npy_bytes((2,), version=(9, 0))})
+    with pytest.raises(ta.CheckpointError, match=r"format version \(9, 0\)"):
+        ta.load(npy9)
+
+
+def test_only_the_entries_asked_for_are_read(tmp_path, run, monkeypatch):
+    path = tmp_path / "extra.npz"
+    with zipfile.ZipFile(run / "checkpoint.npz") as src, \
+            zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as dst:
+        for name in src.namelist():
+            dst.writestr(name, src.read(name))
+        dst.writestr("junk.npy", npy_bytes((8_000_000,), payload=bytes(32_000_000)))
+    n_model = len(ta.load(run / "checkpoint.npz")["model"])
+    opened = []
+    real_open = zipfile.ZipFile.open
+
+    def spy(self, name, *args, **kwargs):
+        opened.append(getattr(name, "filename", name))
+        return real_open(self, name, *args, **kwargs)
+
+    monkeypatch.setattr(zipfile.ZipFile, "open", spy)
+    model, ck = load_model(path)
+    assert "junk.npy" not in opened and "optim" not in ck
+    assert len(set(opened) - {"__tinyattn__.npy"}) == n_model  # the weights, nothing else
+
+
+def _forge(run, tmp_path, change):
+    ck = ta.load(run / "checkpoint.npz")
+    change(ck)
+    path = tmp_path / "forged.npz"
+    ta.save(ck, path)
+    return path
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda ck: ck["model_config"].update(n_heads=0), "n_heads = 0"),
+    (lambda ck: ck["model_config"].update(d_model=-8), "d_model = -8"),
+    (lambda ck: ck["model_config"].update(d_model=100_000), "parameters in a file of"),
+    (lambda ck: ck.update(vocab=ck["vocab"][:3]), "vocabulary of 3 entries"),
+    (lambda ck: ck["config"].update(task="nope"), "task 'nope'"),
+    (lambda ck: ck["model"].update({"wte.weight": ta.zeros(2, 2)}), r"wte.weight.*\(2, 2\)"),
+    (lambda ck: ck.pop("model_config"), "no 'model_config' entry"),
+], ids=["heads0", "dmodel", "huge", "short-vocab", "task", "shape", "missing"])
+def test_a_forged_configuration_is_one_error(run, tmp_path, change, message):
+    path = _forge(run, tmp_path, change)
+    with pytest.raises(ta.CheckpointError, match=message):
+        sample(path, "123")
+
+
+def test_a_deep_structure_is_one_error(tmp_path):
+    path = tmp_path / "deep.npz"
+    deep = "[" * 100_000 + "]" * 100_000
+    text = '{"format": "tinyattn-checkpoint-1", "structure": ' + deep + "}"
+    buf = io.BytesIO()
+    np.save(buf, np.array(text))
+    write_zip(path, {"__tinyattn__.npy": buf.getvalue()})
+    with pytest.raises(ta.CheckpointError, match="nested too deep"):
+        ta.load(path)
+    nested = {"list": [1]}
+    for _ in range(150):
+        nested = {"list": [nested]}
+    write_zip(path, {"__tinyattn__.npy": meta(nested)})
+    with pytest.raises(ta.CheckpointError, match="nested deeper than 100"):
+        ta.load(path)
+
+
+@pytest.mark.parametrize("name", ["metrics.json", "loss.png", "samples.txt"])
+def test_other_run_files_are_not_a_tinyattn_checkpoint(run, name):
+    with pytest.raises(ta.CheckpointError, match=f"not a tinyattn checkpoint: .*{name}"):
+        cli.main(["sample", "--checkpoint", str(run / name)])
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--temperature", "-1"], "--temperature must be a finite number > 0"),
+    (["--temperature", "0"], "--temperature must be"),
+    (["--temperature", "nan"], "--temperature must be"),
+    (["--top-k", "-3"], "--top-k must be a whole number >= 1: got -3"),
+    (["--top-k", "0"], "--top-k must be"),
+    (["--top-p", "0"], r"--top-p must be in \(0, 1\]: got 0.0"),
+    (["--top-p", "1.5"], "--top-p must be"),
+    (["--max-new-tokens", "-1"], "--max-new-tokens must be"),
+])
+def test_sample_flags_are_checked(run, flags, message):
+    with pytest.raises(FlagError, match=message):
+        cli.main(["sample", "--checkpoint", str(run / "checkpoint.npz"), *flags])
+
+
+def test_top_p_reaches_the_sampler(tmp_path):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("abcdefgh" * 40)
+    train(TrainConfig(task="text", text=str(corpus), seq_len=8, steps=3, d_model=8, heads=2,
+                      layers=1, batch_size=4, heldout_size=8, out=str(tmp_path / "run")),
+          progress=False)
+    ck = tmp_path / "run" / "checkpoint.npz"
+    greedy = sample(ck, "abc", max_new_tokens=30, greedy=True)
+    hot = dict(max_new_tokens=30, temperature=50.0)
+    assert sample(ck, "abc", top_p=1e-9, **hot) == greedy  # only the most likely token is left
+    assert sample(ck, "abc", **hot) != greedy  # without top_p, a hot sampler wanders

@@ -1,0 +1,358 @@
+"""The backward-pass explorer: one self-contained HTML page to click through a backward pass.
+
+`viz.explore(loss)` lays the graph out with Graphviz and hands the SVG here; `build` runs the
+backward pass one VJP at a time (`backward_steps`, the walk explain mode tells) and writes every
+forward value, every g and every gradient each VJP sends into the page as JSON, beside the
+page's own script and style (tinyattn/assets/explore.*). No server, no network: the file works
+from file:// and offline, and `Explorer` shows itself in Jupyter as an IFrame.
+`screenshot` and `load_ms` drive the page in headless Chromium (Playwright) for docs and tests.
+"""
+
+import base64
+import contextlib
+import html
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+from .autograd import Tracer, backward_steps, toposort, tracing
+from .errors import GraphError
+from .explain import describe, grad_names, norm, param_names
+
+ASSETS = Path(__file__).resolve().parent / "assets"
+SMALL = 16  # tensors with at most this many elements show every number
+HEAT_ROWS, HEAT_COLS = 32, 64  # the largest 2-D slice a heatmap shows (the rest is cropped)
+CHROMIUMS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+
+
+# ---- values as the page shows them ---------------------------------------------------------------
+
+
+def _g3(x):
+    """A number as explain mode prints it (3 significant digits)."""
+    return f"{x:.3g}"
+
+
+def _host(value):
+    """(array, backend) -> a NumPy array (a Python number becomes a 0-d array)."""
+    array, be = value
+    return np.asarray(array if be is None else be.to_numpy(array))
+
+
+def _stats(a):
+    """Mean, std, min, max of the finite values, and how many are not finite."""
+    if a.dtype == np.bool_:
+        return {"true": int(a.sum())}
+    a64 = a.astype(np.float64)
+    kept = a64[np.isfinite(a64)]
+    out = {"nonfinite": int(a.size - kept.size)}
+    if kept.size:
+        out.update(mean=_g3(kept.mean()), std=_g3(kept.std()), min=_g3(kept.min()),
+                   max=_g3(kept.max()))
+    return out
+
+
+def _heatmap(a):
+    """The first 2-D slice of `a` (leading indices 0), cropped to HEAT_ROWS x HEAT_COLS, as
+    one byte per cell (255: not finite): signed values on a scale symmetric around 0, others
+    between their min and max."""
+    lead = (0,) * max(a.ndim - 2, 0)
+    m = a[lead] if a.ndim >= 2 else a.reshape(1, -1)
+    rows, cols = m.shape
+    m = m[:HEAT_ROWS, :HEAT_COLS].astype(np.float64)
+    finite = np.isfinite(m)
+    kept = m[finite]
+    lo, hi = (float(kept.min()), float(kept.max())) if kept.size else (0.0, 0.0)
+    signed = lo < 0 < hi
+    if signed:
+        scale = max(-lo, hi)
+        lo, hi = -scale, scale
+    span = hi - lo if hi > lo else 1.0
+    codes = np.where(finite, np.rint((np.where(finite, m, lo) - lo) / span * 254), 255)
+    where = "".join(f"{i}, " for i in lead) + (":, :" if a.ndim >= 2 else ":")
+    return {"rows": int(m.shape[0]), "cols": int(m.shape[1]), "of": [int(rows), int(cols)],
+            "slice": f"[{where}]", "lo": lo, "hi": hi, "signed": bool(signed),
+            "cells": base64.b64encode(codes.astype(np.uint8).tobytes()).decode("ascii")}
+
+
+def payload(a):
+    """What the panel shows of one array: shape, dtype and norm; every number when small;
+    summary statistics and a heatmap of a 2-D slice when large."""
+    a = np.asarray(a)
+    out = {"shape": list(a.shape), "dtype": str(a.dtype)}
+    if a.dtype.kind in "fiu":
+        out["norm"] = _g3(norm(a))
+    if a.size <= SMALL:
+        text = np.array2string(a, precision=4, separator=", ", suppress_small=True)
+        out["text"] = text
+        return out
+    out["stats"] = _stats(a)
+    if a.dtype.kind in "fiub":
+        out["heat"] = _heatmap(a)
+    return out
+
+
+# ---- the walk: every node, every step ------------------------------------------------------------
+
+
+class _Sums(Tracer):
+    """Collects the accumulations ("+=") the backward walk makes while one VJP sends its parts."""
+
+    def __init__(self):
+        self.events = []  # (node, user node, the sum so far)
+
+    def accumulate(self, node, user, total):
+        self.events.append((node, user, total))
+
+
+def _module_types(params):
+    if not hasattr(params, "named_modules"):
+        return {}
+    return {path: type(m).__name__ for path, m in params.named_modules() if path}
+
+
+def _kind(node, tensor, root, names):
+    """"root", "param" (named by `params`), "input" (another leaf) or "value"."""
+    if node is root:
+        return "root"
+    if tensor is not None and id(tensor) in names:
+        return "param"
+    return "input" if node.op is None else "value"
+
+
+def _op_info(node, index):
+    """An op node's formula, forward, gradient names, parameters and inputs (by number)."""
+    op = node.op
+    inputs = [{"parent": None if p is None else index[p],
+               "shape": None if shape is None else list(shape),  # None: an absent optional input
+               "dtype": None if dtype is None else str(dtype)}
+              for p, shape, dtype in zip(node.parents, node.shapes, node.dtypes, strict=True)]
+    return {"formula": op.formula, "doc": op.doc, "fused": bool(op.fused),
+            "grads": grad_names(op, len(node.parents)), "inputs": inputs,
+            "params": {key: repr(v) for key, v in node.params.items()}}
+
+
+def _node_info(node, tensor, root, index, names, recording):
+    """The page's record of one node: what it is, where it is drawn, its inputs and value."""
+    name = None
+    if tensor is not None:
+        name = names.get(id(tensor)) or tensor.name
+    kind = _kind(node, tensor, root, names)
+    info = {"k": index[node], "op": node.op.name if node.op else "leaf", "name": name,
+            "scope": node.scope, "kind": kind,
+            "place": name.rpartition(".")[0] if kind == "param" else node.scope}
+    if node.op is not None:
+        info.update(_op_info(node, index))
+    value = (tensor.data, tensor.backend) if tensor is not None else None
+    if value is None and recording is not None:
+        value = recording.values.get(node)
+    info["value"] = None if value is None else payload(_host(value))
+    return info
+
+
+def _steps(loss, index, sums):
+    """Run the backward pass one VJP at a time: per step the node, g, each input's gradient,
+    the explain line and the sums made; and each node's total gradient (host arrays)."""
+    steps = []
+    totals = {0: np.ones_like(_host((loss.data, loss.backend)))}  # the seed (a leaf root's all)
+    with tracing(sums):
+        for step in backward_steps(loss, retain_graph=True):
+            k = index[step.node]
+            totals[k] = _host((step.g, loss.backend))
+            grads = [None if gx is None else _host((gx, loss.backend)) for gx in step.grads]
+            steps.append({"node": k, "g": payload(totals[k]), "explain": describe(step),
+                          "grads": [None if gx is None else payload(gx) for gx in grads],
+                          "sums": [{"node": index[n], "from": index[u], "shape": list(t.shape),
+                                    "norm": _g3(norm(t))} for n, u, t in sums.events]})
+            sums.events.clear()
+            for parent, gx in zip(step.node.parents, grads, strict=True):
+                if gx is not None:  # summed in the order backward sums them
+                    p = index[parent]
+                    totals[p] = gx if p not in totals else totals[p] + gx
+    return steps, totals
+
+
+def _graph_of(loss):
+    """The nodes behind `loss` (root first), refusing a tensor without a graph or one that
+    backward() already freed."""
+    root = getattr(loss, "_node", None)
+    if root is None:
+        raise GraphError("explore: this tensor has no graph behind it (nothing it depends on "
+                         "requires grad); create the inputs with requires_grad=True")
+    nodes = toposort(root)
+    freed = [n.op.name for n in nodes if n.op is not None and n.saved is None]
+    if freed:
+        raise GraphError(f"explore: backward() already freed the graph (at {freed[0]}); call "
+                         "explore(loss) before loss.backward(), or pass retain_graph=True to it")
+    return nodes
+
+
+def _tensor_of(node):
+    """The tensor whose .grad a node writes (a leaf, a retain_grad tensor), or None."""
+    return node.tensor() if node.tensor is not None else None
+
+
+@contextlib.contextmanager
+def _grads_kept(tensors):
+    """Inside, every tensor's .grad starts as None; after, each has its own .grad back."""
+    held = [(t, t.grad) for t in tensors]
+    for t, _ in held:
+        t.grad = None
+    try:
+        yield
+    finally:
+        for t, grad in held:
+            t.grad = grad
+
+
+def walk(loss, params=None, recording=None):
+    """Everything the page shows, as plain data: {"nodes": [...], "steps": [...]}. Nodes are
+    numbered in `toposort` order (viz.to_dot's t<k>/o<k> boxes); steps follow the backward
+    pass. Runs the backward pass with retain_graph=True and leaves every .grad as it was."""
+    nodes = _graph_of(loss)
+    root = nodes[0]
+    index = {node: k for k, node in enumerate(nodes)}
+    names = param_names(params)
+    tensors = [loss if n is root else _tensor_of(n) for n in nodes]
+    infos = [_node_info(n, t, root, index, names, recording)
+             for n, t in zip(nodes, tensors, strict=True)]
+    with _grads_kept([t for t in tensors if t is not None]):
+        steps, totals = _steps(loss, index, _Sums())
+    for k, info in enumerate(infos):  # a leaf's whole gradient (its .grad)
+        info["total"] = payload(totals[k]) if k in totals and nodes[k].op is None else None
+    return {"nodes": infos, "steps": steps, "types": _module_types(params)}
+
+
+# ---- the page ------------------------------------------------------------------------------------
+
+
+def svg_of(dot_text, dot):
+    """Graphviz's SVG for DOT text, without the XML prologue (it goes inline in HTML)."""
+    done = subprocess.run([dot, "-Tsvg"], input=dot_text.encode("utf-8"), capture_output=True,
+                          check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"explore: dot failed: {done.stderr.decode(errors='replace').strip()}")
+    svg = done.stdout.decode("utf-8")
+    return svg[svg.index("<svg"):]
+
+
+def _json_for_script(data):
+    """JSON that is safe inside <script>: no "</" can end the element early."""
+    return json.dumps(data, separators=(",", ":")).replace("</", "<\\/").replace("<!--", "<\\!--")
+
+
+def page(svg, data, title="tinyattn backward explorer"):
+    """The whole page: the template with its style, script, SVG and data filled in."""
+    parts = {"title": html.escape(title), "css": (ASSETS / "explore.css").read_text("utf-8"),
+             "js": (ASSETS / "explore.js").read_text("utf-8"), "svg": svg,
+             "data": _json_for_script(data)}
+    template = (ASSETS / "explore.html").read_text("utf-8")
+    return re.sub(r"\{\{(\w+)\}\}", lambda m: parts[m.group(1)], template)
+
+
+class Explorer:
+    """A built explorer page: `.html` (the text), `.path` (where it was written, or None),
+    `.steps` (VJPs in the walk). Shows itself inline in Jupyter; `.save(path)` writes it."""
+
+    def __init__(self, html_text, steps, path=None):
+        self.html, self.steps, self.path = html_text, steps, path
+
+    def save(self, path):
+        path = Path(path)
+        path.write_text(self.html, encoding="utf-8")
+        self.path = path
+        return path
+
+    def _repr_html_(self):
+        return (f'<iframe srcdoc="{html.escape(self.html, quote=True)}" title="tinyattn '
+                'backward explorer" style="width: 100%; height: 680px; border: 1px solid #ccc" '
+                'sandbox="allow-scripts"></iframe>')
+
+    def __repr__(self):
+        where = f", written to {self.path}" if self.path else ""
+        return f"<Explorer: {self.steps} backward steps, {len(self.html) / 1e3:.0f} kB{where}>"
+
+
+def build(loss, dot_text, dot, path=None, params=None, recording=None, collapse=()):
+    """The explorer page for `loss` (see viz.explore), written to `path` when given."""
+    data = walk(loss, params, recording)
+    data["collapse"] = [collapse] if isinstance(collapse, str) else list(collapse)
+    explorer = Explorer(page(svg_of(dot_text, dot), data), len(data["steps"]))
+    if path is not None:
+        explorer.save(path)
+    return explorer
+
+
+# ---- in a real browser (docs pictures, tests, the page's load time) ----------------------------
+
+
+def chromium_path():
+    """The Chromium (or Chrome) program to drive: $TINYATTN_CHROMIUM, else the first on PATH,
+    else None."""
+    found = os.environ.get("TINYATTN_CHROMIUM")
+    if found:
+        return found
+    return next((p for p in map(shutil.which, CHROMIUMS) if p), None)
+
+
+def _sync_playwright():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError as e:
+        raise RuntimeError("explore: driving a browser needs Playwright for Python "
+                           "(pip install playwright; it is in the dev extra)") from e
+    return sync_playwright()
+
+
+@contextlib.contextmanager
+def _chromium(browser=None):
+    """A Playwright browser: `browser` itself when given, else headless Chromium launched for
+    the block and closed after it."""
+    if browser is not None:
+        yield browser
+        return
+    exe = chromium_path()
+    if exe is None:
+        raise RuntimeError("explore: no Chromium found (install Debian's `chromium` package or "
+                           "set TINYATTN_CHROMIUM to a Chrome/Chromium program)")
+    with _sync_playwright() as pw:
+        launched = pw.chromium.launch(executable_path=exe, headless=True)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+def screenshot(html_path, png_path, steps=0, select=None, size=(1280, 800), browser=None):
+    """A PNG of the page at `html_path` after `steps` steps of the walk, with node number
+    `select` shown in the panel (default: the node of the last step taken). browser: a
+    Playwright browser to use (default: launch headless Chromium)."""
+    with _chromium(browser) as chromium:
+        view = chromium.new_page(viewport={"width": size[0], "height": size[1]})
+        view.goto(Path(html_path).resolve().as_uri())
+        view.evaluate("([n, k]) => { window.tinyattn.goto(n);"
+                      " if (k !== null) window.tinyattn.select(k); }", [steps, select])
+        view.wait_for_timeout(400)  # the colours' 0.2 s transitions end
+        view.screenshot(path=str(png_path))
+        view.close()
+    return Path(png_path)
+
+
+def load_ms(html_path, repeats=7, browser=None):
+    """Chromium's load-event time for the page, in milliseconds: (median, every load)."""
+    times = []
+    with _chromium(browser) as chromium:
+        view = chromium.new_page()
+        for _ in range(repeats):
+            view.goto(Path(html_path).resolve().as_uri(), wait_until="load")
+            times.append(view.evaluate(
+                "() => { const t = performance.getEntriesByType('navigation')[0];"
+                " return t.loadEventEnd - t.startTime; }"))
+        view.close()
+    return statistics.median(times), times
