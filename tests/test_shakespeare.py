@@ -161,3 +161,17 @@ def test_attention_labels_are_readable():
     from tinyattn.train import _label
 
     assert [_label(c) for c in "a \n"] == ["a", "␣", "\\n"]
+
+
+def test_bench_writes_its_json(tmp_path, capsys):
+    pytest.importorskip("torch")
+    from tinyattn.bench import shakespeare as bench
+
+    path = tmp_path / "bench.json"
+    assert cli.main(["bench", "shakespeare", "--steps", "2", "--memory-steps", "0", "--json",
+                     str(path)]) == 0
+    result = json.loads(path.read_text())
+    assert {"tinyattn_ms_per_step", "torch_ms_per_step", "ratio"} <= set(result)
+    assert result["max_rel_loss_diff"] <= 1e-4  # 5 steps (3 warm-up) on the same batches
+    assert "ratio tinyattn/torch" in capsys.readouterr().out
+    assert bench.vm_hwm() > 10 * 2**20  # this process's peak memory, in bytes

@@ -63,7 +63,7 @@ class TrainConfig:
     seed: int = 0
     backend: str = "numpy"
     length: int | None = None  # digits per problem (toy tasks); each task has a default
-    text: str | None = None  # a UTF-8 file for the text task (default: the bundled corpus)
+    text: str | None = None  # a UTF-8 file for the text task (default: the Shakespeare slice)
     seq_len: int = 64  # characters per example (text task)
     eval_every: int = 100
     heldout_size: int = 512

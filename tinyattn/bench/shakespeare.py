@@ -7,7 +7,7 @@ warm-up then cosine decay, gradient clipping. `check` asserts that the two loss 
 interleaved in one process, and prints the median ms/step of each, their ratio and each one's
 peak resident memory (RSS, measured in a fresh process per library).
 
-    python benchmarks/shakespeare.py [--steps 100] [--json FILE]
+    python benchmarks/shakespeare.py [--steps 100] [--memory-steps 20] [--json FILE]
     tinyattn bench shakespeare [same options]
 """
 
@@ -15,7 +15,6 @@ import argparse
 import json
 import math
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -195,7 +194,7 @@ def curves(steps=20, **overrides):
 
 def check(steps=20, rtol=1e-4, **overrides):
     """Assert that tinyattn's and PyTorch's losses agree within rtol for `steps` steps; returns
-    the largest relative difference."""
+    the largest relative difference. `overrides` change the preset (a smaller model)."""
     a, b = curves(steps, **overrides)
     worst = max(abs(p - q) / abs(q) for p, q in zip(a, b, strict=True))
     assert worst <= rtol, f"losses differ by {worst:.2e} relative (> {rtol}): {a} vs {b}"
@@ -226,12 +225,28 @@ def time_interleaved(steps, warmup=3, **overrides):
 def peak_rss(name, steps, overrides):
     """Peak resident memory (bytes) of a fresh process that trains `steps` steps in one
     library only ("tinyattn" or "torch")."""
-    code = ("import json, resource, sys; from tinyattn.bench.shakespeare import train_only; "
-            f"train_only({name!r}, {steps}, json.loads(sys.argv[1])); "
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    # VmHWM, the high-water mark of this process's own memory (Linux): getrusage's ru_maxrss
+    # would count the parent's memory at fork time too
+    code = ("import json, sys; from tinyattn.bench.shakespeare import train_only, vm_hwm; "
+            f"train_only({name!r}, {steps}, json.loads(sys.argv[1])); print(vm_hwm())")
     out = subprocess.run([sys.executable, "-c", code, json.dumps(overrides)], check=True,
                          capture_output=True, text=True, env=dict(os.environ))
-    return int(out.stdout.split()[-1]) * 1024  # Linux reports KiB
+    return int(out.stdout.split()[-1])
+
+
+def vm_hwm():
+    """Peak resident memory of this process in bytes (Linux /proc; elsewhere ru_maxrss)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024  # kB
+    except OSError:
+        pass
+    import resource
+
+    scale = 1 if sys.platform == "darwin" else 1024  # macOS reports bytes, Linux KiB
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
 
 
 def train_only(name, steps, overrides):
@@ -244,50 +259,66 @@ def train_only(name, steps, overrides):
         run.step(*ours.batch(i))
 
 
+def measure(steps, memory_steps=20, check_steps=20, **overrides):
+    """Train `steps` steps of each library interleaved (after 3 warm-up steps) and measure each
+    one's peak RSS in a fresh process: a dict of the results (what --json writes)."""
+    from .timing import paired_ratios, quartiles
+
+    times, losses = time_interleaved(steps, **overrides)
+    result = {"steps": steps}
+    for name, ts in times.items():
+        q1, med, q3 = quartiles(ts)
+        result[f"{name}_ms_per_step"] = med * 1e3
+        result[f"{name}_ms_q1_q3"] = [q1 * 1e3, q3 * 1e3]
+    if "torch" in times:
+        # the median of the step-by-step ratios: each pair ran at the same moment
+        result["ratio"] = quartiles(paired_ratios(times, "tinyattn", "torch"))[1]
+        n = min(check_steps, steps)
+        result["max_rel_loss_diff"] = max(abs(p - q) / abs(q) for p, q in
+                                          zip(losses["tinyattn"][:n], losses["torch"][:n],
+                                              strict=True))
+    result["final_loss"] = {name: ls[-1] for name, ls in losses.items()}
+    if memory_steps:
+        for name in times:
+            result[f"{name}_peak_rss_mb"] = peak_rss(name, memory_steps, overrides) / 2**20
+    return result
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=100, help="steps timed (K)")
-    parser.add_argument("--check-steps", type=int, default=20, help="steps whose losses agree")
     parser.add_argument("--memory-steps", type=int, default=20,
                         help="steps of each library's memory run (0: skip)")
     parser.add_argument("--json", default=None, help="write the results to this file")
     args = parser.parse_args(argv)
     # between calls PyTorch's OpenMP threads would spin, holding the cores NumPy needs next
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    overrides = {}
     cfg = preset_config()
     print(f"shakespeare preset: {cfg.layers} layers, {cfg.heads} heads, {cfg.d_model} wide, "
           f"context {cfg.seq_len}, batch {cfg.batch_size}, rotary={cfg.rotary}, "
           f"norm={cfg.norm}, tie={cfg.tie}; {args.steps} steps each, interleaved")
-    times, losses = time_interleaved(args.steps, **overrides)
-    result = {"steps": args.steps}
-    for name, ts in times.items():
-        result[f"{name}_ms_per_step"] = statistics.median(ts) * 1e3
-    if "torch" in times:
-        result["ratio"] = result["tinyattn_ms_per_step"] / result["torch_ms_per_step"]
-        n = min(args.check_steps, len(losses["torch"]))
-        result["max_rel_loss_diff"] = max(abs(p - q) / abs(q) for p, q in
-                                          zip(losses["tinyattn"][:n], losses["torch"][:n],
-                                              strict=True))
-    result["final_loss"] = {name: ls[-1] for name, ls in losses.items()}
-    if args.memory_steps:
-        for name in times:
-            result[f"{name}_peak_rss_mb"] = peak_rss(name, args.memory_steps, overrides) / 2**20
-    _print(result, times)
+    result = measure(args.steps, args.memory_steps)
+    for line in summary(result):
+        print(line)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=2)
     return 0
 
 
-def _print(result, times):
-    for name in times:
+def summary(result):
+    """The results as lines of text."""
+    names = [n for n in ("tinyattn", "torch") if f"{n}_ms_per_step" in result]
+    lines = []
+    for name in names:
         rss = result.get(f"{name}_peak_rss_mb", math.nan)
-        print(f"{name:<9} {result[f'{name}_ms_per_step']:8.1f} ms/step (median)   "
-              f"peak RSS {rss:6.0f} MB   final loss {result['final_loss'][name]:.4f}")
+        lines.append(f"{name:<9} {result[f'{name}_ms_per_step']:8.1f} ms/step (median)   "
+                     f"peak RSS {rss:6.0f} MB   loss after {result['steps']} steps "
+                     f"{result['final_loss'][name]:.4f}")
     if "ratio" in result:
-        print(f"ratio tinyattn/torch: {result['ratio']:.2f}x; the losses of the first steps "
-              f"agree within {result['max_rel_loss_diff']:.1e} relative")
+        lines.append(f"ratio tinyattn/torch {result['ratio']:.2f}x (median of the step-by-step "
+                     f"ratios); losses agree within {result['max_rel_loss_diff']:.1e} relative")
+    return lines
 
 
 if __name__ == "__main__":
