@@ -175,3 +175,10 @@ def test_bench_writes_its_json(tmp_path, capsys):
     assert result["max_rel_loss_diff"] <= 1e-4  # 5 steps (3 warm-up) on the same batches
     assert "ratio tinyattn/torch" in capsys.readouterr().out
     assert bench.vm_hwm() > 10 * 2**20  # this process's peak memory, in bytes
+
+
+@pytest.mark.slow
+def test_add_preset_reaches_99_percent_exact_match(tmp_path):
+    """The add task's preset (1500 steps; 600 gave 12 % exact match) solves held-out sums."""
+    metrics = train(config("add", out=str(tmp_path / "add")), progress=False)
+    assert metrics["exact_match"] >= 0.99, metrics

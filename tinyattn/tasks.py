@@ -13,7 +13,7 @@ PRESETS = {
     "reverse": {},
     "sort": {},
     "copy": {},
-    "add": {},
+    "add": {"steps": 1500},
     "text": {"steps": 1000, "d_model": 64, "layers": 2, "batch_size": 32, "heldout_size": 1200,
              "eval_every": 250, "weight_decay": 0.1, "beta2": 0.99},
     "shakespeare": {"steps": 2000, "batch_size": 12, "seq_len": 64, "d_model": 128, "heads": 4,
