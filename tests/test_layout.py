@@ -30,7 +30,7 @@ LAYERS = {
     "tools": ["anomaly", "gradcheck", "graphcheck", "explain", "viz", "explore", "plots",
               "exercises"],
     "app": ["cli", "__main__", "train", "runs", "sample", "data", "serialization", "graphs",
-            "bench", "bench.*"],
+            "bench", "bench.*", "shakespeare", "tasks"],
 }
 ORDER = list(LAYERS)
 
