@@ -182,3 +182,14 @@ def test_add_preset_reaches_99_percent_exact_match(tmp_path):
     """The add task's preset (1500 steps; 600 gave 12 % exact match) solves held-out sums."""
     metrics = train(config("add", out=str(tmp_path / "add")), progress=False)
     assert metrics["exact_match"] >= 0.99, metrics
+
+
+def test_min_lr_ratio_sets_where_the_cosine_ends():
+    from tinyattn.train import FlagError, build
+
+    for ratio in (0.0, 0.1):
+        sched = build(config("shakespeare", steps=10, warmup=2, min_lr_ratio=ratio))[3]
+        assert sched.lr_at(10) == pytest.approx(ratio * sched.base_lr)
+        assert sched.lr_at(2) == pytest.approx(sched.base_lr)
+    with pytest.raises(FlagError, match="--min-lr-ratio must be in"):
+        train(config("shakespeare", min_lr_ratio=1.5))

@@ -85,6 +85,8 @@ def _train_parser(sub):
     p.add_argument("--weight-decay", dest="weight_decay", type=float)
     p.add_argument("--beta2", type=float, help="AdamW's second-moment decay")
     p.add_argument("--warmup", type=int)
+    p.add_argument("--min-lr-ratio", dest="min_lr_ratio", type=float,
+                   help="the cosine decay ends at this fraction of --lr (0.1: lr/10)")
     p.add_argument("--grad-clip", dest="grad_clip", type=float)
     p.add_argument("--rotary", action=argparse.BooleanOptionalAction,
                    help="rotary position embeddings instead of a learned table")

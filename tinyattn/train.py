@@ -72,6 +72,7 @@ class TrainConfig:
     save_seconds: float = 60.0  # and at least this often, in seconds of training
     # model and optimizer options (tinyattn/tasks.py holds each task's preset of them)
     beta2: float = 0.98  # AdamW's second-moment decay
+    min_lr_ratio: float = 0.1  # the cosine decay ends at this fraction of lr
     rotary: bool = False  # rotary position embeddings instead of a learned table
     norm: str = "layer"  # "layer" (LayerNorm) or "rms" (RMSNorm)
     tie: bool = True  # the LM head shares the token embedding's weight
@@ -136,6 +137,7 @@ RULES = [
      "must be a whole number >= 0 (0: save by time only)"),
     ("save_seconds", lambda v, c: _real(v) and v > 0, "must be a number of seconds > 0"),
     ("beta2", lambda v, c: _real(v) and 0 <= v < 1, "must be in [0, 1)"),
+    ("min_lr_ratio", lambda v, c: _real(v) and 0 <= v <= 1, "must be in [0, 1]"),
     ("rotary", lambda v, c: isinstance(v, bool), "must be true or false"),
     ("norm", lambda v, c: v in NORMS, f"must be one of {', '.join(NORMS)}"),
     ("tie", lambda v, c: isinstance(v, bool), "must be true or false"),
@@ -180,7 +182,7 @@ def build(cfg):
     no_decay = [p for n, p in model.named_parameters() if not (p.ndim == 2 and "wpe" not in n)]
     opt = AdamW([{"params": decay}, {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr,
                 weight_decay=cfg.weight_decay, betas=(0.9, cfg.beta2))
-    sched = CosineSchedule(opt, total=cfg.steps, warmup=cfg.warmup)
+    sched = CosineSchedule(opt, total=cfg.steps, warmup=cfg.warmup, min_ratio=cfg.min_lr_ratio)
     return task, model, opt, sched
 
 
