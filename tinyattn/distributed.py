@@ -259,4 +259,5 @@ def abort_on_error(stream=None):
             traceback.print_exc(file=stream)
         print(f"{where}: error: {type(e).__name__}: {e}; stopping every rank", file=stream,
               flush=True)
-        _world["comm"].Abort(1)
+        _world["comm"].Abort(1)  # mpiexec ends every rank (MPICH's may return here first)
+        os._exit(1)
