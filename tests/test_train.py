@@ -191,3 +191,40 @@ def test_evaluation_runs_in_eval_mode_and_restores_train_mode():
     scores = evaluate(model, data, be)
     assert scores == evaluate(twin.eval(), data, be)
     assert model.training
+
+
+class _FixedLogits(ta.nn.Module):
+    """A 'model' that answers every batch with the same hand-written logits."""
+
+    def __init__(self, logits):
+        super().__init__()
+        self.logits = np.asarray(logits, dtype=np.float64)
+
+    def forward(self, x):
+        return ta.tensor(self.logits[: len(x.numpy())])
+
+
+def test_heldout_metrics_by_hand():
+    """Two examples, 4 positions, 3 classes; positions 0-1 are the prompt (IGNORE). Example 0 is
+    right on both answer positions (wrong on its prompt), example 1 on one of two: token accuracy
+    3/4, exact match 1/2, loss the mean cross-entropy over the four answer positions."""
+    from tinyattn.data import IGNORE
+    from tinyattn.train import evaluate
+
+    big = 5.0
+    logits = np.zeros((2, 4, 3))
+    logits[0, :, 0] = big          # predicts 0 everywhere
+    logits[1, :, 1] = big          # predicts 1 everywhere
+    y = np.array([[IGNORE, IGNORE, 0, 0],
+                  [IGNORE, IGNORE, 1, 2]])
+    x = np.zeros((2, 4), dtype=np.int64)
+    model = _FixedLogits(logits)
+    model.eval()
+    scores = evaluate(model, (x, y), ta.tensor([0.0]).backend)
+    p_right = np.exp(big) / (np.exp(big) + 2)
+    p_wrong = 1 / (np.exp(big) + 2)
+    want_loss = -(3 * np.log(p_right) + np.log(p_wrong)) / 4
+    assert scores["heldout_acc"] == 0.75
+    assert scores["heldout_exact"] == 0.5
+    assert scores["heldout_loss"] == pytest.approx(want_loss, rel=1e-9)
+    assert not model.training  # a model evaluated in eval mode stays in eval mode

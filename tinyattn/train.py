@@ -537,8 +537,11 @@ def _train_step(cfg, task, model, opt, sched, be, step):
 
 @no_grad()
 def evaluate(model, data, be, batch=256):
-    """Held-out loss, token accuracy and exact-match rate (teacher forcing), in eval mode."""
+    """Held-out loss, token accuracy and exact-match rate (teacher forcing), in eval mode (the
+    model's mode is restored after). Only answer positions count: targets equal to IGNORE (the
+    prompt) are neither scored nor required for an exact match."""
     x, y = data
+    was_training = model.training
     model.eval()
     total_loss, correct, scored, exact = 0.0, 0, 0, 0
     for i in range(0, len(x), batch):
@@ -552,7 +555,7 @@ def evaluate(model, data, be, batch=256):
         correct += int(((pred == yb) & mask).sum())
         scored += int(mask.sum())
         exact += int(((pred == yb) | ~mask).all(axis=1).sum())
-    model.train()
+    model.train(was_training)
     return {"heldout_loss": total_loss / max(1, scored), "heldout_acc": correct / max(1, scored),
             "heldout_exact": exact / len(x)}
 
