@@ -102,3 +102,23 @@ def test_allreduce_averages_in_buckets_on_two_processes():
     r = mpiexec(2, ["tests/mpi_checks.py", "average", "float32", "fake_cupy"], timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "ok average float32 fake_cupy" in r.stdout
+
+
+def test_bench_ddp_worker_in_a_world_of_one(world_of_one):
+    from tinyattn.bench import ddp
+
+    m = ddp.worker(["tiny"], repeats=2, warmup=1)["tiny"]
+    assert m["processes"] == 1 and m["bytes_per_step"] == 0 and m["ring_bound"] == 0
+    assert 0 < m["step_s"] and m["allreduce_share"] < 0.5
+    assert "| tiny (64, 16, 32, 64, 4) | 1 |" in ddp.table({1: {"tiny": m}})
+
+
+@needs_mpi
+def test_bench_ddp_on_two_processes_hands_mpi_the_gradient_bytes():
+    """Each rank sends its whole gradient once per step (one bucket): for N = 2 that is the
+    ring bound 2(N-1)/N x gradient bytes."""
+    from tinyattn.bench import ddp
+
+    m = ddp.run(2, ["tiny"], repeats=2, timeout=120)["tiny"]
+    assert m["processes"] == 2 and m["messages_per_step"] == 1
+    assert m["bytes_per_step"] == m["grad_bytes"] == m["ring_bound"] > 0

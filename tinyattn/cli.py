@@ -203,6 +203,7 @@ BENCHMARKS = {
     "overhead": "the engine's cost per op on a chain of tiny ops",
     "softmax": "fused softmax kernels vs composite (GPU, CuPy)",
     "attention": "flash attention vs composite: time and memory",
+    "ddp": "data-parallel training steps on MPI: N = 1 vs 2 processes, the Allreduce's share",
     "report": "run the CPU benchmarks and write docs/benchmarks.md from them",
 }
 
