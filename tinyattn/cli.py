@@ -216,6 +216,7 @@ BENCHMARKS = {
     "softmax": "fused softmax kernels vs composite (GPU, CuPy)",
     "attention": "flash attention vs composite: time and memory",
     "shakespeare": "the Shakespeare preset trained in tinyattn and PyTorch: ms/step, memory",
+    "ddp": "data-parallel training steps on MPI: N = 1 vs 2 processes, the Allreduce's share",
     "report": "run the CPU benchmarks and write docs/benchmarks.md from them",
 }
 

@@ -7,8 +7,13 @@ step's batch and dropout mask come from (seed, step), so the checkpoint's step i
 position and the random state: `resume=True` continues bit-for-bit as if never interrupted.
 Checkpoints are written every `save_every` steps and at least every `save_seconds`; SIGINT and
 SIGTERM stop the run after the step in progress, save, and report which signal it was.
+
+Under `mpiexec -n N` the run is data-parallel (tinyattn.distributed): every rank draws the same
+global batch and computes its rows, the gradients are averaged before clipping, and only rank 0
+touches the run folder; an error on any rank stops all of them.
 """
 
+import contextlib
 import json
 import math
 import os
@@ -20,6 +25,7 @@ from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 
+from . import distributed
 from . import functional as F
 from .autograd import no_grad
 from .backends import ALIASES, use_backend
@@ -198,9 +204,12 @@ class _Run:
         self.be = model.wte.weight.backend
         self.fingerprint = data_fingerprint(task)
         self.step, self.elapsed, self.history = 0, 0.0, []
+        self.main = distributed.is_main()  # rank 0 (or the only process): the one that writes
 
     def checkpoint(self, log):
         """Save everything a resume needs, atomically, after the rows it counts are on disk."""
+        if not self.main:
+            return
         log.sync()
         cfg = self.cfg
         save({"model": self.model.state_dict(), "optim": self.opt.state_dict(),
@@ -220,38 +229,104 @@ def train(cfg, resume=False, force=False, progress=True, stop_after=None, stream
     resume: continue the run in the folder; force: delete the run there and start over.
     stop_after: stop after that many steps as if interrupted (the tests' Ctrl-C).
     The folder is created only once every setting and file checked out, and is locked while
-    the run trains (a second run on it is refused).
+    the run trains (a second run on it is refused). Under mpiexec, every rank returns rank 0's
+    metrics.
     """
-    stream = stream or sys.stdout
+    distributed.init()
+    with distributed.abort_on_error():
+        return _train(cfg, resume, force, progress, stop_after, stream or sys.stdout)
+
+
+def _train(cfg, resume, force, progress, stop_after, stream):
     validate(cfg)
+    _check_world(cfg)
     if resume and force:
         raise FlagError("--resume continues the run and --force deletes it: give one of them")
     run = _Run(cfg, *build(cfg))
-    with _claim(run.out):
-        _prepare(run, resume, force)
+    with _claim(run.out) if run.main else contextlib.nullcontext():
+        _prepare_replicas(run, resume, force)
         stopper = _Stopper()
         with stopper:
             interrupted = _loop(run, stopper, progress, stop_after)
-            final = _final_eval(run)
-            metrics = _finish(run, final, interrupted, stopper.signal if interrupted else None)
-        written = _write_report(run.out, run.task, run.model, run.history, run.heldout, run.be)
-    _summary(stream, metrics, run.out, ["metrics.jsonl", "metrics.json", "checkpoint.npz"]
-             + written)
-    return metrics
+            metrics = _finish(run, interrupted, stopper.signal if interrupted else None)
+        if run.main:
+            written = _write_report(run.out, run.task, run.model, run.history, run.heldout,
+                                    run.be)
+            _summary(stream, metrics, run.out, ["metrics.jsonl", "metrics.json",
+                                                "checkpoint.npz"] + written)
+    return distributed.broadcast_object(metrics)
+
+
+# ---- data parallelism: what changes under mpiexec -n N (tinyattn.distributed) ------------------
+
+
+def _check_world(cfg):
+    n = distributed.world_size()
+    if n > 1 and _int(cfg.batch_size) and cfg.batch_size < n:
+        raise FlagError(f"--batch-size is the global batch, split across the {n} MPI processes: "
+                        f"it must be at least {n}: got {cfg.batch_size}")
+
+
+def _prepare_replicas(run, resume, force):
+    """Rank 0 readies the folder (a fresh run or a resumed one); then every other rank starts
+    from rank 0's weights, optimizer, schedule and step, whatever N the checkpoint was made with."""
+    if run.main:
+        _prepare(run, resume, force)
+    if distributed.world_size() == 1:
+        return
+    state = distributed.broadcast_object(
+        {"optim": run.opt.state_dict(), "sched": run.sched.state_dict(), "step": run.step,
+         "elapsed": run.elapsed} if run.main else None)
+    distributed.broadcast_parameters(run.model)
+    if not run.main:
+        run.opt.load_state_dict(state["optim"])
+        run.sched.load_state_dict(state["sched"])
+        run.step, run.elapsed = state["step"], state["elapsed"]
+
+
+def _agreed_stop(stopper):
+    """Every rank stops at the same step: a signal any rank received stops them all (a rank
+    that left the loop alone would leave the others waiting in the next Allreduce)."""
+    if distributed.world_size() > 1:
+        stopper.signal = distributed.allreduce_max(stopper.signal or 0) or None
+    return stopper.signal
+
+
+def _shard_loss(logits, y, rows, vocab_size, be):
+    """This rank's rows' summed cross-entropy over the global batch's scored tokens, times N:
+    the average of the N ranks' gradients is then the gradient of the global batch's mean loss,
+    however the rows split. Returns (that loss, this rank's summed loss)."""
+    scored = max(1, int((y != IGNORE).sum()))  # over the global batch, the same on every rank
+    summed = F.cross_entropy(logits.reshape(-1, vocab_size),
+                             tensor(y[rows].reshape(-1), backend=be), reduction="sum")
+    return summed * (distributed.world_size() / scored), summed
+
+
+class _NoLog:
+    """The metrics log of a rank other than 0: it writes nothing."""
+
+    def append(self, row):
+        pass
+
+    def sync(self):
+        pass
+
+    close = sync
 
 
 def _loop(run, stopper, progress, stop_after):
     """Train from run.step to cfg.steps, saving on the way, until done or a signal or
     `stop_after` steps; then save. Whether the run was interrupted."""
     cfg, start = run.cfg, run.step
-    bar = _progress(progress, start, cfg.steps)
-    log = MetricsLog(os.path.join(run.out, "metrics.jsonl"))
+    bar = _progress(progress and run.main, start, cfg.steps)
+    log = MetricsLog(os.path.join(run.out, "metrics.jsonl")) if run.main else _NoLog()
     clock = _Clock(run.elapsed)
     interrupted = False
     try:
         try:
             while run.step < cfg.steps:
-                if stopper.signal or (stop_after is not None and run.step - start >= stop_after):
+                stop_now = stop_after is not None and run.step - start >= stop_after
+                if _agreed_stop(stopper) or stop_now:
                     interrupted = True
                     break
                 _one_step(run, log, bar, clock)
@@ -286,7 +361,7 @@ def _one_step(run, log, bar, clock):
     row = _train_step(cfg, run.task, run.model, run.opt, run.sched, run.be, run.step)
     run.step += 1
     row["time"] = clock.now()
-    if run.step % cfg.eval_every == 0 or run.step == cfg.steps:
+    if run.main and (run.step % cfg.eval_every == 0 or run.step == cfg.steps):
         row.update(_evaluate_all(run))
     run.history.append(row)
     log.append(row)
@@ -301,14 +376,18 @@ def _one_step(run, log, bar, clock):
         clock.last_save = time.perf_counter()
 
 
-def _finish(run, final, interrupted, signum):
-    """metrics.json: the held-out scores (a language model's: _lm_metrics) and how the run
-    ended."""
+def _finish(run, interrupted, signum):
+    """metrics.json (rank 0 evaluates and writes it): the held-out scores (a language model's:
+    _lm_metrics) and how the run ended; None on the other ranks."""
+    if not run.main:
+        return None
+    final = _final_eval(run)
     metrics = {"accuracy": final["heldout_acc"], "loss": final["heldout_loss"],
                "exact_match": final["heldout_exact"], "steps": run.step,
                "wall_time_s": run.elapsed, "interrupted": interrupted,
                "signal": signal.Signals(signum).name if signum else None,
-               "resumed_from": run.resumed_from, "config": asdict(run.cfg)}
+               "resumed_from": run.resumed_from, "processes": distributed.world_size(),
+               "config": asdict(run.cfg)}
     if run.history:
         metrics["train_loss"] = run.history[-1]["loss"]
     if "train_eval_loss" in final:
@@ -452,14 +531,17 @@ def _check_same_data(ck, run, path):
 
 def _train_step(cfg, task, model, opt, sched, be, step):
     rng = np.random.default_rng([cfg.seed, 0, step])  # this step's batch, whatever came before
-    manual_seed(cfg.seed * 1_000_003 + step)  # and its dropout masks
-    x, y = task.batch(rng, cfg.batch_size)  # (B, T) each
+    # and its dropout masks (another stream on each MPI rank)
+    manual_seed(cfg.seed * 1_000_003 + step + distributed.rank() * 2**40)
+    x, y = task.batch(rng, cfg.batch_size)  # (B, T) each: the global batch, on every rank
+    rows = distributed.shard(len(x))  # this rank's rows (all of them in a world of one)
     tick = time.perf_counter()
     model.train()
-    logits = model(tensor(x, backend=be))  # (B, T, V)
-    loss = F.cross_entropy(logits.reshape(-1, task.vocab_size), tensor(y.reshape(-1), backend=be))
+    logits = model(tensor(x[rows], backend=be))  # (B/N, T, V)
+    loss, summed = _shard_loss(logits, y, rows, task.vocab_size, be)
     opt.zero_grad()
     loss.backward()
+    distributed.allreduce_gradients(model)  # the global batch's gradient on every rank
     if cfg.grad_clip:
         clip_grad_norm(model.parameters(), cfg.grad_clip)
     lr = opt.lr
@@ -467,10 +549,11 @@ def _train_step(cfg, task, model, opt, sched, be, step):
     sched.step()
     seconds = time.perf_counter() - tick
     pred = logits.data.argmax(axis=-1)
-    target = be.asarray(y)
-    scored = target != IGNORE
-    acc = float(((pred == target) & scored).sum()) / max(1, int(scored.sum()))
-    return {"step": step + 1, "loss": loss.item(), "acc": acc, "lr": lr,
+    target = be.asarray(y[rows])
+    correct = float(((pred == target) & (target != IGNORE)).sum())
+    scored = max(1, int((y != IGNORE).sum()))
+    total_loss, correct = distributed.allreduce_sum([summed.item(), correct])  # every rank's
+    return {"step": step + 1, "loss": total_loss / scored, "acc": correct / scored, "lr": lr,
             "tokens_per_s": x.size / seconds}
 
 

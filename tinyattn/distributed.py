@@ -1,0 +1,263 @@
+"""Data parallelism on MPI: N processes, one model each, gradients averaged by Allreduce.
+
+`init()` joins the MPI world that `mpiexec -n N` started (through mpi4py), or makes a world of
+one process when there is none (no launcher in the environment, or no mpi4py: `pip install -e
+".[mpi]"`). Then `rank()`, `world_size()`, `is_main()`, `barrier()`; `shard(n)` is the rows of a
+global batch of n that this rank computes (DistributedSampler's job); `broadcast_parameters`
+copies rank 0's weights to every rank; `allreduce_gradients` averages every parameter's `.grad`
+over the ranks with few large messages: the gradients are flattened into buckets of at most
+`bucket_bytes`, one in-place Allreduce each. Averaging the N shards' gradients is the gradient
+of the whole batch when each rank's loss is its share of the global batch's mean loss.
+
+CuPy gradients go through NCCL (cupy.cuda.nccl) when CuPy has it, else through host memory;
+the NCCL path has not been run (no GPU where this was written). `abort_on_error()` turns an
+exception on one rank into its message and MPI Abort, so no rank waits forever in a collective.
+"""
+
+import contextlib
+import os
+import sys
+import traceback
+
+import numpy as np
+
+from .errors import TinyattnError
+
+INSTALL = 'pip install -e ".[mpi]"  (mpi4py and the mpich wheel)'
+BUCKET_BYTES = 25 * 2**20  # PyTorch DDP's default bucket size
+# the variables MPI launchers set in every process they start: (size, rank)
+LAUNCHERS = (("PMI_SIZE", "PMI_RANK"),  # MPICH's hydra, Intel MPI, srun --mpi=pmi2
+             ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"),  # Open MPI
+             ("MV2_COMM_WORLD_SIZE", "MV2_COMM_WORLD_RANK"))  # MVAPICH
+
+_world = {"comm": None, "rank": 0, "size": 1, "nccl": None}
+stats = {"messages": 0, "bytes": 0}  # what allreduce_gradients handed to MPI, summed
+
+
+class DistributedError(TinyattnError, RuntimeError):
+    """The MPI world cannot be joined, or the ranks disagree about what to reduce."""
+
+
+def launched_size():
+    """The world size the MPI launcher announced in the environment (1 without a launcher)."""
+    for size, _ in LAUNCHERS:
+        if os.environ.get(size, "").isdigit():
+            return int(os.environ[size])
+    return 1
+
+
+def init(mpi=None):
+    """Join the MPI world (once); returns its size. mpi=None: only when a launcher started this
+    process (so a plain run never loads MPI); True: always (a singleton world without a launcher);
+    False: a world of one."""
+    if _world["comm"] is not None:
+        return _world["size"]
+    if mpi is None:
+        mpi = launched_size() > 1
+    if not mpi:
+        _world.update(rank=0, size=1)
+        return 1
+    try:
+        from mpi4py import MPI
+    except ImportError as e:
+        if launched_size() > 1:
+            raise DistributedError(f"this process is one of {launched_size()} that an MPI "
+                                   f"launcher started, but mpi4py is missing: {INSTALL}") from e
+        _world.update(rank=0, size=1)
+        return 1
+    comm = MPI.COMM_WORLD
+    _world.update(comm=comm, rank=comm.Get_rank(), size=comm.Get_size())
+    return _world["size"]
+
+
+def rank():
+    return _world["rank"]
+
+
+def world_size():
+    return _world["size"]
+
+
+def is_main():
+    """Whether this process is rank 0, the one that writes files and prints."""
+    return _world["rank"] == 0
+
+
+def _mpi():
+    from mpi4py import MPI
+
+    return MPI
+
+
+def barrier():
+    if _world["size"] > 1:
+        _world["comm"].Barrier()
+
+
+def shard(n, rank=None, size=None):
+    """This rank's rows of a global batch of `n`: a slice, contiguous, the sizes differing by at
+    most one (the first n % size ranks take one more), together every row exactly once."""
+    rank = _world["rank"] if rank is None else rank
+    size = _world["size"] if size is None else size
+    base, extra = divmod(n, size)
+    start = rank * base + min(rank, extra)
+    return slice(start, start + base + (rank < extra))
+
+
+def broadcast_object(obj, root=0):
+    """`obj` from rank `root` on every rank (pickled: settings, optimizer state, metrics)."""
+    return _world["comm"].bcast(obj, root=root) if _world["size"] > 1 else obj
+
+
+def allreduce_max(value):
+    """The largest of every rank's number (every rank must call it)."""
+    if _world["size"] == 1:
+        return value
+    return _world["comm"].allreduce(value, op=_mpi().MAX)
+
+
+def allreduce_sum(values):
+    """Every rank's float64 vector, summed elementwise (one small Allreduce)."""
+    values = np.array(values, dtype=np.float64)
+    if _world["size"] > 1:
+        _world["comm"].Allreduce(_mpi().IN_PLACE, values, op=_mpi().SUM)
+    return values
+
+
+def _params(model):
+    return list(model.parameters() if hasattr(model, "parameters") else model)
+
+
+def broadcast_parameters(model, root=0):
+    """Copy rank `root`'s parameters into every rank's, in place (through host memory)."""
+    if _world["size"] == 1:
+        return
+    for p in _params(model):
+        be = p.backend
+        host = np.ascontiguousarray(be.to_numpy(p.data))
+        _world["comm"].Bcast(host, root=root)
+        p.data[...] = host if be.name == "numpy" else be.asarray(host)
+
+
+def allreduce_gradients(model, bucket_bytes=BUCKET_BYTES):
+    """Average every parameter's `.grad` over the ranks, in place; returns the bytes reduced.
+
+    A parameter whose .grad is None on some ranks but not others takes zeros there (one small
+    Allreduce finds out); one whose .grad is None everywhere stays None. Gradients are grouped
+    by backend and dtype into buckets of at most `bucket_bytes` (a larger tensor is a bucket of
+    its own), one in-place Allreduce per bucket.
+    """
+    size = _world["size"]
+    if size == 1:
+        return 0
+    params = [p for p in _params(model) if p.requires_grad]
+    have = np.array([p.grad is not None for p in params], dtype=np.uint8)
+    _world["comm"].Allreduce(_mpi().IN_PLACE, have, op=_mpi().MAX)
+    live = []
+    for p, any_rank in zip(params, have, strict=True):
+        if any_rank and p.grad is None:
+            from .tensor import Tensor
+
+            p.grad = Tensor._wrap(p.backend.xp.zeros_like(p.data), p.backend)
+        if any_rank:
+            live.append(p.grad)
+    groups = list(buckets(live, bucket_bytes))
+    sent = sum(_reduce_bucket(bucket, size) for bucket in groups)
+    stats["messages"] += len(groups)
+    stats["bytes"] += sent
+    return sent
+
+
+def buckets(grads, bucket_bytes):
+    """Consecutive groups of gradients of one backend and dtype, each at most `bucket_bytes`
+    (or one gradient larger than that)."""
+    groups = {}
+    for g in grads:
+        groups.setdefault((g.backend.name, g.data.dtype.str), []).append(g)
+    for group in groups.values():
+        bucket, nbytes = [], 0
+        for g in group:
+            if bucket and nbytes + g.data.nbytes > bucket_bytes:
+                yield bucket
+                bucket, nbytes = [], 0
+            bucket.append(g)
+            nbytes += g.data.nbytes
+        if bucket:
+            yield bucket
+
+
+def _reduce_bucket(bucket, size):
+    be = bucket[0].backend
+    if be.name != "numpy" and _nccl(be) is not None:
+        return _reduce_nccl(bucket, size, be)
+    flat = np.concatenate([np.ravel(be.to_numpy(g.data)) for g in bucket])
+    dtype = flat.dtype
+    if dtype not in (np.float32, np.float64):  # MPI has no float16 sum: reduce in float32
+        flat = flat.astype(np.float32)
+    _world["comm"].Allreduce(_mpi().IN_PLACE, flat, op=_mpi().SUM)
+    flat /= size
+    offset = 0
+    for g in bucket:
+        piece = flat[offset:offset + g.data.size].reshape(g.data.shape).astype(dtype, copy=False)
+        g.data[...] = piece if be.name == "numpy" else be.asarray(piece)
+        offset += g.data.size
+    return flat.nbytes
+
+
+def _nccl(be):
+    """A NCCL communicator over this MPI world for CuPy arrays, or None without NCCL."""
+    if _world["nccl"] is None:
+        try:
+            from cupy.cuda import nccl
+        except ImportError:
+            _world["nccl"] = False
+            return None
+        uid = _world["comm"].bcast(nccl.get_unique_id() if is_main() else None, root=0)
+        _world["nccl"] = (nccl, nccl.NcclCommunicator(_world["size"], uid, _world["rank"]))
+    return _world["nccl"] or None
+
+
+def _reduce_nccl(bucket, size, be):
+    """Untested without a GPU: one in-place ncclAllReduce on a flattened device buffer."""
+    nccl, comm = _world["nccl"]
+    xp = be.xp
+    flat = xp.concatenate([g.data.ravel() for g in bucket])
+    codes = {"float16": nccl.NCCL_FLOAT16, "float32": nccl.NCCL_FLOAT32,
+             "float64": nccl.NCCL_FLOAT64}
+    if flat.dtype.name not in codes:
+        raise DistributedError(f"allreduce_gradients: NCCL cannot sum {flat.dtype} gradients")
+    stream = xp.cuda.get_current_stream()
+    comm.allReduce(flat.data.ptr, flat.data.ptr, flat.size, codes[flat.dtype.name],
+                   nccl.NCCL_SUM, stream.ptr)
+    flat /= size
+    offset = 0
+    for g in bucket:
+        g.data[...] = flat[offset:offset + g.data.size].reshape(g.data.shape)
+        offset += g.data.size
+    return flat.nbytes
+
+
+def ring_bound(grad_bytes, size):
+    """The bytes each rank must send per Allreduce of `grad_bytes`, at best: 2(N-1)/N of them
+    (ring allreduce: a reduce-scatter then an all-gather, each moving (N-1)/N of the data)."""
+    return 2 * (size - 1) / size * grad_bytes
+
+
+@contextlib.contextmanager
+def abort_on_error(stream=None):
+    """In a world of N > 1, an exception on this rank prints its message (naming the rank) and
+    aborts every rank through MPI Abort: the others would otherwise wait in a collective forever.
+    In a world of one the exception goes on as usual."""
+    try:
+        yield
+    except BaseException as e:
+        if _world["size"] == 1 or (isinstance(e, SystemExit) and not e.code):
+            raise
+        stream = stream or sys.stderr
+        where = f"tinyattn: rank {_world['rank']} of {_world['size']}"
+        if not isinstance(e, (TinyattnError, ValueError, OSError, KeyboardInterrupt)):
+            traceback.print_exc(file=stream)
+        print(f"{where}: error: {type(e).__name__}: {e}; stopping every rank", file=stream,
+              flush=True)
+        _world["comm"].Abort(1)  # mpiexec ends every rank (MPICH's may return here first)
+        os._exit(1)
