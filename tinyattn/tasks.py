@@ -17,7 +17,7 @@ PRESETS = {
     "text": {"steps": 1000, "d_model": 64, "layers": 2, "batch_size": 32, "heldout_size": 1200,
              "eval_every": 250, "weight_decay": 0.1, "beta2": 0.99},
     "shakespeare": {"steps": 2000, "batch_size": 12, "seq_len": 64, "d_model": 128, "heads": 4,
-                    "layers": 4, "lr": 3e-3, "weight_decay": 0.1, "beta2": 0.99, "warmup": 100,
+                    "layers": 4, "lr": 4e-3, "weight_decay": 0.1, "beta2": 0.99, "warmup": 100,
                     "grad_clip": 1.0, "eval_every": 500, "heldout_size": 1200, "seed": 1337,
                     "rotary": True},
 }

@@ -206,13 +206,18 @@ def shakespeare_markdown(header, result, run, sample):
              f"**{result['ratio']:.2f}x**; their losses agree within "
              f"{result['max_rel_loss_diff']:.1e} relative over the first steps."
              if "ratio" in result else "PyTorch is not installed: no ratio.")
+    from ..tasks import config
+
+    cfg = config("shakespeare")
     return "\n".join([
         "## The Shakespeare preset against PyTorch\n",
-        "`tinyattn train --task shakespeare`: nanoGPT's CPU configuration (4 layers, 4 heads, "
-        "128 wide, context 64, batch 12, 2000 steps, AdamW betas (0.9, 0.99), weight decay 0.1, "
-        "warm-up 100 then cosine to lr/10, clip 1.0) with rotary position embeddings and lr "
-        "3e-3, on the first 1,115,394 characters of the shipped corpus (90/10 split by "
-        "position). The benchmark trains the same model from the same weights on the same "
+        f"`tinyattn train --task shakespeare`: nanoGPT's CPU configuration ({cfg.layers} layers, "
+        f"{cfg.heads} heads, {cfg.d_model} wide, context {cfg.seq_len}, batch {cfg.batch_size}, "
+        f"{cfg.steps} steps, AdamW betas (0.9, {cfg.beta2}), weight decay {cfg.weight_decay}, "
+        f"warm-up {cfg.warmup} then cosine to {cfg.min_lr_ratio} x lr, clip {cfg.grad_clip}) "
+        f"with rotary={cfg.rotary}, norm={cfg.norm}, tie={cfg.tie} and lr {cfg.lr:g}, on the "
+        "first 1,115,394 characters of the shipped corpus (90/10 split by position). The "
+        "benchmark trains the same model from the same weights on the same "
         f"batches in tinyattn and in PyTorch eager, {result['steps']} steps each, interleaved; "
         "peak RSS is each library's own process training alone.\n",
         header,
