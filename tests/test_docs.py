@@ -17,8 +17,8 @@ spec.loader.exec_module(make_figures)
 CHAPTERS = make_figures.chapters()
 
 
-def test_there_are_six_chapters_and_an_index_linking_them():
-    assert len(CHAPTERS) == 6
+def test_there_are_seven_chapters_and_an_index_linking_them():
+    assert len(CHAPTERS) == 7
     index = (DOCS / "README.md").read_text(encoding="utf-8")
     for chapter in CHAPTERS:
         assert f"]({chapter.name})" in index
