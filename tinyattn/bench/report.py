@@ -39,7 +39,7 @@ Each benchmark checks first that the implementations it compares compute the sam
 times them interleaved in one process, round by round. A figure reads `median (q1-q3)` over the
 rounds; a ratio is taken within each round (same moment, same machine) and its median given.
 Compare ratios, not milliseconds across runs: on a shared 2-core machine the spread is real.
-The test suite runs the agreement checks (tests/test_bench.py) but never times anything.
+The test suite runs the agreement checks (tests/app/test_bench.py) but never times anything.
 """
 
 GPU_TEXT = """## GPU

@@ -10,7 +10,7 @@ import pytest
 
 from tinyattn import explore
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 spec = importlib.util.spec_from_file_location("make_figures", DOCS / "make_figures.py")
 make_figures = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(make_figures)

@@ -16,7 +16,7 @@ from tinyattn.serialization import load
 from tinyattn.train import TrainConfig, train
 
 pytestmark = needs_mpi
-DRIVER = os.path.join(ROOT, "tests", "mpi_train.py")
+DRIVER = os.path.join(ROOT, "tests", "support", "mpi_train.py")
 SETTINGS = dict(steps=30, eval_every=30, dropout=0.0)  # the default task
 FLAGS = ["--steps", "30", "--eval-every", "30", "--no-progress"]
 _reference = {}
