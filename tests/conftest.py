@@ -1,7 +1,8 @@
-"""Shared test set-up. Under CI (CI=true), a test skipped because PyTorch, Chromium or
-Playwright is missing fails the run: the parity tests with torch and the explorer's browser
-tests are part of the README's test command (torch and playwright are in the dev extra, .ci/run
-installs chromium), and must never vanish silently from the count."""
+"""Shared test set-up. Under CI (CI=true), a test skipped because PyTorch, Chromium,
+Playwright, radon or nbclient is missing fails the run: the parity tests with torch, the
+explorer's browser tests, the complexity check and the notebooks are part of the README's test
+command (those modules are in the dev extra, .ci/run installs chromium), and must never vanish
+silently from the count."""
 
 import os
 
@@ -9,7 +10,10 @@ _HOW = {  # what a skip reason names -> how to install it
     "torch": 'install the dev extra (pip install -e ".[dev]"), which brings torch==2.13.0',
     "chromium": "install Debian's chromium package (apt-get install chromium), as .ci/run does",
     "playwright": 'install the dev extra (pip install -e ".[dev]"), which brings playwright',
+    "radon": 'install the dev extra (pip install -e ".[dev]"), which brings radon',
+    "nbclient": 'install the dev extra (pip install -e ".[dev]"), which brings nbclient',
 }
+_MODULES = ("torch", "radon", "nbclient")  # dev-extra modules whose importorskip must not skip
 _missing_skips = {}  # thing -> ids of the tests skipped for want of it
 
 
@@ -19,8 +23,9 @@ def _missing(report):
         return None
     longrepr = report.longrepr
     reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
-    if "torch" in reason and ("could not import" in reason or "No module named" in reason):
-        return "torch"
+    for module in _MODULES:
+        if module in reason and ("could not import" in reason or "No module named" in reason):
+            return module
     lowered = reason.lower()
     return next((thing for thing in ("chromium", "playwright") if f"needs {thing}" in lowered),
                 None)

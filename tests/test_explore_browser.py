@@ -249,6 +249,8 @@ def test_under_ci_a_run_that_skipped_for_want_of_chromium_fails(monkeypatch, cap
     assert conftest._missing(Report) == "playwright"
     Report.longrepr = ("f", 1, "Skipped: could not import 'torch': No module named 'torch'")
     assert conftest._missing(Report) == "torch"
+    Report.longrepr = ("f", 1, "Skipped: could not import 'radon': No module named 'radon'")
+    assert conftest._missing(Report) == "radon"
     Report.longrepr = ("f", 1, "Skipped: Graphviz's dot program is not installed")
     assert conftest._missing(Report) is None
 

@@ -41,12 +41,12 @@ def _gradcheck_row(name, rows, verbose):
 def cmd_train(args):
     """Train a TinyTransformer on a task; write metrics, checkpoint and plots to a run folder.
     Exit status: 0, or 130 / 143 when Ctrl-C / SIGTERM stopped the run (after it saved)."""
+    from .tasks import config
     from .train import TrainConfig, exit_code, train
 
     if args.text is not None and args.task is None:
         args.task = "text"  # --text alone means the text task
-    cfg = TrainConfig(**{k: v for k, v in vars(args).items()
-                         if k in TrainConfig.__dataclass_fields__ and v is not None})
+    cfg = config(**{k: v for k, v in vars(args).items() if k in TrainConfig.__dataclass_fields__})
     metrics = train(cfg, resume=args.resume, force=args.force, progress=not args.no_progress)
     return exit_code(metrics)
 
@@ -62,36 +62,48 @@ def cmd_sample(args):
 
 
 def _train_parser(sub):
-    from .train import TrainConfig
+    from .tasks import PRESETS
 
-    d = TrainConfig()
     p = sub.add_parser("train", help="train a tiny causal transformer (the main job)",
                        description="Train a TinyTransformer and write what it learned to "
                                    "runs/<task>/: metrics, checkpoint, loss.png, "
-                                   "attention.png, samples.txt.")
-    p.add_argument("--task", choices=["reverse", "sort", "copy", "add", "text"], default=None,
-                   help=f"default {d.task}; --text alone implies text")
-    p.add_argument("--steps", type=int, default=d.steps)
-    p.add_argument("--backend", default=d.backend, help="numpy (default) or cupy")
+                                   "attention.png, samples.txt. Each task starts from its "
+                                   "preset (tinyattn/tasks.py); the flags below override it.")
+    p.add_argument("--task", choices=list(PRESETS), default=None,
+                   help="default reverse; --text alone implies text; shakespeare: a "
+                        "character-level GPT on the Shakespeare corpus shipped with tinyattn")
+    p.add_argument("--steps", type=int)
+    p.add_argument("--backend", help="numpy (default) or cupy")
     p.add_argument("--out", default=None, help="run folder (default runs/<task>)")
-    p.add_argument("--seed", type=int, default=d.seed)
-    p.add_argument("--d-model", dest="d_model", type=int, default=d.d_model)
-    p.add_argument("--heads", type=int, default=d.heads)
-    p.add_argument("--layers", type=int, default=d.layers)
-    p.add_argument("--lr", type=float, default=d.lr)
-    p.add_argument("--batch-size", dest="batch_size", type=int, default=d.batch_size)
-    p.add_argument("--dropout", type=float, default=d.dropout)
-    p.add_argument("--weight-decay", dest="weight_decay", type=float, default=d.weight_decay)
-    p.add_argument("--warmup", type=int, default=d.warmup)
-    p.add_argument("--grad-clip", dest="grad_clip", type=float, default=d.grad_clip)
+    p.add_argument("--seed", type=int)
+    p.add_argument("--d-model", dest="d_model", type=int)
+    p.add_argument("--heads", type=int)
+    p.add_argument("--layers", type=int)
+    p.add_argument("--lr", type=float)
+    p.add_argument("--batch-size", dest="batch_size", type=int)
+    p.add_argument("--dropout", type=float)
+    p.add_argument("--weight-decay", dest="weight_decay", type=float)
+    p.add_argument("--beta2", type=float, help="AdamW's second-moment decay")
+    p.add_argument("--warmup", type=int)
+    p.add_argument("--min-lr-ratio", dest="min_lr_ratio", type=float,
+                   help="the cosine decay ends at this fraction of --lr (0.1: lr/10)")
+    p.add_argument("--grad-clip", dest="grad_clip", type=float)
+    p.add_argument("--rotary", action=argparse.BooleanOptionalAction,
+                   help="rotary position embeddings instead of a learned table")
+    p.add_argument("--norm", choices=["layer", "rms"], help="LayerNorm or RMSNorm")
+    p.add_argument("--tie", action=argparse.BooleanOptionalAction,
+                   help="the output head shares the token embedding's weight")
     p.add_argument("--length", type=int, default=None, help="digits per problem (toy tasks)")
     p.add_argument("--text", default=None, help="a UTF-8 file for --task text")
-    p.add_argument("--seq-len", dest="seq_len", type=int, default=d.seq_len,
-                   help="characters per example (text)")
-    p.add_argument("--eval-every", dest="eval_every", type=int, default=d.eval_every)
-    p.add_argument("--save-every", dest="save_every", type=int, default=d.save_every,
+    p.add_argument("--full-corpus", dest="full_corpus", action="store_true", default=None,
+                   help="shakespeare/text: all 5,055,571 characters, not the first 1,115,394")
+    p.add_argument("--seq-len", dest="seq_len", type=int, help="characters per example (text)")
+    p.add_argument("--eval-every", dest="eval_every", type=int)
+    p.add_argument("--heldout-size", dest="heldout_size", type=int,
+                   help="held-out examples (text: windows) evaluated every --eval-every steps")
+    p.add_argument("--save-every", dest="save_every", type=int,
                    help="save a checkpoint every N steps (0: by time only)")
-    p.add_argument("--save-seconds", dest="save_seconds", type=float, default=d.save_seconds,
+    p.add_argument("--save-seconds", dest="save_seconds", type=float,
                    help="and at least every this many seconds of training")
     p.add_argument("--resume", action="store_true", help="continue the run in --out")
     p.add_argument("--force", action="store_true",
@@ -203,6 +215,7 @@ BENCHMARKS = {
     "overhead": "the engine's cost per op on a chain of tiny ops",
     "softmax": "fused softmax kernels vs composite (GPU, CuPy)",
     "attention": "flash attention vs composite: time and memory",
+    "shakespeare": "the Shakespeare preset trained in tinyattn and PyTorch: ms/step, memory",
     "ddp": "data-parallel training steps on MPI: N = 1 vs 2 processes, the Allreduce's share",
     "report": "run the CPU benchmarks and write docs/benchmarks.md from them",
 }

@@ -4,13 +4,16 @@ A task turns a random generator into batches `(x, y)` of token ids, x (B, T) the
 y (B, T) the next-token targets, with -100 (ignored by cross_entropy) wherever the model is not
 asked to predict. Toy tasks (reverse, sort, copy, add) put each problem in the train or the
 held-out split by a hash of its digits, so held-out problems are never trained on.
-The text task reads any UTF-8 file (default: a small corpus shipped with the package).
+The text tasks are character-level language modelling: `text` on any UTF-8 file (default: the
+Shakespeare slice), `shakespeare` on the Shakespeare corpus shipped with the package
+(tinyattn/shakespeare.py), its first 1,115,394 characters or all of it.
 """
 
 import hashlib
-from importlib import resources
 
 import numpy as np
+
+from . import shakespeare
 
 IGNORE = -100
 SPLITS = ("train", "heldout")
@@ -21,6 +24,7 @@ class ToyTask:
 
     name = "toy"
     vocab = list("0123456789") + [">", "+", "="]
+    language_model = False  # scored by exact answers
 
     def __init__(self, length=8):
         self.length = length
@@ -141,10 +145,11 @@ def _number(digits):
     return int("".join(str(int(d)) for d in digits))
 
 
-def _read_text(path):
-    """The text of a UTF-8 file (the bundled corpus when path is None); errors name the file."""
+def _read_text(path, full=False):
+    """The text of a UTF-8 file (the Shakespeare corpus when path is None: its first 1,115,394
+    characters, or all of it with full); errors name the file."""
     if path is None:
-        return resources.files("tinyattn").joinpath("assets/corpus.txt").read_text("utf-8")
+        return shakespeare.corpus(full)
     try:
         with open(path, encoding="utf-8") as f:
             return f.read()
@@ -156,22 +161,28 @@ def _read_text(path):
 
 
 class Text:
-    """Character-level language modelling on a UTF-8 text; the last 10 % is held out."""
+    """Character-level language modelling on a text: the first 90 % is trained on, the last
+    10 % held out (split by position, as nanoGPT does). `path`: a UTF-8 file; without one, the
+    Shakespeare corpus (`full`: all of it, else its first 1,115,394 characters)."""
 
     name = "text"
+    language_model = True  # scored by loss and bits per character, not by exact answers
 
-    def __init__(self, path=None, seq_len=64):
-        text = _read_text(path)
+    def __init__(self, path=None, seq_len=64, full=False, name=None):
+        text = _read_text(path, full)
+        self.name = name or self.name
         self.text_sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()
         # both splits must hold one example (seq_len + 1 characters) and a choice of start
         need = max(4 * (seq_len + 1), 10 * (seq_len + 2))
         if len(text) < need or len(text) - int(len(text) * 0.9) < seq_len + 2:
-            raise ValueError(f"text: {path or 'the corpus'} has {len(text)} characters; "
+            raise ValueError(f"{self.name}: {path or 'the corpus'} has {len(text)} characters; "
                              f"--seq-len {seq_len} needs at least {need} (the last 10 % is held "
                              f"out, and each split needs examples of {seq_len + 1} characters)")
         self.vocab = sorted(set(text))
         self.stoi = {s: i for i, s in enumerate(self.vocab)}
-        ids = np.array([self.stoi[c] for c in text], dtype=np.int64)
+        table = np.zeros(max(map(ord, self.vocab)) + 1, dtype=np.int64)
+        table[[ord(c) for c in self.vocab]] = np.arange(len(self.vocab))
+        ids = table[_code_points(text)]  # (N,) token ids
         cut = int(len(ids) * 0.9)
         self.ids = {"train": ids[:cut], "heldout": ids[cut:]}
         self.seq_len = seq_len
@@ -199,13 +210,25 @@ class Text:
         return [self.stoi[c] for c in text]
 
 
-TASKS = {"reverse": Reverse, "sort": Sort, "copy": Copy, "add": Add, "text": Text}
+def _code_points(text):
+    """The characters of a str as an array of code points, without a Python loop."""
+    if text.isascii():
+        return np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+    return np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
 
 
-def make_task(name, text=None, length=None, seq_len=64):
-    """The task called `name`; `length` is the number of digits (toy tasks)."""
+TASKS = {"reverse": Reverse, "sort": Sort, "copy": Copy, "add": Add, "text": Text,
+         "shakespeare": Text}
+
+
+def make_task(name, text=None, length=None, seq_len=64, full_corpus=False):
+    """The task called `name`; `length` is the number of digits (toy tasks); `text` a UTF-8
+    file (the text task; `shakespeare` always reads the shipped corpus, all of it with
+    full_corpus)."""
     if name not in TASKS:
         raise ValueError(f"unknown task {name!r}: choose one of {', '.join(TASKS)}")
+    if name == "shakespeare":
+        return Text(None, seq_len, full=full_corpus, name="shakespeare")
     if name == "text":
-        return Text(text, seq_len)
+        return Text(text, seq_len, full=full_corpus)
     return TASKS[name]() if length is None else TASKS[name](length)

@@ -113,8 +113,9 @@ def _heatmap(ax, values, keep, tokens, title, cmap="viridis", center=False, anno
         _annotate(ax, image, values, zip(*np.nonzero(drawn), strict=True))
     labels_q = tokens if tokens is not None else range(n_q)
     labels_k = tokens if tokens is not None and len(tokens) == n_k else range(n_k)
-    ax.set_xticks(range(n_k), labels_k, fontsize=7)
-    ax.set_yticks(range(n_q), labels_q, fontsize=7)
+    size = 7 if max(n_q, n_k) <= 24 else 5  # 64 characters stay readable on a larger panel
+    ax.set_xticks(range(n_k), labels_k, fontsize=size)
+    ax.set_yticks(range(n_q), labels_q, fontsize=size)
     ax.set_xlabel("key", fontsize=8)
     ax.set_ylabel("query", fontsize=8)
     ax.set_title(title, fontsize=9)
@@ -136,8 +137,9 @@ def attention_maps(weights, tokens=None, attn_mask=None, causal=False, annotate=
     w = w.reshape((1,) * (4 - w.ndim) + w.shape)  # (L, H, T, S)
     n_layers, n_heads, n_q, n_k = w.shape
     keep = _keep(n_q, n_k, attn_mask, causal)
-    width = max(4.8, 2.6 * n_heads + 0.6)  # one map alone still has room for its title
-    fig = _figure(width, max(3.6, 2.5 * n_layers + 0.6))
+    side = max(2.6, 0.1 * max(n_q, n_k))  # inches per map: 64 tokens get 6.4 in, each label room
+    width = max(4.8, side * n_heads + 0.6)  # one map alone still has room for its title
+    fig = _figure(width, max(3.6, (side - 0.1) * n_layers + 0.6))
     axes = fig.subplots(n_layers, n_heads, squeeze=False)
     for layer in range(n_layers):
         for head in range(n_heads):

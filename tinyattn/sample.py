@@ -14,6 +14,7 @@ import numpy as np
 from .data import TASKS, make_task
 from .errors import CheckpointError
 from .nn import TinyTransformer
+from .nn.transformer import NORMS
 from .serialization import load
 from .tensor import tensor
 from .train import FlagError
@@ -34,7 +35,12 @@ CONFIG_RULES = [
     ("n_layers", lambda v, mc: _count(v), "a whole number >= 1"),
     ("max_len", lambda v, mc: _count(v), "a whole number >= 1"),
     ("dropout", lambda v, mc: isinstance(v, (int, float)) and 0 <= v < 1, "in [0, 1)"),
+    ("rotary", lambda v, mc: v in (None, True, False), "true or false"),
+    ("norm", lambda v, mc: v is None or v in NORMS, f"one of {', '.join(NORMS)}"),
+    ("tie", lambda v, mc: v in (None, True, False), "true or false"),
+    ("bias", lambda v, mc: v in (None, True, False), "true or false"),
 ]
+OPTIONS = {"rotary": False, "norm": "layer", "tie": True, "bias": True}  # and their defaults
 
 
 def _check_head(head, checkpoint):
@@ -87,8 +93,9 @@ def load_model(checkpoint):
     head = load(checkpoint, keys=HEAD)
     mc = _check_head(head, checkpoint)
     _fits_file(mc, checkpoint)
+    options = {k: mc.get(k, v) for k, v in OPTIONS.items()}  # older checkpoints lack them
     model = TinyTransformer(mc["vocab_size"], mc["d_model"], mc["n_heads"], mc["n_layers"],
-                            mc["max_len"], mc["dropout"])
+                            mc["max_len"], mc["dropout"], **options)
     expected = {f"obj['model'][{k!r}]": tuple(v.shape) for k, v in model.state_dict().items()}
 
     def check(where, shape, dtype):
@@ -134,7 +141,7 @@ def sample(checkpoint, prompt=None, max_new_tokens=200, temperature=0.8, top_k=N
     cfg, vocab = ck["config"], ck["vocab"]
     stoi = {s: i for i, s in enumerate(vocab)}
     rng = np.random.default_rng(seed)
-    if cfg["task"] == "text":
+    if cfg["task"] in ("text", "shakespeare"):  # a character-level language model
         prompt = prompt if prompt else vocab[int(rng.integers(len(vocab)))]
         unknown = sorted(set(prompt) - set(stoi))
         if unknown:

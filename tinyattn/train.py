@@ -32,6 +32,7 @@ from .backends import ALIASES, use_backend
 from .data import IGNORE, TASKS, make_task
 from .errors import TinyattnError
 from .nn import TinyTransformer
+from .nn.transformer import NORMS
 from .optim import AdamW, CosineSchedule, clip_grad_norm
 from .runs import (
     MetricsLog,
@@ -43,10 +44,12 @@ from .runs import (
     repair_metrics,
 )
 from .serialization import load, save
+from .shakespeare import bits_per_char
 from .tensor import manual_seed, tensor
 
 RUN_FILES = ("checkpoint.npz", "metrics.jsonl", "metrics.json", "loss.png", "attention.png",
              "samples.txt")
+LANGUAGE_TASKS = ("text", "shakespeare")
 RESUMABLE = {"steps", "out", "eval_every", "save_every", "save_seconds"}  # a resume may change
 
 
@@ -66,13 +69,20 @@ class TrainConfig:
     seed: int = 0
     backend: str = "numpy"
     length: int | None = None  # digits per problem (toy tasks); each task has a default
-    text: str | None = None  # a UTF-8 file for the text task (default: the bundled corpus)
+    text: str | None = None  # a UTF-8 file for the text task (default: the Shakespeare slice)
     seq_len: int = 64  # characters per example (text task)
     eval_every: int = 100
     heldout_size: int = 512
     out: str | None = None  # the run folder; default runs/<task>
     save_every: int = 0  # also save a checkpoint every this many steps (0: by time only)
     save_seconds: float = 60.0  # and at least this often, in seconds of training
+    # model and optimizer options (tinyattn/tasks.py holds each task's preset of them)
+    beta2: float = 0.98  # AdamW's second-moment decay
+    min_lr_ratio: float = 0.1  # the cosine decay ends at this fraction of lr
+    rotary: bool = False  # rotary position embeddings instead of a learned table
+    norm: str = "layer"  # "layer" (LayerNorm) or "rms" (RMSNorm)
+    tie: bool = True  # the LM head shares the token embedding's weight
+    full_corpus: bool = False  # shakespeare/text: the whole corpus, not its first 1,115,394 chars
 
     def run_dir(self):
         return self.out or os.path.join("runs", self.task)
@@ -123,8 +133,8 @@ RULES = [
      f"must be one of {', '.join(ALIASES)}"),
     ("text", lambda v, c: v is None or c.task == "text",
      lambda c: f"is for --task text (alone it implies it), not --task {c.task}"),
-    ("length", lambda v, c: v is None or c.task != "text",
-     "is for the toy tasks (digits per problem); the text task takes --seq-len"),
+    ("length", lambda v, c: v is None or c.task not in LANGUAGE_TASKS,
+     "is for the toy tasks (digits per problem); the text tasks take --seq-len"),
     ("length", lambda v, c: v is None or (_int(v) and v >= 1), "must be a whole number >= 1"),
     ("seq_len", *_whole(1)),
     ("eval_every", *_whole(1)),
@@ -132,6 +142,13 @@ RULES = [
     ("save_every", lambda v, c: _int(v) and v >= 0,
      "must be a whole number >= 0 (0: save by time only)"),
     ("save_seconds", lambda v, c: _real(v) and v > 0, "must be a number of seconds > 0"),
+    ("beta2", lambda v, c: _real(v) and 0 <= v < 1, "must be in [0, 1)"),
+    ("min_lr_ratio", lambda v, c: _real(v) and 0 <= v <= 1, "must be in [0, 1]"),
+    ("rotary", lambda v, c: isinstance(v, bool), "must be true or false"),
+    ("norm", lambda v, c: v in NORMS, f"must be one of {', '.join(NORMS)}"),
+    ("tie", lambda v, c: isinstance(v, bool), "must be true or false"),
+    ("full_corpus", lambda v, c: not v or (c.task in LANGUAGE_TASKS and c.text is None),
+     "is for --task shakespeare or text without --text (the whole shipped corpus)"),
 ]
 
 
@@ -160,16 +177,18 @@ def validate(cfg):
 
 def build(cfg):
     """The task, model, optimizer and schedule a config describes (freshly initialised)."""
-    task = make_task(cfg.task, text=cfg.text, length=cfg.length, seq_len=cfg.seq_len)
+    task = make_task(cfg.task, text=cfg.text, length=cfg.length, seq_len=cfg.seq_len,
+                     full_corpus=cfg.full_corpus)
     manual_seed(cfg.seed)
     with use_backend(cfg.backend):
         model = TinyTransformer(task.vocab_size, cfg.d_model, cfg.heads, cfg.layers,
-                                max_len=task.seq_len, dropout=cfg.dropout)
+                                max_len=task.seq_len, dropout=cfg.dropout, rotary=cfg.rotary,
+                                norm=cfg.norm, tie=cfg.tie)
     decay = [p for n, p in model.named_parameters() if p.ndim == 2 and "wpe" not in n]
     no_decay = [p for n, p in model.named_parameters() if not (p.ndim == 2 and "wpe" not in n)]
     opt = AdamW([{"params": decay}, {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr,
-                weight_decay=cfg.weight_decay, betas=(0.9, 0.98))
-    sched = CosineSchedule(opt, total=cfg.steps, warmup=cfg.warmup)
+                weight_decay=cfg.weight_decay, betas=(0.9, cfg.beta2))
+    sched = CosineSchedule(opt, total=cfg.steps, warmup=cfg.warmup, min_ratio=cfg.min_lr_ratio)
     return task, model, opt, sched
 
 
@@ -343,7 +362,7 @@ def _one_step(run, log, bar, clock):
     run.step += 1
     row["time"] = clock.now()
     if run.main and (run.step % cfg.eval_every == 0 or run.step == cfg.steps):
-        row.update(evaluate(run.model, run.heldout, run.be))
+        row.update(_evaluate_all(run))
     run.history.append(row)
     log.append(row)
     if bar is not None:
@@ -358,11 +377,11 @@ def _one_step(run, log, bar, clock):
 
 
 def _finish(run, interrupted, signum):
-    """metrics.json (rank 0 evaluates and writes it): the held-out scores and how the run
-    ended; None on the other ranks."""
+    """metrics.json (rank 0 evaluates and writes it): the held-out scores (a language model's:
+    _lm_metrics) and how the run ended; None on the other ranks."""
     if not run.main:
         return None
-    final = evaluate(run.model, run.heldout, run.be)
+    final = _final_eval(run)
     metrics = {"accuracy": final["heldout_acc"], "loss": final["heldout_loss"],
                "exact_match": final["heldout_exact"], "steps": run.step,
                "wall_time_s": run.elapsed, "interrupted": interrupted,
@@ -371,6 +390,8 @@ def _finish(run, interrupted, signum):
                "config": asdict(run.cfg)}
     if run.history:
         metrics["train_loss"] = run.history[-1]["loss"]
+    if "train_eval_loss" in final:
+        metrics = _lm_metrics(metrics, final)
     _write_text(os.path.join(run.out, "metrics.json"), json.dumps(metrics, indent=2))
     return metrics
 
@@ -444,6 +465,7 @@ def _prepare(run, resume, force):
     cfg, out = run.cfg, run.out
     run.heldout = run.task.batch(np.random.default_rng([cfg.seed, 1]), cfg.heldout_size,
                                  "heldout")
+    run.probe = _train_probe(cfg, run.task)
     run.resumed_from = None
     present = sorted(n for n in os.listdir(out) if not n.startswith("."))
     if resume:
@@ -499,7 +521,7 @@ def _check_same_data(ck, run, path):
     saved_fp = (ck.get("data") or {}).get("fingerprint")
     if ck.get("vocab") == list(run.task.vocab) and saved_fp in (None, run.fingerprint):
         return
-    source = (f"--text {cfg.text or '(the bundled corpus)'}" if cfg.task == "text"
+    source = (f"--text {cfg.text or '(the Shakespeare slice)'}" if cfg.task == "text"
               else f"--task {cfg.task}")
     raise RunFolderError(f"resume: the data changed since the run started: {source} is not "
                          f"what the checkpoint {path} was trained on (data fingerprint "
@@ -575,11 +597,54 @@ def _summary(stream, m, out, files):
         " (interrupted)" if m["interrupted"] else "")
     if m.get("resumed_from") is not None:
         stop += f" (resumed at step {m['resumed_from']})"
-    print(f"\n{cfg['task']}: {m['steps']} steps in {m['wall_time_s']:.1f} s{stop} — held-out "
-          f"token accuracy {m['accuracy']:.2%}, exact match {m['exact_match']:.2%}, "
-          f"loss {m['loss']:.4f}", file=stream)
+    if "val_loss" in m:  # a language model
+        print(f"\n{cfg['task']}: {m['steps']} steps in {m['wall_s']:.1f} s{stop} — val loss "
+              f"{m['val_loss']:.4f} ({m['val_bpc']:.3f} bits/char), train loss "
+              f"{m['train_loss']:.4f}", file=stream)
+    else:
+        print(f"\n{cfg['task']}: {m['steps']} steps in {m['wall_time_s']:.1f} s{stop} — "
+              f"held-out token accuracy {m['accuracy']:.2%}, exact match "
+              f"{m['exact_match']:.2%}, loss {m['loss']:.4f}", file=stream)
     for name in files:
         print(f"  {os.path.join(out, name)}", file=stream)
+
+
+# ---- language models: train loss on fixed batches, val loss and bits per character -----------
+
+
+def _train_probe(cfg, task):
+    """Fixed training-split batches (as many as held out) whose loss is tracked beside the
+    held-out loss; None for the toy tasks, which are scored by their held-out answers."""
+    if not task.language_model:
+        return None
+    return task.batch(np.random.default_rng([cfg.seed, 2]), cfg.heldout_size, "train")
+
+
+def _evaluate_all(run):
+    """evaluate() on the held-out set and, for a language model, the loss on the fixed
+    training batches (train_eval_loss)."""
+    row = evaluate(run.model, run.heldout, run.be)
+    if run.probe is not None:
+        row["train_eval_loss"] = evaluate(run.model, run.probe, run.be)["heldout_loss"]
+    return row
+
+
+def _final_eval(run):
+    """The evaluation at the last step: the one the loop just made there, else a fresh one."""
+    last = run.history[-1] if run.history else {}
+    if last.get("step") == run.step and "heldout_loss" in last:
+        return last
+    return _evaluate_all(run)
+
+
+def _lm_metrics(metrics, final):
+    """A language model's metrics.json: val loss, bits per character and the loss on the fixed
+    training batches first; no exact match (a text has no single right answer)."""
+    lm = {"val_loss": final["heldout_loss"], "val_bpc": bits_per_char(final["heldout_loss"]),
+          "train_loss": final["train_eval_loss"], "steps": metrics["steps"],
+          "wall_s": metrics["wall_time_s"]}
+    return {**lm, **{k: v for k, v in metrics.items() if k not in ("exact_match", "loss")
+                     and k not in lm}}
 
 
 # ---- the report: curves, attention maps, samples --------------------------------------------
@@ -605,7 +670,7 @@ def _write_report(out, task, model, history, heldout, be):
         _, maps = model(tensor(example, backend=be), return_attention=True)
         model.train()
     weights = np.stack([be.to_numpy(w.data)[0] for w in maps])  # (L, H, T, T)
-    _plot_attention(weights, [task.decode([i]) for i in example[0]],
+    _plot_attention(weights, [_label(task.decode([i])) for i in example[0]],
                     os.path.join(out, "attention.png"), task.name)
     written.append("attention.png")
     _write_text(os.path.join(out, "samples.txt"), samples_text(task, model, heldout, be))
@@ -617,7 +682,7 @@ def samples_text(task, model, heldout, be, n=12):
     """Held-out prompts, their targets and the model's greedy answers."""
     x, y = heldout
     lines = []
-    if task.name == "text":
+    if task.language_model:
         prompt = x[0][:16]
         ids = model.generate(tensor(prompt[None], backend=be), 200, temperature=0.8, top_k=10,
                              rng=np.random.default_rng(0))
@@ -662,6 +727,11 @@ def _plot_curves(history, path):
     fig.tight_layout()
     _save_figure(fig, path)
     plt.close(fig)
+
+
+def _label(token):
+    """A token as a tick label one can read: a newline as \\n, a space as ␣."""
+    return {"\n": "\\n", " ": "␣", "\t": "\\t"}.get(token, token)
 
 
 def _plot_attention(weights, tokens, path, title):

@@ -234,16 +234,30 @@ class _Graph:
         k = self.index[node]
         t = self._tensor(node)
         name = self._name(node, t)
-        if node.op is None:
-            kind = "param" if name and id(t) in self.names else "input"
-            scope = name.rpartition(".")[0] if kind == "param" else None
-        else:
-            kind, scope = "value", node.scope
-        if node is self.nodes[0]:
-            kind = "root"
+        kind, scope = self._kind(node, t, name)
         shape, dtype = self.out_shape[node]
-        lines = [name or ("leaf" if node.op is None else "")]
-        lines.append(f"{fmt_shape(shape)} {_dtype_name(dtype)}")
+        lines = [name or ("leaf" if node.op is None else ""),
+                 f"{fmt_shape(shape)} {_dtype_name(dtype)}", *self._value_lines(node, t)]
+        label = "\n".join(line for line in lines if line)
+        tid = f"t{k}"
+        self.items[tid] = _Item(kind, scope, {"label": label, "fillcolor": _STYLE[kind]})
+        if node.op is not None:
+            self._add_op(node, k, tid)
+
+    def _kind(self, node, t, name):
+        """(kind, module path) of a tensor box: the root, a parameter (in its module), another
+        leaf (an input), or a value an op made (in the op's module)."""
+        if node.op is not None:
+            kind, scope = "value", node.scope
+        elif name and id(t) in self.names:
+            kind, scope = "param", name.rpartition(".")[0]
+        else:
+            kind, scope = "input", None
+        return ("root" if node is self.nodes[0] else kind), scope
+
+    def _value_lines(self, node, t):
+        """The value summary and the gradient norm, as far as they are shown and known."""
+        lines = []
         if self.show_values:
             value = (t.data, t.backend) if t is not None else self.rec.values.get(node)
             if value is not None:
@@ -253,11 +267,7 @@ class _Graph:
             grad_norm = norm(grad.data) if grad is not None else self.rec.grad_norms.get(node)
             if grad_norm is not None:
                 lines.append(f"‖grad‖ {_g(grad_norm)}")
-        label = "\n".join(line for line in lines if line)
-        tid = f"t{k}"
-        self.items[tid] = _Item(kind, scope, {"label": label, "fillcolor": _STYLE[kind]})
-        if node.op is not None:
-            self._add_op(node, k, tid)
+        return lines
 
     def _add_op(self, node, k, tid):
         op = node.op
@@ -281,22 +291,24 @@ class _Graph:
         for i, parent in enumerate(node.parents):
             if parent is not None:
                 self.edges.append((f"t{self.index[parent]}", oid))
-                continue
-            cid = f"c{k}_{i}"
-            value = consts.get(i)
-            if _absent(node, i, value):
-                continue  # an optional input left out (no mask): nothing to draw
-            if value is not None and value[1] is None:
-                label = repr(value[0])
-            else:
-                label = "const"
-                if node.dtypes[i] is not None:  # an array (else a number, or None)
-                    label += f" {fmt_shape(node.shapes[i])} {node.dtypes[i]}"
-                if value is not None and self.show_values:
-                    label += "\n" + summarize(_host(value))
-            self.items[cid] = _Item("const", node.scope, {"label": label, "style": "filled,dashed",
-                                                      "fontsize": 9, "fillcolor": _STYLE["const"]})
-            self.edges.append((cid, oid))
+            elif not _absent(node, i, consts.get(i)):  # (no mask given: nothing to draw)
+                self._add_const(node, k, i, consts.get(i), oid)
+
+    def _add_const(self, node, k, i, value, oid):
+        """A dashed box for input i of an op that is no tensor on the graph: a number, or an
+        array (a mask, class indices) with its shape and, when recorded, its values."""
+        if value is not None and value[1] is None:
+            label = repr(value[0])
+        else:
+            label = "const"
+            if node.dtypes[i] is not None:  # an array (else a number, or None)
+                label += f" {fmt_shape(node.shapes[i])} {node.dtypes[i]}"
+            if value is not None and self.show_values:
+                label += "\n" + summarize(_host(value))
+        cid = f"c{k}_{i}"
+        self.items[cid] = _Item("const", node.scope, {"label": label, "style": "filled,dashed",
+                                                  "fontsize": 9, "fillcolor": _STYLE["const"]})
+        self.edges.append((cid, oid))
 
     def _saved_line(self, node):
         if node.saved is None:
@@ -367,7 +379,13 @@ def _layout(graph, collapse):
         else:
             rep[iid] = "m:" + g
             modules.setdefault(g, []).append(iid)
-    shown_edges, seen = [], set()
+    return rep, placed, modules, _shown_edges(edges, rep, item_group)
+
+
+def _shown_edges(edges, rep, item_group):
+    """The edges between the boxes drawn: none inside a collapsed module, one arrow per pair of
+    boxes into or out of one, and every arrow between boxes drawn as they are (x * x: two)."""
+    shown, seen = [], set()
     for a, b in edges:
         ra, rb = rep[a], rep[b]
         if ra == rb:
@@ -375,11 +393,11 @@ def _layout(graph, collapse):
         if ra == a and item_group[a] is not None and rb == "m:" + item_group[a]:
             continue  # a module's own output flowing back into it: an arrow both ways reads worse
         if ra == a and rb == b:
-            shown_edges.append((a, b))  # as drawn: x * x keeps its two arrows
-        elif (ra, rb) not in seen:  # into or out of a collapsed module: one arrow is enough
+            shown.append((a, b))
+        elif (ra, rb) not in seen:
             seen.add((ra, rb))
-            shown_edges.append((ra, rb))
-    return rep, placed, modules, shown_edges
+            shown.append((ra, rb))
+    return shown
 
 
 def _module_box(graph, path, members):

@@ -7,7 +7,7 @@ not asked for keep their last text (between `<!-- section: NAME -->` and `<!-- e
 so one benchmark can be rerun alone; the page is written to a temporary file and renamed, so a
 failed run leaves the old page as it was.
 
-    tinyattn bench report [--sections step overhead attention train ddp]
+    tinyattn bench report [--sections step overhead attention train shakespeare ddp]
                           [--out docs/benchmarks.md]
                           [--quick]
 
@@ -17,6 +17,7 @@ It needs a source checkout: the NumPy floor of the step benchmark is benchmarks/
 import argparse
 import datetime
 import importlib.util
+import json
 import os
 import pathlib
 import platform
@@ -174,6 +175,57 @@ def section_train(ctx):
         f"| {n} | {med:.1f} s | {min(walls):.1f} s | {max(walls):.1f} s |"]) + "\n"
 
 
+def section_shakespeare(ctx):
+    """The Shakespeare preset: tinyattn against PyTorch step by step, then the full run."""
+    from . import shakespeare
+
+    steps = 5 if ctx.quick else 100
+    header = stamp(f"tinyattn bench shakespeare --steps {steps} && tinyattn train --task "
+                   "shakespeare" + (" --steps 20" if ctx.quick else ""))
+    result = shakespeare.measure(steps, memory_steps=5 if ctx.quick else 50)
+    with tempfile.TemporaryDirectory() as tmp:
+        args = ["--steps", "20"] if ctx.quick else []
+        subprocess.run([sys.executable, "-m", "tinyattn", "train", "--task", "shakespeare",
+                        "--out", f"{tmp}/run", "--no-progress", *args], check=True,
+                       capture_output=True, text=True)
+        run = json.loads(pathlib.Path(f"{tmp}/run/metrics.json").read_text())
+        text = subprocess.run([sys.executable, "-m", "tinyattn", "sample", "--checkpoint",
+                               f"{tmp}/run/checkpoint.npz", "--prompt", "ROMEO:",
+                               "--max-new-tokens", "500", "--temperature", "0.8", "--top-k",
+                               "40"], check=True, capture_output=True, text=True).stdout
+    return shakespeare_markdown(header, result, run, text)
+
+
+def shakespeare_markdown(header, result, run, sample):
+    """The section's text from the benchmark's results, the run's metrics.json and a sample."""
+    rows = [f"| {name} | {result[f'{name}_ms_per_step']:.1f} "
+            f"({result[f'{name}_ms_q1_q3'][0]:.1f}-{result[f'{name}_ms_q1_q3'][1]:.1f}) "
+            f"| {result.get(f'{name}_peak_rss_mb', float('nan')):.0f} |"
+            for name in ("tinyattn", "torch") if f"{name}_ms_per_step" in result]
+    ratio = (f"tinyattn / PyTorch, the median of the step-by-step ratios: "
+             f"**{result['ratio']:.2f}x**; their losses agree within "
+             f"{result['max_rel_loss_diff']:.1e} relative over the first steps."
+             if "ratio" in result else "PyTorch is not installed: no ratio.")
+    return "\n".join([
+        "## The Shakespeare preset against PyTorch\n",
+        "`tinyattn train --task shakespeare`: nanoGPT's CPU configuration (4 layers, 4 heads, "
+        "128 wide, context 64, batch 12, 2000 steps, AdamW betas (0.9, 0.99), weight decay 0.1, "
+        "warm-up 100 then cosine to lr/10, clip 1.0) with rotary position embeddings and lr "
+        "3e-3, on the first 1,115,394 characters of the shipped corpus (90/10 split by "
+        "position). The benchmark trains the same model from the same weights on the same "
+        f"batches in tinyattn and in PyTorch eager, {result['steps']} steps each, interleaved; "
+        "peak RSS is each library's own process training alone.\n",
+        header,
+        "| impl | ms/step median (q1-q3) | peak RSS MB |", "|---|---|---|", *rows, "",
+        ratio + "\n",
+        f"The full run: val loss **{run['val_loss']:.4f}** ({run['val_bpc']:.3f} bits per "
+        f"character), train loss {run['train_loss']:.4f} after {run['steps']} steps, "
+        f"{run['wall_s']:.0f} s of training including its evaluations.\n",
+        "`tinyattn sample --checkpoint runs/shakespeare/checkpoint.npz --prompt \"ROMEO:\" "
+        "--max-new-tokens 500 --temperature 0.8 --top-k 40`:\n",
+        "```text\n" + sample.strip("\n") + "\n```\n"])
+
+
 def section_ddp(ctx):
     """Data-parallel steps under mpiexec -n 1 and 2 (tinyattn/bench/ddp.py)."""
     sizes, repeats = (["tiny"], 3) if ctx.quick else (["small", "medium"], 20)
@@ -189,7 +241,8 @@ def section_ddp(ctx):
 
 
 SECTIONS = {"step": section_step, "overhead": section_overhead,
-            "attention": section_attention, "train": section_train, "ddp": section_ddp}
+            "attention": section_attention, "train": section_train,
+            "shakespeare": section_shakespeare, "ddp": section_ddp}
 
 
 def kept_sections(text):

@@ -2,7 +2,9 @@
 
 Shapes: B batch, T time (tokens), C channels (d_model), H heads, D = C / H per head, V vocab.
 Initialisation follows GPT-2: normal(0, 0.02) weights, zero biases, residual projections scaled
-by 1/√(2·n_layers), and the output head shares its weight with the token embedding.
+by 1/√(2·n_layers), and the output head shares its weight with the token embedding. Options
+(TransformerConfig): rotary position embeddings instead of a learned table, RMSNorm instead of
+LayerNorm, an untied head, Linear layers without bias.
 """
 
 import math
@@ -14,22 +16,25 @@ from .. import functional as F
 from ..autograd import no_grad
 from ..errors import ShapeError
 from ..tensor import randn, tensor
-from .layers import Dropout, Embedding, LayerNorm, Linear
+from .attention import RotaryEmbedding
+from .layers import Dropout, Embedding, LayerNorm, Linear, RMSNorm
 from .module import Module, ModuleList
 
 
 class CausalSelfAttention(Module):
-    """Multi-head self-attention where token t sees tokens 0..t, with one fused QKV projection."""
+    """Multi-head self-attention where token t sees tokens 0..t, with one fused QKV projection;
+    with rotary=max_len, q and k are rotated by their positions (RoPE) before the scores."""
 
-    def __init__(self, d_model, n_heads, dropout=0.0):
+    def __init__(self, d_model, n_heads, dropout=0.0, rotary=None, bias=True):
         super().__init__()
         if d_model % n_heads:
             raise ShapeError(f"CausalSelfAttention: d_model {d_model} is not divisible by "
                              f"n_heads {n_heads}")
         self.n_heads = n_heads
-        self.qkv = Linear(d_model, 3 * d_model)
-        self.proj = Linear(d_model, d_model)
+        self.qkv = Linear(d_model, 3 * d_model, bias=bias)
+        self.proj = Linear(d_model, d_model, bias=bias)
         self.drop = Dropout(dropout)
+        self.rotary = RotaryEmbedding(d_model // n_heads, rotary) if rotary else None
 
     def forward(self, x, return_weights=False):
         B, T, C = x.shape  # noqa: N806 - the shape names of the docstring
@@ -37,6 +42,8 @@ class CausalSelfAttention(Module):
         qkv = self.qkv(x)  # (B, T, 3C)
         qkv = qkv.reshape(B, T, 3, H, C // H).permute(2, 0, 3, 1, 4)  # (3, B, H, T, D)
         q, k, v = qkv[0], qkv[1], qkv[2]  # (B, H, T, D) each
+        if self.rotary is not None:
+            q, k = self.rotary(q), self.rotary(k)  # (B, H, T, D): rotated by position
         if return_weights:
             weights = F.attention_weights(q, k, is_causal=True)  # (B, H, T, T)
             y = weights @ v  # (B, H, T, D)
@@ -50,10 +57,10 @@ class CausalSelfAttention(Module):
 class MLP(Module):
     """Linear up to 4C, GELU (GPT-2's tanh form), Linear back down to C."""
 
-    def __init__(self, d_model, dropout=0.0, ratio=4):
+    def __init__(self, d_model, dropout=0.0, ratio=4, bias=True):
         super().__init__()
-        self.fc = Linear(d_model, ratio * d_model)
-        self.proj = Linear(ratio * d_model, d_model)
+        self.fc = Linear(d_model, ratio * d_model, bias=bias)
+        self.proj = Linear(ratio * d_model, d_model, bias=bias)
         self.drop = Dropout(dropout)
 
     def forward(self, x):
@@ -62,14 +69,14 @@ class MLP(Module):
 
 
 class TransformerBlock(Module):
-    """x + attn(ln1(x)), then + mlp(ln2(x)): pre-LN residual block."""
+    """x + attn(ln1(x)), then + mlp(ln2(x)): pre-LN residual block (norm "layer" or "rms")."""
 
-    def __init__(self, d_model, n_heads, dropout=0.0):
+    def __init__(self, d_model, n_heads, dropout=0.0, rotary=None, norm="layer", bias=True):
         super().__init__()
-        self.ln1 = LayerNorm(d_model)
-        self.attn = CausalSelfAttention(d_model, n_heads, dropout)
-        self.ln2 = LayerNorm(d_model)
-        self.mlp = MLP(d_model, dropout)
+        self.ln1 = _norm(norm, d_model)
+        self.attn = CausalSelfAttention(d_model, n_heads, dropout, rotary, bias)
+        self.ln2 = _norm(norm, d_model)
+        self.mlp = MLP(d_model, dropout, bias=bias)
 
     def forward(self, x, return_weights=False):
         if return_weights:
@@ -80,6 +87,15 @@ class TransformerBlock(Module):
         return x + self.mlp(self.ln2(x))  # (B, T, C)
 
 
+NORMS = {"layer": LayerNorm, "rms": RMSNorm}
+
+
+def _norm(kind, d_model):
+    if kind not in NORMS:
+        raise ValueError(f"TinyTransformer: norm must be one of {', '.join(NORMS)}, got {kind!r}")
+    return NORMS[kind](d_model, eps=1e-5)
+
+
 @dataclass
 class TransformerConfig:
     vocab_size: int
@@ -88,22 +104,31 @@ class TransformerConfig:
     n_layers: int = 2
     max_len: int = 64
     dropout: float = 0.0
+    rotary: bool = False  # rotary position embeddings in every attention (no wpe table)
+    norm: str = "layer"  # "layer" (LayerNorm) or "rms" (RMSNorm)
+    tie: bool = True  # the LM head shares the token embedding's weight
+    bias: bool = True  # Linear layers have biases (the head never has one)
 
 
 class TinyTransformer(Module):
-    """Token + position embeddings, n_layers pre-LN blocks, a final LayerNorm, a tied LM head."""
+    """Token (+ learned position) embeddings, n_layers pre-LN blocks, a final norm, an LM head
+    (tied to the token embedding by default). The keyword options are TransformerConfig's."""
 
-    def __init__(self, vocab_size, d_model=64, n_heads=4, n_layers=2, max_len=64, dropout=0.0):
+    def __init__(self, vocab_size, d_model=64, n_heads=4, n_layers=2, max_len=64, dropout=0.0,
+                 rotary=False, norm="layer", tie=True, bias=True):
         super().__init__()
-        self.config = TransformerConfig(vocab_size, d_model, n_heads, n_layers, max_len, dropout)
+        self.config = TransformerConfig(vocab_size, d_model, n_heads, n_layers, max_len, dropout,
+                                        rotary, norm, tie, bias)
         self.wte = Embedding(vocab_size, d_model)
-        self.wpe = Embedding(max_len, d_model)
+        self.wpe = None if rotary else Embedding(max_len, d_model)
         self.drop = Dropout(dropout)
-        self.blocks = ModuleList(TransformerBlock(d_model, n_heads, dropout)
-                                 for _ in range(n_layers))
-        self.ln_f = LayerNorm(d_model)
+        self.blocks = ModuleList(
+            TransformerBlock(d_model, n_heads, dropout, max_len if rotary else None, norm, bias)
+            for _ in range(n_layers))
+        self.ln_f = _norm(norm, d_model)
         self.lm_head = Linear(d_model, vocab_size, bias=False)
-        self.lm_head.weight = self.wte.weight  # weight tying, as in GPT-2
+        if tie:
+            self.lm_head.weight = self.wte.weight  # weight tying, as in GPT-2
         self._init_gpt2(n_layers)
 
     def _init_gpt2(self, n_layers):
@@ -125,7 +150,10 @@ class TinyTransformer(Module):
             raise ShapeError(f"TinyTransformer: a sequence of {T} tokens is longer than max_len "
                              f"{self.config.max_len}")
         # positions 0..T-1 are the table's first T rows: a slice, cheaper than an id lookup
-        x = self.drop(self.wte(idx) + self.wpe.weight[:T])  # (B, T, C)
+        x = self.wte(idx)  # (B, T, C)
+        if self.wpe is not None:
+            x = x + self.wpe.weight[:T]  # (B, T, C)
+        x = self.drop(x)
         maps = []
         for block in self.blocks:
             if return_attention:
