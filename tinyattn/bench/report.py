@@ -40,7 +40,8 @@ times them interleaved in one process, round by round. A figure reads `median (q
 rounds; a ratio is taken within each round (same moment, same machine) and its median given.
 Compare ratios, not milliseconds across runs: on a shared 2-core machine the spread is real.
 The test suite runs the agreement checks (tests/app/test_bench.py) but never times anything.
-How the Shakespeare preset's recipe was chosen, run by run: [shakespeare-tuning.md](shakespeare-tuning.md).
+How the Shakespeare preset's recipe was chosen, run by run:
+[shakespeare-tuning.md](shakespeare-tuning.md).
 """
 
 GPU_TEXT = """## GPU
