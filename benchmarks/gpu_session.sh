@@ -5,7 +5,7 @@
 #                                                           ./gpu-results; STEP default: all)
 #
 # Steps, each with its own time limit and log in OUT_DIR (a failing step does not stop the next):
-#   tests      pytest -m gpu tests/test_cupy_backend.py: every kernel vs NumPy (NaN rows and
+#   tests      pytest -m gpu tests/backends/test_cupy_backend.py: every kernel vs NumPy (NaN rows and
 #              fully masked rows on every kernel shape included), a training step
 #   reference  the same with TINYATTN_CUPY_KERNELS=0 (the backend's reference primitives)
 #   softmax    benchmarks/softmax_gpu.py, float32 and float16 (GB/s vs copy bandwidth, torch)
@@ -31,7 +31,7 @@ steps="${*:-tests reference softmax attention train sanitize profile}"
 mkdir -p "$out"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 py="${PYTHON:-python3}"
-gpu_tests=("$py" -m pytest -p no:cacheprovider -q -m gpu tests/test_cupy_backend.py)
+gpu_tests=("$py" -m pytest -p no:cacheprovider -q -m gpu tests/backends/test_cupy_backend.py)
 
 run() {  # run NAME SECONDS COMMAND...: run it, log it, note its exit status and time
     local name=$1 limit=$2

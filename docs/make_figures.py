@@ -3,7 +3,7 @@
 Every chapter (docs/0*.md) is a series of ```python blocks that run top to bottom in one
 namespace; a ```text block right after a python block is what that block prints. This script
 runs each chapter with docs/img as the working directory, so the pictures the chapters show are
-exactly the files their code writes. tests/test_docs.py runs the same blocks (in a temporary
+exactly the files their code writes. tests/docs/test_docs.py runs the same blocks (in a temporary
 folder) and checks the printed text.
 
     python docs/make_figures.py                  # rewrite docs/img/*

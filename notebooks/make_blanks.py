@@ -4,7 +4,7 @@ Each notebook in notebooks/solutions/ marks the code a learner writes between th
 `# BEGIN SOLUTION` and `# END SOLUTION`; its blank twin in notebooks/ has, in their place, one
 `raise NotImplementedError(...)` at the same indent; the markdown's links are made relative to
 notebooks/ and point to the solution. Everything else is copied as it is, with outputs
-cleared. tests/test_notebooks.py checks the committed blanks are what this makes.
+cleared. tests/docs/test_notebooks.py checks the committed blanks are what this makes.
 
     python notebooks/make_blanks.py           # rewrite notebooks/*.ipynb from the solutions
 """

@@ -5,6 +5,12 @@ command (those modules are in the dev extra, .ci/run installs chromium), and mus
 silently from the count."""
 
 import os
+import pathlib
+import sys
+
+# what only the tests use (the CUDA emulator, the fake CuPy, NVRTC, the kernels' NumPy replays,
+# shared cases, MPI drivers) lives in tests/support/; tests import it by its module name
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "support"))
 
 _HOW = {  # what a skip reason names -> how to install it
     "torch": 'install the dev extra (pip install -e ".[dev]"), which brings torch==2.13.0',

@@ -441,3 +441,27 @@ def attention_memory(lengths=(64, 128, 256, 512), d=16, heads=1, path=None):
     ax.set_title(f"memory kept for backward (d = {d}, {heads} head{'s' * (heads > 1)})",
                  fontsize=9)
     return _finish(fig, path)
+
+
+# ---- training -----------------------------------------------------------------------------------
+
+
+def training_curves(history, path=None):
+    """Loss (log scale) and token accuracy per step, of the training batches and, where the run
+    evaluated, the held-out set. history: the rows of a run's metrics.jsonl (dicts with step,
+    loss, acc and, at evaluations, heldout_loss and heldout_acc)."""
+    steps = [r["step"] for r in history]
+    evals = [r for r in history if "heldout_loss" in r]
+    fig = _figure(10, 3.8)
+    ax_loss, ax_acc = fig.subplots(1, 2)
+    ax_loss.plot(steps, [r["loss"] for r in history], lw=0.8, alpha=0.7, label="train")
+    ax_loss.plot([r["step"] for r in evals], [r["heldout_loss"] for r in evals], "o-",
+                 label="held-out")
+    ax_loss.set(xlabel="step", ylabel="cross-entropy", yscale="log", title="loss")
+    ax_loss.legend()
+    ax_acc.plot(steps, [r["acc"] for r in history], lw=0.8, alpha=0.7, label="train batch")
+    ax_acc.plot([r["step"] for r in evals], [r["heldout_acc"] for r in evals], "o-",
+                label="held-out")
+    ax_acc.set(xlabel="step", ylabel="token accuracy", ylim=(0, 1.02), title="accuracy")
+    ax_acc.legend(loc="lower right")
+    return _finish(fig, path)

@@ -706,27 +706,10 @@ def samples_text(task, model, heldout, be, n=12):
 
 
 def _plot_curves(history, path):
-    import matplotlib
+    """loss.png: the training and held-out curves (tinyattn.plots.training_curves)."""
+    from . import plots
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    steps = [r["step"] for r in history]
-    evals = [r for r in history if "heldout_loss" in r]
-    fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(10, 3.8))
-    ax_loss.plot(steps, [r["loss"] for r in history], lw=0.8, alpha=0.7, label="train")
-    ax_loss.plot([r["step"] for r in evals], [r["heldout_loss"] for r in evals], "o-",
-                 label="held-out")
-    ax_loss.set(xlabel="step", ylabel="cross-entropy", yscale="log", title="loss")
-    ax_loss.legend()
-    ax_acc.plot(steps, [r["acc"] for r in history], lw=0.8, alpha=0.7, label="train batch")
-    ax_acc.plot([r["step"] for r in evals], [r["heldout_acc"] for r in evals], "o-",
-                label="held-out")
-    ax_acc.set(xlabel="step", ylabel="token accuracy", ylim=(0, 1.02), title="accuracy")
-    ax_acc.legend(loc="lower right")
-    fig.tight_layout()
-    _save_figure(fig, path)
-    plt.close(fig)
+    _save_figure(plots.training_curves(history), path)
 
 
 def _label(token):

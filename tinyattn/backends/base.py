@@ -10,9 +10,9 @@ a row whose entries are all -inf (fully masked) gives zeros, never NaN.
 import math
 from abc import ABC, abstractmethod
 
-from . import flash
+from . import flash, stable
+from .stable import NEG_INF
 
-NEG_INF = float("-inf")
 SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 INV_SQRT_2 = 1 / math.sqrt(2)
 INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
@@ -129,9 +129,7 @@ class Backend(ABC):
     def _softmax_in_place(self, y, axis=-1):
         """softmax over `axis`, overwriting y (a temporary the caller owns) and returning it."""
         xp = self.xp
-        m = y.max(axis=axis, keepdims=True)
-        m[m == NEG_INF] = 0  # a fully masked row: exp(-inf - 0) = 0, no NaN
-        y -= m
+        y -= stable.row_max(xp, y, axis)  # a fully masked row: exp(-inf - 0) = 0, no NaN
         xp.exp(y, out=y)
         s = y.sum(axis=axis, keepdims=True)
         s[s == 0] = 1
@@ -156,7 +154,7 @@ class Backend(ABC):
         (a naive exp(-inf - -inf) would be NaN).
         """
         m = xp.maximum(m_a, m_b)
-        m_safe = xp.where(m == NEG_INF, 0, m)
+        m_safe = stable.shift(xp, m)
         return m, l_a * xp.exp(m_a - m_safe) + l_b * xp.exp(m_b - m_safe)
 
     def online_softmax(self, x, block=128):
@@ -173,9 +171,9 @@ class Backend(ABC):
         for start in range(0, n, block):
             xb = x[..., start:start + block]
             m_b = xb.max(axis=-1, keepdims=True)
-            l_b = xp.exp(xb - xp.where(m_b == NEG_INF, 0, m_b)).sum(axis=-1, keepdims=True)
+            l_b = xp.exp(xb - stable.shift(xp, m_b)).sum(axis=-1, keepdims=True)
             m, l = self.online_merge(xp, m, l, m_b, l_b)
-        y = xp.exp(x - xp.where(m == NEG_INF, 0, m))
+        y = xp.exp(x - stable.shift(xp, m))
         return y / xp.where(l == 0, 1, l)
 
     # ---- scaled masked softmax (attention scores), over the last axis ------------------------

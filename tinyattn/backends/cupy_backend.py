@@ -10,7 +10,7 @@ says plainly whether CuPy is missing or the GPU is unusable. Ordinary array work
     gelu_forward, gelu_backward, adam_update   elementwise.cu (cupy.ElementwiseKernel bodies)
 
 Each kernel is compiled once per process with NVRTC (cupy.RawModule, memoized by file) and
-looked up by its extern "C" name; backends/kernel_refs.py replays each one in NumPy. Inputs a
+looked up by its extern "C" name; backends/cuda_launch.py replays each one in NumPy. Inputs a
 kernel does not cover (other dtypes, head dims other than 16/32/64/128, additive masks, ...) take
 the readable reference of `Backend` instead, on the GPU through `xp`. TINYATTN_CUPY_KERNELS=0
 turns every kernel off (useful to tell a kernel bug from an op bug). Nothing in this module
@@ -20,37 +20,28 @@ imports CuPy at import time, so the kernel sources and their names can be checke
 import math
 import os
 import warnings
-from pathlib import Path
 
 import numpy as np
 
 from ..errors import BackendError, DTypeError
-from . import kernel_refs
+from . import cuda_launch
 from .base import Backend
+from .cuda_launch import (
+    DTYPE_SUFFIX,
+    FLASH_DTYPES,
+    NVRTC_OPTIONS,
+    ROW_CACHE_LIMIT,
+    SOFTMAX_DTYPES,
+    STATIC_SMEM_LIMIT,
+    STATIC_SMEM_RESERVE,
+    check_launch,
+    flash_smem_bytes,
+    kernel_source,
+)
 
 INSTALL_HINT = ("install CuPy for your CUDA version: pip install 'tinyattn[cuda12]' "
                 "(CUDA 12.x) or 'tinyattn[cuda13]' (CUDA 13.x)")
 
-KERNEL_DIR = Path(__file__).with_name("kernels")
-COMMON_HEADER = "tinyattn_common.cuh"
-# NVRTC options for every RawModule (CuPy adds -arch for the device and -ftz=true itself);
-# tests/test_kernels.py compiles the same text with nvcc -std=c++17 -ftz=true.
-NVRTC_OPTIONS = ("--std=c++17",)
-DTYPE_SUFFIX = {np.dtype(np.float16): "f16", np.dtype(np.float32): "f32",
-                np.dtype(np.float64): "f64"}
-SOFTMAX_DTYPES = tuple(DTYPE_SUFFIX)
-FLASH_DTYPES = (np.dtype(np.float16), np.dtype(np.float32))
-STATIC_SMEM_LIMIT = 48 * 1024  # dynamic shared memory allowed without a kernel attribute
-# The block softmax kernels keep the row in shared memory up to this size (the forward its
-# scores, the backward y and g), so a long row is read from memory once; less on a device that
-# gives a block less (CupyBackend.row_cache_limit).
-ROW_CACHE_LIMIT = 64 * 1024
-STATIC_SMEM_RESERVE = 1024  # the block kernels' own __shared__ arrays (at most 768 bytes)
-# CUDA's launch limits (every compute capability this backend targets): a launch over them
-# fails with cudaErrorInvalidConfiguration, so each one is checked here first (check_launch)
-GRID_LIMITS = (2**31 - 1, 65535, 65535)
-BLOCK_LIMITS = (1024, 1024, 64)
-MAX_BLOCK_THREADS = 1024
 
 
 def make_cupy_backend(seed=None):
@@ -70,62 +61,6 @@ def make_cupy_backend(seed=None):
                            "`nvidia-smi` and that the CuPy wheel matches your CUDA driver; "
                            "or stay on the numpy backend")
     return CupyBackend(seed)
-
-
-# ---- kernel sources and names (no CuPy needed) -----------------------------------------------
-
-def kernel_source(filename):
-    """The text handed to NVRTC for kernels/<filename>: the shared header pasted in place of
-    its #include line, so no include path is needed and CuPy's compile cache (keyed by the
-    source text) sees header changes."""
-    text = (KERNEL_DIR / filename).read_text()
-    include = f'#include "{COMMON_HEADER}"'
-    if include in text:
-        header = (KERNEL_DIR / COMMON_HEADER).read_text().replace("#pragma once\n", "")
-        text = text.replace(include, header)
-    return text
-
-
-def softmax_kernel_names():
-    """Every entry point of softmax.cu, as CupyBackend asks for them."""
-    names = []
-    for suffix in DTYPE_SUFFIX.values():
-        for direction in ("forward", "backward"):
-            names += [f"tinyattn_softmax_{direction}_warp{e}_{suffix}" for e in (1, 2, 4, 8, 16,
-                                                                                  32)]
-            names.append(f"tinyattn_softmax_{direction}_block_{suffix}")
-    return names
-
-
-def flash_kernel_names():
-    """Every entry point of flash.cu, as CupyBackend asks for them."""
-    return [f"tinyattn_flash_{direction}_d{d}_{DTYPE_SUFFIX[dt]}"
-            for direction in ("forward", "backward") for d in kernel_refs.FLASH_TILES
-            for dt in FLASH_DTYPES]
-
-
-def flash_smem_bytes(d, direction):
-    """Dynamic shared memory of a flash block (floats, rows padded to d + 4 and BK + 4)."""
-    fwd, bwd = kernel_refs.FLASH_TILES[d]
-    if direction == "forward":
-        bq, bk = fwd
-        return 4 * (bq * (d + 4) + 2 * bk * (d + 4) + bq * (bk + 4))
-    bq, bk = bwd
-    return 4 * (2 * bk * (d + 4) + 2 * bq * (d + 4) + 2 * bq * (bk + 4) + 2 * bq)
-
-
-def check_launch(name, grid, block):
-    """Raise BackendError naming the kernel if (grid, block) is over CUDA's launch limits
-    (grid x < 2^31, y and z <= 65535, block x and y <= 1024, z <= 64, threads <= 1024) or
-    has an empty dimension (CUDA rejects a (0, ...) grid)."""
-    for label, dims, limits in (("grid", grid, GRID_LIMITS), ("block", block, BLOCK_LIMITS)):
-        if not 1 <= len(dims) <= 3 or any(not 1 <= d <= lim
-                                           for d, lim in zip(dims, limits, strict=False)):
-            raise BackendError(f"{name}: cannot launch a {label} of {tuple(dims)}; CUDA allows "
-                               f"1 to {limits} per dimension")
-    if math.prod(block) > MAX_BLOCK_THREADS:
-        raise BackendError(f"{name}: a block of {tuple(block)} has {math.prod(block)} threads; "
-                           f"CUDA allows at most {MAX_BLOCK_THREADS}")
 
 
 def collapse_batch_stride(shape, strides):
@@ -298,7 +233,7 @@ class CupyBackend(Backend):
         """Whether the softmax kernels take x: their dtypes, rows of 1 to SOFTMAX_MAX_COLS
         (the kernels index a row with int) and fewer than 2^31 rows (the grid's x limit)."""
         return (self.use_kernels and x.dtype in SOFTMAX_DTYPES and x.ndim >= 1
-                and 0 < x.shape[-1] <= kernel_refs.SOFTMAX_MAX_COLS
+                and 0 < x.shape[-1] <= cuda_launch.SOFTMAX_MAX_COLS
                 and x.size // x.shape[-1] < 2**31)
 
     def softmax(self, x, axis=-1):
@@ -336,13 +271,13 @@ class CupyBackend(Backend):
         n = a.shape[-1]
         n_rows = a.size // n
         n_q = a.shape[-2] if a.ndim >= 2 else 1
-        launch = kernel_refs.softmax_launch(n)
+        launch = cuda_launch.softmax_launch(n)
         suffix = DTYPE_SUFFIX[a.dtype]
         if launch[0] == "warp":
             _, per_lane, width = launch
-            rows_per_block = kernel_refs.WARP_BLOCK_THREADS // width
+            rows_per_block = cuda_launch.WARP_BLOCK_THREADS // width
             fn = self.kernel("softmax.cu", f"tinyattn_softmax_{direction}_warp{per_lane}_{suffix}")
-            grid, block = (math.ceil(n_rows / rows_per_block),), (kernel_refs.WARP_BLOCK_THREADS,)
+            grid, block = (math.ceil(n_rows / rows_per_block),), (cuda_launch.WARP_BLOCK_THREADS,)
         else:
             fn = self.kernel("softmax.cu", f"tinyattn_softmax_{direction}_block_{suffix}",
                              self.row_cache_limit)
@@ -391,7 +326,7 @@ class CupyBackend(Backend):
 
     def _row_cache_bytes(self, n, dtype, arrays):
         """Shared memory for `arrays` rows of n compute-type values, or 0 if over the limit."""
-        nbytes = arrays * n * kernel_refs.acc_dtype(dtype).itemsize
+        nbytes = arrays * n * cuda_launch.acc_dtype(dtype).itemsize
         return nbytes if nbytes <= self.row_cache_limit else 0
 
     # ---- flash attention ----------------------------------------------------------------------
@@ -402,7 +337,7 @@ class CupyBackend(Backend):
         device gives a block (d = 64 needs 68 KB: not on sm_75's 64 KB)."""
         d = q.shape[-1]
         return (self.use_kernels and q.dtype in FLASH_DTYPES and k.dtype == q.dtype
-                and v.dtype == q.dtype and d in kernel_refs.FLASH_TILES and k.shape[-1] == d
+                and v.dtype == q.dtype and d in cuda_launch.FLASH_TILES and k.shape[-1] == d
                 and v.shape[-1] == d and q.shape[-2] > 0 and k.shape[-2] > 0
                 and (keep is None or keep.dtype == bool)
                 and max(flash_smem_bytes(d, "forward"),
@@ -428,13 +363,13 @@ class CupyBackend(Backend):
         if n == 0:  # an empty batch: nothing to launch (CUDA rejects a grid of 0 blocks)
             return out.reshape(lead + (n_q, d)), lse.reshape(lead + (n_q,))
         mask, _alive = self._mask_params(keep, lead + (n_q, n_k))
-        (bq, _), _ = kernel_refs.FLASH_TILES[d]
+        (bq, _), _ = cuda_launch.FLASH_TILES[d]
         smem = flash_smem_bytes(d, "forward")
         fn = self.kernel("flash.cu", f"tinyattn_flash_forward_d{d}_{DTYPE_SUFFIX[q.dtype]}",
                          smem)
         # one grid dimension: batch fastest, query tiles on top (x may reach 2^31 - 1; y
         # would stop at 65535 tiles)
-        self._launch(fn, (n * math.ceil(n_q / bq),), (kernel_refs.FLASH_THREADS,),
+        self._launch(fn, (n * math.ceil(n_q / bq),), (cuda_launch.FLASH_THREADS,),
                      (q3, k3, v3, out, lse, np.int32(n_q), np.int32(n_k), np.float32(scale),
                       np.int32(causal)) + mask, shared_mem=smem)
         return out.reshape(lead + (n_q, d)), lse.reshape(lead + (n_q,))
@@ -456,11 +391,11 @@ class CupyBackend(Backend):
             return (gq.astype(q.dtype, copy=False).reshape(lead + (n_q, d)),
                     gk.reshape(lead + (n_k, d)), gv.reshape(lead + (n_k, d)))
         mask, _alive = self._mask_params(keep, lead + (n_q, n_k))
-        _, (_, bk) = kernel_refs.FLASH_TILES[d]
+        _, (_, bk) = cuda_launch.FLASH_TILES[d]
         smem = flash_smem_bytes(d, "backward")
         fn = self.kernel("flash.cu", f"tinyattn_flash_backward_d{d}_{DTYPE_SUFFIX[q.dtype]}",
                          smem)
-        self._launch(fn, (n * math.ceil(n_k / bk),), (kernel_refs.FLASH_THREADS,),
+        self._launch(fn, (n * math.ceil(n_k / bk),), (cuda_launch.FLASH_THREADS,),
                      (q3, k3, v3, g3, lse2, drow, gq, gk, gv, np.int32(n_q), np.int32(n_k),
                       np.float32(scale), np.int32(causal)) + mask, shared_mem=smem)
         return (gq.astype(q.dtype, copy=False).reshape(lead + (n_q, d)),

@@ -8,7 +8,7 @@ probabilities from that log-sum-exp, with D = rowsum(dO * O) standing in for the
 row sum. Extra memory is O(T·d + T·block). Written in `xp`, vectorised over the batch dims.
 """
 
-NEG_INF = float("-inf")
+from .stable import NEG_INF, shift
 
 
 def _tile_scores(xp, q_tile, k_tile, keep, scale, causal, i0, j0):
@@ -56,7 +56,7 @@ def flash_forward(xp, q, k, v, keep=None, scale=1.0, causal=False, block_q=64, b
             k_tile = k[..., j0:j1, :].astype(work, copy=False)
             s = _tile_scores(xp, q_tile, k_tile, keep, scale, causal, i0, j0)
             m_new = xp.maximum(m, s.max(axis=-1))
-            m_safe = xp.where(m_new == NEG_INF, 0, m_new)  # rows with nothing seen yet
+            m_safe = shift(xp, m_new)  # rows with nothing seen yet: 0
             p = xp.exp(s - m_safe[..., None])  # (N, bq, bk)
             alpha = xp.exp(m - m_safe)  # rescales what was summed against the old max
             l = l * alpha + p.sum(axis=-1)
@@ -80,7 +80,7 @@ def flash_backward(xp, q, k, v, out, lse, g, keep=None, scale=1.0, causal=False,
     q, k, v, g = (a.astype(work, copy=False) for a in (q, k, v, g))
     gq, gk, gv = xp.zeros_like(q), xp.zeros_like(k), xp.zeros_like(v)
     d_rows = (g * out).sum(axis=-1)  # (N, T): the softmax VJP's row sums, from O and dO
-    lse_safe = xp.where(lse == NEG_INF, 0, lse)  # fully masked rows: every p is exp(-inf) = 0
+    lse_safe = shift(xp, lse)  # fully masked rows: 0, so every p is exp(-inf) = 0
     for j0 in range(0, n_k, block_k):
         j1 = min(j0 + block_k, n_k)
         k_tile, v_tile = k[..., j0:j1, :], v[..., j0:j1, :]  # (N, bk, d), (N, bk, dv)

@@ -98,7 +98,7 @@ def table(results):
             lines.append(f"| {size} {SIZES[size]} | {n} | {m['step_s'] * 1e3:.1f} ms | "
                          f"{1 / m['step_s']:.1f} | {base / m['step_s']:.2f}x | "
                          f"{m['allreduce_share']:.1%} | {m['bytes_per_step'] / 1e6:.2f} MB "
-                         f"({m['messages_per_step']} messages) | {m['ring_bound'] / 1e6:.2f} MB |")
+                         f"({m['messages_per_step']} Allreduce) | {m['ring_bound'] / 1e6:.2f} MB |")
     return "\n".join(lines)
 
 

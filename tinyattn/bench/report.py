@@ -7,7 +7,7 @@ not asked for keep their last text (between `<!-- section: NAME -->` and `<!-- e
 so one benchmark can be rerun alone; the page is written to a temporary file and renamed, so a
 failed run leaves the old page as it was.
 
-    tinyattn bench report [--sections step overhead attention train shakespeare]
+    tinyattn bench report [--sections step overhead attention train shakespeare ddp]
                           [--out docs/benchmarks.md]
                           [--quick]
 
@@ -29,7 +29,7 @@ import time
 
 import numpy as np
 
-from . import attention, overhead, step
+from . import attention, ddp, overhead, step
 from .timing import fmt_spread, paired_ratios, quartiles, time_rounds
 
 HEADER = """# Benchmarks
@@ -39,7 +39,9 @@ Each benchmark checks first that the implementations it compares compute the sam
 times them interleaved in one process, round by round. A figure reads `median (q1-q3)` over the
 rounds; a ratio is taken within each round (same moment, same machine) and its median given.
 Compare ratios, not milliseconds across runs: on a shared 2-core machine the spread is real.
-The test suite runs the agreement checks (tests/test_bench.py) but never times anything.
+The test suite runs the agreement checks (tests/app/test_bench.py) but never times anything.
+How the Shakespeare preset's recipe was chosen, run by run:
+[shakespeare-tuning.md](shakespeare-tuning.md).
 """
 
 GPU_TEXT = """## GPU
@@ -231,9 +233,23 @@ def shakespeare_markdown(header, result, run, sample):
         "```text\n" + sample.strip("\n") + "\n```\n"])
 
 
+def section_ddp(ctx):
+    """Data-parallel steps under mpiexec -n 1 and 2 (tinyattn/bench/ddp.py)."""
+    sizes, repeats = (["tiny"], 3) if ctx.quick else (["small", "medium"], 20)
+    results = {n: ddp.run(n, sizes, repeats) for n in (1, 2)}
+    return "\n".join([
+        "## CPU: data-parallel training on MPI\n",
+        f"Full training steps (forward, backward, Allreduce of the gradients, clipping, AdamW) "
+        f"of the step benchmark's models on a fixed global batch B, each of N MPI ranks "
+        f"computing B/N rows with one BLAS thread; median of {repeats} steps. The Allreduce's "
+        "share is timed on rank 0 and includes waiting for the slower rank. Bytes are what each "
+        "rank hands to MPI per step; the bound is the least any allreduce algorithm sends.\n",
+        stamp("tinyattn bench report --sections ddp"), ddp.table(results)]) + "\n"
+
+
 SECTIONS = {"step": section_step, "overhead": section_overhead,
             "attention": section_attention, "train": section_train,
-            "shakespeare": section_shakespeare}
+            "shakespeare": section_shakespeare, "ddp": section_ddp}
 
 
 def kept_sections(text):

@@ -14,8 +14,6 @@ from . import traps
 from .op import broadcasts_to, dim1, dims, op
 from .samples import CAUSAL_PAD, case, const, vals
 
-NEG_INF = float("-inf")
-
 
 def _zero_rows(be, arrays, params, out, label):
     """Trap: softmax rows that are all zeros, i.e. fully masked (every entry -inf)."""

@@ -25,7 +25,7 @@
 // flight while the block computes on the current one, and float16 is converted only when the
 // tile is stored to shared memory.
 // These kernels have not run on a GPU: they are checked by compiling them (nvcc, NVRTC, ptxas)
-// and by running their source in tests/cuda_emu.py. FP32 FMA without tensor cores: expect an
+// and by running their source in tests/support/cuda_emu.py. FP32 FMA without tensor cores: expect an
 // order of magnitude below FlashAttention-2; an mma.sync/ldmatrix path is future work.
 //
 // Forward, a 1-D grid of N * ceil(T / BQ) blocks (x alone may exceed 65535: y and z may

@@ -24,10 +24,10 @@
 // A row with a NaN among its unmasked scores comes out all NaN (l is NaN, and 1 / l is used
 // whenever l != 0); a fully masked row (l = 0) comes out zeros, as in the NumPy reference.
 // Compute type: float32 for float16/float32 data, float64 for float64.
-// tinyattn/backends/kernel_refs.py replays each kernel's order of operations in NumPy (not bit
+// tests/support/kernel_refs.py replays each kernel's order of operations in NumPy (not bit
 // for bit: nvcc contracts multiply-adds to FMA and ex2.approx is not NumPy's exp2).
 // These kernels have not run on a GPU: they are checked by compiling them (nvcc, NVRTC, ptxas)
-// and by running their source in tests/cuda_emu.py, whose races, barriers, shuffles, bounds
+// and by running their source in tests/support/cuda_emu.py, whose races, barriers, shuffles, bounds
 // and unwritten shared memory checks they pass; their speed is unmeasured.
 #include "tinyattn_common.cuh"
 

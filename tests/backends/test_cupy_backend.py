@@ -14,16 +14,17 @@ import subprocess
 import sys
 import types
 
-import cuda_emu  # tests/ is on sys.path (pytest's rootdir-relative import)
+import cuda_emu  # tests/support is on sys.path (tests/conftest.py)
 import fake_cupy
+import kernel_refs as kr  # tests/support (tests/conftest.py)
 import numpy as np
 import pytest
 
 import tinyattn
 import tinyattn.functional as F
 from tinyattn.backends import backend as get_backend_by_name
+from tinyattn.backends import cuda_launch as cl
 from tinyattn.backends import cupy_backend as cb
-from tinyattn.backends import kernel_refs as kr
 from tinyattn.backends.numpy_backend import NumpyBackend
 from tinyattn.errors import BackendError
 
@@ -73,7 +74,8 @@ def host_side_backend():
     be = object.__new__(cb.CupyBackend)
     be.xp = np
     be.use_kernels = True
-    be.smem_per_block = 227 * 1024  # an H100's
+    be._smem_optin = {0: 227 * 1024}  # an H100's, on device 0
+    be._device_id = lambda: 0
     be.launches = []
 
     def kernel(filename, name, smem_bytes=0):
@@ -123,7 +125,7 @@ def ptx_params(tmp_path_factory):
     params = {}
     for name in ("softmax.cu", "flash.cu"):
         src = tmp_path_factory.mktemp("ptx") / name
-        src.write_text(cb.kernel_source(name))
+        src.write_text(cl.kernel_source(name))
         ptx = src.with_suffix(".ptx")
         subprocess.run([nvcc, "-ptx", "-arch=sm_90", "-std=c++17", str(src), "-o", str(ptx)],
                        check=True, capture_output=True)
@@ -137,11 +139,11 @@ def check_launches(be, ptx_params):
     for _, name, grid, block, args, shared_mem in be.launches:
         want = [t.replace("s", "u").replace("b", "u") for t in ptx_params[name]]
         assert [arg_type(a) for a in args] == want, name
-        cb.check_launch(name, grid, block)  # within CUDA's limits
+        cl.check_launch(name, grid, block)  # within CUDA's limits
         assert block[0] % 32 == 0
         if "flash" in name:
             direction = "forward" if "forward" in name else "backward"
-            assert shared_mem == cb.flash_smem_bytes(int(re.search(r"_d(\d+)_", name)[1]),
+            assert shared_mem == cl.flash_smem_bytes(int(re.search(r"_d(\d+)_", name)[1]),
                                                      direction)
 
 
@@ -209,7 +211,8 @@ def gpu_test(fn):
 
 
 # The kernel tests below run twice: on the GPU ("gpu", `pytest -m gpu`) and on the CPU with the
-# kernels' CUDA source run by tests/cuda_emu.py under tests/fake_cupy.py ("emulated", needs g++).
+# kernels' CUDA source run by tests/support/cuda_emu.py under tests/support/fake_cupy.py
+# ("emulated", needs g++).
 # The emulator checks indexing, masking, barriers, shuffles and bounds, not speed.
 CUPY_KINDS = [
     pytest.param("gpu", marks=[pytest.mark.gpu,

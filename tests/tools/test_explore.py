@@ -1,6 +1,7 @@
 """The backward-pass explorer page without a browser: one self-contained file, its data (every
 node, every step, the numbers explain mode prints), .grad left alone, value payloads, the
-Jupyter display and `tinyattn graph --html`. tests/test_explore_browser.py clicks through it."""
+Jupyter display and `tinyattn graph --html`. tests/tools/test_explore_browser.py clicks through
+it."""
 
 import html
 import json
@@ -200,7 +201,7 @@ def test_in_jupyter_explore_shows_inline(tmp_path):
     result, run by a real Jupyter kernel."""
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
-    root = str(Path(__file__).resolve().parents[1])
+    root = str(Path(__file__).resolve().parents[2])
     source = (f"import sys; sys.path.insert(0, {root!r})\n"
               "import numpy as np\nimport tinyattn as ta\nfrom tinyattn import viz\n"
               "x = ta.tensor(np.array([0.5, -1.0]), requires_grad=True)\n"

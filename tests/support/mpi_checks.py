@@ -1,4 +1,4 @@
-"""Run under `mpiexec -n 2` by tests/test_distributed.py: tinyattn.distributed's collectives on
+"""Run under `mpiexec -n 2` by tests/app/test_distributed.py: tinyattn.distributed's collectives on
 a real MPI world. Each check prints "ok NAME" on rank 0; a failure raises (and aborts both)."""
 
 import sys
@@ -59,7 +59,7 @@ def main():
     if "float32" in which:
         check_float32_and_broadcast()
     if "fake_cupy" in which:
-        sys.path.insert(0, "tests")
+        sys.path.insert(0, "tests/support")
         import fake_cupy
         import pytest
 

@@ -10,15 +10,15 @@ import pytest
 
 from tinyattn import explore
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 spec = importlib.util.spec_from_file_location("make_figures", DOCS / "make_figures.py")
 make_figures = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(make_figures)
 CHAPTERS = make_figures.chapters()
 
 
-def test_there_are_six_chapters_and_an_index_linking_them():
-    assert len(CHAPTERS) == 6
+def test_there_are_seven_chapters_and_an_index_linking_them():
+    assert len(CHAPTERS) == 7
     index = (DOCS / "README.md").read_text(encoding="utf-8")
     for chapter in CHAPTERS:
         assert f"]({chapter.name})" in index

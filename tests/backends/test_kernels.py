@@ -1,11 +1,11 @@
 """The CUDA kernels, checked without a GPU.
 
 1. Every .cu file, exactly as CupyBackend hands it to NVRTC, compiles with `nvcc -ptx` for sm_80
-   and sm_90 and with NVRTC itself (tests/nvrtc.py, when libnvrtc is installed), defines every
-   kernel name the backend looks up, and needs no host header; the ElementwiseKernel
+   and sm_90 and with NVRTC itself (tests/support/nvrtc.py, when libnvrtc is installed), defines
+   every kernel name the backend looks up, and needs no host header; the ElementwiseKernel
    operations compile inside a kernel built the way CuPy builds one.
-2. The NumPy replays of the kernels' algorithms (backends/kernel_refs.py: same lane/thread split,
-   same butterflies, same online (m, l) recurrence, same flash tiles) equal the readable
+2. The NumPy replays of the kernels' algorithms (tests/support/kernel_refs.py: same lane/thread
+   split, same butterflies, same online (m, l) recurrence, same flash tiles) equal the readable
    references of backends/base.py and flash.py on adversarial inputs: ±1e4, -inf entries, fully
    masked rows, rows of length 1 and 4097, causal and explicit masks, T not a multiple of a tile.
 """
@@ -15,15 +15,16 @@ import re
 import shutil
 import subprocess
 
+import kernel_refs as kr  # tests/support (tests/conftest.py)
 import numpy as np
-import nvrtc  # tests/ is on sys.path (pytest's rootdir-relative import)
+import nvrtc  # tests/support is on sys.path (tests/conftest.py)
 import pytest
 
 import tinyattn
 import tinyattn.functional as F
+from tinyattn.backends import cuda_launch as cl
 from tinyattn.backends import cupy_backend as cb
 from tinyattn.backends import flash as flash_ref
-from tinyattn.backends import kernel_refs as kr
 from tinyattn.backends.numpy_backend import NumpyBackend
 
 NEG_INF = float("-inf")
@@ -33,11 +34,11 @@ TOL = {np.float16: 2e-3, np.float32: 2e-6, np.float64: 1e-13}
 # ---- 1. compiling ------------------------------------------------------------------------------
 
 NVCC = shutil.which("nvcc")
-CU_FILES = sorted(p.name for p in cb.KERNEL_DIR.glob("*.cu"))
-EXPECTED_NAMES = {"softmax.cu": cb.softmax_kernel_names(), "flash.cu": cb.flash_kernel_names(),
+CU_FILES = sorted(p.name for p in cl.KERNEL_DIR.glob("*.cu"))
+EXPECTED_NAMES = {"softmax.cu": cl.softmax_kernel_names(), "flash.cu": cl.flash_kernel_names(),
                   "elementwise.cu": []}
 # nvcc spelling of the options NVRTC gets (CupyBackend's NVRTC_OPTIONS plus CuPy's -ftz=true)
-NVCC_OPTIONS = [o.replace("--std=", "-std=") for o in cb.NVRTC_OPTIONS] + ["-ftz=true"]
+NVCC_OPTIONS = [o.replace("--std=", "-std=") for o in cl.NVRTC_OPTIONS] + ["-ftz=true"]
 
 
 def test_every_cu_file_is_known():
@@ -46,7 +47,7 @@ def test_every_cu_file_is_known():
 
 @pytest.mark.parametrize("filename", CU_FILES)
 def test_sources_need_no_headers(filename):
-    code = re.sub(r"//.*", "", cb.kernel_source(filename))  # without the comments
+    code = re.sub(r"//.*", "", cl.kernel_source(filename))  # without the comments
     assert not re.search(r"^\s*#\s*include", code, re.M)  # the header is pasted in; no host ones
     assert "INFINITY" not in code and "FLT_MAX" not in code  # undefined under NVRTC
 
@@ -56,7 +57,7 @@ def test_sources_need_no_headers(filename):
 @pytest.mark.parametrize("filename", CU_FILES)
 def test_compiles_with_nvcc(filename, arch, tmp_path):
     src = tmp_path / filename
-    src.write_text(cb.kernel_source(filename))
+    src.write_text(cl.kernel_source(filename))
     ptx = tmp_path / "out.ptx"
     cmd = [NVCC, "-ptx", f"-arch={arch}", *NVCC_OPTIONS, str(src), "-o", str(ptx)]
     done = subprocess.run(cmd, capture_output=True, text=True)
@@ -72,14 +73,14 @@ def test_flash_kernels_fit_two_blocks_per_sm_without_spills(tmp_path):
     256-thread blocks per SM, the occupancy the tile sizes are chosen for) and spills nothing
     to local memory (spills in the inner loops would cost more than the vector loads gain)."""
     src = tmp_path / "flash.cu"
-    src.write_text(cb.kernel_source("flash.cu"))
+    src.write_text(cl.kernel_source("flash.cu"))
     cmd = [NVCC, "-cubin", "-arch=sm_90", *NVCC_OPTIONS, "-Xptxas", "-v", str(src), "-o",
            str(tmp_path / "flash.cubin")]
     done = subprocess.run(cmd, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     report = re.findall(r"Compiling entry function '(\w+)'.*?(\d+) bytes spill stores.*?"
                         r"Used (\d+) registers", done.stderr, re.S)
-    assert {name for name, *_ in report} == set(cb.flash_kernel_names())
+    assert {name for name, *_ in report} == set(cl.flash_kernel_names())
     for name, spills, registers in report:
         assert int(spills) == 0 and int(registers) <= 128, (name, spills, registers)
 
@@ -92,8 +93,8 @@ NVRTC_ARCHS = ["compute_75", "compute_80", "compute_90"]  # T4, A100, H100
 @pytest.mark.parametrize("filename", ["softmax.cu", "flash.cu"])
 def test_compiles_with_nvrtc_as_rawmodule_does(filename, arch):
     """The exact text and options CupyBackend gives cupy.RawModule, through NVRTC itself."""
-    options = [*cb.NVRTC_OPTIONS, f"-arch={arch}"]
-    ok, log, ptx = nvrtc.compile_ptx(cb.kernel_source(filename), filename, options)
+    options = [*cl.NVRTC_OPTIONS, f"-arch={arch}"]
+    ok, log, ptx = nvrtc.compile_ptx(cl.kernel_source(filename), filename, options)
     assert ok, f"NVRTC {nvrtc.version()} {options}:\n{log}"
     assert "warning" not in log.lower(), log
     assert set(re.findall(r"\.entry\s+(\w+)", ptx)) == set(EXPECTED_NAMES[filename])
@@ -114,7 +115,7 @@ def elementwise_as_cupy_builds_it(name, dtype):
                 binds.append(f"{'const T' if kind == 'in' else 'T&'} {var} = {var}_[i];")
             else:
                 params.append(f"{ctype[typ]} {var}")
-    return (f"typedef {dtype} T;\n{cb.kernel_source('elementwise.cu')}\n"
+    return (f"typedef {dtype} T;\n{cl.kernel_source('elementwise.cu')}\n"
             f'extern "C" __global__ void {name}({", ".join(params)}, long long n) {{\n'
             f"    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
             f"    if (i >= n) return;\n    {' '.join(binds)}\n    {operation}\n}}\n")
@@ -124,19 +125,19 @@ def elementwise_as_cupy_builds_it(name, dtype):
 @pytest.mark.parametrize("dtype", ["float", "double"])
 @pytest.mark.parametrize("name", list(cb._gelu_ops()))
 def test_elementwise_operations_compile_with_nvrtc(name, dtype):
-    options = [*cb.NVRTC_OPTIONS, "-arch=compute_90"]
+    options = [*cl.NVRTC_OPTIONS, "-arch=compute_90"]
     ok, log, ptx = nvrtc.compile_ptx(elementwise_as_cupy_builds_it(name, dtype), name, options)
     assert ok, log
     assert f".entry {name}" in ptx
 
 
 def test_flash_tiles_match_the_source():
-    text = cb.kernel_source("flash.cu")
+    text = cl.kernel_source("flash.cu")
     for d, ((fbq, fbk), (bbq, bbk)) in kr.FLASH_TILES.items():
         assert f"TINYATTN_FLASH({d}, {fbq}, {fbk}, {bbq}, {bbk}, float, f32)" in text
         assert f"TINYATTN_FLASH({d}, {fbq}, {fbk}, {bbq}, {bbk}, tinyattn_half, f16)" in text
         for direction in ("forward", "backward"):  # must fit the largest block of an sm_80 SM
-            assert cb.flash_smem_bytes(d, direction) <= 163 * 1024
+            assert cl.flash_smem_bytes(d, direction) <= 163 * 1024
 
 
 # ---- 2. softmax replays ------------------------------------------------------------------------

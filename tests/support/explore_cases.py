@@ -1,4 +1,5 @@
-"""Graphs the explorer tests share (tests/test_explore.py, tests/test_explore_browser.py): a
+"""Graphs the explorer tests share (tests/tools/test_explore.py,
+tests/tools/test_explore_browser.py): a
 three-op example with a tensor used twice, and what explain mode prints for it."""
 
 import io

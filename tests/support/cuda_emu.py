@@ -1,7 +1,7 @@
 """Run tinyattn's CUDA kernels on the CPU from their own source (tests only; needs g++).
 
 `EmuModule(code)` takes the text CupyBackend hands to NVRTC (cupy_backend.kernel_source), puts
-tests/cuda_emu_runtime.h in front of it, rewrites the two things a host compiler cannot take
+tests/support/cuda_emu_runtime.h in front of it, rewrites the two things a host compiler cannot take
 (the float16 `cvt` PTX asm and `extern __shared__` arrays), adds one thunk per extern "C"
 kernel, and builds a shared library with g++ (cached by the text's hash): compiled with
 -fsanitize=thread, whose per-access hooks the runtime header defines itself (the race,

@@ -15,7 +15,7 @@ nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 pytest.importorskip("ipykernel")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 spec = importlib.util.spec_from_file_location("make_blanks", NOTEBOOKS / "make_blanks.py")
 make_blanks = importlib.util.module_from_spec(spec)

@@ -1,4 +1,4 @@
-"""Run by tests/test_train_mpi.py under mpiexec: `tinyattn train ARGS...` with the default
+"""Run by tests/app/test_train_mpi.py under mpiexec: `tinyattn train ARGS...` with the default
 dtype argv[1]; when argv[2] is a step number (not "-"), a ValueError planted on rank 1 at that
 step (the other rank is then waiting in the gradients' Allreduce); argv[3] "no-report" skips
 the plots and samples (two thirds of a 30-step run's time), "report" writes them."""

@@ -1,12 +1,12 @@
-"""The CPU emulator of CUDA kernels (tests/cuda_emu.py) catches what it claims to catch.
+"""The CPU emulator of CUDA kernels (tests/support/cuda_emu.py) catches what it claims to catch.
 
 Each test compiles a small kernel with one deliberate mistake (a missing barrier, a lane that
 returns before a shuffle, a read past the end, ...) and checks that the emulator reports it,
 next to the same kernel without the mistake, which must run and give the right numbers. The
-kernels of tinyattn itself run on the emulator in tests/test_cupy_backend.py.
+kernels of tinyattn itself run on the emulator in tests/backends/test_cupy_backend.py.
 """
 
-import cuda_emu  # tests/ is on sys.path (pytest's rootdir-relative import)
+import cuda_emu  # tests/support is on sys.path (tests/conftest.py)
 import numpy as np
 import pytest
 

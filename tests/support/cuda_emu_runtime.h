@@ -1,6 +1,6 @@
 // cuda_emu_runtime.h - run CUDA C kernels on the CPU, one fiber per CUDA thread (tests only).
 //
-// tests/cuda_emu.py pastes this file in front of a kernel source from
+// tests/support/cuda_emu.py pastes this file in front of a kernel source from
 // tinyattn/backends/kernels/, compiles the lot with g++ into a shared library and launches
 // the kernels through emu_launch(). The kernel text is the one NVRTC gets; only PTX inline asm
 // (the float16 conversions) and `extern __shared__` arrays are rewritten by the harness.

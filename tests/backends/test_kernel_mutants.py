@@ -2,8 +2,9 @@
 
 Each case is a text edit of a kernel source exactly as CupyBackend hands it to NVRTC (the edit
 must apply exactly once, so a change of the kernel cannot silently turn a case into a no-op),
-run through CupyBackend's own host code on tests/fake_cupy.py with the kernels emulated
-(tests/cuda_emu.py). The same runs on the unedited sources pass (the first test), so what fails
+run through CupyBackend's own host code on tests/support/fake_cupy.py with the kernels emulated
+(tests/support/cuda_emu.py). The same runs on the unedited sources pass (the first test), so
+what fails
 is the planted bug and nothing else. The classes are the ones a GPU would show as a wrong
 answer now and then, or a crash: a lost update (atomicAdd -> +=), a missing barrier, a read of
 shared memory nobody wrote, an off-by-one bound, a negative index into a __shared__ array, a
@@ -12,7 +13,7 @@ misaligned vector load.
 
 import re
 
-import cuda_emu  # tests/ is on sys.path (pytest's rootdir-relative import)
+import cuda_emu  # tests/support is on sys.path (tests/conftest.py)
 import fake_cupy
 import numpy as np
 import pytest

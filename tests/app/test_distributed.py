@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import tinyattn as ta
 import tinyattn.distributed as dist
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def mpi_ready():
@@ -99,7 +99,7 @@ def test_abort_on_error_in_a_world_of_one_raises_as_usual(world_of_one):
 def test_allreduce_averages_in_buckets_on_two_processes():
     """Float64 and float32, several buckets, a .grad on one rank only, broadcast_parameters,
     and the host path for CuPy arrays (the fake CuPy: no NCCL there)."""
-    r = mpiexec(2, ["tests/mpi_checks.py", "average", "float32", "fake_cupy"], timeout=120)
+    r = mpiexec(2, ["tests/support/mpi_checks.py", "average", "float32", "fake_cupy"], timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "ok average float32 fake_cupy" in r.stdout
 

@@ -1,4 +1,4 @@
-"""The CuPy backend's Python code run on the CPU, on tests/fake_cupy.py instead of CuPy.
+"""The CuPy backend's Python code run on the CPU, on tests/support/fake_cupy.py instead of CuPy.
 
 With TINYATTN_CUPY_KERNELS=0 every op, a training step and `tinyattn train --backend cupy`
 must match the NumPy backend; with kernels on, the launches (names, argument types, grids,
@@ -13,16 +13,17 @@ import os
 import re
 import sys
 
-import cuda_emu  # tests/ is on sys.path (pytest's rootdir-relative import)
+import cuda_emu  # tests/support is on sys.path (tests/conftest.py)
 import fake_cupy
+import kernel_refs as kr  # tests/support (tests/conftest.py)
 import numpy as np
 import pytest
 
 import tinyattn as ta
 import tinyattn.backends as B
 import tinyattn.functional as F
+from tinyattn.backends import cuda_launch as cl
 from tinyattn.backends import cupy_backend as cb
-from tinyattn.backends import kernel_refs as kr
 from tinyattn.errors import BackendError, DTypeError
 from tinyattn.ops import REGISTRY
 from tinyattn.ops import samples as S
@@ -253,7 +254,7 @@ def test_softmax_launches(fake_kernels_be, n, dtype):
               be.softmax(x, axis=1)):
         assert isinstance(y, be.xp.ndarray) and y.dtype == dtype
     assert [y.shape for y in (be.softmax(x, axis=1),)] == [x.shape]
-    suffix = cb.DTYPE_SUFFIX[np.dtype(dtype)]
+    suffix = cl.DTYPE_SUFFIX[np.dtype(dtype)]
     launch = kr.softmax_launch(n)
     kind = f"warp{launch[1]}" if launch[0] == "warp" else "block"
     names = [name for name, *_ in launches()]
@@ -267,7 +268,7 @@ def test_softmax_launches(fake_kernels_be, n, dtype):
         else:
             assert grid == (6,)
             row = (1 if "forward" in name else 2) * n * kr.acc_dtype(dtype).itemsize
-            assert smem == (row if row <= cb.ROW_CACHE_LIMIT else 0)
+            assert smem == (row if row <= cl.ROW_CACHE_LIMIT else 0)
 
 
 @pytest.mark.parametrize("optin,flash_dims", [(64 * 1024, {16}), (99 * 1024, {16, 32, 64, 128}),
@@ -340,13 +341,13 @@ def test_flash_launches(fake_kernels_be, d, dtype):
     assert all(g.dtype == dtype for g in grads)
     (fname, fgrid, fblock, _, fsmem), (bname, bgrid, bblock, _, bsmem) = launches()
     (bq, _), (_, bk) = kr.FLASH_TILES[d]
-    suffix = cb.DTYPE_SUFFIX[np.dtype(dtype)]
+    suffix = cl.DTYPE_SUFFIX[np.dtype(dtype)]
     # one grid dimension (x: up to 2^31 - 1 blocks; y would stop at 65535 tiles)
     assert fname == f"tinyattn_flash_forward_d{d}_{suffix}" and fgrid == (6 * -(-10 // bq),)
     assert bname == f"tinyattn_flash_backward_d{d}_{suffix}" and bgrid == (6 * -(-7 // bk),)
     assert fblock == bblock == (kr.FLASH_THREADS,)
-    assert fsmem == cb.flash_smem_bytes(d, "forward")
-    assert bsmem == cb.flash_smem_bytes(d, "backward")
+    assert fsmem == cl.flash_smem_bytes(d, "forward")
+    assert bsmem == cl.flash_smem_bytes(d, "backward")
 
 
 def test_flash_with_an_empty_batch_launches_nothing(fake_kernels_be):
@@ -365,12 +366,12 @@ def test_flash_with_an_empty_batch_launches_nothing(fake_kernels_be):
 def test_launches_are_checked_against_cudas_limits(fake_kernels_be, grid, block):
     with pytest.raises(BackendError, match=r"tinyattn_k: (cannot launch a (grid|block)|a block "
                                            r"of .* threads)"):
-        cb.check_launch("tinyattn_k", grid, block)
+        cl.check_launch("tinyattn_k", grid, block)
     with pytest.raises(ValueError, match="cudaErrorInvalidConfiguration|threads"):  # the fake too
         fake_kernels_be.kernel("softmax.cu", "tinyattn_softmax_forward_warp1_f32")(
             grid, block, ())
-    cb.check_launch("tinyattn_k", (2**31 - 1, 65535, 65535), (1024,))
-    cb.check_launch("tinyattn_k", (1,), (16, 16, 4))
+    cl.check_launch("tinyattn_k", (2**31 - 1, 65535, 65535), (1024,))
+    cl.check_launch("tinyattn_k", (1,), (16, 16, 4))
 
 
 def test_the_shared_memory_opt_in_is_set_on_every_device(fake_kernels_be, monkeypatch):
@@ -446,8 +447,8 @@ def test_kernels_compile_once_per_file(fake_kernels_be):
     be.softmax_backward(x, x)
     be.softmax(x.astype(np.float64))
     assert len(fake_cupy.RAW_MODULES) == 1 and set(be._modules) == {"softmax.cu"}
-    assert f'#include "{cb.COMMON_HEADER}"' not in fake_cupy.RAW_MODULES[0].code
-    assert fake_cupy.RAW_MODULES[0].options == cb.NVRTC_OPTIONS
+    assert f'#include "{cl.COMMON_HEADER}"' not in fake_cupy.RAW_MODULES[0].code
+    assert fake_cupy.RAW_MODULES[0].options == cl.NVRTC_OPTIONS
 
 
 def test_the_fake_is_gone_afterwards():

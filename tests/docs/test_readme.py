@@ -3,7 +3,7 @@
 import re
 from pathlib import Path
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
 
 
 def test_readme_python_blocks_run(tmp_path, monkeypatch):
@@ -44,7 +44,7 @@ def test_training_needs_nothing_from_the_dev_extra():
             "bad = sorted(m for m in ('torch', 'pytest', 'hypothesis', 'ruff', 'radon', "
             "'nvidia') if m in sys.modules)\n"
             "print(','.join(bad))")
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=root, env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
                           timeout=60)

@@ -241,7 +241,7 @@ def test_under_ci_a_run_that_skipped_for_want_of_chromium_fails(monkeypatch, cap
     import conftest
 
     class Report:
-        skipped, nodeid = True, "tests/test_explore_browser.py::test_x"
+        skipped, nodeid = True, "tests/tools/test_explore_browser.py::test_x"
         longrepr = ("test_explore_browser.py", 1, "Skipped: needs chromium: none on PATH")
 
     assert conftest._missing(Report) == "chromium"

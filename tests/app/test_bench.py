@@ -18,7 +18,7 @@ from tinyattn.backends.numpy_backend import NumpyBackend
 from tinyattn.bench import overhead, report, step
 from tinyattn.cli import main
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "benchmarks"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "benchmarks"))
 from numpy_floor import numpy_step  # noqa: E402 - the floor is a reference in benchmarks/
 
 
@@ -112,7 +112,7 @@ def _checkout(tmp_path):
     """A folder shaped like a source checkout: docs/ and benchmarks/numpy_floor.py."""
     (tmp_path / "docs").mkdir()
     (tmp_path / "benchmarks").mkdir()
-    floor = pathlib.Path(__file__).resolve().parent.parent / "benchmarks" / "numpy_floor.py"
+    floor = pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / "numpy_floor.py"
     (tmp_path / "benchmarks" / "numpy_floor.py").write_text(floor.read_text())
     return tmp_path / "docs" / "benchmarks.md"
 

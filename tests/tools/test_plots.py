@@ -195,3 +195,17 @@ def test_the_training_report_draws_its_attention_maps_with_a_colour_bar(tmp_path
     assert is_png(tmp_path / "attention.png")
     (fig,) = drawn
     assert any(ax.get_ylabel() == "attention weight" for ax in fig.axes)  # the colour bar
+
+
+def test_training_curves_draw_the_rows_of_a_run():
+    history = [{"step": s, "loss": 2.0 / s, "acc": s / 10} for s in range(1, 11)]
+    for row in history[4::5]:
+        row.update(heldout_loss=row["loss"] * 1.1, heldout_acc=row["acc"] * 0.9)
+    fig = plots.training_curves(history)
+    ax_loss, ax_acc = fig.axes
+    train, heldout = ax_loss.get_lines()
+    assert list(train.get_xdata()) == list(range(1, 11))
+    assert list(heldout.get_xdata()) == [5, 10]
+    assert heldout.get_ydata()[0] == pytest.approx(2.0 / 5 * 1.1)
+    assert ax_loss.get_yscale() == "log" and ax_acc.get_ylim()[1] == pytest.approx(1.02)
+    assert list(ax_acc.get_lines()[1].get_ydata()) == pytest.approx([0.45, 0.9])

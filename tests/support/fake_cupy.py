@@ -11,19 +11,19 @@ numbers mix freely, NumPy arrays inside an index are converted, as in CuPy.
 Kernels: `RawModule(...).get_function(name)` gives a `FakeRawKernel` that checks its launch
 arguments (device arrays and NumPy scalars only) and records the launch in `module.launches`.
 With `make_fake(emulate=True)` it then runs the kernel's own CUDA source on the CPU
-(tests/cuda_emu.py), and `empty`/`empty_like` give NaN garbage as a GPU would, so an element a
-kernel forgets to write shows; otherwise it runs nothing (outputs are left as they were,
+(tests/support/cuda_emu.py), and `empty`/`empty_like` give NaN garbage as a GPU would, so an
+element a kernel forgets to write shows; otherwise it runs nothing (outputs are left as they were,
 zeros). `ElementwiseKernel` runs the NumPy
-replay of its body from tinyattn/backends/kernel_refs.py, so the kernels-on GELU and Adam host
+replay of its body from tests/support/kernel_refs.py, so the kernels-on GELU and Adam host
 code can run end to end. The random generator offers only the methods and dtypes CuPy's has.
 """
 
 import types
 
+import kernel_refs  # tests/support
 import numpy as np
 
-from tinyattn.backends import cupy_backend as cb
-from tinyattn.backends import kernel_refs
+from tinyattn.backends import cuda_launch as cl
 from tinyattn.backends.numpy_backend import NumpyBackend
 
 IMPLICIT = ("Implicit conversion to a NumPy array is not allowed. Please use `.get()` to "
@@ -346,7 +346,8 @@ class FakeRawModule:
         RAW_MODULES.append(self)
 
     def emulated(self):
-        """The module's kernels compiled for the CPU (tests/cuda_emu.py), built on first use."""
+        """The module's kernels compiled for the CPU (tests/support/cuda_emu.py), built on
+        first use."""
         if self._emu is None:
             import cuda_emu
 
@@ -357,8 +358,9 @@ class FakeRawModule:
         pass
 
     def get_function(self, name):
-        # the entry points are macro-made; tests/test_kernels.py holds these lists to the PTX
-        if name not in cb.softmax_kernel_names() + cb.flash_kernel_names():
+        # the entry points are macro-made; tests/backends/test_kernels.py holds these lists to
+        # the PTX
+        if name not in cl.softmax_kernel_names() + cl.flash_kernel_names():
             raise RuntimeError(f"CUDA_ERROR_NOT_FOUND: named symbol not found: {name}")
         return FakeRawKernel(self, name)
 
@@ -512,7 +514,7 @@ def make_fake(emulate=False, reverse=False):
     """{name: module} for "cupy", "cupyx", "cupyx.scipy", "cupyx.scipy.special". emulate: run
     the raw kernels' CUDA source on the CPU; reverse: with blocks and threads in reverse order."""
     EMULATION.update(on=emulate, reverse=reverse)
-    cupy = types.ModuleType("cupy", "A NumPy stand-in for CuPy (tests/fake_cupy.py).")
+    cupy = types.ModuleType("cupy", "A NumPy stand-in for CuPy (tests/support/fake_cupy.py).")
     cupy.__getattr__ = _module_getattr
     cupy.ndarray = FakeArray
     cupy.is_available = lambda: True

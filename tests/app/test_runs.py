@@ -23,7 +23,7 @@ from tinyattn import cli
 from tinyattn.runs import LOCK_NAME, RunFolderError, RunLock, read_metrics, repair_metrics
 from tinyattn.train import FlagError, TrainConfig, train
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TINY_FLAGS = ["--length", "3", "--d-model", "8", "--heads", "2", "--layers", "1",
               "--batch-size", "4", "--eval-every", "100000", "--no-progress"]
 TINY = dict(task="reverse", length=3, d_model=8, heads=2, layers=1, batch_size=4,

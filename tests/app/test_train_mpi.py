@@ -4,7 +4,10 @@ and an error on one rank ends both with its message."""
 
 import json
 import os
+import signal
+import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -16,7 +19,7 @@ from tinyattn.serialization import load
 from tinyattn.train import TrainConfig, train
 
 pytestmark = needs_mpi
-DRIVER = os.path.join(ROOT, "tests", "mpi_train.py")
+DRIVER = os.path.join(ROOT, "tests", "support", "mpi_train.py")
 SETTINGS = dict(steps=30, eval_every=30, dropout=0.0)  # the default task
 FLAGS = ["--steps", "30", "--eval-every", "30", "--no-progress"]
 _reference = {}
@@ -112,3 +115,36 @@ def test_a_global_batch_smaller_than_the_world_is_refused_on_every_rank(tmp_path
     assert "--batch-size is the global batch, split across the 2 MPI processes: it must be " \
            "at least 2: got 1" in r.stderr
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow
+def test_sigterm_to_mpiexec_stops_both_ranks_at_one_step_and_one_process_resumes(tmp_path):
+    """mpiexec passes SIGTERM to every rank; they agree on the step to stop after, rank 0
+    saves, and the command exits 143. The checkpoint of 2 processes then resumes on 1."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    command = ["mpiexec", "-n", "2", sys.executable, DRIVER, "float32", "-", "no-report",
+               "--no-progress", "--steps", "5000", "--eval-every", "5000", "--out", "run"]
+    proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    log = tmp_path / "run" / "metrics.jsonl"
+    try:
+        deadline = time.monotonic() + 60
+        while not (log.exists() and log.read_text().count("\n") >= 3):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)  # to mpiexec, once (a second one kills the ranks)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, out + err
+    assert err.count("SIGTERM: stopping after this step") == 2
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert (metrics["signal"], metrics["processes"]) == ("SIGTERM", 2)
+    assert metrics["steps"] == len(log.read_text().splitlines()) == \
+        int(load(str(tmp_path / "run" / "checkpoint.npz"))["step"])
+    again = train(TrainConfig(**{**SETTINGS, "steps": metrics["steps"] + 2},
+                              out=str(tmp_path / "run")), resume=True, progress=False,
+                  stream=open(os.devnull, "w"))
+    assert (again["resumed_from"], again["processes"]) == (metrics["steps"], 1)

@@ -20,44 +20,23 @@ import math
 
 import numpy as np
 
+from tinyattn.backends.cuda_launch import (  # noqa: F401 - the launch facts, for the tests
+    BLOCK_UNROLL,
+    FLASH_THREADS,
+    FLASH_TILES,
+    LOG2E,
+    SOFTMAX_MAX_COLS,
+    WARP,
+    WARP_BLOCK_THREADS,
+    WARP_ROWS_MAX,
+    acc_dtype,
+    next_pow2,
+    softmax_launch,
+)
+
 NEG_INF = float("-inf")
 # np.where evaluates both branches; the branch not taken may overflow or be -inf - -inf
 _quiet = np.errstate(invalid="ignore", over="ignore", divide="ignore")
-WARP = 32
-WARP_ROWS_MAX = 1024  # rows up to this long use the warp kernels (row in registers)
-WARP_BLOCK_THREADS = 128  # threads per block of the warp kernels
-BLOCK_UNROLL = 4  # columns a block-kernel thread loads before using any (TINYATTN_BLOCK_UNROLL)
-# the longest row the softmax kernels take: j0 + BLOCK_UNROLL * 1024 must stay within int
-SOFTMAX_MAX_COLS = 2**31 - 1 - BLOCK_UNROLL * 1024
-LOG2E = 1.4426950408889634  # log2(e): the softmax kernels' e^(s - m) is an exp2
-FLASH_THREADS = 256  # a 16 x 16 thread grid per flash block
-# head dim -> ((forward BQ, BK), (backward BQ, BK)); the same table as the top of flash.cu
-FLASH_TILES = {16: ((64, 64), (64, 64)), 32: ((64, 64), (64, 64)), 64: ((64, 64), (32, 64)),
-               128: ((64, 32), (32, 32))}
-
-
-def next_pow2(n):
-    return 1 << max(0, (int(n) - 1).bit_length())
-
-
-def softmax_launch(n_cols):
-    """("warp", E, width) for rows up to 1024 long, else ("block", threads).
-
-    Warp: width = min(32, next pow2 >= n) lanes per row, E elements per lane.
-    Block: about 16 columns per thread, 128 to 1024 threads (a power of two).
-    """
-    if n_cols <= WARP_ROWS_MAX:
-        p = next_pow2(n_cols)
-        width = min(WARP, p)
-        return ("warp", p // width, width)
-    return ("block", min(1024, max(128, next_pow2(math.ceil(n_cols / 16)))))
-
-
-def acc_dtype(dtype):
-    """The kernels' compute dtype: float64 for float64 data, float32 otherwise."""
-    return np.dtype(np.float64) if np.dtype(dtype) == np.float64 else np.dtype(np.float32)
-
-
 # ---- shared pieces ---------------------------------------------------------------------------
 
 def _rows_and_scores(x, keep, scale, causal):
@@ -377,7 +356,7 @@ GELU_C = 0.044715
 
 def _erf(x):
     """erf for the replay (float64 accurate, then cast): CUDA's erff is within 2 ulp of it."""
-    from .numpy_backend import NumpyBackend
+    from tinyattn.backends.numpy_backend import NumpyBackend
 
     return NumpyBackend().erf_reference(x.astype(np.float64)).astype(x.dtype)
 

@@ -18,7 +18,7 @@ import pathlib
 
 import pytest
 
-PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "tinyattn"
+PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "tinyattn"
 
 LAYERS = {
     "base": ["errors", "dtypes", "return_types", "display"],
@@ -89,7 +89,7 @@ def import_graph():
 
 def test_every_module_has_a_layer():
     unplaced = sorted(m for m in modules() if m and layer_of(m) is None)
-    assert not unplaced, f"put these modules in a layer of tests/test_layout.py: {unplaced}"
+    assert not unplaced, f"put these modules in a layer of tests/core/test_layout.py: {unplaced}"
 
 
 def test_layers_import_one_way():
