@@ -8,6 +8,8 @@ import os
 import pathlib
 import sys
 
+import pytest
+
 # what only the tests use (the CUDA emulator, the fake CuPy, NVRTC, the kernels' NumPy replays,
 # shared cases, MPI drivers) lives in tests/support/; tests import it by its module name
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "support"))
@@ -58,3 +60,16 @@ def pytest_sessionfinish(session, exitstatus):
             shown = ", ".join(ids[:5]) + (" ..." if len(ids) > 5 else "")
             print(f"\nCI: {len(ids)} test(s) skipped because {thing} is missing ({shown}); "
                   f"{_HOW[thing]}")
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m selects on the marks
+def pytest_collection_modifyitems(config, items):
+    """A test module may name its costly emulated cases with `emulated_is_slow(name, params)`:
+    those get the `slow` mark (the README's test command leaves slow tests out; pyproject)."""
+    for item in items:
+        judge = getattr(item.module, "emulated_is_slow", None)
+        if judge is None or item.get_closest_marker("emulated") is None:
+            continue
+        params = item.callspec.params if hasattr(item, "callspec") else {}
+        if judge(item.originalname, params):
+            item.add_marker(pytest.mark.slow)
