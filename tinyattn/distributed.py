@@ -17,6 +17,7 @@ exception on one rank into its message and MPI Abort, so no rank waits forever i
 import contextlib
 import os
 import sys
+import time
 import traceback
 
 import numpy as np
@@ -259,5 +260,6 @@ def abort_on_error(stream=None):
             traceback.print_exc(file=stream)
         print(f"{where}: error: {type(e).__name__}: {e}; stopping every rank", file=stream,
               flush=True)
+        time.sleep(0.5)  # mpiexec forwards the message through a pipe; Abort may tear it down first
         _world["comm"].Abort(1)  # mpiexec ends every rank (MPICH's may return here first)
         os._exit(1)

@@ -116,7 +116,10 @@ def test_the_unedited_kernels_pass_the_same_runs(monkeypatch, run):
     RUNS[run](fake_cupy.install(monkeypatch, kernels=True, emulate=True))
 
 
-@pytest.mark.parametrize("case", MUTANTS, ids=[m[0] for m in MUTANTS])
+# each mutant compiles its own kernel (~10 s on 2 cores): the lost update runs by default, the
+# rest with the slow tests (python -m pytest -m slow)
+@pytest.mark.parametrize("case", [pytest.param(m, id=m[0], marks=() if i == 0 else pytest.mark.slow)
+                                  for i, m in enumerate(MUTANTS)])
 def test_the_emulator_rejects_the_planted_bug(monkeypatch, case):
     name, filename, text, replacement, run, message = case
     if name in NEEDS_UBSAN and not cuda_emu.sanitizes_alignment():
