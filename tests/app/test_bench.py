@@ -8,6 +8,7 @@ scatter-add equals np.add.at, and the memory of a training step is freed after b
 
 import gc
 import pathlib
+import re
 import sys
 import tracemalloc
 
@@ -151,3 +152,16 @@ def test_report_outside_a_checkout_says_what_it_needs(tmp_path):
     with pytest.raises(SystemExit, match="numpy_floor.py not found"):
         report.main(["--quick", "--sections", "step", "--out", str(tmp_path / "docs" / "b.md")])
 
+
+
+def test_the_docs_page_is_the_reports_and_the_readme_quotes_it():
+    """docs/benchmarks.md comes from the report (its sections are there), and every benchmark
+    figure in the README (µs per op, x ratios) appears on that page."""
+    root = pathlib.Path(__file__).resolve().parents[2]
+    page = (root / "docs" / "benchmarks.md").read_text()
+    assert set(report.kept_sections(page)) == set(report.SECTIONS)
+    readme = (root / "README.md").read_text()
+    figures = re.findall(r"\b\d+\.\d+(?:x| µs)", readme)
+    assert figures, "the README quotes no benchmark figure"
+    for figure in figures:
+        assert figure in page, f"README figure {figure} is not in docs/benchmarks.md"
