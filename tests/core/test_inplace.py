@@ -364,11 +364,7 @@ def test_two_threads_accumulate_into_one_leaf_without_losing_updates():
         for _ in range(n):
             (w * 2.0).sum().backward()
 
-    threads = [threading.Thread(target=work) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    _in_two_threads(work)
     np.testing.assert_array_equal(w.grad.numpy(), np.full(64, 2.0 * 2 * n))
 
 
@@ -397,9 +393,14 @@ def test_the_first_gradient_of_a_shared_leaf_is_not_lost_to_a_thread_switch(monk
             start.wait()
             (w * 2.0).sum().backward()
 
-        threads = [threading.Thread(target=work) for _ in range(2)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        _in_two_threads(work)
         np.testing.assert_array_equal(w.grad.numpy(), np.full(4, 4.0))
+
+
+def _in_two_threads(work):
+    """Run work() in two threads at once and wait for both."""
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
