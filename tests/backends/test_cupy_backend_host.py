@@ -130,7 +130,6 @@ def _check_family(cases, arrays, dtype, tol_scale=1.0):
             raise AssertionError(f"{name} ({np.dtype(dtype)}): {e}") from None
 
 
-RNG = np.random.default_rng(0)
 DTYPES = [np.float32, np.float16]
 UNARY = {
     "exp": lambda t, f, x: x.exp(),
@@ -148,7 +147,8 @@ UNARY = {
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_unary_ops_on_the_device(fake_be, dtype):
-    _check_family(UNARY, [RNG.standard_normal((3, 7)) * 2], dtype)
+    rng = np.random.default_rng(0)
+    _check_family(UNARY, [rng.standard_normal((3, 7)) * 2], dtype)
 
 
 BINARY = {
@@ -166,7 +166,8 @@ BINARY = {
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_binary_ops_broadcast_on_the_device(fake_be, dtype):
     """(2, 1, 3) with (4, 1): both operands broadcast, so both gradients are summed back."""
-    _check_family(BINARY, [RNG.standard_normal((2, 1, 3)), RNG.standard_normal((4, 1))], dtype)
+    rng = np.random.default_rng(0)
+    _check_family(BINARY, [rng.standard_normal((2, 1, 3)), rng.standard_normal((4, 1))], dtype)
     half = ta.tensor(np.ones(3, np.float16), backend="cupy")
     assert (half + ta.tensor(np.float32(2), backend="cupy")).dtype == np.float16  # 0-d: no raise
 
@@ -185,7 +186,8 @@ REDUCTIONS = {
 
 
 def test_reductions_on_the_device(fake_be):
-    x = RNG.standard_normal((3, 4, 5))
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((3, 4, 5))
     x[1, 2, :2] = x[1, 2, 3]  # a tie for max: the gradient goes to one entry, for amax to all
     _check_family(REDUCTIONS, [x], np.float32)
 
@@ -204,9 +206,10 @@ SHAPE_AND_INDEX = {
 
 def test_shape_and_index_ops_on_the_device(fake_be):
     """The index VJPs go through cupyx.scatter_add / scatter_max (repeated indices collect)."""
+    rng = np.random.default_rng(0)
     index = np.array([[0, 3, 3], [1, 1, 1], [4, 0, 4], [2, 2, 0]])
-    _check_family(SHAPE_AND_INDEX, [RNG.standard_normal((4, 5)), index,
-                                    RNG.standard_normal((4, 3))], np.float32)
+    _check_family(SHAPE_AND_INDEX, [rng.standard_normal((4, 5)), index,
+                                    rng.standard_normal((4, 3))], np.float32)
 
 
 SOFTMAX = {
@@ -220,9 +223,10 @@ SOFTMAX = {
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_softmax_family_on_the_device(fake_be, dtype):
     """Kernels off: the base Backend's three-pass softmax through cupy (a row of ±30 too)."""
-    x = RNG.standard_normal((2, 4, 6)) * 3
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 4, 6)) * 3
     x[0, 1] = 30 * np.sign(x[0, 1])
-    masked = RNG.random((4, 6)) < 0.4
+    masked = rng.random((4, 6)) < 0.4
     masked[:, 0] = False  # no fully masked row (PyTorch gives NaN there, tinyattn zeros)
     _check_family(SOFTMAX, [x, masked], dtype)
 
@@ -237,7 +241,8 @@ MATMUL = {
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_matmul_and_linear_on_the_device(fake_be, dtype):
-    arrays = [RNG.standard_normal(s) for s in ((2, 1, 3, 4), (5, 4, 2), (4,), (6, 4), (6,))]
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal(s) for s in ((2, 1, 3, 4), (5, 4, 2), (4,), (6, 4), (6,))]
     _check_family(MATMUL, arrays, dtype)
 
 
@@ -254,8 +259,9 @@ def test_attention_on_the_device(fake_be, dtype):
     """Kernels off, scaled_dot_product_attention composed and flash (the tiled reference in
     backends/flash.py on cupy arrays): nothing is compiled or launched; a query with nothing
     to attend gives zeros and zero gradients (PyTorch gives NaN, so it is checked alone)."""
-    q, k, v = (RNG.standard_normal((2, 2, 9, 16)) for _ in range(3))
-    keep = RNG.random((9, 9)) < 0.6
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((2, 2, 9, 16)) for _ in range(3))
+    keep = rng.random((9, 9)) < 0.6
     keep[:, 0] = True
     cases = {f"{impl} {'causal' if causal else 'masked'}": _sdpa(impl, causal)
              for impl in ("composite", "flash") for causal in (False, True)}
@@ -284,9 +290,10 @@ LOSSES = {
 
 def test_losses_on_the_device(fake_be):
     """Integer targets on the device index the logits; the mean skips ignored targets."""
+    rng = np.random.default_rng(0)
     y = np.array([0, 2, 4, 2, 1, 3])
-    _check_family(LOSSES, [RNG.standard_normal((6, 5)) * 2, y, RNG.standard_normal((2, 5, 3)),
-                           RNG.integers(0, 5, (2, 3)), RNG.standard_normal((6, 5))], np.float32)
+    _check_family(LOSSES, [rng.standard_normal((6, 5)) * 2, y, rng.standard_normal((2, 5, 3)),
+                           rng.integers(0, 5, (2, 3)), rng.standard_normal((6, 5))], np.float32)
 
 
 NORMS = {
@@ -300,8 +307,9 @@ NORMS = {
 def test_norms_and_dropout_on_the_device(fake_be, dtype):
     """Layer/RMS norm as PyTorch's; dropout draws its mask from CuPy's generator (float32
     only there, also for float16 data), keeps x / (1 - p) and zeros the rest."""
-    x = RNG.standard_normal((2, 3, 8)) * 2 + 1
-    _check_family(NORMS, [x, RNG.standard_normal(8), RNG.standard_normal(8)], dtype, 2)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 3, 8)) * 2 + 1
+    _check_family(NORMS, [x, rng.standard_normal(8), rng.standard_normal(8)], dtype, 2)
     xt = ta.tensor(np.abs(x).astype(dtype) + 1, requires_grad=True, backend="cupy")
     for p in (0.2, 0.7):
         out = F.dropout(xt, p=p, seed=3)
@@ -318,10 +326,11 @@ def test_optimizer_steps_on_the_device(fake_be):
     """AdamW (the base adam_update in place on device arrays; a float16 weight steps through
     float32 moments), SGD with Nesterov momentum and clip_grad_norm, against the textbook
     formulas in float64 over three steps."""
+    rng = np.random.default_rng(0)
     from tinyattn import optim
 
-    w0, b0 = RNG.standard_normal((3, 4)), RNG.standard_normal(4)
-    grads = [(RNG.standard_normal((3, 4)), RNG.standard_normal(4)) for _ in range(3)]
+    w0, b0 = rng.standard_normal((3, 4)), rng.standard_normal(4)
+    grads = [(rng.standard_normal((3, 4)), rng.standard_normal(4)) for _ in range(3)]
     lr, (b1, b2), eps, wd, mu = 1e-2, (0.9, 0.99), 1e-8, 0.1, 0.8
 
     def run(make_opt):
