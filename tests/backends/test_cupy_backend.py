@@ -4,9 +4,13 @@ NumPy backend plus one training step that must match NumPy.
 
 The GPU tests skip unless CuPy imports and sees a device. They cover float32/float64/float16,
 odd sizes, rows longer than one block, -inf entries and fully masked rows, for each kernel's
-forward and VJP.
+forward and VJP, and every op that reaches a kernel through autograd in float32 and float16.
+Each also runs `[emulated]`: the kernels' CUDA source on the CPU (tests/support/cuda_emu.py).
+Every one of them asserts which kernels it launched (assert_launched), so a case the backend
+quietly hands to its reference fails instead of passing on the reference's numbers.
 """
 
+import fnmatch
 import math
 import re
 import shutil
@@ -27,6 +31,8 @@ from tinyattn.backends import cuda_launch as cl
 from tinyattn.backends import cupy_backend as cb
 from tinyattn.backends.numpy_backend import NumpyBackend
 from tinyattn.errors import BackendError
+from tinyattn.ops import REGISTRY
+from tinyattn.ops import samples as S
 
 NEG_INF = float("-inf")
 NP = NumpyBackend()
@@ -225,10 +231,44 @@ CUPY_KINDS = [
 
 @pytest.fixture(params=CUPY_KINDS)
 def cp_be(request, monkeypatch):
-    """The "cupy" backend with its kernels: on the GPU, or emulated on the CPU."""
+    """The "cupy" backend with its kernels: on the GPU, or emulated on the CPU. Every kernel it
+    launches (raw and elementwise) is named in `be.launched`, so a test can tell a kernel's
+    result from the reference the backend falls back to (assert_launched)."""
     if request.param == "emulated":
-        return fake_cupy.install(monkeypatch, kernels=True, emulate=True)
-    return get_backend_by_name("cupy")
+        be = fake_cupy.install(monkeypatch, kernels=True, emulate=True)
+    else:
+        be = get_backend_by_name("cupy")
+    launched = []
+    launch, elementwise = be._launch, be.elementwise
+
+    def counted_launch(fn, grid, block, args, shared_mem=0):
+        launched.append(fn.name)
+        launch(fn, grid, block, args, shared_mem)
+
+    def counted_elementwise(name):
+        kernel = elementwise(name)
+
+        def run(*args, **kwargs):
+            launched.append(name)
+            return kernel(*args, **kwargs)
+        return run
+
+    monkeypatch.setattr(be, "_launch", counted_launch, raising=False)
+    monkeypatch.setattr(be, "elementwise", counted_elementwise, raising=False)
+    monkeypatch.setattr(be, "launched", launched, raising=False)
+    return be
+
+
+def assert_launched(be, *patterns):
+    """Each fnmatch pattern names a kernel that ran since the test began (not the reference)."""
+    for pattern in patterns:
+        assert fnmatch.filter(be.launched, pattern), (
+            f"no launch of {pattern}: the backend took the reference (launched: "
+            f"{sorted(set(be.launched))})")
+
+
+def suffix(dtype):
+    return cl.DTYPE_SUFFIX[np.dtype(dtype)]
 
 
 def to_gpu(be, *arrays):
@@ -269,12 +309,16 @@ def test_gpu_softmax_forward_and_backward(cp_be, n_rows, n, dtype):
     y = cp_be.to_numpy(yg).astype(np.float64)
     assert_close(cp_be.softmax_backward(yg, gg), NP.softmax_backward(y, g.astype(np.float64)),
                  dtype, cp_be, 10)
+    kind = "warp*" if n <= cl.WARP_ROWS_MAX else "block"  # block: the online (m, l) kernel
+    assert_launched(cp_be, f"tinyattn_softmax_forward_{kind}_{suffix(dtype)}",
+                    f"tinyattn_softmax_backward_{kind}_{suffix(dtype)}")
 
 
 def test_gpu_softmax_other_axis(cp_be):
     x = np.random.default_rng(1).standard_normal((4, 50, 3)).astype(np.float32)
     assert_close(cp_be.softmax(cp_be.xp.asarray(x), axis=1),
                  NP.softmax(x.astype(np.float64), axis=1), np.float32, cp_be)
+    assert_launched(cp_be, "tinyattn_softmax_forward_warp*_f32")
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64])
@@ -296,6 +340,62 @@ def test_gpu_scaled_masked_softmax(cp_be, n_q, n_k, dtype):
                                                   causal=kwargs.get("causal", False))
         assert_close(gx, NP.scaled_masked_softmax_backward(y, g.astype(np.float64), scale=0.3),
                      dtype, cp_be, 10)
+    assert_launched(cp_be, f"tinyattn_softmax_forward_*_{suffix(dtype)}",
+                    f"tinyattn_softmax_backward_*_{suffix(dtype)}")
+
+
+# Every op that reaches a kernel (test_cupy_backend_host.py pins which), through autograd, in
+# float32 and float16, against the NumPy backend in float64 on the same rounded values: the op
+# code around the kernels (moving a softmax dim last, the causal flag, broadcast batches, masks
+# with a fully masked row, the VJPs) on the kernels themselves. The registry samples of softmax,
+# scaled_masked_softmax and gelu launch as they are; flash attention's have head dims without
+# kernels (2-4), so its cases take the same shapes at head dims 16 and 32; and a row past 1024
+# takes the block kernels (the online (m, l) softmax).
+FLASH_CASES = [
+    S.case((2, 5, 16), (2, 5, 16), (2, 5, 16), None, scale=0.5, causal=True, block=2),
+    S.case((4, 16), (4, 16), (4, 16), S.const(S.CAUSAL_PAD), scale=0.7, block=3),  # masked row
+    S.case((1, 2, 3, 32), (3, 1, 6, 32), (3, 1, 6, 32), None, scale=0.4, block=4),  # broadcast
+    S.case((2, 7, 16), (2, 5, 16), (2, 5, 16), None, scale=1.0, causal=True, block=2),  # T > S
+]
+LONG_ROWS = {
+    "softmax": [S.case((2, 1500))],
+    "scaled_masked_softmax": [S.case((1, 2, 3, 1100), S.const(np.arange(1100) % 3 > 0),
+                                     scale=0.5, causal=True)],
+}
+OP_KERNELS = {  # op -> the kernels its forward and its VJP must launch ({dt}: f32, f16)
+    "softmax": ("tinyattn_softmax_forward_*_{dt}", "tinyattn_softmax_backward_*_{dt}"),
+    "scaled_masked_softmax": ("tinyattn_softmax_forward_*_{dt}",
+                              "tinyattn_softmax_backward_*_{dt}"),
+    "flash_attention": ("tinyattn_flash_forward_d*_{dt}", "tinyattn_flash_backward_d*_{dt}"),
+    "gelu": ("tinyattn_gelu_*_forward", "tinyattn_gelu_*_backward"),
+}
+
+
+def _op_cases():
+    cases = {name: (FLASH_CASES if name == "flash_attention" else REGISTRY[name].samples)
+             + LONG_ROWS.get(name, []) for name in OP_KERNELS}
+    return [pytest.param(name, inputs, params, dtype, id=f"{name}-{i}-{np.dtype(dtype)}")
+            for name, op_cases in cases.items() for i, (inputs, params) in enumerate(op_cases)
+            for dtype in (np.float32, np.float16)]
+
+
+@pytest.mark.parametrize("name,inputs,params,dtype", _op_cases())
+def test_gpu_ops_on_their_kernels(cp_be, name, inputs, params, dtype):
+    results = {}
+    for backend, wide in (("cupy", dtype), ("numpy", np.float64)):
+        def make(v, rg, backend=backend, wide=wide):  # values rounded to dtype on both sides
+            return tinyattn.tensor(v.astype(dtype).astype(wide) if rg else v, requires_grad=rg,
+                                   backend=backend)
+
+        xs = S.materialize(inputs, np.random.default_rng(0), make)
+        out = REGISTRY[name](*xs, **params)
+        g = np.random.default_rng(1).standard_normal(out.shape).astype(dtype).astype(wide)
+        out.backward(tinyattn.tensor(g, backend=backend))
+        results[backend] = [out] + [x.grad for x in xs
+                                    if isinstance(x, tinyattn.Tensor) and x.requires_grad]
+    for i, (got, want) in enumerate(zip(results["cupy"], results["numpy"], strict=True)):
+        assert_close(got.data, want.numpy(), dtype, cp_be, 1 if i == 0 else 10)
+    assert_launched(cp_be, *(p.format(dt=suffix(dtype)) for p in OP_KERNELS[name]))
 
 
 def emulated_is_slow(name, params):
@@ -332,6 +432,8 @@ def test_gpu_flash_attention(cp_be, d, n_q, n_k, dtype):
         got = cp_be.attention_backward(qg, kg, vg, out_g, lse_g, gg, maskg, scale, causal)
         for a, b in zip(got, grads, strict=True):
             assert_close(a, b, dtype, cp_be, 10 * tol)
+    assert_launched(cp_be, f"tinyattn_flash_forward_d{d}_{suffix(dtype)}",
+                    f"tinyattn_flash_backward_d{d}_{suffix(dtype)}")
 
 
 def nan_rows(n, rng):
@@ -387,6 +489,9 @@ def test_gpu_softmax_nan_semantics(cp_be, n):
     assert_nan_semantics(cp_be.to_numpy(cp_be.softmax(pg)), NP.softmax(plain.astype(np.float64)))
     gx = cp_be.to_numpy(cp_be.softmax_backward(cp_be.softmax(pg), ones))
     assert np.isnan(gx[1]).all() and (gx[2] == 0).all() and not np.isnan(gx[[0, 3]]).any()
+    kind = "warp*" if n <= cl.WARP_ROWS_MAX else "block"
+    assert_launched(cp_be, f"tinyattn_softmax_forward_{kind}_f32",
+                    f"tinyattn_softmax_backward_{kind}_f32")
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
@@ -419,6 +524,8 @@ def test_gpu_flash_nan_semantics(cp_be, dtype):
         np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
         np.testing.assert_allclose(a, b, rtol=10 * tol, atol=10 * tol)
     assert np.isnan(cp_be.to_numpy(got[0])[0, 5]).all()  # the NaN query's own gradient
+    assert_launched(cp_be, f"tinyattn_flash_forward_d16_{suffix(dtype)}",
+                    f"tinyattn_flash_backward_d16_{suffix(dtype)}")
 
 
 def test_gpu_sdpa_flash_through_autograd(cp_be):
@@ -432,6 +539,7 @@ def test_gpu_sdpa_flash_through_autograd(cp_be):
         grads[name] = [out.numpy()] + [t.grad.numpy() for t in (q, k, v)]
     for a, b in zip(grads["cupy"], grads["numpy"], strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+    assert_launched(cp_be, "tinyattn_flash_forward_d64_f32", "tinyattn_flash_backward_d64_f32")
 
 
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
@@ -448,6 +556,8 @@ def test_gpu_gelu_kernels(cp_be, approximate, dtype):
     assert_close(gx, kr.gelu_backward(g.astype(np.float64), x.astype(np.float64),
                                       cp_be.to_numpy(saved).astype(np.float64), approximate),
                  dtype, cp_be, 10)
+    kind = "tanh" if approximate == "tanh" else "erf"
+    assert_launched(cp_be, f"tinyattn_gelu_{kind}_forward", f"tinyattn_gelu_{kind}_backward")
 
 
 @pytest.mark.parametrize("weight_decay,decoupled", [(0.0, True), (0.1, False), (0.1, True)])
@@ -463,6 +573,7 @@ def test_gpu_adam_update(cp_be, weight_decay, decoupled):
         cp_be.adam_update(pg, gg, mg, vg, **args)
     for a, b in ((pg, p), (mg, m), (vg, v)):
         assert_close(a, b, np.float32, cp_be, 10)
+    assert cp_be.launched == ["tinyattn_adam_update"] * 3
 
 
 def test_gpu_training_step_matches_numpy(cp_be):
@@ -494,6 +605,8 @@ def test_gpu_training_step_matches_numpy(cp_be):
         np.testing.assert_allclose(grads["cupy"][name], g_np, rtol=1e-3,
                                    atol=1e-5 * np.abs(g_np).max(), err_msg=name)
     assert losses["cupy"] == pytest.approx(losses["numpy"], rel=1e-3)
+    assert_launched(cp_be, "tinyattn_flash_forward_d32_f32", "tinyattn_flash_backward_d32_f32",
+                    "tinyattn_gelu_*_forward", "tinyattn_gelu_*_backward", "tinyattn_adam_update")
 
 
 def test_gpu_default_training_run_learns(cp_be, tmp_path):
@@ -514,8 +627,9 @@ def test_gpu_default_training_run_learns(cp_be, tmp_path):
                                     heldout_size=64,
                                     out=str(tmp_path / name)), progress=False,
                         stream=io.StringIO()) for name in ("numpy", "cupy")}
-    assert any(n.startswith("tinyattn_flash_") for m in fake_cupy.RAW_MODULES
-               for n, *_ in m.launches)  # the default model's head dim 16 has flash kernels
+    # the default model's head dim 16 has flash kernels
+    assert_launched(cp_be, "tinyattn_flash_forward_d16_f32", "tinyattn_flash_backward_d16_f32",
+                    "tinyattn_adam_update")
     for key in ("loss", "train_loss"):
         assert runs["cupy"][key] == pytest.approx(runs["numpy"][key], rel=2e-3), key
 
