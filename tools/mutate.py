@@ -51,7 +51,12 @@ def run_mutmut(packages, max_children):
     names = [PACKAGES[p] + "*" for p in packages]
     cmd = ["mutmut", "run", "--max-children", str(max_children), *names]
     print("$", " ".join(cmd), flush=True)
-    return subprocess.run(cmd, cwd=ROOT).returncode
+    # mutmut forks a worker per mutant from a process that already ran the tests: a thread pool
+    # (OpenBLAS's, PyTorch's) alive at the fork deadlocks the child on the pool's lock, and the
+    # hang would count as a kill (a timeout). One thread each means no pools.
+    env = {**os.environ, **{k: "1" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                                             "MKL_NUM_THREADS")}}
+    return subprocess.run(cmd, cwd=ROOT, env=env).returncode
 
 
 def results(mutants_dir=None):
