@@ -70,3 +70,14 @@ def test_unknown_package_is_refused(capsys):
     with pytest.raises(SystemExit):
         mutate.main(["nosuch", "--report-only"])
     assert "unknown package nosuch" in capsys.readouterr().err
+
+
+def test_draw_takes_n_of_each_package_the_same_way_every_time():
+    codes = {f"tinyattn.sample.x_f__mutmut_{i}": None for i in range(10)}
+    codes.update({f"tinyattn.ops.softmax.x_g__mutmut_{i}": 1 for i in range(3)})
+    codes["tinyattn.viz.x_h__mutmut_1"] = None
+    drawn = mutate.draw(codes, ["sample", "ops"], 4, seed=0)
+    assert len(drawn) == 4 + 3 and len(set(drawn)) == 7
+    assert sum(n.startswith("tinyattn.sample.") for n in drawn) == 4
+    assert drawn == mutate.draw(codes, ["sample", "ops"], 4, seed=0)
+    assert drawn != mutate.draw(codes, ["sample", "ops"], 4, seed=1)
