@@ -113,6 +113,7 @@ def test_cli_trains_the_preset_with_flags_and_samples(tmp_path, capsys):
 @pytest.mark.parametrize("options", [
     dict(rotary=True, norm="layer", tie=True),
     dict(rotary=False, norm="rms", tie=False),
+    dict(rotary=True, norm="layer", tie=True, qk_norm=True),
 ])
 def test_model_options_train_as_in_pytorch(options):
     """The benchmark's check: same weights, same batches, same optimizer -> the same losses."""
