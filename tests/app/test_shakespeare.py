@@ -97,14 +97,16 @@ def test_short_run_learns_resumes_and_samples(tmp_path):
 def test_cli_trains_the_preset_with_flags_and_samples(tmp_path, capsys):
     out = tmp_path / "cli"
     flags = ["--steps", "4", "--d-model", "16", "--heads", "2", "--layers", "1", "--seq-len",
-             "16", "--heldout-size", "8", "--no-rotary", "--norm", "rms", "--no-tie"]
+             "16", "--heldout-size", "8", "--no-rotary", "--norm", "rms", "--no-tie",
+             "--qk-norm"]
     assert cli.main(["train", "--task", "shakespeare", "--out", str(out), "--no-progress"]
                     + flags) == 0
     printed = capsys.readouterr().out
     assert "val loss" in printed and "bits/char" in printed and "exact match" not in printed
     ck = ta.load(out / "checkpoint.npz")
     mc, cfg = ck["model_config"], ck["config"]
-    assert (mc["rotary"], mc["norm"], mc["tie"], mc["n_layers"]) == (False, "rms", False, 1)
+    assert (mc["rotary"], mc["norm"], mc["tie"], mc["n_layers"], mc["qk_norm"]) == \
+        (False, "rms", False, 1, True)
     assert (cfg["batch_size"], cfg["beta2"]) == (12, 0.95)  # the preset's, not overridden
     assert cli.main(["sample", "--checkpoint", str(out / "checkpoint.npz"), "--prompt", "ROMEO:",
                      "--max-new-tokens", "30", "--temperature", "0.8", "--top-k", "40"]) == 0

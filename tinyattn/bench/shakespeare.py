@@ -301,7 +301,8 @@ def main(argv=None):
     cfg = preset_config()
     print(f"shakespeare preset: {cfg.layers} layers, {cfg.heads} heads, {cfg.d_model} wide, "
           f"context {cfg.seq_len}, batch {cfg.batch_size}, rotary={cfg.rotary}, "
-          f"norm={cfg.norm}, tie={cfg.tie}; {args.steps} steps each, interleaved")
+          f"norm={cfg.norm}, qk_norm={cfg.qk_norm}, tie={cfg.tie}; {args.steps} steps each, "
+          "interleaved")
     result = measure(args.steps, args.memory_steps)
     for line in summary(result):
         print(line)
