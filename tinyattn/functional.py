@@ -445,9 +445,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002
         raise ShapeError(f"rms_norm: normalized_shape {fmt_shape(shape)} is not the end of "
                          f"the input shape {fmt_shape(x.shape)}")
     eps = float(np.finfo(x.dtype).eps) if eps is None else float(eps)
-    dims = tuple(range(x.ndim - len(shape), x.ndim))
-    out = x / ((x * x).mean(dims, keepdim=True) + eps).sqrt()  # (..., *shape)
-    return out if weight is None else out * weight
+    return apply(nn_ops.rms_norm, x, weight, n_dims=len(shape), eps=eps)  # (..., *shape)
 
 
 def embedding(input, weight, padding_idx=None):  # noqa: A002 - PyTorch's argument name

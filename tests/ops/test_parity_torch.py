@@ -157,6 +157,7 @@ TORCH = {
     "masked_fill": torch.masked_fill,
     "layer_norm": lambda x, w, b, n_dims=1, eps=1e-5: TF.layer_norm(x, x.shape[-n_dims:], w, b,
                                                                     eps),
+    "rms_norm": lambda x, w, n_dims=1, eps=1e-5: TF.rms_norm(x, x.shape[-n_dims:], w, eps),
     "gelu": TF.gelu,
     "embedding": lambda ids, w: TF.embedding(ids.long(), w),
     "rotary": _rotary,

@@ -1,4 +1,5 @@
-"""Neural-network ops, each one fused node: layer_norm, gelu, embedding, dropout, rotary.
+"""Neural-network ops, each one fused node: layer_norm, rms_norm, gelu, embedding, dropout,
+rotary.
 
 Fused means the forward and the VJP are written out by hand instead of being composed from
 smaller ops: fewer nodes, fewer temporaries, and the formulas a textbook gives. GELU's
@@ -52,6 +53,38 @@ def layer_norm_vjp(be, g, saved, n_dims=1, eps=1e-5):
     gx -= tmp
     gx *= rstd
     return gx, gw, gb
+
+
+@op("rms_norm", "gx = (ĝ - x̂ * mean(ĝ * x̂)) / rms, ĝ = g * w, x̂ = x / rms; gw = Σ g x̂",
+    grads=("gx", "gw"), fused=True, saves={0: 0, 1: 2},
+    samples=[case((2, 3, 4), (4,)), case((3, 4), None), case((2, 3, 4), (3, 4), n_dims=2),
+             case((2, 5), (5,), eps=1e-3)])
+def rms_norm(be, x, weight=None, n_dims=1, eps=1e-5):
+    """out = x / √(mean(x²) + eps) * weight over the last n_dims dims"""
+    axes = tuple(range(x.ndim - n_dims, x.ndim))
+    if weight is not None and weight.shape != x.shape[x.ndim - n_dims:]:
+        raise ShapeError(f"rms_norm: weight has shape {fmt_shape(weight.shape)} but the "
+                         f"normalized shape is {fmt_shape(x.shape[x.ndim - n_dims:])}")
+    # the steps of x / ((x * x).mean() + eps).sqrt() * weight, in place where they can be
+    rms = (x * x).mean(axis=axes, keepdims=True)
+    rms += eps
+    be.xp.sqrt(rms, out=rms)
+    xhat = x / rms
+    out = xhat if weight is None else xhat * weight
+    return out, (x, rms, weight, axes)  # x, not x̂: out may be x̂ itself, free to change
+
+
+@rms_norm.defvjp
+def rms_norm_vjp(be, g, saved, n_dims=1, eps=1e-5):
+    x, rms, weight, axes = saved
+    xhat = x / rms
+    batch = tuple(range(xhat.ndim - len(axes)))
+    gw = None if weight is None else (g * xhat).sum(axis=batch)
+    gx = g * weight if weight is not None else g.copy()  # ĝ, turned into gx in place
+    dot = (gx * xhat).mean(axis=axes, keepdims=True)
+    gx -= xhat * dot
+    gx /= rms
+    return gx, gw
 
 
 @op("gelu", "gx = g * (Φ(x) + x φ(x))  (tanh: its derivative)", fused=True, saves={0: 0},
@@ -183,4 +216,4 @@ def _widen(xp, first, second, interleaved):
     return xp.concatenate([first, second], axis=-1)
 
 
-OPS = (layer_norm, gelu, embedding, dropout, rotary)
+OPS = (layer_norm, rms_norm, gelu, embedding, dropout, rotary)
