@@ -91,6 +91,8 @@ def _train_parser(sub):
     p.add_argument("--rotary", action=argparse.BooleanOptionalAction,
                    help="rotary position embeddings instead of a learned table")
     p.add_argument("--norm", choices=["layer", "rms"], help="LayerNorm or RMSNorm")
+    p.add_argument("--qk-norm", dest="qk_norm", action=argparse.BooleanOptionalAction,
+                   help="RMS-normalise q and k per head before the attention scores")
     p.add_argument("--tie", action=argparse.BooleanOptionalAction,
                    help="the output head shares the token embedding's weight")
     p.add_argument("--length", type=int, default=None, help="digits per problem (toy tasks)")

@@ -10,8 +10,8 @@ import warnings
 import numpy as np
 
 from . import backends
-from .autograd import apply
-from .dtypes import get_default_dtype
+from .autograd import apply, is_grad_enabled
+from .dtypes import get_default_dtype, result_type
 from .errors import DimError, DTypeError, ShapeError, fmt_shape
 from .ops import activation as act
 from .ops import attention as attn
@@ -386,15 +386,23 @@ def apply_rotary(x, cos, sin, interleaved=False):
     """Rotate each channel pair (a, b) of x (..., T, dim) by the angle of its position:
     (a cos - b sin, b cos + a sin), with cos, sin (T, dim/2) from rotary_tables. Pairs are
     (i, i + dim/2) (rotate-half, GPT-NeoX / Hugging Face Llama) or, if interleaved,
-    (2i, 2i+1) (RoFormer / Meta Llama)."""
+    (2i, 2i+1) (RoFormer / Meta Llama). One fused op (ops/nn.py's rotary); tables that require
+    grad go through the op-by-op form, which differentiates them too."""
     x = _t(x)
     cos, sin = _t(cos, x), _t(sin, x)
-    half = x.shape[-1] // 2 if x.ndim else 0
-    if x.ndim < 2 or x.shape[-1] % 2 or cos.shape != (x.shape[-2], half) or \
-            sin.shape != cos.shape:
-        raise ShapeError(f"apply_rotary: x (..., T, dim) with even dim needs cos and sin of "
-                         f"shape (T, dim/2), got x {fmt_shape(x.shape)}, cos "
-                         f"{fmt_shape(cos.shape)}, sin {fmt_shape(sin.shape)}")
+    dtype = result_type(x.data, cos.data, sin.data)  # as a * cos would promote
+    if dtype.kind != "f":
+        dtype = get_default_dtype()
+    x, cos, sin = (t if t.dtype == dtype else t.to(dtype) for t in (x, cos, sin))
+    if (cos.requires_grad or sin.requires_grad) and is_grad_enabled():
+        nn_ops.check_rotary(x.shape, cos.shape, sin.shape)
+        return _rotary_composite(x, cos, sin, interleaved)
+    return nn_ops.rotary(x, cos, sin, interleaved=interleaved)
+
+
+def _rotary_composite(x, cos, sin, interleaved):
+    """apply_rotary op by op (slices, products, cat): the gradient reaches cos and sin."""
+    half = x.shape[-1] // 2
     if interleaved:
         pairs = x.reshape(x.shape[:-1] + (half, 2))  # (..., T, dim/2, 2)
         a, b = pairs[..., 0], pairs[..., 1]  # (..., T, dim/2) each
@@ -437,9 +445,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002
         raise ShapeError(f"rms_norm: normalized_shape {fmt_shape(shape)} is not the end of "
                          f"the input shape {fmt_shape(x.shape)}")
     eps = float(np.finfo(x.dtype).eps) if eps is None else float(eps)
-    dims = tuple(range(x.ndim - len(shape), x.ndim))
-    out = x / ((x * x).mean(dims, keepdim=True) + eps).sqrt()  # (..., *shape)
-    return out if weight is None else out * weight
+    return apply(nn_ops.rms_norm, x, weight, n_dims=len(shape), eps=eps)  # (..., *shape)
 
 
 def embedding(input, weight, padding_idx=None):  # noqa: A002 - PyTorch's argument name

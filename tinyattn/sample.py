@@ -39,8 +39,10 @@ CONFIG_RULES = [
     ("norm", lambda v, mc: v is None or v in NORMS, f"one of {', '.join(NORMS)}"),
     ("tie", lambda v, mc: v in (None, True, False), "true or false"),
     ("bias", lambda v, mc: v in (None, True, False), "true or false"),
+    ("qk_norm", lambda v, mc: v in (None, True, False), "true or false"),
 ]
-OPTIONS = {"rotary": False, "norm": "layer", "tie": True, "bias": True}  # and their defaults
+# and their defaults (older checkpoints lack the later ones)
+OPTIONS = {"rotary": False, "norm": "layer", "tie": True, "bias": True, "qk_norm": False}
 
 
 def _check_head(head, checkpoint):

@@ -4,7 +4,8 @@ A preset names only what differs from TrainConfig's defaults (the reverse task's
 on the command line, or keyword arguments to `config`, override it. Every preset was measured
 to reach its goal with these settings (docs/benchmarks.md): >= 99 % held-out exact match for the
 toy tasks; for shakespeare, nanoGPT's CPU configuration (4 layers, 4 heads, 128 wide, context
-64, batch 12, 2000 steps) with the options that beat it.
+64, batch 12, 2000 steps) with the options that beat it (docs/shakespeare-tuning.md): rotary
+embeddings, QK-norm and lr 4e-3.
 """
 
 from .train import TrainConfig
@@ -19,7 +20,7 @@ PRESETS = {
     "shakespeare": {"steps": 2000, "batch_size": 12, "seq_len": 64, "d_model": 128, "heads": 4,
                     "layers": 4, "lr": 4e-3, "weight_decay": 0.1, "beta2": 0.99, "warmup": 100,
                     "grad_clip": 1.0, "eval_every": 500, "heldout_size": 1200, "seed": 1337,
-                    "rotary": True},
+                    "rotary": True, "qk_norm": True},
 }
 
 

@@ -82,6 +82,7 @@ class TrainConfig:
     rotary: bool = False  # rotary position embeddings instead of a learned table
     norm: str = "layer"  # "layer" (LayerNorm) or "rms" (RMSNorm)
     tie: bool = True  # the LM head shares the token embedding's weight
+    qk_norm: bool = False  # q and k RMS-normalised per head before the attention scores
     full_corpus: bool = False  # shakespeare/text: the whole corpus, not its first 1,115,394 chars
 
     def run_dir(self):
@@ -147,6 +148,7 @@ RULES = [
     ("rotary", lambda v, c: isinstance(v, bool), "must be true or false"),
     ("norm", lambda v, c: v in NORMS, f"must be one of {', '.join(NORMS)}"),
     ("tie", lambda v, c: isinstance(v, bool), "must be true or false"),
+    ("qk_norm", lambda v, c: isinstance(v, bool), "must be true or false"),
     ("full_corpus", lambda v, c: not v or (c.task in LANGUAGE_TASKS and c.text is None),
      "is for --task shakespeare or text without --text (the whole shipped corpus)"),
 ]
@@ -183,7 +185,7 @@ def build(cfg):
     with use_backend(cfg.backend):
         model = TinyTransformer(task.vocab_size, cfg.d_model, cfg.heads, cfg.layers,
                                 max_len=task.seq_len, dropout=cfg.dropout, rotary=cfg.rotary,
-                                norm=cfg.norm, tie=cfg.tie)
+                                norm=cfg.norm, tie=cfg.tie, qk_norm=cfg.qk_norm)
     decay = [p for n, p in model.named_parameters() if p.ndim == 2 and "wpe" not in n]
     no_decay = [p for n, p in model.named_parameters() if not (p.ndim == 2 and "wpe" not in n)]
     opt = AdamW([{"params": decay}, {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr,

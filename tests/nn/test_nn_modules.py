@@ -278,3 +278,22 @@ def test_multihead_attention_errors_name_the_shapes():
     with raises(ta.ShapeError, "attn_mask", r"\(4, 5\)", r"\(6, 4, 5\)", r"\(5, 4\)"):
         m(ta.randn(4, 3, 8), ta.randn(5, 3, 8), ta.randn(5, 3, 8),
           attn_mask=ta.zeros(5, 4, dtype=bool))
+
+
+def test_rms_norm_is_one_fused_node_with_the_op_by_op_numbers():
+    """F.rms_norm records one `rms_norm` node whose float32 forward is bitwise that of the op-by-op
+    x / √(mean(x²) + eps) * weight, and whose gradients match it within rounding."""
+    rng = np.random.default_rng(0)
+    data = rng.standard_normal((4, 6, 8)).astype(np.float32)
+    w_data = rng.standard_normal(8).astype(np.float32)
+    x, y = ta.tensor(data, requires_grad=True), ta.tensor(data, requires_grad=True)
+    w, v = ta.tensor(w_data, requires_grad=True), ta.tensor(w_data, requires_grad=True)
+    fused = F.rms_norm(x, (8,), w, eps=1e-5)
+    composite = y / ((y * y).mean(-1, keepdim=True) + 1e-5).sqrt() * v
+    assert fused.grad_fn.op.name == "rms_norm" and fused.dtype == np.float32
+    np.testing.assert_array_equal(fused.numpy(), composite.numpy())
+    g = ta.tensor(rng.standard_normal(fused.shape).astype(np.float32))
+    fused.backward(g)
+    composite.backward(g)
+    np.testing.assert_allclose(x.grad.numpy(), y.grad.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(w.grad.numpy(), v.grad.numpy(), rtol=1e-5, atol=1e-6)

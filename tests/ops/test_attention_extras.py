@@ -126,3 +126,35 @@ def test_rotary_tables_are_buffers_out_of_the_state_dict_and_errors_name_shapes(
     cos, sin = F.rotary_tables(4, 3)
     with raises(ta.ShapeError, "apply_rotary", r"\(T, dim/2\)", r"\(2, 4\)", r"\(3, 2\)"):
         F.apply_rotary(ta.randn(2, 4), cos, sin)
+
+
+def test_apply_rotary_is_one_fused_node_with_the_op_by_op_numbers():
+    """F.apply_rotary records one `rotary` node; in float32 its forward and gradient are those
+    of the op-by-op form (slices, products, cat) within rounding, for both pair layouts."""
+    rng = np.random.default_rng(0)
+    for interleaved in (False, True):
+        data = rng.standard_normal((2, 3, 6, 8)).astype(np.float32)
+        cos, sin = F.rotary_tables(8, 6, dtype=np.float32)
+        x, y = ta.tensor(data, requires_grad=True), ta.tensor(data, requires_grad=True)
+        fused = F.apply_rotary(x, cos, sin, interleaved)
+        composite = F._rotary_composite(y, cos, sin, interleaved)
+        assert fused.grad_fn.op.name == "rotary" and fused.dtype == np.float32
+        np.testing.assert_allclose(fused.numpy(), composite.numpy(), rtol=1e-6, atol=1e-6)
+        g = rng.standard_normal(fused.shape).astype(np.float32)
+        fused.backward(ta.tensor(g))
+        composite.backward(ta.tensor(g))
+        np.testing.assert_allclose(x.grad.numpy(), y.grad.numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_apply_rotary_promotes_like_its_products_and_differentiates_tables_that_ask():
+    cos, sin = F.rotary_tables(4, 3, dtype=np.float64)
+    x = ta.randn(2, 3, 4)  # float32 with float64 tables: float64, as x * cos would be
+    assert F.apply_rotary(x, cos, sin).dtype == np.float64
+    assert F.apply_rotary(ta.tensor(np.ones((3, 4), dtype=np.int64)), cos, sin).dtype == \
+        np.float64
+    xd = leaf(2, 3, 4)
+    cos_leaf, sin_leaf = (ta.tensor(t.numpy(), requires_grad=True) for t in (cos, sin))
+    report = check_gradients(lambda a, c, s: F.apply_rotary(a, c, s), [xd, cos_leaf, sin_leaf])
+    assert report.ok, report.message
+    with raises(ta.ShapeError, "apply_rotary", r"\(T, dim/2\)", r"\(2, 3, 4\)", r"\(3, 3\)"):
+        F.apply_rotary(xd, ta.tensor(np.ones((3, 3)), requires_grad=True), sin_leaf)

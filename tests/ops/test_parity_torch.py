@@ -102,6 +102,16 @@ def _binary(fn):
         lambda v: torch.as_tensor(v, dtype=torch.float64), (x, y))))
 
 
+def _rotary(x, cos, sin, interleaved=False):
+    """RoPE in torch: rotate-half (Hugging Face) or, interleaved, the complex product (Meta)."""
+    if interleaved:
+        z = torch.view_as_complex(x.reshape(x.shape[:-1] + (-1, 2)).contiguous())
+        return torch.view_as_real(z * torch.complex(cos, sin)).reshape(x.shape)
+    cos, sin = torch.cat([cos, cos], -1), torch.cat([sin, sin], -1)
+    a, b = x.chunk(2, dim=-1)
+    return x * cos + torch.cat([-b, a], -1) * sin
+
+
 TORCH = {
     "add": operator.add,
     "sub": operator.sub,
@@ -147,8 +157,10 @@ TORCH = {
     "masked_fill": torch.masked_fill,
     "layer_norm": lambda x, w, b, n_dims=1, eps=1e-5: TF.layer_norm(x, x.shape[-n_dims:], w, b,
                                                                     eps),
+    "rms_norm": lambda x, w, n_dims=1, eps=1e-5: TF.rms_norm(x, x.shape[-n_dims:], w, eps),
     "gelu": TF.gelu,
     "embedding": lambda ids, w: TF.embedding(ids.long(), w),
+    "rotary": _rotary,
     "flash_attention": _attention,
     # pointwise math
     "sin": torch.sin, "cos": torch.cos, "tan": torch.tan, "asin": torch.asin,

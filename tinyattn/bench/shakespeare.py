@@ -76,6 +76,9 @@ def torch_model(mc):
             self.h = h
             self.qkv = nn.Linear(c, 3 * c, bias=mc.bias)
             self.proj = nn.Linear(c, c, bias=mc.bias)
+            if mc.qk_norm:
+                self.q_norm = nn.RMSNorm(c // h, eps=1e-5)
+                self.k_norm = nn.RMSNorm(c // h, eps=1e-5)
             if mc.rotary:
                 d = c // h
                 inv = 1.0 / 10000.0 ** (np.arange(0, d, 2, dtype=np.float64) / d)
@@ -94,6 +97,8 @@ def torch_model(mc):
         def forward(self, x):
             B, T, C = x.shape  # noqa: N806
             q, k, v = self.qkv(x).reshape(B, T, 3, self.h, C // self.h).permute(2, 0, 3, 1, 4)
+            if mc.qk_norm:
+                q, k = self.q_norm(q), self.k_norm(k)  # (B, H, T, D)
             if mc.rotary:
                 q, k = self.rotate(q), self.rotate(k)  # (B, H, T, D)
             y = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
@@ -296,7 +301,8 @@ def main(argv=None):
     cfg = preset_config()
     print(f"shakespeare preset: {cfg.layers} layers, {cfg.heads} heads, {cfg.d_model} wide, "
           f"context {cfg.seq_len}, batch {cfg.batch_size}, rotary={cfg.rotary}, "
-          f"norm={cfg.norm}, tie={cfg.tie}; {args.steps} steps each, interleaved")
+          f"norm={cfg.norm}, qk_norm={cfg.qk_norm}, tie={cfg.tie}; {args.steps} steps each, "
+          "interleaved")
     result = measure(args.steps, args.memory_steps)
     for line in summary(result):
         print(line)

@@ -23,9 +23,10 @@ from .module import Module, ModuleList
 
 class CausalSelfAttention(Module):
     """Multi-head self-attention where token t sees tokens 0..t, with one fused QKV projection;
-    with rotary=max_len, q and k are rotated by their positions (RoPE) before the scores."""
+    with rotary=max_len, q and k are rotated by their positions (RoPE) before the scores; with
+    qk_norm, q and k are first RMS-normalised per head (one learned gain of D per norm)."""
 
-    def __init__(self, d_model, n_heads, dropout=0.0, rotary=None, bias=True):
+    def __init__(self, d_model, n_heads, dropout=0.0, rotary=None, bias=True, qk_norm=False):
         super().__init__()
         if d_model % n_heads:
             raise ShapeError(f"CausalSelfAttention: d_model {d_model} is not divisible by "
@@ -35,6 +36,8 @@ class CausalSelfAttention(Module):
         self.proj = Linear(d_model, d_model, bias=bias)
         self.drop = Dropout(dropout)
         self.rotary = RotaryEmbedding(d_model // n_heads, rotary) if rotary else None
+        self.q_norm = RMSNorm(d_model // n_heads, eps=1e-5) if qk_norm else None
+        self.k_norm = RMSNorm(d_model // n_heads, eps=1e-5) if qk_norm else None
 
     def forward(self, x, return_weights=False):
         B, T, C = x.shape  # noqa: N806 - the shape names of the docstring
@@ -42,6 +45,8 @@ class CausalSelfAttention(Module):
         qkv = self.qkv(x)  # (B, T, 3C)
         qkv = qkv.reshape(B, T, 3, H, C // H).permute(2, 0, 3, 1, 4)  # (3, B, H, T, D)
         q, k, v = qkv[0], qkv[1], qkv[2]  # (B, H, T, D) each
+        if self.q_norm is not None:
+            q, k = self.q_norm(q), self.k_norm(k)  # (B, H, T, D): unit RMS per head, times gain
         if self.rotary is not None:
             q, k = self.rotary(q), self.rotary(k)  # (B, H, T, D): rotated by position
         if return_weights:
@@ -71,10 +76,11 @@ class MLP(Module):
 class TransformerBlock(Module):
     """x + attn(ln1(x)), then + mlp(ln2(x)): pre-LN residual block (norm "layer" or "rms")."""
 
-    def __init__(self, d_model, n_heads, dropout=0.0, rotary=None, norm="layer", bias=True):
+    def __init__(self, d_model, n_heads, dropout=0.0, rotary=None, norm="layer", bias=True,
+                 qk_norm=False):
         super().__init__()
         self.ln1 = _norm(norm, d_model)
-        self.attn = CausalSelfAttention(d_model, n_heads, dropout, rotary, bias)
+        self.attn = CausalSelfAttention(d_model, n_heads, dropout, rotary, bias, qk_norm)
         self.ln2 = _norm(norm, d_model)
         self.mlp = MLP(d_model, dropout, bias=bias)
 
@@ -108,6 +114,7 @@ class TransformerConfig:
     norm: str = "layer"  # "layer" (LayerNorm) or "rms" (RMSNorm)
     tie: bool = True  # the LM head shares the token embedding's weight
     bias: bool = True  # Linear layers have biases (the head never has one)
+    qk_norm: bool = False  # q and k RMS-normalised per head before the scores
 
 
 class TinyTransformer(Module):
@@ -115,15 +122,16 @@ class TinyTransformer(Module):
     (tied to the token embedding by default). The keyword options are TransformerConfig's."""
 
     def __init__(self, vocab_size, d_model=64, n_heads=4, n_layers=2, max_len=64, dropout=0.0,
-                 rotary=False, norm="layer", tie=True, bias=True):
+                 rotary=False, norm="layer", tie=True, bias=True, qk_norm=False):
         super().__init__()
         self.config = TransformerConfig(vocab_size, d_model, n_heads, n_layers, max_len, dropout,
-                                        rotary, norm, tie, bias)
+                                        rotary, norm, tie, bias, qk_norm)
         self.wte = Embedding(vocab_size, d_model)
         self.wpe = None if rotary else Embedding(max_len, d_model)
         self.drop = Dropout(dropout)
         self.blocks = ModuleList(
-            TransformerBlock(d_model, n_heads, dropout, max_len if rotary else None, norm, bias)
+            TransformerBlock(d_model, n_heads, dropout, max_len if rotary else None, norm, bias,
+                             qk_norm)
             for _ in range(n_layers))
         self.ln_f = _norm(norm, d_model)
         self.lm_head = Linear(d_model, vocab_size, bias=False)
@@ -135,7 +143,7 @@ class TinyTransformer(Module):
         for name, p in self.named_parameters():
             if name.endswith("bias"):
                 p.data[...] = 0
-            elif name.startswith("ln") or ".ln" in name:
+            elif name.startswith("ln") or ".ln" in name or "_norm." in name:  # norm gains
                 p.data[...] = 1
             else:
                 std = 0.02 / math.sqrt(2 * n_layers) if name.endswith("proj.weight") else 0.02

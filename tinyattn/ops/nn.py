@@ -1,10 +1,13 @@
-"""Neural-network ops, each one fused node: layer_norm, gelu, embedding, dropout.
+"""Neural-network ops, each one fused node: layer_norm, rms_norm, gelu, embedding, dropout,
+rotary.
 
 Fused means the forward and the VJP are written out by hand instead of being composed from
 smaller ops: fewer nodes, fewer temporaries, and the formulas a textbook gives. GELU's
 formulas live in the backend (`Backend.gelu_forward` / `gelu_backward`), which the CuPy backend
 runs as one elementwise kernel each.
 """
+
+import numpy as np
 
 from ..errors import DTypeError, ShapeError, fmt_shape
 from .op import op
@@ -50,6 +53,38 @@ def layer_norm_vjp(be, g, saved, n_dims=1, eps=1e-5):
     gx -= tmp
     gx *= rstd
     return gx, gw, gb
+
+
+@op("rms_norm", "gx = (ĝ - x̂ * mean(ĝ * x̂)) / rms, ĝ = g * w, x̂ = x / rms; gw = Σ g x̂",
+    grads=("gx", "gw"), fused=True, saves={0: 0, 1: 2},
+    samples=[case((2, 3, 4), (4,)), case((3, 4), None), case((2, 3, 4), (3, 4), n_dims=2),
+             case((2, 5), (5,), eps=1e-3)])
+def rms_norm(be, x, weight=None, n_dims=1, eps=1e-5):
+    """out = x / √(mean(x²) + eps) * weight over the last n_dims dims"""
+    axes = tuple(range(x.ndim - n_dims, x.ndim))
+    if weight is not None and weight.shape != x.shape[x.ndim - n_dims:]:
+        raise ShapeError(f"rms_norm: weight has shape {fmt_shape(weight.shape)} but the "
+                         f"normalized shape is {fmt_shape(x.shape[x.ndim - n_dims:])}")
+    # the steps of x / ((x * x).mean() + eps).sqrt() * weight, in place where they can be
+    rms = (x * x).mean(axis=axes, keepdims=True)
+    rms += eps
+    be.xp.sqrt(rms, out=rms)
+    xhat = x / rms
+    out = xhat if weight is None else xhat * weight
+    return out, (x, rms, weight, axes)  # x, not x̂: out may be x̂ itself, free to change
+
+
+@rms_norm.defvjp
+def rms_norm_vjp(be, g, saved, n_dims=1, eps=1e-5):
+    x, rms, weight, axes = saved
+    xhat = x / rms
+    batch = tuple(range(xhat.ndim - len(axes)))
+    gw = None if weight is None else (g * xhat).sum(axis=batch)
+    gx = g * weight if weight is not None else g.copy()  # ĝ, turned into gx in place
+    dot = (gx * xhat).mean(axis=axes, keepdims=True)
+    gx -= xhat * dot
+    gx /= rms
+    return gx, gw
 
 
 @op("gelu", "gx = g * (Φ(x) + x φ(x))  (tanh: its derivative)", fused=True, saves={0: 0},
@@ -122,4 +157,63 @@ def dropout_vjp(be, g, saved, p=0.5, seed=None):
     return (g * scaled,)
 
 
-OPS = (layer_norm, gelu, embedding, dropout)
+def _tables(t, half, offset=0):
+    """cos and sin of RoPE's angles for positions offset..offset+t-1: two (t, half) constants
+    (the sample cases' tables; nn.RotaryEmbedding makes the real ones)."""
+    angles = np.outer(np.arange(offset, offset + t), 1.0 / 10000.0 ** (np.arange(half) / half))
+    return const(np.cos(angles)), const(np.sin(angles))
+
+
+@op("rotary", "gx = rotary(g, cos, -sin): the rotation by -θ", grads=("gx", None, None),
+    nondiff=(1, 2), fused=True, saves={1: 0, 2: 1},
+    samples=[case((2, 3, 5, 8), *_tables(5, 4)), case((5, 8), *_tables(5, 4, offset=7)),
+             case((2, 4, 6), *_tables(4, 3), interleaved=True), case((1, 2), *_tables(1, 1))])
+def rotary(be, x, cos, sin, interleaved=False):
+    """out = (a cos - b sin, b cos + a sin) for each channel pair (a, b) of x (..., T, dim)"""
+    check_rotary(x.shape, cos.shape, sin.shape)
+    return _rotate(be.xp, x, cos, sin, interleaved, sign=1), (cos, sin)
+
+
+@rotary.defvjp
+def rotary_vjp(be, g, saved, interleaved=False):
+    cos, sin = saved
+    # the rotation is orthogonal: its transpose is the rotation by -θ (cos the same, sin negated)
+    return _rotate(be.xp, g, cos, sin, interleaved, sign=-1), None, None
+
+
+def check_rotary(x_shape, cos_shape, sin_shape):
+    """x (..., T, dim) with an even dim, cos and sin (T, dim/2): else a ShapeError naming them."""
+    half = x_shape[-1] // 2 if x_shape else 0
+    if len(x_shape) < 2 or x_shape[-1] % 2 or cos_shape != (x_shape[-2], half) or \
+            sin_shape != cos_shape:
+        raise ShapeError(f"apply_rotary: x (..., T, dim) with even dim needs cos and sin of "
+                         f"shape (T, dim/2), got x {fmt_shape(x_shape)}, cos "
+                         f"{fmt_shape(cos_shape)}, sin {fmt_shape(sin_shape)}")
+
+
+def _rotate(xp, x, cos, sin, interleaved, sign):
+    """(a cos - s b sin, b cos + s a sin) for the pairs (a, b) of x, (i, i + dim/2) or,
+    interleaved, (2i, 2i+1); s = sign. As x * [cos, cos] + [b, a] * [-s sin, s sin]: NumPy
+    runs whole rows fast and short strided halves slowly, so only the swap touches halves."""
+    half = x.shape[-1] // 2
+    out = xp.empty(x.shape, dtype=xp.result_type(x, cos, sin))  # (..., T, dim)
+    swapped = xp.empty_like(out)  # [b, a]: each pair's partner in its place
+    if interleaved:
+        swapped[..., 0::2], swapped[..., 1::2] = x[..., 1::2], x[..., 0::2]
+    else:
+        swapped[..., :half], swapped[..., half:] = x[..., half:], x[..., :half]
+    xp.multiply(x, _widen(xp, cos, cos, interleaved), out=out)  # (..., T, dim)
+    swapped *= _widen(xp, -sign * sin, sign * sin, interleaved)
+    out += swapped
+    return out
+
+
+def _widen(xp, first, second, interleaved):
+    """Two (T, dim/2) tables as one (T, dim): `first` at each pair's first channel, `second`
+    at its second."""
+    if interleaved:
+        return xp.stack([first, second], axis=-1).reshape(first.shape[0], -1)
+    return xp.concatenate([first, second], axis=-1)
+
+
+OPS = (layer_norm, rms_norm, gelu, embedding, dropout, rotary)
