@@ -359,3 +359,40 @@ def test_cross_entropy_with_every_target_ignored_is_nan_with_zero_gradient(dtype
         assert np.isnan(loss.item()) and loss.dtype == dtype  # as in PyTorch
         loss.backward()
     np.testing.assert_array_equal(x.grad.numpy(), 0)
+
+
+# ---- the float64 re-run of gradcheck_graph: casts and random ops ------------------------------
+
+
+def _graph_checks(build):
+    """{op name: (ok, skipped)} of gradcheck_graph on the loss `build()` makes under record()."""
+    with ta.record():
+        loss = build()
+    report = ta.gradcheck_graph(loss, n_directions=1)
+    return {c.label.split("#")[0]: (c.ok, c.skipped) for c in report.checks}
+
+
+def test_gradcheck_graph_checks_a_float16_cast_in_float64():
+    x = ta.tensor(np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3), requires_grad=True)
+    checks = _graph_checks(lambda: (x.to(ta.float16).to(ta.float32) * x).sum())
+    assert checks["cast"] == (True, "")  # the casts are checked (in float64), not skipped
+
+
+def test_gradcheck_graph_checks_dropout_with_a_fixed_draw():
+    ta.manual_seed(0)
+    x = ta.tensor(np.linspace(-1, 1, 20, dtype=np.float64).reshape(4, 5), requires_grad=True)
+    checks = _graph_checks(lambda: F.dropout(x, p=0.5, training=True).square().sum())
+    assert checks["dropout"] == (True, "")  # checked, not skipped as random
+
+
+def test_the_registry_holds_each_family_op_once_and_refuses_a_name_twice():
+    import types
+
+    from tinyattn import ops
+
+    one = types.SimpleNamespace(__name__="one", OPS=[REGISTRY["exp"], REGISTRY["log"]])
+    two = types.SimpleNamespace(__name__="two", OPS=[REGISTRY["sin"]])
+    assert ops._merge([one, two]) == {"exp": REGISTRY["exp"], "log": REGISTRY["log"],
+                                      "sin": REGISTRY["sin"]}
+    with pytest.raises(ValueError, match="op 'exp' is registered twice"):
+        ops._merge([one, two, one])
