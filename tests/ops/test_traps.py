@@ -78,6 +78,27 @@ def test_attention_warns_for_each_query_that_may_attend_no_key(impl, q_shape, k_
         assert messages == [(name, masked, rows)]
 
 
+@pytest.mark.parametrize("impl", ["flash", "composite"])
+@pytest.mark.parametrize("q_shape, k_shape, v_shape, masked, rows", [
+    ((4, 8), (2, 5, 8), (5, 6), 2, 8),  # only k has batch dims
+    ((3, 4, 8), (3, 5, 8), (2, 1, 5, 6), 6, 24),  # v's batch dims widen the output
+])
+def test_the_masked_rows_are_counted_over_the_outputs_batch(impl, q_shape, k_shape, v_shape,
+                                                            masked, rows):
+    rng = np.random.default_rng(1)
+    q, k, v = (ta.tensor(rng.standard_normal(s).astype(np.float32))
+               for s in (q_shape, k_shape, v_shape))
+    mask = ta.tensor(KEEP)
+    if impl == "flash":
+        run = lambda: apply(attn.flash_attention, q, k, v, mask, scale=0.5)  # noqa: E731
+        assert fully_masked(trap_messages(run)) == [("flash_attention", masked, rows)]
+    else:  # the softmax sees the scores, without v's batch dims
+        run = lambda: attn.sdpa_composite(q, k, v, mask, False, 0.5)  # noqa: E731
+        lead = np.broadcast_shapes(q_shape[:-2], k_shape[:-2])
+        assert fully_masked(trap_messages(run)) == [("scaled_masked_softmax", int(np.prod(lead)),
+                                                      int(np.prod(lead)) * 4)]
+
+
 def test_the_masked_rows_message_says_what_they_give_and_what_to_check():
     (message,) = trap_messages(_attend((2, 4, 8), (2, 5, 8), 6, KEEP, False, "flash"))
     assert message.startswith("flash_attention#")
