@@ -12,6 +12,7 @@ import tinyattn as ta
 import tinyattn.functional as F  # noqa: N812 - PyTorch's usual name
 from tinyattn.autograd import apply
 from tinyattn.ops import attention as attn
+from tinyattn.ops import traps
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy's own exp overflow
 
@@ -101,9 +102,24 @@ def test_the_masked_rows_are_counted_over_the_outputs_batch(impl, q_shape, k_sha
 
 def test_the_masked_rows_message_says_what_they_give_and_what_to_check():
     (message,) = trap_messages(_attend((2, 4, 8), (2, 5, 8), 6, KEEP, False, "flash"))
-    assert message.startswith("flash_attention#")
-    assert ": 2 of 8 rows are fully masked" in message
-    assert "zeros" in message and "True = may attend" in message
+    assert message.split("#")[0] == "flash_attention"
+    assert message.split(": ", 1)[1] == (
+        "2 of 8 rows are fully masked (no key may be attended). They give zeros, output and "
+        "gradient, never NaN; if that is not meant, check the mask (True = may attend) and the "
+        "padding.")
+
+
+def test_traps_both_runs_each_trap_in_turn_on_the_same_call():
+    def first(be, arrays, params, out, label):
+        yield ("first", be, arrays, params, out, label)
+
+    def second(be, arrays, params, out, label):
+        yield ("second", be, arrays, params, out, label)
+        yield "second again"
+
+    call = ("backend", ["arrays"], {"dim": 1}, "out", "softmax#1")
+    assert list(traps.both(first, second)(*call)) == [("first", *call), ("second", *call),
+                                                       "second again"]
 
 
 # ---- softmax and log_softmax: rows of all -inf ------------------------------------------------
