@@ -542,3 +542,19 @@ def test_use_tensor_class_makes_outputs_and_gradients_of_that_class():
         use_tensor_class(ta.Tensor)
     assert type(y) is Mine and type(x.grad) is Mine
     assert type(x * 3.0) is ta.Tensor
+
+
+def test_a_leafs_grad_is_added_to_in_place_only_when_it_fits():
+    x = leaf([1.0, 2.0])
+    (x * x).sum().backward()
+    held = x.grad
+    (x * x).sum().backward()  # a .grad the user holds sees the sum, as in PyTorch
+    assert held is x.grad
+    np.testing.assert_array_equal(held.numpy(), [4.0, 8.0])
+    for mine in (ta.tensor([1.0, 1.0], dtype=ta.float32),
+                 ta.tensor([[1.0, 1.0]], dtype=ta.float64)):
+        x.grad = mine  # another dtype or shape: the sum is a new array, `mine` is left alone
+        (x * x).sum().backward()
+        np.testing.assert_array_equal(x.grad.numpy(), np.reshape([3.0, 5.0], mine.shape))
+        assert x.grad.dtype == np.float64 and x.grad is not mine
+        np.testing.assert_array_equal(mine.numpy(), np.ones(mine.shape))
