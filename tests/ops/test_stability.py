@@ -105,3 +105,15 @@ def test_logcumsumexp_shifts_each_row_by_its_own_max():
         out = x.logcumsumexp(dim)
         expected = torch.tensor(values).logcumsumexp(dim).numpy()
         np.testing.assert_allclose(out.numpy(), expected, rtol=1e-12)
+
+
+def test_overflow_and_invalid_values_give_ieee_results_without_warnings():
+    import warnings
+
+    x = ta.tensor([1000.0, 1.0, 0.0], dtype=ta.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # torch warns about none of these either
+        np.testing.assert_array_equal(x.cosh().numpy()[:1], [np.inf])  # overflow
+        np.testing.assert_array_equal((x ** 400.5).numpy(), [np.inf, 1.0, 0.0])
+        np.testing.assert_array_equal((x[2:] ** -1.0).numpy(), [np.inf])  # divide by zero
+        assert np.isnan(((x[1:] - 2.0) ** 0.5).numpy()).all()  # invalid
