@@ -235,3 +235,17 @@ def test_cross_entropy_wants_floating_logits():
 def test_gelu_wants_floating_input():
     with pytest.raises(ta.DTypeError, match=r"gelu: needs a floating-point input, got int64"):
         F.gelu(ta.tensor([1, 2, 3]))
+
+
+def test_numpys_errors_inside_an_op_name_the_op_and_hint_only_at_broadcasting():
+    x = ta.ones(2, 3)
+    with pytest.raises(ta.DimError) as caught:
+        x[5]
+    assert str(caught.value) == ("getitem: inputs (2, 3): index 5 is out of bounds for axis 0 "
+                                 "with size 2")
+    with pytest.raises(ta.ShapeError) as caught:
+        x + ta.ones(4)
+    assert str(caught.value).startswith("add: inputs (2, 3), (4,): operands could not be "
+                                        "broadcast")
+    assert str(caught.value).endswith("; shapes broadcast when, from the right, each pair of "
+                                      "dims is equal or one is 1 (reshape or unsqueeze an input)")

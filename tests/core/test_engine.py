@@ -458,3 +458,103 @@ def test_functional_all_lists_exactly_its_public_functions():
     namespace = {}
     exec("from tinyattn.functional import *", namespace)
     assert "math" not in namespace and "ew" not in namespace and "softmax" in namespace
+
+
+def test_backward_steps_takes_the_gradient_and_retain_graph_as_backward_does():
+    x = leaf([1.0, 2.0, 3.0])
+    y = x * x
+    steps = list(backward_steps(y, ta.tensor([1.0, 0.5, -1.0], dtype=ta.float64),
+                                retain_graph=True))
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 2.0, -6.0])  # 2x * gradient
+    np.testing.assert_array_equal(steps[0].g, [1.0, 0.5, -1.0])
+    list(y.backward_steps(ta.ones(3, dtype=ta.float64)))  # the graph was kept: a second walk
+    np.testing.assert_array_equal(x.grad.numpy(), [4.0, 6.0, 0.0])
+    with pytest.raises(ta.GraphError):  # ... which freed it
+        list(y.backward_steps(ta.ones(3, dtype=ta.float64)))
+
+
+def test_nodes_and_steps_say_what_they_are():
+    x = leaf([1.0, 2.0])
+    h = x.exp()
+    h.name = "h"
+    steps = list((h * x).sum().backward_steps())
+    assert [repr(s) for s in steps] == ["<Step 0: sum>", "<Step 1: mul>", "<Step 2: exp -> h>"]
+    assert repr(h._node) == "<Node exp>" and repr(x._node) == "<Node leaf>"
+
+
+def test_toposort_puts_every_node_once_after_all_its_users():
+    from tinyattn.autograd import toposort
+
+    x, w = leaf([1.0, 2.0]), leaf([0.5, -1.0])
+    c = ta.tensor([3.0, 4.0], dtype=ta.float64)  # needs no grad: no node
+    a = x * w
+    b = a.exp() + a * c  # a is used twice (a diamond)
+    loss = (b * x).sum()  # x is used at the start and the end
+    order = toposort(loss._node)
+    assert order[0] is loss._node
+    assert len(order) == len(set(order)) == 8  # sum, mul, add, exp, mul, mul (a), x, w
+    position = {node: i for i, node in enumerate(order)}
+    for node in order:
+        assert node.op is not None or node in (x._node, w._node)
+        for parent in node.parents:
+            if parent is not None:
+                assert position[parent] > position[node]
+    assert {n for n in order if n.op is None} == {x._node, w._node}
+    assert toposort(x._node) == [x._node]
+
+
+def test_trace_everywhere_shows_every_thread_the_ops_until_turned_off():
+    from tinyattn.autograd import Tracer, trace_everywhere
+
+    class Names(Tracer):
+        def __init__(self):
+            self.seen = []
+
+        def forward(self, op, inputs, params, out):
+            self.seen.append(op.name)
+
+    names = Names()
+    x = leaf([1.0, 2.0])
+    trace_everywhere([names])  # any iterable of tracers
+    try:
+        worker = threading.Thread(target=lambda: x.exp())
+        worker.start()
+        worker.join()
+        x.sin()
+    finally:
+        trace_everywhere(())
+    x.cos()  # off again
+    assert names.seen == ["exp", "sin"]
+
+
+def test_use_tensor_class_makes_outputs_and_gradients_of_that_class():
+    from tinyattn.autograd import use_tensor_class
+
+    class Mine(ta.Tensor):
+        pass
+
+    x = leaf([1.0, 2.0])
+    use_tensor_class(Mine)
+    try:
+        y = x * 3.0
+        y.sum().backward()
+    finally:
+        use_tensor_class(ta.Tensor)
+    assert type(y) is Mine and type(x.grad) is Mine
+    assert type(x * 3.0) is ta.Tensor
+
+
+def test_a_leafs_grad_is_added_to_in_place_only_when_it_fits():
+    x = leaf([1.0, 2.0])
+    (x * x).sum().backward()
+    held = x.grad
+    (x * x).sum().backward()  # a .grad the user holds sees the sum, as in PyTorch
+    assert held is x.grad
+    np.testing.assert_array_equal(held.numpy(), [4.0, 8.0])
+    for mine in (ta.tensor([1.0, 1.0], dtype=ta.float32),
+                 ta.tensor([[1.0, 1.0]], dtype=ta.float64)):
+        x.grad = mine  # another dtype or shape: the sum is a new array, `mine` is left alone
+        (x * x).sum().backward()
+        np.testing.assert_array_equal(x.grad.numpy(), np.reshape([3.0, 5.0], mine.shape))
+        assert x.grad.dtype == np.float64 and x.grad is not mine
+        np.testing.assert_array_equal(mine.numpy(), np.ones(mine.shape))

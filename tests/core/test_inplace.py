@@ -404,3 +404,16 @@ def _in_two_threads(work):
         t.start()
     for t in threads:
         t.join()
+
+
+def test_the_version_refusal_ends_with_what_to_do_instead():
+    x = leaf([1.0, 2.0])
+    y = x.exp()
+    z = y.sum()
+    with ta.no_grad():
+        y.mul_(2.0)  # exp saved its output
+    with pytest.raises(ta.GraphError) as caught:
+        z.backward()
+    message = str(caught.value)
+    assert message.startswith("backward: exp saved its output (shape (2,)) to compute")
+    assert message.endswith("; change a .clone() of it instead, or change it after backward()")

@@ -359,3 +359,100 @@ def test_cross_entropy_with_every_target_ignored_is_nan_with_zero_gradient(dtype
         assert np.isnan(loss.item()) and loss.dtype == dtype  # as in PyTorch
         loss.backward()
     np.testing.assert_array_equal(x.grad.numpy(), 0)
+
+
+# ---- the float64 re-run of gradcheck_graph: casts and random ops ------------------------------
+
+
+def _graph_checks(build):
+    """{op name: (ok, skipped)} of gradcheck_graph on the loss `build()` makes under record()."""
+    with ta.record():
+        loss = build()
+    report = ta.gradcheck_graph(loss, n_directions=1)
+    return {c.label.split("#")[0]: (c.ok, c.skipped) for c in report.checks}
+
+
+def test_gradcheck_graph_checks_a_float16_cast_in_float64():
+    x = ta.tensor(np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3), requires_grad=True)
+    checks = _graph_checks(lambda: (x.to(ta.float16).to(ta.float32) * x).sum())
+    assert checks["cast"] == (True, "")  # the casts are checked (in float64), not skipped
+
+
+def test_gradcheck_graph_checks_dropout_with_a_fixed_draw():
+    ta.manual_seed(0)
+    x = ta.tensor(np.linspace(-1, 1, 20, dtype=np.float64).reshape(4, 5), requires_grad=True)
+    checks = _graph_checks(lambda: F.dropout(x, p=0.5, training=True).square().sum())
+    assert checks["dropout"] == (True, "")  # checked, not skipped as random
+
+
+def test_the_registry_holds_each_family_op_once_and_refuses_a_name_twice():
+    import types
+
+    from tinyattn import ops
+
+    one = types.SimpleNamespace(__name__="one", OPS=[REGISTRY["exp"], REGISTRY["log"]])
+    two = types.SimpleNamespace(__name__="two", OPS=[REGISTRY["sin"]])
+    assert ops._merge([one, two]) == {"exp": REGISTRY["exp"], "log": REGISTRY["log"],
+                                      "sin": REGISTRY["sin"]}
+    with pytest.raises(ValueError, match="op 'exp' is registered twice"):
+        ops._merge([one, two, one])
+
+
+def test_the_sample_grids_cover_every_shape_and_every_broadcasting_pair():
+    shapes = [(), (3,), (2, 3), (1, 3), (2, 1)]
+    assert S.unary_grid() == [((s,), {}) for s in shapes]
+    positive = S.unary_grid(positive=True)
+    assert [type(x) for (x,), _ in positive] == [S.pos] * 5
+    assert [x.shape for (x,), _ in positive] == shapes
+    bounded = S.unary_grid(low=-0.5, high=0.9)
+    assert [(x.shape, x.low, x.high) for (x,), _ in bounded] == [(s, -0.5, 0.9) for s in shapes]
+    broadcastable = [(a, b) for a in shapes for b in shapes]  # every pair of these does
+    assert S.binary_grid() == [((a, b), {}) for a, b in broadcastable]
+    mixed = S.binary_grid(second=S.pos)
+    assert [(a, type(b), b.shape) for (a, b), _ in mixed] == \
+        [(a, S.pos, b) for a, b in broadcastable]
+    firsts = S.binary_grid(first=S.pos)
+    assert [(a.shape, b) for (a, b), _ in firsts] == broadcastable
+    assert S.vals([[1, 2]]).values.dtype == np.float64
+    assert S.const([1, 2]).values.dtype == np.int64
+    assert S.const([1, 2], dtype=np.int32).values.dtype == np.int32
+    assert S.const(np.ones(2, dtype=bool)).values.dtype == bool
+
+
+def test_an_op_defined_outside_the_package_describes_itself_and_runs():
+    from tinyattn.ops import op
+
+    @op("cube", "gx = 3 x² g")
+    def cube(be, x):
+        """out = x³"""
+        return x * x * x, (x,)
+
+    @cube.defvjp
+    def cube_vjp(be, g, saved):
+        (x,) = saved
+        return (3 * x * x * g,)
+
+    assert isinstance(cube, Op) and cube.name == "cube" and cube.doc == "out = x³"
+    assert repr(cube) == "<Op cube: gx = 3 x² g>"
+    # the defaults: one gradient gx, no broadcasting, nothing saved to guard, no samples or traps
+    assert (cube.grads, cube.broadcasts, cube.nondiff, cube.fused, cube.promote) == \
+        (("gx",), False, (), False, None)
+    assert (cube.saves, cube.saves_out, cube.view, cube.samples) == ({}, None, False, [])
+    assert cube.traps is None and cube.float64_params is None
+    x = ta.tensor([1.0, -2.0], dtype=ta.float64, requires_grad=True)
+    y = cube(x)
+    y.sum().backward()
+    np.testing.assert_array_equal(y.numpy(), [1.0, -8.0])
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 12.0])
+
+    def plain(be, x, y):
+        return x + y, ()
+
+    flagged = op("plain", "gx = g, gy = g", grads=("gx", "gy"), broadcasts=True, nondiff=(1,),
+                 fused=True, promote="common", saves={0: 0}, saves_out=1, view=True,
+                 samples=[S.case((2,), (2,))], traps=print, float64_params=dict)(plain)
+    assert flagged.fwd is plain and flagged.doc == "" and flagged.formula == "gx = g, gy = g"
+    assert (flagged.grads, flagged.broadcasts, flagged.nondiff, flagged.fused,
+            flagged.promote) == (("gx", "gy"), True, (1,), True, "common")
+    assert (flagged.saves, flagged.saves_out, flagged.view, flagged.samples, flagged.traps,
+            flagged.float64_params) == ({0: 0}, 1, True, [S.case((2,), (2,))], print, dict)

@@ -7,6 +7,7 @@ import threading
 import tracemalloc
 
 import numpy as np
+import pytest
 
 import tinyattn as ta
 import tinyattn.functional as F  # noqa: N812 - PyTorch's usual name
@@ -91,3 +92,28 @@ def test_grad_mode_set_in_a_context_stays_in_it():
     assert contextvars.copy_context().run(off) is False
     assert ta.is_grad_enabled()
     assert (ta.randn(2, requires_grad=True) * 2).requires_grad
+
+
+def test_logcumsumexp_shifts_each_row_by_its_own_max():
+    torch = pytest.importorskip("torch")
+    inf = np.inf
+    v = np.array([[1000.0, 1000.0, 999.0], [-1000.0, -1000.0, -1001.0], [-inf, -inf, -inf],
+                  [-inf, 0.5, -inf]])
+    for dim in (1, 0):
+        values = v if dim == 1 else v.T.copy()
+        x = ta.tensor(values, requires_grad=True)
+        out = x.logcumsumexp(dim)
+        expected = torch.tensor(values).logcumsumexp(dim).numpy()
+        np.testing.assert_allclose(out.numpy(), expected, rtol=1e-12)
+
+
+def test_overflow_and_invalid_values_give_ieee_results_without_warnings():
+    import warnings
+
+    x = ta.tensor([1000.0, 1.0, 0.0], dtype=ta.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # torch warns about none of these either
+        np.testing.assert_array_equal(x.cosh().numpy()[:1], [np.inf])  # overflow
+        np.testing.assert_array_equal((x ** 400.5).numpy(), [np.inf, 1.0, 0.0])
+        np.testing.assert_array_equal((x[2:] ** -1.0).numpy(), [np.inf])  # divide by zero
+        assert np.isnan(((x[1:] - 2.0) ** 0.5).numpy()).all()  # invalid

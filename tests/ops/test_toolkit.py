@@ -197,3 +197,12 @@ def test_cumprod_with_zeros_matches_torch():
     y = ta.tensor([2.0, 0.0, 3.0], requires_grad=True)
     y.prod().backward()
     np.testing.assert_array_equal(y.grad.numpy(), [0.0, 6.0, 0.0])  # one zero: the rest
+
+
+@pytest.mark.parametrize("base", [0.5, 2.0, 0.0, -2.0])
+def test_a_number_to_a_tensor_power_has_torchs_gradient(base):
+    values = np.array([1.0, 2.0, 3.0])
+    y, t = ta.tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+    (base ** y).sum().backward()
+    (base ** t).sum().backward()  # log(base) times base**y; 0 at base 0, NaN below
+    np.testing.assert_allclose(y.grad.numpy(), t.grad.numpy(), rtol=1e-12)

@@ -55,9 +55,9 @@ def _check_in_range(index, n, axis, x_shape, name):
                          f"(input {fmt_shape(x_shape)})")
 
 
-def _src_grad(be, g, places, src_shape, scale=None):
-    """The gradient of the src entries the index read: g at their places (times `scale`)."""
-    picked = g[places] if scale is None else (g * scale)[places]
+def _src_grad(be, g, places, src_shape):
+    """The gradient of the src entries the index read: g at their places."""
+    picked = g[places]
     gsrc = be.xp.zeros(src_shape, dtype=g.dtype)
     gsrc[tuple(slice(0, m) for m in picked.shape)] = picked
     return gsrc
