@@ -152,9 +152,11 @@ def test_deleting_attributes_unregisters_them():
 
 
 def test_parameter_list_extend_and_module_dict_from_pairs():
-    plist = nn.ParameterList().extend([ta.ones(2), nn.Parameter(ta.zeros(3))])
+    mine = nn.Parameter(ta.zeros(3))
+    plist = nn.ParameterList().extend([ta.ones(2), mine])
     assert [p.shape for p in plist] == [(2,), (3,)]
-    assert all(isinstance(p, nn.Parameter) for p in plist)
+    assert isinstance(plist[0], nn.Parameter)
+    assert plist[1] is mine  # a Parameter is registered as it is, not copied
     mdict = nn.ModuleDict([("a", nn.Tanh()), ("b", nn.Identity())])
     assert list(mdict.keys()) == ["a", "b"]
 
