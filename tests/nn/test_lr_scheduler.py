@@ -213,7 +213,7 @@ def _sequence(mod, opt):
     return mod.SequentialLR(opt, [
         mod.ExponentialLR(opt, gamma=0.9),
         mod.LinearLR(opt, start_factor=0.25, end_factor=0.75, total_iters=3),
-        mod.MultiStepLR(opt, milestones=[0, 2, 2], gamma=0.5),
+        mod.MultiStepLR(opt, milestones=[0, 0, 2], gamma=0.5),
         mod.ExponentialLR(opt, gamma=0.8),
         mod.StepLR(opt, step_size=2, gamma=0.3),
         mod.CosineAnnealingLR(opt, T_max=4, eta_min=0.01),
