@@ -398,3 +398,20 @@ def test_adagrad_state_keeps_the_parameters_dtype():
     opt.step()
     assert opt.state[id(p)]["sum"].dtype == np.float32
     assert p.dtype == np.float32
+
+
+@pytest.mark.parametrize("name,kwargs", [("StepLR", {"step_size": 2}),
+                                         ("ExponentialLR", {"gamma": 0.9}),
+                                         ("CosineAnnealingLR", {"T_max": 4})])
+def test_scheduler_state_dict_holds_torchs_numbers(name, kwargs):
+    """Every entry of the state dict (step count, last epoch, base and last lrs) has the value
+    torch's scheduler keeps under the same name."""
+    ours, theirs = _pair()
+    s, ts = _build("ours", ours, name, kwargs), _build("torch", theirs, name, kwargs)
+    for _ in range(3):
+        ours.step()
+        theirs.step()
+        s.step()
+        ts.step()
+    mine, torchs = s.state_dict(), ts.state_dict()
+    assert {k: torchs[k] for k in mine} == pytest.approx(mine, rel=1e-12)
