@@ -87,6 +87,7 @@ def test_unflatten_splits_like_torch(dim, sizes):
     (3, (1, 4), ta.DimError), (-4, (1, 2), ta.DimError),
     (2, (-1, -1), ta.ShapeError), (2, (2, 1, -1, -1), ta.ShapeError),
     (2, (0, -1), ta.ShapeError), (2, (3, -1), ta.ShapeError), (2, (2, 3), ta.ShapeError),
+    (2, (1, 2), ta.ShapeError),
     (1, (2, 2, -1), ta.ShapeError)])
 def test_unflatten_refuses_what_does_not_split(dim, sizes, error):
     with raises(error, "Unflatten", f"dim {dim}", r"\(2, 3, 4\)"):
@@ -191,3 +192,28 @@ def test_leaky_relu_gain_refuses_a_slope_that_is_not_a_number(slope):
         return
     with raises(ValueError, "calculate_gain", "negative_slope"):
         init.calculate_gain("leaky_relu", slope)
+
+
+def test_xavier_uniform_default_gain_is_one():
+    ta.manual_seed(0)
+    w = init.xavier_uniform_(ta.zeros(200, 300, dtype=np.float64)).numpy()
+    bound = math.sqrt(6 / 500)
+    assert w.max() <= bound and w.max() > 0.99 * bound
+
+
+# ---- MultiheadAttention's settings -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("embed_dim,num_heads", [(0, 2), (4, 0), (-4, 2), (6, 4)])
+def test_multihead_attention_refuses_bad_sizes(embed_dim, num_heads):
+    with raises(ta.ShapeError, "MultiheadAttention", f"embed_dim {embed_dim}",
+                f"num_heads {num_heads}"):
+        nn.MultiheadAttention(embed_dim, num_heads)
+
+
+def test_multihead_attention_dtype_and_mask_dtype():
+    mha = nn.MultiheadAttention(4, 2, dtype=np.float64)
+    assert {p.dtype for p in mha.parameters()} == {np.dtype(np.float64)}
+    x = ta.zeros(3, 1, 4, dtype=np.float64)
+    with raises(ta.DTypeError, "MultiheadAttention: attn_mask must be bool", "int64"):
+        mha(x, x, x, attn_mask=ta.tensor(np.zeros((3, 3), np.int64)))
