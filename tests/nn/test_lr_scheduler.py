@@ -192,3 +192,226 @@ def test_optimizer_updates_match_torch(name, kwargs, tmp_path):
         opt.step()
         topt.step()
         np.testing.assert_allclose(p.numpy(), tp.detach().numpy(), rtol=1e-12, atol=1e-14)
+
+
+# ---- restarts, resumes, nesting and argument checks ------------------------------------------
+
+
+def _lrs_match_torch(ours, theirs, s, ts, steps):
+    for step in range(steps + 1):
+        if step:
+            for x in (ours, theirs, s, ts):
+                x.step()
+        want = [g["lr"] for g in theirs.param_groups]
+        assert [g["lr"] for g in ours.param_groups] == pytest.approx(want, rel=1e-12, abs=0), \
+            f"step {step}"
+
+
+def _sequence(mod, opt):
+    """Every kind of scheduler restarted at a milestone (its closed form at step 0), the first
+    one running for a single step."""
+    return mod.SequentialLR(opt, [
+        mod.ExponentialLR(opt, gamma=0.9),
+        mod.LinearLR(opt, start_factor=0.25, end_factor=0.75, total_iters=3),
+        mod.MultiStepLR(opt, milestones=[0, 0, 2], gamma=0.5),
+        mod.ExponentialLR(opt, gamma=0.8),
+        mod.StepLR(opt, step_size=2, gamma=0.3),
+        mod.CosineAnnealingLR(opt, T_max=4, eta_min=0.01),
+    ], milestones=[1, 4, 8, 11, 15])
+
+
+def test_sequential_lr_restarts_every_scheduler_as_torch_does():
+    ours, theirs = _pair(momentum=0.9)
+    s, ts = _sequence(sched, ours), _sequence(torch.optim.lr_scheduler, theirs)
+    assert s.optimizer is ours
+    _lrs_match_torch(ours, theirs, s, ts, 22)
+
+
+@pytest.mark.filterwarnings("ignore:Detected call of `lr_scheduler.step()`")
+def test_nested_sequential_lr_matches_torch():
+    def build(mod, opt):
+        inner = mod.SequentialLR(opt, [mod.LinearLR(opt, start_factor=0.5, total_iters=2),
+                                       mod.ExponentialLR(opt, gamma=0.9)], milestones=[3])
+        return mod.SequentialLR(opt, [inner, mod.StepLR(opt, step_size=2, gamma=0.5)],
+                                milestones=[6])
+
+    ours, theirs = _pair(momentum=0.9)
+    _lrs_match_torch(ours, theirs, build(sched, ours), build(torch.optim.lr_scheduler, theirs),
+                     12)
+
+
+def test_chained_schedulers_compose_as_torch():
+    """Two schedulers on one optimizer multiply their steps (the recurrences, not the closed
+    forms, so the cosine follows the lr the other scheduler left)."""
+    ours, theirs = _pair(momentum=0.9)
+    mine = [sched.CosineAnnealingLR(ours, T_max=5), sched.ExponentialLR(ours, gamma=0.9)]
+    torch_ones = [torch.optim.lr_scheduler.CosineAnnealingLR(theirs, T_max=5),
+                  torch.optim.lr_scheduler.ExponentialLR(theirs, gamma=0.9)]
+    for step in range(12):
+        assert [g["lr"] for g in ours.param_groups] == pytest.approx(
+            [g["lr"] for g in theirs.param_groups], rel=1e-12, abs=0), f"step {step}"
+        ours.step()
+        theirs.step()
+        for s in mine + torch_ones:
+            s.step()
+
+
+RESUMABLE = [("StepLR", {"step_size": 3}), ("MultiStepLR", {"milestones": [6, 8]}),
+             ("MultiStepLR", {"milestones": [2, 7]}), ("ExponentialLR", {"gamma": 0.9}),
+             ("CosineAnnealingLR", {"T_max": 10}), ("LinearLR", {"total_iters": 8}),
+             ("OneCycleLR", {"max_lr": 1.0, "total_steps": 30})]
+
+
+@pytest.mark.parametrize("name,kwargs", RESUMABLE, ids=[c[0] for c in RESUMABLE])
+def test_scheduler_made_with_last_epoch_continues_like_torch(name, kwargs):
+    """last_epoch=k (after the optimizer's state, with initial_lr, is back) resumes the count."""
+    ours, theirs = _pair(momentum=0.9)
+    _build("ours", ours, name, kwargs)
+    _build("torch", theirs, name, kwargs)
+    s = getattr(sched, name)(ours, last_epoch=5, **kwargs)
+    ts = getattr(torch.optim.lr_scheduler, name)(theirs, last_epoch=5, **kwargs)
+    assert s.last_epoch == ts.last_epoch == 6
+    assert s.optimizer is ours
+    _lrs_match_torch(ours, theirs, s, ts, 10)
+
+
+def test_multistep_default_gamma_is_a_tenth():
+    ours, _ = _pair()
+    s = sched.MultiStepLR(ours, milestones=[2])
+    s.step()
+    s.step()
+    assert s.get_last_lr() == pytest.approx([0.01, 0.05], rel=1e-12)
+
+
+@pytest.mark.parametrize("kwargs,ok", [
+    ({"start_factor": 1.0}, True), ({"start_factor": 1.5}, False),
+    ({"end_factor": 0.0}, True), ({"end_factor": 1.5}, False), ({"end_factor": -0.1}, False)])
+def test_linear_lr_factor_bounds(kwargs, ok):
+    ours, theirs = _pair()
+    if not ok:
+        with pytest.raises(ValueError, match="LinearLR: (start|end)_factor"):
+            sched.LinearLR(ours, **kwargs)
+        return
+    _lrs_match_torch(ours, theirs, sched.LinearLR(ours, **kwargs),
+                     torch.optim.lr_scheduler.LinearLR(theirs, **kwargs), 7)
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"epochs": 3, "steps_per_epoch": 4}, {"epochs": 1, "steps_per_epoch": 1},
+    {"total_steps": 1}, {"total_steps": 12, "pct_start": 0.0},
+    {"total_steps": 12, "pct_start": 1.0}])
+def test_one_cycle_lengths_and_phases_match_torch(kwargs):
+    ours, theirs = _pair(momentum=0.9)
+    s = sched.OneCycleLR(ours, max_lr=1.0, **kwargs)
+    ts = torch.optim.lr_scheduler.OneCycleLR(theirs, max_lr=1.0, **kwargs)
+    assert s.total_steps == ts.total_steps
+    assert s.optimizer is ours
+    # pct_start=1.0 leaves the last phase empty: its final step divides by zero, as in torch
+    _lrs_match_torch(ours, theirs, s, ts, s.total_steps - (kwargs.get("pct_start") == 1.0))
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"total_steps": 0}, "total_steps must be a positive integer"),
+    ({"total_steps": 2.5}, "total_steps must be a positive integer"),
+    ({"epochs": 3}, "give total_steps, or epochs and steps_per_epoch"),
+    ({"steps_per_epoch": 3}, "give total_steps, or epochs and steps_per_epoch"),
+    ({"epochs": 0, "steps_per_epoch": 3}, "epochs must be a positive integer, got 0"),
+    ({"epochs": 2.0, "steps_per_epoch": 3}, "epochs must be a positive integer, got 2.0"),
+    ({"epochs": 2, "steps_per_epoch": 0}, "steps_per_epoch must be a positive integer, got 0"),
+    ({"total_steps": 10, "pct_start": 1}, "pct_start must be a float"),
+    ({"total_steps": 10, "pct_start": 1.5}, "pct_start must be a float"),
+    ({"total_steps": 10, "max_lr": [1.0, 2.0, 3.0]}, "max_lr has 3 values for 2"),
+    ({"total_steps": 10, "max_momentum": [0.9]}, "max_momentum has 1 values for 2"),
+    ({"total_steps": 10, "base_momentum": [0.8] * 3}, "base_momentum has 3 values for 2"),
+])
+def test_one_cycle_argument_errors(kwargs, match):
+    ours, _ = _pair(momentum=0.9)
+    kwargs = {"max_lr": 1.0, **kwargs}
+    with pytest.raises(ValueError, match="OneCycleLR: " + match):
+        sched.OneCycleLR(ours, **kwargs)
+
+
+def test_sequential_lr_refuses_what_is_not_its_scheduler():
+    ours, _ = _pair()
+    other, _ = _pair()
+    with pytest.raises(ValueError, match="SequentialLR: scheduler 1 \\(object\\)"):
+        sched.SequentialLR(ours, [sched.StepLR(ours, 2), object()], [3])
+    with pytest.raises(ValueError, match="SequentialLR: scheduler 0 \\(StepLR\\)"):
+        sched.SequentialLR(ours, [sched.StepLR(other, 2), sched.StepLR(ours, 2)], [3])
+
+
+def test_scheduler_state_refuses_a_different_number_of_parts():
+    ours, _ = _pair()
+    three = sched.SequentialLR(ours, [sched.StepLR(ours, 2), sched.StepLR(ours, 3),
+                                      sched.StepLR(ours, 4)], [2, 4])
+    two = sched.SequentialLR(ours, [sched.StepLR(ours, 2), sched.StepLR(ours, 3)], [2])
+    with pytest.raises(ValueError):
+        two.load_state_dict(three.state_dict())
+    one_fn = sched.LambdaLR(ours, warmup)
+    with pytest.raises(ValueError):
+        one_fn.load_state_dict({**one_fn.state_dict(), "lr_lambdas": [None]})
+
+
+def test_lambda_lr_state_dict_resumes_through_save(tmp_path):
+    class Scale:
+        def __init__(self, factor):
+            self.factor = factor
+
+        def __call__(self, step):
+            return self.factor * 0.9 ** step
+
+    ours, _ = _pair()
+    s = sched.LambdaLR(ours, [Scale(1.0), warmup])
+    for _ in range(4):
+        s.step()
+    s.lr_lambdas[0].factor = 0.5
+    state = s.state_dict()
+    assert "optimizer" not in state
+    ta.save({"scheduler": state}, tmp_path / "s.npz")
+    fresh, _ = _pair()
+    resumed = sched.LambdaLR(fresh, [Scale(1.0), warmup])
+    resumed.load_state_dict(ta.load(tmp_path / "s.npz")["scheduler"])
+    assert resumed.last_epoch == 4
+    assert resumed.lr_lambdas[0].factor == 0.5
+    s.step()
+    resumed.step()
+    assert resumed.get_last_lr() == s.get_last_lr()
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"momentum": 0.0, "centered": True},
+                                    {"momentum": 0.5}, {"momentum": 0.5, "centered": True}])
+def test_rmsprop_keeps_torchs_state_names(kwargs):
+    """The buffers a checkpoint holds are torch's (no momentum buffer without momentum)."""
+    p, tp = ta.ones(3, requires_grad=True), torch.ones(3, requires_grad=True)
+    opt, topt = optim.RMSprop([p], **kwargs), torch.optim.RMSprop([tp], **kwargs)
+    for x, o in ((p, opt), (tp, topt)):
+        (x * x).sum().backward()
+        o.step()
+    names = {key.split(".", 1)[1] for key in opt.state_dict()["state"]}
+    assert names == set(topt.state[tp]) - {"step"}
+
+
+def test_adagrad_state_keeps_the_parameters_dtype():
+    p = ta.tensor(np.ones(3, np.float32), requires_grad=True)
+    opt = optim.Adagrad([p], initial_accumulator_value=0.5)
+    (p * p).sum().backward()
+    opt.step()
+    assert opt.state[id(p)]["sum"].dtype == np.float32
+    assert p.dtype == np.float32
+
+
+@pytest.mark.parametrize("name,kwargs", [("StepLR", {"step_size": 2}),
+                                         ("ExponentialLR", {"gamma": 0.9}),
+                                         ("CosineAnnealingLR", {"T_max": 4})])
+def test_scheduler_state_dict_holds_torchs_numbers(name, kwargs):
+    """Every entry of the state dict (step count, last epoch, base and last lrs) has the value
+    torch's scheduler keeps under the same name."""
+    ours, theirs = _pair()
+    s, ts = _build("ours", ours, name, kwargs), _build("torch", theirs, name, kwargs)
+    for _ in range(3):
+        ours.step()
+        theirs.step()
+        s.step()
+        ts.step()
+    mine, torchs = s.state_dict(), ts.state_dict()
+    assert {k: torchs[k] for k in mine} == pytest.approx(mine, rel=1e-12)

@@ -263,3 +263,37 @@ def test_module_paths_follow_the_root_that_is_called():
     with tracing(Scopes()) as rec:
         outer(x)
     assert rec.seen == ["inner.0", "inner.1"]
+
+
+def test_module_paths_follow_a_deleted_attribute():
+    """A part registered under two names is named by the first; deleting that name renames it
+    by the one left."""
+    from tinyattn.autograd import tracing
+
+    class Scopes:
+        def __init__(self):
+            self.seen = []
+
+        def forward(self, op, inputs, params, out):
+            self.seen.append(out._node.scope)
+
+        def backward(self, *args):
+            pass
+
+        def accumulate(self, *args):
+            pass
+
+    class Twice(ta.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.first = self.second = ta.nn.Linear(2, 2)
+
+        def forward(self, x):
+            return self.second(x)
+
+    model, x = Twice(), ta.randn(1, 2, requires_grad=True)
+    with tracing(Scopes()) as rec:
+        model(x)
+        del model.first
+        model(x)
+    assert rec.seen == ["first", "second"]

@@ -170,9 +170,6 @@ class CosineAnnealingLR(LRScheduler):
         t, T, low = self.last_epoch, self.T_max, self.eta_min  # noqa: N806
         if self._is_initial:
             return self._lrs()
-        if self._step_count == 1 and t > 0:
-            return [low + (base - low) * (1 + math.cos(t * math.pi / T)) / 2
-                    for base in self.base_lrs]
         if (t - 1 - T) % (2 * T) == 0:
             return [lr + (base - low) * (1 - math.cos(math.pi / T)) / 2
                     for base, lr in zip(self.base_lrs, self._lrs(), strict=True)]
@@ -242,7 +239,6 @@ class OneCycleLR(LRScheduler):
                  pct_start=0.3, anneal_strategy="cos", cycle_momentum=True, base_momentum=0.85,
                  max_momentum=0.95, div_factor=25.0, final_div_factor=1e4, three_phase=False,
                  last_epoch=-1):
-        self.optimizer = optimizer
         self.total_steps = _one_cycle_steps(total_steps, epochs, steps_per_epoch)
         if not isinstance(pct_start, float) or not 0 <= pct_start <= 1:
             raise ValueError(f"OneCycleLR: pct_start must be a float in [0, 1], got {pct_start}")

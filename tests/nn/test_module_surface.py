@@ -1,0 +1,219 @@
+"""What a user sees of the nn modules: every loss module with its defaults and its settings
+against torch's (values and state-dict keys), Unflatten's splits and refusals against torch, the
+printed module tree, deleting attributes, and the Kaiming initialisers' defaults and errors."""
+
+import math
+
+import numpy as np
+import pytest
+
+import tinyattn as ta
+from tinyattn import nn
+from tinyattn.nn import init
+
+torch = pytest.importorskip("torch")
+
+rng = np.random.default_rng(3)
+X = rng.standard_normal((4, 5)) * 2  # differences on both sides of 1 (Huber, smooth L1)
+Y = rng.standard_normal((4, 5))
+LOGP = X - np.log(np.exp(X).sum(1, keepdims=True))
+PROBS = rng.uniform(0.05, 0.95, (4, 5))
+BITS = (rng.random((4, 5)) > 0.5).astype(np.float64)
+IDS = np.array([0, -100, 4, 2])  # -100: the default ignore_index
+W5 = rng.uniform(0.5, 2.0, 5)
+
+
+def raises(cls, *fragments):
+    return pytest.raises(cls, match=".*".join(fragments))
+
+
+# ---- loss modules ------------------------------------------------------------------------------
+
+LOSSES = [
+    ("MSELoss", {}, (X, Y)),
+    ("L1Loss", {}, (X, Y)),
+    ("L1Loss", {"reduction": "sum"}, (X, Y)),
+    ("SmoothL1Loss", {}, (X, Y)),
+    ("SmoothL1Loss", {"beta": 0.5, "reduction": "sum"}, (X, Y)),
+    ("HuberLoss", {}, (X, Y)),
+    ("HuberLoss", {"delta": 0.5, "reduction": "none"}, (X, Y)),
+    ("NLLLoss", {}, (LOGP, IDS)),
+    ("NLLLoss", {"weight": W5, "ignore_index": 2, "reduction": "sum"},
+     (LOGP, np.array([0, 3, 2, 1]))),
+    ("CrossEntropyLoss", {}, (X, IDS)),
+    ("CrossEntropyLoss", {"weight": W5, "label_smoothing": 0.1, "reduction": "none"}, (X, IDS)),
+    ("BCELoss", {}, (PROBS, BITS)),
+    ("BCELoss", {"weight": W5, "reduction": "sum"}, (PROBS, BITS)),
+    ("BCEWithLogitsLoss", {}, (X, BITS)),
+    ("BCEWithLogitsLoss", {"weight": W5, "pos_weight": W5[::-1].copy(), "reduction": "sum"},
+     (X, BITS)),
+    ("KLDivLoss", {}, (LOGP, PROBS)),
+    ("KLDivLoss", {"log_target": True, "reduction": "batchmean"}, (LOGP, LOGP[::-1].copy())),
+]
+
+
+@pytest.mark.filterwarnings("ignore:reduction. 'mean' divides the total loss")
+@pytest.mark.parametrize("name,kwargs,args", LOSSES,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(LOSSES)])
+def test_loss_module_defaults_and_settings_match_torch(name, kwargs, args):
+    def wrap(lib, a):
+        return ta.tensor(a) if lib is ta else torch.tensor(a)
+
+    ours = getattr(nn, name)(**{k: wrap(ta, v) if isinstance(v, np.ndarray) else v
+                                for k, v in kwargs.items()})
+    theirs = getattr(torch.nn, name)(**{k: wrap(torch, v) if isinstance(v, np.ndarray) else v
+                                        for k, v in kwargs.items()})
+    got = ours(*(wrap(ta, a) for a in args))
+    want = theirs(*(wrap(torch, a) for a in args))
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12, atol=1e-14)
+    assert list(ours.state_dict()) == list(theirs.state_dict())  # class weights are buffers
+    assert ours.reduction == theirs.reduction
+
+
+# ---- Unflatten ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dim,sizes", [(0, (1, 2)), (0, (2, -1)), (1, (3, 1)), (1, (-1, 3)),
+                                       (2, (2, 2)), (-3, (2, 1)), (-2, (1, -1)), (-1, (4, 1))])
+def test_unflatten_splits_like_torch(dim, sizes):
+    x = rng.standard_normal((2, 3, 4))
+    got = nn.Unflatten(dim, sizes)(ta.tensor(x))
+    want = torch.nn.Unflatten(dim, sizes)(torch.tensor(x))
+    assert got.shape == tuple(want.shape)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("dim,sizes,error", [
+    (3, (1, 4), ta.DimError), (-4, (1, 2), ta.DimError),
+    (2, (-1, -1), ta.ShapeError), (2, (2, 1, -1, -1), ta.ShapeError),
+    (2, (0, -1), ta.ShapeError), (2, (3, -1), ta.ShapeError), (2, (2, 3), ta.ShapeError),
+    (2, (1, 2), ta.ShapeError),
+    (1, (2, 2, -1), ta.ShapeError)])
+def test_unflatten_refuses_what_does_not_split(dim, sizes, error):
+    with raises(error, "Unflatten", f"dim {dim}", r"\(2, 3, 4\)"):
+        nn.Unflatten(dim, sizes)(ta.zeros(2, 3, 4))
+
+
+# ---- the printed tree and attributes -----------------------------------------------------------
+
+
+def test_module_repr_prints_the_tree_indented():
+    m = nn.Sequential(nn.Linear(3, 4), nn.Tanh(),
+                      nn.Sequential(nn.Linear(4, 2, bias=False), nn.GELU()),
+                      nn.Embedding(5, 2, padding_idx=0), nn.Embedding(5, 2))
+    assert repr(m) == "\n".join([
+        "Sequential(",
+        "  (0): Linear(3, 4, bias=True)",
+        "  (1): Tanh()",
+        "  (2): Sequential(",
+        "    (0): Linear(4, 2, bias=False)",
+        "    (1): GELU()",
+        "  )",
+        "  (3): Embedding(5, 2, padding_idx=0)",
+        "  (4): Embedding(5, 2)",
+        ")"])
+    assert repr(nn.Module()) == "Module()"
+    assert [name for name, _ in m.named_children()] == ["0", "1", "2", "3", "4"]
+    assert repr(nn.Parameter(ta.ones(2))) == ("Parameter containing:\n"
+                                              "tensor([1., 1.], requires_grad=True)")
+
+
+def test_transformer_repr_starts_with_its_config():
+    model = nn.TinyTransformer(11, d_model=8, n_heads=2, n_layers=1, max_len=6)
+    assert repr(model).splitlines()[0] == (
+        "TinyTransformer(vocab_size=11, d_model=8, n_heads=2, n_layers=1, max_len=6, "
+        "dropout=0.0, rotary=False, norm=layer, tie=True, bias=True")
+
+
+@pytest.mark.parametrize("approximate", [None, "none", "tanh"])
+def test_gelu_and_tanh_modules_match_torch(approximate):
+    x = rng.standard_normal((3, 4)) * 3
+    kw = {} if approximate is None else {"approximate": approximate}
+    np.testing.assert_allclose(nn.GELU(**kw)(ta.tensor(x)).numpy(),
+                               torch.nn.GELU(**kw)(torch.tensor(x)).numpy(), rtol=1e-12)
+    np.testing.assert_allclose(nn.Tanh()(ta.tensor(x)).numpy(), np.tanh(x), rtol=1e-12)
+
+
+def test_deleting_attributes_unregisters_them():
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(2, 2)
+            self.w = nn.Parameter(ta.ones(2))
+            self.register_buffer("seen", ta.zeros(1))
+            self.register_buffer("scratch", ta.zeros(1), persistent=False)
+
+    net = Net()
+    del net.w, net.seen, net.fc
+    assert list(net.state_dict()) == []
+    assert list(net.parameters()) == [] and list(net.named_children()) == []
+    del net.scratch
+    net.register_buffer("scratch", ta.ones(1))  # persistent this time
+    assert list(net.state_dict()) == ["scratch"]
+
+
+def test_parameter_list_extend_and_module_dict_from_pairs():
+    mine = nn.Parameter(ta.zeros(3))
+    plist = nn.ParameterList().extend([ta.ones(2), mine])
+    assert [p.shape for p in plist] == [(2,), (3,)]
+    assert isinstance(plist[0], nn.Parameter)
+    assert plist[1] is mine  # a Parameter is registered as it is, not copied
+    mdict = nn.ModuleDict([("a", nn.Tanh()), ("b", nn.Identity())])
+    assert list(mdict.keys()) == ["a", "b"]
+
+
+# ---- Kaiming initialisers ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fn", ["kaiming_normal_", "kaiming_uniform_"])
+@pytest.mark.parametrize("kwargs,gain", [({}, math.sqrt(2)),
+                                         ({"a": 0.5}, math.sqrt(2 / 1.25)),
+                                         ({"mode": "fan_out", "nonlinearity": "tanh"}, 5 / 3)])
+def test_kaiming_defaults_spread_and_mean(fn, kwargs, gain):
+    ta.manual_seed(0)
+    w = getattr(init, fn)(ta.zeros(200, 300, dtype=np.float64), **kwargs).numpy()
+    fan = 200 if kwargs.get("mode") == "fan_out" else 300
+    assert w.std() == pytest.approx(gain / math.sqrt(fan), rel=0.02)
+    assert abs(w.mean()) < 0.05 * w.std()
+
+
+@pytest.mark.parametrize("fn", ["kaiming_normal_", "kaiming_uniform_"])
+def test_kaiming_errors_name_the_function(fn):
+    with raises(ValueError, f"^{fn}: mode", "'fan'"):
+        getattr(init, fn)(ta.zeros(2, 2), mode="fan")
+    with raises(ta.ShapeError, f"^{fn}", "at least 2 dims", r"\(5,\)"):
+        getattr(init, fn)(ta.zeros(5))
+
+
+@pytest.mark.parametrize("slope", ["0.2", True, None])
+def test_leaky_relu_gain_refuses_a_slope_that_is_not_a_number(slope):
+    if slope is None:
+        assert init.calculate_gain("leaky_relu") == pytest.approx(math.sqrt(2 / (1 + 1e-4)))
+        return
+    with raises(ValueError, "calculate_gain", "negative_slope"):
+        init.calculate_gain("leaky_relu", slope)
+
+
+def test_xavier_uniform_default_gain_is_one():
+    ta.manual_seed(0)
+    w = init.xavier_uniform_(ta.zeros(200, 300, dtype=np.float64)).numpy()
+    bound = math.sqrt(6 / 500)
+    assert w.max() <= bound and w.max() > 0.99 * bound
+
+
+# ---- MultiheadAttention's settings -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("embed_dim,num_heads", [(0, 2), (4, 0), (-4, 2), (6, 4)])
+def test_multihead_attention_refuses_bad_sizes(embed_dim, num_heads):
+    with raises(ta.ShapeError, "MultiheadAttention", f"embed_dim {embed_dim}",
+                f"num_heads {num_heads}"):
+        nn.MultiheadAttention(embed_dim, num_heads)
+
+
+def test_multihead_attention_dtype_and_mask_dtype():
+    mha = nn.MultiheadAttention(4, 2, dtype=np.float64)
+    assert {p.dtype for p in mha.parameters()} == {np.dtype(np.float64)}
+    x = ta.zeros(3, 1, 4, dtype=np.float64)
+    with raises(ta.DTypeError, "MultiheadAttention: attn_mask must be bool", "int64"):
+        mha(x, x, x, attn_mask=ta.tensor(np.zeros((3, 3), np.int64)))
