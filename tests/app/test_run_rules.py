@@ -157,6 +157,40 @@ def test_resume_with_nothing_to_resume(tmp_path):
     assert not (tmp_path / "new").exists()  # a failed start leaves no folder
 
 
+def test_resume_takes_the_same_settings_and_only_the_schedule_of_the_run_may_change(tmp_path):
+    cfg = TrainConfig(steps=6, out=str(tmp_path), **TINY)
+    train(cfg, progress=False, stop_after=2)
+    with pytest.raises(FlagError, match=r"^resume: the run in .* was trained with a different "
+                                        r"--lr, --seed; resume with the same settings$"):
+        train(TrainConfig(steps=6, out=str(tmp_path), **{**TINY, "lr": 1e-3, "seed": 7}),
+              resume=True, progress=False)
+    metrics = train(TrainConfig(steps=5, out=str(tmp_path), save_every=3,
+                                **{**TINY, "eval_every": 2}), resume=True, progress=False)
+    assert metrics["resumed_from"] == 2 and metrics["steps"] == 5
+    assert [r["step"] for r in rows(tmp_path) if "heldout_loss" in r] == [4, 5]
+
+
+def test_resume_names_what_the_folder_lacks(tmp_path):
+    (tmp_path / "metrics.jsonl").write_text("")  # stopped before its first checkpoint
+    with pytest.raises(RunFolderError, match=r"no checkpoint.npz \(the run stopped before its "
+                                             r"first checkpoint; start over with --force\)$"):
+        train(TrainConfig(steps=4, out=str(tmp_path), **TINY), resume=True, progress=False)
+    for saved in ({"w": ta.zeros(2)}, {"config": {"task": "reverse"}, "model": {}}):
+        ta.save(saved, tmp_path / "checkpoint.npz")
+        with pytest.raises(RunFolderError, match=r"checkpoint.npz is not a training checkpoint$"):
+            train(TrainConfig(steps=4, out=str(tmp_path), **TINY), resume=True, progress=False)
+
+
+def test_a_checkpoint_from_before_a_setting_existed_resumes(tmp_path):
+    """A setting the checkpoint's config lacks (added since) counts as today's value."""
+    cfg = TrainConfig(steps=4, out=str(tmp_path), **TINY)
+    train(cfg, progress=False, stop_after=2)
+    ck = ta.load(tmp_path / "checkpoint.npz")
+    del ck["config"]["tie"], ck["config"]["norm"]
+    ta.save(ck, tmp_path / "checkpoint.npz")
+    assert train(cfg, resume=True, progress=False)["steps"] == 4
+
+
 def test_resume_after_the_text_changed_is_refused(tmp_path):
     text = tmp_path / "t.txt"
     text.write_text("abcabcabd " * 60)
