@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -341,3 +342,86 @@ def test_the_summary_line_says_how_the_run_ended(capsys):
         "", "text: 7 steps in 12.1 s (stopped by SIGTERM) (resumed at step 3) — val loss 1.5000 "
             "(2.164 bits/char), train loss 1.2500"]
     assert capsys.readouterr().out == ""  # to the stream given
+
+
+# ---- samples.txt: held-out prompts, targets and the model's answers ----------------------------
+
+
+class _Answers:
+    """A stand-in model: answers each toy prompt with the task's own answer, except that it
+    gets the problems listed in `wrong` wrong (its first answer digit off by one); records the
+    calls."""
+
+    def __init__(self, task, wrong=()):
+        self.task, self.wrong, self.calls = task, set(wrong), []
+
+    def generate(self, idx, n, **kw):
+        prompt = [int(t) for t in idx.numpy()[0]]
+        self.calls.append((len(prompt), n, kw))
+        full = list(self.task.example(np.array([t for t in prompt if t < 10])))
+        answer = full[len(prompt): len(prompt) + n]
+        if len(self.calls) - 1 in self.wrong:
+            answer[0] = (answer[0] + 1) % 10
+        return ta.tensor([prompt + answer])
+
+
+def test_samples_list_prompt_target_answer_and_whether_it_is_right():
+    from tinyattn.data import make_task
+    from tinyattn.train import samples_text
+
+    task = make_task("reverse", length=3)
+    heldout = task.batch(np.random.default_rng(0), 20, "heldout")
+    model = _Answers(task, wrong={1})
+    lines = samples_text(task, model, heldout, ta.tensor([0.0]).backend, n=3).splitlines()
+    assert lines[0] == "reverse: input | target | model (greedy) | correct" and len(lines) == 4
+    for i, line in enumerate(lines[1:]):
+        prompt, target, answer, ok = line.split(" | ")
+        assert prompt == task.decode(heldout[0][i][:4]) and prompt.endswith(">")
+        assert target == prompt[2::-1]  # the prompt's digits reversed
+        assert (answer == target) == (ok == "yes") and ok == ("no" if i == 1 else "yes")
+    assert [c[:2] for c in model.calls] == [(4, 3)] * 3
+    assert all(c[2] == {"greedy": True} for c in model.calls)
+    short = (heldout[0][:2], heldout[1][:2])  # fewer held-out rows than asked for
+    assert len(samples_text(task, _Answers(task), short, ta.tensor([0.0]).backend)
+               .splitlines()) == 3
+
+
+def test_add_samples_say_the_sums_are_written_backwards():
+    from tinyattn.data import make_task
+    from tinyattn.train import samples_text
+
+    task = make_task("add", length=2)
+    heldout = task.batch(np.random.default_rng(0), 4, "heldout")
+    text = samples_text(task, _Answers(task), heldout, ta.tensor([0.0]).backend)
+    lines = text.splitlines()
+    assert text.endswith("\n") and len(lines) == 6
+    assert lines[1] == "(sums are written least significant digit first)"
+    a, b, _ = re.split(r"[+=]", lines[2].split(" | ")[0])
+    assert lines[2].split(" | ")[1] == str(int(a) + int(b)).zfill(3)[::-1]
+
+
+def test_a_language_models_sample_continues_a_held_out_prompt():
+    from tinyattn.train import samples_text
+
+    class Text:
+        language_model = True
+
+        def decode(self, ids):
+            return "".join("abcdefghijklmnopqrst"[i] for i in ids)
+
+    calls = []
+
+    class Model:
+        def generate(self, idx, n, **kw):
+            calls.append((idx.numpy().tolist(), n, kw))
+            return ta.tensor([idx.numpy()[0].tolist() + [0] * 3])
+
+    x = np.arange(40).reshape(2, 20) % 20
+    text = samples_text(Text(), Model(), (x, x), ta.tensor([0.0]).backend)
+    assert text == ("prompt: 'abcdefghijklmnop'\ngenerated (temperature 0.8, top-k 10):\n"
+                    "abcdefghijklmnopaaa\n")
+    (prompt, n, kw), = calls
+    assert prompt == [list(range(16))] and n == 200
+    rng = kw.pop("rng")
+    assert kw == {"temperature": 0.8, "top_k": 10}
+    assert rng.integers(1 << 30) == np.random.default_rng(0).integers(1 << 30)
