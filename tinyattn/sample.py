@@ -159,8 +159,8 @@ def _answer_toy(model, cfg, prompt, rng):
     """Greedy answers to a toy-task prompt (or to five held-out problems)."""
     task = make_task(cfg["task"], length=cfg.get("length"))
     if prompt is None:
-        x, y = task.batch(rng, 5, "heldout")
-        problems = [np.concatenate([x[i], y[i][-1:]])[: task.prompt_len()] for i in range(5)]
+        x, _ = task.batch(rng, 5, "heldout")
+        problems = [x[i, : task.prompt_len()] for i in range(5)]  # x holds each whole prompt
     else:
         problems = [np.array(_toy_prompt(task, prompt))]
     lines = []

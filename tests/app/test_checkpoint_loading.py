@@ -109,11 +109,37 @@ def _forge(run, tmp_path, change):
     (lambda ck: ck["config"].update(task="nope"), "task 'nope'"),
     (lambda ck: ck["model"].update({"wte.weight": ta.zeros(2, 2)}), r"wte.weight.*\(2, 2\)"),
     (lambda ck: ck.pop("model_config"), "no 'model_config' entry"),
-], ids=["heads0", "dmodel", "huge", "short-vocab", "task", "shape", "missing"])
+    (lambda ck: ck["model_config"].update(vocab_size=0), "vocab_size = 0; it must be a whole"),
+    (lambda ck: ck["model_config"].update(n_heads=3), "n_heads = 3; it must be a whole number "
+                                                      ">= 1 that divides d_model"),
+    (lambda ck: ck["model_config"].update(n_layers=True), "n_layers = True; it must be a whole"),
+    (lambda ck: ck["model_config"].update(max_len=2.0), "max_len = 2.0; it must be a whole"),
+    (lambda ck: ck["model_config"].update(dropout=1.0), r"dropout = 1.0; it must be in \[0, 1\)"),
+    (lambda ck: ck["model_config"].update(dropout=-0.1), "dropout = -0.1"),
+    (lambda ck: ck["model_config"].update(rotary="yes"), "rotary = 'yes'; it must be true or"),
+    (lambda ck: ck["model_config"].update(norm="batch"), "norm = 'batch'; it must be one of"),
+    (lambda ck: ck["model_config"].update(tie=2), "tie = 2; it must be true or false"),
+    (lambda ck: ck["model_config"].update(bias="no"), "bias = 'no'; it must be true or false"),
+    (lambda ck: ck["config"].update(length=0), "task 'reverse', length 0"),
+    (lambda ck: ck.update(vocab=[*ck["vocab"][:-1], 5]), "vocabulary of 13 entries"),
+], ids=["heads0", "dmodel", "huge", "short-vocab", "task", "shape", "missing", "vocab0",
+        "heads-divide", "layers-bool", "maxlen-float", "dropout1", "dropout-neg", "rotary",
+        "norm", "tie", "bias", "length0", "vocab-entry"])
 def test_a_forged_configuration_is_one_error(run, tmp_path, change, message):
     path = _forge(run, tmp_path, change)
     with pytest.raises(ta.CheckpointError, match=message):
         sample(path, "123")
+
+
+def test_a_checkpoint_from_before_the_model_options_loads_with_their_defaults(run, tmp_path):
+    """Checkpoints written before rotary/norm/tie/bias existed load as the model they were."""
+    path = _forge(run, tmp_path, lambda ck: [ck["model_config"].pop(k)
+                                             for k in ("rotary", "norm", "tie", "bias")])
+    old, _ = load_model(path)
+    new, _ = load_model(run / "checkpoint.npz")
+    assert old.config == new.config
+    assert not old.training  # ready to sample: dropout off
+    assert sample(path, "123") == sample(run / "checkpoint.npz", "123")
 
 
 def test_a_deep_structure_is_one_error(tmp_path):

@@ -71,6 +71,27 @@ def test_corrupt_and_truncated_files(tmp_path):
         ta.load(tmp_path / "missing.npz")
 
 
+def test_a_file_that_is_not_a_checkpoint_is_named_for_what_it_is(tmp_path):
+    """A single .npy array, a zip cut short and any other file each get their own diagnosis."""
+    npy = tmp_path / "weights.npy"
+    np.save(npy, np.ones(3))
+    with pytest.raises(ta.CheckpointError, match=r"holds a single \.npy array, not a checkpoint; "
+                                                 r"load it with numpy\.load, or write checkpoints "
+                                                 r"with tinyattn\.save$"):
+        ta.load(npy)
+    good = tmp_path / "good.npz"
+    ta.save({"w": ta.randn(64, 64)}, good)
+    cut = tmp_path / "cut.npz"
+    cut.write_bytes(good.read_bytes()[:1000])
+    with pytest.raises(ta.CheckpointError, match="a damaged or truncated zip"):
+        ta.load(cut)
+    text = tmp_path / "notes.npz"
+    text.write_text("hello world, not a checkpoint")
+    with pytest.raises(ta.CheckpointError) as caught:
+        ta.load(text)
+    assert str(caught.value).endswith("this file starts with b'hello wo')")
+
+
 def test_wrong_kind_of_npz(tmp_path):
     plain = tmp_path / "plain.npz"
     np.savez(plain, weights=np.ones(3))

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -228,3 +229,199 @@ def test_heldout_metrics_by_hand():
     assert scores["heldout_exact"] == 0.5
     assert scores["heldout_loss"] == pytest.approx(want_loss, rel=1e-9)
     assert not model.training  # a model evaluated in eval mode stays in eval mode
+
+
+# ---- one training step's numbers, and data parallelism's arithmetic in one process -------------
+
+
+def _xent(logits, y):
+    """Per-position cross-entropy by hand (NumPy, float64), 0 where y is IGNORE."""
+    from tinyattn.data import IGNORE
+
+    z = logits - logits.max(axis=-1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
+    picked = np.take_along_axis(logp, np.where(y == IGNORE, 0, y)[..., None], -1)[..., 0]
+    return np.where(y == IGNORE, 0.0, -picked)
+
+
+def test_a_steps_loss_is_the_global_batch_mean_however_the_ranks_split_it(monkeypatch):
+    """_shard_loss: each rank's loss is its rows' summed cross-entropy scaled so that the mean of
+    the N ranks' losses (and so of their gradients) is the global batch's mean loss."""
+    from tinyattn import distributed
+    from tinyattn.data import IGNORE
+    from tinyattn.train import _shard_loss
+
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(5, 3, 4))
+    y = rng.integers(0, 4, size=(5, 3))
+    y[:, 0] = IGNORE
+    y[4, 1] = IGNORE  # 9 scored positions
+    per = _xent(logits, y)
+    be = ta.tensor([0.0]).backend
+    loss, summed = _shard_loss(ta.tensor(logits), y, slice(0, 5), 4, be)
+    assert loss.item() == pytest.approx(per.sum() / 9, rel=1e-6)
+    assert summed.item() == pytest.approx(per.sum(), rel=1e-6)
+    monkeypatch.setitem(distributed._world, "size", 2)
+    losses = []
+    for rank in (0, 1):
+        rows = distributed.shard(5, rank=rank)
+        loss, summed = _shard_loss(ta.tensor(logits[rows]), y, rows, 4, be)
+        assert summed.item() == pytest.approx(per[rows].sum(), rel=1e-6)
+        losses.append(loss.item())
+    assert np.mean(losses) == pytest.approx(per.sum() / 9, rel=1e-6)
+
+
+def test_a_global_batch_smaller_than_the_world_is_refused(monkeypatch):
+    from tinyattn import distributed
+    from tinyattn.train import FlagError, _check_world
+
+    _check_world(TrainConfig(batch_size=1))  # one process: any batch
+    monkeypatch.setitem(distributed._world, "size", 4)
+    _check_world(TrainConfig(batch_size=4))  # one row per process
+    with pytest.raises(FlagError, match=r"--batch-size is the global batch, split across the 4 "
+                                        r"MPI processes: it must be at least 4: got 3$"):
+        _check_world(TrainConfig(batch_size=3))
+
+
+def test_a_steps_row_scores_its_own_batch_before_the_update():
+    """The row a step logs: its number, the learning rate it used, and the loss and token
+    accuracy of the batch drawn for (seed, step), measured before the optimizer moved."""
+    from tinyattn.train import _train_step, evaluate
+
+    cfg = TrainConfig(task="reverse", length=4, d_model=16, heads=2, layers=1, batch_size=8,
+                      warmup=3, steps=10, dropout=0.0, seed=5)
+    task, model, opt, sched = build(cfg)
+    be = model.wte.weight.backend
+    for step in range(3):
+        x, y = task.batch(np.random.default_rng([cfg.seed, 0, step]), cfg.batch_size)
+        before = evaluate(model, (x, y), be)
+        lr = opt.lr
+        row = _train_step(cfg, task, model, opt, sched, be, step)
+        assert row["step"] == step + 1 and row["lr"] == lr and opt.lr != lr  # warmup climbs
+        assert row["loss"] == pytest.approx(before["heldout_loss"], rel=1e-5)
+        assert row["acc"] == before["heldout_acc"]
+        assert row["tokens_per_s"] > 0 and model.training
+    assert evaluate(model, (x, y), be)["heldout_loss"] != before["heldout_loss"]  # it updated
+
+
+def test_evaluation_in_batches_scores_as_one():
+    from tinyattn.train import evaluate
+
+    cfg = TrainConfig(task="reverse", length=4, d_model=16, heads=2, layers=1)
+    task, model, _, _ = build(cfg)
+    data = task.batch(np.random.default_rng(1), 7, "heldout")
+    whole = evaluate(model, data, model.wte.weight.backend)
+    parts = evaluate(model, data, model.wte.weight.backend, batch=3)  # 3 + 3 + 1 rows
+    assert parts["heldout_loss"] == pytest.approx(whole["heldout_loss"], rel=1e-6)
+    assert parts["heldout_acc"] == whole["heldout_acc"]
+    assert parts["heldout_exact"] == whole["heldout_exact"]
+
+
+def test_the_summary_line_says_how_the_run_ended(capsys):
+    import io
+
+    from tinyattn.train import _summary
+
+    toy = {"config": {"task": "sort"}, "steps": 40, "wall_time_s": 3.14159, "signal": None,
+           "interrupted": False, "resumed_from": None, "accuracy": 0.98765, "exact_match": 0.5,
+           "loss": 0.123456}
+    lm = {"config": {"task": "text"}, "steps": 7, "wall_s": 12.06, "signal": "SIGTERM",
+          "interrupted": True, "resumed_from": 3, "val_loss": 1.5, "val_bpc": 2.1640,
+          "train_loss": 1.25}
+    out = io.StringIO()
+    _summary(out, toy, "runs/sort", ["metrics.json", "loss.png"])
+    _summary(out, {**toy, "interrupted": True}, "r", [])
+    _summary(out, lm, "r", [])
+    assert out.getvalue().splitlines() == [
+        "", "sort: 40 steps in 3.1 s — held-out token accuracy 98.77%, exact match 50.00%, "
+            "loss 0.1235",
+        "  " + os.path.join("runs/sort", "metrics.json"),
+        "  " + os.path.join("runs/sort", "loss.png"),
+        "", "sort: 40 steps in 3.1 s (interrupted) — held-out token accuracy 98.77%, exact match "
+            "50.00%, loss 0.1235",
+        "", "text: 7 steps in 12.1 s (stopped by SIGTERM) (resumed at step 3) — val loss 1.5000 "
+            "(2.164 bits/char), train loss 1.2500"]
+    assert capsys.readouterr().out == ""  # to the stream given
+
+
+# ---- samples.txt: held-out prompts, targets and the model's answers ----------------------------
+
+
+class _Answers:
+    """A stand-in model: answers each toy prompt with the task's own answer, except that it
+    gets the problems listed in `wrong` wrong (its first answer digit off by one); records the
+    calls."""
+
+    def __init__(self, task, wrong=()):
+        self.task, self.wrong, self.calls = task, set(wrong), []
+
+    def generate(self, idx, n, **kw):
+        prompt = [int(t) for t in idx.numpy()[0]]
+        self.calls.append((len(prompt), n, kw))
+        full = list(self.task.example(np.array([t for t in prompt if t < 10])))
+        answer = full[len(prompt): len(prompt) + n]
+        if len(self.calls) - 1 in self.wrong:
+            answer[0] = (answer[0] + 1) % 10
+        return ta.tensor([prompt + answer])
+
+
+def test_samples_list_prompt_target_answer_and_whether_it_is_right():
+    from tinyattn.data import make_task
+    from tinyattn.train import samples_text
+
+    task = make_task("reverse", length=3)
+    heldout = task.batch(np.random.default_rng(0), 20, "heldout")
+    model = _Answers(task, wrong={1})
+    lines = samples_text(task, model, heldout, ta.tensor([0.0]).backend, n=3).splitlines()
+    assert lines[0] == "reverse: input | target | model (greedy) | correct" and len(lines) == 4
+    for i, line in enumerate(lines[1:]):
+        prompt, target, answer, ok = line.split(" | ")
+        assert prompt == task.decode(heldout[0][i][:4]) and prompt.endswith(">")
+        assert target == prompt[2::-1]  # the prompt's digits reversed
+        assert (answer == target) == (ok == "yes") and ok == ("no" if i == 1 else "yes")
+    assert [c[:2] for c in model.calls] == [(4, 3)] * 3
+    assert all(c[2] == {"greedy": True} for c in model.calls)
+    short = (heldout[0][:2], heldout[1][:2])  # fewer held-out rows than asked for
+    assert len(samples_text(task, _Answers(task), short, ta.tensor([0.0]).backend)
+               .splitlines()) == 3
+
+
+def test_add_samples_say_the_sums_are_written_backwards():
+    from tinyattn.data import make_task
+    from tinyattn.train import samples_text
+
+    task = make_task("add", length=2)
+    heldout = task.batch(np.random.default_rng(0), 4, "heldout")
+    text = samples_text(task, _Answers(task), heldout, ta.tensor([0.0]).backend)
+    lines = text.splitlines()
+    assert text.endswith("\n") and len(lines) == 6
+    assert lines[1] == "(sums are written least significant digit first)"
+    a, b, _ = re.split(r"[+=]", lines[2].split(" | ")[0])
+    assert lines[2].split(" | ")[1] == str(int(a) + int(b)).zfill(3)[::-1]
+
+
+def test_a_language_models_sample_continues_a_held_out_prompt():
+    from tinyattn.train import samples_text
+
+    class Text:
+        language_model = True
+
+        def decode(self, ids):
+            return "".join("abcdefghijklmnopqrst"[i] for i in ids)
+
+    calls = []
+
+    class Model:
+        def generate(self, idx, n, **kw):
+            calls.append((idx.numpy().tolist(), n, kw))
+            return ta.tensor([idx.numpy()[0].tolist() + [0] * 3])
+
+    x = np.arange(40).reshape(2, 20) % 20
+    text = samples_text(Text(), Model(), (x, x), ta.tensor([0.0]).backend)
+    assert text == ("prompt: 'abcdefghijklmnop'\ngenerated (temperature 0.8, top-k 10):\n"
+                    "abcdefghijklmnopaaa\n")
+    (prompt, n, kw), = calls
+    assert prompt == [list(range(16))] and n == 200
+    rng = kw.pop("rng")
+    assert kw == {"temperature": 0.8, "top_k": 10}
+    assert rng.integers(1 << 30) == np.random.default_rng(0).integers(1 << 30)

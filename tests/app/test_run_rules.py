@@ -1,0 +1,300 @@
+"""Training runs never lose work and never train on the wrong thing (issue 17), in-process.
+
+Signals sent to this process during a run (the second Ctrl-C waits for the save), the metrics
+log's repair, --resume/--force rules and the flag table. The real
+`tinyattn train` processes that get signals are in test_runs.py.
+"""
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tinyattn as ta
+import tinyattn.train as train_mod
+from tinyattn import cli
+from tinyattn.runs import RunFolderError, read_metrics, repair_metrics
+from tinyattn.train import FlagError, TrainConfig, train
+
+TINY = dict(task="reverse", length=3, d_model=8, heads=2, layers=1, batch_size=4,
+            eval_every=100000, heldout_size=16)
+
+
+def rows(out):
+    path = Path(out) / "metrics.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+# ---- signals in-process: the second Ctrl-C waits for the save -----------------------------------
+
+
+def test_second_ctrl_c_during_the_final_save_waits_for_it(tmp_path, monkeypatch, capsys):
+    real_step, real_save = train_mod._train_step, train_mod.save
+    calls = []
+
+    def step(*args):
+        calls.append(1)
+        if len(calls) == 3:
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C during step 3
+        return real_step(*args)
+
+    def save(obj, path):
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C again, in the middle of the save
+        real_save(obj, path)
+
+    monkeypatch.setattr(train_mod, "_train_step", step)
+    monkeypatch.setattr(train_mod, "save", save)
+    metrics = train(TrainConfig(steps=50, out=str(tmp_path), **TINY), progress=False)
+    assert metrics["interrupted"] and metrics["signal"] == "SIGINT" and metrics["steps"] == 3
+    assert ta.load(tmp_path / "checkpoint.npz")["step"] == 3
+    assert train_mod.exit_code(metrics) == 130
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handlers restored
+    err = capsys.readouterr().err  # each signal is answered on stderr
+    assert err.splitlines() == ["", "SIGINT: stopping after this step; saving the checkpoint",
+                                "", "SIGINT: still saving; the run stops as soon as the "
+                                "checkpoint is written"]
+
+
+def test_a_signal_after_the_last_step_does_not_mark_a_finished_run(tmp_path, monkeypatch):
+    real_save = train_mod.save
+
+    def save(obj, path):
+        os.kill(os.getpid(), signal.SIGTERM)  # arrives during the final save of a whole run
+        real_save(obj, path)
+
+    monkeypatch.setattr(train_mod, "save", save)
+    metrics = train(TrainConfig(steps=3, out=str(tmp_path), **TINY), progress=False)
+    assert metrics["steps"] == 3 and not metrics["interrupted"] and metrics["signal"] is None
+    assert train_mod.exit_code(metrics) == 0
+
+
+def test_checkpoints_are_written_during_the_run(tmp_path, monkeypatch):
+    saved = []
+    real_save = train_mod.save
+    monkeypatch.setattr(train_mod, "save", lambda obj, path: (saved.append(obj["step"]),
+                                                               real_save(obj, path)))
+    train(TrainConfig(steps=10, save_every=4, out=str(tmp_path / "a"), **TINY), progress=False)
+    assert saved == [4, 8, 10]
+    saved.clear()
+    train(TrainConfig(steps=5, save_seconds=1e-9, out=str(tmp_path / "b"), **TINY),
+          progress=False)
+    assert saved == [1, 2, 3, 4, 5]  # by time: at least every save_seconds
+    ck = ta.load(tmp_path / "b" / "checkpoint.npz")
+    assert ck["finished"] and ck["data"]["position"] == 5 and len(ck["data"]["fingerprint"]) == 64
+    assert set(ck) >= {"model", "optim", "sched", "step", "elapsed", "config", "vocab"}
+
+
+# ---- metrics.jsonl ------------------------------------------------------------------------------
+
+
+def test_repair_drops_a_torn_line_and_rows_past_the_checkpoint_by_renaming(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    good = "".join(json.dumps({"step": i, "loss": 1.0}) + "\n" for i in range(1, 8))
+    path.write_text(good + '{"step": 8, "lo')
+    old = tmp_path / "old-link"
+    os.link(path, old)  # a second name for the file as it was
+    kept = repair_metrics(path, upto=5)
+    assert [r["step"] for r in kept] == [1, 2, 3, 4, 5]
+    assert [json.loads(line)["step"] for line in path.read_text().splitlines()] == [1, 2, 3, 4, 5]
+    assert old.read_text() == good + '{"step": 8, "lo'  # never truncated in place: replaced
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_a_clean_log_is_left_alone_and_a_bad_middle_line_is_named(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    path.write_text('{"step": 1}\n{"step": 2}\n')
+    before = path.stat().st_ino
+    assert [r["step"] for r in repair_metrics(path, upto=2)] == [1, 2]
+    assert path.stat().st_ino == before
+    path.write_text('{"step": 1}\nnot json\n{"step": 3}\n')
+    with pytest.raises(RunFolderError, match=r"metrics.jsonl, line 2"):
+        read_metrics(path, upto=3)
+
+
+def test_resume_after_a_torn_log_line(tmp_path):
+    cfg = TrainConfig(steps=12, out=str(tmp_path), **TINY)
+    train(cfg, progress=False, stop_after=5)
+    with open(tmp_path / "metrics.jsonl", "a") as f:
+        f.write('{"step": 6, "loss": 2.')  # a crash mid-line
+    train(cfg, resume=True, progress=False)
+    assert [r["step"] for r in rows(tmp_path)] == list(range(1, 13))
+
+
+# ---- --resume and --force -----------------------------------------------------------------------
+
+
+def test_a_new_run_in_a_used_folder_needs_resume_or_force(tmp_path):
+    cfg = TrainConfig(steps=4, out=str(tmp_path), **TINY)
+    train(cfg, progress=False)
+    before = (tmp_path / "checkpoint.npz").read_bytes()
+    with pytest.raises(RunFolderError, match="--resume.*--force"):
+        train(TrainConfig(steps=6, out=str(tmp_path), **{**TINY, "seed": 1}), progress=False)
+    assert (tmp_path / "checkpoint.npz").read_bytes() == before
+    train(TrainConfig(steps=3, out=str(tmp_path), **TINY), force=True, progress=False)
+    assert [r["step"] for r in rows(tmp_path)] == [1, 2, 3]  # the old log went with the old run
+    with pytest.raises(FlagError, match="give one of them"):
+        train(cfg, resume=True, force=True, progress=False)
+
+
+def test_resume_of_a_finished_run_says_how_to_continue(tmp_path):
+    train(TrainConfig(steps=4, out=str(tmp_path), **TINY), progress=False)
+    with pytest.raises(RunFolderError, match="already finished at step 4.*--steps M larger "
+                                             "than 4"):
+        train(TrainConfig(steps=4, out=str(tmp_path), **TINY), resume=True, progress=False)
+    assert train(TrainConfig(steps=6, out=str(tmp_path), **TINY), resume=True,
+                 progress=False)["steps"] == 6
+
+
+def test_resume_with_nothing_to_resume(tmp_path):
+    with pytest.raises(RunFolderError, match="nothing to resume.*no checkpoint.npz"):
+        train(TrainConfig(steps=4, out=str(tmp_path / "new"), **TINY), resume=True,
+              progress=False)
+    assert not (tmp_path / "new").exists()  # a failed start leaves no folder
+
+
+def test_resume_takes_the_same_settings_and_only_the_schedule_of_the_run_may_change(tmp_path):
+    cfg = TrainConfig(steps=6, out=str(tmp_path), **TINY)
+    train(cfg, progress=False, stop_after=2)
+    with pytest.raises(FlagError, match=r"^resume: the run in .* was trained with a different "
+                                        r"--lr, --seed; resume with the same settings$"):
+        train(TrainConfig(steps=6, out=str(tmp_path), **{**TINY, "lr": 1e-3, "seed": 7}),
+              resume=True, progress=False)
+    metrics = train(TrainConfig(steps=5, out=str(tmp_path), save_every=3,
+                                **{**TINY, "eval_every": 2}), resume=True, progress=False)
+    assert metrics["resumed_from"] == 2 and metrics["steps"] == 5
+    assert [r["step"] for r in rows(tmp_path) if "heldout_loss" in r] == [4, 5]
+
+
+def test_resume_names_what_the_folder_lacks(tmp_path):
+    (tmp_path / "metrics.jsonl").write_text("")  # stopped before its first checkpoint
+    with pytest.raises(RunFolderError, match=r"no checkpoint.npz \(the run stopped before its "
+                                             r"first checkpoint; start over with --force\)$"):
+        train(TrainConfig(steps=4, out=str(tmp_path), **TINY), resume=True, progress=False)
+    for saved in ({"w": ta.zeros(2)}, {"config": {"task": "reverse"}, "model": {}}):
+        ta.save(saved, tmp_path / "checkpoint.npz")
+        with pytest.raises(RunFolderError, match=r"checkpoint.npz is not a training checkpoint$"):
+            train(TrainConfig(steps=4, out=str(tmp_path), **TINY), resume=True, progress=False)
+
+
+def test_a_checkpoint_from_before_a_setting_existed_resumes(tmp_path):
+    """A setting the checkpoint's config lacks (added since) counts as today's value."""
+    cfg = TrainConfig(steps=4, out=str(tmp_path), **TINY)
+    train(cfg, progress=False, stop_after=2)
+    ck = ta.load(tmp_path / "checkpoint.npz")
+    del ck["config"]["tie"], ck["config"]["norm"]
+    ta.save(ck, tmp_path / "checkpoint.npz")
+    assert train(cfg, resume=True, progress=False)["steps"] == 4
+
+
+def test_resume_after_the_text_changed_is_refused(tmp_path):
+    text = tmp_path / "t.txt"
+    text.write_text("abcabcabd " * 60)
+    cfg = TrainConfig(task="text", text=str(text), seq_len=8, steps=6, d_model=8, heads=2,
+                      layers=1, batch_size=4, heldout_size=8, out=str(tmp_path / "run"))
+    train(cfg, progress=False, stop_after=2)
+    text.write_text("abcabcabe " * 60)  # same length, same vocabulary size, other text
+    with pytest.raises(RunFolderError, match="data changed"):
+        train(cfg, resume=True, progress=False)
+
+
+# ---- flags, checked before anything is made -----------------------------------------------------
+
+
+BAD_FLAGS = [
+    (["--grad-clip", "-1"], "--grad-clip must be a finite number >= 0"),
+    (["--lr", "nan"], "--lr must be a finite number > 0: got nan"),
+    (["--length", "0"], "--length must be a whole number >= 1: got 0"),
+    (["--heads", "0"], "--heads must be a whole number >= 1: got 0"),
+    (["--heads", "-2"], "--heads must be a whole number >= 1: got -2"),
+    (["--heads", "5"], r"--heads must divide --d-model \(64\): got 5"),
+    (["--d-model", "0"], "--d-model must be a whole number >= 1: got 0"),
+    (["--eval-every", "0"], "--eval-every must be a whole number >= 1: got 0"),
+    (["--layers", "0"], "--layers must be a whole number >= 1: got 0"),
+    (["--batch-size", "0"], "--batch-size must be a whole number >= 1: got 0"),
+    (["--task", "text", "--seq-len", "0"], "--seq-len must be a whole number >= 1: got 0"),
+    (["--steps", "0"], "--steps must be a whole number >= 1: got 0"),
+    (["--dropout", "1"], r"--dropout must be in \[0, 1\): got 1.0"),
+    (["--weight-decay", "inf"], "--weight-decay must be a finite number >= 0: got inf"),
+    (["--warmup", "-1"], "--warmup must be a whole number >= 0: got -1"),
+    (["--seed", "-1"], "--seed must be a whole number >= 0: got -1"),
+    (["--save-every", "-1"], "--save-every must be a whole number >= 0"),
+    (["--save-seconds", "0"], "--save-seconds must be a number of seconds > 0: got 0.0"),
+    (["--backend", "tpu"], "--backend must be one of"),
+    (["--task", "sort", "--text", "x.txt"], "--text is for --task text .*not --task sort: got x"),
+    (["--task", "text", "--length", "3"], "--length is for the toy tasks"),
+]
+
+
+@pytest.mark.parametrize("flags, message", BAD_FLAGS, ids=[" ".join(f) for f, _ in BAD_FLAGS])
+def test_each_bad_flag_is_one_line_before_any_folder(tmp_path, flags, message):
+    out = tmp_path / "run"
+    with pytest.raises(FlagError, match=message) as caught:
+        cli.main(["train", "--out", str(out), "--no-progress", *flags])
+    assert "\n" not in str(caught.value)
+    assert not out.exists()
+
+
+WHOLE_NUMBERS = {"steps": 1, "batch_size": 1, "d_model": 1, "heads": 1, "layers": 1,
+                 "warmup": 0, "seed": 0, "seq_len": 1, "eval_every": 1, "heldout_size": 1}
+
+
+@pytest.mark.parametrize("name, low", WHOLE_NUMBERS.items())
+def test_a_whole_number_setting_takes_its_lowest_value_and_nothing_else(name, low):
+    """The smallest allowed value passes (as a Python or NumPy integer); one less, a fraction,
+    a bool or a string is refused with the flag, the rule and the value named."""
+    base = {"heads": 1} if name == "d_model" else {}  # --heads must divide --d-model
+    train_mod.validate(TrainConfig(**base, **{name: low}))
+    train_mod.validate(TrainConfig(**base, **{name: np.int64(low + 1)}))
+    for bad in (low - 1, low + 0.5, True, str(low + 1)):
+        with pytest.raises(FlagError) as caught:
+            train_mod.validate(TrainConfig(**base, **{name: bad}))
+        assert str(caught.value) == f"{train_mod.flag(name)} must be a whole number >= {low}: " \
+                                    f"got {bad}"
+
+
+def test_several_bad_flags_are_one_line_each():
+    with pytest.raises(FlagError) as caught:
+        train(TrainConfig(heads=0, lr=float("nan"), steps=-3))
+    lines = str(caught.value).splitlines()
+    assert lines[0] == "bad settings:" and len(lines) == 4
+
+
+def test_failed_starts_leave_no_folder(tmp_path):
+    out = tmp_path / "run"
+    with pytest.raises(FileNotFoundError, match="missing.txt"):
+        cli.main(["train", "--text", str(tmp_path / "missing.txt"), "--out", str(out)])
+    short = tmp_path / "short.txt"
+    short.write_text("x" * 100)
+    with pytest.raises(ValueError, match=r"short.txt has 100 characters; --seq-len 16 needs "
+                                         r"at least 180"):
+        cli.main(["train", "--text", str(short), "--seq-len", "16", "--out", str(out)])
+    with pytest.raises(ta.errors.BackendError):
+        cli.main(["train", "--backend", "cupy", "--out", str(out), "--steps", "1"])
+    assert not out.exists()
+
+
+def test_text_alone_means_the_text_task(tmp_path, monkeypatch):
+    seen = {}
+    monkeypatch.setattr(train_mod, "train", lambda cfg, **kw: seen.update(cfg=cfg) or {})
+    cli.main(["train", "--text", "corpus.txt"])
+    assert seen["cfg"].task == "text" and seen["cfg"].text == "corpus.txt"
+
+
+def test_cli_exit_status_of_a_stopped_run(tmp_path, monkeypatch):
+    monkeypatch.setattr(train_mod, "train", lambda cfg, **kw: {"signal": "SIGTERM"})
+    assert cli.main(["train", "--out", str(tmp_path)]) == 143
+    monkeypatch.setattr(train_mod, "train", lambda cfg, **kw: {"signal": None})
+    assert cli.main(["train", "--out", str(tmp_path)]) == 0
+
+
+def test_the_rules_table_is_whole():
+    """Every numeric setting of TrainConfig has a rule (a new flag cannot skip the table)."""
+    numeric = {name for name, value in vars(TrainConfig()).items()
+               if isinstance(value, (int, float)) and not isinstance(value, bool)}
+    assert numeric <= {name for name, *_ in train_mod.RULES}
+    assert np.all([callable(test) for _, test, _ in train_mod.RULES])
