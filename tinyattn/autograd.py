@@ -309,8 +309,9 @@ def apply(op, *inputs, **params):
         else:  # a Python number, None, or a constant array (a mask, class indices)
             a = x
             parents.append(None)
-            shapes.append(getattr(x, "shape", () if x is not None else None))  # None: left out
-            dtypes.append(getattr(x, "dtype", None))
+            shape, dt = _constant(x)
+            shapes.append(shape)
+            dtypes.append(dt)
         arrays.append(a)
     if be is None:
         raise TypeError(f"{op.name}: needs at least one Tensor input")
@@ -324,6 +325,19 @@ def apply(op, *inputs, **params):
         for tracer in tracers:
             tracer.forward(op, inputs, params, t)
     return t
+
+
+_NUMBERS = frozenset((int, float, bool))  # a set: a miss costs one hash, not three compares
+
+
+def _constant(x):
+    """(shape, dtype) of an input that is not a tensor: a Python number is 0-d with no dtype of
+    its own, None (an input left out) has no shape. (Numbers skip getattr: a miss raises inside.)"""
+    if type(x) in _NUMBERS:
+        return (), None
+    if x is None:
+        return None, None
+    return getattr(x, "shape", ()), getattr(x, "dtype", None)
 
 
 def _forward(op, be, inputs, arrays, params, may_promote):
