@@ -11,10 +11,10 @@ Grad mode and the module name scope are contextvars, so threads and tasks do not
 import contextlib
 import contextvars
 import functools
-import heapq
 import itertools
 import threading
 import weakref
+from heapq import heappop, heappush  # (names, not heapq.x: backward calls them per node)
 
 from .dtypes import FLOATS, promote
 from .errors import (
@@ -462,7 +462,7 @@ def _walk(tensor, gradient, retain_graph, steps):
     tracers = current_tracers()
     index = 0
     while heap:
-        node = heapq.heappop(heap)[1]
+        node = heappop(heap)[1]
         g = grads.pop(node)  # every user has sent its part
         if node.tensor is not None:
             _write_grad(node, g, be)
@@ -481,7 +481,7 @@ def _walk(tensor, gradient, retain_graph, steps):
             prev = grads.get(parent)
             if prev is None:  # the first part of parent's gradient: parent joins the walk
                 grads[parent] = gx
-                heapq.heappush(heap, (parent.seq, parent))
+                heappush(heap, (parent.seq, parent))
             else:  # a new array: prev may be a user's .grad, a saved array or another's part
                 grads[parent] = prev + gx
                 for tracer in tracers:
