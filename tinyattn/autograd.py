@@ -11,10 +11,10 @@ Grad mode and the module name scope are contextvars, so threads and tasks do not
 import contextlib
 import contextvars
 import functools
-import heapq
 import itertools
 import threading
 import weakref
+from heapq import heappop, heappush  # (names, not heapq.x: backward calls them per node)
 
 from .dtypes import FLOATS, promote
 from .errors import (
@@ -74,12 +74,16 @@ class TensorBase:
 
 
 Tensor = TensorBase  # the class outputs are made of; tensor.py replaces it with tinyattn.Tensor
+# Tensor._wrap, bound once: looking a classmethod up on the class makes a new bound method
+# every time, and apply makes a tensor per op
+_wrap = TensorBase._wrap
 
 
 def use_tensor_class(cls):
     """Make apply's outputs and .grad instances of `cls` (a TensorBase subclass)."""
-    global Tensor
+    global Tensor, _wrap
     Tensor = cls
+    _wrap = cls._wrap
 
 
 # ---- grad mode --------------------------------------------------------------------------------
@@ -250,7 +254,9 @@ def _is_view_of(out, x):
 
 # ---- the graph ----------------------------------------------------------------------------------
 
-_sequence = itertools.count()
+# minus the creation order: the newest node has the smallest seq, the top of heapq's min-heap
+# (counting down spares backward a negation per node)
+_sequence = itertools.count(0, -1)
 
 
 class Node:
@@ -260,7 +266,7 @@ class Node:
                  "tensor", "versions", "name", "__weakref__")
 
     def __init__(self, op, parents, saved, params, shapes, dtypes, scope=None, versions=()):
-        self.seq = next(_sequence)  # creation order: a node is always newer than its parents
+        self.seq = next(_sequence)  # a node is always newer (smaller seq) than its parents
         self.op = op  # the Op, or None for a leaf
         self.parents = parents  # one Node or None per input
         self.saved = saved  # what the VJP needs; None once freed by backward
@@ -309,8 +315,9 @@ def apply(op, *inputs, **params):
         else:  # a Python number, None, or a constant array (a mask, class indices)
             a = x
             parents.append(None)
-            shapes.append(getattr(x, "shape", () if x is not None else None))  # None: left out
-            dtypes.append(getattr(x, "dtype", None))
+            shape, dt = ((), None) if type(x) in _NUMBERS else _constant(x)  # (numbers: no call)
+            shapes.append(shape)
+            dtypes.append(dt)
         arrays.append(a)
     if be is None:
         raise TypeError(f"{op.name}: needs at least one Tensor input")
@@ -326,6 +333,19 @@ def apply(op, *inputs, **params):
     return t
 
 
+_NUMBERS = frozenset((int, float, bool))  # a set: a miss costs one hash, not three compares
+
+
+def _constant(x):
+    """(shape, dtype) of an input that is not a tensor: a Python number is 0-d with no dtype of
+    its own, None (an input left out) has no shape. (Numbers skip getattr: a miss raises inside.)"""
+    if type(x) in _NUMBERS:
+        return (), None
+    if x is None:
+        return None, None
+    return getattr(x, "shape", ()), getattr(x, "dtype", None)
+
+
 def _forward(op, be, inputs, arrays, params, may_promote):
     """op's forward on the arrays (promoted to one dtype first where the op asks: dtypes.py):
     the output tensor, which shares input 0's version counter if it is a view of it, and what
@@ -333,12 +353,13 @@ def _forward(op, be, inputs, arrays, params, may_promote):
     try:
         if may_promote and op.promote is not None:
             arrays = promote(op.promote, arrays, op.nondiff)
-        out, saved = op.fwd(be, *arrays, **params)
+        # (a plain call without params: `**params` copies the dict on every call)
+        out, saved = op.fwd(be, *arrays, **params) if params else op.fwd(be, *arrays)
     except TinyattnError:
         raise
     except (ValueError, IndexError, TypeError) as e:
         raise _op_error(op, inputs, e) from e
-    t = Tensor._wrap(out, be)
+    t = _wrap(out, be)
     if op.view and _is_view_of(out, arrays[0]):
         share_version(inputs[0], t)
     return t, saved
@@ -417,7 +438,7 @@ class Step:
 def backward(tensor, gradient=None, retain_graph=False):
     """Fill `.grad` of the leaves (and retain_grad tensors) that `tensor` depends on.
 
-    Nodes are visited newest first (a max-heap on creation order): every user of a node is
+    Nodes are visited newest first (a heap on seq, which counts down): every user of a node is
     newer than it, so by the time a node comes up, all the gradient it will get has arrived.
     A node enters the heap when it first receives gradient, so there is no separate graph walk.
     """
@@ -437,11 +458,11 @@ def _walk(tensor, gradient, retain_graph, steps):
     root = _root(tensor)
     be = tensor.backend
     grads = {root: _seed_gradient(tensor, gradient, be)}  # node -> its gradient summed so far
-    heap = [(-root.seq, root)]
+    heap = [(root.seq, root)]
     tracers = current_tracers()
     index = 0
     while heap:
-        node = heapq.heappop(heap)[1]
+        node = heappop(heap)[1]
         g = grads.pop(node)  # every user has sent its part
         if node.tensor is not None:
             _write_grad(node, g, be)
@@ -460,7 +481,7 @@ def _walk(tensor, gradient, retain_graph, steps):
             prev = grads.get(parent)
             if prev is None:  # the first part of parent's gradient: parent joins the walk
                 grads[parent] = gx
-                heapq.heappush(heap, (-parent.seq, parent))
+                heappush(heap, (parent.seq, parent))
             else:  # a new array: prev may be a user's .grad, a saved array or another's part
                 grads[parent] = prev + gx
                 for tracer in tracers:
@@ -493,7 +514,8 @@ def _run_vjp(node, g, be, retain_graph):
         for version, seen, i in node.versions:
             if version[0] != seen:  # an array the VJP needs was changed in place since
                 raise _changed_error(node, version, seen, i)
-    gs = op.vjp(be, g, saved, **node.params)
+    params = node.params  # (as in _forward: no `**` for the commonest, empty params)
+    gs = op.vjp(be, g, saved, **params) if params else op.vjp(be, g, saved)
     if not retain_graph:
         node.saved = None
     if len(gs) != len(node.parents):
@@ -564,11 +586,11 @@ def _write_grad(node, g, be):
         held = t.grad
         if held is None:
             # xp.array, not astype: a 0-d gradient is often a NumPy scalar, and .grad is an array
-            t.grad = Tensor._wrap(be.xp.array(g, dtype=t.dtype, copy=True), be)
+            t.grad = _wrap(be.xp.array(g, dtype=t.dtype, copy=True), be)
         elif node.op is None and _addable(held.data, t):
             held.data += g
         else:
-            t.grad = Tensor._wrap(held.data + g, be)
+            t.grad = _wrap(held.data + g, be)
 
 
 def _addable(a, t):

@@ -224,7 +224,7 @@ class Tensor(TensorBase):
     # ---- arithmetic (Python numbers are constants; anything else becomes a tensor) -------------
 
     def _other(self, other):
-        if type(other) in (int, float, Tensor):  # the common cases, without an ABC check
+        if type(other) in _PLAIN:  # the common cases, without an ABC check
             return other
         if isinstance(other, (Tensor, numbers.Number)):
             return other.item() if isinstance(other, np.generic) else other
@@ -1271,6 +1271,7 @@ class Tensor(TensorBase):
 
 
 use_tensor_class(Tensor)  # apply's outputs and every .grad are Tensors
+_PLAIN = frozenset((int, float, Tensor))  # what _other passes through as it is
 
 
 def _reduce_args(dim, keepdim, axis, keepdims):

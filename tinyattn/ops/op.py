@@ -124,7 +124,8 @@ def is_const(v):
                                            and not hasattr(v, "dtype"))
 
 
-_PYTHON_NUMBERS = (int, float, bool)  # the quick exact-type check first
+_PYTHON_NUMBERS = frozenset((int, float, bool))  # the quick exact-type check first (a set: a
+# miss costs one hash, where a tuple compares three types)
 
 
 def broadcast_shape(*shapes):
