@@ -152,3 +152,12 @@ def test_a_sampling_setting_that_cannot_work_is_one_line(args, flag, what):
     with pytest.raises(FlagError) as caught:
         check_sampling(*args)
     assert str(caught.value) == f"sample: {flag} must be {what}: got {bad}"
+
+
+def test_sample_defaults_continue_200_characters_at_temperature_0_8_from_seed_0(monkeypatch):
+    model = use(monkeypatch, Recorder(), "text")
+    assert len(sample("ck.npz", "ab")) == 202
+    ids, n, kw = model.calls[0]
+    rng = kw.pop("rng")
+    assert kw == {"temperature": 0.8, "top_k": None, "greedy": False, "top_p": None}
+    assert rng.integers(1 << 30) == np.random.default_rng(0).integers(1 << 30)
