@@ -122,7 +122,7 @@ def test_transformer_repr_starts_with_its_config():
     model = nn.TinyTransformer(11, d_model=8, n_heads=2, n_layers=1, max_len=6)
     assert repr(model).splitlines()[0] == (
         "TinyTransformer(vocab_size=11, d_model=8, n_heads=2, n_layers=1, max_len=6, "
-        "dropout=0.0, rotary=False, norm=layer, tie=True, bias=True")
+        "dropout=0.0, rotary=False, norm=layer, tie=True, bias=True, qk_norm=False")
 
 
 @pytest.mark.parametrize("approximate", [None, "none", "tanh"])
