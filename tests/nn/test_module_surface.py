@@ -127,10 +127,12 @@ def test_transformer_repr_starts_with_its_config():
 
 @pytest.mark.parametrize("approximate", [None, "none", "tanh"])
 def test_gelu_and_tanh_modules_match_torch(approximate):
-    x = rng.standard_normal((3, 4)) * 3
+    x = np.random.default_rng(5).standard_normal((3, 4)) * 3  # its own draw: any test order
     kw = {} if approximate is None else {"approximate": approximate}
+    # atol: far in the left tail GELU is a difference of nearly equal numbers (x/2 (1 + tanh))
     np.testing.assert_allclose(nn.GELU(**kw)(ta.tensor(x)).numpy(),
-                               torch.nn.GELU(**kw)(torch.tensor(x)).numpy(), rtol=1e-12)
+                               torch.nn.GELU(**kw)(torch.tensor(x)).numpy(), rtol=1e-12,
+                               atol=1e-15)
     np.testing.assert_allclose(nn.Tanh()(ta.tensor(x)).numpy(), np.tanh(x), rtol=1e-12)
 
 
