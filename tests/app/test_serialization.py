@@ -1,5 +1,6 @@
 """Checkpoints: round trips, no pickle ever, clear errors, and a failed save loses nothing."""
 
+import json
 import os
 import zipfile
 
@@ -123,3 +124,51 @@ def test_checkpoint_is_a_plain_zip_of_npy_files(tmp_path):
     ta.save({"w": ta.ones(2)}, path)
     with zipfile.ZipFile(path) as z:
         assert all(name.endswith(".npy") for name in z.namelist())
+
+
+def _forged(tmp_path, structure, **arrays):
+    """A checkpoint written by hand around `structure` (as a damaged or hostile file would be)."""
+    path = tmp_path / "forged.npz"
+    meta = json.dumps({"format": serialization.FORMAT, "structure": structure})
+    np.savez(path, __tinyattn__=np.array(meta), **arrays)
+    return path
+
+
+@pytest.mark.parametrize("kind", ["list", "dict"])
+def test_nesting_loads_up_to_the_limit_and_is_refused_beyond(tmp_path, kind):
+    def nested(levels):
+        node = {"array": "a0"}
+        for _ in range(levels):
+            node = {"list": [node]} if kind == "list" else {"dict": {"k": node}}
+        return node
+
+    out = ta.load(_forged(tmp_path, nested(serialization.MAX_DEPTH), a0=np.arange(2.0)))
+    for _ in range(serialization.MAX_DEPTH):
+        out = out[0] if kind == "list" else out["k"]
+    np.testing.assert_array_equal(out, [0.0, 1.0])
+    with pytest.raises(ta.CheckpointError, match=f"deeper than {serialization.MAX_DEPTH}"):
+        ta.load(_forged(tmp_path, nested(serialization.MAX_DEPTH + 1), a0=np.arange(2.0)))
+
+
+def test_a_structure_node_of_no_known_kind_is_a_damaged_entry(tmp_path):
+    with pytest.raises(ta.CheckpointError, match="damaged structure entry: obj is"):
+        ta.load(_forged(tmp_path, {"set": [1, 2]}))
+
+
+def test_fortran_ordered_and_empty_arrays_come_back_as_saved(tmp_path):
+    f = np.asfortranarray(np.arange(6.0).reshape(2, 3))
+    assert f.flags.f_contiguous and not f.flags.c_contiguous
+    path = tmp_path / "ck.npz"
+    ta.save({"f": f, "empty": ta.zeros(0, 3), "none": np.zeros((2, 0), np.int64)}, path)
+    out = ta.load(path)
+    np.testing.assert_array_equal(out["f"], f)
+    assert out["empty"].shape == (0, 3) and out["none"].shape == (2, 0)
+    assert out["none"].dtype == np.int64
+
+
+def test_an_npz_that_is_not_a_checkpoint_lists_its_entries_by_name(tmp_path):
+    plain = tmp_path / "plain.npz"
+    np.savez(plain, weights=np.ones(3), bias=np.zeros(1))
+    with pytest.raises(ta.CheckpointError) as e:
+        ta.load(plain)
+    assert "['bias', 'weights']" in str(e.value)
