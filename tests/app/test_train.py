@@ -3,6 +3,7 @@
 import json
 import os
 import re
+import time
 
 import numpy as np
 import pytest
@@ -27,9 +28,15 @@ def test_short_run_learns_reversal(tmp_path):
 
 def test_run_folder_contents(tmp_path):
     out = tmp_path / "run"
+    t0 = time.perf_counter()
     train(TrainConfig(steps=12, out=str(out), **{**FAST, "eval_every": 5}),
           progress=False)
+    took = time.perf_counter() - t0
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["train_loss"] == rows[-1]["loss"]  # the last step's, not another row's
+    assert metrics["resumed_from"] is None and metrics["steps"] == 12
+    assert rows[-1]["time"] <= metrics["wall_time_s"] <= took  # seconds of this run's training
     assert [r["step"] for r in rows] == list(range(1, 13))
     assert {"loss", "acc", "lr", "tokens_per_s", "time"} <= set(rows[0])
     assert "heldout_acc" in rows[4] and "heldout_acc" not in rows[5] and "heldout_acc" in rows[-1]
@@ -40,6 +47,9 @@ def test_run_folder_contents(tmp_path):
     assert len(samples) == 13 and all(line.count("|") == 3 for line in samples[1:])
     ck = ta.load(out / "checkpoint.npz")
     assert ck["step"] == 12 and ck["vocab"][:10] == list("0123456789")
+    # the data position: batches and dropout come from (seed, step), so this is the RNG state
+    assert ck["data"]["position"] == 12
+    assert ck["data"]["rng"] == {"seed": metrics["config"]["seed"], "next_step": 12}
 
 
 def _params(model):
