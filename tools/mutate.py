@@ -173,7 +173,10 @@ def main(argv=None):
     names = [PACKAGES[p] + "*" for p in packages]
     if args.sample:
         known = results() or generate()
-        drawn = draw(known, packages, args.sample, args.seed)
+        # drawn over every package, then kept: a package's draw does not depend on which
+        # others are asked for (so a rerun of some packages scores the same mutants)
+        drawn = [n for n in draw(known, list(PACKAGES), args.sample, args.seed)
+                 if package_of(n) in packages]
         names = [n for n in drawn if known[n] not in KILLED]  # a killed mutant stays killed
     if not args.report_only and names:
         rc = run_mutmut(names, args.max_children)
