@@ -172,3 +172,17 @@ def test_an_npz_that_is_not_a_checkpoint_lists_its_entries_by_name(tmp_path):
     with pytest.raises(ta.CheckpointError) as e:
         ta.load(plain)
     assert "['bias', 'weights']" in str(e.value)
+
+
+def test_check_sees_each_array_before_it_is_read_and_may_refuse_it(tmp_path):
+    path = tmp_path / "ck.npz"
+    ta.save({"a": np.ones((2, 3)), "t": ta.zeros(4)}, path)
+    seen = []
+    ta.load(path, check=lambda where, shape, dtype: seen.append((where, shape, str(dtype))))
+    assert sorted(seen) == [("obj['a']", (2, 3), "float64"), ("obj['t']", (4,), "float32")]
+
+    def refuse(where, shape, dtype):
+        raise ta.CheckpointError(f"refused {where}")
+
+    with pytest.raises(ta.CheckpointError, match=r"refused obj\['a'\]"):
+        ta.load(path, check=refuse)
