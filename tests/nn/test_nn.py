@@ -226,23 +226,26 @@ def test_transformer_matches_pytorch():
                                    atol=1e-10, err_msg=name)
 
 
+class _Scopes:
+    """A tracer that records the module path of every op's node."""
+
+    def __init__(self):
+        self.seen = []
+
+    def forward(self, op, inputs, params, out):
+        self.seen.append(out._node.scope)
+
+    def backward(self, *args):
+        pass
+
+    def accumulate(self, *args):
+        pass
+
+
 def test_module_paths_follow_the_root_that_is_called():
     """Paths are cached per root, and renamed when another root names a shared part or the
     tree changes."""
     from tinyattn.autograd import tracing
-
-    class Scopes:
-        def __init__(self):
-            self.seen = []
-
-        def forward(self, op, inputs, params, out):
-            self.seen.append(out._node.scope)
-
-        def backward(self, *args):
-            pass
-
-        def accumulate(self, *args):
-            pass
 
     class Outer(ta.nn.Module):
         def __init__(self, inner):
@@ -256,11 +259,11 @@ def test_module_paths_follow_the_root_that_is_called():
     outer = Outer(inner)
     x = ta.randn(1, 2, requires_grad=True)
     for model, want in ((outer, "inner.0"), (inner, "0"), (outer, "inner.0"), (outer, "inner.0")):
-        with tracing(Scopes()) as rec:
+        with tracing(_Scopes()) as rec:
             model(x)
         assert rec.seen == [want]
     outer.inner = ta.nn.Sequential(ta.nn.Linear(2, 2), ta.nn.Linear(2, 2))
-    with tracing(Scopes()) as rec:
+    with tracing(_Scopes()) as rec:
         outer(x)
     assert rec.seen == ["inner.0", "inner.1"]
 
@@ -269,19 +272,6 @@ def test_module_paths_follow_a_deleted_attribute():
     """A part registered under two names is named by the first; deleting that name renames it
     by the one left."""
     from tinyattn.autograd import tracing
-
-    class Scopes:
-        def __init__(self):
-            self.seen = []
-
-        def forward(self, op, inputs, params, out):
-            self.seen.append(out._node.scope)
-
-        def backward(self, *args):
-            pass
-
-        def accumulate(self, *args):
-            pass
 
     class Twice(ta.nn.Module):
         def __init__(self):
@@ -292,7 +282,7 @@ def test_module_paths_follow_a_deleted_attribute():
             return self.second(x)
 
     model, x = Twice(), ta.randn(1, 2, requires_grad=True)
-    with tracing(Scopes()) as rec:
+    with tracing(_Scopes()) as rec:
         model(x)
         del model.first
         model(x)
