@@ -80,8 +80,11 @@ def host_side_backend():
     be = object.__new__(cb.CupyBackend)
     be.xp = np
     be.use_kernels = True
+    be.vector_loads = True
     be._smem_optin = {0: 227 * 1024}  # an H100's, on device 0
     be._device_id = lambda: 0
+    be._vector_aligned = lambda *arrays: all(a.__array_interface__["data"][0] % 16 == 0
+                                             for a in arrays)
     be.launches = []
 
     def kernel(filename, name, smem_bytes=0):
@@ -304,14 +307,42 @@ def test_gpu_softmax_forward_and_backward(cp_be, n_rows, n, dtype):
     g = rng.standard_normal(x.shape).astype(dtype)
     xg, gg = to_gpu(cp_be, x, g)
     yg = cp_be.softmax(xg)
+    vec = vector_of(n, dtype)  # rows that are a multiple of 16 bytes move in 16-byte vectors
     assert_close(yg, NP.softmax(x.astype(np.float64)), dtype, cp_be)
-    assert_close(yg, kr.softmax_forward(x), dtype, cp_be)  # and the replay of the same algorithm
+    assert_close(yg, kr.softmax_forward(x, vec=vec), dtype, cp_be)  # the same algorithm's replay
     y = cp_be.to_numpy(yg).astype(np.float64)
-    assert_close(cp_be.softmax_backward(yg, gg), NP.softmax_backward(y, g.astype(np.float64)),
-                 dtype, cp_be, 10)
-    kind = "warp*" if n <= cl.WARP_ROWS_MAX else "block"  # block: the online (m, l) kernel
-    assert_launched(cp_be, f"tinyattn_softmax_forward_{kind}_{suffix(dtype)}",
-                    f"tinyattn_softmax_backward_{kind}_{suffix(dtype)}")
+    gxg = cp_be.softmax_backward(yg, gg)
+    assert_close(gxg, NP.softmax_backward(y, g.astype(np.float64)), dtype, cp_be, 10)
+    assert_close(gxg, kr.softmax_backward(cp_be.to_numpy(yg), g, vec=vec), dtype, cp_be, 10)
+    launch = cl.softmax_launch(n, vec)  # block: the online (m, l) kernel
+    assert_launched(cp_be, cl.softmax_kernel_name("forward", launch, dtype),
+                    cl.softmax_kernel_name("backward", launch, dtype))
+
+
+def vector_of(n, dtype):
+    """The values per load the host picks for rows of n (fresh, aligned arrays)."""
+    v = cl.vector_width(dtype)
+    return v if n % v == 0 else 1
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("n", [64, 2048])
+def test_gpu_softmax_of_a_view_off_the_vector_grid(cp_be, n, dtype):
+    """Rows of 64 or 2048 (a multiple of 16 bytes) read through views that start one value
+    into their arrays: the host must take the scalar kernels (a vector load there would be
+    misaligned: a GPU stops with "misaligned address")."""
+    rng = np.random.default_rng(n)
+    flat = rng.standard_normal(5 * n + 1).astype(dtype)
+    flat_g = rng.standard_normal(5 * n + 1).astype(dtype)
+    xg, gg = (a[1:].reshape(5, n) for a in to_gpu(cp_be, flat, flat_g))
+    x, g = flat[1:].reshape(5, n).astype(np.float64), flat_g[1:].reshape(5, n).astype(np.float64)
+    yg = cp_be.softmax(xg)
+    assert_close(yg, NP.softmax(x), dtype, cp_be)
+    y = cp_be.to_numpy(yg).astype(np.float64)
+    assert_close(cp_be.softmax_backward(yg, gg), NP.softmax_backward(y, g), dtype, cp_be, 10)
+    launch = cl.softmax_launch(n, 1)
+    assert_launched(cp_be, cl.softmax_kernel_name("forward", launch, dtype),
+                    cl.softmax_kernel_name("backward", launch, dtype))
 
 
 def test_gpu_softmax_other_axis(cp_be):
@@ -489,7 +520,7 @@ def test_gpu_softmax_nan_semantics(cp_be, n):
     assert_nan_semantics(cp_be.to_numpy(cp_be.softmax(pg)), NP.softmax(plain.astype(np.float64)))
     gx = cp_be.to_numpy(cp_be.softmax_backward(cp_be.softmax(pg), ones))
     assert np.isnan(gx[1]).all() and (gx[2] == 0).all() and not np.isnan(gx[[0, 3]]).any()
-    kind = "warp*" if n <= cl.WARP_ROWS_MAX else "block"
+    kind = "warp*" if n <= cl.WARP_ROWS_MAX else "block*"
     assert_launched(cp_be, f"tinyattn_softmax_forward_{kind}_f32",
                     f"tinyattn_softmax_backward_{kind}_f32")
 

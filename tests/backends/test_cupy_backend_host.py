@@ -15,6 +15,7 @@ takes all of it back afterwards. (The kernels themselves run emulated in test_cu
 import os
 import re
 import sys
+import types
 
 import cuda_emu  # tests/support is on sys.path (tests/conftest.py)
 import fake_cupy
@@ -499,7 +500,22 @@ def _gpu(be, *arrays):
     return [be.xp.asarray(a) for a in arrays]
 
 
-@pytest.mark.parametrize("n", [5, 33, 1024, 3000])
+def test_vector_loads_can_be_turned_off(monkeypatch):
+    """TINYATTN_CUPY_VECTORS=0 (the benchmark's "kernel scalar"): rows that would move in
+    16-byte vectors take the scalar kernels, forward and backward."""
+    monkeypatch.setenv("TINYATTN_CUPY_VECTORS", "0")
+    fake_cupy.RAW_MODULES.clear()
+    be = _install(monkeypatch, kernels=True)
+    (x,) = _gpu(be, np.zeros((2, 3, 64), dtype=np.float32))
+    be.softmax_backward(be.softmax(x), x)
+    assert [name for name, *_ in launches()] == ["tinyattn_softmax_forward_warp2_f32",
+                                                 "tinyattn_softmax_backward_warp2_f32"]
+    be.vector_loads = True
+    be.softmax(x)
+    assert launches()[-1][0] == "tinyattn_softmax_forward_warp4x4_f32"
+
+
+@pytest.mark.parametrize("n", [5, 33, 1024, 3000, 3001])
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 def test_softmax_launches(fake_kernels_be, n, dtype):
     be = fake_kernels_be
@@ -510,12 +526,11 @@ def test_softmax_launches(fake_kernels_be, n, dtype):
               be.softmax(x, axis=1)):
         assert isinstance(y, be.xp.ndarray) and y.dtype == dtype
     assert [y.shape for y in (be.softmax(x, axis=1),)] == [x.shape]
-    suffix = cl.DTYPE_SUFFIX[np.dtype(dtype)]
-    launch = kr.softmax_launch(n)
-    kind = f"warp{launch[1]}" if launch[0] == "warp" else "block"
+    vec = cl.vector_width(dtype) if n % cl.vector_width(dtype) == 0 else 1
+    launch = kr.softmax_launch(n, vec)
     names = [name for name, *_ in launches()]
-    assert names[:4] == [f"tinyattn_softmax_forward_{kind}_{suffix}"] * 2 + \
-        [f"tinyattn_softmax_backward_{kind}_{suffix}"] * 2
+    assert names[:4] == [cl.softmax_kernel_name("forward", launch, dtype)] * 2 + \
+        [cl.softmax_kernel_name("backward", launch, dtype)] * 2
     for name, grid, block, _args, smem in launches()[:4]:
         threads = kr.WARP_BLOCK_THREADS if launch[0] == "warp" else launch[1]
         assert block == (threads,)
@@ -730,6 +745,47 @@ def fake_emu_be(monkeypatch):
 
 
 @pytest.mark.emulated
+def test_the_reports_gpu_section_is_written_and_then_kept(fake_emu_be, monkeypatch, tmp_path):
+    """`tinyattn bench report --sections gpu` puts the softmax (float32, float16) and attention
+    tables and the main job's wall times on the page, with the device; a later CPU-only report
+    keeps that section word for word (this machine has no GPU to rerun it)."""
+    import json
+    import pathlib
+    import subprocess
+
+    from tinyattn.bench import attention, report, softmax
+
+    monkeypatch.setattr(softmax, "torch_cuda", lambda: None)
+    monkeypatch.setattr(softmax, "shapes", lambda quick: [("attention T=40", (3, 40, 40))])
+    real_attention = attention.main
+    monkeypatch.setattr(attention, "main", lambda argv: real_attention(
+        argv + ["--t", "40", "--batch", "1", "--heads", "2", "--repeats", "1"]))
+    trained = []
+
+    def fake_train(cmd, **kwargs):  # the main job is timed in a subprocess: not here
+        trained.append(cmd[cmd.index("--backend") + 1])
+        out = pathlib.Path(cmd[cmd.index("--out") + 1])
+        out.mkdir(parents=True)
+        (out / "metrics.json").write_text(json.dumps({"accuracy": 0.5 + len(trained) / 4}))
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setattr(report, "subprocess", types.SimpleNamespace(run=fake_train))
+    out = tmp_path / "docs" / "benchmarks.md"
+    out.parent.mkdir()
+    assert report.main(["--quick", "--sections", "gpu", "--out", str(out)]) == 0
+    gpu = report.kept_sections(out.read_text())["gpu"]
+    assert trained == ["numpy", "cupy"]
+    for title in ("Softmax, float32", "Softmax, float16", "Flash attention, float32"):
+        assert f"### {title}\n\n```text\ndevice: " in gpu
+    assert re.search(r"^attention T=40\s+causal backward\s+kernel\s+\d", gpu, re.M)
+    assert "| numpy | " in gpu and "| 0.750 |" in gpu and "| cupy | " in gpu and "| 1.000 |" in gpu
+    assert "CuPy " in gpu and "Measured 20" in gpu
+    monkeypatch.undo()  # the real subprocess and benchmarks again
+    assert report.main(["--quick", "--sections", "overhead", "--out", str(out)]) == 0
+    assert report.kept_sections(out.read_text())["gpu"] == gpu
+
+
+@pytest.mark.emulated
 def test_the_gpu_benchmarks_run_end_to_end(fake_emu_be, monkeypatch, capsys):
     """benchmarks/softmax_gpu.py and attention.py --backend cupy, tiny shapes: every contender
     is checked against the others and timed (the fake's events say 1 ms), a row is printed for
@@ -744,7 +800,7 @@ def test_the_gpu_benchmarks_run_end_to_end(fake_emu_be, monkeypatch, capsys):
     out = capsys.readouterr().out
     for shape in ("8 x 1500", "attention T=40"):
         for variant in ("forward", "backward", "causal forward", "causal backward"):
-            for who in ("kernel", "cupy composite"):
+            for who in ("kernel", "kernel scalar", "cupy composite"):
                 assert re.search(rf"^{shape}\s+{variant}\s+{who}\s+\d", out, re.M), out
     assert attention.main(["--backend", "cupy", "--t", "40", "130", "--batch", "1", "--heads",
                            "2", "--repeats", "1"]) == 0

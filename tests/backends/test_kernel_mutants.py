@@ -48,13 +48,22 @@ def softmax_warp(be):
     be.softmax(x)
 
 
+def softmax_view(be):
+    """Rows of 64 read through a view that starts one float into its array: 16-byte vector
+    loads would be misaligned, so the host must choose scalar ones."""
+    (flat,) = _rng_arrays(be, (8 * 64 + 1,))
+    x = flat[1:].reshape(8, 64)
+    return x, be.softmax(x)
+
+
 def softmax_block(be):
     """Two rows of 3000: the block kernels (256 threads, 8 warps), forward and backward."""
     x, g = _rng_arrays(be, (2, 3000), (2, 3000))
     be.softmax_backward(be.softmax(x), g)
 
 
-RUNS = {f.__name__: f for f in (flash_forward, flash_backward, softmax_warp, softmax_block)}
+RUNS = {f.__name__: f for f in (flash_forward, flash_backward, softmax_warp, softmax_view,
+                                 softmax_block)}
 
 # (id, file, text, replacement, run, what the emulator must say)
 MUTANTS = [
@@ -80,8 +89,8 @@ MUTANTS = [
      "        if (i > n_q) continue;\n        const float inv", "flash_forward",
      r"race on argument 3|past its end|past the end of argument 3"),
     ("off by one: a lane stores column n", "softmax.cu",
-     "if (j < n_cols) Io<T>::store(y_row, j, v[k] * inv);",
-     "if (j <= n_cols) Io<T>::store(y_row, j, v[k] * inv);", "softmax_warp",
+     "if (j < n_cols) tinyattn_store_vec<T, V>(y_row, j, out);\n    }\n}",
+     "if (j <= n_cols) tinyattn_store_vec<T, V>(y_row, j, out);\n    }\n}", "softmax_warp",
      r"race on argument 1|past its end|past the end of argument 1"),
     ("a negative index into a __shared__ array", "softmax.cu",
      "if (lane == 0) part[warp] = s;", "if (lane == 0) part[warp - 1] = s;", "softmax_block",
@@ -94,10 +103,32 @@ MUTANTS = [
 NEEDS_UBSAN = {"a negative index into a __shared__ array", "a misaligned vector load"}
 
 
+def test_a_misaligned_view_takes_the_scalar_kernels(monkeypatch):
+    """The view's rows are right (through the scalar kernels); told that every pointer is
+    aligned, the host launches the vector kernel and the emulator stops the misaligned load,
+    as a GPU stops with "misaligned address"."""
+    be = fake_cupy.install(monkeypatch, kernels=True, emulate=True)
+    launched = []
+    launch = be._launch
+    monkeypatch.setattr(be, "_launch", lambda fn, *a, **k: (launched.append(fn.name),
+                                                             launch(fn, *a, **k)))
+    x, y = softmax_view(be)
+    assert launched == ["tinyattn_softmax_forward_warp2_f32"]
+    xs = x.get().astype(np.float64)
+    want = np.exp(xs - xs.max(-1, keepdims=True))
+    np.testing.assert_allclose(y.get(), want / want.sum(-1, keepdims=True), rtol=1e-5)
+    if not cuda_emu.sanitizes_alignment():
+        pytest.skip("g++ here has no libubsan: no alignment checks")
+    monkeypatch.setattr(be, "_vector_aligned", lambda *arrays: True)
+    with pytest.raises(cuda_emu.EmuError, match=r"(?s)misaligned address .*16 byte alignment"):
+        softmax_view(be)
+    assert launched[-1] == "tinyattn_softmax_forward_warp4x4_f32"
+
+
 # the entry points the runs use; the others are left out of a mutant's build (each case is
 # one g++ run: all 16 flash kernels would take it several times longer)
-KEEP = re.compile(r"^(TINYATTN_FLASH\(16, .*, f32\)|TINYATTN_SOFTMAX_ALL\(float, f32\))$")
-ENTRY = re.compile(r"^(TINYATTN_FLASH|TINYATTN_SOFTMAX_ALL)\(.*\)$")
+KEEP = re.compile(r"^(TINYATTN_FLASH\(16, .*, f32\)|TINYATTN_SOFTMAX_\w+\(.*float, f32.*\))$")
+ENTRY = re.compile(r"^(TINYATTN_FLASH|TINYATTN_SOFTMAX_\w+)\(.*\)$")
 
 
 def mutate(monkeypatch, filename, text, replacement):

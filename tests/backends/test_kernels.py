@@ -143,13 +143,41 @@ def test_flash_tiles_match_the_source():
 # ---- 2. softmax replays ------------------------------------------------------------------------
 
 def test_softmax_launch():
-    assert kr.softmax_launch(1) == ("warp", 1, 1)
-    assert kr.softmax_launch(20) == ("warp", 1, 32)
-    assert kr.softmax_launch(33) == ("warp", 2, 32)
-    assert kr.softmax_launch(1024) == ("warp", 32, 32)
+    assert kr.softmax_launch(1) == ("warp", 1, 1, 1)
+    assert kr.softmax_launch(20) == ("warp", 1, 32, 1)
+    assert kr.softmax_launch(33) == ("warp", 2, 32, 1)
+    assert kr.softmax_launch(1024) == ("warp", 32, 32, 1)
+    # vectors: each lane holds at least one (fewer lanes per row for short rows)
+    assert kr.softmax_launch(4, 4) == ("warp", 4, 1, 4)
+    assert kr.softmax_launch(64, 4) == ("warp", 4, 16, 4)
+    assert kr.softmax_launch(64, 8) == ("warp", 8, 8, 8)
+    assert kr.softmax_launch(1024, 8) == ("warp", 32, 32, 8)
     for n in (1025, 4097, 8192, 100_000):
-        kind, threads = kr.softmax_launch(n)
-        assert kind == "block" and 128 <= threads <= 1024 and threads & (threads - 1) == 0
+        for vec in (1, 4):
+            kind, threads, v = kr.softmax_launch(n, vec)
+            assert kind == "block" and 128 <= threads <= 1024 and threads & (threads - 1) == 0
+            assert v == vec
+
+
+@pytest.mark.parametrize("n", [4, 8, 40, 64, 96, 256, 1024, 2048])
+@pytest.mark.parametrize("vec", [2, 4, 8])
+def test_every_vector_launch_covers_the_row_once(n, vec):
+    """Each column of a row lies in exactly one lane's (or thread's) registers, whatever the
+    vector width: the replays' layouts are permutations of the row."""
+    if n % vec:
+        pytest.skip("the host uses vectors only for rows that are a multiple of them")
+    launch = kr.softmax_launch(n, vec)
+    cols = np.arange(n, dtype=np.float64)[None, :]
+    if launch[0] == "warp":
+        _, per_lane, width, _ = launch
+        assert per_lane % vec == 0 and width * per_lane >= n
+        lanes = kr._lanes(cols, width, per_lane, -1.0, vec)
+        np.testing.assert_array_equal(kr._unlanes(lanes, n, vec), cols)
+        for t in range(vec):  # register k * vec + t of a lane: a vector's t-th column
+            assert (lanes[0, :, t::vec] % vec == t)[lanes[0, :, t::vec] >= 0].all()
+    else:
+        laid = kr._thread_columns(cols, launch[1], vec, -1.0)
+        assert sorted(laid[laid >= 0].tolist()) == list(range(n))
 
 
 def adversarial_rows(n, dtype, rng):
@@ -192,6 +220,11 @@ def test_block_and_warp_replays_agree():
     warp = kr._softmax_forward_warp(x, 32, 32)
     block = kr._softmax_forward_block(x, 128)
     np.testing.assert_allclose(warp, block, rtol=1e-6, atol=1e-7)
+    for vec in (2, 4):  # the vector layouts add in another order: the same numbers
+        np.testing.assert_allclose(kr._softmax_forward_warp(x, 32, 32, vec), warp, rtol=1e-6,
+                                   atol=1e-7)
+        np.testing.assert_allclose(kr._softmax_forward_block(x, 128, vec), block, rtol=1e-6,
+                                   atol=1e-7)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

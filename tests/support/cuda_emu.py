@@ -56,6 +56,7 @@ LINK_SCRIPT = """SECTIONS {
 GRID_LIMITS = (2**31 - 1, 65535, 65535)
 BLOCK_LIMITS = (1024, 1024, 64)
 TIMEOUT_S = 120
+ALLOC_ALIGN = 256  # cudaMalloc (and CuPy's memory pool) start every allocation at such a multiple
 ERROR_SIZE = 4096
 
 # C parameter types -> the NumPy dtype an argument must have
@@ -93,6 +94,16 @@ class EmuError(RuntimeError):
 
 def available():
     return CXX is not None
+
+
+def device_offset(a):
+    """Bytes from the start of the array that holds the NumPy view `a` to its element 0: on a
+    device, where the view lies in its allocation (which starts at a multiple of ALLOC_ALIGN).
+    The emulator places each argument so, and fake_cupy's `data.ptr` says so."""
+    root = a
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    return a.__array_interface__["data"][0] - root.__array_interface__["data"][0]
 
 
 @functools.cache
@@ -212,7 +223,7 @@ class EmuModule:
         self.path = _build(text)
         self.lib = ctypes.CDLL(str(self.path))
         self.lib.emu_alloc.restype = ctypes.c_void_p
-        self.lib.emu_alloc.argtypes = [ctypes.c_size_t, ctypes.c_size_t,
+        self.lib.emu_alloc.argtypes = [ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t,
                                        ctypes.POINTER(ctypes.c_void_p),
                                        ctypes.POINTER(ctypes.c_size_t)]
         self.lib.emu_free.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
@@ -222,9 +233,10 @@ class EmuModule:
                                            ctypes.c_void_p, ctypes.c_size_t,
                                            ctypes.POINTER(EmuArgInfo), ctypes.c_int])
 
-    def _alloc(self, size, align):
+    def _alloc(self, size, align, offset=0):
+        """size bytes between guard pages, starting at offset modulo align."""
         base, total = ctypes.c_void_p(), ctypes.c_size_t()
-        ptr = self.lib.emu_alloc(size, align, ctypes.byref(base), ctypes.byref(total))
+        ptr = self.lib.emu_alloc(size, align, offset, ctypes.byref(base), ctypes.byref(total))
         if not ptr:
             raise MemoryError("emu_alloc failed")
         return ptr, (base.value, total.value)
@@ -288,7 +300,9 @@ class EmuModule:
         lo = sum(min(0, (n - 1) * s) for n, s in zip(arg.shape, arg.strides, strict=True))
         hi = sum(max(0, (n - 1) * s) for n, s in zip(arg.shape, arg.strides, strict=True))
         nbytes = 0 if arg.size == 0 else hi - lo + arg.itemsize
-        ptr, mapping = self._alloc(nbytes, arg.itemsize)
+        # placed as on the device: element 0 as far from a multiple of ALLOC_ALIGN as the view
+        # lies from the start of its array (a vector load from a misaligned view fails)
+        ptr, mapping = self._alloc(nbytes, ALLOC_ALIGN, (device_offset(arg) + lo) % ALLOC_ALIGN)
         buffers.append((mapping, (i, ptr, nbytes)))
         start = arg.__array_interface__["data"][0] + lo
         ctypes.memmove(ptr, start, nbytes)

@@ -34,13 +34,15 @@
 //   * every live thread of the block must reach the same __syncthreads();
 //   * a block that can make no progress is a deadlock;
 //   * a read or write past the end of an argument buffer or of the dynamic shared memory
-//     hits a PROT_NONE guard page (SIGSEGV is turned into a message with the address);
+//     (the hooks, up to the guard page; a PROT_NONE guard page beyond: SIGSEGV is turned
+//     into a message with the address);
 //   * dynamic shared memory starts as NaN bytes (0xff), so reading a slot no thread wrote
 //     shows up in the results;
 //   * a load or store through a pointer less aligned than its type requires (a 16-byte vector
 //     load from an address that is not a multiple of 16) stops the launch: the code is built
 //     with -fsanitize=alignment, and UBSan's report goes back as the message (dynamic shared
-//     memory is 16-byte aligned, as declared; argument buffers only to their element size);
+//     memory is 16-byte aligned, as declared; an argument as its view lies in its device array:
+//     element 0 of a fresh array at a multiple of 256 bytes, of a view that many bytes off);
 //   * order = 1 runs blocks and threads in reverse order: a race that a missing barrier
 //     allows changes the results between order 0 and order 1.
 #pragma once
@@ -199,6 +201,7 @@ struct EmuShadow {
 
 struct EmuRegion {
     uintptr_t map_lo, lo, hi;  // [map_lo, lo): its mapping's slack before it (an underrun)
+    uintptr_t map_hi;          // [hi, map_hi): the slack after it, up to the guard page
     int kind, arg, shift;      // shift: log2 of the bytes per shadow word
     EmuShadow* shadow;
 };
@@ -300,7 +303,7 @@ EMU_RT static void emu_access(const void* p, size_t size, int write, int atomic,
     const uintptr_t a = (uintptr_t)p;
     for (int k = 0; k < emu_n_regions; ++k) {
         const EmuRegion& r = emu_regions[k];
-        if (a < r.map_lo || a >= r.hi) continue;
+        if (a < r.map_lo || a >= r.map_hi) continue;
         char region[64];
         emu_name_region(r, region, sizeof region);
         if (a < r.lo)
@@ -332,6 +335,8 @@ EMU_RT static void emu_add_region(int kind, int arg, void* map_lo, void* lo, siz
     r.map_lo = (uintptr_t)map_lo;
     r.lo = (uintptr_t)lo;
     r.hi = r.lo + nbytes;
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);  // the guard page after a mapping
+    r.map_hi = kind == EMU_SHARED && arg == 0 ? r.hi : (r.hi + page - 1) / page * page;
     r.shift = itemsize >= 8 ? 3 : itemsize >= 4 ? 2 : itemsize >= 2 ? 1 : 0;
     r.shadow = kind == EMU_CONST_ARG ? nullptr
                : (EmuShadow*)calloc((nbytes >> r.shift) + 1, sizeof(EmuShadow));
@@ -548,11 +553,14 @@ EMU_RT static void emu_run_block(int reverse) {
     }
 }
 
-// Memory between two PROT_NONE pages, its end touching the second: bytes [ptr, ptr + size)
-// are usable; the slack before ptr is where the hooks report an underrun.
-EMU_RT static unsigned char* emu_guarded(size_t size, size_t align, void** base, size_t* total) {
+// Memory between two PROT_NONE pages: bytes [ptr, ptr + size) are usable, ptr % align ==
+// offset % align, and the end lies less than `align` bytes before the second page (touching
+// it when the alignment allows). The slack before ptr and after its end is where the hooks
+// report an underrun or an overrun; the guard pages stop anything further.
+EMU_RT static unsigned char* emu_guarded(size_t size, size_t align, size_t offset, void** base,
+                                         size_t* total) {
     const size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    const size_t body = (size + align - 1) / align * align;
+    const size_t body = size + align;  // room to move the start down to its alignment
     *total = page + (body + page - 1) / page * page + page;
     unsigned char* p = (unsigned char*)mmap(nullptr, *total, PROT_READ | PROT_WRITE,
                                             MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -560,7 +568,8 @@ EMU_RT static unsigned char* emu_guarded(size_t size, size_t align, void** base,
     mprotect(p, page, PROT_NONE);
     mprotect(p + *total - page, page, PROT_NONE);
     *base = p;
-    return p + *total - page - body;
+    const uintptr_t latest = (uintptr_t)(p + *total - page - size);
+    return (unsigned char*)(latest - (latest - offset % align) % align);
 }
 
 // UBSan (the harness compiles with -fsanitize=alignment) calls this before it stops the child:
@@ -603,7 +612,7 @@ EMU_RT static int emu_run_grid(unsigned gx, unsigned gy, unsigned gz, unsigned b
                              MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     void* smem_base;
     size_t smem_total;
-    emu_dynamic_smem = emu_guarded(smem, 16, &smem_base, &smem_total);
+    emu_dynamic_smem = emu_guarded(smem, 16, 0, &smem_base, &smem_total);
     const size_t n_static = (size_t)(emu_shared_stop - emu_shared_start);
     emu_add_region(EMU_SHARED, 0, emu_shared_start, emu_shared_start, n_static, 4);
     emu_add_region(EMU_SHARED, 1, (unsigned char*)smem_base + sysconf(_SC_PAGESIZE),
@@ -674,8 +683,9 @@ extern "C" int emu_launch(void (*thunk)(void**), void** args, unsigned gx, unsig
 }
 
 // Shared memory for argument buffers and messages: [result, result + size) ends at a guard page.
-extern "C" void* emu_alloc(size_t size, size_t align, void** base, size_t* total) {
-    return emu_guarded(size, align, base, total);
+extern "C" void* emu_alloc(size_t size, size_t align, size_t offset, void** base,
+                          size_t* total) {
+    return emu_guarded(size, align, offset, base, total);
 }
 
 extern "C" void emu_free(void* base, size_t total) { munmap(base, total); }

@@ -30,6 +30,9 @@ IMPLICIT = ("Implicit conversion to a NumPy array is not allowed. Please use `.g
             "construct a NumPy array explicitly.")
 
 
+DEVICE_BASE = 2**40  # where the fake device's memory starts (any multiple of 256 would do)
+
+
 class FakeArray:
     """A device array: a NumPy array that refuses to leave the device without `.get()`."""
 
@@ -40,6 +43,15 @@ class FakeArray:
     def __init__(self, a):
         assert isinstance(a, np.ndarray)
         object.__setattr__(self, "_a", a)
+
+    @property
+    def data(self):
+        """CuPy's MemoryPointer, as far as a kernel launch cares: `ptr`, the device address of
+        element 0 (allocations start at multiples of 256 bytes; a view lies where it lies in
+        its array, tests/support/cuda_emu.py places it there too)."""
+        import cuda_emu
+
+        return types.SimpleNamespace(ptr=DEVICE_BASE + cuda_emu.device_offset(self._a))
 
     # -- leaving the device: only explicitly --------------------------------------------------
     def __array__(self, *args, **kwargs):
@@ -517,6 +529,7 @@ def make_fake(emulate=False, reverse=False):
     cupy = types.ModuleType("cupy", "A NumPy stand-in for CuPy (tests/support/fake_cupy.py).")
     cupy.__getattr__ = _module_getattr
     cupy.ndarray = FakeArray
+    cupy.__version__ = "0+fake"
     cupy.is_available = lambda: True
     cupy.asarray, cupy.array, cupy.asnumpy = asarray, array, asnumpy
     cupy.ascontiguousarray = ascontiguousarray

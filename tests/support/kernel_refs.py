@@ -60,18 +60,31 @@ def _row_limits(n_rows, n, n_q, causal):
     return np.minimum(n, np.arange(n_rows) % n_q + 1)
 
 
-def _lanes(a, width, per_lane, fill):
-    """(R, n) -> (R, width, per_lane): [r, lane, k] is column lane + k * width (fill past n)."""
+def _lanes(a, width, per_lane, fill, vec=1):
+    """(R, n) -> (R, width, per_lane): [r, lane, k * vec + t] is column
+    (lane + k * width) * vec + t (fill past n): a lane's vectors of `vec` columns."""
     r, n = a.shape
     padded = np.full((r, width * per_lane), fill, dtype=a.dtype)
     padded[:, :n] = a
-    return padded.reshape(r, per_lane, width).transpose(0, 2, 1)
+    return (padded.reshape(r, per_lane // vec, width, vec).transpose(0, 2, 1, 3)
+            .reshape(r, width, per_lane))
 
 
-def _unlanes(a, n):
+def _unlanes(a, n, vec=1):
     """The inverse of _lanes: (R, width, per_lane) -> (R, n)."""
     r, width, per_lane = a.shape
-    return a.transpose(0, 2, 1).reshape(r, width * per_lane)[:, :n]
+    return (a.reshape(r, width, per_lane // vec, vec).transpose(0, 2, 1, 3)
+            .reshape(r, width * per_lane)[:, :n])
+
+
+def _thread_columns(a, threads, vec, fill):
+    """(R, n) -> (R, steps, threads, vec): what thread t of a block kernel takes at step k,
+    the vector k * threads + t (its columns in order); fill past n."""
+    r, n = a.shape
+    steps = math.ceil(n / (threads * vec))
+    cols = np.full((r, steps * threads * vec), fill, dtype=a.dtype)
+    cols[:, :n] = a
+    return cols.reshape(r, steps, threads, vec)
 
 
 def _butterfly(v, op, width):
@@ -145,24 +158,25 @@ def _online_push(m, l, s):
 
 # ---- softmax forward -------------------------------------------------------------------------
 
-def softmax_forward(x, scale=1.0, causal=False, keep=None):
+def softmax_forward(x, scale=1.0, causal=False, keep=None, vec=1):
     """What CupyBackend's softmax kernels compute for x (..., n): softmax(scale x) over the last
     axis with keys j > i (causal; i = row index within the last-but-one axis) and keep == False
-    masked; fully masked rows give zeros, rows with a NaN score all NaN."""
+    masked; fully masked rows give zeros, rows with a NaN score all NaN. vec: the values per
+    load the launch uses (cuda_launch.softmax_launch)."""
     s, _ = _rows_and_scores(x, keep, scale, causal)
-    launch = softmax_launch(x.shape[-1])
+    launch = softmax_launch(x.shape[-1], vec)
     if launch[0] == "warp":
-        y = _softmax_forward_warp(s, launch[1], launch[2])
+        y = _softmax_forward_warp(s, launch[1], launch[2], vec)
     else:
-        y = _softmax_forward_block(s, launch[1])
+        y = _softmax_forward_block(s, launch[1], vec)
     return y.astype(x.dtype).reshape(x.shape)
 
 
 @_quiet
-def _softmax_forward_warp(s, per_lane, width):
+def _softmax_forward_warp(s, per_lane, width, vec=1):
     """softmax_forward_warp: each lane's max and sum over its registers in order, then
     butterflies over the `width` lanes of the row."""
-    v = _lanes(s, width, per_lane, NEG_INF)  # (R, width, E)
+    v = _lanes(s, width, per_lane, NEG_INF, vec)  # (R, width, E)
     m = _butterfly(v.max(axis=-1), np.maximum, width)  # (R, width), equal; NaN propagates
     m_safe = np.where(m == NEG_INF, 0, m).astype(m.dtype)[..., None]
     e = _exp_diff(v, m_safe)
@@ -171,22 +185,21 @@ def _softmax_forward_warp(s, per_lane, width):
         l = l + e[..., k]
     l = _butterfly(l, np.add, width)[..., None]
     inv = np.where(l == 0, 0, 1 / np.where(l == 0, 1, l)).astype(e.dtype)  # NaN l: NaN
-    return _unlanes(e * inv, s.shape[1])
+    return _unlanes(e * inv, s.shape[1], vec)
 
 
 @_quiet
-def _softmax_forward_block(s, threads):
-    """softmax_forward_block: thread t folds columns t, t + B, ... into its own (m, l) with the
-    online step, then the block merges the pairs; a second pass writes exp(s - m) / l."""
-    r, n = s.shape
-    steps = math.ceil(n / threads)
-    cols = np.full((r, steps * threads), NEG_INF, dtype=s.dtype)
-    cols[:, :n] = s
-    cols = cols.reshape(r, steps, threads)
+def _softmax_forward_block(s, threads, vec=1):
+    """softmax_forward_block: thread t folds its vectors t, t + B, ... (their columns in
+    order) into its own (m, l) with the online step, then the block merges the pairs; a second
+    pass writes exp(s - m) / l."""
+    r = s.shape[0]
+    cols = _thread_columns(s, threads, vec, NEG_INF)
     m = np.full((r, threads), NEG_INF, dtype=s.dtype)
     l = np.zeros((r, threads), dtype=s.dtype)
-    for k in range(steps):
-        m, l = _online_push(m, l, cols[:, k, :])
+    for k in range(cols.shape[1]):
+        for t in range(vec):
+            m, l = _online_push(m, l, cols[:, k, :, t])
     m, l = _block_merge_ml(m, l)
     m_safe = np.where(m == NEG_INF, 0, m).astype(m.dtype)[:, None]
     inv = np.where(l == 0, 0, 1 / np.where(l == 0, 1, l)).astype(s.dtype)[:, None]
@@ -196,9 +209,10 @@ def _softmax_forward_block(s, threads):
 # ---- softmax backward ------------------------------------------------------------------------
 
 @_quiet
-def softmax_backward(y, g, scale=1.0, causal=False):
+def softmax_backward(y, g, scale=1.0, causal=False, vec=1):
     """What CupyBackend's softmax backward kernels compute: scale * (y * (g - sum(g * y))) over
-    the last axis; causal rows read only j <= i (y is zero past it) and write zeros there."""
+    the last axis; causal rows read only j <= i (y is zero past it) and write zeros there.
+    vec: the values per load the launch uses (cuda_launch.softmax_launch)."""
     a = acc_dtype(y.dtype)
     n = y.shape[-1]
     n_q = y.shape[-2] if y.ndim >= 2 else 1
@@ -206,23 +220,22 @@ def softmax_backward(y, g, scale=1.0, causal=False):
     limit = _row_limits(yr.shape[0], n, n_q, causal)
     inside = np.arange(n)[None, :] < limit[:, None]
     yr, gr = np.where(inside, yr, 0), np.where(inside, gr, 0)
-    launch = softmax_launch(n)
+    launch = softmax_launch(n, vec)
     if launch[0] == "warp":
-        _, per_lane, width = launch
-        yl, gl = _lanes(yr, width, per_lane, 0), _lanes(gr, width, per_lane, 0)
+        _, per_lane, width, _ = launch
+        yl, gl = _lanes(yr, width, per_lane, 0, vec), _lanes(gr, width, per_lane, 0, vec)
         dot = np.zeros(yl.shape[:-1], dtype=a)
         for k in range(per_lane):
             dot = dot + yl[..., k] * gl[..., k]
         dot = _butterfly(dot, np.add, width)[..., None]
-        gx = _unlanes(yl * (gl - dot) * a.type(scale), n)
+        gx = _unlanes(yl * (gl - dot) * a.type(scale), n, vec)
     else:
         threads = launch[1]
-        steps = math.ceil(n / threads)
-        prod = np.zeros((yr.shape[0], steps * threads), dtype=a)
-        prod[:, :n] = yr * gr
+        prod = _thread_columns(yr * gr, threads, vec, 0)
         part = np.zeros((yr.shape[0], threads), dtype=a)
-        for k in range(steps):  # thread t adds columns t, t + B, ... in order
-            part = part + prod[:, k * threads:(k + 1) * threads]
+        for k in range(prod.shape[1]):  # thread t adds its vectors' columns in order
+            for t in range(vec):
+                part = part + prod[:, k, :, t]
         dot = _block_sum(part)[:, None]
         gx = np.where(inside, yr * (gr - dot) * a.type(scale), 0)
     return gx.astype(y.dtype).reshape(y.shape)

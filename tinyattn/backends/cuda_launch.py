@@ -36,9 +36,11 @@ MAX_BLOCK_THREADS = 1024
 WARP = 32
 WARP_ROWS_MAX = 1024  # rows up to this long use the warp kernels (row in registers)
 WARP_BLOCK_THREADS = 128  # threads per block of the warp kernels
-BLOCK_UNROLL = 4  # columns a block-kernel thread loads before using any (TINYATTN_BLOCK_UNROLL)
-# the longest row the softmax kernels take: j0 + BLOCK_UNROLL * 1024 must stay within int
-SOFTMAX_MAX_COLS = 2**31 - 1 - BLOCK_UNROLL * 1024
+BLOCK_UNROLL = 4  # vectors a block-kernel thread loads before using any (TINYATTN_BLOCK_UNROLL)
+VECTOR_BYTES = 16  # the widest load a softmax kernel issues (TinyattnVec: 4 float, 8 half)
+# the longest row the softmax kernels take: a column index of a thread's last vector,
+# up to n + BLOCK_UNROLL * 1024 * 8 (float16 vectors), must stay within int
+SOFTMAX_MAX_COLS = 2**31 - 1 - BLOCK_UNROLL * 1024 * 8
 LOG2E = 1.4426950408889634  # log2(e): the softmax kernels' e^(s - m) is an exp2
 FLASH_THREADS = 256  # a 16 x 16 thread grid per flash block
 # head dim -> ((forward BQ, BK), (backward BQ, BK)); the same table as the top of flash.cu
@@ -50,17 +52,32 @@ def next_pow2(n):
     return 1 << max(0, (int(n) - 1).bit_length())
 
 
-def softmax_launch(n_cols):
-    """("warp", E, width) for rows up to 1024 long, else ("block", threads).
+def vector_width(dtype):
+    """Values of `dtype` in one 16-byte vector: 4 float32, 8 float16, 2 float64."""
+    return VECTOR_BYTES // np.dtype(dtype).itemsize
 
-    Warp: width = min(32, next pow2 >= n) lanes per row, E elements per lane.
-    Block: about 16 columns per thread, 128 to 1024 threads (a power of two).
+
+def softmax_launch(n_cols, vec=1):
+    """("warp", E, width, V) for rows up to 1024 long, else ("block", threads, V).
+
+    V: values per load, `vec` (a 16-byte vector, for rows and pointers that are multiples of
+    16 bytes; the host decides) or 1. Warp: width lanes per row, E values per lane,
+    E * width = next pow2 >= n; width = min(32, that pow2 / V), so each lane holds at least
+    one vector. Block: about 16 columns per thread, 128 to 1024 threads (a power of two).
     """
     if n_cols <= WARP_ROWS_MAX:
         p = next_pow2(n_cols)
-        width = min(WARP, p)
-        return ("warp", p // width, width)
-    return ("block", min(1024, max(128, next_pow2(math.ceil(n_cols / 16)))))
+        width = max(1, min(WARP, p // vec))
+        return ("warp", p // width, width, vec)
+    return ("block", min(1024, max(128, next_pow2(math.ceil(n_cols / 16)))), vec)
+
+
+def softmax_kernel_name(direction, launch, dtype):
+    """The softmax.cu entry point for a softmax_launch() choice: warp8_f32, warp8x4_f32,
+    block_f32, blockx4_f32."""
+    vec = f"x{launch[-1]}" if launch[-1] > 1 else ""
+    shape = f"warp{launch[1]}" if launch[0] == "warp" else "block"
+    return f"tinyattn_softmax_{direction}_{shape}{vec}_{DTYPE_SUFFIX[np.dtype(dtype)]}"
 
 
 def acc_dtype(dtype):
@@ -81,13 +98,17 @@ def kernel_source(filename):
 
 
 def softmax_kernel_names():
-    """Every entry point of softmax.cu, as CupyBackend asks for them."""
+    """Every entry point of softmax.cu, as CupyBackend asks for them: warp kernels of E = 1 to
+    32 values per lane (and their vector versions where E holds a vector), the block kernels."""
     names = []
-    for suffix in DTYPE_SUFFIX.values():
+    for dtype in DTYPE_SUFFIX:
+        vec = vector_width(dtype)
         for direction in ("forward", "backward"):
-            names += [f"tinyattn_softmax_{direction}_warp{e}_{suffix}" for e in (1, 2, 4, 8, 16,
-                                                                                  32)]
-            names.append(f"tinyattn_softmax_{direction}_block_{suffix}")
+            for e in (1, 2, 4, 8, 16, 32):
+                names.append(softmax_kernel_name(direction, ("warp", e, 0, 1), dtype))
+                if e >= vec:
+                    names.append(softmax_kernel_name(direction, ("warp", e, 0, vec), dtype))
+            names += [softmax_kernel_name(direction, ("block", 0, v), dtype) for v in (1, vec)]
     return names
 
 

@@ -13,7 +13,9 @@ Each kernel is compiled once per process with NVRTC (cupy.RawModule, memoized by
 looked up by its extern "C" name; backends/cuda_launch.py replays each one in NumPy. Inputs a
 kernel does not cover (other dtypes, head dims other than 16/32/64/128, additive masks, ...) take
 the readable reference of `Backend` instead, on the GPU through `xp`. TINYATTN_CUPY_KERNELS=0
-turns every kernel off (useful to tell a kernel bug from an op bug). Nothing in this module
+turns every kernel off (useful to tell a kernel bug from an op bug); TINYATTN_CUPY_VECTORS=0
+keeps the softmax kernels to scalar loads (`vector_loads`, which the GPU benchmark compares
+with the 16-byte vector loads they use by default). Nothing in this module
 imports CuPy at import time, so the kernel sources and their names can be checked without it.
 """
 
@@ -118,6 +120,7 @@ class CupyBackend(Backend):
         self._smem_optin = {}  # device id -> the shared memory a block may opt in to
         self._elementwise = {}
         self.use_kernels = os.environ.get("TINYATTN_CUPY_KERNELS", "1") != "0"
+        self.vector_loads = os.environ.get("TINYATTN_CUPY_VECTORS", "1") != "0"
         super().__init__(seed)
 
     def to_numpy(self, array):
@@ -265,24 +268,32 @@ class CupyBackend(Backend):
             return super().scaled_masked_softmax_backward(y, g, scale=scale)
         return self._softmax_backward_rows(y, g, scale, causal)
 
-    def _softmax_launch(self, direction, a):
+    def _softmax_launch(self, direction, a, *others):
         """(kernel, grid, block, launch, n, n_rows, n_q) of softmax.cu for the last-axis rows
-        of the contiguous `a`: warp kernels for rows <= 1024, else one block per row."""
+        of the contiguous `a`: warp kernels for rows <= 1024, else one block per row; 16-byte
+        vector loads when the rows and the pointers of `a` and `others` allow them."""
         n = a.shape[-1]
         n_rows = a.size // n
         n_q = a.shape[-2] if a.ndim >= 2 else 1
-        launch = cuda_launch.softmax_launch(n)
-        suffix = DTYPE_SUFFIX[a.dtype]
+        vec = cuda_launch.vector_width(a.dtype)
+        if not self.vector_loads or n % vec or not self._vector_aligned(a, *others):
+            vec = 1
+        launch = cuda_launch.softmax_launch(n, vec)
+        name = cuda_launch.softmax_kernel_name(direction, launch, a.dtype)
         if launch[0] == "warp":
-            _, per_lane, width = launch
-            rows_per_block = cuda_launch.WARP_BLOCK_THREADS // width
-            fn = self.kernel("softmax.cu", f"tinyattn_softmax_{direction}_warp{per_lane}_{suffix}")
+            rows_per_block = cuda_launch.WARP_BLOCK_THREADS // launch[2]
+            fn = self.kernel("softmax.cu", name)
             grid, block = (math.ceil(n_rows / rows_per_block),), (cuda_launch.WARP_BLOCK_THREADS,)
         else:
-            fn = self.kernel("softmax.cu", f"tinyattn_softmax_{direction}_block_{suffix}",
-                             self.row_cache_limit)
+            fn = self.kernel("softmax.cu", name, self.row_cache_limit)
             grid, block = (n_rows,), (launch[1],)
         return fn, grid, block, launch, n, n_rows, n_q
+
+    @staticmethod
+    def _vector_aligned(*arrays):
+        """Whether every array starts at a multiple of 16 bytes: a fresh allocation does, a
+        view into one may not (x[..., 1:] made contiguous by reshaping, say)."""
+        return all(a.data.ptr % cuda_launch.VECTOR_BYTES == 0 for a in arrays)
 
     def _softmax_rows(self, x, scale, causal, keep):
         """softmax(scale x) over the last axis, masked, with one launch of softmax.cu."""
@@ -291,7 +302,7 @@ class CupyBackend(Backend):
         y = cp.empty_like(x)
         if x.size == 0:
             return y
-        fn, grid, block, launch, n, n_rows, n_q = self._softmax_launch("forward", x)
+        fn, grid, block, launch, n, n_rows, n_q = self._softmax_launch("forward", x, y)
         mask, _alive = self._mask_params(keep, x.shape)
         if launch[0] == "warp":
             self._launch(fn, grid, block, (x, y, np.int64(n_rows), np.int32(n),
@@ -312,7 +323,7 @@ class CupyBackend(Backend):
         gx = cp.empty_like(y)
         if y.size == 0:
             return gx
-        fn, grid, block, launch, n, n_rows, n_q = self._softmax_launch("backward", y)
+        fn, grid, block, launch, n, n_rows, n_q = self._softmax_launch("backward", y, g, gx)
         if launch[0] == "warp":
             self._launch(fn, grid, block, (y, g, gx, np.int64(n_rows), np.int32(n),
                                            np.int32(launch[2]), np.int32(n_q), np.int32(causal),

@@ -135,8 +135,9 @@ def run_gpu(ts, batch, heads, d, repeats):
     for t in ts:
         rows += gpu_case(cp, be, torch, rng, t, batch, heads, d, repeats)
         cp.get_default_memory_pool().free_all_blocks()
-    print("'f+b vs kernel': forward + backward time over the flash kernel's (>1: kernel "
-          "faster). TF/s: causal flops (half the square) per second.")
+    print("ms: GPU time of one call (10 queued back to back per round). 'f+b vs kernel': "
+          "forward + backward time over the flash kernel's (>1: kernel faster). TF/s: causal "
+          "flops (half the square) per second.")
     return rows
 
 

@@ -7,16 +7,21 @@ not asked for keep their last text (between `<!-- section: NAME -->` and `<!-- e
 so one benchmark can be rerun alone; the page is written to a temporary file and renamed, so a
 failed run leaves the old page as it was.
 
-    tinyattn bench report [--sections step overhead attention train shakespeare ddp]
+    tinyattn bench report [--sections step overhead attention train shakespeare ddp gpu]
                           [--out docs/benchmarks.md]
                           [--quick]
 
 It needs a source checkout: the NumPy floor of the step benchmark is benchmarks/numpy_floor.py.
+The `gpu` section (the CuPy kernels: softmax in float32 and float16, flash attention, the main
+job on the GPU) runs only when asked for, on a machine whose GPU CuPy sees; elsewhere the page
+keeps the GPU section it has.
 """
 
 import argparse
+import contextlib
 import datetime
 import importlib.util
+import io
 import json
 import os
 import pathlib
@@ -48,8 +53,8 @@ GPU_TEXT = """## GPU
 
 Not measured: no GPU has run the CuPy kernels. Their source compiles with nvcc and NVRTC and
 passes every kernel test under the emulator of the test suite, which says nothing about speed.
-`bash benchmarks/gpu_session.sh OUT_DIR` runs the GPU tests, benchmarks, sanitizers and a
-profile on a machine with a GPU; its tables belong here, with the device name, once they have run.
+On a machine with a GPU, `tinyattn bench report --sections gpu` writes this section;
+`bash benchmarks/gpu_session.sh OUT_DIR` runs the GPU tests, sanitizers and a profile.
 """
 
 
@@ -248,9 +253,75 @@ def section_ddp(ctx):
         stamp("tinyattn bench report --sections ddp"), ddp.table(results)]) + "\n"
 
 
+def gpu_environment(cp):
+    """One line on the GPU and the libraries that drive it."""
+    props = cp.cuda.runtime.getDeviceProperties(0)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+    try:
+        import torch
+        torch_note = f"PyTorch {torch.__version__}"
+    except ImportError:
+        torch_note = "PyTorch not installed"
+    return (f"{name} (driver {cp.cuda.runtime.driverGetVersion()}, CUDA runtime "
+            f"{cp.cuda.runtime.runtimeGetVersion()}); CuPy {cp.__version__}, NumPy "
+            f"{np.__version__}, {torch_note}")
+
+
+def _printed(main, argv):
+    """What a benchmark's main(argv) prints; SystemExit if it cannot run."""
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        rc = main(argv)
+    if rc:
+        raise SystemExit(f"tinyattn bench report: the gpu section's benchmark {argv} failed "
+                         f"(exit {rc})")
+    return buf.getvalue()
+
+
+def section_gpu(ctx):
+    """The CuPy kernels on this machine's GPU: softmax (float32, float16), flash attention, the
+    main job with --backend cupy against the NumPy backend."""
+    from . import softmax
+
+    cp, why = softmax.gpu_or_reason()
+    if cp is None:
+        raise SystemExit(f"tinyattn bench report --sections gpu needs a GPU: {why}")
+    quick = ["--quick"] if ctx.quick else []
+    blocks = [("Softmax, float32", _printed(softmax.main, quick + ["--dtype", "float32"])),
+              ("Softmax, float16", _printed(softmax.main, quick + ["--dtype", "float16"])),
+              ("Flash attention, float32",
+               _printed(attention.main, quick + ["--backend", "cupy"]))]
+    runs = {}  # backend -> (wall seconds, final accuracy)
+    args = ["--steps", "20"] if ctx.quick else []
+    for backend in ("numpy", "cupy"):
+        with tempfile.TemporaryDirectory() as tmp:
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "tinyattn", "train", "--backend", backend,
+                            "--out", f"{tmp}/run", "--no-progress", *args], check=True,
+                           capture_output=True, text=True)
+            wall = time.perf_counter() - start
+            metrics = json.loads(pathlib.Path(f"{tmp}/run/metrics.json").read_text())
+            runs[backend] = (wall, metrics.get("accuracy"))
+    lines = ["## GPU: the CuPy kernels\n",
+             f"Measured {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC} on "
+             f"{gpu_environment(cp)}; the host: {environment()}.\n",
+             "```\ntinyattn bench report --sections gpu\n```\n"]
+    for title, text in blocks:
+        lines += [f"### {title}\n", "```text\n" + text.rstrip("\n") + "\n```\n"]
+    what = f"`tinyattn train {' '.join(args)}`" if args else "`tinyattn train` with its defaults"
+    lines += ["### The main job\n",
+              f"Wall time of {what} (process start to exit, one run each) with each backend on "
+              "this machine.\n",
+              "| backend | wall time | accuracy |", "|---|---|---|"]
+    lines += [f"| {name} | {wall:.1f} s | {'-' if acc is None else f'{acc:.3f}'} |"
+              for name, (wall, acc) in runs.items()]
+    return "\n".join(lines) + "\n"
+
+
 SECTIONS = {"step": section_step, "overhead": section_overhead,
             "attention": section_attention, "train": section_train,
             "shakespeare": section_shakespeare, "ddp": section_ddp}
+ON_REQUEST = {"gpu": section_gpu}  # run only when named (it needs a GPU)
 
 
 def kept_sections(text):
@@ -264,7 +335,10 @@ def page(sections):
     for name in SECTIONS:
         if name in sections:
             body.append(f"<!-- section: {name} -->\n{sections[name]}<!-- end: {name} -->\n")
-    body.append(GPU_TEXT)
+    if "gpu" in sections:
+        body.append(f"<!-- section: gpu -->\n{sections['gpu']}<!-- end: gpu -->\n")
+    else:
+        body.append(GPU_TEXT)
     return "\n".join(body)
 
 
@@ -287,7 +361,8 @@ class Context:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="tinyattn bench report", description=__doc__.splitlines()[0])
-    ap.add_argument("--sections", nargs="+", choices=list(SECTIONS), default=list(SECTIONS))
+    ap.add_argument("--sections", nargs="+", choices=[*SECTIONS, *ON_REQUEST],
+                    default=list(SECTIONS), help="default: every CPU section")
     ap.add_argument("--out", default="docs/benchmarks.md")
     ap.add_argument("--quick", action="store_true", help="few rounds, small sizes (a smoke test)")
     args = ap.parse_args(argv)
@@ -305,7 +380,7 @@ def main(argv=None):
               "will be noisy (each section records its load)", file=sys.stderr)
     for name in args.sections:
         print(f"running {name} ...", flush=True)
-        sections[name] = SECTIONS[name](ctx)
+        sections[name] = {**SECTIONS, **ON_REQUEST}[name](ctx)
     write_atomically(out, page(sections))
     print(f"wrote {out} ({', '.join(args.sections)})")
     return 0

@@ -2,13 +2,15 @@
 
 For each shape (a square 8192 x 8192 matrix and attention scores B·H x T x T for T = 256..4096,
 all far larger than L2 except with --quick) and each variant (forward, backward, causal scaled
-forward and backward), it times three contenders interleaved in one process with CUDA events:
-the kernel (CupyBackend), the naive CuPy composition (max, exp, sum, divide; masked with
-`where`), and PyTorch's CUDA softmax when torch sees the GPU (causal: masked_fill + softmax).
-It prints medians, the achieved bandwidth (forward 2 accesses per element, backward 3, counted
-over the whole matrix even where causal kernels skip the masked triangle), that bandwidth as a
-share of the device copy bandwidth measured in the same run (and of the theoretical peak when
-the device reports it), and the ratios kernel / composition and kernel / torch.
+forward and backward), it times the contenders interleaved in one process with CUDA events,
+10 calls queued back to back per round: the kernel (CupyBackend, 16-byte vector loads), the
+same kernel held to scalar loads, the naive CuPy composition (max, exp, sum, divide; masked
+with `where`), and PyTorch's CUDA softmax when torch sees the GPU (causal: masked_fill +
+softmax). It prints medians of the GPU time per call and of Python's time per call, the achieved bandwidth (the bytes a fused kernel must move: forward 2
+accesses per element, backward 3; causal rows read only the lower triangle and write the whole
+row), that bandwidth as a share of the device copy bandwidth measured in the same run (and of
+the theoretical peak when the device reports it), and the ratios kernel / composition and
+kernel / torch.
 
     python benchmarks/softmax_gpu.py [--quick] [--dtype float32|float16] [--repeats 20]
     tinyattn bench softmax [same options]
@@ -17,6 +19,7 @@ the device reports it), and the ratios kernel / composition and kernel / torch.
 import argparse
 import statistics
 import sys
+import time
 
 import numpy as np
 
@@ -49,23 +52,33 @@ def torch_cuda():
     return torch if torch.cuda.is_available() else None
 
 
-def time_interleaved(cp, fns, repeats, warmup=3):
-    """Median milliseconds of each callable, timed with CUDA events in round-robin order (the
-    starting contender rotates every round so none always runs on a warm cache)."""
+def time_interleaved(cp, fns, repeats, warmup=3, batch=10, host=None):
+    """Median milliseconds of one call of each callable on the GPU, timed with CUDA events in
+    round-robin order (the starting contender rotates every round so none always runs on a warm
+    cache). Each round times `batch` calls queued back to back, so the GPU is not left waiting
+    for Python between them and the time is the GPU's (unless the host is the slower one: pass
+    a dict as `host` to get each callable's median host milliseconds per call as well)."""
     names = list(fns)
     for _ in range(warmup):
         for name in names:
             fns[name]()
     cp.cuda.Device().synchronize()
     times = {name: [] for name in names}
+    host_times = {name: [] for name in names}
     start, end = cp.cuda.Event(), cp.cuda.Event()
     for r in range(repeats):
         for name in names[r % len(names):] + names[:r % len(names)]:
+            fn = fns[name]
             start.record()
-            fns[name]()
+            t0 = time.perf_counter()
+            for _ in range(batch):
+                fn()
+            host_times[name].append((time.perf_counter() - t0) * 1e3 / batch)
             end.record()
             end.synchronize()
-            times[name].append(cp.cuda.get_elapsed_time(start, end))
+            times[name].append(cp.cuda.get_elapsed_time(start, end) / batch)
+    if host is not None:
+        host.update({name: statistics.median(t) for name, t in host_times.items()})
     return {name: statistics.median(t) for name, t in times.items()}
 
 
@@ -75,6 +88,18 @@ def copy_bandwidth(cp, nbytes, repeats):
     dst = cp.empty_like(src)
     ms = time_interleaved(cp, {"copy": lambda: cp.copyto(dst, src)}, repeats)["copy"]
     return 2 * nbytes / ms / 1e6
+
+
+def bytes_moved(x, backward, causal):
+    """The least bytes a softmax over the last axis of x must move: forward reads x and writes
+    y, backward reads y and g and writes gx. Causal rows (query i = row % T) read only their
+    first i + 1 columns, and every row is written whole (zeros above the diagonal)."""
+    n_q, n = (x.shape[-2], x.shape[-1]) if x.ndim >= 2 else (1, x.shape[-1])
+    read = 1.0
+    if causal:
+        read = sum(min(n, i + 1) for i in range(n_q)) / (n_q * n)
+    reads = 2 if backward else 1
+    return int((reads * read + 1) * x.size * x.itemsize)
 
 
 def peak_bandwidth(cp):
@@ -102,6 +127,17 @@ def composite_backward(y, g, scale=1.0):
     return scale * (y * (g - (g * y).sum(axis=-1, keepdims=True)))
 
 
+def scalar_loads(be, fn):
+    """fn run with the softmax kernels held to scalar loads (CupyBackend.vector_loads off)."""
+    def run():
+        be.vector_loads = False
+        try:
+            return fn()
+        finally:
+            be.vector_loads = True
+    return run
+
+
 def contenders(cp, be, torch, x, g, y, causal, scale):
     """{variant: {contender: callable}} for one input."""
     t = x.shape[-1]
@@ -110,15 +146,23 @@ def contenders(cp, be, torch, x, g, y, causal, scale):
     out = {}
     if not causal:
         out["forward"] = {"kernel": lambda: be.softmax(x),
+                          "kernel scalar": scalar_loads(be, lambda: be.softmax(x)),
                           "cupy composite": lambda: composite_softmax(cp, x)}
         out["backward"] = {"kernel": lambda: be.softmax_backward(y, g),
+                           "kernel scalar": scalar_loads(be, lambda: be.softmax_backward(y, g)),
                            "cupy composite": lambda: composite_backward(y, g)}
     else:
+        def forward():
+            return be.scaled_masked_softmax(x, None, scale=scale, causal=True)
+
+        def backward():
+            return be.scaled_masked_softmax_backward(y, g, scale=scale, causal=True)
+
         out["causal forward"] = {
-            "kernel": lambda: be.scaled_masked_softmax(x, None, scale=scale, causal=True),
+            "kernel": forward, "kernel scalar": scalar_loads(be, forward),
             "cupy composite": lambda: composite_softmax(cp, cp.where(keep, x * scale, neg_inf))}
         out["causal backward"] = {
-            "kernel": lambda: be.scaled_masked_softmax_backward(y, g, scale=scale, causal=True),
+            "kernel": backward, "kernel scalar": scalar_loads(be, backward),
             "cupy composite": lambda: composite_backward(y, g, scale)}
     if torch is not None:
         tx, tg, ty = (torch.from_dlpack(a) for a in (x, g, y))
@@ -164,7 +208,7 @@ def main(argv=None):
           + (f", {peak:.0f} GB/s theoretical" if peak else "")
           + f"; dtype {dtype}; torch {'yes' if torch else 'absent'}; medians of {repeats}")
     print(f"{'shape':<20} {'variant':<16} {'contender':<15} {'ms':>8} {'GB/s':>7} "
-          f"{'%copy':>6} {'%peak':>6} {'kernel x':>9}")
+          f"{'%copy':>6} {'%peak':>6} {'kernel x':>9} {'host ms':>8}")
     rng = cp.random.default_rng(0)
     for label, shape in shapes(args.quick):
         x = (rng.standard_normal(shape, dtype=cp.float32) * 3).astype(dtype)
@@ -173,19 +217,25 @@ def main(argv=None):
         y_causal = be.scaled_masked_softmax(x, None, scale=0.125, causal=True)
         for causal, yy in ((False, y), (True, y_causal)):
             for variant, fns in contenders(cp, be, torch, x, g, yy, causal, 0.125).items():
-                ms = time_interleaved(cp, fns, repeats)
-                accesses = 3 if "backward" in variant else 2
-                nbytes = accesses * x.size * x.itemsize
+                host = {}
+                ms = time_interleaved(cp, fns, repeats, host=host)
+                nbytes = bytes_moved(x, "backward" in variant, causal)
                 for who, t in ms.items():
                     gbs = nbytes / t / 1e6
                     ratio = "" if who == "kernel" else f"{t / ms['kernel']:.2f}x"
                     print(f"{label:<20} {variant:<16} {who:<15} {t:8.3f} {gbs:7.0f} "
                           f"{100 * gbs / copy_gbs:6.1f} "
-                          f"{100 * gbs / peak if peak else float('nan'):6.1f} {ratio:>9}")
+                          f"{100 * gbs / peak if peak else float('nan'):6.1f} {ratio:>9} "
+                          f"{host[who]:8.3f}")
         del x, g, y, y_causal
         cp.get_default_memory_pool().free_all_blocks()
-    print("'kernel x': how many times longer the contender takes than the kernel (>1: kernel "
-          "faster). GB/s counts the whole matrix (causal kernels read only its lower triangle).")
+    print("ms: GPU time of one call (10 queued back to back per round); 'host ms': Python's "
+          "time per call, which sets the pace when it is the larger. 'kernel scalar': the same "
+          "kernels held to scalar loads (TINYATTN_CUPY_VECTORS=0). "
+          "'kernel x': how many times longer the contender takes than the kernel (>1: kernel "
+          "faster). GB/s: the bytes a fused kernel must move (forward: read x, write y; "
+          "backward: read y and g, write gx; causal: only the lower triangle is read, the whole "
+          "matrix written) over the time, the same bytes for every contender.")
     return 0
 
 

@@ -7,7 +7,8 @@
 //     (float16 is carried as raw 16-bit words and converted with PTX cvt, so cuda_fp16.h
 //     is not needed), with float32 compute for float16 and float32, float64 for float64;
 //     Io<T>::convert turns a raw stored value into the compute type, so a kernel can load raw
-//     values first (every load in flight) and convert them later,
+//     values first (every load in flight) and convert them later, and Io<T>::pack converts
+//     back; TinyattnVec<T, V> moves V adjacent values with one vector access,
 //   * e^(s - m) as exp2((s - m) * log2 e): a subtraction, a multiply and one ex2.approx
 //     instead of the accurate expf's longer sequence. s - m is exact where it matters (near
 //     the max) and e^(m - m) is exactly 1, so a score of 1e4 keeps its precision (folding
@@ -51,6 +52,7 @@ template <> struct Io<float> {
     typedef float acc;
     static __device__ __forceinline__ float convert(float raw) { return raw; }
     static __device__ __forceinline__ float load(const float* p, long long i) { return p[i]; }
+    static __device__ __forceinline__ float pack(float v) { return v; }
     static __device__ __forceinline__ void store(float* p, long long i, float v) { p[i] = v; }
 };
 
@@ -58,6 +60,7 @@ template <> struct Io<double> {
     typedef double acc;
     static __device__ __forceinline__ double convert(double raw) { return raw; }
     static __device__ __forceinline__ double load(const double* p, long long i) { return p[i]; }
+    static __device__ __forceinline__ double pack(double v) { return v; }
     static __device__ __forceinline__ void store(double* p, long long i, double v) { p[i] = v; }
 };
 
@@ -71,11 +74,22 @@ template <> struct Io<tinyattn_half> {
     static __device__ __forceinline__ float load(const tinyattn_half* p, long long i) {
         return convert(p[i]);
     }
-    static __device__ __forceinline__ void store(tinyattn_half* p, long long i, float v) {
+    static __device__ __forceinline__ tinyattn_half pack(float v) {
         tinyattn_half h;
         asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
-        p[i] = h;
+        return h;
     }
+    static __device__ __forceinline__ void store(tinyattn_half* p, long long i, float v) {
+        p[i] = pack(v);
+    }
+};
+
+// V adjacent stored values: one load or store of V * sizeof(T) bytes (a 16-byte vector access
+// when V * sizeof(T) = 16; V = 1 is a plain scalar). The address must be a multiple of the
+// size: the host passes V > 1 only for rows and pointers that are.
+template <typename T, int V>
+struct alignas(sizeof(T) * V) TinyattnVec {
+    T v[V];
 };
 
 // One step of the online softmax: fold score s into the running (m, l).
