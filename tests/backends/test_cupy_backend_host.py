@@ -512,7 +512,7 @@ def test_vector_loads_can_be_turned_off(monkeypatch):
                                                  "tinyattn_softmax_backward_warp2_f32"]
     be.vector_loads = True
     be.softmax(x)
-    assert launches()[-1][0] == "tinyattn_softmax_forward_warp4x4_f32"
+    assert launches()[-1][0] == "tinyattn_softmax_forward_warp16x4_f32"
 
 
 @pytest.mark.parametrize("n", [5, 33, 1024, 3000, 3001])

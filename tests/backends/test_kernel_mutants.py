@@ -43,7 +43,7 @@ def flash_backward(be):
 
 
 def softmax_warp(be):
-    """Rows of 100: the warp kernel, 4 rows per block, 3 values per lane."""
+    """Rows of 100: a warp kernel with 16-byte vectors, 8 lanes a row, 4 vectors a lane."""
     (x,) = _rng_arrays(be, (8, 100))
     be.softmax(x)
 
@@ -122,7 +122,7 @@ def test_a_misaligned_view_takes_the_scalar_kernels(monkeypatch):
     monkeypatch.setattr(be, "_vector_aligned", lambda *arrays: True)
     with pytest.raises(cuda_emu.EmuError, match=r"(?s)misaligned address .*16 byte alignment"):
         softmax_view(be)
-    assert launched[-1] == "tinyattn_softmax_forward_warp4x4_f32"
+    assert launched[-1] == "tinyattn_softmax_forward_warp16x4_f32"
 
 
 # the entry points the runs use; the others are left out of a mutant's build (each case is

@@ -147,10 +147,13 @@ def test_softmax_launch():
     assert kr.softmax_launch(20) == ("warp", 1, 32, 1)
     assert kr.softmax_launch(33) == ("warp", 2, 32, 1)
     assert kr.softmax_launch(1024) == ("warp", 32, 32, 1)
-    # vectors: each lane holds at least one (fewer lanes per row for short rows)
+    # vectors: each lane holds up to 4 (fewer lanes per row for short rows)
     assert kr.softmax_launch(4, 4) == ("warp", 4, 1, 4)
-    assert kr.softmax_launch(64, 4) == ("warp", 4, 16, 4)
-    assert kr.softmax_launch(64, 8) == ("warp", 8, 8, 8)
+    assert kr.softmax_launch(64, 4) == ("warp", 16, 4, 4)
+    assert kr.softmax_launch(64, 8) == ("warp", 32, 2, 8)
+    assert kr.softmax_launch(256, 4) == ("warp", 16, 16, 4)
+    assert kr.softmax_launch(256, 8) == ("warp", 32, 8, 8)
+    assert kr.softmax_launch(1024, 4) == ("warp", 32, 32, 4)
     assert kr.softmax_launch(1024, 8) == ("warp", 32, 32, 8)
     for n in (1025, 4097, 8192, 100_000):
         for vec in (1, 4):

@@ -57,17 +57,22 @@ def vector_width(dtype):
     return VECTOR_BYTES // np.dtype(dtype).itemsize
 
 
+LANE_VECTORS = 4  # vectors a lane of a warp kernel holds at least, where the row allows
+
+
 def softmax_launch(n_cols, vec=1):
     """("warp", E, width, V) for rows up to 1024 long, else ("block", threads, V).
 
     V: values per load, `vec` (a 16-byte vector, for rows and pointers that are multiples of
     16 bytes; the host decides) or 1. Warp: width lanes per row, E values per lane,
-    E * width = next pow2 >= n; width = min(32, that pow2 / V), so each lane holds at least
-    one vector. Block: about 16 columns per thread, 128 to 1024 threads (a power of two).
+    E * width = next pow2 >= n. Scalar rows spread over up to 32 lanes; vector rows give each
+    lane up to LANE_VECTORS vectors (64 bytes in flight a lane: a short row's warp has its
+    whole row loading at once, and a few rows share a warp). Block: about 16 columns per
+    thread, 128 to 1024 threads (a power of two).
     """
     if n_cols <= WARP_ROWS_MAX:
         p = next_pow2(n_cols)
-        width = max(1, min(WARP, p // vec))
+        width = max(1, min(WARP, p // (vec * LANE_VECTORS if vec > 1 else 1)))
         return ("warp", p // width, width, vec)
     return ("block", min(1024, max(128, next_pow2(math.ceil(n_cols / 16)))), vec)
 

@@ -6,11 +6,11 @@ forward and backward), it times the contenders interleaved in one process with C
 10 calls queued back to back per round: the kernel (CupyBackend, 16-byte vector loads), the
 same kernel held to scalar loads, the naive CuPy composition (max, exp, sum, divide; masked
 with `where`), and PyTorch's CUDA softmax when torch sees the GPU (causal: masked_fill +
-softmax). It prints medians of the GPU time per call and of Python's time per call, the achieved bandwidth (the bytes a fused kernel must move: forward 2
-accesses per element, backward 3; causal rows read only the lower triangle and write the whole
-row), that bandwidth as a share of the device copy bandwidth measured in the same run (and of
-the theoretical peak when the device reports it), and the ratios kernel / composition and
-kernel / torch.
+softmax). It prints medians of the GPU time per call and of Python's time per call, the
+achieved bandwidth (the bytes a fused kernel must move: forward 2 accesses per element,
+backward 3; causal rows read only the lower triangle and write the whole row), that bandwidth
+as a share of the device copy bandwidth measured in the same run (and of the theoretical peak
+when the device reports it), and the ratios kernel / composition and kernel / torch.
 
     python benchmarks/softmax_gpu.py [--quick] [--dtype float32|float16] [--repeats 20]
     tinyattn bench softmax [same options]
