@@ -51,10 +51,9 @@ How the Shakespeare preset's recipe was chosen, run by run:
 
 GPU_TEXT = """## GPU
 
-Not measured: no GPU has run the CuPy kernels. Their source compiles with nvcc and NVRTC and
-passes every kernel test under the emulator of the test suite, which says nothing about speed.
-On a machine with a GPU, `tinyattn bench report --sections gpu` writes this section;
-`bash benchmarks/gpu_session.sh OUT_DIR` runs the GPU tests, sanitizers and a profile.
+Not measured on this page yet. On a machine with a GPU, `tinyattn bench report --sections gpu`
+writes this section; `bash benchmarks/gpu_session.sh OUT_DIR` runs the GPU tests, sanitizers
+and a profile.
 """
 
 
