@@ -7,7 +7,9 @@
 # Steps, each with its own time limit and log in OUT_DIR (a failing step does not stop the next):
 #   tests      pytest -m gpu tests/backends/test_cupy_backend.py: every kernel vs NumPy (NaN rows and
 #              fully masked rows on every kernel shape included), a training step
-#   reference  the same with TINYATTN_CUPY_KERNELS=0 (the backend's reference primitives)
+#   reference  the default training run with TINYATTN_CUPY_KERNELS=0: the backend's reference
+#              primitives on CuPy train as well (the kernel tests assert their kernels launched,
+#              so with the kernels off they would fail by design)
 #   softmax    benchmarks/softmax_gpu.py, float32 and float16 (GB/s vs copy bandwidth, torch)
 #   attention  benchmarks/attention.py --backend cupy (TFLOP/s vs composed path, torch SDPA)
 #   train      tinyattn train --backend cupy (the default run)
@@ -55,7 +57,7 @@ for s in $steps; do
     case $s in
     tests) run gpu_tests 330 "${gpu_tests[@]}" ;;
     reference) run gpu_tests_reference 200 env TINYATTN_CUPY_KERNELS=0 "${gpu_tests[@]}" \
-        -k "not training" ;;
+        -k "default_training_run" ;;
     softmax)
         run softmax_float32 150 "$py" benchmarks/softmax_gpu.py
         run softmax_float16 150 "$py" benchmarks/softmax_gpu.py --dtype float16 ;;
