@@ -109,6 +109,48 @@ def test_build_uses_the_config():
     assert all(p.ndim == 2 for p in decayed) and opt.param_groups[1]["weight_decay"] == 0.0
 
 
+def test_build_passes_every_model_and_optimizer_setting_on():
+    cfg = TrainConfig(task="reverse", length=3, d_model=8, heads=2, layers=1, dropout=0.2,
+                      rotary=True, norm="rms", tie=False, qk_norm=True, lr=1e-3,
+                      weight_decay=0.05, beta2=0.9, steps=40, warmup=4, min_lr_ratio=0.3)
+    task, model, opt, sched = build(cfg)
+    c = model.config
+    assert (c.vocab_size, c.max_len) == (task.vocab_size, task.seq_len)
+    assert (c.d_model, c.n_heads, c.n_layers, c.dropout, c.rotary, c.norm, c.tie, c.qk_norm) == \
+        (8, 2, 1, 0.2, True, "rms", False, True)
+    assert [g["betas"] for g in opt.param_groups] == [(0.9, 0.9)] * 2
+    assert [g["weight_decay"] for g in opt.param_groups] == [0.05, 0.0]
+    lrs = []
+    for _ in range(cfg.steps):
+        lrs.append(opt.lr)
+        sched.step()
+    # warm-up over 4 steps to lr, then cosine decay to lr * min_lr_ratio at the last step
+    assert lrs[0] == pytest.approx(1e-3 / 4) and max(lrs) == pytest.approx(1e-3)
+    assert opt.lr == pytest.approx(1e-3 * 0.3)
+
+
+def test_a_training_step_on_another_backend_gives_the_numpy_steps_row(monkeypatch):
+    """The batch, the targets and the model all live on the run's backend (here the fake CuPy
+    of tests/support, which refuses to mix host and device arrays)."""
+    import fake_cupy  # tests/support
+
+    from tinyattn.train import _train_step
+
+    rows = {}
+    for name in ("numpy", "cupy"):
+        if name == "cupy":
+            fake_cupy.install(monkeypatch, kernels=False)
+        cfg = TrainConfig(task="reverse", length=3, d_model=8, heads=2, layers=1, batch_size=4,
+                          steps=5, backend=name)
+        task, model, opt, sched = build(cfg)
+        be = model.wte.weight.backend
+        assert be.name == name
+        rows[name] = [_train_step(cfg, task, model, opt, sched, be, step) for step in range(2)]
+    for mine, ref in zip(rows["cupy"], rows["numpy"], strict=True):
+        assert mine["loss"] == pytest.approx(ref["loss"], rel=1e-5)
+        assert (mine["acc"], mine["step"], mine["lr"]) == (ref["acc"], ref["step"], ref["lr"])
+
+
 def test_cli_train_and_sample(tmp_path, capsys):
     out = tmp_path / "cli"
     code = cli.main(["train", "--steps", "4", "--length", "4", "--d-model", "16", "--heads", "2",
