@@ -151,7 +151,8 @@ def test_resume_of_a_finished_run_says_how_to_continue(tmp_path):
 
 
 def test_resume_with_nothing_to_resume(tmp_path):
-    with pytest.raises(RunFolderError, match="nothing to resume.*no checkpoint.npz"):
+    with pytest.raises(RunFolderError, match=r"nothing to resume in .*new: no checkpoint.npz "
+                                             r"\(start a new run without --resume\)$"):
         train(TrainConfig(steps=4, out=str(tmp_path / "new"), **TINY), resume=True,
               progress=False)
     assert not (tmp_path / "new").exists()  # a failed start leaves no folder
@@ -200,6 +201,27 @@ def test_resume_after_the_text_changed_is_refused(tmp_path):
     text.write_text("abcabcabe " * 60)  # same length, same vocabulary size, other text
     with pytest.raises(RunFolderError, match="data changed"):
         train(cfg, resume=True, progress=False)
+
+
+@pytest.mark.parametrize("task, text, source", [
+    ("reverse", None, "--task reverse"), ("text", "corpus.txt", "--text corpus.txt"),
+    ("text", None, "--text (the Shakespeare slice)")])
+def test_a_data_change_names_the_data_the_run_was_given(task, text, source):
+    """The refusal says which data changed: the toy task, the text file, or the shipped slice."""
+    from types import SimpleNamespace
+
+    from tinyattn.train import _check_same_data
+
+    run = SimpleNamespace(cfg=TrainConfig(task=task, text=text), out="runs/x",
+                          task=SimpleNamespace(vocab="abc"), fingerprint="9" * 64)
+    _check_same_data({"vocab": list("abc"), "data": {"fingerprint": "9" * 64}}, run, "ck.npz")
+    with pytest.raises(RunFolderError) as caught:
+        _check_same_data({"vocab": list("abc"), "data": {"fingerprint": "1" * 64}}, run,
+                         "ck.npz")
+    assert str(caught.value).startswith(f"resume: the data changed since the run started: "
+                                        f"{source} is not what the checkpoint ck.npz was "
+                                        "trained on (data fingerprint 111111111111, now "
+                                        "999999999999)")
 
 
 # ---- flags, checked before anything is made -----------------------------------------------------

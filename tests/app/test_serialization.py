@@ -186,3 +186,124 @@ def test_check_sees_each_array_before_it_is_read_and_may_refuse_it(tmp_path):
 
     with pytest.raises(ta.CheckpointError, match=r"refused obj\['a'\]"):
         ta.load(path, check=refuse)
+
+
+# ---- other backends: device arrays are saved from the device, tensors load where asked -------
+
+
+@pytest.fixture
+def cupy_be(monkeypatch):
+    """The "cupy" backend on tests/support/fake_cupy.py (a device that refuses implicit copies)."""
+    import fake_cupy  # tests/support
+
+    return fake_cupy.install(monkeypatch, kernels=False)
+
+
+def test_tensors_load_onto_the_backend_asked_for_at_every_depth(tmp_path, cupy_be):
+    path = tmp_path / "ck.npz"
+    ta.save({"w": ta.tensor([1.0, 2.0]), "layers": [ta.tensor([3.0]), {"b": ta.tensor([4.0])}],
+             "pair": (ta.tensor([5.0]), np.arange(2))}, path)
+    back = ta.load(path, backend="cupy")
+    tensors = [back["w"], back["layers"][0], back["layers"][1]["b"], back["pair"][0]]
+    assert [t.device for t in tensors] == ["cuda"] * 4
+    assert [t.numpy().tolist() for t in tensors] == [[1.0, 2.0], [3.0], [4.0], [5.0]]
+    assert isinstance(back["pair"][1], np.ndarray)  # a saved array stays a host array
+    host = ta.load(path)  # no backend asked for: NumPy
+    assert (host["w"].device, host["layers"][1]["b"].device) == ("cpu", "cpu")
+
+
+def test_device_arrays_and_tensors_are_saved_through_the_host(tmp_path, cupy_be):
+    device = cupy_be.asarray(np.array([[1, 2], [3, 4]], dtype=np.int32))  # a raw CuPy array
+    on_device = ta.tensor([0.5, 1.5], backend="cupy")
+    path = tmp_path / "ck.npz"
+    ta.save({"a": device, "t": on_device, "nested": [device]}, path)
+    back = ta.load(path)
+    assert isinstance(back["a"], np.ndarray) and back["a"].dtype == np.int32
+    assert back["a"].tolist() == [[1, 2], [3, 4]] and back["nested"][0].tolist() == [[1, 2],
+                                                                                    [3, 4]]
+    assert back["t"].device == "cpu" and back["t"].numpy().tolist() == [0.5, 1.5]
+
+
+def test_every_array_kind_it_writes_round_trips(tmp_path):
+    """bool, signed and unsigned ints, floats and unicode strings: the kinds save accepts."""
+    arrays = {"b": np.array([True, False]), "i": np.array([-3, 7], np.int16),
+              "u": np.array([250, 3], np.uint8), "f": np.array([0.25], np.float16),
+              "s": np.array(["reverse", "ab"])}
+    path = tmp_path / "ck.npz"
+    ta.save(arrays, path)
+    back = ta.load(path)
+    for name, a in arrays.items():
+        assert back[name].dtype == a.dtype and back[name].tolist() == a.tolist(), name
+
+
+def test_what_cannot_be_saved_is_told_what_can(tmp_path):
+    with pytest.raises(TypeError) as caught:
+        ta.save({"model": ta.nn.Linear(2, 2)}, tmp_path / "ck.npz")
+    assert str(caught.value) == ("save: cannot store a Linear at obj['model']; save its "
+                                 ".state_dict() instead")
+    with pytest.raises(TypeError) as caught:
+        ta.save([1, {"x": {1, 2}}], tmp_path / "ck.npz")
+    assert str(caught.value) == ("save: cannot store a set at obj[1]['x'] (use tensors, arrays, "
+                                 "numbers, strings, None, and lists, tuples and dicts with string "
+                                 "keys of those)")
+    assert not os.path.exists(tmp_path / "ck.npz")
+
+
+# ---- the limits that keep a forged file from costing memory: each inclusive, as documented ----
+
+
+def _zip_of(path, entries):
+    """A zip of raw .npy entries {name: bytes}, stored uncompressed as np.savez stores them."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as zf:
+        for name, data in entries.items():
+            zf.writestr(name + ".npy", data)
+    return path
+
+
+def _npy_bytes(a, header_len=None):
+    """a as .npy bytes (format 1.0), its header padded with spaces to `header_len` characters."""
+    header = repr({"descr": a.dtype.str, "fortran_order": False, "shape": a.shape})
+    header_len = header_len or len(header) + 1
+    text = header.ljust(header_len - 1) + "\n"
+    return (b"\x93NUMPY\x01\x00" + len(text).to_bytes(2, "little") + text.encode("latin1")
+            + a.tobytes())
+
+
+def test_an_npy_header_of_10000_characters_loads_and_a_longer_one_is_refused(tmp_path):
+    meta = _npy_bytes(np.array(json.dumps({"format": serialization.FORMAT,
+                                           "structure": {"array": "a0"}})))
+    for length, loads in ((10_000, True), (10_001, False)):
+        path = _zip_of(tmp_path / f"h{length}.npz",
+                       {"__tinyattn__": meta, "a0": _npy_bytes(np.arange(3.0), length)})
+        if loads:
+            assert ta.load(path).tolist() == [0.0, 1.0, 2.0]
+        else:
+            with pytest.raises(ta.CheckpointError, match="not a readable checkpoint"):
+                ta.load(path)
+
+
+def test_the_structure_entry_may_be_exactly_max_meta_bytes(tmp_path, monkeypatch):
+    path = tmp_path / "ck.npz"
+    ta.save({"step": 3}, path)
+    with zipfile.ZipFile(path) as zf:
+        size = zf.getinfo("__tinyattn__.npy").file_size
+    monkeypatch.setattr(serialization, "MAX_META_BYTES", size)
+    assert ta.load(path) == {"step": 3}
+    monkeypatch.setattr(serialization, "MAX_META_BYTES", size - 1)
+    with pytest.raises(ta.CheckpointError, match=f"{size} bytes \\(at most {size - 1}\\)"):
+        ta.load(path)
+
+
+def test_an_entry_may_inflate_to_the_ratio_times_its_stored_bytes_plus_4_kib(tmp_path,
+                                                                              monkeypatch):
+    """With the ratio at 0 only the 4 KiB allowance is left: an entry of exactly 4096 bytes
+    (header and data) loads, one of 4097 is refused before it is read."""
+    monkeypatch.setattr(serialization, "MAX_DEFLATE_RATIO", 0)
+    path = tmp_path / "ck.npz"
+    ta.save({"a": np.zeros(4096 - 128, np.uint8)}, path)  # a 128-byte .npy header
+    with zipfile.ZipFile(path) as zf:
+        assert zf.getinfo("a0.npy").file_size == 4096
+    assert ta.load(path)["a"].shape == (3968,)
+    ta.save({"a": np.zeros(4096 - 127, np.uint8)}, path)
+    with pytest.raises(ta.CheckpointError, match="damaged or forged"):
+        ta.load(path)

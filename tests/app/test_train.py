@@ -109,6 +109,48 @@ def test_build_uses_the_config():
     assert all(p.ndim == 2 for p in decayed) and opt.param_groups[1]["weight_decay"] == 0.0
 
 
+def test_build_passes_every_model_and_optimizer_setting_on():
+    cfg = TrainConfig(task="reverse", length=3, d_model=8, heads=2, layers=1, dropout=0.2,
+                      rotary=True, norm="rms", tie=False, qk_norm=True, lr=1e-3,
+                      weight_decay=0.05, beta2=0.9, steps=40, warmup=4, min_lr_ratio=0.3)
+    task, model, opt, sched = build(cfg)
+    c = model.config
+    assert (c.vocab_size, c.max_len) == (task.vocab_size, task.seq_len)
+    assert (c.d_model, c.n_heads, c.n_layers, c.dropout, c.rotary, c.norm, c.tie, c.qk_norm) == \
+        (8, 2, 1, 0.2, True, "rms", False, True)
+    assert [g["betas"] for g in opt.param_groups] == [(0.9, 0.9)] * 2
+    assert [g["weight_decay"] for g in opt.param_groups] == [0.05, 0.0]
+    lrs = []
+    for _ in range(cfg.steps):
+        lrs.append(opt.lr)
+        sched.step()
+    # warm-up over 4 steps to lr, then cosine decay to lr * min_lr_ratio at the last step
+    assert lrs[0] == pytest.approx(1e-3 / 4) and max(lrs) == pytest.approx(1e-3)
+    assert opt.lr == pytest.approx(1e-3 * 0.3)
+
+
+def test_a_training_step_on_another_backend_gives_the_numpy_steps_row(monkeypatch):
+    """The batch, the targets and the model all live on the run's backend (here the fake CuPy
+    of tests/support, which refuses to mix host and device arrays)."""
+    import fake_cupy  # tests/support
+
+    from tinyattn.train import _train_step
+
+    rows = {}
+    for name in ("numpy", "cupy"):
+        if name == "cupy":
+            fake_cupy.install(monkeypatch, kernels=False)
+        cfg = TrainConfig(task="reverse", length=3, d_model=8, heads=2, layers=1, batch_size=4,
+                          steps=5, backend=name)
+        task, model, opt, sched = build(cfg)
+        be = model.wte.weight.backend
+        assert be.name == name
+        rows[name] = [_train_step(cfg, task, model, opt, sched, be, step) for step in range(2)]
+    for mine, ref in zip(rows["cupy"], rows["numpy"], strict=True):
+        assert mine["loss"] == pytest.approx(ref["loss"], rel=1e-5)
+        assert (mine["acc"], mine["step"], mine["lr"]) == (ref["acc"], ref["step"], ref["lr"])
+
+
 def test_cli_train_and_sample(tmp_path, capsys):
     out = tmp_path / "cli"
     code = cli.main(["train", "--steps", "4", "--length", "4", "--d-model", "16", "--heads", "2",
@@ -291,6 +333,106 @@ def test_a_global_batch_smaller_than_the_world_is_refused(monkeypatch):
     with pytest.raises(FlagError, match=r"--batch-size is the global batch, split across the 4 "
                                         r"MPI processes: it must be at least 4: got 3$"):
         _check_world(TrainConfig(batch_size=3))
+
+
+TINY = dict(task="reverse", length=3, d_model=8, heads=2, layers=1, batch_size=4,
+            eval_every=100000, heldout_size=16)
+
+
+class _OtherRanks:
+    """The MPI communicator as one rank sees it, for the code only mpiexec reaches, in one
+    process: `allreduce` takes the largest of this rank's value and `others` (what the other
+    ranks hold); `bcast`/`Bcast` record what rank 0 sends and hand it to a later rank."""
+
+    def __init__(self, others=()):
+        self.others, self.objects, self.buffers = list(others), [], []
+
+    def allreduce(self, value, op):
+        return max([value, *self.others])
+
+    def bcast(self, obj, root=0):
+        from tinyattn import distributed
+
+        if distributed.rank() == root:
+            self.objects.append(obj)
+            return obj
+        return self.objects.pop(0)
+
+    def Bcast(self, buf, root=0):  # noqa: N802 - mpi4py's name
+        from tinyattn import distributed
+
+        if distributed.rank() == root:
+            self.buffers.append(buf.copy())
+        else:
+            buf[...] = self.buffers.pop(0)
+
+
+@pytest.fixture
+def no_report(monkeypatch):
+    """Runs without loss.png, attention.png and samples.txt (the figures take seconds)."""
+    import tinyattn.train as train_mod
+
+    monkeypatch.setattr(train_mod, "_write_report", lambda *args: [])
+
+
+def _world_of_two(monkeypatch, comm, rank=0):
+    from tinyattn import distributed
+
+    monkeypatch.setitem(distributed._world, "comm", comm)
+    monkeypatch.setitem(distributed._world, "size", 2)
+    monkeypatch.setitem(distributed._world, "rank", rank)
+    monkeypatch.setattr(distributed, "_mpi", lambda: type("MPI", (), {"MAX": "max"}))
+
+
+@pytest.mark.parametrize("mine, theirs, agreed", [(None, 0, None), (None, 15, 15), (2, 0, 2),
+                                                  (2, 15, 15)])
+def test_a_signal_any_rank_received_stops_every_rank(monkeypatch, mine, theirs, agreed):
+    """Ranks stop together: a Ctrl-C (2) or SIGTERM (15) on any rank is every rank's signal
+    (the largest, if several came), and without one no rank stops."""
+    from tinyattn.train import _agreed_stop, _Stopper
+
+    _world_of_two(monkeypatch, _OtherRanks([theirs]))
+    stopper = _Stopper()
+    stopper.signal = mine
+    assert _agreed_stop(stopper) == agreed and stopper.signal == agreed
+
+
+def test_every_rank_starts_from_rank_0s_resumed_weights_optimizer_schedule_and_step(
+        tmp_path, monkeypatch, no_report):
+    from tinyattn.train import _prepare_replicas, _Run
+
+    cfg = TrainConfig(steps=6, out=str(tmp_path), **TINY)
+    train(cfg, progress=False, stop_after=3)
+    comm = _OtherRanks()
+    _world_of_two(monkeypatch, comm, rank=0)
+    first = _Run(cfg, *build(cfg))
+    _prepare_replicas(first, resume=True, force=False)  # rank 0 reads the checkpoint
+    assert first.main and first.step == 3 and first.elapsed > 0
+    _world_of_two(monkeypatch, comm, rank=1)
+    other = _Run(cfg, *build(cfg))  # freshly initialised, as on another process
+    _prepare_replicas(other, resume=True, force=False)
+    assert not other.main
+    assert (other.step, other.elapsed) == (first.step, first.elapsed)
+    assert other.sched.state_dict() == first.sched.state_dict()
+    mine, theirs = other.opt.state_dict(), first.opt.state_dict()
+    assert mine["steps"] == theirs["steps"] == 3
+    for key in theirs["state"]:
+        np.testing.assert_array_equal(mine["state"][key], theirs["state"][key], key)
+    for (name, p), (_, q) in zip(other.model.named_parameters(), first.model.named_parameters(),
+                                 strict=True):
+        np.testing.assert_array_equal(p.numpy(), q.numpy(), name)
+
+
+def test_the_progress_bar_counts_from_where_a_resumed_run_starts(tmp_path, capsys, no_report):
+    cfg = TrainConfig(steps=6, out=str(tmp_path), **TINY)
+    train(cfg, progress=False, stop_after=3)
+    assert capsys.readouterr().err == ""  # no bar when asked for none
+    train(cfg, resume=True)
+    states = [s for s in re.split(r"[\r\n]", capsys.readouterr().err) if s.strip()]
+    assert states[0].startswith("train:") and " 3/6 " in states[0]
+    assert states[-1].startswith("train: 100%") and " 6/6 " in states[-1]
+    for shown in (r"loss=[0-9.e+-]+,", r"acc=[01]\.\d{3}\b", r"tok_s=\d+\b"):  # the last row's
+        assert re.search(shown, states[-1]), (shown, states[-1])
 
 
 def test_a_steps_row_scores_its_own_batch_before_the_update():

@@ -60,6 +60,13 @@ class FakeArray:
     def get(self, stream=None, order="C", out=None):
         return np.array(self._a, order=order)
 
+    @property
+    def __cuda_array_interface__(self):
+        """What marks a CuPy array as device memory (the CUDA array interface, version 3)."""
+        i = self._a.__array_interface__
+        return {"shape": i["shape"], "typestr": i["typestr"], "data": i["data"],
+                "strides": i["strides"], "version": 3}
+
     def __repr__(self):
         return repr(self._a)
 
