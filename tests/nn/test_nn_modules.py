@@ -36,6 +36,7 @@ SIMPLE = [
     ("Unflatten", (-1, (-1, 2)), (-1, (-1, 2))),
     ("RMSNorm", (4,), (4,)),
     ("RMSNorm", ((3, 4), 1e-3, False), ((3, 4), 1e-3, False)),
+    ("LayerNorm", ((3, 4), 1e-3, False), ((3, 4), 1e-3, False)),
 ]
 
 
@@ -46,6 +47,8 @@ def test_simple_modules_match_torch_and_gradcheck(name, args, targs):
     ours = getattr(nn, name)(*args)
     ours.double()
     theirs = getattr(torch.nn, name)(*targs).double()
+    # the same parameters (none without elementwise_affine)
+    assert [n for n, _ in ours.named_parameters()] == [n for n, _ in theirs.named_parameters()]
     tx = torch.tensor(x.numpy(), requires_grad=True)
     got, want = ours(x), theirs(tx)
     assert got.shape == tuple(want.shape)
@@ -67,6 +70,21 @@ def test_rms_norm_weight_gradient_and_default_eps():
     got = F.rms_norm(ta.tensor(small), (4,))
     want = torch.nn.functional.rms_norm(torch.tensor(small), (4,))
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["layer", "rms"])
+def test_every_norm_of_the_transformer_uses_eps_1e_5(kind):
+    """nanoGPT's 1e-5 in each norm of the model (LayerNorm's default, not RMSNorm's float32
+    epsilon), the q and k norms included: on inputs of RMS 1e-3 the eps decides the output."""
+    model = nn.TinyTransformer(11, 8, 2, 2, max_len=4, norm=kind, qk_norm=True)
+    norms = [(name, m) for name, m in model.named_modules()
+             if isinstance(m, (nn.LayerNorm, nn.RMSNorm))]
+    assert len(norms) == 2 * 2 + 2 * 2 + 1  # ln1, ln2, q_norm, k_norm per block; ln_f
+    for name, norm in norms:
+        n = norm.normalized_shape[-1]
+        x = np.resize(np.array([1e-3, -1e-3], np.float32), (1, n))  # mean 0, mean square 1e-6
+        np.testing.assert_allclose(norm(ta.tensor(x)).numpy(), x / np.sqrt(1e-6 + 1e-5),
+                                   rtol=1e-4, err_msg=name)
 
 
 def test_unflatten_and_rms_norm_errors_name_the_shapes():
