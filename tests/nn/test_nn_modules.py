@@ -47,8 +47,13 @@ def test_simple_modules_match_torch_and_gradcheck(name, args, targs):
     ours = getattr(nn, name)(*args)
     ours.double()
     theirs = getattr(torch.nn, name)(*targs).double()
-    # the same parameters (none without elementwise_affine)
+    # the same parameters (none without elementwise_affine), given the same random values
     assert [n for n, _ in ours.named_parameters()] == [n for n, _ in theirs.named_parameters()]
+    for mine, their in zip(ours.parameters(), theirs.parameters(), strict=True):
+        values = rng.standard_normal(mine.shape)
+        mine.data[...] = values
+        with torch.no_grad():
+            their.copy_(torch.tensor(values))
     tx = torch.tensor(x.numpy(), requires_grad=True)
     got, want = ours(x), theirs(tx)
     assert got.shape == tuple(want.shape)
