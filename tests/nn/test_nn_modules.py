@@ -224,6 +224,7 @@ MHA_CASES = [
     ({}, {"key_padding_mask": "bool", "attn_mask": "float"}),
     ({"batch_first": True}, {"attn_mask": "float3d", "average_attn_weights": False}),
     ({"add_bias_kv": True, "add_zero_attn": True}, {"key_padding_mask": "bool"}),
+    ({"add_bias_kv": True, "add_zero_attn": True, "batch_first": True}, {}),  # no mask to pad
     ({"kdim": 6, "vdim": 5, "bias": False, "batch_first": True}, {"attn_mask": "bool"}),
     ({"batch_first": True}, {"unbatched": True, "key_padding_mask": "bool"}),
     ({"batch_first": True}, {"is_causal": True, "attn_mask": "causal", "need_weights": False}),
@@ -273,6 +274,28 @@ def test_multihead_attention_matches_torch(ctor, call):
     for name, p in ours.named_parameters():
         np.testing.assert_allclose(p.grad.numpy(), theirs_params[name].grad.numpy(), rtol=1e-9,
                                    atol=1e-12, err_msg=name)
+
+
+def test_multihead_attention_in_eval_mode_has_no_dropout():
+    torch = pytest.importorskip("torch")
+    ours, theirs = _mha_pair(torch, dropout=0.5, batch_first=True)
+    ours.eval(), theirs.eval()
+    x = rng.standard_normal((2, 3, 8))
+    for need_weights in (True, False):
+        got = ours(*[ta.tensor(x)] * 3, need_weights=need_weights)[0]
+        want = theirs(*[torch.tensor(x)] * 3, need_weights=need_weights)[0]
+        np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("kw", [{}, {"add_zero_attn": True}, {"add_bias_kv": True,
+                                                          "add_zero_attn": True}])
+def test_multihead_attention_keeps_a_half_precision_modules_dtype(kw):
+    """The keys and values it appends (bias_k/bias_v, the zero key) come in the module's dtype,
+    so a float16 module gives float16 outputs and weights."""
+    m = nn.MultiheadAttention(8, 2, batch_first=True, **kw).half()
+    x = ta.tensor(rng.standard_normal((2, 3, 8)).astype(np.float16))
+    out, weights = m(x, x, x)
+    assert (out.dtype, weights.dtype) == (np.float16, np.float16)
 
 
 def test_multihead_attention_gradcheck():
