@@ -36,6 +36,7 @@ SIMPLE = [
     ("Unflatten", (-1, (-1, 2)), (-1, (-1, 2))),
     ("RMSNorm", (4,), (4,)),
     ("RMSNorm", ((3, 4), 1e-3, False), ((3, 4), 1e-3, False)),
+    ("LayerNorm", ((3, 4), 1e-3, False), ((3, 4), 1e-3, False)),
 ]
 
 
@@ -46,6 +47,13 @@ def test_simple_modules_match_torch_and_gradcheck(name, args, targs):
     ours = getattr(nn, name)(*args)
     ours.double()
     theirs = getattr(torch.nn, name)(*targs).double()
+    # the same parameters (none without elementwise_affine), given the same random values
+    assert [n for n, _ in ours.named_parameters()] == [n for n, _ in theirs.named_parameters()]
+    for mine, their in zip(ours.parameters(), theirs.parameters(), strict=True):
+        values = rng.standard_normal(mine.shape)
+        mine.data[...] = values
+        with torch.no_grad():
+            their.copy_(torch.tensor(values))
     tx = torch.tensor(x.numpy(), requires_grad=True)
     got, want = ours(x), theirs(tx)
     assert got.shape == tuple(want.shape)
@@ -67,6 +75,21 @@ def test_rms_norm_weight_gradient_and_default_eps():
     got = F.rms_norm(ta.tensor(small), (4,))
     want = torch.nn.functional.rms_norm(torch.tensor(small), (4,))
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["layer", "rms"])
+def test_every_norm_of_the_transformer_uses_eps_1e_5(kind):
+    """nanoGPT's 1e-5 in each norm of the model (LayerNorm's default, not RMSNorm's float32
+    epsilon), the q and k norms included: on inputs of RMS 1e-3 the eps decides the output."""
+    model = nn.TinyTransformer(11, 8, 2, 2, max_len=4, norm=kind, qk_norm=True)
+    norms = [(name, m) for name, m in model.named_modules()
+             if isinstance(m, (nn.LayerNorm, nn.RMSNorm))]
+    assert len(norms) == 2 * 2 + 2 * 2 + 1  # ln1, ln2, q_norm, k_norm per block; ln_f
+    for name, norm in norms:
+        n = norm.normalized_shape[-1]
+        x = np.resize(np.array([1e-3, -1e-3], np.float32), (1, n))  # mean 0, mean square 1e-6
+        np.testing.assert_allclose(norm(ta.tensor(x)).numpy(), x / np.sqrt(1e-6 + 1e-5),
+                                   rtol=1e-4, err_msg=name)
 
 
 def test_unflatten_and_rms_norm_errors_name_the_shapes():
@@ -201,6 +224,7 @@ MHA_CASES = [
     ({}, {"key_padding_mask": "bool", "attn_mask": "float"}),
     ({"batch_first": True}, {"attn_mask": "float3d", "average_attn_weights": False}),
     ({"add_bias_kv": True, "add_zero_attn": True}, {"key_padding_mask": "bool"}),
+    ({"add_bias_kv": True, "add_zero_attn": True, "batch_first": True}, {}),  # no mask to pad
     ({"kdim": 6, "vdim": 5, "bias": False, "batch_first": True}, {"attn_mask": "bool"}),
     ({"batch_first": True}, {"unbatched": True, "key_padding_mask": "bool"}),
     ({"batch_first": True}, {"is_causal": True, "attn_mask": "causal", "need_weights": False}),
@@ -250,6 +274,28 @@ def test_multihead_attention_matches_torch(ctor, call):
     for name, p in ours.named_parameters():
         np.testing.assert_allclose(p.grad.numpy(), theirs_params[name].grad.numpy(), rtol=1e-9,
                                    atol=1e-12, err_msg=name)
+
+
+def test_multihead_attention_in_eval_mode_has_no_dropout():
+    torch = pytest.importorskip("torch")
+    ours, theirs = _mha_pair(torch, dropout=0.5, batch_first=True)
+    ours.eval(), theirs.eval()
+    x = rng.standard_normal((2, 3, 8))
+    for need_weights in (True, False):
+        got = ours(*[ta.tensor(x)] * 3, need_weights=need_weights)[0]
+        want = theirs(*[torch.tensor(x)] * 3, need_weights=need_weights)[0]
+        np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("kw", [{}, {"add_zero_attn": True}, {"add_bias_kv": True,
+                                                          "add_zero_attn": True}])
+def test_multihead_attention_keeps_a_half_precision_modules_dtype(kw):
+    """The keys and values it appends (bias_k/bias_v, the zero key) come in the module's dtype,
+    so a float16 module gives float16 outputs and weights."""
+    m = nn.MultiheadAttention(8, 2, batch_first=True, **kw).half()
+    x = ta.tensor(rng.standard_normal((2, 3, 8)).astype(np.float16))
+    out, weights = m(x, x, x)
+    assert (out.dtype, weights.dtype) == (np.float16, np.float16)
 
 
 def test_multihead_attention_gradcheck():

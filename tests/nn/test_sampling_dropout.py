@@ -44,6 +44,8 @@ LOGITS = np.array([[0.0, 1.0, 2.0, 3.0, 4.0], [4.0, -1.0, 3.0, 0.0, 0.5]])
 def test_top_k_keeps_the_k_most_likely_tokens():
     p = next_token_probs(LOGITS, top_k=2)
     assert set(np.flatnonzero(p[0])) == {3, 4} and set(np.flatnonzero(p[1])) == {0, 2}
+    assert set(np.flatnonzero(next_token_probs(LOGITS[:1], top_k=3)[0])) == {2, 3, 4}  # k > B
+    assert np.all(next_token_probs(LOGITS, top_k=9) > 0)  # k beyond the vocabulary: every token
     e = np.exp(np.array([3.0, 4.0]))
     np.testing.assert_allclose(p[0, 3:], e / e.sum(), rtol=1e-12)
 

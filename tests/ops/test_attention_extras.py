@@ -107,6 +107,17 @@ def test_rotary_matches_both_reference_forms_and_gradchecks(interleaved):
     assert report.ok, report.message
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_rotary_keeps_the_inputs_dtype(dtype):
+    """The tables are made in float64 and cast to the input's dtype, cos and sin alike."""
+    rope = nn.RotaryEmbedding(8, max_seq_len=16)
+    x = np.random.default_rng(3).standard_normal((2, 5, 8)).astype(dtype)
+    out = rope(ta.tensor(x))
+    assert out.dtype == dtype
+    np.testing.assert_allclose(out.numpy(), rope_reference(x.astype(np.float64), False),
+                               rtol=1e-2 if dtype == np.float16 else 1e-5, atol=1e-2)
+
+
 def test_rotary_scores_depend_only_on_relative_position():
     rope = nn.RotaryEmbedding(4).double()
     q, k = leaf(1, 6, 4), leaf(1, 6, 4)
