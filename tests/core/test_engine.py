@@ -216,6 +216,18 @@ def test_second_backward_through_a_freed_graph_says_what_happened():
     assert "sum" in msg  # the op where the walk stopped
 
 
+def test_autograd_backward_also_frees_the_graph_by_default():
+    """tinyattn.autograd.backward(t), called directly (as torch.autograd.backward), frees the
+    graph as Tensor.backward does."""
+    from tinyattn.autograd import backward
+
+    x = leaf([1.0, 2.0])
+    y = (x.exp() * x).sum()
+    backward(y)
+    with pytest.raises(ta.GraphError, match="already freed"):
+        backward(y)
+
+
 def test_retain_graph_allows_a_second_backward():
     x = leaf([1.0, 2.0])
     y = (x.exp() * x).sum()
