@@ -756,6 +756,7 @@ def test_the_reports_gpu_section_is_written_and_then_kept(fake_emu_be, monkeypat
     from tinyattn.bench import attention, report, softmax
 
     monkeypatch.setattr(softmax, "torch_cuda", lambda: None)
+    monkeypatch.setattr(softmax, "BATCH", 1)  # every emulated launch forks: one call a round
     monkeypatch.setattr(softmax, "shapes", lambda quick: [("attention T=40", (3, 40, 40))])
     real_attention = attention.main
     monkeypatch.setattr(attention, "main", lambda argv: real_attention(
@@ -794,6 +795,7 @@ def test_the_gpu_benchmarks_run_end_to_end(fake_emu_be, monkeypatch, capsys):
     from tinyattn.bench import attention, softmax
 
     monkeypatch.setattr(softmax, "torch_cuda", lambda: None)
+    monkeypatch.setattr(softmax, "BATCH", 1)  # every emulated launch forks: one call a round
     monkeypatch.setattr(softmax, "shapes", lambda quick: [("8 x 1500", (8, 1500)),
                                                           ("attention T=40", (3, 40, 40))])
     assert softmax.main(["--quick", "--repeats", "1"]) == 0

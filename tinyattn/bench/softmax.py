@@ -52,13 +52,17 @@ def torch_cuda():
     return torch if torch.cuda.is_available() else None
 
 
-def time_interleaved(cp, fns, repeats, warmup=3, batch=10, host=None):
+BATCH = 10  # calls queued back to back in each timed round
+
+
+def time_interleaved(cp, fns, repeats, warmup=3, batch=None, host=None):
     """Median milliseconds of one call of each callable on the GPU, timed with CUDA events in
     round-robin order (the starting contender rotates every round so none always runs on a warm
     cache). Each round times `batch` calls queued back to back, so the GPU is not left waiting
     for Python between them and the time is the GPU's (unless the host is the slower one: pass
     a dict as `host` to get each callable's median host milliseconds per call as well)."""
     names = list(fns)
+    batch = batch or BATCH
     for _ in range(warmup):
         for name in names:
             fns[name]()
