@@ -1,7 +1,8 @@
 """Reverse-mode autograd: `apply` runs an op and records a node; `backward` walks the nodes back.
 
 A Node is what one op call leaves for the backward pass: the op, the nodes of its inputs (None
-where an input needs no gradient), the arrays its VJP needs (`saved`) and the op's parameters.
+where an input needs no gradient), the arrays its VJP needs (`saved`), the op's parameters and
+the shape and dtype of its output (what the gradient arriving at it must have).
 A leaf tensor that requires grad owns a leaf node (op None) that knows where `.grad` goes.
 Backward is iterative (no recursion limit), sums broadcast gradients back to input shapes in one
 place (`sum_to`), accumulates with `+` and frees each interior gradient once it is used.
@@ -262,17 +263,22 @@ _sequence = itertools.count(0, -1)
 class Node:
     """One recorded op call (or, with op None, a leaf that requires grad)."""
 
-    __slots__ = ("seq", "op", "parents", "saved", "params", "shapes", "dtypes", "scope",
+    __slots__ = ("seq", "op", "parents", "saved", "params", "shape", "dtype", "consts", "scope",
                  "tensor", "versions", "name", "__weakref__")
 
-    def __init__(self, op, parents, saved, params, shapes, dtypes, scope=None, versions=()):
+    def __init__(self, op, parents, saved, params, shape, dtype, consts=(), scope=None,
+                 versions=()):
         self.seq = next(_sequence)  # a node is always newer (smaller seq) than its parents
         self.op = op  # the Op, or None for a leaf
         self.parents = parents  # one Node or None per input
         self.saved = saved  # what the VJP needs; None once freed by backward
         self.params = params
-        self.shapes = shapes  # input shapes, for sum_to and shape checks (None: input absent)
-        self.dtypes = dtypes  # input dtypes: a gradient keeps its input's dtype
+        # the output's shape and dtype: each user's gradient for it is summed back to the shape
+        # (sum_to) and cast to the dtype. (An input's shape is its parent node's: a node stores
+        # no per-input lists, two objects fewer per op for the allocator and the collector.)
+        self.shape = shape
+        self.dtype = dtype
+        self.consts = consts  # (position, shape, dtype) of the inputs off the graph, see shapes
         self.scope = scope  # the module path that created it ("blocks.0.attn"), or None
         self.tensor = None  # weakref to the tensor whose .grad it writes (leaves, retain_grad)
         self.versions = versions  # the version counters of what `saved` holds (_saved_versions)
@@ -280,10 +286,26 @@ class Node:
 
     @classmethod
     def leaf(cls, tensor):
-        node = cls(None, (), (), {}, (tensor.shape,), (tensor.dtype,))
+        node = cls(None, (), (), {}, tensor.shape, tensor.dtype)
         node.tensor = weakref.ref(tensor)
         node.name = tensor.name
         return node
+
+    @property
+    def shapes(self):
+        """The shape of each input (for pictures and reports): its node's, or as recorded for an
+        input off the graph; a Python number is (), an input left out (None) None."""
+        return [shape for shape, _ in self._inputs()]
+
+    @property
+    def dtypes(self):
+        """The dtype of each input, as `shapes`; None for a Python number or an absent input."""
+        return [dtype for _, dtype in self._inputs()]
+
+    def _inputs(self):
+        off = {i: (shape, dtype) for i, shape, dtype in self.consts}
+        return [(p.shape, p.dtype) if p is not None else off.get(i, ((), None))
+                for i, p in enumerate(self.parents)]
 
     def __repr__(self):
         return f"<Node {self.op.name if self.op else 'leaf'}>"
@@ -292,7 +314,8 @@ class Node:
 def apply(op, *inputs, **params):
     """Run `op` on tensors (and Python numbers), and record a node if any input needs grad."""
     be = None
-    arrays, parents, shapes, dtypes = [], [], [], []  # one entry per input
+    arrays, parents = [], []  # one entry per input
+    consts = ()  # (position, shape, dtype) of the inputs off the graph, except Python numbers
     needs_grad = False
     first_dtype, mixed = None, False  # one floating dtype throughout needs no promotion
     for x in inputs:
@@ -303,27 +326,26 @@ def apply(op, *inputs, **params):
                 raise BackendError(f"{op.name}: inputs live on two backends, {be.name} and "
                                    f"{x.backend.name}: move one with .to('{be.name}') first")
             a, node = x.data, x._node
+            dt = a.dtype
             if node is not None:
                 needs_grad = True
+            else:
+                consts += ((len(arrays), a.shape, dt),)
             parents.append(node)
-            shapes.append(a.shape)
-            dt = a.dtype
             if dt is not first_dtype:  # (once two differ, mixed stays True)
                 mixed = first_dtype is not None
                 first_dtype = dt
-            dtypes.append(dt)
         else:  # a Python number, None, or a constant array (a mask, class indices)
             a = x
             parents.append(None)
-            shape, dt = ((), None) if type(x) in _NUMBERS else _constant(x)  # (numbers: no call)
-            shapes.append(shape)
-            dtypes.append(dt)
+            if type(x) not in _NUMBERS:
+                consts += ((len(arrays), *_constant(x)),)
         arrays.append(a)
     if be is None:
         raise TypeError(f"{op.name}: needs at least one Tensor input")
     t, saved = _forward(op, be, inputs, arrays, params, mixed or first_dtype not in FLOATS)
     if needs_grad and _grad_enabled.get():
-        t._node = _node(op, inputs, arrays, saved, params, parents, shapes, dtypes)
+        t._node = _node(op, inputs, arrays, saved, params, parents, consts, out=t.data)
     tracers = _tracers.get()
     if tracers is None:
         tracers = _everywhere
@@ -337,10 +359,8 @@ _NUMBERS = frozenset((int, float, bool))  # a set: a miss costs one hash, not th
 
 
 def _constant(x):
-    """(shape, dtype) of an input that is not a tensor: a Python number is 0-d with no dtype of
-    its own, None (an input left out) has no shape. (Numbers skip getattr: a miss raises inside.)"""
-    if type(x) in _NUMBERS:
-        return (), None
+    """(shape, dtype) of an input that is neither a tensor nor a Python number (those apply
+    records nothing for: 0-d, no dtype of its own): None (an input left out) has no shape."""
     if x is None:
         return None, None
     return getattr(x, "shape", ()), getattr(x, "dtype", None)
@@ -365,14 +385,17 @@ def _forward(op, be, inputs, arrays, params, may_promote):
     return t, saved
 
 
-def _node(op, inputs, arrays, saved, params, parents, shapes, dtypes):
+def _node(op, inputs, arrays, saved, params, parents, consts, out):
     """The graph node of one op call: no parent at the inputs that never get a gradient, and
     the version of each input whose memory `saved` holds (see _saved_versions)."""
     if op.nondiff:  # (the `if`s spare the commonest ops an empty loop's iterator)
         for i in op.nondiff:
-            parents[i] = None
+            p = parents[i]
+            if p is not None:
+                consts += ((i, p.shape, p.dtype),)
+                parents[i] = None
     versions = _saved_versions(op, inputs, arrays, saved) if op.saves else ()
-    return Node(op, parents, saved, params, shapes, dtypes, _scope.get(), versions)
+    return Node(op, parents, saved, params, out.shape, out.dtype, consts, _scope.get(), versions)
 
 
 def _op_error(op, inputs, e):
@@ -471,12 +494,12 @@ def _walk(tensor, gradient, retain_graph, steps):
         gs = _run_vjp(node, g, be, retain_graph)
         fitted = []
         # (no strict=: a keyword to zip costs 3 % per op, and _run_vjp checked the lengths)
-        for parent, gx, shape, dtype in zip(node.parents, gs, node.shapes, node.dtypes):  # noqa: B905
+        for parent, gx in zip(node.parents, gs):  # noqa: B905
             if parent is None or gx is None:
                 fitted.append(None)
                 continue
-            if gx.shape != shape or gx.dtype != dtype:
-                gx = _fit(node.op, len(fitted), gx, shape, dtype)
+            if gx.shape != parent.shape or gx.dtype != parent.dtype:
+                gx = _fit(node.op, len(fitted), gx, parent)
             fitted.append(gx)
             prev = grads.get(parent)
             if prev is None:  # the first part of parent's gradient: parent joins the walk
@@ -550,9 +573,16 @@ def _seed_gradient(tensor, gradient, be):
     return g.astype(tensor.dtype, copy=False)
 
 
-def _fit(op, i, gx, shape, dtype):
-    """Input i's gradient at its shape and dtype: a broadcast input's gradient is summed back
-    to its shape; any other shape mismatch is a bug in op's VJP."""
+def _fit(op, i, gx, parent):
+    """Input i's gradient at its shape and dtype (those of its node, `parent`): a broadcast
+    input's gradient is summed back to its shape; any other shape mismatch is a bug in op's VJP.
+    A leaf reads them from its tensor, whose array may have been replaced since the leaf was
+    made (Module.to(float16), `t.data = ...`)."""
+    if parent.op is None and parent.tensor is not None:
+        t = parent.tensor()
+        if t is not None:
+            parent.shape, parent.dtype = t.shape, t.dtype
+    shape, dtype = parent.shape, parent.dtype
     if gx.shape != shape and op.broadcasts:
         with contextlib.suppress(ValueError, ShapeError):
             gx = sum_to(gx, shape)

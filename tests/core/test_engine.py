@@ -339,6 +339,45 @@ def test_mixed_dtypes_send_each_input_its_own_dtype():
     assert x.grad.dtype == np.float32
 
 
+def test_a_leaf_whose_array_was_replaced_gets_a_gradient_like_its_new_array():
+    # a node keeps its output's shape and dtype, and each input's gradient is fitted to its
+    # parent node's: a leaf's array replaced after the leaf was made (Module.to, t.data = ...)
+    # must not leave the gradient at the old shape or dtype
+    w = leaf([1.0, 2.0], np.float32)
+    w.data = w.data.astype(np.float16)  # as Module.half() does
+    (w * w).sum().backward()
+    assert w.grad.dtype == np.float16 and w.grad.data.tolist() == [2.0, 4.0]
+    v = leaf([1.0, 2.0])
+    v.data = np.array([1.0, 2.0, 3.0])
+    (v * 3.0).sum().backward()
+    assert v.grad.shape == (3,) and v.grad.data.tolist() == [3.0, 3.0, 3.0]
+    m = ta.nn.Linear(2, 2)
+    m.half()
+    m(ta.tensor(np.ones((1, 2), np.float16))).sum().backward()
+    assert all(p.grad.dtype == np.float16 and p.grad.shape == p.shape for p in m.parameters())
+
+
+def test_a_node_knows_the_shape_and_dtype_of_every_input():
+    # pictures and reports read them: a graph input from its node, a tensor off the graph, an
+    # array constant and a nondiff input as recorded, a Python number as 0-d with no dtype,
+    # an input left out as None
+    x = leaf(np.ones((2, 3)))
+    out = x * 2.0 + ta.ones(3, dtype=ta.float32)
+    assert out._node.shapes == [(2, 3), (3,)] and out._node.dtypes == [np.float64, np.float32]
+    assert out._node.parents[0].shapes == [(2, 3), ()]
+    assert out._node.parents[0].dtypes == [np.float64, None]
+    assert (out._node.shape, out._node.dtype) == ((2, 3), np.float64)
+    mask = np.array([True, False, True])
+    y = x.masked_fill(mask, 0.0)
+    assert y._node.shapes[:2] == [(2, 3), (3,)] and y._node.dtypes[1] == np.bool_
+    idx = ta.tensor(np.array([1, 0]))
+    e = F.cross_entropy(x, idx)
+    assert e._node.shapes[:2] == [(2, 3), (2,)] and e._node.dtypes[1] == idx.dtype
+    assert e._node.parents[1] is None
+    lin = F.linear(x, leaf(np.ones((4, 3))))  # no bias: input 2 left out
+    assert lin._node.shapes == [(2, 3), (4, 3), None] and lin._node.dtypes[2] is None
+
+
 def _float32(values, requires_grad):
     if values.dtype.kind == "f":
         values = values.astype(np.float32)
