@@ -76,15 +76,18 @@ class TensorBase:
 
 Tensor = TensorBase  # the class outputs are made of; tensor.py replaces it with tinyattn.Tensor
 # Tensor._wrap, bound once: looking a classmethod up on the class makes a new bound method
-# every time, and apply makes a tensor per op
+# every time (apply writes _wrap out: it makes a tensor per op)
 _wrap = TensorBase._wrap
+_new = object.__new__
 
 
 def use_tensor_class(cls):
-    """Make apply's outputs and .grad instances of `cls` (a TensorBase subclass)."""
-    global Tensor, _wrap
+    """Make apply's outputs and .grad instances of `cls` (a TensorBase subclass, made as
+    `_wrap` makes them: cls.__new__, then TensorBase's slots)."""
+    global Tensor, _wrap, _new
     Tensor = cls
     _wrap = cls._wrap
+    _new = cls.__new__
 
 
 # ---- grad mode --------------------------------------------------------------------------------
@@ -312,7 +315,12 @@ class Node:
 
 
 def apply(op, *inputs, **params):
-    """Run `op` on tensors (and Python numbers), and record a node if any input needs grad."""
+    """Run `op` on tensors (and Python numbers), and record a node if any input needs grad.
+
+    One function on purpose (and so above the complexity other functions keep to: see
+    tests/core/test_layout.py): it runs once per op, and on the overhead benchmark's tiny
+    arrays each helper it called cost 1-2 % of the time per op. Its rare paths are helpers."""
+    # the inputs: one backend, the arrays, the nodes they come from, whether dtypes differ
     be = None
     arrays, parents = [], []  # one entry per input
     consts = ()  # (position, shape, dtype) of the inputs off the graph, except Python numbers
@@ -343,16 +351,46 @@ def apply(op, *inputs, **params):
         arrays.append(a)
     if be is None:
         raise TypeError(f"{op.name}: needs at least one Tensor input")
-    t, saved = _forward(op, be, inputs, arrays, params, mixed or first_dtype not in FLOATS)
+    # the forward, on arrays promoted to one dtype first where the op asks (dtypes.py);
+    # NumPy's errors come back naming the op and the input shapes
+    xs = arrays  # (promoted: new arrays, which no input's version counter covers)
+    try:
+        if (mixed or first_dtype not in FLOATS) and op.promote is not None:
+            xs = promote(op.promote, arrays, op.nondiff)
+        # (a plain call without params: `**params` copies the dict on every call)
+        out, saved = op.fwd(be, *xs, **params) if params else op.fwd(be, *xs)
+    except TinyattnError:
+        raise
+    except (ValueError, IndexError, TypeError) as e:
+        raise _op_error(op, inputs, e) from e
+    # the output (TensorBase._wrap, written out), sharing input 0's version counter if it is
+    # a view of it; its node, if a gradient will flow through it
+    t = _new(Tensor)
+    t.data, t.backend = out, be
+    t.grad = t._name = t._node = t._version_counter = None
+    if op.view and _is_view_of(out, xs[0]):
+        share_version(inputs[0], t)
     if needs_grad and _grad_enabled.get():
-        t._node = _node(op, inputs, arrays, saved, params, parents, consts, out=t.data)
-    tracers = _tracers.get()
-    if tracers is None:
-        tracers = _everywhere
-    if tracers:
-        for tracer in tracers:
+        if op.nondiff:  # (the `if`s spare the commonest ops a call)
+            consts = _cut_nondiff(op, parents, consts)
+        versions = _saved_versions(op, inputs, arrays, saved) if op.saves else ()
+        t._node = Node(op, parents, saved, params, out.shape, out.dtype, consts, _scope.get(),
+                       versions)
+    if _tracers.get() is not None or _everywhere:
+        for tracer in current_tracers():  # explain mode, recording, anomaly checks
             tracer.forward(op, inputs, params, t)
     return t
+
+
+def _cut_nondiff(op, parents, consts):
+    """Inputs that never get a gradient (masks, indices) lose their parent; their shape and
+    dtype join `consts`, which is returned."""
+    for i in op.nondiff:
+        p = parents[i]
+        if p is not None:
+            consts += ((i, p.shape, p.dtype),)
+            parents[i] = None
+    return consts
 
 
 _NUMBERS = frozenset((int, float, bool))  # a set: a miss costs one hash, not three compares
@@ -364,38 +402,6 @@ def _constant(x):
     if x is None:
         return None, None
     return getattr(x, "shape", ()), getattr(x, "dtype", None)
-
-
-def _forward(op, be, inputs, arrays, params, may_promote):
-    """op's forward on the arrays (promoted to one dtype first where the op asks: dtypes.py):
-    the output tensor, which shares input 0's version counter if it is a view of it, and what
-    the VJP will need. NumPy's errors come back naming the op and the input shapes."""
-    try:
-        if may_promote and op.promote is not None:
-            arrays = promote(op.promote, arrays, op.nondiff)
-        # (a plain call without params: `**params` copies the dict on every call)
-        out, saved = op.fwd(be, *arrays, **params) if params else op.fwd(be, *arrays)
-    except TinyattnError:
-        raise
-    except (ValueError, IndexError, TypeError) as e:
-        raise _op_error(op, inputs, e) from e
-    t = _wrap(out, be)
-    if op.view and _is_view_of(out, arrays[0]):
-        share_version(inputs[0], t)
-    return t, saved
-
-
-def _node(op, inputs, arrays, saved, params, parents, consts, out):
-    """The graph node of one op call: no parent at the inputs that never get a gradient, and
-    the version of each input whose memory `saved` holds (see _saved_versions)."""
-    if op.nondiff:  # (the `if`s spare the commonest ops an empty loop's iterator)
-        for i in op.nondiff:
-            p = parents[i]
-            if p is not None:
-                consts += ((i, p.shape, p.dtype),)
-                parents[i] = None
-    versions = _saved_versions(op, inputs, arrays, saved) if op.saves else ()
-    return Node(op, parents, saved, params, out.shape, out.dtype, consts, _scope.get(), versions)
 
 
 def _op_error(op, inputs, e):
@@ -477,7 +483,8 @@ def backward_steps(tensor, gradient=None, retain_graph=False):
 def _walk(tensor, gradient, retain_graph, steps):
     """The walk behind backward() and backward_steps(): pop the newest node, write its .grad
     if it is a tensor's, run its VJP and send each input its part (summed with the parts the
-    input's other users sent); with `steps`, yield a Step after each VJP."""
+    input's other users sent); with `steps`, yield a Step after each VJP. (The VJP call is
+    written out here, as the forward is in apply: a helper per node cost 1-2 % a node.)"""
     root = _root(tensor)
     be = tensor.backend
     grads = {root: _seed_gradient(tensor, gradient, be)}  # node -> its gradient summed so far
@@ -489,17 +496,26 @@ def _walk(tensor, gradient, retain_graph, steps):
         g = grads.pop(node)  # every user has sent its part
         if node.tensor is not None:
             _write_grad(node, g, be)
-        if node.op is None:  # a leaf: nothing to pass on
+        op, saved = node.op, node.saved
+        if op is None:  # a leaf: nothing to pass on
             continue
-        gs = _run_vjp(node, g, be, retain_graph)
+        if saved is None or node.versions:
+            _check_saved(node)
+        params = node.params  # (as in apply: no `**` for the commonest, empty params)
+        gs = op.vjp(be, g, saved, **params) if params else op.vjp(be, g, saved)
+        if not retain_graph:
+            node.saved = None
+        if len(gs) != len(node.parents):
+            raise GraphError(f"{op.name}: the VJP returned {len(gs)} gradients for "
+                             f"{len(node.parents)} inputs")
         fitted = []
-        # (no strict=: a keyword to zip costs 3 % per op, and _run_vjp checked the lengths)
+        # (no strict=: a keyword to zip costs 3 % per op, and the lengths were checked above)
         for parent, gx in zip(node.parents, gs):  # noqa: B905
             if parent is None or gx is None:
                 fitted.append(None)
                 continue
             if gx.shape != parent.shape or gx.dtype != parent.dtype:
-                gx = _fit(node.op, len(fitted), gx, parent)
+                gx = _fit(op, len(fitted), gx, parent)
             fitted.append(gx)
             prev = grads.get(parent)
             if prev is None:  # the first part of parent's gradient: parent joins the walk
@@ -525,26 +541,16 @@ def _root(tensor):
     return tensor._node
 
 
-def _run_vjp(node, g, be, retain_graph):
-    """Node's VJP at g: one gradient per input (None for those that need none). Refuses a
-    graph an earlier backward freed, and arrays the VJP needs that were changed in place."""
-    op, saved = node.op, node.saved
-    if saved is None:
-        raise GraphError(f"backward: the graph through {op.name} was already freed by an "
+def _check_saved(node):
+    """Before a node's VJP: refuse a graph an earlier backward freed, and arrays the VJP needs
+    that were changed in place since the forward pass saved them."""
+    if node.saved is None:
+        raise GraphError(f"backward: the graph through {node.op.name} was already freed by an "
                          "earlier backward(); pass retain_graph=True to the first backward() "
                          "to go through it again, or recompute the forward pass")
-    if node.versions:
-        for version, seen, i in node.versions:
-            if version[0] != seen:  # an array the VJP needs was changed in place since
-                raise _changed_error(node, version, seen, i)
-    params = node.params  # (as in _forward: no `**` for the commonest, empty params)
-    gs = op.vjp(be, g, saved, **params) if params else op.vjp(be, g, saved)
-    if not retain_graph:
-        node.saved = None
-    if len(gs) != len(node.parents):
-        raise GraphError(f"{op.name}: the VJP returned {len(gs)} gradients for "
-                         f"{len(node.parents)} inputs")
-    return gs
+    for version, seen, i in node.versions:
+        if version[0] != seen:  # an array the VJP needs was changed in place since
+            raise _changed_error(node, version, seen, i)
 
 
 def _changed_error(node, version, seen, i):

@@ -244,6 +244,25 @@ def test_an_unsaved_input_may_change_as_in_torch():
     np.testing.assert_array_equal(x.grad.numpy(), [1.0, 1.0])
 
 
+def test_an_input_saved_only_as_a_promoted_copy_may_change():
+    # float32 * float64: mul keeps float64 copies of x, so a later change to x leaves its
+    # gradient in y right (the version check follows the memory the op kept, not the input)
+    x = leaf([1.0, 2.0]).to(ta.float32).detach().requires_grad_()
+    y = leaf([3.0, 4.0])
+    z = (x * y).sum()
+    with ta.no_grad():
+        x += 5.0
+    z.backward()
+    np.testing.assert_array_equal(y.grad.numpy(), [1.0, 2.0])
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 4.0])
+    w = leaf([1.0, 2.0])
+    z = (w * y).sum()  # the same dtype: w itself is kept, so the change is refused
+    with ta.no_grad():
+        w += 5.0
+    with pytest.raises(ta.GraphError, match="changed in place"):
+        z.backward()
+
+
 def test_optimizer_step_counts_as_an_in_place_change():
     w = ta.nn.Parameter(ta.tensor([1.0, 2.0]))
     opt = ta.optim.SGD([w], lr=0.1)

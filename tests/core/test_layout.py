@@ -143,17 +143,22 @@ def test_the_checks_see_a_cycle_and_a_wrong_way_import(tmp_path, monkeypatch):
 
 
 MAX_COMPLEXITY = 15  # cyclomatic complexity (radon): above it a function gets named pieces
+# The two loops every op runs through, written out on purpose: on the overhead benchmark a
+# helper call in them cost 1-2 % per op (measured; their docstrings say so). Each keeps to
+# the ceiling given here, so neither grows unnoticed; their rare paths are helpers.
+HOT_PATHS = {("autograd.py", "apply"): 24, ("autograd.py", "_walk"): 19}
 
 
 def too_tangled(package=None):
-    """[(file, function, complexity)] for every function and method above MAX_COMPLEXITY."""
+    """[(file, function, complexity)] for every function and method above MAX_COMPLEXITY
+    (above its own ceiling for the HOT_PATHS)."""
     from radon.complexity import cc_visit
 
     found = set()
     for path in sorted((package or PACKAGE).rglob("*.py")):
         for block in cc_visit(path.read_text()):
             for item in [block, *getattr(block, "methods", [])]:  # a class: its methods too
-                if item.complexity > MAX_COMPLEXITY:
+                if item.complexity > HOT_PATHS.get((path.name, item.name), MAX_COMPLEXITY):
                     found.add((path.name, item.name, item.complexity))
     return sorted(found)
 
@@ -168,3 +173,6 @@ def test_the_complexity_check_sees_a_tangled_function(tmp_path):
     branches = "".join(f"    if x == {i}:\n        return {i}\n" for i in range(16))
     (tmp_path / "knot.py").write_text(f"def knot(x):\n{branches}    return -1\n")
     assert too_tangled(tmp_path) == [("knot.py", "knot", 17)]
+    # a hot path is held to its own ceiling: an apply past it is reported
+    (tmp_path / "autograd.py").write_text("def apply(x):\n" + branches * 2 + "    return -1\n")
+    assert ("autograd.py", "apply", 33) in too_tangled(tmp_path)
