@@ -5,7 +5,8 @@ where an input needs no gradient), the arrays its VJP needs (`saved`), the op's 
 the shape and dtype of its output (what the gradient arriving at it must have).
 A leaf tensor that requires grad owns a leaf node (op None) that knows where `.grad` goes.
 Backward is iterative (no recursion limit), sums broadcast gradients back to input shapes in one
-place (`sum_to`), accumulates with `+` and frees each interior gradient once it is used.
+place (`sum_to`), accumulates with `+` (in place into the sums it made itself; a getitem's
+gradient is added at its index, `Op.add_into`) and frees each interior gradient once used.
 Grad mode and the module name scope are contextvars, so threads and tasks do not share them.
 """
 
@@ -138,14 +139,20 @@ def current_scope():
     return _scope.get()
 
 
-@contextlib.contextmanager
-def at_scope(path):
-    """Nodes created inside get scope `path` exactly (Module.__call__ uses it)."""
-    token = _scope.set(path)
-    try:
-        yield
-    finally:
-        _scope.reset(token)
+class at_scope:  # noqa: N801 - used as a function; a class: Module.__call__ enters one per call
+    """`with at_scope(path):` nodes created inside get scope `path` exactly (Module.__call__
+    uses it; a generator-based context manager cost 2 µs a module call)."""
+
+    __slots__ = ("path", "token")
+
+    def __init__(self, path):
+        self.path = path
+
+    def __enter__(self):
+        self.token = _scope.set(self.path)
+
+    def __exit__(self, *exc):
+        _scope.reset(self.token)
 
 
 class Tracer:
@@ -470,6 +477,7 @@ def backward(tensor, gradient=None, retain_graph=False):
     Nodes are visited newest first (a heap on seq, which counts down): every user of a node is
     newer than it, so by the time a node comes up, all the gradient it will get has arrived.
     A node enters the heap when it first receives gradient, so there is no separate graph walk.
+    A sum of parts the walk made itself takes later parts in place (see _add_part).
     """
     for _ in _walk(tensor, gradient, retain_graph, False):
         pass
@@ -490,6 +498,9 @@ def _walk(tensor, gradient, retain_graph, steps):
     grads = {root: _seed_gradient(tensor, gradient, be)}  # node -> its gradient summed so far
     heap = [(root.seq, root)]
     tracers = current_tracers()
+    # the nodes whose gradient so far is an array this walk made and nobody else holds, so it
+    # may be added to in place; None while tracers or steps look at the partial sums
+    owned = None if tracers or steps else set()
     index = 0
     while heap:
         node = heappop(heap)[1]
@@ -501,6 +512,9 @@ def _walk(tensor, gradient, retain_graph, steps):
             continue
         if saved is None or node.versions:
             _check_saved(node)
+        if op.add_into is not None and owned is not None:  # getitem: no zero-filled part
+            _add_into(node, g, be, grads, heap, owned, retain_graph)
+            continue
         params = node.params  # (as in apply: no `**` for the commonest, empty params)
         gs = op.vjp(be, g, saved, **params) if params else op.vjp(be, g, saved)
         if not retain_graph:
@@ -521,16 +535,45 @@ def _walk(tensor, gradient, retain_graph, steps):
             if prev is None:  # the first part of parent's gradient: parent joins the walk
                 grads[parent] = gx
                 heappush(heap, (parent.seq, parent))
-            else:  # a new array: prev may be a user's .grad, a saved array or another's part
-                grads[parent] = prev + gx
-                for tracer in tracers:
-                    tracer.accumulate(parent, node, grads[parent])
-        if tracers:
-            for tracer in tracers:
-                tracer.backward(node, g, fitted)
+            else:
+                _add_part(grads, owned, parent, prev, gx, node, tracers)
+        for tracer in tracers:
+            tracer.backward(node, g, fitted)
         if steps:
             yield Step(index, node, g, fitted, grads)
             index += 1
+
+
+def _add_part(grads, owned, parent, prev, gx, user, tracers):
+    """Add one more part (from node `user`) to parent's gradient so far, `prev`: in place when
+    the walk owns prev, else into a new array (prev may be a user's .grad, a saved array or
+    another node's part), which the walk then owns."""
+    if owned is not None and parent in owned:
+        prev += gx
+        return
+    grads[parent] = total = prev + gx
+    if owned is not None and getattr(total, "ndim", 0):  # (0-d: NumPy gives a scalar)
+        owned.add(parent)
+    for tracer in tracers:
+        tracer.accumulate(parent, user, total)
+
+
+def _add_into(node, g, be, grads, heap, owned, retain_graph):
+    """Send input 0 of a node whose op has add_into (getitem) its gradient by adding g at its
+    place in the input's running sum, made (zeros) or copied first if the walk owns none."""
+    parent = node.parents[0]
+    if parent is not None:
+        _refresh_leaf(parent)
+        acc = grads.get(parent)
+        if acc is None:
+            acc = grads[parent] = be.xp.zeros(parent.shape, dtype=parent.dtype)
+            heappush(heap, (parent.seq, parent))
+        elif parent not in owned:
+            acc = grads[parent] = be.xp.array(acc, copy=True)
+        owned.add(parent)
+        node.op.add_into(be, acc, g, node.saved, **node.params)
+    if not retain_graph:
+        node.saved = None
 
 
 def _root(tensor):
@@ -584,10 +627,7 @@ def _fit(op, i, gx, parent):
     input's gradient is summed back to its shape; any other shape mismatch is a bug in op's VJP.
     A leaf reads them from its tensor, whose array may have been replaced since the leaf was
     made (Module.to(float16), `t.data = ...`)."""
-    if parent.op is None and parent.tensor is not None:
-        t = parent.tensor()
-        if t is not None:
-            parent.shape, parent.dtype = t.shape, t.dtype
+    _refresh_leaf(parent)
     shape, dtype = parent.shape, parent.dtype
     if gx.shape != shape and op.broadcasts:
         with contextlib.suppress(ValueError, ShapeError):
@@ -596,6 +636,15 @@ def _fit(op, i, gx, parent):
         raise ShapeError(f"{op.name}: the VJP returned a gradient of shape {fmt_shape(gx.shape)} "
                          f"for input {i} of shape {fmt_shape(shape)}")
     return gx if gx.dtype == dtype else gx.astype(dtype)
+
+
+def _refresh_leaf(node):
+    """A leaf node takes its tensor's shape and dtype again (its array may have been replaced
+    since the leaf was made: Module.to(float16), `t.data = ...`)."""
+    if node.op is None and node.tensor is not None:
+        t = node.tensor()
+        if t is not None:
+            node.shape, node.dtype = t.shape, t.dtype
 
 
 def zero_grads(tensors, set_to_none=True):

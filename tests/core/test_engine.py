@@ -76,6 +76,67 @@ def test_constants_and_detached_inputs_get_no_gradient():
 # ---- deep chains ------------------------------------------------------------------------------
 
 
+ADD_INTO = [(name, i) for name in sorted(REGISTRY) if REGISTRY[name].add_into is not None
+            for i in range(len(REGISTRY[name].samples))]
+
+
+@pytest.mark.parametrize("name,index", ADD_INTO, ids=[f"{n}-{i}" for n, i in ADD_INTO])
+def test_add_into_gives_the_vjps_gradient(name, index, monkeypatch):
+    # backward adds a getitem's gradient straight into its input's running sum; with three
+    # slices and a second use of the input that must equal zero-filled VJPs summed
+    op = REGISTRY[name]
+    inputs, params = op.samples[index]
+
+    def grads():
+        (x, *rest) = S.materialize(inputs, np.random.default_rng(index), _float64)
+        y = x.exp()  # an interior node: its sum is owned by the walk, not a leaf's .grad
+        outs = [op(y, *rest, **params) for _ in range(3)]
+        total = sum((o * (k + 1.0)).sum() for k, o in enumerate(outs)) + (y * y).sum()
+        total.backward()
+        return x.grad.numpy()
+
+    fast = grads()
+    monkeypatch.setattr(op, "add_into", None)
+    np.testing.assert_allclose(fast, grads(), rtol=1e-13, atol=1e-13)
+
+
+def _float64(values, requires_grad):
+    return ta.tensor(values, requires_grad=requires_grad)
+
+
+def test_gradients_held_elsewhere_are_never_added_to_in_place():
+    # x's first gradient part is a view of the gradient the caller passed (reshape's VJP),
+    # the next a getitem's: the walk must copy before adding in place
+    x = leaf([1.0, 2.0, 3.0])
+    out = x[0:3] + x.reshape(3)
+    seed = np.array([1.0, 10.0, 100.0])
+    out.backward(seed)
+    assert seed.tolist() == [1.0, 10.0, 100.0]
+    assert x.grad.numpy().tolist() == [2.0, 20.0, 200.0]
+    # a 0-d input used three times: the sums are NumPy scalars, never added to in place
+    s = leaf(2.0)
+    (s * 2.0 + s * 3.0 + s * 4.0).backward()
+    assert s.grad.item() == 9.0
+
+
+def test_tracers_see_partial_sums_that_are_never_changed_afterwards():
+    seen = []
+
+    class Keep(ta.autograd.Tracer):
+        def accumulate(self, node, user, total):
+            seen.append((total, total.copy()))
+
+    x = leaf(np.arange(6.0))
+    h = x * 1.0
+    out = (h[0:2].sum() + h[2:4].sum() * 2.0 + h[4:6].sum() * 3.0 + (h * h).sum())
+    with tracing(Keep()):
+        out.backward()
+    assert len(seen) >= 3
+    for total, copy in seen:
+        np.testing.assert_array_equal(total, copy)
+    np.testing.assert_array_equal(x.grad.numpy(), [1, 1, 2, 2, 3, 3] + 2 * np.arange(6.0))
+
+
 def test_a_100000_op_chain_backward():
     x = leaf(1.0)
     y = x
@@ -402,6 +463,7 @@ def test_a_float32_op_never_computes_in_float64(name, index, monkeypatch):
         return gs
 
     monkeypatch.setattr(op, "vjp", watched_vjp)
+    monkeypatch.setattr(op, "add_into", None)  # (getitem: its VJP, not the in-place path)
     out = op(*xs, **params)
     target = np.dtype(params.get("dtype", np.float32))  # cast: the dtype it was asked for
     assert out.dtype == target, f"{name} forward gave {out.dtype}"

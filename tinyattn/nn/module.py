@@ -79,7 +79,7 @@ class Module:
         object.__delattr__(self, name)
 
     def __call__(self, *args, **kwargs):
-        if current_scope() is None and self._named_at != _tree_version[0]:
+        if self._named_at != _tree_version[0] and current_scope() is None:
             # called from outside any module, and the tree changed (or another root named it)
             # since this root last named it: give every module its dotted path
             _tree_version[0] += 1

@@ -23,8 +23,8 @@ from ..errors import DimError
 class Op:
     """A differentiable operation: name, forward, VJP, and a one-line formula for the docs."""
 
-    __slots__ = ("name", "fwd", "vjp", "formula", "grads", "broadcasts", "nondiff", "fused",
-                 "promote", "saves", "saves_out", "view", "doc", "samples", "traps",
+    __slots__ = ("name", "fwd", "vjp", "add_into", "formula", "grads", "broadcasts", "nondiff",
+                 "fused", "promote", "saves", "saves_out", "view", "doc", "samples", "traps",
                  "float64_params")
 
     def __init__(self, name, fwd, formula, grads=("gx",), broadcasts=False, nondiff=(),
@@ -33,6 +33,12 @@ class Op:
         self.name = name
         self.fwd = fwd
         self.vjp = functools.partial(_missing_vjp, name)
+        # add_into(be, acc, g, saved, **params): acc += the gradient of input 0, in place, for a
+        # one-input op whose gradient is mostly zeros (getitem: zeros with g at the index).
+        # Backward then adds each part straight into the input's running sum instead of
+        # summing zero-filled arrays (q, k, v = qkv[0], qkv[1], qkv[2]); the VJP must equal
+        # zeros + add_into (defadd_into). None: backward always calls the VJP.
+        self.add_into = None
         self.formula = formula  # the VJP in one line: "gx = y * (g - sum(g*y, dim))"
         # the formula's name for each input's gradient, None for an input that gets none;
         # () for ops that take any number of inputs (explain then says g[0], g[1], ...)
@@ -63,6 +69,11 @@ class Op:
         self.vjp = vjp
         return vjp
 
+    def defadd_into(self, add_into):
+        """Decorator: attach `add_into` (see __init__) to this one-input op."""
+        self.add_into = add_into
+        return add_into
+
     def __call__(self, *inputs, **params):
         return apply(self, *inputs, **params)
 
@@ -82,6 +93,8 @@ def _missing_vjp(name, be, g, saved, **params):
 
 def dims(dim, ndim, opname):
     """`dim` (None, an int or a tuple of ints, negatives allowed) as a sorted tuple of axes."""
+    if type(dim) is int and -ndim <= dim < ndim:  # the commonest case, quickly (not 0-d)
+        return (dim % ndim,)
     if dim is None:
         return tuple(range(ndim))
     if isinstance(dim, list):
@@ -104,6 +117,8 @@ def dims(dim, ndim, opname):
 
 def dim1(dim, ndim, opname):
     """A single `dim` as a non-negative axis."""
+    if type(dim) is int and -ndim <= dim < ndim:  # (as in dims: permute calls this per dim)
+        return dim % ndim
     axes = dims(dim, ndim, opname)
     if len(axes) != 1:
         raise DimError(f"{opname}: takes one dim, got dim={dim!r} for a tensor with {ndim} dims"

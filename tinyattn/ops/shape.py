@@ -78,13 +78,19 @@ def getitem(be, x, index):
 
 @getitem.defvjp
 def getitem_vjp(be, g, saved, index):
-    shape, dtype, advanced = saved
+    shape, dtype, _ = saved
     gx = be.xp.zeros(shape, dtype=dtype)
-    if advanced:
-        be.scatter_add(gx, index, g)  # a repeated index collects every g sent to it
-    else:
-        gx[index] = g
+    getitem_add_into(be, gx, g, saved, index)
     return (gx,)
+
+
+@getitem.defadd_into
+def getitem_add_into(be, acc, g, saved, index):
+    """acc[index] += g: backward adds each slice's gradient straight into the running sum."""
+    if saved[2]:
+        be.scatter_add(acc, index, g)  # an advanced index: a repeated entry collects every g
+    else:
+        acc[index] += g
 
 
 @op("setitem", "gx = g with g[index] = 0, gv = g[index]", grads=("gx", "gv"), broadcasts=True,
