@@ -133,8 +133,9 @@ class Module:
                 continue
             seen.add(id(module))
             yield path, module
-            children = [(f"{path}.{n}" if path else n, m) for n, m in module._modules.items()]
-            stack.extend(reversed(children))
+            if module._modules:  # (zero_grad walks this every step: leaves skip the list)
+                dot = path + "." if path else ""
+                stack.extend([(dot + n, m) for n, m in reversed(module._modules.items())])
 
     def modules(self):
         return (m for _, m in self.named_modules())
