@@ -104,6 +104,35 @@ def _float64(values, requires_grad):
     return ta.tensor(values, requires_grad=requires_grad)
 
 
+def _backward_peak(out, like):
+    """tracemalloc's peak during out.backward(), in arrays of `like`'s size."""
+    import tracemalloc
+
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    out.backward()
+    peak = tracemalloc.get_traced_memory()[1] - base
+    tracemalloc.stop()
+    return peak / like.data.nbytes
+
+
+def test_slices_and_repeated_uses_add_their_gradients_in_place():
+    # three slices of y: one zero-filled buffer for y's gradient, which the second and third
+    # slices add into (not a buffer per slice, nor a copy per slice); then y's VJP sums it to
+    # x's third of the size
+    x = leaf(np.ones((1, 128, 256)))
+    y = x.expand(3, 128, 256)
+    assert _backward_peak(y[0].sum() + y[1].sum() * 2.0 + y[2].sum() * 3.0, y) < 1.9
+    np.testing.assert_array_equal(x.grad.numpy(), np.full((1, 128, 256), 6.0))
+    # four uses of y: the second part makes a new sum, the third and fourth add into it
+    x = leaf(np.ones((128, 256)))
+    y = x * 1.0
+    out = (y * 2.0).sum() + (y * 3.0).sum() + (y * 4.0).sum() + (y * 5.0).sum()
+    assert _backward_peak(out, x) < 3.5
+    np.testing.assert_array_equal(x.grad.numpy(), np.full((128, 256), 14.0))
+
+
 def test_gradients_held_elsewhere_are_never_added_to_in_place():
     # x's first gradient part is a view of the gradient the caller passed (reshape's VJP),
     # the next a getitem's: the walk must copy before adding in place
