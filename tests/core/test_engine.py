@@ -133,6 +133,79 @@ def test_slices_and_repeated_uses_add_their_gradients_in_place():
     np.testing.assert_array_equal(x.grad.numpy(), np.full((128, 256), 14.0))
 
 
+def test_sliced_float32_gradients_stay_float32_on_the_way_back():
+    # the buffer backward adds slices into takes the input's dtype (not NumPy's float64)
+    seen = {}
+
+    class Watch(ta.autograd.Tracer):
+        def backward(self, node, g, grads):
+            seen[node.op.name] = g.dtype
+
+    x = leaf([[1.0, 2.0], [3.0, 4.0]], np.float32)
+    h = x * 1.0
+    out = h[0].sum() + h[1].sum() * 2.0
+    mul = ta.ops.REGISTRY["mul"]
+    real_vjp = mul.vjp
+    got = []
+
+    def vjp(be, g, saved, **kw):
+        got.append(g.dtype)
+        return real_vjp(be, g, saved, **kw)
+
+    mul.vjp = vjp
+    try:
+        out.backward()
+    finally:
+        mul.vjp = real_vjp
+    assert got and all(dt == np.float32 for dt in got)
+    np.testing.assert_array_equal(x.grad.numpy(), [[1.0, 1.0], [2.0, 2.0]])
+    # a float32 node whose user computes in float64 gets its gradient back in float32
+    y = leaf([1.0, 2.0], np.float32)
+    h = y * 1.0
+    with tracing(Watch()):
+        (h * leaf([3.0, 4.0])).sum().backward()
+    assert seen["mul"] == np.float32  # (the last mul to run is h = y * 1.0)
+
+
+def test_a_copy_made_by_a_view_op_does_not_share_its_inputs_memory():
+    # reshape of a transposed tensor copies: changing the copy is not a change of the input,
+    # so a recorded in-place op on the input (refused while a view of it lives) is allowed
+    x = leaf(np.arange(6.0).reshape(2, 3))
+    a = x * 1.0
+    copied = a.T.reshape(6)
+    a.add_(1.0)
+    view = a.reshape(3, 2)  # a true view: now the same change is refused
+    with pytest.raises(ta.GraphError, match="shares its memory"):
+        a.add_(1.0)
+    assert view.numpy().tolist() == [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]  # (refused: as it was)
+    assert copied.numpy().tolist() == [0.0, 3.0, 1.0, 4.0, 2.0, 5.0]  # (a copy: unchanged)
+
+
+def test_an_op_saving_inputs_and_output_checks_both():
+    # hypot keeps x, y and its output; its output's counter is made later (when mul keeps it)
+    # and must not replace the inputs' entries
+    a, b = leaf([3.0]) * 1.0, leaf([4.0]) * 1.0
+    z = ta.hypot(a, b)
+    w = (z * z).sum()
+    with ta.no_grad():
+        a.add_(1.0)
+    with pytest.raises(ta.GraphError, match="changed in place"):
+        w.backward()
+
+
+def test_zero_grads_drops_gradients_by_default():
+    from tinyattn.autograd import zero_grads
+
+    t = leaf([1.0, 2.0])
+    (t * t).sum().backward()
+    zero_grads([t])
+    assert t.grad is None
+    (t * t).sum().backward()
+    held = t.grad
+    zero_grads([t], set_to_none=False)
+    assert t.grad is held and held.numpy().tolist() == [0.0, 0.0]
+
+
 def test_gradients_held_elsewhere_are_never_added_to_in_place():
     # x's first gradient part is a view of the gradient the caller passed (reshape's VJP),
     # the next a getitem's: the walk must copy before adding in place
@@ -153,15 +226,16 @@ def test_tracers_see_partial_sums_that_are_never_changed_afterwards():
 
     class Keep(ta.autograd.Tracer):
         def accumulate(self, node, user, total):
-            seen.append((total, total.copy()))
+            seen.append((node, total, total.copy()))
 
     x = leaf(np.arange(6.0))
     h = x * 1.0
     out = (h[0:2].sum() + h[2:4].sum() * 2.0 + h[4:6].sum() * 3.0 + (h * h).sum())
     with tracing(Keep()):
         out.backward()
-    assert len(seen) >= 3
-    for total, copy in seen:
+    assert len(seen) >= 3 and {id(node) for node, _, _ in seen} >= {id(h._node)}
+    for node, total, copy in seen:
+        assert node.shape == total.shape  # the node the sum is for, at its shape
         np.testing.assert_array_equal(total, copy)
     np.testing.assert_array_equal(x.grad.numpy(), [1, 1, 2, 2, 3, 3] + 2 * np.arange(6.0))
 
@@ -466,6 +540,13 @@ def test_a_node_knows_the_shape_and_dtype_of_every_input():
     assert e._node.parents[1] is None
     lin = F.linear(x, leaf(np.ones((4, 3))))  # no bias: input 2 left out
     assert lin._node.shapes == [(2, 3), (4, 3), None] and lin._node.dtypes[2] is None
+    raw = REGISTRY["mul"](x, np.ones(3, dtype=np.float32))  # an array straight into an op
+    assert raw._node.shapes == [(2, 3), (3,)] and raw._node.dtypes[1] == np.float32
+    # an input that never gets a gradient loses its parent even when it has a graph
+    t = leaf(np.ones((3, 2)))
+    cos, sin = t.cos(), t.sin()
+    rot = REGISTRY["rotary"](leaf(np.ones((3, 4))), cos, sin)
+    assert rot._node.parents[1:] == [None, None] and rot._node.shapes[1:] == [(3, 2), (3, 2)]
 
 
 def _float32(values, requires_grad):
