@@ -204,6 +204,16 @@ def test_bad_options_name_the_op():
         F.scaled_dot_product_attention(t(1, 2), t(1, 2), t(1, 2), impl="fast")
     with raises(ValueError, "max of an empty tensor"):
         ta.tensor(np.zeros((0, 3))).max()
+    with raises(ValueError, "min of an empty tensor"):
+        ta.tensor(np.zeros((0, 3))).amin(dim=0)  # the dim reduced has size 0
+
+
+def test_max_and_min_over_dims_that_are_not_empty_give_empty_results():
+    # as torch: (0, 3) reduced over dim 1 is (0,), and its gradient is (0, 3) of nothing
+    x = ta.tensor(np.zeros((0, 3)), requires_grad=True)
+    assert x.amax(dim=1).shape == (0,) and x.amin(dim=1, keepdim=True).shape == (0, 1)
+    x.amax(dim=1).sum().backward()
+    assert x.grad.shape == (0, 3)
 
 
 # ---- the error classes ------------------------------------------------------------------------

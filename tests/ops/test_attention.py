@@ -149,6 +149,11 @@ def test_attention_weights_are_causal_distributions():
     s = np.where(np.tril(np.ones((6, 6), dtype=bool)), s, -np.inf)
     want = np.exp(s - s.max(-1, keepdims=True))
     np.testing.assert_allclose(w, want / want.sum(-1, keepdims=True), rtol=1e-12)
+    # by default (as in torch) no mask at all: every query sees every key
+    full = F.attention_weights(ta.tensor(q), ta.tensor(k)).numpy()
+    s = q @ k.swapaxes(-1, -2) / math.sqrt(4)
+    want = np.exp(s - s.max(-1, keepdims=True))
+    np.testing.assert_allclose(full, want / want.sum(-1, keepdims=True), rtol=1e-12)
 
 
 def test_composite_attention_gradchecks_with_masks():

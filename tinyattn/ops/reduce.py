@@ -105,7 +105,9 @@ def _floating(x, name):
 
 
 def _nonempty(x, axes, name):
-    if x.size == 0 or any(x.shape[a] == 0 for a in axes):
+    """max/min over a dim of size 0 has no value (as in torch); an empty tensor reduced over
+    dims that are not empty gives an empty result, (0, 3) over dim 1 -> (0,)."""
+    if any(x.shape[a] == 0 for a in axes):
         raise ValueError(f"{name} of an empty tensor (shape {x.shape}) has no value")
 
 
