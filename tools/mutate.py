@@ -172,7 +172,7 @@ def main(argv=None):
     packages = args.packages or list(PACKAGES)
     names = [PACKAGES[p] + "*" for p in packages]
     if args.sample:
-        known = results() or generate()
+        known = generate()  # (regenerated first: a changed function renames its mutants)
         # drawn over every package, then kept: a package's draw does not depend on which
         # others are asked for (so a rerun of some packages scores the same mutants)
         drawn = [n for n in draw(known, list(PACKAGES), args.sample, args.seed)

@@ -208,6 +208,13 @@ def test_bad_options_name_the_op():
         ta.tensor(np.zeros((0, 3))).amin(dim=0)  # the dim reduced has size 0
 
 
+def test_a_scan_of_a_0d_tensor_takes_only_its_implicit_dim():
+    x = ta.tensor(2.0)
+    assert x.cumsum(dim=0).item() == 2.0 and x.cumsum(dim=-1).item() == 2.0
+    with raises(IndexError, "cumsum: dim 3 is out of range for a tensor with 0 dims"):
+        x.cumsum(dim=3)
+
+
 def test_max_and_min_over_dims_that_are_not_empty_give_empty_results():
     # as torch: (0, 3) reduced over dim 1 is (0,), and its gradient is (0, 3) of nothing
     x = ta.tensor(np.zeros((0, 3)), requires_grad=True)
