@@ -206,12 +206,10 @@ class _Graph:
         self.nodes = toposort(_root_node(root, "to_dot"))  # users before the nodes they use
         self.index = {node: k for k, node in enumerate(self.nodes)}
         self.users = defaultdict(list)  # node -> op nodes that take its output as an input
-        self.out_shape = {self.nodes[0]: (root.shape, root.dtype)}
         for node in self.nodes:
-            for i, parent in enumerate(node.parents):
+            for parent in node.parents:
                 if parent is not None:
                     self.users[parent].append(node)
-                    self.out_shape.setdefault(parent, (node.shapes[i], node.dtypes[i]))
         self.items = {}  # DOT id -> _Item: "t<k>" tensor, "o<k>" op, "c<k>_<i>" constant
         self.edges = []  # (from id, to id), in the forward direction
         for node in self.nodes:
@@ -235,7 +233,7 @@ class _Graph:
         t = self._tensor(node)
         name = self._name(node, t)
         kind, scope = self._kind(node, t, name)
-        shape, dtype = self.out_shape[node]
+        shape, dtype = node.shape, node.dtype  # (every node knows its output's)
         lines = [name or ("leaf" if node.op is None else ""),
                  f"{fmt_shape(shape)} {_dtype_name(dtype)}", *self._value_lines(node, t)]
         label = "\n".join(line for line in lines if line)
@@ -288,21 +286,22 @@ class _Graph:
         self.items[oid] = _Item("op", node.scope, attrs, op)
         self.edges.append((oid, tid))
         consts = self.rec.constants.get(node, {})
+        shapes, dtypes = node.shapes, node.dtypes  # (computed: once a node, not once an input)
         for i, parent in enumerate(node.parents):
             if parent is not None:
                 self.edges.append((f"t{self.index[parent]}", oid))
-            elif not _absent(node, i, consts.get(i)):  # (no mask given: nothing to draw)
-                self._add_const(node, k, i, consts.get(i), oid)
+            elif not _absent(shapes[i], consts.get(i)):  # (no mask given: nothing to draw)
+                self._add_const(node, k, i, consts.get(i), oid, shapes[i], dtypes[i])
 
-    def _add_const(self, node, k, i, value, oid):
+    def _add_const(self, node, k, i, value, oid, shape, dtype):
         """A dashed box for input i of an op that is no tensor on the graph: a number, or an
         array (a mask, class indices) with its shape and, when recorded, its values."""
         if value is not None and value[1] is None:
             label = repr(value[0])
         else:
             label = "const"
-            if node.dtypes[i] is not None:  # an array (else a number, or None)
-                label += f" {fmt_shape(node.shapes[i])} {node.dtypes[i]}"
+            if dtype is not None:  # an array (else a number, or None)
+                label += f" {fmt_shape(shape)} {dtype}"
             if value is not None and self.show_values:
                 label += "\n" + summarize(_host(value))
         cid = f"c{k}_{i}"
@@ -318,9 +317,10 @@ class _Graph:
         return "saved: " + (", ".join(parts) if parts else "no arrays")
 
 
-def _absent(node, i, value):
-    """Whether input i of the node was None (an optional input left out, as a missing mask)."""
-    return node.shapes[i] is None or (value is not None and value[0] is None)
+def _absent(shape, value):
+    """Whether an input was None (an optional input left out, as a missing mask): its recorded
+    shape is None, or the recorded value is."""
+    return shape is None or (value is not None and value[0] is None)
 
 
 # ---- collapsing modules into one box -------------------------------------------------------------
