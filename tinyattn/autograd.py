@@ -314,6 +314,9 @@ class Node:
 
     def _inputs(self):
         off = {i: (shape, dtype) for i, shape, dtype in self.consts}
+        for p in self.parents:
+            if p is not None:
+                _refresh_leaf(p)  # (a leaf's array may have been replaced since it was made)
         return [(p.shape, p.dtype) if p is not None else off.get(i, ((), None))
                 for i, p in enumerate(self.parents)]
 

@@ -233,7 +233,9 @@ class _Graph:
         t = self._tensor(node)
         name = self._name(node, t)
         kind, scope = self._kind(node, t, name)
-        shape, dtype = node.shape, node.dtype  # (every node knows its output's)
+        # a live tensor's own (a leaf's array may have been replaced since: Module.half()),
+        # else the node's record of its output
+        shape, dtype = (t.shape, t.dtype) if t is not None else (node.shape, node.dtype)
         lines = [name or ("leaf" if node.op is None else ""),
                  f"{fmt_shape(shape)} {_dtype_name(dtype)}", *self._value_lines(node, t)]
         label = "\n".join(line for line in lines if line)

@@ -516,8 +516,14 @@ def test_a_leaf_whose_array_was_replaced_gets_a_gradient_like_its_new_array():
     (v * 3.0).sum().backward()
     assert v.grad.shape == (3,) and v.grad.data.tolist() == [3.0, 3.0, 3.0]
     m = ta.nn.Linear(2, 2)
+    m(ta.tensor(np.ones((1, 2), np.float32)))  # its leaves' nodes exist before the cast
     m.half()
-    m(ta.tensor(np.ones((1, 2), np.float16))).sum().backward()
+    out = m(ta.tensor(np.ones((1, 2), np.float16)))
+    # what pictures and reports show: first a leaf drawn alone (no op node reads it), then all
+    assert "float32" not in ta.viz.to_dot(m.weight)
+    assert "float32" not in ta.viz.to_dot(out)
+    assert out._node.dtypes == [np.float16] * 3
+    out.sum().backward()
     assert all(p.grad.dtype == np.float16 and p.grad.shape == p.shape for p in m.parameters())
 
 
