@@ -501,21 +501,19 @@ def _walk(tensor, gradient, retain_graph, steps):
     grads = {root: _seed_gradient(tensor, gradient, be)}  # node -> its gradient summed so far
     heap = [(root.seq, root)]
     tracers = current_tracers()
-    # the nodes whose gradient so far is an array this walk made and nobody else holds, so it
-    # may be added to in place; None while tracers or steps look at the partial sums
-    owned = None if tracers or steps else set()
+    owned = _owner(tracers, steps)  # the nodes whose gradient so far the walk may add into
     index = 0
     while heap:
         node = heappop(heap)[1]
         g = grads.pop(node)  # every user has sent its part
         if node.tensor is not None:
-            _write_grad(node, g, be)
+            _write_grad(node, g, be, node in owned)
         op, saved = node.op, node.saved
         if op is None:  # a leaf: nothing to pass on
             continue
         if saved is None or node.versions:
             _check_saved(node)
-        if op.add_into is not None and owned is not None:  # getitem: no zero-filled part
+        if op.add_into is not None and owned.adds:  # getitem: no zero-filled part
             _add_into(node, g, be, grads, heap, owned, retain_graph)
             continue
         params = node.params  # (as in apply: no `**` for the commonest, empty params)
@@ -538,6 +536,8 @@ def _walk(tensor, gradient, retain_graph, steps):
             if prev is None:  # the first part of parent's gradient: parent joins the walk
                 grads[parent] = gx
                 heappush(heap, (parent.seq, parent))
+                if op.fresh:  # an array of its own (Op.fresh)
+                    owned.take(parent, gx)
             else:
                 _add_part(grads, owned, parent, prev, gx, node, tracers)
         for tracer in tracers:
@@ -547,16 +547,43 @@ def _walk(tensor, gradient, retain_graph, steps):
             index += 1
 
 
+class _Owned(set):
+    """The nodes whose gradient so far is an array that this walk made, or that a fresh VJP
+    returned (Op.fresh), and that nobody else holds: later parts are added into it in place,
+    and a leaf's .grad takes it without a copy."""
+
+    __slots__ = ()
+    adds = True  # getitem's gradient goes straight into its input's sum (Op.add_into)
+
+    def take(self, node, array):
+        if getattr(array, "ndim", 0):  # (a 0-d result is often a NumPy scalar: not writeable)
+            self.add(node)
+
+
+class _Watched(_Owned):
+    """While tracers or backward_steps look at the partial sums, no sum is owned: each part is
+    a new array, and every VJP runs (no add_into)."""
+
+    __slots__ = ()
+    adds = False
+
+    def take(self, node, array):
+        pass
+
+
+def _owner(tracers, steps):
+    return _Watched() if tracers or steps else _Owned()
+
+
 def _add_part(grads, owned, parent, prev, gx, user, tracers):
     """Add one more part (from node `user`) to parent's gradient so far, `prev`: in place when
     the walk owns prev, else into a new array (prev may be a user's .grad, a saved array or
     another node's part), which the walk then owns."""
-    if owned is not None and parent in owned:
+    if parent in owned:
         prev += gx
         return
     grads[parent] = total = prev + gx
-    if owned is not None and getattr(total, "ndim", 0):  # (0-d: NumPy gives a scalar)
-        owned.add(parent)
+    owned.take(parent, total)
     for tracer in tracers:
         tracer.accumulate(parent, user, total)
 
@@ -663,18 +690,22 @@ def zero_grads(tensors, set_to_none=True):
 _grad_lock = threading.Lock()  # backward in two threads into one shared leaf loses no update
 
 
-def _write_grad(node, g, be):
-    """Add `g` to the tensor's `.grad`, as PyTorch does: the first time as a copy (an array of its
-    own, never one shared with the graph or the caller), then a leaf's .grad is added to in place
-    (a .grad the user holds sees the sum) and a retain_grad tensor's is replaced by a new sum."""
+def _write_grad(node, g, be, owned=False):
+    """Add `g` to the tensor's `.grad`, as PyTorch does: the first time as an array of its own,
+    never one shared with the graph or the caller (a copy, unless g is a leaf's gradient the walk
+    `owned`: made by it or by a fresh VJP, held by nobody else), then a leaf's .grad is added to
+    in place (a .grad the user holds sees the sum) and a retain_grad tensor's is replaced by a
+    new sum."""
     t = node.tensor()
     if t is None:
         return
     with _grad_lock:
         held = t.grad
         if held is None:
-            # xp.array, not astype: a 0-d gradient is often a NumPy scalar, and .grad is an array
-            t.grad = _wrap(be.xp.array(g, dtype=t.dtype, copy=True), be)
+            if owned and node.op is None and g.dtype == t.dtype:
+                t.grad = _wrap(g, be)
+            else:  # xp.array, not astype: a 0-d gradient is often a NumPy scalar
+                t.grad = _wrap(be.xp.array(g, dtype=t.dtype, copy=True), be)
         elif node.op is None and _addable(held.data, t):
             held.data += g
         else:

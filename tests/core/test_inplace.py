@@ -297,6 +297,68 @@ def test_every_op_declares_what_its_saved_arrays_alias():
                 assert out._version_counter is xs[0]._version_counter
 
 
+FRESH = sorted(name for name, opdef in REGISTRY.items() if opdef.fresh)
+
+
+def test_the_hot_ops_say_their_gradients_are_fresh():
+    """Backward adds into, and hands to .grad without a copy, only what these ops return."""
+    assert {"linear", "matmul", "layer_norm", "gelu", "embedding", "scaled_masked_softmax",
+            "cross_entropy"} <= set(FRESH)
+    assert "add" not in FRESH and "reshape" not in FRESH  # g itself, a view of g
+
+
+@pytest.mark.parametrize("name", FRESH)
+def test_an_op_that_says_fresh_returns_gradients_of_their_own(name):
+    """`fresh`: every gradient the VJP returns (at least 1-D) is a writeable array that shares no
+    memory with g, the inputs, the output, the saved arrays or another gradient, on every
+    sample, so backward may add into it in place and give it to a leaf's .grad uncopied."""
+    opdef = REGISTRY[name]
+    checked = 0
+    for k, (inputs, params) in enumerate(opdef.samples):
+        rng = np.random.default_rng(k)
+        xs = S.materialize(inputs, rng, lambda v, rg: ta.tensor(v, requires_grad=rg))
+        out = apply(opdef, *xs, **params)
+        g = rng.standard_normal(out.shape).astype(out.dtype)
+        others = [g, out.data, *(x.data for x in xs if isinstance(x, ta.Tensor)),
+                  *(a for a in out._node.saved if isinstance(a, np.ndarray))]
+        grads = opdef.vjp(out.backend, g, out._node.saved, **params)
+        arrays = [gx for gx in grads if getattr(gx, "ndim", 0) > 0]  # (0-d: backward copies)
+        checked += len(arrays)
+        for i, gx in enumerate(arrays):
+            where = f"{name} sample {k}, gradient {i}"
+            assert isinstance(gx, np.ndarray) and gx.flags.writeable, where
+            for other in others + arrays[:i]:
+                assert not np.shares_memory(gx, other), f"{where} shares memory"
+    assert checked, f"{name}: no sample gives a gradient to check"
+
+
+def test_a_leaf_takes_a_fresh_gradient_without_a_copy_and_it_stays_its_own(monkeypatch):
+    """linear's gw becomes weight.grad as it is (no copy); bias and weight .grads then change
+    alone, a second backward adds into them, and the graph's retained arrays are untouched."""
+    made = []
+    vjp = REGISTRY["linear"].vjp
+    monkeypatch.setattr(REGISTRY["linear"], "vjp",
+                        lambda *a, **k: made.append(vjp(*a, **k)) or made[-1])
+    ta.manual_seed(0)
+    layer = ta.nn.Linear(3, 2)
+    x = ta.randn(4, 3, requires_grad=True)
+    loss = (layer(x) * layer(x)).sum()  # two parts for each parameter: summed in place
+    loss.backward(retain_graph=True)
+    assert len(made) == 2
+    assert np.shares_memory(layer.weight.grad.numpy(), made[0][1]) or \
+        np.shares_memory(layer.weight.grad.numpy(), made[1][1])
+    want = {n: p.grad.numpy().copy() for n, p in layer.named_parameters()}
+    want["x"] = x.grad.numpy().copy()
+    layer.weight.grad.data[...] = 7.0  # the user's .grad: nothing else sees the change
+    np.testing.assert_array_equal(layer.bias.grad.numpy(), want["bias"])
+    np.testing.assert_array_equal(x.grad.numpy(), want["x"])
+    layer.zero_grad()
+    x.grad = None
+    loss.backward()  # the retained graph gives the same gradients again
+    for n, p in [*layer.named_parameters(), ("x", x)]:
+        np.testing.assert_allclose(p.grad.numpy(), want[n], rtol=1e-12, err_msg=n)
+
+
 # ---- recorded in-place ops on non-leaf tensors: torch's gradients ----------------------------
 
 

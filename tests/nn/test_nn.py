@@ -36,6 +36,36 @@ def test_reassigning_an_attribute_replaces_the_registration():
     assert "extra" not in dict(m.named_parameters())
 
 
+def test_named_parameters_follow_every_change_of_the_tree():
+    """named_parameters() is kept between calls (zero_grad walks it every step): any change of
+    the tree, deep inside or at the top, through any container, must show at once."""
+    m = Tiny()
+    m.zero_grad()  # the list is made and kept
+
+    def names():
+        return [n for n, _ in m.named_parameters()]
+
+    m.seq[0].weight = nn.Parameter(np.zeros((4, 4)))  # replaced deep inside: same place
+    assert dict(m.named_parameters())["seq.0.weight"] is m.seq[0].weight
+    m.seq[0].bias = None  # a parameter removed by assignment
+    assert "seq.0.bias" not in names()
+    del m.norm.bias  # ... and by del
+    assert "norm.bias" not in names()
+    m.norm.scale = nn.Parameter(np.ones(2))  # a new one
+    assert names()[-1] == "norm.scale"
+    m.seq.append(nn.Linear(2, 3))  # a container grows
+    assert "seq.3.weight" in names()
+    m.ps = nn.ParameterList([np.zeros(1)])
+    m.ps.append(np.ones(2))
+    assert names()[-2:] == ["ps.0", "ps.1"]
+    m.a.bias = m.norm.scale  # tied: listed once, at its first place
+    assert names().count("a.bias") == 1 and "norm.scale" not in names()
+    del m.seq
+    assert not any(n.startswith("seq.") for n in names())
+    m.zero_grad()
+    assert [p for _, p in m.named_parameters()] == list(m.parameters())
+
+
 def test_module_without_super_init_says_so():
     class Broken(nn.Module):
         def __init__(self):

@@ -30,7 +30,9 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + super().__repr__()
 
 
-_tree_version = [0]  # bumped whenever any module tree changes or is named from a new root
+# bumped whenever any module tree changes (a module or parameter assigned or removed anywhere)
+# or is named from a new root: what a root has cached about its tree is valid while it stands
+_tree_version = [0]
 
 
 class Module:
@@ -44,6 +46,7 @@ class Module:
         object.__setattr__(self, "training", True)
         object.__setattr__(self, "_path", None)  # dotted path from the model called last
         object.__setattr__(self, "_named_at", -1)  # _tree_version when this root named its tree
+        object.__setattr__(self, "_params_at", (-1, ()))  # (_tree_version, named_parameters)
 
     def __setattr__(self, name, value):
         if "_parameters" not in self.__dict__:
@@ -57,7 +60,8 @@ class Module:
             object.__setattr__(self, name, value)
             return
         self._buffers.pop(name, None)
-        if name in self._modules or isinstance(value, Module):
+        if name in self._modules or name in self._parameters or isinstance(value, (Module,
+                                                                                   Parameter)):
             _tree_version[0] += 1
         # a replaced parameter or module keeps its place (and its place in the state dict)
         if isinstance(value, Parameter):
@@ -71,10 +75,10 @@ class Module:
         object.__setattr__(self, name, value)
 
     def __delattr__(self, name):
-        self._parameters.pop(name, None)
+        removed = self._parameters.pop(name, None) is not None
         self._buffers.pop(name, None)
         self._non_persistent.discard(name)
-        if self._modules.pop(name, None) is not None:
+        if self._modules.pop(name, None) is not None or removed:
             _tree_version[0] += 1
         object.__delattr__(self, name)
 
@@ -147,13 +151,21 @@ class Module:
         return iter(self._modules.items())
 
     def named_parameters(self):
-        """(dotted path, Parameter) for every parameter, each once (tied weights too)."""
-        seen = set()
-        for path, module in self.named_modules():
-            for name, p in module._parameters.items():
-                if id(p) not in seen:
-                    seen.add(id(p))
-                    yield (f"{path}.{name}" if path else name), p
+        """(dotted path, Parameter) for every parameter, each once (tied weights too).
+
+        The list is kept until a module or parameter is assigned or removed anywhere (see
+        _tree_version): zero_grad() and clipping walk it every step."""
+        at, found = self._params_at
+        if at != _tree_version[0]:
+            seen, found = set(), []
+            for path, module in self.named_modules():
+                for name, p in module._parameters.items():
+                    if id(p) not in seen:
+                        seen.add(id(p))
+                        found.append(((f"{path}.{name}" if path else name), p))
+            found = tuple(found)
+            object.__setattr__(self, "_params_at", (_tree_version[0], found))
+        return iter(found)
 
     def parameters(self):
         return (p for _, p in self.named_parameters())

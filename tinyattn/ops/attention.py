@@ -36,7 +36,7 @@ def _masked_queries(be, arrays, params, out, label):
 @op("flash_attention", "dS = P * (dO Vᵀ - rowsum(dO * O)); gq = s dS K, gk = s dSᵀ Q, gv = Pᵀ dO",
     grads=("gq", "gk", "gv", None),
     broadcasts=True, nondiff=(3,), fused=True, saves={0: 0, 1: 1, 2: 2, 3: 5},
-    saves_out=3,
+    saves_out=3, fresh=True,
     traps=_masked_queries,
     samples=[
         case((2, 5, 4), (2, 5, 4), (2, 5, 3), None, scale=0.5, causal=True, block=2),

@@ -45,7 +45,7 @@ def sub_vjp(be, g, saved):
 
 
 @op("mul", "gx = g * y, gy = g * x",
-    grads=("gx", "gy"), broadcasts=True, promote="common", saves={0: 0, 1: 1},
+    grads=("gx", "gy"), broadcasts=True, promote="common", saves={0: 0, 1: 1}, fresh=True,
     samples=[case((2, 3), 3.0), case(-2.0, (3,)), *binary_grid()])
 def mul(be, x, y):
     """out = x * y"""

@@ -22,7 +22,7 @@ def _check(x, y):
 
 
 @op("matmul", "gx = g @ yᵀ, gy = xᵀ @ g", grads=("gx", "gy"), broadcasts=True, promote="common",
-    saves={0: 0, 1: 1},
+    saves={0: 0, 1: 1}, fresh=True,
     samples=[case((3, 4), (4, 2)), case((2, 3, 4), (4, 5)), case((2, 3, 4), (2, 4, 5)),
              case((4,), (4, 3)), case((3, 4), (4,)), case((4,), (4,)),
              case((2, 1, 3, 4), (5, 4, 2)), case((3,), (2, 3, 4))])
@@ -68,7 +68,7 @@ def _fold(a):
 
 @op("linear", "gx = g @ w, gw = gᵀ @ x (batch dims folded), gb = Σ g",
     grads=("gx", "gw", "gb"), fused=True,
-    promote="common", saves={0: 0, 1: 1},
+    promote="common", saves={0: 0, 1: 1}, fresh=True,
     samples=[case((2, 3, 4), (5, 4), (5,)), case((4,), (2, 4), None), case((3, 4), (2, 4))])
 def linear(be, x, weight, *bias):
     """out = x @ weightᵀ + bias, weight (out_features, in_features), bias (out_features,)"""

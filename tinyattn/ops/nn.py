@@ -16,7 +16,7 @@ from .samples import case, const, vals
 
 @op("layer_norm", "gx = rstd * (ĝ - mean(ĝ) - x̂ * mean(ĝ * x̂)), ĝ = g * w; gw = Σ g x̂; gb = Σ g",
     grads=("gx", "gw", "gb"),
-    fused=True, saves={1: 2},
+    fused=True, saves={1: 2}, fresh=True,
     samples=[case((2, 3, 4), (4,), (4,)), case((3, 4), None, None),
              case((2, 3, 4), (3, 4), (3, 4), n_dims=2), case((2, 5), (5,), None, eps=1e-3)])
 def layer_norm(be, x, weight=None, bias=None, n_dims=1, eps=1e-5):
@@ -56,7 +56,7 @@ def layer_norm_vjp(be, g, saved, n_dims=1, eps=1e-5):
 
 
 @op("rms_norm", "gx = (ĝ - x̂ * mean(ĝ * x̂)) / rms, ĝ = g * w, x̂ = x / rms; gw = Σ g x̂",
-    grads=("gx", "gw"), fused=True, saves={0: 0, 1: 2},
+    grads=("gx", "gw"), fused=True, saves={0: 0, 1: 2}, fresh=True,
     samples=[case((2, 3, 4), (4,)), case((3, 4), None), case((2, 3, 4), (3, 4), n_dims=2),
              case((2, 5), (5,), eps=1e-3)])
 def rms_norm(be, x, weight=None, n_dims=1, eps=1e-5):
@@ -88,7 +88,7 @@ def rms_norm_vjp(be, g, saved, n_dims=1, eps=1e-5):
 
 
 @op("gelu", "gx = g * (Φ(x) + x φ(x))  (tanh: its derivative)", fused=True, saves={0: 0},
-    samples=[case((3, 4)), case((3, 4), approximate="tanh"),
+    fresh=True, samples=[case((3, 4)), case((3, 4), approximate="tanh"),
              case(vals([-8.0, -3.0, -0.5, 0.0, 0.7, 2.6, 6.0]))])
 def gelu(be, x, approximate="none"):
     """out = x Φ(x) = x (1 + erf(x/√2)) / 2; tanh: x (1 + tanh(√(2/π)(x + 0.044715 x³))) / 2"""
@@ -108,7 +108,7 @@ def gelu_vjp(be, g, saved, approximate="none"):
 
 
 @op("embedding", "gw = zeros(w.shape); gw[ids] += g",
-    grads=(None, "gw"), nondiff=(0,), saves={0: 0},
+    grads=(None, "gw"), nondiff=(0,), saves={0: 0}, fresh=True,
     samples=[case(const([[0, 2, 2], [1, 0, 4]]), (5, 3)), case(const([3, 3, 3]), (4, 2))])
 def embedding(be, ids, weight):
     """out = weight[ids]: one row of the table per id"""

@@ -24,12 +24,12 @@ class Op:
     """A differentiable operation: name, forward, VJP, and a one-line formula for the docs."""
 
     __slots__ = ("name", "fwd", "vjp", "add_into", "formula", "grads", "broadcasts", "nondiff",
-                 "fused", "promote", "saves", "saves_out", "view", "doc", "samples", "traps",
-                 "float64_params")
+                 "fused", "promote", "saves", "saves_out", "view", "fresh", "doc", "samples",
+                 "traps", "float64_params")
 
     def __init__(self, name, fwd, formula, grads=("gx",), broadcasts=False, nondiff=(),
                  fused=False, promote=None, saves=None, saves_out=None, view=False,
-                 samples=None, traps=None, float64_params=None):
+                 fresh=False, samples=None, traps=None, float64_params=None):
         self.name = name
         self.fwd = fwd
         self.vjp = functools.partial(_missing_vjp, name)
@@ -55,6 +55,11 @@ class Op:
         self.saves = saves or {}
         self.saves_out = saves_out
         self.view = view  # the output may be a view of input 0 (they share a version counter)
+        # the VJP's gradients are new writeable arrays, one of its own per input, that share no
+        # memory with g, the inputs, the saved arrays or each other: backward then adds the
+        # input's later parts into them in place and a leaf's .grad takes one without a copy
+        # (tests/core/test_vjp_contract.py checks every op that says so, on every sample)
+        self.fresh = fresh
         self.doc = (fwd.__doc__ or "").strip()  # the forward in one line of math
         # the cases gradcheck and the tests run: a list of samples.case(...); none fails the suite
         self.samples = samples or []

@@ -31,7 +31,8 @@ def _neginf_rows(be, arrays, params, out, label):
 _SOFTMAX_TRAPS = traps.both(_zero_rows, traps.float16_logits)
 
 
-@op("softmax", "gx = y * (g - sum(g*y, dim))", promote="float", saves_out=0, traps=_SOFTMAX_TRAPS,
+@op("softmax", "gx = y * (g - sum(g*y, dim))", promote="float", saves_out=0, fresh=True,
+    traps=_SOFTMAX_TRAPS,
     samples=[case((2, 5)), case((2, 3, 4), dim=1), case(vals([[1e4, -1e4, 0.0, 1e4 - 2.0]])),
              case(vals([[0.5, float("-inf"), 1.0], [float("-inf")] * 3]))])
 def softmax(be, x, dim=-1):
@@ -83,7 +84,7 @@ def log_softmax_vjp(be, g, saved, dim=-1):
 
 @op("scaled_masked_softmax", "gx = scale * y * (g - sum(g*y, -1))",
     grads=("gx", None), nondiff=(1,), fused=True,
-    promote="float", saves_out=0,
+    promote="float", saves_out=0, fresh=True,
     traps=_SOFTMAX_TRAPS,
     samples=[
         case((2, 4, 4), None, scale=0.5, causal=True),
@@ -112,7 +113,7 @@ def scaled_masked_softmax_vjp(be, g, saved, keep=None, scale=1.0, causal=False):
 
 @op("cross_entropy", "gx = (softmax(x) - (1-ε) onehot(t) - ε/C) * g / n",
     grads=("gx", None), nondiff=(1,),
-    fused=True,
+    fused=True, fresh=True,
     traps=traps.float16_logits,
     samples=[
         case((4, 5), const([0, 3, 4, 1])),
