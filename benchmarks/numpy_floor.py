@@ -38,31 +38,30 @@ def _ln_bwd(g, cache):
 
 
 def _gelu_fwd(f):
-    """tanh-GELU with one temporary besides the output: (out, t)."""
-    t = f * f
-    t *= 0.044715
-    t += 1
-    t *= f
-    t *= GELU_C
-    np.tanh(t, out=t)
-    out = t + 1
-    out *= f
-    out *= 0.5
-    return out, t
+    """tanh-GELU as f σ(2u), u = √(2/π) (f + 0.044715 f³) (one exp, as tinyattn's NumPy backend
+    computes it), with one temporary besides the output: (out, s = σ(2u))."""
+    s = f * f
+    s *= 0.044715
+    s += 1
+    s *= f
+    s *= -2 * GELU_C
+    with np.errstate(over="ignore"):
+        np.exp(s, out=s)
+    s += 1
+    np.divide(1, s, out=s)
+    return f * s, s
 
 
-def _gelu_bwd(g, f, t):
-    """d/df of 0.5 f (1 + t): 0.5 (1 + t) + 0.5 f (1 - t²) √(2/π) (1 + 3·0.044715 f²), times g."""
+def _gelu_bwd(g, f, s):
+    """d/df of f s: s + f s (1 - s) d(2u)/df, d(2u)/df = 2√(2/π) (1 + 3·0.044715 f²), times g."""
     du = f * f
-    du *= 3 * 0.044715 * GELU_C
-    du += GELU_C
-    gf = t * t
-    np.subtract(1, gf, out=gf)
+    du *= 6 * 0.044715 * GELU_C
+    du += 2 * GELU_C
+    gf = 1 - s
+    gf *= s
     gf *= du
     gf *= f
-    gf += 1
-    gf += t
-    gf *= 0.5
+    gf += s
     gf *= g
     return gf
 
@@ -115,7 +114,7 @@ def numpy_step(p, idx, tgt, H):  # noqa: N803
     x1 = _linear(y, p[pre + "attn.proj.weight"], p[pre + "attn.proj.bias"], residual=x0)
     h2, ln2 = _ln_fwd(x1, p[pre + "ln2.weight"], p[pre + "ln2.bias"])
     f = _linear(h2, p[pre + "mlp.fc.weight"], p[pre + "mlp.fc.bias"])  # (B, T, 4C)
-    gelu, t = _gelu_fwd(f)
+    gelu, s_gelu = _gelu_fwd(f)
     x2 = _linear(gelu, p[pre + "mlp.proj.weight"], p[pre + "mlp.proj.bias"], residual=x1)
     h3, lnf = _ln_fwd(x2, p["ln_f.weight"], p["ln_f.bias"])
     logits = h3.reshape(-1, C) @ p["wte.weight"].T  # (B*T, V)
@@ -137,7 +136,7 @@ def numpy_step(p, idx, tgt, H):  # noqa: N803
     gx2, grads["ln_f.weight"], grads["ln_f.bias"] = _ln_bwd(gh3, lnf)
     ggelu, grads[pre + "mlp.proj.weight"], grads[pre + "mlp.proj.bias"] = _linear_bwd(
         gx2, gelu, p[pre + "mlp.proj.weight"])
-    gf = _gelu_bwd(ggelu, f, t)
+    gf = _gelu_bwd(ggelu, f, s_gelu)
     gh2, grads[pre + "mlp.fc.weight"], grads[pre + "mlp.fc.bias"] = _linear_bwd(
         gf, h2, p[pre + "mlp.fc.weight"])
     gx1_ln, grads[pre + "ln2.weight"], grads[pre + "ln2.bias"] = _ln_bwd(gh2, ln2)

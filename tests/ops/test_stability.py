@@ -117,3 +117,30 @@ def test_overflow_and_invalid_values_give_ieee_results_without_warnings():
         np.testing.assert_array_equal((x ** 400.5).numpy(), [np.inf, 1.0, 0.0])
         np.testing.assert_array_equal((x[2:] ** -1.0).numpy(), [np.inf])  # divide by zero
         assert np.isnan(((x[1:] - 2.0) ** 0.5).numpy()).all()  # invalid
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_tanh_gelu_keeps_its_digits_left_of_zero_and_never_warns(dtype):
+    """x (1 + tanh u) / 2 loses every digit where tanh u is near -1 (x < -3): 1 + tanh u
+    cancels. Computed as x σ(2u) it keeps them, and far left e^-2u overflows to inf quietly
+    (GELU is 0 there). Forward and gradient against float64 over [-9, 5] (float16: its range)."""
+    import math
+    import warnings
+
+    c, a = math.sqrt(2 / math.pi), 0.044715
+    x = np.linspace(-9, 5, 20001).astype(dtype)
+    wide = x.astype(np.float64)
+    s = 1 / (1 + np.exp(-2 * c * (wide + a * wide ** 3)))
+    want = wide * s
+    want_grad = s + wide * s * (1 - s) * 2 * c * (1 + 3 * a * wide ** 2)
+    t = ta.tensor(x, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        y = F.gelu(t, approximate="tanh")
+        y.sum().backward()
+    tiny = np.finfo(dtype).tiny  # below it, float16/32 hold fewer digits (subnormals)
+    normal = np.abs(want) > 1e3 * tiny
+    rel = np.abs(y.numpy() - want)[normal] / np.abs(want)[normal]
+    assert rel.max() < (3e-5 if dtype == np.float32 else 8e-3), rel.max()
+    np.testing.assert_allclose(t.grad.numpy(), want_grad, atol=2e-6 if dtype == np.float32
+                               else 6e-3, rtol=0)

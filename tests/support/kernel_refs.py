@@ -376,25 +376,26 @@ def _erf(x):
 
 @_quiet
 def gelu_forward(x, approximate="none"):
-    """(out, saved) as the GELU ElementwiseKernel writes them: saved is cdf (erf) or t (tanh)."""
+    """(out, saved) as the GELU ElementwiseKernel writes them: saved is cdf (erf) or
+    s = σ(2u) (tanh)."""
     a = acc_dtype(x.dtype)
     xa = x.astype(a)
     if approximate == "tanh":
-        t = np.tanh(a.type(SQRT_2_OVER_PI) * (xa + a.type(GELU_C) * (xa * xa * xa)))
-        out = a.type(0.5) * xa * (1 + t)
-        return out.astype(x.dtype), t.astype(x.dtype)
+        u = a.type(SQRT_2_OVER_PI) * (xa + a.type(GELU_C) * (xa * xa * xa))
+        s = 1 / (1 + np.exp(a.type(-2) * u))
+        return (xa * s).astype(x.dtype), s.astype(x.dtype)
     cdf = a.type(0.5) * (1 + _erf(xa * a.type(INV_SQRT_2)))
     return (xa * cdf).astype(x.dtype), cdf.astype(x.dtype)
 
 
 @_quiet
 def gelu_backward(g, x, saved, approximate="none"):
-    """gx as the GELU backward ElementwiseKernel computes it from x and the saved cdf or t."""
+    """gx as the GELU backward ElementwiseKernel computes it from x and the saved cdf or s."""
     a = acc_dtype(x.dtype)
     ga, xa, sa = g.astype(a), x.astype(a), saved.astype(a)
     if approximate == "tanh":
-        du = a.type(SQRT_2_OVER_PI) * (1 + a.type(3 * GELU_C) * (xa * xa))
-        gx = ga * (a.type(0.5) * (1 + sa) + a.type(0.5) * xa * (1 - sa * sa) * du)
+        du2 = a.type(2 * SQRT_2_OVER_PI) * (1 + a.type(3 * GELU_C) * (xa * xa))
+        gx = ga * (sa + xa * sa * (1 - sa) * du2)
     else:
         pdf = a.type(INV_SQRT_2PI) * np.exp(a.type(-0.5) * (xa * xa))
         gx = ga * (sa + xa * pdf)

@@ -10,10 +10,18 @@ a row whose entries are all -inf (fully masked) gives zeros, never NaN.
 import math
 from abc import ABC, abstractmethod
 
+import numpy
+
 from . import flash, stable
 from .stable import NEG_INF
 
 SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
+
+
+def _overflow_ok():
+    """NumPy's overflow to inf without its warning (the value is the one wanted); CuPy never
+    warns."""
+    return numpy.errstate(over="ignore")
 INV_SQRT_2 = 1 / math.sqrt(2)
 INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
 
@@ -72,19 +80,20 @@ class Backend(ABC):
 
     def gelu_forward(self, x, approximate="none"):
         """(out, saved): out = x Φ(x) with saved = Φ(x) = (1 + erf(x/√2)) / 2, or for "tanh"
-        out = x (1 + t) / 2 with saved = t = tanh(√(2/π) (x + 0.044715 x³))."""
+        out = x (1 + tanh u) / 2 = x σ(2u) with saved = s = σ(2u), u = √(2/π) (x + 0.044715 x³).
+        (The σ form: one exp, not tanh, and no 1 + tanh u cancelling far left of 0.)"""
         xp = self.xp
         if approximate == "tanh":
-            t = xp.asarray(x * x)  # asarray: on a 0-d x, x * x is a scalar, not writable
-            t *= 0.044715
-            t += 1
-            t *= x
-            t *= SQRT_2_OVER_PI
-            xp.tanh(t, out=t)
-            out = t + 1
-            out *= x
-            out *= 0.5
-            return out, t
+            s = xp.asarray(x * x)  # asarray: on a 0-d x, x * x is a scalar, not writable
+            s *= 0.044715
+            s += 1
+            s *= x
+            s *= -2 * SQRT_2_OVER_PI  # -2u
+            with _overflow_ok():  # e^-2u = inf far left of 0: σ = 1 / inf = 0 there
+                xp.exp(s, out=s)
+            s += 1
+            xp.divide(1, s, out=s)  # σ(2u)
+            return x * s, s
         cdf = xp.asarray(self.erf(x * INV_SQRT_2))
         cdf += 1
         cdf *= 0.5
@@ -92,21 +101,19 @@ class Backend(ABC):
 
     def gelu_backward(self, g, x, saved, approximate="none"):
         """gx = g * dGELU/dx from x and what gelu_forward saved:
-        Φ(x) + x φ(x) with φ(x) = exp(-x²/2) / √(2π); for "tanh", with u = √(2/π)(x + 0.044715 x³),
-        0.5 (1 + t) + 0.5 x (1 - t²) du/dx, du/dx = √(2/π) (1 + 3·0.044715 x²)."""
+        Φ(x) + x φ(x) with φ(x) = exp(-x²/2) / √(2π); for "tanh", from s = σ(2u),
+        s + x s (1 - s) d(2u)/dx with d(2u)/dx = 2√(2/π) (1 + 3·0.044715 x²)."""
         xp = self.xp
         if approximate == "tanh":
-            t = saved
+            s = saved
             du = x * x
-            du *= 3 * 0.044715 * SQRT_2_OVER_PI
-            du += SQRT_2_OVER_PI
-            gx = xp.asarray(t * t)
-            xp.subtract(1, gx, out=gx)
+            du *= 6 * 0.044715 * SQRT_2_OVER_PI
+            du += 2 * SQRT_2_OVER_PI  # d(2u)/dx
+            gx = xp.asarray(1 - s)
+            gx *= s
             gx *= du
             gx *= x
-            gx += 1
-            gx += t
-            gx *= 0.5
+            gx += s
             gx *= g
             return gx
         gx = xp.asarray(x * x)

@@ -88,11 +88,11 @@ def _gelu_ops():
             "T g, T x, T cdf", "T gx",
             f"{acc} gx = (T)tinyattn_gelu_erf_backward<A>((A)g, (A)x, (A)cdf);"),
         "tinyattn_gelu_tanh_forward": (
-            "T x", "T out, T t",
-            f"{acc} A o, tt; tinyattn_gelu_tanh_forward<A>((A)x, o, tt); out = (T)o; t = (T)tt;"),
+            "T x", "T out, T s",
+            f"{acc} A o, sa; tinyattn_gelu_tanh_forward<A>((A)x, o, sa); out = (T)o; s = (T)sa;"),
         "tinyattn_gelu_tanh_backward": (
-            "T g, T x, T t", "T gx",
-            f"{acc} gx = (T)tinyattn_gelu_tanh_backward<A>((A)g, (A)x, (A)t);"),
+            "T g, T x, T s", "T gx",
+            f"{acc} gx = (T)tinyattn_gelu_tanh_backward<A>((A)g, (A)x, (A)s);"),
         "tinyattn_adam_update": (
             "T g, float64 lr, float64 beta1, float64 beta2, float64 eps, float64 wd, "
             "int32 mode, float64 bc1, float64 sqrt_bc2",
@@ -416,7 +416,7 @@ class CupyBackend(Backend):
 
     def gelu_forward(self, x, approximate="none"):
         """(out, saved) of GELU in one pass, as ops/nn.py's gelu computes them: saved is
-        Φ(x) (approximate="none") or the tanh (approximate="tanh")."""
+        Φ(x) (approximate="none") or σ(2u) (approximate="tanh", see Backend.gelu_forward)."""
         if approximate not in ("none", "tanh"):
             raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
         if self.use_kernels and x.dtype in SOFTMAX_DTYPES:
@@ -425,7 +425,7 @@ class CupyBackend(Backend):
         return super().gelu_forward(x, approximate)
 
     def gelu_backward(self, g, x, saved, approximate="none"):
-        """gx of GELU from x and the saved Φ(x) or tanh, in one pass."""
+        """gx of GELU from x and the saved Φ(x) or σ(2u), in one pass."""
         if self.use_kernels and x.dtype in SOFTMAX_DTYPES:
             kind = "tanh" if approximate == "tanh" else "erf"
             return self.elementwise(f"tinyattn_gelu_{kind}_backward")(

@@ -97,14 +97,14 @@ def gelu(be, x, approximate="none"):
     if getattr(x, "dtype", None) is None or x.dtype.kind != "f":
         raise DTypeError(f"gelu: needs a floating-point input, got "
                          f"{getattr(x, 'dtype', type(x).__name__)}; convert it with .float()")
-    out, t_or_cdf = be.gelu_forward(x, approximate)  # the formulas: Backend.gelu_forward
-    return out, (x, t_or_cdf)
+    out, s_or_cdf = be.gelu_forward(x, approximate)  # the formulas: Backend.gelu_forward
+    return out, (x, s_or_cdf)
 
 
 @gelu.defvjp
 def gelu_vjp(be, g, saved, approximate="none"):
-    x, t_or_cdf = saved  # tanh(√(2/π)(x + 0.044715 x³)), or Φ(x)
-    return (be.gelu_backward(g, x, t_or_cdf, approximate),)
+    x, s_or_cdf = saved  # σ(2√(2/π)(x + 0.044715 x³)) (tanh form), or Φ(x)
+    return (be.gelu_backward(g, x, s_or_cdf, approximate),)
 
 
 @op("embedding", "gw = zeros(w.shape); gw[ids] += g",

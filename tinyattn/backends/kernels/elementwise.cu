@@ -5,8 +5,9 @@
 // once. Computation is float32 for float16/float32 data and float64 for float64
 // (tinyattn_acc<T>). The formulas are the ones ops/nn.py (gelu) and Backend.adam_update use:
 //   gelu (erf):  cdf = (1 + erf(x / sqrt 2)) / 2,   out = x cdf,   gx = g (cdf + x phi(x))
-//   gelu (tanh): t = tanh(sqrt(2/pi) (x + 0.044715 x^3)),   out = x (1 + t) / 2,
-//                gx = g ((1 + t) / 2 + x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2) / 2)
+//   gelu (tanh): out = x (1 + tanh u) / 2 = x s,  s = sigma(2u) = 1 / (1 + exp(-2u)),
+//                u = sqrt(2/pi) (x + 0.044715 x^3) (no 1 + tanh u cancelling far left of 0),
+//                gx = g (s + x s (1 - s) 2 sqrt(2/pi) (1 + 3 * 0.044715 x^2))
 //   adam:        mode 2 (AdamW): p *= 1 - lr wd;  mode 1 (Adam with L2): g += wd p;
 //                mode 0: no weight decay;  m = b1 m + (1 - b1) g;
 //                v = b2 v + (1 - b2) g^2;  p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
@@ -41,15 +42,16 @@ __device__ __forceinline__ A tinyattn_gelu_erf_backward(A g, A x, A cdf) {
 }
 
 template <typename A>
-__device__ __forceinline__ void tinyattn_gelu_tanh_forward(A x, A& out, A& t) {
-    t = tinyattn_tanh(A(TINYATTN_SQRT_2_OVER_PI) * (x + A(TINYATTN_GELU_C) * (x * x * x)));
-    out = A(0.5) * x * (A(1) + t);
+__device__ __forceinline__ void tinyattn_gelu_tanh_forward(A x, A& out, A& s) {
+    const A u = A(TINYATTN_SQRT_2_OVER_PI) * (x + A(TINYATTN_GELU_C) * (x * x * x));
+    s = A(1) / (A(1) + tinyattn_ew_exp(A(-2) * u));  // exp overflows to inf far left: s = 0
+    out = x * s;
 }
 
 template <typename A>
-__device__ __forceinline__ A tinyattn_gelu_tanh_backward(A g, A x, A t) {
-    const A du = A(TINYATTN_SQRT_2_OVER_PI) * (A(1) + A(3 * TINYATTN_GELU_C) * (x * x));
-    return g * (A(0.5) * (A(1) + t) + A(0.5) * x * (A(1) - t * t) * du);
+__device__ __forceinline__ A tinyattn_gelu_tanh_backward(A g, A x, A s) {
+    const A du2 = A(2 * TINYATTN_SQRT_2_OVER_PI) * (A(1) + A(3 * TINYATTN_GELU_C) * (x * x));
+    return g * (s + x * s * (A(1) - s) * du2);
 }
 
 // One Adam/AdamW step for one element, in place on p, m, v. bc1 = 1 - b1^t,
