@@ -131,9 +131,9 @@ def cross_entropy(be, x, target, ignore_index=-100, reduction="mean", label_smoo
                          "convert them with .float()")
     rows, t, shape = _rows(be, x, target)  # (M, C), (M,)
     n_class = rows.shape[1]
-    valid = t != ignore_index
-    _check_classes(be, t, valid, n_class, ignore_index)
-    t = xp.where(valid, t, 0)
+    valid = _valid_rows(be, t, n_class, ignore_index)  # None: every row counts
+    if valid is not None:
+        t = xp.where(valid, t, 0)
     m = stable.row_max(xp, rows, 1)
     p = rows - m  # becomes exp(rows - m), then the softmax, in place
     if label_smoothing:  # the mean of x - m, divided first: a row of 2e38s overflows no sum
@@ -141,19 +141,23 @@ def cross_entropy(be, x, target, ignore_index=-100, reduction="mean", label_smoo
     xp.exp(p, out=p)
     s = p.sum(axis=1, keepdims=True)
     log_s = xp.log(s)[:, 0]  # (M,): logsumexp(x) - m
-    picked = xp.take_along_axis(rows, t[:, None], axis=1)[:, 0]
+    picked = rows[xp.arange(len(t)), t]
     loss = log_s - (picked - m[:, 0])  # -log softmax(x)[t], from x - m (no 2e38 - 2e38 loss)
     if label_smoothing:  # mean_c -log softmax(x)[c] = log Σ e^(x - m) - mean(x - m)
         loss = (1 - label_smoothing) * loss + label_smoothing * (log_s - mean_shifted)
-    loss = xp.where(valid, loss, 0)
+    if valid is not None:
+        loss = xp.where(valid, loss, 0)
     p /= s
     if reduction == "none":
         out = loss.reshape(shape)
     elif reduction == "sum":
         out = loss.sum()
     elif reduction == "mean":
-        n = valid.sum(dtype=loss.dtype)  # every target ignored: NaN as in PyTorch, no 0/0 warning
-        out = xp.where(n > 0, loss.sum(), float("nan")) / xp.maximum(n, 1)
+        if valid is None:
+            out = loss.sum() / loss.dtype.type(len(t))
+        else:  # every target ignored: NaN as in PyTorch, no 0/0 warning
+            n = valid.sum(dtype=loss.dtype)
+            out = xp.where(n > 0, loss.sum(), float("nan")) / xp.maximum(n, 1)
     else:
         raise ValueError(f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got "
                          f"{reduction!r}")
@@ -168,11 +172,16 @@ def cross_entropy_vjp(be, g, saved, ignore_index=-100, reduction="mean", label_s
         w = g.reshape(-1)
     elif reduction == "sum":
         w = g
+    elif valid is None:
+        w = g / g.dtype.type(len(t))
     else:
         w = g / xp.maximum(valid.sum(dtype=g.dtype), 1)  # no valid row: w is unused below
-    w = xp.where(valid, w, 0).astype(p.dtype)[:, None]  # (M, 1): each row's weight
+    if valid is not None:
+        w = xp.where(valid, w, 0)
+    # each row's weight: (M, 1), or one number for all rows
+    w = w.astype(p.dtype)[:, None] if w.ndim else w.astype(p.dtype)
     gx = p * w
-    gx[xp.arange(len(t)), t] -= (1 - label_smoothing) * w[:, 0]
+    gx[xp.arange(len(t)), t] -= (1 - label_smoothing) * (w[:, 0] if w.ndim else w)
     if label_smoothing:
         gx -= (label_smoothing / p.shape[1]) * w
     return _unrows(be, gx, x_shape), None
@@ -202,12 +211,19 @@ def _unrows(be, gx, x_shape):
     return be.xp.moveaxis(gx.reshape(moved), -1, 1)
 
 
-def _check_classes(be, t, valid, n_class, ignore_index):
+def _valid_rows(be, t, n_class, ignore_index):
+    """Which rows count (target != ignore_index), or None when all do; an error for a target
+    out of range. The common case, every target a class and ignore_index none (-100), takes
+    two reductions instead of five array passes."""
+    if t.size and not 0 <= ignore_index < n_class and bool((t.min() >= 0) & (t.max() < n_class)):
+        return None
+    valid = t != ignore_index
     bad = valid & ((t < 0) | (t >= n_class))
     if bad.any():
         value = int(t[bad].reshape(-1)[0])
         raise DimError(f"cross_entropy: target {value} is out of range for {n_class} classes "
                        f"(valid: 0..{n_class - 1}, or ignore_index={ignore_index})")
+    return None if t.size and valid.all() else valid  # (none: the mean is NaN, as in torch)
 
 
 OPS = (softmax, log_softmax, scaled_masked_softmax, cross_entropy)
