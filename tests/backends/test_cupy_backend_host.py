@@ -82,7 +82,7 @@ def test_the_fake_refuses_host_arrays_and_implicit_copies(fake_be):
 #
 # With TINYATTN_CUPY_KERNELS=0 the ops run their own code, and the base Backend's reference
 # primitives, through `xp = cupy`; the CuPy backend adds only its own erf (cupyx's loops widen
-# float16), its scatters (cupyx.scatter_add/max/min) and its generator (float32/float64 only).
+# float16), its scatters (ufunc.at, or cupyx's) and its generator (float32/float64 only).
 # One check per op family runs a few of its ops forward and backward on the fake, in float32
 # and float16, and holds the output and every gradient to PyTorch's float64 on the same
 # (rounded) values: the arrays stay on the device (the fake refuses host arrays and implicit
@@ -206,11 +206,40 @@ SHAPE_AND_INDEX = {
 
 
 def test_shape_and_index_ops_on_the_device(fake_be):
-    """The index VJPs go through cupyx.scatter_add / scatter_max (repeated indices collect)."""
+    """The index VJPs go through add.at / maximum.at (repeated indices collect)."""
     rng = np.random.default_rng(0)
     index = np.array([[0, 3, 3], [1, 1, 1], [4, 0, 4], [2, 2, 0]])
     _check_family(SHAPE_AND_INDEX, [rng.standard_normal((4, 5)), index,
                                     rng.standard_normal((4, 3))], np.float32)
+
+
+def test_scatters_take_ufunc_at_and_cupyx_only_without_it():
+    """CuPy 14 deprecates cupyx.scatter_add/max/min for ufunc.at: the backend calls ufunc.at
+    and falls back to cupyx's where a CuPy has no ufunc.at for that ufunc."""
+    from tinyattn.backends import cupy_backend
+
+    calls = []
+
+    class At:
+        def __init__(self, works):
+            self.works = works
+
+        def at(self, out, index, values):
+            if not self.works:
+                raise NotImplementedError("no at")
+            calls.append("at")
+            np.add.at(out, index, values)
+
+    def legacy(out, index, values):
+        calls.append("cupyx")
+        np.add.at(out, index, values)
+
+    for works, want in ((True, ["at"]), (False, ["cupyx"])):
+        calls.clear()
+        out = np.zeros(3)
+        cupy_backend._scatter(At(works), legacy, out, np.array([0, 2, 0]), np.ones(3))
+        np.testing.assert_array_equal(out, [2.0, 0.0, 1.0])  # the repeated index collects
+        assert calls == want
 
 
 SOFTMAX = {

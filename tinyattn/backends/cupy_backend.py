@@ -103,6 +103,15 @@ def _gelu_ops():
     }
 
 
+def _scatter(ufunc, legacy, out, index, values):
+    """ufunc.at(out, index, values): repeated indices all count. CuPy 14 deprecates cupyx's
+    scatter_add/max/min for ufunc.at; a CuPy without ufunc.at for this ufunc takes cupyx's."""
+    try:
+        ufunc.at(out, index, values)
+    except (AttributeError, NotImplementedError):
+        legacy(out, index, values)
+
+
 class CupyBackend(Backend):
     name = "cupy"
     flash_block = 64  # the tile size the fallback reference uses; the kernels use FLASH_TILES
@@ -127,13 +136,13 @@ class CupyBackend(Backend):
         return self.xp.asnumpy(array)
 
     def scatter_add(self, out, index, values):
-        self._cupyx.scatter_add(out, index, values)
+        _scatter(self.xp.add, self._cupyx.scatter_add, out, index, values)
 
     def scatter_max(self, out, index, values):
-        self._cupyx.scatter_max(out, index, values)
+        _scatter(self.xp.maximum, self._cupyx.scatter_max, out, index, values)
 
     def scatter_min(self, out, index, values):
-        self._cupyx.scatter_min(out, index, values)
+        _scatter(self.xp.minimum, self._cupyx.scatter_min, out, index, values)
 
     def erf(self, x):
         # cupyx's erf has loops e->d, f->f, d->d: float16 in would give float64 out
