@@ -162,6 +162,17 @@ def test_changing_a_saved_tensor_makes_backward_refuse():
     assert w.grad is None
 
 
+def test_changing_the_targets_after_cross_entropy_makes_backward_refuse():
+    """cross_entropy keeps the target tensor itself when every target is a class: a target
+    changed in place afterwards would move the gradient's -1 (torch refuses too)."""
+    x = leaf(np.zeros((3, 4)))
+    target = ta.tensor(np.array([0, 1, 2]))
+    loss = ta.functional.cross_entropy(x, target)
+    target[0] = 3
+    with pytest.raises(ta.GraphError, match=r"cross_entropy saved its input 1 \(shape \(3,\)\)"):
+        loss.backward()
+
+
 # (forward from x, change made under no_grad afterwards): the same code runs in both libraries
 SCENARIOS = {
     "exp saves its output": (lambda x: x.exp(), lambda x, out: out.__iadd__(1.0)),

@@ -112,7 +112,7 @@ def scaled_masked_softmax_vjp(be, g, saved, keep=None, scale=1.0, causal=False):
 
 
 @op("cross_entropy", "gx = (softmax(x) - (1-ε) onehot(t) - ε/C) * g / n",
-    grads=("gx", None), nondiff=(1,),
+    grads=("gx", None), nondiff=(1,), saves={1: 1},
     fused=True, fresh=True,
     traps=traps.float16_logits,
     samples=[
