@@ -690,7 +690,7 @@ def zero_grads(tensors, set_to_none=True):
 _grad_lock = threading.Lock()  # backward in two threads into one shared leaf loses no update
 
 
-def _write_grad(node, g, be, owned=False):
+def _write_grad(node, g, be, owned):
     """Add `g` to the tensor's `.grad`, as PyTorch does: the first time as an array of its own,
     never one shared with the graph or the caller (a copy, unless g is a leaf's gradient the walk
     `owned`: made by it or by a fresh VJP, held by nobody else), then a leaf's .grad is added to

@@ -131,6 +131,24 @@ def test_slices_and_repeated_uses_add_their_gradients_in_place():
     out = (y * 2.0).sum() + (y * 3.0).sum() + (y * 4.0).sum() + (y * 5.0).sum()
     assert _backward_peak(out, x) < 3.5
     np.testing.assert_array_equal(x.grad.numpy(), np.full((128, 256), 14.0))
+    # parts that are not arrays of their own (add passes g on): the first is kept as it is,
+    # the second makes a new sum, the third and fourth add into it, and the leaf's .grad
+    # takes that sum without a copy: one buffer at most
+    x = leaf(np.ones((128, 256)))
+    out = (x + 2.0).sum() + (x + 3.0).sum() + (x + 4.0).sum() + (x + 5.0).sum()
+    assert _backward_peak(out, x) < 1.5
+    np.testing.assert_array_equal(x.grad.numpy(), np.full((128, 256), 4.0))
+
+
+def test_a_node_records_every_input_off_the_graph():
+    """Inputs without a graph (a mask, a no-grad tensor) keep their shapes and dtypes on the
+    node, each at its place, for the pictures and reports."""
+    x = leaf(np.ones((2, 3)))
+    mask = ta.tensor(np.array([[True, False, True]]))  # (1, 3)
+    other = ta.tensor(np.zeros(3, dtype=np.float32))  # (3,)
+    node = F.where(mask, x, other)._node
+    assert node.shapes == [(1, 3), (2, 3), (3,)]
+    assert node.dtypes == [np.dtype(bool), np.dtype(np.float64), np.dtype(np.float32)]
 
 
 def test_sliced_float32_gradients_stay_float32_on_the_way_back():

@@ -62,8 +62,26 @@ def test_named_parameters_follow_every_change_of_the_tree():
     assert names().count("a.bias") == 1 and "norm.scale" not in names()
     del m.seq
     assert not any(n.startswith("seq.") for n in names())
+    m.extra = nn.Parameter(np.ones(1))  # two changes between two looks: both show
+    del m.a
+    assert "extra" in names() and not any(n.startswith("a.") for n in names())
     m.zero_grad()
     assert [p for _, p in m.named_parameters()] == list(m.parameters())
+
+
+def test_tiny_transformer_defaults_are_the_configs_and_dropout_reaches_every_layer():
+    from dataclasses import fields
+
+    from tinyattn.nn.transformer import TransformerConfig
+
+    model = nn.TinyTransformer(11)
+    config = TransformerConfig(11)
+    assert model.wpe.weight.shape == (config.max_len, config.d_model)
+    assert len(model.blocks) == config.n_layers and model.blocks[0].attn.n_heads == config.n_heads
+    assert {f.name for f in fields(TransformerConfig)} >= {"max_len", "d_model", "n_heads"}
+    block = nn.TransformerBlock(8, 2, dropout=0.25)
+    drops = [m.p for m in block.modules() if isinstance(m, nn.Dropout)]
+    assert len(drops) >= 2 and all(p == 0.25 for p in drops)  # attention's and the MLP's
 
 
 def test_module_without_super_init_says_so():

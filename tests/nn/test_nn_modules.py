@@ -174,6 +174,20 @@ def test_buffers_sit_in_the_state_dict_in_torchs_order_and_load_back():
         m.count = [1]
     with raises(KeyError, "register_buffer", "'lin'"):
         m.register_buffer("lin", ta.zeros(1))
+    for bad in ("", "a.b"):  # a name state_dict could not key
+        with raises(KeyError, "register_buffer", "non-empty string without '.'"):
+            m.register_buffer(bad, ta.zeros(1))
+
+
+def test_to_a_backend_by_name_or_object_moves_and_keeps_the_values():
+    m = WithBuffers()
+    before = {k: v.numpy().copy() for k, v in m.state_dict().items()}
+    for target in ("numpy", "NumPy", ta.backends.backend("numpy")):
+        assert m.to(target) is m
+        for k, v in m.state_dict().items():
+            assert v.backend.name == "numpy"
+            np.testing.assert_array_equal(v.numpy(), before[k], k)
+            assert v.dtype == before[k].dtype, k
 
 
 def test_half_float_double_cast_floating_parameters_and_buffers_only():
