@@ -537,7 +537,7 @@ def _walk(tensor, gradient, retain_graph, steps):
                 grads[parent] = gx
                 heappush(heap, (parent.seq, parent))
                 if op.fresh:  # an array of its own (Op.fresh)
-                    owned.take(parent, gx)
+                    owned.add(parent)
             else:
                 _add_part(grads, owned, parent, prev, gx, node, tracers)
         for tracer in tracers:
@@ -550,14 +550,11 @@ def _walk(tensor, gradient, retain_graph, steps):
 class _Owned(set):
     """The nodes whose gradient so far is an array that this walk made, or that a fresh VJP
     returned (Op.fresh), and that nobody else holds: later parts are added into it in place,
-    and a leaf's .grad takes it without a copy."""
+    and a leaf's .grad takes it without a copy (0-d ones excepted: NumPy often gives a scalar,
+    which cannot be written to)."""
 
     __slots__ = ()
     adds = True  # getitem's gradient goes straight into its input's sum (Op.add_into)
-
-    def take(self, node, array):
-        if getattr(array, "ndim", 0):  # (a 0-d result is often a NumPy scalar: not writeable)
-            self.add(node)
 
 
 class _Watched(_Owned):
@@ -567,7 +564,7 @@ class _Watched(_Owned):
     __slots__ = ()
     adds = False
 
-    def take(self, node, array):
+    def add(self, node):
         pass
 
 
@@ -579,11 +576,11 @@ def _add_part(grads, owned, parent, prev, gx, user, tracers):
     """Add one more part (from node `user`) to parent's gradient so far, `prev`: in place when
     the walk owns prev, else into a new array (prev may be a user's .grad, a saved array or
     another node's part), which the walk then owns."""
-    if parent in owned:
+    if parent in owned and getattr(prev, "ndim", 0):  # (0-d: often a NumPy scalar, not writable)
         prev += gx
         return
     grads[parent] = total = prev + gx
-    owned.take(parent, total)
+    owned.add(parent)
     for tracer in tracers:
         tracer.accumulate(parent, user, total)
 
@@ -598,7 +595,7 @@ def _add_into(node, g, be, grads, heap, owned, retain_graph):
         if acc is None:
             acc = grads[parent] = be.xp.zeros(parent.shape, dtype=parent.dtype)
             heappush(heap, (parent.seq, parent))
-        elif parent not in owned:
+        elif parent not in owned or not getattr(acc, "ndim", 0):
             acc = grads[parent] = be.xp.array(acc, copy=True)
         owned.add(parent)
         node.op.add_into(be, acc, g, node.saved, **node.params)
@@ -702,7 +699,7 @@ def _write_grad(node, g, be, owned):
     with _grad_lock:
         held = t.grad
         if held is None:
-            if owned and node.op is None and g.dtype == t.dtype:
+            if owned and node.op is None and g.dtype == t.dtype and getattr(g, "ndim", 0):
                 t.grad = _wrap(g, be)
             else:  # xp.array, not astype: a 0-d gradient is often a NumPy scalar
                 t.grad = _wrap(be.xp.array(g, dtype=t.dtype, copy=True), be)

@@ -140,6 +140,20 @@ def test_slices_and_repeated_uses_add_their_gradients_in_place():
     np.testing.assert_array_equal(x.grad.numpy(), np.full((128, 256), 4.0))
 
 
+@pytest.mark.parametrize("order", ["slice first", "slice last"])
+def test_zero_d_gradients_are_summed_and_written_as_arrays(order):
+    """A 0-d VJP result is often a NumPy scalar, which nothing can add into: the walk sums such
+    parts anew and gives the leaf an array of its own, whichever part comes first."""
+    x = leaf(2.0)
+    y = x * 3.0
+    out = y * 2.0 + y[()] if order == "slice first" else y[()] + y * 2.0
+    out = out + x * 4.0  # a fresh 0-d part straight into the leaf
+    out.backward()
+    assert isinstance(x.grad.data, np.ndarray) and x.grad.data.shape == ()
+    assert float(x.grad.numpy()) == 3.0 * (2.0 + 1.0) + 4.0
+    x.grad.data[...] = 0.0  # its own: writable
+
+
 def test_a_node_records_every_input_off_the_graph():
     """Inputs without a graph (a mask, a no-grad tensor) keep their shapes and dtypes on the
     node, each at its place, for the pictures and reports."""
