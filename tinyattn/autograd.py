@@ -139,22 +139,6 @@ def current_scope():
     return _scope.get()
 
 
-class at_scope:  # noqa: N801 - used as a function; a class: Module.__call__ enters one per call
-    """`with at_scope(path):` nodes created inside get scope `path` exactly (Module.__call__
-    uses it; a generator-based context manager cost 2 µs a module call)."""
-
-    __slots__ = ("path", "token")
-
-    def __init__(self, path):
-        self.path = path
-
-    def __enter__(self):
-        self.token = _scope.set(self.path)
-
-    def __exit__(self, *exc):
-        _scope.reset(self.token)
-
-
 class Tracer:
     """What `tracing(tracer)` calls, as no-ops: a tracer overrides the events it wants.
     (Explain mode, graph recording, graph checks and anomaly detection are tracers.)"""

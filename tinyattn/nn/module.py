@@ -90,8 +90,8 @@ class Module:
             for path, module in self.named_modules():
                 object.__setattr__(module, "_path", path)
             object.__setattr__(self, "_named_at", _tree_version[0])
-        # the nodes made inside know which module made them (at_scope, written out: a with
-        # block's object and two method calls cost a third of a module call)
+        # the nodes made inside know which module made them (the scope set and reset here, not
+        # through a context manager: its object and two method calls cost a third of a call)
         token = _scope.set(self._path or "")
         try:
             return self.forward(*args, **kwargs)
