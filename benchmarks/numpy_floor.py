@@ -11,11 +11,24 @@ import numpy as np
 GELU_C = math.sqrt(2 / math.pi)
 
 
+def _row_sum(x):
+    """Σ over the last dim (kept) as one (M, N) @ ones(N) product, as tinyattn's NumPy backend
+    takes it: BLAS does all rows in one call, where x.sum(-1) walks the short rows one by one."""
+    n = x.shape[-1]
+    return (x.reshape(-1, n) @ np.ones(n, dtype=x.dtype)).reshape(x.shape[:-1] + (1,))
+
+
+def _row_mean(x):
+    s = _row_sum(x)
+    s /= x.shape[-1]
+    return s
+
+
 def _ln_fwd(x, w, b, eps=1e-5):
     """Layer norm over the last dim, with two temporaries: (out, cache for _ln_bwd)."""
-    xc = x - x.mean(-1, keepdims=True)
+    xc = x - _row_mean(x)
     sq = xc * xc
-    rstd = 1 / np.sqrt(sq.mean(-1, keepdims=True) + eps)
+    rstd = 1 / np.sqrt(_row_mean(sq) + eps)
     xc *= rstd  # now x̂
     np.multiply(xc, w, out=sq)
     sq += b
@@ -29,8 +42,8 @@ def _ln_bwd(g, cache):
     gb = g.reshape(-1, g.shape[-1]).sum(0)
     gx = g * w  # dL/dx̂, turned into dL/dx in place
     np.multiply(gx, xhat, out=tmp)
-    c2 = tmp.mean(-1, keepdims=True)
-    gx -= gx.mean(-1, keepdims=True)
+    c2 = _row_mean(tmp)
+    gx -= _row_mean(gx)
     np.multiply(xhat, c2, out=tmp)
     gx -= tmp
     gx *= rstd
@@ -109,7 +122,7 @@ def numpy_step(p, idx, tgt, H):  # noqa: N803
     np.copyto(att, -np.inf, where=~np.tri(T, dtype=bool))  # the causal mask, in place
     att -= att.max(-1, keepdims=True)
     np.exp(att, out=att)
-    att /= att.sum(-1, keepdims=True)
+    att /= _row_sum(att)
     y = (att @ v).transpose(0, 2, 1, 3).reshape(B, T, C)  # (B, T, C)
     x1 = _linear(y, p[pre + "attn.proj.weight"], p[pre + "attn.proj.bias"], residual=x0)
     h2, ln2 = _ln_fwd(x1, p[pre + "ln2.weight"], p[pre + "ln2.bias"])
@@ -124,7 +137,7 @@ def numpy_step(p, idx, tgt, H):  # noqa: N803
     m = logits.max(-1, keepdims=True)
     glogits = logits - m  # becomes the softmax, then its gradient, in place
     np.exp(glogits, out=glogits)
-    se = glogits.sum(-1, keepdims=True)
+    se = _row_sum(glogits)
     loss = float((np.log(se[:, 0]) + m[:, 0] - picked).mean())
     # backward
     grads = {}
@@ -148,7 +161,7 @@ def numpy_step(p, idx, tgt, H):  # noqa: N803
     gatt = gy @ v.transpose(0, 1, 3, 2)  # (B, H, T, T)
     gv = att.transpose(0, 1, 3, 2) @ gy
     gs = gatt  # the softmax VJP, in place: att * (gatt - sum(gatt * att)); masked: att = 0
-    gs -= (gatt * att).sum(-1, keepdims=True)
+    gs -= _row_sum(gatt * att)
     gs *= att
     gs *= scale
     gqkv = np.empty((B, T, 3, H, D), dtype=np.float32)  # written head by head, no stack

@@ -2,8 +2,9 @@
 
 benchmarks/step.py and benchmarks/overhead.py time three implementations of the same thing;
 these tests run their `check`s, which assert that all of them compute the same loss, values and
-gradients, so a benchmark can never time something wrong. Also: the NumPy backend's sorted
-scatter-add equals np.add.at, and the memory of a training step is freed after backward.
+gradients, so a benchmark can never time something wrong. Also: the NumPy backend's row sums
+(a matrix-vector product) equal NumPy's, its sorted scatter-add equals np.add.at, and the memory
+of a training step is freed after backward.
 """
 
 import gc
@@ -68,6 +69,39 @@ def test_bench_command_runs(capsys):
     assert main(["bench", "overhead", "--ops", "30", "--repeats", "1", "--no-torch"]) == 0
     out = capsys.readouterr().out
     assert "µs per op" in out and "tinyattn" in out
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape,n_dims", [((5, 7), 1), ((2, 3, 4), 1), ((2, 3, 4), 2),
+                                          ((2, 3, 4), 3), ((0, 6), 1), ((3, 1), 1)])
+@pytest.mark.parametrize("mean", [False, True])
+def test_row_sum_as_a_product_equals_numpys(dtype, shape, n_dims, mean):
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal(shape) * 100).astype(dtype)
+    axes = tuple(range(len(shape) - n_dims, len(shape)))
+    want = x.mean(axes, keepdims=True) if mean else x.sum(axes, keepdims=True)
+    got = NumpyBackend(0).row_sum(x, n_dims, mean=mean)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    tol = 1e-5 if dtype == np.float32 else 1e-12  # (entries ~100: sums cancel to near 0)
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * 100)
+
+
+def test_row_sum_of_views_nan_and_inf_rows_and_other_dtypes():
+    be = NumpyBackend(0)
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4).transpose(0, 2, 1)  # not contiguous
+    np.testing.assert_array_equal(be.row_sum(x), x.sum(-1, keepdims=True))
+    rows = np.array([[1, np.nan, 2], [np.inf, 1, 1], [np.inf, -np.inf, 0], [-1, 0.5, 0.5]],
+                    dtype=np.float32)
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_equal(be.row_sum(rows)[:, 0], [np.nan, np.inf, np.nan, 0])
+    for other in (np.arange(6, dtype=np.int64).reshape(2, 3),  # NumPy's own sum: no BLAS
+                  np.ones((2, 3), np.float16), np.ones((2, 3), np.complex64)):
+        got = be.row_sum(other)
+        assert got.dtype == other.sum(-1).dtype
+        np.testing.assert_array_equal(got, other.sum(-1, keepdims=True))
+    ones = be._ones[3, np.dtype(np.float32)]  # the shared vector of ones cannot be changed
+    with pytest.raises(ValueError):
+        ones[0] = 2
 
 
 @pytest.mark.parametrize("low", [0, -4])

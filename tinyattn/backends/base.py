@@ -46,6 +46,14 @@ class Backend(ABC):
     def to_numpy(self, array):
         """A NumPy array with the values of `array` (a copy only where the backend needs one)."""
 
+    # ---- sums over the last dims (layer norm, softmax, cross-entropy) -----------------------
+
+    def row_sum(self, x, n_dims=1, mean=False):
+        """The sum (or with `mean`, the mean) of x over its last n_dims dims, kept as 1s: the
+        row reductions of the fused ops (x.sum / x.mean with keepdims)."""
+        axes = tuple(range(x.ndim - n_dims, x.ndim))
+        return x.mean(axis=axes, keepdims=True) if mean else x.sum(axis=axes, keepdims=True)
+
     # ---- randomness: one generator per backend, seeded by tinyattn.manual_seed --------------
 
     def seed(self, seed):
@@ -138,7 +146,7 @@ class Backend(ABC):
         xp = self.xp
         y -= stable.row_max(xp, y, axis)  # a fully masked row: exp(-inf - 0) = 0, no NaN
         xp.exp(y, out=y)
-        s = y.sum(axis=axis, keepdims=True)
+        s = self.row_sum(y) if axis in (-1, y.ndim - 1) else y.sum(axis=axis, keepdims=True)
         s[s == 0] = 1
         y /= s
         return y
@@ -146,7 +154,7 @@ class Backend(ABC):
     def softmax_backward(self, y, g, axis=-1):
         """gx = y * (g - sum(g * y)): the Jacobian diag(y) - y yᵀ applied to g, never built."""
         gx = self.xp.asarray(g * y)  # asarray: a 0-d product is a NumPy scalar otherwise
-        dot = gx.sum(axis=axis, keepdims=True)
+        dot = self.row_sum(gx) if axis in (-1, gx.ndim - 1) else gx.sum(axis=axis, keepdims=True)
         self.xp.subtract(g, dot, out=gx)
         gx *= y
         return gx

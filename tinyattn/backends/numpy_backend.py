@@ -1,20 +1,47 @@
 """The NumPy backend: the default, and the reference every other backend is tested against.
 
-It adds to the readable primitives of `Backend` the conversions NumPy needs and one faster
-primitive: `scatter_add` of rows (the embedding VJP) by sorting, not `np.add.at`.
+It adds to the readable primitives of `Backend` the conversions NumPy needs and two faster
+primitives: `row_sum` as one matrix-vector product, and `scatter_add` of rows (the embedding VJP)
+by sorting, not `np.add.at`.
 """
+
+import math
 
 import numpy as np
 
 from .base import Backend
+
+_BLAS = (np.dtype(np.float32), np.dtype(np.float64))  # what matmul hands to BLAS
 
 
 class NumpyBackend(Backend):
     name = "numpy"
     xp = np
 
+    def __init__(self, seed=None):
+        super().__init__(seed)
+        self._ones = {}  # (n, dtype) -> a read-only vector of n ones, for row_sum
+
     def to_numpy(self, array):
         return np.asarray(array)
+
+    def row_sum(self, x, n_dims=1, mean=False):
+        """Rows of float32/float64 summed as (M, N) @ ones(N): BLAS takes all M rows in one
+        call where NumPy's reduction walks them one short row at a time (3-6x faster for rows of
+        32-256, as in layer norm and attention; tinyattn bench step). The mean divides the M
+        sums, as x.mean does. Rows over 65536 long take NumPy's pairwise sum, whose rounding
+        grows more slowly (relative error 9e-8 against BLAS's 3e-7 at 262144 float32s)."""
+        n = math.prod(x.shape[x.ndim - n_dims:])
+        if x.dtype not in _BLAS or not 0 < n <= 65536 or x.ndim < n_dims:
+            return super().row_sum(x, n_dims, mean)
+        ones = self._ones.get((n, x.dtype))
+        if ones is None:
+            ones = self._ones[n, x.dtype] = np.ones(n, dtype=x.dtype)
+            ones.flags.writeable = False
+        s = x.reshape(-1, n) @ ones
+        if mean:
+            s /= n
+        return s.reshape(x.shape[:x.ndim - n_dims] + (1,) * n_dims)
 
     def scatter_add(self, out, index, values):
         """out[index] += values. For rows picked by a 1-D integer index (an embedding's gradient):

@@ -21,34 +21,33 @@ from .samples import case, const, vals
              case((2, 3, 4), (3, 4), (3, 4), n_dims=2), case((2, 5), (5,), None, eps=1e-3)])
 def layer_norm(be, x, weight=None, bias=None, n_dims=1, eps=1e-5):
     """out = (x - mean) / √(var + eps) * weight + bias over the last n_dims dims"""
-    axes = tuple(range(x.ndim - n_dims, x.ndim))
     for name, p in (("weight", weight), ("bias", bias)):
         if p is not None and p.shape != x.shape[x.ndim - n_dims:]:
             raise ShapeError(f"layer_norm: {name} has shape {fmt_shape(p.shape)} but the "
                              f"normalized shape is {fmt_shape(x.shape[x.ndim - n_dims:])}")
     # written with in-place steps: two temporaries of x's size, not five
-    xhat = x - x.mean(axis=axes, keepdims=True)
+    xhat = x - be.row_sum(x, n_dims, mean=True)  # (row means: Backend.row_sum)
     out = xhat * xhat
-    rstd = 1 / be.xp.sqrt(out.mean(axis=axes, keepdims=True) + eps)
+    rstd = 1 / be.xp.sqrt(be.row_sum(out, n_dims, mean=True) + eps)
     xhat *= rstd
     be.xp.multiply(xhat, 1 if weight is None else weight, out=out)
     if bias is not None:
         out += bias
-    return out, (xhat, rstd, weight, bias is not None, axes)
+    return out, (xhat, rstd, weight, bias is not None)
 
 
 @layer_norm.defvjp
 def layer_norm_vjp(be, g, saved, n_dims=1, eps=1e-5):
-    xhat, rstd, weight, has_bias, axes = saved
+    xhat, rstd, weight, has_bias = saved
     xp = be.xp
-    batch = tuple(range(xhat.ndim - len(axes)))
+    batch = tuple(range(xhat.ndim - n_dims))
     tmp = g * xhat
     gw = None if weight is None else tmp.sum(axis=batch)
     gb = g.sum(axis=batch) if has_bias else None
     gx = g * weight if weight is not None else g.copy()  # ĝ, turned into gx in place
     xp.multiply(gx, xhat, out=tmp)
-    mean_gx = tmp.mean(axis=axes, keepdims=True)
-    gx -= gx.mean(axis=axes, keepdims=True)
+    mean_gx = be.row_sum(tmp, n_dims, mean=True)
+    gx -= be.row_sum(gx, n_dims, mean=True)
     xp.multiply(xhat, mean_gx, out=tmp)
     gx -= tmp
     gx *= rstd
@@ -61,27 +60,26 @@ def layer_norm_vjp(be, g, saved, n_dims=1, eps=1e-5):
              case((2, 5), (5,), eps=1e-3)])
 def rms_norm(be, x, weight=None, n_dims=1, eps=1e-5):
     """out = x / √(mean(x²) + eps) * weight over the last n_dims dims"""
-    axes = tuple(range(x.ndim - n_dims, x.ndim))
     if weight is not None and weight.shape != x.shape[x.ndim - n_dims:]:
         raise ShapeError(f"rms_norm: weight has shape {fmt_shape(weight.shape)} but the "
                          f"normalized shape is {fmt_shape(x.shape[x.ndim - n_dims:])}")
     # the steps of x / ((x * x).mean() + eps).sqrt() * weight, in place where they can be
-    rms = (x * x).mean(axis=axes, keepdims=True)
+    rms = be.row_sum(x * x, n_dims, mean=True)
     rms += eps
     be.xp.sqrt(rms, out=rms)
     xhat = x / rms
     out = xhat if weight is None else xhat * weight
-    return out, (x, rms, weight, axes)  # x, not x̂: out may be x̂ itself, free to change
+    return out, (x, rms, weight)  # x, not x̂: out may be x̂ itself, free to change
 
 
 @rms_norm.defvjp
 def rms_norm_vjp(be, g, saved, n_dims=1, eps=1e-5):
-    x, rms, weight, axes = saved
+    x, rms, weight = saved
     xhat = x / rms
-    batch = tuple(range(xhat.ndim - len(axes)))
+    batch = tuple(range(xhat.ndim - n_dims))
     gw = None if weight is None else (g * xhat).sum(axis=batch)
     gx = g * weight if weight is not None else g.copy()  # ĝ, turned into gx in place
-    dot = (gx * xhat).mean(axis=axes, keepdims=True)
+    dot = be.row_sum(gx * xhat, n_dims, mean=True)
     gx -= xhat * dot
     gx /= rms
     return gx, gw

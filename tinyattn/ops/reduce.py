@@ -25,13 +25,23 @@ def _count(shape, axes):
     return math.prod(shape[a] for a in axes)
 
 
+def _sum(be, x, axes, keepdim, mean=False):
+    """x.sum (or x.mean) over axes; over the last dims (some, not all), the backend's row sums
+    (Backend.row_sum: the fused norms and softmaxes take the same, so both agree to the bit)."""
+    k = len(axes)
+    if 0 < k < x.ndim and axes[0] == x.ndim - k:  # (axes are sorted and distinct)
+        s = be.row_sum(x, k, mean=mean)
+        return s if keepdim else s.reshape(x.shape[:-k])
+    return x.mean(axis=axes, keepdims=keepdim) if mean else x.sum(axis=axes, keepdims=keepdim)
+
+
 @op("sum", "gx = broadcast(g, x.shape)",
     samples=[case((2, 3, 4)), case((2, 3, 4), dim=1), case((2, 3, 4), dim=(0, 2), keepdim=True),
-             case((), dim=0), case((3,), dim=-1)])
+             case((), dim=0), case((3,), dim=-1), case((2, 3, 4), dim=(1, 2))])
 def reduce_sum(be, x, dim=None, keepdim=False):
     """out = Σ x over dim"""
     axes = dims(dim, x.ndim, "sum")
-    return x.sum(axis=axes, keepdims=keepdim), (axes, x.shape)
+    return _sum(be, x, axes, keepdim), (axes, x.shape)
 
 
 @reduce_sum.defvjp
@@ -41,12 +51,13 @@ def reduce_sum_vjp(be, g, saved, dim=None, keepdim=False):
 
 
 @op("mean", "gx = broadcast(g, x.shape) / n",
-    samples=[case((2, 3, 4)), case((2, 3, 4), dim=-1, keepdim=True), case((2, 3), dim=(0, 1))])
+    samples=[case((2, 3, 4)), case((2, 3, 4), dim=-1, keepdim=True), case((2, 3), dim=(0, 1)),
+             case((2, 3, 4), dim=(-1, -2))])
 def reduce_mean(be, x, dim=None, keepdim=False):
     """out = Σ x / n over dim"""
     _floating(x, "mean")
     axes = dims(dim, x.ndim, "mean")
-    return x.mean(axis=axes, keepdims=keepdim), (axes, x.shape)
+    return _sum(be, x, axes, keepdim, mean=True), (axes, x.shape)
 
 
 @reduce_mean.defvjp

@@ -139,7 +139,7 @@ def cross_entropy(be, x, target, ignore_index=-100, reduction="mean", label_smoo
     if label_smoothing:  # the mean of x - m, divided first: a row of 2e38s overflows no sum
         mean_shifted = (p / n_class).sum(axis=1)
     xp.exp(p, out=p)
-    s = p.sum(axis=1, keepdims=True)
+    s = be.row_sum(p)
     log_s = xp.log(s)[:, 0]  # (M,): logsumexp(x) - m
     picked = rows[xp.arange(len(t)), t]
     loss = log_s - (picked - m[:, 0])  # -log softmax(x)[t], from x - m (no 2e38 - 2e38 loss)
