@@ -2,8 +2,9 @@
 compared with torch (values, dtypes and gradients).
 
 max/min/sort/topk with a dim return (values, indices); PyTorch's rule for where advanced-index dims
-go; 0-d softmax, log_softmax and squeeze; var/std with no degrees of freedom; the gradient of a
-power at base 0; label smoothing on huge logits; float16 attention on large scores.
+go; 0-d softmax, log_softmax and squeeze; var/std with no degrees of freedom; dim=() reduces every
+dim; the gradient of a power at base 0; label smoothing on huge logits; float16 attention on
+large scores.
 """
 
 import numpy as np
@@ -142,6 +143,21 @@ def test_softmax_log_softmax_squeeze_of_a_0d_tensor(dim):
 
 
 # ---- degenerate variance, powers at 0 ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "amax", "amin", "var", "std", "norm"])
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("dim", [(), []])
+def test_an_empty_dim_reduces_every_dim_as_in_torch(name, keepdim, dim):
+    """x.sum(dim=()) is the sum of everything in torch, not x itself; the gradient is that of
+    dim=None (torch's own var/std backward gives inf for dim=())."""
+    x, tx = both(np.random.default_rng(1).standard_normal((2, 3)))
+    kwargs = {"p": 2} if name == "norm" else {}
+    got = getattr(x, name)(dim=dim, keepdim=keepdim, **kwargs)
+    assert_same(got, getattr(tx, name)(dim=dim, keepdim=keepdim, **kwargs))
+    got.sum().backward()
+    getattr(tx, name)(dim=None, keepdim=keepdim, **kwargs).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-12)
 
 
 @pytest.mark.parametrize("values,correction", [([1.0], 1), ([1.0, 2.0], 2), ([1.0, 2.0], 3),
