@@ -631,8 +631,9 @@ class Tensor(TensorBase):
         return self._arg(self.backend.xp.argmin, dim, keepdim, "argmin")
 
     def _arg(self, fn, dim, keepdim, name):
-        if dim is None:
-            return Tensor._wrap(self.backend.xp.asarray(fn(self.data)), self.backend)
+        if dim is None:  # the index into the flattened tensor (kept dims: all 1, as in torch)
+            flat = self.backend.xp.asarray(fn(self.data))
+            return Tensor._wrap(flat.reshape((1,) * self.ndim) if keepdim else flat, self.backend)
         if self.ndim == 0:  # a 0-d tensor has one implicit dim, as in torch
             _axes(dim, 0, name)
             return Tensor._wrap(self.backend.xp.zeros((), dtype=np.int64), self.backend)

@@ -160,6 +160,25 @@ def test_an_empty_dim_reduces_every_dim_as_in_torch(name, keepdim, dim):
     np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-12)
 
 
+@pytest.mark.parametrize("name", ["all", "any"])
+def test_all_any_with_an_empty_dim_reduce_nothing_as_in_torch(name):
+    values = np.array([[0.0, 1.0, 2.0], [3.0, 0.0, -1.0]])
+    for keepdim in (False, True):
+        got = getattr(ta.tensor(values), name)(dim=(), keepdim=keepdim)
+        assert_same(got, getattr(torch.tensor(values), name)(dim=(), keepdim=keepdim))
+
+
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+@pytest.mark.parametrize("shape", [(2, 3, 4), (5,), ()])
+def test_argmax_argmin_without_a_dim_keep_dims_as_in_torch(name, shape):
+    values = np.random.default_rng(2).standard_normal(shape)
+    for keepdim in (False, True):
+        got = getattr(ta.tensor(values), name)(dim=None, keepdim=keepdim)
+        want = getattr(torch.tensor(values), name)(dim=None, keepdim=keepdim)
+        assert got.shape == tuple(want.shape) and got.dtype == np.int64
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
 @pytest.mark.parametrize("values,correction", [([1.0], 1), ([1.0, 2.0], 2), ([1.0, 2.0], 3),
                                                ([1.0, 1.0], 2), ([[1.0, 4.0]], 2)])
 @pytest.mark.parametrize("fn", ["var", "std"])

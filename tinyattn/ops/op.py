@@ -100,10 +100,10 @@ def dims(dim, ndim, opname):
     """`dim` (None, an int or a tuple of ints, negatives allowed) as a sorted tuple of axes."""
     if type(dim) is int and -ndim <= dim < ndim:  # the commonest case, quickly (not 0-d)
         return (dim % ndim,)
+    if dim is None:
+        return tuple(range(ndim))
     if isinstance(dim, list):
         dim = tuple(dim)
-    if dim is None or dim == ():  # no dim, or an empty tuple (torch's rule too): every dim
-        return tuple(range(ndim))
     if ndim == 0 and dim in (0, -1, (), (0,), (-1,)):
         return ()  # a 0-d tensor has one implicit dim, as in PyTorch
     many = isinstance(dim, (tuple, list))

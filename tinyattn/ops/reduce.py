@@ -25,6 +25,12 @@ def _count(shape, axes):
     return math.prod(shape[a] for a in axes)
 
 
+def _reduced(dim, ndim, name):
+    """The axes to reduce: as dims(), and an empty dim, () or [], means every dim (torch's rule
+    for sum, mean, amax, amin, var and norm; x.all(dim=()) and x.any(dim=()) reduce none)."""
+    return dims(None if isinstance(dim, (tuple, list)) and not dim else dim, ndim, name)
+
+
 def _sum(be, x, axes, keepdim, mean=False):
     """x.sum (or x.mean) over axes; over the last dims (some, not all), the backend's row sums
     (Backend.row_sum: the fused norms and softmaxes take the same, so both agree to the bit)."""
@@ -40,7 +46,7 @@ def _sum(be, x, axes, keepdim, mean=False):
              case((), dim=0), case((3,), dim=-1), case((2, 3, 4), dim=(1, 2))])
 def reduce_sum(be, x, dim=None, keepdim=False):
     """out = Σ x over dim"""
-    axes = dims(dim, x.ndim, "sum")
+    axes = _reduced(dim, x.ndim, "sum")
     return _sum(be, x, axes, keepdim), (axes, x.shape)
 
 
@@ -56,7 +62,7 @@ def reduce_sum_vjp(be, g, saved, dim=None, keepdim=False):
 def reduce_mean(be, x, dim=None, keepdim=False):
     """out = Σ x / n over dim"""
     _floating(x, "mean")
-    axes = dims(dim, x.ndim, "mean")
+    axes = _reduced(dim, x.ndim, "mean")
     return _sum(be, x, axes, keepdim, mean=True), (axes, x.shape)
 
 
@@ -82,7 +88,7 @@ def _extreme_vjp(be, g, saved, keepdim):
              case(vals([[1.0, 3.0], [3.0, 0.0]])), case((2, 3), dim=0, keepdim=True)])
 def reduce_max(be, x, dim=None, keepdim=False):
     """out = max x over dim"""
-    axes = dims(dim, x.ndim, "max")
+    axes = _reduced(dim, x.ndim, "max")
     _nonempty(x, axes, "max")
     out = x.max(axis=axes, keepdims=keepdim)
     return out, (x, out, axes)
@@ -98,7 +104,7 @@ def reduce_max_vjp(be, g, saved, dim=None, keepdim=False):
              case((4,))])
 def reduce_min(be, x, dim=None, keepdim=False):
     """out = min x over dim"""
-    axes = dims(dim, x.ndim, "min")
+    axes = _reduced(dim, x.ndim, "min")
     _nonempty(x, axes, "min")
     out = x.min(axis=axes, keepdims=keepdim)
     return out, (x, out, axes)
@@ -129,7 +135,7 @@ def reduce_var(be, x, dim=None, keepdim=False, correction=1):
     """out = Σ (x - mean)² / (n - correction) over dim (correction=1: the unbiased estimate);
     with n - correction <= 0, inf (or NaN where every x is the mean), as in torch"""
     _floating(x, "var")
-    axes = dims(dim, x.ndim, "var")
+    axes = _reduced(dim, x.ndim, "var")
     centered = x - x.mean(axis=axes, keepdims=True)
     denom = _count(x.shape, axes) - correction
     with quiet():
@@ -218,7 +224,7 @@ def vector_norm(be, x, ord=2, dim=None, keepdim=False):  # noqa: A002 - torch's 
                          "rule too); convert it with .float()")
     if isinstance(ord, str) or isinstance(ord, bool):
         raise ValueError(f"vector_norm: ord must be a number, got {ord!r}")
-    axes = dims(dim, x.ndim, "vector_norm")
+    axes = _reduced(dim, x.ndim, "vector_norm")
     a = xp.abs(x)
     if ord == 2:
         out = xp.sqrt((x * x).sum(axis=axes, keepdims=keepdim))
