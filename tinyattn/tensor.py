@@ -526,11 +526,15 @@ class Tensor(TensorBase):
 
     # ---- reductions (dim/keepdim, or NumPy's axis/keepdims) --------------------------------------
 
-    def sum(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        return apply(rd.reduce_sum, self, **_reduce_args(dim, keepdim, axis, keepdims))
+    def sum(self, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
+        """Σ over dim; with dtype, of the tensor cast to it first (torch's `dtype=`)."""
+        x = self if dtype is None else self.to(dtype)
+        return apply(rd.reduce_sum, x, **_reduce_args(dim, keepdim, axis, keepdims))
 
-    def mean(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        return apply(rd.reduce_mean, self, **_reduce_args(dim, keepdim, axis, keepdims))
+    def mean(self, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
+        """The mean over dim; with dtype, of the tensor cast to it first."""
+        x = self if dtype is None else self.to(dtype)
+        return apply(rd.reduce_mean, x, **_reduce_args(dim, keepdim, axis, keepdims))
 
     def max(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
         """The largest value; with a dim, the named pair (values, indices) as in torch; with a

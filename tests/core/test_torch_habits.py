@@ -179,6 +179,20 @@ def test_argmax_argmin_without_a_dim_keep_dims_as_in_torch(name, shape):
         np.testing.assert_array_equal(got.numpy(), want.numpy())
 
 
+@pytest.mark.parametrize("name", ["sum", "mean"])
+def test_sum_and_mean_take_a_dtype_as_in_torch(name):
+    mask = np.array([[True, False, True], [True, True, False]])
+    got = getattr(ta.tensor(mask), name)(dim=1, dtype=ta.float64)
+    assert_same(got, getattr(torch.tensor(mask), name)(dim=1, dtype=torch.float64))
+    x, tx = both(np.random.default_rng(3).standard_normal((2, 3)), np.float32)
+    got, want = getattr(x, name)(dtype=ta.float64), getattr(tx, name)(dtype=torch.float64)
+    assert_same(got, want, rtol=1e-6)
+    got.backward()
+    want.backward()
+    assert x.grad.dtype == np.float32  # the gradient comes back through the cast
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
+
+
 @pytest.mark.parametrize("values,correction", [([1.0], 1), ([1.0, 2.0], 2), ([1.0, 2.0], 3),
                                                ([1.0, 1.0], 2), ([[1.0, 4.0]], 2)])
 @pytest.mark.parametrize("fn", ["var", "std"])
