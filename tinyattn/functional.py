@@ -474,6 +474,7 @@ def dropout(x, p=0.5, training=True, seed=None):
     generator, which `tinyattn.manual_seed` seeds.
     """
     x = _t(x)
+    nn_ops.check_dropout_p(p)
     if not training or p == 0:
         return x
     return apply(nn_ops.dropout, x, p=float(p), seed=seed)
@@ -540,8 +541,8 @@ def _check_sdpa_args(impl, dropout_p, attn_mask, is_causal):
     if impl not in ("auto", "composite", "flash"):
         raise ValueError(f"scaled_dot_product_attention: impl must be 'auto', 'composite' or "
                          f"'flash', got {impl!r}")
-    if not 0.0 <= dropout_p < 1.0:
-        raise ValueError(f"scaled_dot_product_attention: dropout_p must be in [0, 1), got "
+    if not 0.0 <= dropout_p <= 1.0:  # (1: every weight dropped, zeros out, as in torch)
+        raise ValueError(f"scaled_dot_product_attention: dropout_p must be in [0, 1], got "
                          f"{dropout_p}")
     if impl == "flash" and dropout_p > 0:
         raise ValueError("scaled_dot_product_attention: impl='flash' has no dropout; use "

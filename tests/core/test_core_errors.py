@@ -198,8 +198,8 @@ def test_float_ids_and_indices():
 def test_bad_options_name_the_op():
     with raises(ValueError, "gelu: approximate must be 'none' or 'tanh', got 'x'"):
         F.gelu(t(2), approximate="x")
-    with raises(ValueError, "dropout: p must be in [0, 1), got 1.0"):
-        F.dropout(t(2), p=1.0)
+    with raises(ValueError, "dropout: p must be a probability in [0, 1], got 1.5"):
+        F.dropout(t(2), p=1.5)
     with raises(ValueError, "scaled_dot_product_attention: impl must be"):
         F.scaled_dot_product_attention(t(1, 2), t(1, 2), t(1, 2), impl="fast")
     with raises(ValueError, "max of an empty tensor"):

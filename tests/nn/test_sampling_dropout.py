@@ -3,6 +3,8 @@ draws only from the top-k / top-p tokens and temperature reshapes the distributi
 should. Each test here fails on a plausible one-line bug (a missing rescale, top-k keeping the
 worst tokens, temperature multiplied instead of divided)."""
 
+from functools import partial
+
 import numpy as np
 import pytest
 
@@ -36,6 +38,29 @@ def test_dropout_in_eval_mode_is_the_identity_and_train_mode_is_not():
     layer.eval()
     np.testing.assert_array_equal(layer(x).numpy(), x.numpy())
     np.testing.assert_array_equal(F.dropout(x, 0.5, training=False).numpy(), x.numpy())
+
+
+def test_dropout_of_one_drops_everything_and_bad_p_is_refused_as_in_torch():
+    torch = pytest.importorskip("torch")
+    x = ta.tensor(np.ones((3, 4), np.float32), requires_grad=True)
+    y = F.dropout(x, 1.0)
+    y.sum().backward()
+    tx = torch.ones(3, 4, requires_grad=True)
+    ty = torch.nn.functional.dropout(tx, 1.0)
+    ty.sum().backward()
+    np.testing.assert_array_equal(y.numpy(), ty.detach().numpy())  # zeros, no NaN
+    np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
+    for p in (-0.1, 1.5):  # refused in eval mode too, and by nn.Dropout when made (as torch)
+        for call in (partial(F.dropout, x), partial(F.dropout, x, training=False), nn.Dropout):
+            with pytest.raises(ValueError, match=r"dropout: p must be a probability in \[0, 1\]"):
+                call(p=p)
+        with pytest.raises(ValueError):
+            torch.nn.Dropout(p)
+    assert np.array_equal(F.dropout(x, np.float32(0.0)).numpy(), x.numpy())  # NumPy numbers too
+    q = ta.tensor(np.ones((1, 2, 4, 8), np.float32))
+    assert not F.scaled_dot_product_attention(q, q, q, dropout_p=1.0).numpy().any()
+    with pytest.raises(ValueError, match=r"dropout_p must be in \[0, 1\], got 1.5"):
+        F.scaled_dot_product_attention(q, q, q, dropout_p=1.5)
 
 
 LOGITS = np.array([[0.0, 1.0, 2.0, 3.0, 4.0], [4.0, -1.0, 3.0, 0.0, 0.5]])

@@ -73,8 +73,8 @@ def test_attention_dropout_drops_weights_reproducibly():
     assert report.ok, report.message
     with raises(ValueError, "impl='flash'", "dropout"):
         F.scaled_dot_product_attention(q, k, v, dropout_p=0.1, impl="flash")
-    with raises(ValueError, "dropout_p", r"\[0, 1\)", "1.0"):
-        F.scaled_dot_product_attention(q, k, v, dropout_p=1.0)
+    with raises(ValueError, "dropout_p", r"\[0, 1\]", "1.5"):
+        F.scaled_dot_product_attention(q, k, v, dropout_p=1.5)
 
 
 # ---- rotary position embedding -----------------------------------------------------------------

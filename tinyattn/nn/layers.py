@@ -11,6 +11,7 @@ from .. import functional as F
 from ..autograd import apply
 from ..errors import DimError, ShapeError, fmt_shape
 from ..ops import activation as act
+from ..ops import nn as nn_ops
 from ..tensor import ones, rand, randn, zeros
 from .module import Module, Parameter
 
@@ -99,6 +100,7 @@ class Dropout(Module):
 
     def __init__(self, p=0.5):
         super().__init__()
+        nn_ops.check_dropout_p(p)  # at construction, as torch.nn.Dropout
         self.p = p
 
     def forward(self, x):

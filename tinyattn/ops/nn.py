@@ -7,6 +7,8 @@ formulas live in the backend (`Backend.gelu_forward` / `gelu_backward`), which t
 runs as one elementwise kernel each.
 """
 
+import numbers
+
 import numpy as np
 
 from ..errors import DTypeError, ShapeError, fmt_shape
@@ -138,15 +140,21 @@ def _seeded(params):
 
 
 @op("dropout", "gx = g * mask / (1 - p)", float64_params=_seeded,
-    samples=[case((4, 5), p=0.5, seed=0), case((2, 3, 4), p=0.1, seed=3)])
+    samples=[case((4, 5), p=0.5, seed=0), case((2, 3, 4), p=0.1, seed=3), case((3, 2), p=1.0)])
 def dropout(be, x, p=0.5, seed=None):
     """out = x * mask / (1 - p), mask ~ Bernoulli(1 - p) (from the backend's generator, or a
-    fresh one seeded with `seed`)"""
-    if not 0 <= p < 1:
-        raise ValueError(f"dropout: p must be in [0, 1), got {p}")
-    scaled = (be.rand(x.shape, "float32", seed=seed) >= p).astype(x.dtype)
-    scaled *= 1 / (1 - p)  # kept entries are scaled up so that the expected sum is unchanged
+    fresh one seeded with `seed`); p = 1 drops everything (zeros, as in torch)"""
+    check_dropout_p(p)
+    scaled = (be.rand(x.shape, "float32", seed=seed) >= p).astype(x.dtype)  # (p = 1: none kept)
+    if p < 1:
+        scaled *= 1 / (1 - p)  # kept entries are scaled up so that the expected sum is unchanged
     return x * scaled, (scaled,)
+
+
+def check_dropout_p(p):
+    """torch's rule: a dropout probability is a number in [0, 1] (checked even in eval mode)."""
+    if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0 <= p <= 1:
+        raise ValueError(f"dropout: p must be a probability in [0, 1], got {p!r}")
 
 
 @dropout.defvjp
