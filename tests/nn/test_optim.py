@@ -31,6 +31,14 @@ CASES = [
     ("Adam", dict(lr=0.01, betas=(0.8, 0.99), weight_decay=0.1)),
     ("AdamW", dict(lr=0.01, weight_decay=0.1)),
     ("AdamW", dict(lr=0.003, betas=(0.9, 0.98), eps=1e-6, weight_decay=0.0)),
+    ("SGD", dict(lr=0.1, momentum=0.9, dampening=0.5)),
+    ("SGD", dict(lr=0.1, momentum=0.5, weight_decay=0.1, maximize=True)),
+    ("Adam", dict(lr=0.01, amsgrad=True)),
+    ("Adam", dict(lr=0.01, weight_decay=0.1, maximize=True)),
+    ("AdamW", dict(lr=0.01, weight_decay=0.3, amsgrad=True)),
+    ("AdamW", dict(lr=0.01, amsgrad=True, maximize=True, foreach=True, fused=False)),
+    ("RMSprop", dict(lr=0.01, momentum=0.5, centered=True, maximize=True)),
+    ("Adagrad", dict(lr=0.1, lr_decay=0.1, maximize=True)),
 ]
 
 
@@ -70,6 +78,107 @@ def test_adam_matches_the_textbook_formula():
         v = b2 * v + (1 - b2) * g * g
         p -= lr * (m / (1 - b1**t)) / (np.sqrt(v / (1 - b2**t)) + eps)
     np.testing.assert_allclose(ours[0], p, rtol=1e-9)
+
+
+@pytest.mark.parametrize("name,kwargs", [
+    ("SGD", dict(lr=0.1, momentum=0.9, dampening=0.3)), ("Adam", dict(lr=0.01)),
+    ("AdamW", dict(lr=0.01, amsgrad=True)), ("RMSprop", dict(lr=0.01)),
+    ("Adagrad", dict(lr=0.1, lr_decay=0.1))])
+def test_a_parameter_that_skips_steps_matches_pytorch(name, kwargs):
+    """A parameter without a gradient in some steps (a frozen-then-used layer): Adam's bias
+    correction counts that parameter's own steps, as torch's state["step"] does."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(4)
+    grads = [rng.standard_normal(3) * (3.0 if i % 2 else 0.3) for i in range(6)]
+    ours = [ta.tensor(np.ones(3), requires_grad=True) for _ in range(2)]
+    theirs = [torch.ones(3, dtype=torch.float64, requires_grad=True) for _ in range(2)]
+    opt, topt = getattr(optim, name)(ours, **kwargs), getattr(torch.optim, name)(theirs, **kwargs)
+    for i, g in enumerate(grads):
+        ours[0].grad, theirs[0].grad = ta.tensor(g), torch.tensor(g)
+        skip = i in (0, 1, 3)  # the second parameter sits out these steps
+        ours[1].grad, theirs[1].grad = (None, None) if skip else (ta.tensor(-g), torch.tensor(-g))
+        opt.step()
+        topt.step()
+    for a, t in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(a.numpy(), t.detach().numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_dampening_maximize_and_amsgrad_match_the_textbook_formulas():
+    """Without torch: SGD's dampened buffer, maximize's ascent and AMSGrad's running max of v."""
+    lr, mu, damp = 0.1, 0.9, 0.4
+    (w0, _, grads), ours = _run(lambda ps: optim.SGD(ps, lr=lr, momentum=mu, dampening=damp))
+    p, buf = w0.copy(), None
+    for g, _ in grads:
+        buf = g.copy() if buf is None else mu * buf + (1 - damp) * g
+        p -= lr * buf
+    np.testing.assert_allclose(ours[0], p, rtol=1e-12)
+    (w0, _, grads), ours = _run(lambda ps: optim.SGD(ps, lr=lr, maximize=True))
+    np.testing.assert_allclose(ours[0], w0 + lr * sum(g for g, _ in grads), rtol=1e-12)
+    b1, b2, eps = 0.9, 0.999, 1e-8
+    (w0, _, grads), ours = _run(lambda ps: optim.Adam(ps, lr=lr, amsgrad=True), steps=8)
+    p, m, v, v_max = w0.copy(), np.zeros_like(w0), np.zeros_like(w0), np.zeros_like(w0)
+    for t, (g, _) in enumerate(grads, start=1):
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        v_max = np.maximum(v_max, v)
+        p -= lr * (m / (1 - b1**t)) / (np.sqrt(v_max / (1 - b2**t)) + eps)
+    np.testing.assert_allclose(ours[0], p, rtol=1e-9)
+
+
+def test_unknown_settings_and_values_out_of_range_are_refused_as_in_torch():
+    w = [ta.zeros(2, requires_grad=True)]
+    with pytest.raises(TypeError, match="Adam: unknown setting momentum; it has amsgrad, betas"):
+        optim.Adam(w, momentum=0.9)  # (it would have been ignored: a silent bug)
+    with pytest.raises(TypeError, match="SGD: unknown settings amsgrad, betas"):
+        optim.SGD(w, lr=0.1, betas=(0.9, 0.9), amsgrad=True)
+    optim.AdamW(w, fused=True, foreach=False, capturable=False)  # torch's how-to-run switches
+    for name, kwargs, message in [
+            ("SGD", dict(lr=-0.1), "SGD: lr must be >= 0, got -0.1"),
+            ("SGD", dict(lr=0.1, momentum=-0.5), "momentum must be >= 0"),
+            ("SGD", dict(lr=0.1, nesterov=True), "nesterov needs a momentum > 0 and dampening 0"),
+            ("SGD", dict(lr=0.1, momentum=0.9, dampening=0.1, nesterov=True), "dampening 0"),
+            ("Adam", dict(betas=(1.0, 0.999)), r"Adam: betas\[0\] must be in \[0, 1\), got 1.0"),
+            ("AdamW", dict(betas=(0.9, -0.1)), r"betas\[1\]"),
+            ("Adam", dict(eps=-1e-8), "eps must be >= 0"),
+            ("AdamW", dict(weight_decay=-0.1), "weight_decay must be >= 0"),
+            ("RMSprop", dict(alpha=-0.5), "alpha must be >= 0"),
+            ("Adagrad", dict(lr_decay=-1.0), "lr_decay must be >= 0"),
+            ("Adam", dict(lr=float("nan")), "lr must be >= 0, got nan")]:
+        with pytest.raises(ValueError, match=message):
+            getattr(optim, name)(w, **kwargs)
+    with pytest.raises(ValueError, match="lr must be >= 0"):  # a group's own settings too
+        optim.SGD([{"params": w, "lr": -1.0}], lr=0.1)
+
+
+def test_amsgrad_state_and_step_counts_round_trip_through_a_checkpoint(tmp_path):
+    rng = np.random.default_rng(5)
+    grads = [rng.standard_normal(4) for _ in range(6)]
+
+    def run(opt, params, gs, skip_second=()):
+        for i, g in enumerate(gs):
+            params[0].grad = ta.tensor(g)
+            params[1].grad = None if i in skip_second else ta.tensor(2 * g)
+            opt.step()
+
+    def fresh():
+        params = [ta.tensor(np.ones(4), requires_grad=True) for _ in range(2)]
+        return params, optim.AdamW(params, lr=0.05, amsgrad=True)
+
+    (a, opt) = fresh()
+    run(opt, a, grads, skip_second=(0,))
+    (b, opt_b) = fresh()
+    run(opt_b, b, grads[:3], skip_second=(0,))
+    ta.save({"opt": opt_b.state_dict()}, tmp_path / "ck.npz")
+    saved = ta.load(tmp_path / "ck.npz")["opt"]
+    assert int(saved["state"]["0.step"]) == 3 and int(saved["state"]["1.step"]) == 2
+    assert "1.v_max" in saved["state"]
+    (c, opt_c) = fresh()
+    for p, q in zip(c, b, strict=True):
+        p.data[...] = q.numpy()
+    opt_c.load_state_dict(saved)
+    run(opt_c, c, grads[3:])
+    for p, q in zip(c, a, strict=True):
+        np.testing.assert_array_equal(p.numpy(), q.numpy())
 
 
 def test_float32_parameters_stay_float32():

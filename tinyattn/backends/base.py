@@ -265,14 +265,16 @@ class Backend(ABC):
 
     # ---- the optimizer's update ---------------------------------------------------------------
 
-    def adam_update(self, p, g, m, v, lr, beta1, beta2, eps, weight_decay, step, decoupled):
+    def adam_update(self, p, g, m, v, lr, beta1, beta2, eps, weight_decay, step, decoupled,
+                    v_max=None):
         """One Adam (or, decoupled, AdamW) step in place on p, m, v, with PyTorch's formula:
-        m = β1 m + (1-β1) g;  v = β2 v + (1-β2) g²;  p -= lr/(1-β1^t) · m / (√v/√(1-β2^t) + ε)."""
+        m = β1 m + (1-β1) g;  v = β2 v + (1-β2) g²;  p -= lr/(1-β1^t) · m / (√v/√(1-β2^t) + ε).
+        With `v_max` (amsgrad), v_max = max(v_max, v) in place takes v's place under the root."""
         xp = self.xp
         if p.dtype != m.dtype:  # float16 weights, float32 moments: take the step in float32
             p_wide = p.astype(m.dtype)
             self.adam_update(p_wide, g.astype(m.dtype), m, v, lr, beta1, beta2, eps,
-                             weight_decay, step, decoupled)
+                             weight_decay, step, decoupled, v_max)
             p[...] = p_wide
             return
         if weight_decay and decoupled:
@@ -283,7 +285,9 @@ class Backend(ABC):
         m += (1 - beta1) * g
         v *= beta2
         v += (1 - beta2) * (g * g)
-        denom = xp.sqrt(v)
+        if v_max is not None:
+            xp.maximum(v_max, v, out=v_max)
+        denom = xp.sqrt(v if v_max is None else v_max)
         denom /= math.sqrt(1 - beta2**step)
         denom += eps
         p -= (lr / (1 - beta1**step)) * m / denom

@@ -441,10 +441,12 @@ class CupyBackend(Backend):
                 g.astype(x.dtype, copy=False), x, saved)
         return super().gelu_backward(g, x, saved, approximate)
 
-    def adam_update(self, p, g, m, v, lr, beta1, beta2, eps, weight_decay, step, decoupled):
-        if not self.use_kernels or p.dtype not in SOFTMAX_DTYPES or m.dtype != p.dtype:
+    def adam_update(self, p, g, m, v, lr, beta1, beta2, eps, weight_decay, step, decoupled,
+                    v_max=None):
+        if (not self.use_kernels or p.dtype not in SOFTMAX_DTYPES or m.dtype != p.dtype
+                or v_max is not None):  # (amsgrad: the base formula, in CuPy array ops)
             return super().adam_update(p, g, m, v, lr, beta1, beta2, eps, weight_decay, step,
-                                       decoupled)
+                                       decoupled, v_max)
         mode = (2 if decoupled else 1) if weight_decay else 0  # AdamW, Adam + L2, neither
         self.elementwise("tinyattn_adam_update")(
             g.astype(p.dtype, copy=False), float(lr), float(beta1), float(beta2), float(eps),

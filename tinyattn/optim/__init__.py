@@ -15,23 +15,39 @@ from ..autograd import bump_version, no_grad, zero_grads
 from ..errors import CheckpointError
 from . import lr_scheduler  # noqa: F401 - optim.lr_scheduler, as in torch
 
+# torch's switches for how a step runs (multi-tensor, fused kernel, CUDA graphs): the same math,
+# so accepted and ignored here
+_HOW_TO_RUN = frozenset(("foreach", "fused", "capturable"))
+
 
 class Optimizer:
-    """Parameter groups, their per-parameter state, and the step counter."""
+    """Parameter groups, their per-parameter state, and the step counter.
+
+    Every optimizer takes `maximize` (ascend: the gradient's sign flipped first), refuses a
+    setting it does not have (torch's TypeError) and a value out of range (torch's ValueError)."""
 
     defaults = {}
 
     def __init__(self, params, **settings):
+        name = type(self).__name__
+        unknown = set(settings) - set(self.defaults) - {"maximize"} - _HOW_TO_RUN
+        if unknown:
+            raise TypeError(f"{name}: unknown setting{'s' * (len(unknown) > 1)} "
+                            f"{', '.join(sorted(unknown))}; it has "
+                            f"{', '.join(sorted(self.defaults))} and maximize")
+        settings = {k: v for k, v in settings.items() if k not in _HOW_TO_RUN}
         params = list(params)
         if not params:
-            raise ValueError(f"{type(self).__name__}: got an empty parameter list")
+            raise ValueError(f"{name}: got an empty parameter list")
         groups = params if isinstance(params[0], dict) else [{"params": params}]
         self.param_groups = []
         for group in groups:
-            full = {**self.defaults, **settings, **group, "params": list(group["params"])}
+            full = {**self.defaults, "maximize": False, **settings, **group,
+                    "params": list(group["params"])}
             for p in full["params"]:
                 if not p.requires_grad:
-                    raise ValueError(f"{type(self).__name__}: a parameter does not require grad")
+                    raise ValueError(f"{name}: a parameter does not require grad")
+            self.check(full)
             self.param_groups.append(full)
         self.state = {}  # id(param) -> dict of arrays
         self.steps = 0
@@ -51,13 +67,26 @@ class Optimizer:
     def zero_grad(self, set_to_none=True):
         zero_grads(self.params(), set_to_none)
 
+    def check(self, group):
+        """Refuse settings out of range, with torch's rules (lr, eps, weight decay, momentum
+        and the like >= 0; betas in [0, 1))."""
+        name = type(self).__name__
+        for key in ("lr", "eps", "weight_decay", "momentum", "alpha", "lr_decay",
+                    "initial_accumulator_value", "dampening"):
+            if key in group and not group[key] >= 0:
+                raise ValueError(f"{name}: {key} must be >= 0, got {group[key]!r}")
+        for i, beta in enumerate(group.get("betas", ())):
+            if not 0 <= beta < 1:
+                raise ValueError(f"{name}: betas[{i}] must be in [0, 1), got {beta!r}")
+
     @no_grad()
     def step(self):
         self.steps += 1
         for group in self.param_groups:
             for p in group["params"]:
                 if p.grad is not None:
-                    self.update(p, p.grad.data, self.state.setdefault(id(p), {}), group)
+                    g = -p.grad.data if group["maximize"] else p.grad.data
+                    self.update(p, g, self.state.setdefault(id(p), {}), group)
                     bump_version(p)  # changed in place: a graph that saved p refuses it
 
     def update(self, p, g, state, group):
@@ -99,9 +128,17 @@ class Optimizer:
 
 
 class SGD(Optimizer):
-    """p -= lr * (g + wd p), with momentum buf = μ buf + g (Nesterov: g + μ buf)."""
+    """p -= lr * (g + wd p), with momentum buf = μ buf + (1 - dampening) g (the first step:
+    buf = g) and then the step buf (Nesterov: g + μ buf)."""
 
-    defaults = {"lr": 0.01, "momentum": 0.0, "nesterov": False, "weight_decay": 0.0}
+    defaults = {"lr": 0.01, "momentum": 0.0, "dampening": 0.0, "nesterov": False,
+                "weight_decay": 0.0}
+
+    def check(self, group):
+        super().check(group)
+        if group["nesterov"] and (group["momentum"] <= 0 or group["dampening"] != 0):
+            raise ValueError("SGD: nesterov needs a momentum > 0 and dampening 0 (torch's rule), "
+                             f"got momentum {group['momentum']}, dampening {group['dampening']}")
 
     def update(self, p, g, state, group):
         if group["weight_decay"]:
@@ -109,16 +146,18 @@ class SGD(Optimizer):
         mu = group["momentum"]
         if mu:
             buf = state.get("momentum")
-            buf = g.copy() if buf is None else buf * mu + g
+            buf = g.copy() if buf is None else buf * mu + (1 - group["dampening"]) * g
             state["momentum"] = buf
             g = g + mu * buf if group["nesterov"] else buf
         p.data -= group["lr"] * g
 
 
 class Adam(Optimizer):
-    """Adam: m, v running moments of g and g², bias-corrected; weight decay added to g (L2)."""
+    """Adam: m, v running moments of g and g², bias-corrected by the parameter's own step
+    count; weight decay added to g (L2); amsgrad divides by the largest v so far."""
 
-    defaults = {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.0}
+    defaults = {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.0,
+                "amsgrad": False}
     decoupled = False
 
     def update(self, p, g, state, group):
@@ -129,16 +168,25 @@ class Adam(Optimizer):
             dtype = xp.float32 if p.data.dtype == xp.float16 else p.data.dtype
             state["m"] = xp.zeros(p.data.shape, dtype=dtype)
             state["v"] = xp.zeros(p.data.shape, dtype=dtype)
+            state["step"] = 0
+        if group["amsgrad"] and "v_max" not in state:
+            state["v_max"] = p.backend.xp.zeros_like(state["v"])
+        # the steps this parameter took (torch's state["step"]: a parameter without a gradient
+        # in some steps is corrected for its own count); a checkpoint from before it was kept
+        # has the optimizer's
+        state["step"] = t = int(state.get("step", self.steps - 1)) + 1
         beta1, beta2 = group["betas"]
         p.backend.adam_update(p.data, g, state["m"], state["v"], lr=group["lr"], beta1=beta1,
                               beta2=beta2, eps=group["eps"], weight_decay=group["weight_decay"],
-                              step=self.steps, decoupled=self.decoupled)
+                              step=t, decoupled=self.decoupled,
+                              v_max=state["v_max"] if group["amsgrad"] else None)
 
 
 class AdamW(Adam):
     """Adam with decoupled weight decay: p *= 1 - lr * wd before the Adam step."""
 
-    defaults = {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.01}
+    defaults = {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.01,
+                "amsgrad": False}
     decoupled = True
 
 
