@@ -37,6 +37,7 @@ SIMPLE = [
     ("RMSNorm", (4,), (4,)),
     ("RMSNorm", ((3, 4), 1e-3, False), ((3, 4), 1e-3, False)),
     ("LayerNorm", ((3, 4), 1e-3, False), ((3, 4), 1e-3, False)),
+    ("LayerNorm", (4, 1e-5, True, False), (4, 1e-5, True, False)),  # bias=False: a gain only
 ]
 
 

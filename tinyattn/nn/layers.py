@@ -64,12 +64,14 @@ class Embedding(Module):
 class LayerNorm(Module):
     """Normalize over the last dims, then scale (weight, ones) and shift (bias, zeros)."""
 
-    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, dtype=None):
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True,
+                 dtype=None):
         super().__init__()
         shape = (normalized_shape,) if isinstance(normalized_shape, int) else normalized_shape
         self.normalized_shape, self.eps = tuple(shape), eps
         self.weight = Parameter(ones(*shape, dtype=dtype)) if elementwise_affine else None
-        self.bias = Parameter(zeros(*shape, dtype=dtype)) if elementwise_affine else None
+        # bias=False: a gain without a shift (torch's LayerNorm(bias=False))
+        self.bias = Parameter(zeros(*shape, dtype=dtype)) if elementwise_affine and bias else None
 
     def forward(self, x):
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
