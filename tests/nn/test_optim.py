@@ -143,6 +143,8 @@ def test_unknown_settings_and_values_out_of_range_are_refused_as_in_torch():
             ("AdamW", dict(weight_decay=-0.1), "weight_decay must be >= 0"),
             ("RMSprop", dict(alpha=-0.5), "alpha must be >= 0"),
             ("Adagrad", dict(lr_decay=-1.0), "lr_decay must be >= 0"),
+            ("Adagrad", dict(initial_accumulator_value=-0.1), "initial_accumulator_value must"),
+            ("SGD", dict(momentum=0.9, dampening=-0.1), "dampening must be >= 0"),
             ("Adam", dict(lr=float("nan")), "lr must be >= 0, got nan")]:
         with pytest.raises(ValueError, match=message):
             getattr(optim, name)(w, **kwargs)
@@ -179,6 +181,35 @@ def test_amsgrad_state_and_step_counts_round_trip_through_a_checkpoint(tmp_path)
     run(opt_c, c, grads[3:])
     for p, q in zip(c, a, strict=True):
         np.testing.assert_array_equal(p.numpy(), q.numpy())
+
+
+def test_a_checkpoint_without_step_counts_per_parameter_continues_with_the_optimizers():
+    """Checkpoints written before Adam kept each parameter's step count: every parameter took
+    every step, so the optimizer's count stands in."""
+    rng = np.random.default_rng(6)
+    grads = [rng.standard_normal(3) for _ in range(5)]
+
+    def fresh():
+        w = ta.tensor(np.ones(3), requires_grad=True)
+        return w, optim.Adam([w], lr=0.1)
+
+    w, opt = fresh()
+    for g in grads:
+        w.grad = ta.tensor(g)
+        opt.step()
+    w2, opt2 = fresh()
+    for g in grads[:2]:
+        w2.grad = ta.tensor(g)
+        opt2.step()
+    saved = opt2.state_dict()
+    del saved["state"]["0.step"]  # as an older tinyattn wrote it
+    w3, opt3 = fresh()
+    w3.data[...] = w2.numpy()
+    opt3.load_state_dict(saved)
+    for g in grads[2:]:
+        w3.grad = ta.tensor(g)
+        opt3.step()
+    np.testing.assert_array_equal(w3.numpy(), w.numpy())
 
 
 def test_float32_parameters_stay_float32():
