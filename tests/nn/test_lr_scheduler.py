@@ -144,6 +144,11 @@ def test_scheduler_errors():
         sched.OneCycleLR(optim.Adagrad([ta.zeros(1, requires_grad=True)]), 1.0, 10)
     with pytest.raises(KeyError, match="StepLR.*last_epoch=3.*initial_lr"):
         sched.StepLR(optim.SGD([ta.zeros(1, requires_grad=True)]), 2, last_epoch=3)
+    for make, message in ((lambda: sched.StepLR(ours, 0), "StepLR: step_size must be a number > 0"),
+                          (lambda: sched.StepLR(ours, -2), "got -2"),
+                          (lambda: sched.CosineAnnealingLR(ours, 0), "CosineAnnealingLR: T_max")):
+        with pytest.raises(ValueError, match=message):  # (torch: modulo by zero at step())
+            make()
 
 
 def test_cosine_schedule_still_warms_up_then_decays():

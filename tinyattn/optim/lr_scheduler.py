@@ -109,10 +109,18 @@ class LambdaLR(LRScheduler):
                 fn.__dict__.update(saved)
 
 
+def _positive(name, what, value):
+    """A period must be a number above 0: torch takes 0 and fails at the first step() with
+    "integer modulo by zero"; this says which setting, when the scheduler is made."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ValueError(f"{name}: {what} must be a number > 0, got {value!r}")
+
+
 class StepLR(LRScheduler):
     """lr x gamma every step_size steps."""
 
     def __init__(self, optimizer, step_size, gamma=0.1, last_epoch=-1):
+        _positive("StepLR", "step_size", step_size)  # (torch fails later: modulo by zero)
         self.step_size, self.gamma = step_size, gamma
         super().__init__(optimizer, last_epoch)
 
@@ -163,6 +171,7 @@ class CosineAnnealingLR(LRScheduler):
     as PyTorch's recurrence does past T_max)."""
 
     def __init__(self, optimizer, T_max, eta_min=0.0, last_epoch=-1):  # noqa: N803
+        _positive("CosineAnnealingLR", "T_max", T_max)
         self.T_max, self.eta_min = T_max, eta_min
         super().__init__(optimizer, last_epoch)
 
