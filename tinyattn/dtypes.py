@@ -66,6 +66,8 @@ def operand_dtype(x):
     None for None."""
     if x is None:
         return None
+    if isinstance(x, np.generic):  # a tensor's 0-d value (np.float64 is also a Python float)
+        return 1, x.dtype
     if isinstance(x, bool):
         return 2, _BOOL
     if isinstance(x, int):

@@ -287,6 +287,8 @@ class Tensor(TensorBase):
         """fn(self, other) on arrays, both in their promoted dtype first (as torch compares)."""
         a = self.data
         b = other.data if isinstance(other, Tensor) else other
+        if isinstance(other, np.generic):  # a NumPy number counts as a Python one (torch)
+            b = other.item()
         if hasattr(b, "dtype") and b.dtype != a.dtype:
             common = result_type(a, b)
             a, b = a.astype(common, copy=False), b.astype(common, copy=False)

@@ -1,9 +1,9 @@
 """Type promotion and the default dtype, held to torch.
 
-Every pair of operands from (bool, int32, int64, float16, float32, float64) x (0-d, n-d) and the
-Python numbers (bool, int, float) goes through add, mul and true division in both libraries; the
-result dtypes (and values) must agree. Also: float functions of integers, the default dtype and
-what follows it, comparisons in the promoted dtype.
+Every pair of operands from (bool, int32, int64, float16, float32, float64) x (0-d, n-d, 0-d held
+as a NumPy scalar) and the Python numbers (bool, int, float) goes through add, mul and true
+division in both libraries; the result dtypes (and values) must agree. Also: float functions of
+integers, the default dtype and what follows it, comparisons in the promoted dtype.
 """
 
 import itertools
@@ -28,6 +28,12 @@ def operands():
         values = values.astype(name)[:1].reshape(()) if ndim == 0 else values.astype(name)
         out.append((f"{name}{'[]' if ndim else ' 0-d'}", ta.tensor(values),
                     torch.from_numpy(np.array(values))))
+        if ndim:  # a 0-d tensor whose value NumPy holds as a scalar (indexing, reductions):
+            # np.float64 is a Python float too, and must not count as a Python number
+            picked = ta.tensor(values)[0]
+            assert isinstance(picked.data, np.generic)
+            out.append((f"{name} 0-d (a NumPy scalar)", picked,
+                        torch.from_numpy(np.array(values))[0]))
     out += [(f"python {type(v).__name__}", v, v) for v in PYTHON]
     return out
 
