@@ -149,6 +149,7 @@ def test_scheduler_errors():
                           (lambda: sched.CosineAnnealingLR(ours, 0), "CosineAnnealingLR: T_max")):
         with pytest.raises(ValueError, match=message):  # (torch: modulo by zero at step())
             make()
+    assert sched.StepLR(ours, np.int64(2)).step_size == 2  # a NumPy integer is a number too
 
 
 def test_cosine_schedule_still_warms_up_then_decays():

@@ -7,6 +7,7 @@ sequences agree to the last bit, also when schedulers are chained), and `state_d
 """
 
 import math
+import numbers
 import types
 from bisect import bisect_right
 from collections import Counter
@@ -112,7 +113,7 @@ class LambdaLR(LRScheduler):
 def _positive(name, what, value):
     """A period must be a number above 0: torch takes 0 and fails at the first step() with
     "integer modulo by zero"; this says which setting, when the scheduler is made."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0:
         raise ValueError(f"{name}: {what} must be a number > 0, got {value!r}")
 
 
