@@ -1,6 +1,8 @@
 """What a user sees of the nn modules: every loss module with its defaults and its settings
 against torch's (values and state-dict keys), Unflatten's splits and refusals against torch, the
-printed module tree, deleting attributes, and the Kaiming initialisers' defaults and errors."""
+printed module tree, deleting attributes, the Kaiming initialisers' defaults and errors, slices of
+Sequential and ModuleList, load_state_dict(strict=False)'s named pair, get_submodule and
+get_parameter."""
 
 import math
 
@@ -219,3 +221,53 @@ def test_multihead_attention_dtype_and_mask_dtype():
     x = ta.zeros(3, 1, 4, dtype=np.float64)
     with raises(ta.DTypeError, "MultiheadAttention: attn_mask must be bool", "int64"):
         mha(x, x, x, attn_mask=ta.tensor(np.zeros((3, 3), np.int64)))
+
+
+def _pair_of_stacks():
+    """The same three-layer Sequential in tinyattn and torch."""
+    return (nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2)),
+            torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2)))
+
+
+def test_slices_of_sequential_and_module_list_are_modules_as_in_torch():
+    ours, theirs = _pair_of_stacks()
+    for index in (slice(1, None), slice(0, 2), slice(None, None, 2), slice(-1, None)):
+        part, their_part = ours[index], theirs[index]
+        assert type(part) is nn.Sequential  # callable, not a list
+        assert list(part.state_dict()) == list(their_part.state_dict())  # names kept
+    assert ours[0:2](ta.randn(5, 3)).shape == (5, 4)
+    layers = nn.ModuleList([nn.Linear(2, 2) for _ in range(4)])
+    their_layers = torch.nn.ModuleList([torch.nn.Linear(2, 2) for _ in range(4)])
+    assert type(layers[::2]) is nn.ModuleList and len(layers[::2]) == 2
+    assert [n for n, _ in layers[1::2].named_parameters()] == \
+        [n for n, _ in their_layers[1::2].named_parameters()]  # counted from 0 again
+    assert layers[::2][1] is layers[2]  # the same modules, not copies
+
+
+def test_load_state_dict_not_strict_unpacks_into_missing_and_unexpected_as_in_torch():
+    ours, theirs = _pair_of_stacks()
+    partial = {"0.weight": np.zeros((4, 3)), "extra": np.zeros(1)}
+    missing, unexpected = ours.load_state_dict(partial, strict=False)
+    their_missing, their_unexpected = theirs.load_state_dict(
+        {k: torch.tensor(v) for k, v in partial.items()}, strict=False)
+    assert (missing, unexpected) == (their_missing, their_unexpected)
+    result = ours.load_state_dict(partial, strict=False)
+    assert result.missing_keys == missing and result["unexpected_keys"] == ["extra"]
+    assert not ours[0].weight.numpy().any()  # what matched was loaded
+
+
+def test_get_submodule_and_get_parameter_as_in_torch():
+    ours, theirs = _pair_of_stacks()
+    assert ours.get_submodule("") is ours and type(ours.get_submodule("2")) is nn.Linear
+    assert ours.get_parameter("2.bias") is ours[2].bias
+    assert ours.get_parameter("0.weight").shape == tuple(theirs.get_parameter("0.weight").shape)
+    model = ta.nn.TinyTransformer(11, 8, 2, 2, max_len=4)
+    assert model.get_submodule("blocks.1.attn") is model.blocks[1].attn
+    for call, target, message in ((ours.get_submodule, "5", "no submodule '5'"),
+                                  (ours.get_submodule, "0.x", "Linear has no submodule 'x'"),
+                                  (ours.get_parameter, "0.nope", "no parameter 'nope'"),
+                                  (ours.get_parameter, "1.weight", "ReLU has no parameter")):
+        with pytest.raises(AttributeError, match=message):
+            call(target)
+        with pytest.raises(AttributeError):
+            getattr(theirs, call.__name__)(target)

@@ -6,7 +6,7 @@ its `forward` at its path, so the graph nodes it makes know which module made th
 pictures group them). Containers: Sequential, ModuleList, ModuleDict and ParameterList.
 """
 
-from collections import OrderedDict
+from collections import OrderedDict, namedtuple
 
 import numpy as np
 
@@ -149,6 +149,25 @@ class Module:
     def modules(self):
         return (m for _, m in self.named_modules())
 
+    def get_submodule(self, target):
+        """The module at a dotted path ("blocks.0.attn"); "" is this module (as torch)."""
+        module = self
+        for part in target.split(".") if target else ():
+            if not isinstance(module._modules.get(part), Module):
+                raise AttributeError(f"get_submodule: {type(module).__name__} has no submodule "
+                                     f"{part!r} (looking up {target!r})")
+            module = module._modules[part]
+        return module
+
+    def get_parameter(self, target):
+        """The parameter at a dotted path ("blocks.0.attn.qkv.weight")."""
+        path, _, name = target.rpartition(".")
+        module = self.get_submodule(path)
+        if module._parameters.get(name) is None:
+            raise AttributeError(f"get_parameter: {type(module).__name__} has no parameter "
+                                 f"{name!r} (looking up {target!r})")
+        return module._parameters[name]
+
     def children(self):
         return iter(self._modules.values())
 
@@ -285,7 +304,7 @@ class Module:
             p = params[key]
             p.backend.xp.copyto(p.data, p.backend.asarray(array), casting="unsafe")
             bump_version(p)
-        return {"missing_keys": missing, "unexpected_keys": unexpected}
+        return IncompatibleKeys(missing, unexpected)
 
     def __repr__(self):
         lines = [f"{type(self).__name__}({self.extra_repr()}"]
@@ -296,6 +315,17 @@ class Module:
 
     def extra_repr(self):
         return ""
+
+
+class IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    """What load_state_dict(strict=False) left out, a named pair as torch's
+    (`missing, unexpected = model.load_state_dict(state, strict=False)`); also read by name,
+    result["missing_keys"]."""
+
+    __slots__ = ()
+
+    def __getitem__(self, key):
+        return getattr(self, key) if isinstance(key, str) else super().__getitem__(key)
 
 
 class _Indexed(Module):
@@ -310,7 +340,17 @@ class _Indexed(Module):
         setattr(self, str(len(self._modules)), module)
         return self
 
+    keeps_names = False  # whether a slice keeps the modules' names ("1", "2") or counts from 0
+
     def __getitem__(self, i):
+        """The i-th module; a slice is a Sequential (ModuleList) of those: as in torch, a
+        Sequential's keeps their names ("1", "2"), a ModuleList's counts from "0" again."""
+        if isinstance(i, slice):
+            part = type(self).__new__(type(self))
+            _Indexed.__init__(part)
+            for n, (name, module) in enumerate(list(self._modules.items())[i]):
+                setattr(part, name if self.keeps_names else str(n), module)
+            return part
         return list(self._modules.values())[i]
 
     def __len__(self):
@@ -322,6 +362,8 @@ class _Indexed(Module):
 
 class Sequential(_Indexed):
     """Modules applied one after another."""
+
+    keeps_names = True
 
     def __init__(self, *modules):
         super().__init__(modules)
