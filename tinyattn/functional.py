@@ -64,7 +64,12 @@ def gelu(x, approximate="none"):
 
 def where(condition, x, y):
     """x where condition (bool) else y; either of x, y may be a Python number."""
-    like = x if isinstance(x, Tensor) else y if isinstance(y, Tensor) else _t(x)
+    like = next((t for t in (x, y, condition) if isinstance(t, Tensor)), None)
+    x, y = (v.item() if isinstance(v, np.generic) else v for v in (x, y))  # NumPy numbers too
+    if not isinstance(x, Tensor) and not isinstance(y, Tensor):
+        # two numbers: each its own 0-d tensor, which promote as torch's do (1 and 0.5 give the
+        # default float dtype, not float64)
+        x, y = _t(x, like), _t(y, like)
     x = x if isinstance(x, (int, float)) else _t(x, like)
     y = y if isinstance(y, (int, float)) else _t(y, like)
     return apply(ew.where, _t(condition, like), x, y)

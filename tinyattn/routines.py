@@ -59,6 +59,7 @@ subtract, multiply, divide, true_divide = sub, mul, div, div
 pow, neg = _method("pow"), _method("__neg__")  # noqa: A001
 negative = neg
 maximum, minimum, clamp, clip = (_method(n) for n in ("maximum", "minimum", "clamp", "clip"))
+dot = _method("dot")
 clamp_min, clamp_max = _method("clamp_min"), _method("clamp_max")
 eq, ne, lt, le, gt, ge = (_method(n) for n in ("__eq__", "__ne__", "__lt__", "__le__", "__gt__",
                                                "__ge__"))

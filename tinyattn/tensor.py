@@ -278,6 +278,14 @@ class Tensor(TensorBase):
     def __rmatmul__(self, other):
         return apply(mm.matmul, self._as_tensor(other), self)
 
+    def dot(self, other):
+        """Σ self * other over two 1-D tensors of one length (torch.dot): a 0-d tensor."""
+        other = self._as_tensor(other)
+        if self.ndim != 1 or other.shape != self.shape:
+            raise ShapeError(f"dot: needs two 1-D tensors of the same length, got "
+                             f"{fmt_shape(self.shape)} and {fmt_shape(other.shape)}")
+        return self @ other
+
     def _as_tensor(self, other):
         return other if isinstance(other, Tensor) else Tensor(other, backend=self.backend)
 

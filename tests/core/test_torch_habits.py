@@ -193,6 +193,30 @@ def test_sum_and_mean_take_a_dtype_as_in_torch(name):
     np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
 
 
+@pytest.mark.parametrize("x,y", [(1, 0.5), (1, 2), (True, False), (1, True), (2.5, 1.5),
+                                 (np.float64(1.0), 2)])
+def test_where_with_two_numbers_takes_torchs_dtype(x, y):
+    """1 and 0.5 give the default float dtype (float32), not NumPy's float64."""
+    got = ta.where(ta.tensor([True, False]), x, y)
+    want = torch.where(torch.tensor([True, False]), x, y)
+    assert str(got.dtype) == str(want.dtype).replace("torch.", "")
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_dot_of_two_vectors_as_in_torch():
+    a, ta_ = both([1.0, 2.0, 3.0])
+    b, tb = both([4.0, -1.0, 0.5])
+    got, want = a.dot(b), ta_.dot(tb)
+    assert_same(got, want)
+    assert_same(ta.dot(a, b), torch.dot(ta_, tb))
+    got.backward()
+    want.backward()
+    np.testing.assert_allclose(a.grad.numpy(), ta_.grad.numpy())
+    for bad in (ta.ones(2, 3), ta.ones(4)):
+        with pytest.raises(ta.ShapeError, match="dot: needs two 1-D tensors of the same length"):
+            bad.dot(a) if bad.ndim == 2 else a.dot(bad)
+
+
 @pytest.mark.parametrize("values,correction", [([1.0], 1), ([1.0, 2.0], 2), ([1.0, 2.0], 3),
                                                ([1.0, 1.0], 2), ([[1.0, 4.0]], 2)])
 @pytest.mark.parametrize("fn", ["var", "std"])
