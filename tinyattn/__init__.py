@@ -10,7 +10,7 @@ The public names are listed here explicitly; see DESIGN.md for the map of the pa
 
 from . import functional, nn, optim, viz
 from .anomaly import AnomalyError, AnomalyWarning, debug_from_environment, detect_anomaly
-from .autograd import enable_grad, is_grad_enabled, no_grad
+from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .backends import get_backend, set_backend, use_backend
 from .dtypes import get_default_dtype, set_default_dtype
 from .errors import (
@@ -228,7 +228,8 @@ __all__ = [
     "ones_like", "cat", "stack", "where", "matmul", "softmax", "log_softmax",
     "manual_seed", "float16", "float32", "float64", "int32", "int64", "bool_",
     "get_default_dtype", "set_default_dtype",
-    "no_grad", "enable_grad", "is_grad_enabled", "gradcheck", "check_gradients", "functional",
+    "no_grad", "enable_grad", "inference_mode", "set_grad_enabled", "is_grad_enabled",
+    "gradcheck", "check_gradients", "functional",
     "get_backend", "set_backend", "use_backend", "nn", "optim", "save", "load", "TinyattnError",
     "ShapeError", "DimError",
     "DTypeError", "BackendError", "GraphError", "GradcheckError", "CheckpointError",

@@ -116,10 +116,14 @@ class _GradMode:
     def __call__(self, fn):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            with type(self)():
+            with self._again():
                 return fn(*args, **kwargs)
 
         return wrapper
+
+    def _again(self):
+        """A manager of the same mode for one call of a decorated function."""
+        return type(self)()
 
 
 class no_grad(_GradMode):  # noqa: N801 - PyTorch's name
@@ -132,6 +136,38 @@ class enable_grad(_GradMode):  # noqa: N801 - PyTorch's name
     """`with enable_grad():` records the graph again inside a no_grad block."""
 
     enabled = True
+
+
+class inference_mode(_GradMode):  # noqa: N801 - PyTorch's name
+    """`with inference_mode():` as no_grad (torch's faster no_grad); inference_mode(False)
+    leaves the mode as it is."""
+
+    def __init__(self, mode=True):
+        super().__init__()
+        self.mode = bool(mode)
+
+    def __enter__(self):
+        self._tokens.append(_grad_enabled.set(False if self.mode else _grad_enabled.get()))
+        return self
+
+    def _again(self):
+        return inference_mode(self.mode)
+
+
+class set_grad_enabled(_GradMode):  # noqa: N801 - PyTorch's name
+    """set_grad_enabled(mode): grad mode on or off from this call on, or, as
+    `with set_grad_enabled(mode):`, for the block only (the mode before comes back after it)."""
+
+    def __init__(self, mode):
+        super().__init__()
+        self.enabled = bool(mode)
+        self._tokens.append(_grad_enabled.set(self.enabled))  # the call itself sets it (torch)
+
+    def __enter__(self):
+        return self
+
+    def _again(self):
+        return enable_grad() if self.enabled else no_grad()
 
 
 def current_scope():
@@ -458,6 +494,48 @@ class Step:
         return f"<Step {self.index}: {self.node.op.name}{made}>"
 
 
+def grad(outputs, inputs, grad_outputs=None, retain_graph=False, create_graph=False,
+         allow_unused=False):
+    """The gradients of `outputs` with respect to `inputs`, returned as a tuple and not added
+    into any .grad (torch.autograd.grad). grad_outputs: the cotangent of each output (None for
+    a scalar output: 1). An input the outputs do not depend on is an error, or with
+    allow_unused, None. Gradients of gradients (create_graph) are not supported: the VJPs work
+    on arrays, off the graph."""
+    if create_graph:
+        raise GraphError("grad: create_graph=True (gradients of gradients) is not supported: "
+                         "tinyattn's VJPs run on arrays, outside the graph")
+    outputs, inputs, grad_outputs = _grad_args(outputs, inputs, grad_outputs)
+    sink = {x._node: None for x in inputs}
+    for _ in _walk(outputs[0], grad_outputs[0], retain_graph, False, sink,
+                   list(zip(outputs[1:], grad_outputs[1:], strict=True))):
+        pass
+    found = []
+    for i, x in enumerate(inputs):
+        g = sink[x._node]
+        if g is None and not allow_unused:
+            raise GraphError(f"grad: input {i} (shape {fmt_shape(x.shape)}) was not used to "
+                             "compute the outputs; pass allow_unused=True to get None for it")
+        found.append(None if g is None else
+                     _wrap(x.backend.xp.array(g, dtype=x.dtype, copy=True), x.backend))
+    return tuple(found)
+
+
+def _grad_args(outputs, inputs, grad_outputs):
+    """grad()'s arguments as lists (one tensor or a sequence of them), checked."""
+    outputs = [outputs] if isinstance(outputs, TensorBase) else list(outputs)
+    inputs = [inputs] if isinstance(inputs, TensorBase) else list(inputs)
+    if grad_outputs is None:
+        grad_outputs = [None] * len(outputs)
+    grad_outputs = [grad_outputs] if isinstance(grad_outputs, TensorBase) else list(grad_outputs)
+    if len(grad_outputs) != len(outputs):
+        raise ShapeError(f"grad: {len(outputs)} outputs but {len(grad_outputs)} grad_outputs")
+    for i, x in enumerate(inputs):
+        if not isinstance(x, TensorBase) or x._node is None:
+            raise GraphError(f"grad: input {i} does not require grad (make it with "
+                             "requires_grad=True, outside no_grad())")
+    return outputs, inputs, grad_outputs
+
+
 def backward(tensor, gradient=None, retain_graph=False):
     """Fill `.grad` of the leaves (and retain_grad tensors) that `tensor` depends on.
 
@@ -475,23 +553,26 @@ def backward_steps(tensor, gradient=None, retain_graph=False):
     return _walk(tensor, gradient, retain_graph, True)
 
 
-def _walk(tensor, gradient, retain_graph, steps):
-    """The walk behind backward() and backward_steps(): pop the newest node, write its .grad
-    if it is a tensor's, run its VJP and send each input its part (summed with the parts the
-    input's other users sent); with `steps`, yield a Step after each VJP. (The VJP call is
-    written out here, as the forward is in apply: a helper per node cost 1-2 % a node.)"""
-    root = _root(tensor)
+def _walk(tensor, gradient, retain_graph, steps, sink=None, more=()):
+    """The walk behind backward(), backward_steps() and grad(): pop the newest node, write its
+    .grad if it is a tensor's, run its VJP and send each input its part (summed with the parts
+    the input's other users sent); with `steps`, yield a Step after each VJP. With `sink` (a
+    dict whose keys are nodes), no .grad is written: each of those nodes' gradient goes into
+    it. `more`: further (tensor, gradient) pairs to start from. (The VJP call is written out
+    here, as the forward is in apply: a helper per node cost 1-2 % a node.)"""
     be = tensor.backend
-    grads = {root: _seed_gradient(tensor, gradient, be)}  # node -> its gradient summed so far
-    heap = [(root.seq, root)]
+    grads = {}  # node -> its gradient summed so far
+    heap = []
+    for t, g in [(tensor, gradient), *more]:
+        _seed(grads, heap, t, g, be)
     tracers = current_tracers()
     owned = _owner(tracers, steps)  # the nodes whose gradient so far the walk may add into
     index = 0
     while heap:
         node = heappop(heap)[1]
         g = grads.pop(node)  # every user has sent its part
-        if node.tensor is not None:
-            _write_grad(node, g, be, node in owned)
+        if node.tensor is not None or sink is not None:
+            _deliver(node, g, be, owned, sink)
         op, saved = node.op, node.saved
         if op is None:  # a leaf: nothing to pass on
             continue
@@ -585,6 +666,24 @@ def _add_into(node, g, be, grads, heap, owned, retain_graph):
         node.op.add_into(be, acc, g, node.saved, **node.params)
     if not retain_graph:
         node.saved = None
+
+
+def _seed(grads, heap, tensor, gradient, be):
+    """Start the walk at tensor's node with `gradient` (added to what an earlier start gave it)."""
+    node, seed = _root(tensor), _seed_gradient(tensor, gradient, be)
+    if node in grads:
+        grads[node] = grads[node] + seed
+    else:
+        grads[node] = seed
+        heappush(heap, (node.seq, node))
+
+
+def _deliver(node, g, be, owned, sink):
+    """A node's whole gradient, popped: into its tensor's .grad, or for grad(), into `sink`."""
+    if sink is None:
+        _write_grad(node, g, be, node in owned)
+    elif node in sink:
+        sink[node] = g
 
 
 def _root(tensor):

@@ -145,8 +145,9 @@ def test_the_checks_see_a_cycle_and_a_wrong_way_import(tmp_path, monkeypatch):
 MAX_COMPLEXITY = 15  # cyclomatic complexity (radon): above it a function gets named pieces
 # The two loops every op runs through, written out on purpose: on the overhead benchmark a
 # helper call in them cost 1-2 % per op (measured; their docstrings say so). Each keeps to
-# the ceiling given here, so neither grows unnoticed; their rare paths are helpers.
-HOT_PATHS = {("autograd.py", "apply"): 24, ("autograd.py", "_walk"): 21}
+# the ceiling given here, so neither grows unnoticed; their rare paths are helpers. (_walk: 22
+# since autograd.grad, whose gradients go to a sink instead of .grad: one more condition.)
+HOT_PATHS = {("autograd.py", "apply"): 24, ("autograd.py", "_walk"): 22}
 
 
 def too_tangled(package=None):

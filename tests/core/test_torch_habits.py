@@ -217,6 +217,57 @@ def test_dot_of_two_vectors_as_in_torch():
             bad.dot(a) if bad.ndim == 2 else a.dot(bad)
 
 
+def test_autograd_grad_returns_gradients_without_touching_grad_as_in_torch():
+    x, tx = both([1.0, 2.0, -0.5])
+    y, ty = x * x * 3, tx * tx * 3
+    (gx,) = ta.autograd.grad(y.sum(), x, retain_graph=True)
+    (tgx,) = torch.autograd.grad(ty.sum(), tx, retain_graph=True)
+    assert_same(gx, tgx)
+    assert x.grad is None  # returned, not added into .grad
+    # several outputs with their cotangents, an intermediate input, the graph kept
+    g_out = np.array([1.0, 10.0, 100.0])
+    got = ta.autograd.grad([y, (x * 2).sum()], [y, x], grad_outputs=[ta.tensor(g_out), None],
+                           retain_graph=True)
+    want = torch.autograd.grad([ty, (tx * 2).sum()], [ty, tx],
+                               grad_outputs=[torch.tensor(g_out), None], retain_graph=True)
+    for a, t in zip(got, want, strict=True):
+        assert_same(a, t)
+    z, tz = both([1.0])
+    assert ta.autograd.grad(y.sum(), [x, z], allow_unused=True, retain_graph=True)[1] is None
+    with pytest.raises(ta.GraphError, match="input 1 .* was not used .* allow_unused=True"):
+        ta.autograd.grad(y.sum(), [x, z], retain_graph=True)
+    ta.autograd.grad(y.sum(), x)  # retain_graph=False frees the graph, as in torch ...
+    with pytest.raises(ta.GraphError, match="already freed"):
+        ta.autograd.grad(y.sum(), x)
+    with pytest.raises(ta.GraphError, match="create_graph=True .* not supported"):
+        ta.autograd.grad((x * x).sum(), x, create_graph=True)
+    with pytest.raises(ta.GraphError, match="input 0 does not require grad"):
+        ta.autograd.grad((x * x).sum(), ta.tensor([1.0]))
+
+
+def test_set_grad_enabled_and_inference_mode_as_in_torch():
+    x = ta.tensor([1.0], requires_grad=True)
+    try:
+        ta.set_grad_enabled(False)  # a call sets the mode from here on
+        assert not (x * 2).requires_grad and not ta.is_grad_enabled()
+    finally:
+        ta.set_grad_enabled(True)
+    assert (x * 2).requires_grad
+    with ta.set_grad_enabled(False):  # a block: the mode before comes back after it
+        assert not (x * 2).requires_grad
+    assert (x * 2).requires_grad
+    with ta.inference_mode():
+        assert not (x * 2).requires_grad
+    with ta.no_grad(), ta.inference_mode(False):
+        assert not (x * 2).requires_grad  # inference_mode(False) records only if grad is on
+    with ta.inference_mode(False):
+        assert (x * 2).requires_grad
+    assert ta.set_grad_enabled(False)(lambda: (x * 2).requires_grad)() is False
+    ta.set_grad_enabled(True)
+    assert ta.inference_mode()(lambda: (x * 2).requires_grad)() is False
+    assert (x * 2).requires_grad
+
+
 @pytest.mark.parametrize("values,correction", [([1.0], 1), ([1.0, 2.0], 2), ([1.0, 2.0], 3),
                                                ([1.0, 1.0], 2), ([[1.0, 4.0]], 2)])
 @pytest.mark.parametrize("fn", ["var", "std"])
