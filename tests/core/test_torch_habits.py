@@ -243,6 +243,13 @@ def test_autograd_grad_returns_gradients_without_touching_grad_as_in_torch():
         ta.autograd.grad((x * x).sum(), x, create_graph=True)
     with pytest.raises(ta.GraphError, match="input 0 does not require grad"):
         ta.autograd.grad((x * x).sum(), ta.tensor([1.0]))
+    # one tensor of cotangents (no list); the gradient is a new array, never the cotangent's own
+    go, tgo = np.array([1.0, -2.0, 0.5]), torch.tensor([1.0, -2.0, 0.5])
+    (gx,) = ta.autograd.grad(x + 1, x, grad_outputs=ta.tensor(go))  # add passes g on as it is
+    assert_same(gx, torch.autograd.grad(tx + 1, tx, grad_outputs=tgo)[0])
+    cotangent = ta.tensor(go.copy())
+    (gy,) = ta.autograd.grad(x + 1, x, grad_outputs=cotangent)
+    assert not np.shares_memory(gy.numpy(), cotangent.numpy())
 
 
 def test_set_grad_enabled_and_inference_mode_as_in_torch():
@@ -264,6 +271,9 @@ def test_set_grad_enabled_and_inference_mode_as_in_torch():
         assert (x * 2).requires_grad
     assert ta.set_grad_enabled(False)(lambda: (x * 2).requires_grad)() is False
     ta.set_grad_enabled(True)
+    with ta.no_grad():  # a decorated function runs in its mode whatever the caller's
+        assert ta.set_grad_enabled(True)(lambda: (x * 2).requires_grad)() is True
+        ta.set_grad_enabled(False)
     assert ta.inference_mode()(lambda: (x * 2).requires_grad)() is False
     assert (x * 2).requires_grad
 
