@@ -101,16 +101,59 @@ def _grads_pair(torch, scale):
     return ours, theirs
 
 
-@pytest.mark.parametrize("norm_type", [2.0, 1, math.inf, 3.0])
+@pytest.mark.parametrize("norm_type", [2.0, 1, math.inf, 3.0, 0, 0.5, -math.inf, "inf"])
 @pytest.mark.parametrize("max_norm", [0.5, 1e3])
 def test_clip_grad_norm_matches_torch(norm_type, max_norm):
+    """Every order torch takes, 0 and -inf included: those are the norm of the per-gradient
+    norms (count of non-zero grads, smallest of their smallest |entries|), not of all entries."""
     torch = pytest.importorskip("torch")
     ours, theirs = _grads_pair(torch, 1.0)
-    got = nn.utils.clip_grad_norm_(ours, max_norm, norm_type)
-    want = torch.nn.utils.clip_grad_norm_(theirs, max_norm, norm_type)
+    for p, tp in zip(ours, theirs, strict=True):  # a zero entry: order 0 and -inf see it
+        p.grad.data[(0,) * p.ndim] = 0.0
+        tp.grad[(0,) * tp.ndim] = 0.0
+    got = nn.utils.clip_grad_norm_(ours, max_norm, norm_type, foreach=True)
+    want = torch.nn.utils.clip_grad_norm_(theirs, max_norm, norm_type, foreach=True)
     assert isinstance(got, ta.Tensor) and got.item() == pytest.approx(want.item(), rel=1e-12)
     for p, tp in zip(ours, theirs, strict=True):
         np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), rtol=1e-12)
+
+
+def test_total_norm_then_clip_matches_torch():
+    """get_total_norm and clip_grads_with_norm_, the two halves of clip_grad_norm_."""
+    torch = pytest.importorskip("torch")
+    ours, theirs = _grads_pair(torch, 2.0)
+    got = nn.utils.get_total_norm([p.grad for p in ours], 3.0)
+    want = torch.nn.utils.get_total_norm([tp.grad for tp in theirs], 3.0)
+    assert got.item() == pytest.approx(want.item(), rel=1e-12)
+    nn.utils.clip_grads_with_norm_(ours, 1.0, got)
+    torch.nn.utils.clip_grads_with_norm_(theirs, 1.0, want)
+    for p, tp in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), rtol=1e-12)
+    mixed = [ta.ones(3), ta.ones(2, dtype=np.float64)]  # float32 and float64: a float64 norm
+    got = nn.utils.get_total_norm(mixed)
+    want = torch.nn.utils.get_total_norm([torch.ones(3), torch.ones(2, dtype=torch.float64)])
+    assert got.dtype == np.float64 and got.item() == pytest.approx(want.item())
+
+
+def test_parameters_to_vector_and_back_match_torch():
+    torch = pytest.importorskip("torch")
+    a, b = nn.Parameter(ta.ones(2, 3)), nn.Parameter(ta.zeros(4))
+    ta_, tb = torch.ones(2, 3, requires_grad=True), torch.zeros(4, requires_grad=True)
+    vec = nn.utils.parameters_to_vector([a, b])
+    tvec = torch.nn.utils.parameters_to_vector([ta_, tb])
+    np.testing.assert_array_equal(vec.numpy(), tvec.detach().numpy())
+    (vec * ta.arange(10.0)).sum().backward()  # on the graph: each parameter gets its piece
+    (tvec * torch.arange(10.0)).sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), ta_.grad.numpy())
+    np.testing.assert_array_equal(b.grad.numpy(), tb.grad.numpy())
+    nn.utils.vector_to_parameters(ta.arange(10.0) + 1, [a, b])
+    torch.nn.utils.vector_to_parameters(torch.arange(10.0) + 1, [ta_, tb])
+    np.testing.assert_array_equal(a.numpy(), ta_.detach().numpy())
+    np.testing.assert_array_equal(b.numpy(), tb.detach().numpy())
+    with raises(ta.ShapeError, "vector_to_parameters", "10 entries", "(9,)"):
+        nn.utils.vector_to_parameters(ta.arange(9.0), [a, b])
+    with raises(TypeError, "vector_to_parameters", "list"):
+        nn.utils.vector_to_parameters([1.0] * 10, [a, b])
 
 
 def test_clip_grad_norm_refuses_a_nonfinite_norm_when_asked():

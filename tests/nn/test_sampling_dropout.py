@@ -3,6 +3,7 @@ draws only from the top-k / top-p tokens and temperature reshapes the distributi
 should. Each test here fails on a plausible one-line bug (a missing rescale, top-k keeping the
 worst tokens, temperature multiplied instead of divided)."""
 
+import re
 from functools import partial
 
 import numpy as np
@@ -101,3 +102,26 @@ def test_generate_samples_only_the_top_k_tokens_of_the_model():
     out = model.generate(prompt, 1, temperature=5.0, top_k=3,
                          rng=np.random.default_rng(0)).numpy()[:, -1]
     assert set(out) == best  # only the three best, and (hot) all three of them
+
+
+@pytest.mark.parametrize("setting, message", [
+    ({"temperature": -1.0}, "temperature must be a finite number >= 0 (0: greedy), got -1.0"),
+    ({"temperature": float("nan")}, "temperature must be a finite number >= 0"),
+    ({"top_k": 0}, "top_k must be a whole number >= 1 (or None: every token), got 0"),
+    ({"top_k": 2.5}, "top_k must be a whole number >= 1"),
+    ({"top_p": 0.0}, "top_p must be in (0, 1] (or None), got 0.0"),
+    ({"top_p": 1.5}, "top_p must be in (0, 1]"),
+])
+def test_generate_refuses_settings_that_would_sample_another_distribution(setting, message):
+    """A negative temperature samples the least likely tokens, top_p=0 keeps none (NaN), top_k
+    <= 0 keeps them all: each is an error naming the setting, never a silent other sampler."""
+    model = nn.TinyTransformer(vocab_size=12, d_model=16, n_heads=2, n_layers=1, max_len=8)
+    with pytest.raises(ValueError, match="generate: " + re.escape(message)):
+        model.generate(ta.tensor([[1, 5]]), 2, **setting)
+    name = message.split(" must")[0]
+    with pytest.raises(ValueError, match=f"next_token_probs: {name} must"):
+        next_token_probs(LOGITS, **{"temperature": 1.0, **setting})
+    with pytest.raises(ValueError, match="max_new_tokens must be a whole number >= 0, got -1"):
+        model.generate(ta.tensor([[1, 5]]), -1)
+    out = model.generate(ta.tensor([[1, 5]]), 2, temperature=0, top_k=np.int64(3))  # 0: greedy
+    assert out.shape == (1, 4)

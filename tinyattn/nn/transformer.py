@@ -8,6 +8,7 @@ LayerNorm, an untied head, Linear layers without bias.
 """
 
 import math
+import numbers
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -178,6 +179,11 @@ class TinyTransformer(Module):
         """Extend idx (B, T) by max_new_tokens: greedy, or sampled at `temperature` from the
         `top_k` most likely tokens and/or the smallest set whose probability reaches `top_p`
         (see next_token_probs)."""
+        _check_sampling("generate", temperature, top_k, top_p, greedy_at_zero=True)
+        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, numbers.Integral) \
+                or max_new_tokens < 0:
+            raise ValueError(f"generate: max_new_tokens must be a whole number >= 0, got "
+                             f"{max_new_tokens!r}")
         rng = rng or np.random.default_rng()
         ids = np.asarray(idx.numpy() if hasattr(idx, "numpy") else idx, dtype=np.int64)
         for _ in range(max_new_tokens):
@@ -201,6 +207,7 @@ def next_token_probs(logits, temperature=1.0, top_k=None, top_p=None):
     temperature) over the top_k most likely tokens (ties at the k-th value kept) and, with
     top_p, over the fewest most likely tokens whose probability reaches top_p (nucleus
     sampling); every other token gets probability 0."""
+    _check_sampling("next_token_probs", temperature, top_k, top_p)
     logits = np.asarray(logits, dtype=np.float64) / temperature
     if top_k is not None:
         kth = np.sort(logits, axis=-1)[:, -min(top_k, logits.shape[-1])][:, None]
@@ -216,3 +223,21 @@ def next_token_probs(logits, temperature=1.0, top_k=None, top_p=None):
         p = np.where(keep, p, 0.0)
         p /= p.sum(axis=-1, keepdims=True)
     return p
+
+
+def _check_sampling(name, temperature, top_k, top_p, greedy_at_zero=False):
+    """A sampling setting that cannot work is an error naming it, never a silent other
+    distribution (a negative temperature would favour the least likely tokens)."""
+    low = ">= 0 (0: greedy)" if greedy_at_zero else "> 0"
+    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real) or \
+            not math.isfinite(temperature) or temperature < 0 or \
+            (temperature == 0 and not greedy_at_zero):
+        raise ValueError(f"{name}: temperature must be a finite number {low}, got "
+                         f"{temperature!r}")
+    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, numbers.Integral)
+                              or top_k < 1):
+        raise ValueError(f"{name}: top_k must be a whole number >= 1 (or None: every token), "
+                         f"got {top_k!r}")
+    if top_p is not None and (isinstance(top_p, bool) or not isinstance(top_p, numbers.Real)
+                              or not 0 < top_p <= 1):
+        raise ValueError(f"{name}: top_p must be in (0, 1] (or None), got {top_p!r}")
