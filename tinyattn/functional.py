@@ -45,8 +45,18 @@ def _t(x, like=None):
 # ---- activations and elementwise -----------------------------------------------------------------
 
 
-def relu(x):
-    return apply(ew.relu, _t(x))
+def _pointwise(op, x, inplace, name, **params):
+    """op(x) as a new tensor, or with inplace=True written into x's own memory and x returned
+    (torch's `inplace`; refused where Tensor._in_place refuses it: a leaf that requires grad,
+    a tensor another live view shares)."""
+    x = _t(x)
+    if inplace:
+        return x._in_place(f"{name}(inplace=True)", op, **params)
+    return apply(op, x, **params)
+
+
+def relu(x, inplace=False):
+    return _pointwise(ew.relu, x, inplace, "relu")
 
 
 def tanh(x):
@@ -82,12 +92,18 @@ def masked_fill(x, mask, value):
 # ---- softmax family ------------------------------------------------------------------------------
 
 
-def softmax(x, dim=-1):
-    return apply(sm.softmax, _t(x), dim=dim)
+def _cast(x, dtype):
+    """x as a tensor, converted to `dtype` first when one is given (softmax's dtype=)."""
+    return _t(x) if dtype is None else _t(x).to(dtype)
 
 
-def log_softmax(x, dim=-1):
-    return apply(sm.log_softmax, _t(x), dim=dim)
+def softmax(x, dim=-1, dtype=None):
+    """exp(x) / Σ exp(x) over dim; with dtype, x is converted to it first (as torch)."""
+    return apply(sm.softmax, _cast(x, dtype), dim=dim)
+
+
+def log_softmax(x, dim=-1, dtype=None):
+    return apply(sm.log_softmax, _cast(x, dtype), dim=dim)
 
 
 def logsumexp(x, dim=None, keepdim=False):
@@ -472,8 +488,9 @@ def _padding_index(padding_idx, n, name):
     return padding_idx % n
 
 
-def dropout(x, p=0.5, training=True, seed=None):
+def dropout(x, p=0.5, training=True, inplace=False, seed=None):
     """Zero each entry with probability p and scale the rest by 1/(1-p); identity if not training.
+    inplace=True writes the result into x (as torch).
 
     `seed` draws the mask from a fresh generator (reproducible); without it, from the backend's
     generator, which `tinyattn.manual_seed` seeds.
@@ -482,7 +499,7 @@ def dropout(x, p=0.5, training=True, seed=None):
     nn_ops.check_dropout_p(p)
     if not training or p == 0:
         return x
-    return apply(nn_ops.dropout, x, p=float(p), seed=seed)
+    return _pointwise(nn_ops.dropout, x, inplace, "dropout", p=float(p), seed=seed)
 
 
 # ---- joining -------------------------------------------------------------------------------------
@@ -584,9 +601,9 @@ def attention_weights(q, k, attn_mask=None, is_causal=False, scale=None):
 # ---- more activations, softmin, normalize and pad (ops/activation.py, ops/reduce.py) ---------
 
 
-def silu(x):
+def silu(x, inplace=False):
     """x * sigmoid(x) (swish)."""
-    return apply(act.silu, _t(x))
+    return _pointwise(act.silu, x, inplace, "silu")
 
 
 def softplus(x, beta=1.0, threshold=20.0):
@@ -594,21 +611,21 @@ def softplus(x, beta=1.0, threshold=20.0):
     return apply(act.softplus, _t(x), beta=beta, threshold=threshold)
 
 
-def mish(x):
+def mish(x, inplace=False):
     """x * tanh(softplus(x))."""
-    return apply(act.mish, _t(x))
+    return _pointwise(act.mish, x, inplace, "mish")
 
 
-def elu(x, alpha=1.0):
-    return apply(act.elu, _t(x), alpha=alpha)
+def elu(x, alpha=1.0, inplace=False):
+    return _pointwise(act.elu, x, inplace, "elu", alpha=alpha)
 
 
-def selu(x):
-    return apply(act.selu, _t(x))
+def selu(x, inplace=False):
+    return _pointwise(act.selu, x, inplace, "selu")
 
 
-def celu(x, alpha=1.0):
-    return apply(act.celu, _t(x), alpha=alpha)
+def celu(x, alpha=1.0, inplace=False):
+    return _pointwise(act.celu, x, inplace, "celu", alpha=alpha)
 
 
 def logsigmoid(x):
@@ -619,30 +636,30 @@ def softsign(x):
     return apply(act.softsign, _t(x))
 
 
-def leaky_relu(x, negative_slope=0.01):
-    return apply(act.leaky_relu, _t(x), negative_slope=negative_slope)
+def leaky_relu(x, negative_slope=0.01, inplace=False):
+    return _pointwise(act.leaky_relu, x, inplace, "leaky_relu", negative_slope=negative_slope)
 
 
-def hardtanh(x, min_val=-1.0, max_val=1.0):
-    return apply(act.hardtanh, _t(x), min_val=min_val, max_val=max_val)
+def hardtanh(x, min_val=-1.0, max_val=1.0, inplace=False):
+    return _pointwise(act.hardtanh, x, inplace, "hardtanh", min_val=min_val, max_val=max_val)
 
 
-def relu6(x):
+def relu6(x, inplace=False):
     """min(max(x, 0), 6) (hardtanh on [0, 6], torch's gradient at the edges)."""
-    return apply(act.hardtanh, _t(x), min_val=0.0, max_val=6.0)
+    return _pointwise(act.hardtanh, x, inplace, "relu6", min_val=0.0, max_val=6.0)
 
 
-def hardsigmoid(x):
-    return apply(act.hardsigmoid, _t(x))
+def hardsigmoid(x, inplace=False):
+    return _pointwise(act.hardsigmoid, x, inplace, "hardsigmoid")
 
 
-def hardswish(x):
-    return apply(act.hardswish, _t(x))
+def hardswish(x, inplace=False):
+    return _pointwise(act.hardswish, x, inplace, "hardswish")
 
 
-def softmin(x, dim=-1):
-    """softmax(-x, dim)."""
-    return softmax(-_t(x), dim)
+def softmin(x, dim=-1, dtype=None):
+    """softmax(-x, dim) (computed in `dtype` if given)."""
+    return softmax(-_cast(x, dtype), dim)
 
 
 def normalize(x, p=2.0, dim=1, eps=1e-12):

@@ -109,7 +109,7 @@ def test_module_repr_prints_the_tree_indented():
         "  (1): Tanh()",
         "  (2): Sequential(",
         "    (0): Linear(4, 2, bias=False)",
-        "    (1): GELU()",
+        "    (1): GELU(approximate='none')",  # as torch prints it
         "  )",
         "  (3): Embedding(5, 2, padding_idx=0)",
         "  (4): Embedding(5, 2)",

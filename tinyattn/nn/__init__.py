@@ -1,28 +1,35 @@
 """tinyattn.nn: modules with PyTorch's names — Module and Parameter, layers, a tiny GPT.
 
 module.py holds Module, Parameter and the containers; layers.py the basic layers;
-transformer.py the attention, MLP and block that make TinyTransformer.
+activation.py the activation modules; transformer.py the attention, MLP and block that make
+TinyTransformer.
 """
 
 from . import init, utils
-from .attention import MultiheadAttention, RotaryEmbedding
-from .layers import (
+from .activation import (
+    CELU,
+    ELU,
     GELU,
-    Dropout,
-    Embedding,
-    Flatten,
-    Identity,
-    LayerNorm,
-    Linear,
+    SELU,
+    Hardsigmoid,
+    Hardswish,
+    Hardtanh,
+    LeakyReLU,
+    LogSigmoid,
     LogSoftmax,
+    Mish,
     ReLU,
-    RMSNorm,
+    ReLU6,
     Sigmoid,
     SiLU,
     Softmax,
+    Softmin,
+    Softplus,
+    Softsign,
     Tanh,
-    Unflatten,
 )
+from .attention import MultiheadAttention, RotaryEmbedding
+from .layers import Dropout, Embedding, Flatten, Identity, LayerNorm, Linear, RMSNorm, Unflatten
 from .loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -50,5 +57,7 @@ __all__ = [
     "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "NLLLoss", "CrossEntropyLoss", "BCELoss",
     "BCEWithLogitsLoss", "KLDivLoss", "Identity", "Sigmoid", "SiLU", "Softmax", "LogSoftmax",
     "Flatten", "Unflatten", "RMSNorm", "ModuleDict", "ParameterList", "init", "utils",
-    "MultiheadAttention", "RotaryEmbedding",
+    "MultiheadAttention", "RotaryEmbedding", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU",
+    "Mish", "Softplus", "Softsign", "Hardtanh", "Hardsigmoid", "Hardswish", "LogSigmoid",
+    "Softmin",
 ]

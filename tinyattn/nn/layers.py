@@ -1,5 +1,5 @@
-"""Layers: Linear, Embedding, LayerNorm, RMSNorm, Dropout, the activation modules, Identity,
-Flatten and Unflatten.
+"""Layers: Linear, Embedding, LayerNorm, RMSNorm, Dropout, Identity, Flatten and Unflatten
+(the activation modules live in activation.py).
 
 Weights are Parameters initialised as PyTorch does by default; `TinyTransformer` re-initialises
 its own the GPT-2 way. Each forward is one line of functional code.
@@ -8,9 +8,7 @@ its own the GPT-2 way. Each forward is one line of functional code.
 import math
 
 from .. import functional as F
-from ..autograd import apply
 from ..errors import DimError, ShapeError, fmt_shape
-from ..ops import activation as act
 from ..ops import nn as nn_ops
 from ..tensor import ones, rand, randn, zeros
 from .module import Module, Parameter
@@ -100,64 +98,16 @@ class RMSNorm(Module):
 class Dropout(Module):
     """Zero entries with probability p while training; the identity in eval mode."""
 
-    def __init__(self, p=0.5):
+    def __init__(self, p=0.5, inplace=False):
         super().__init__()
         nn_ops.check_dropout_p(p)  # at construction, as torch.nn.Dropout
-        self.p = p
+        self.p, self.inplace = p, inplace
 
     def forward(self, x):
-        return F.dropout(x, self.p, self.training)
+        return F.dropout(x, self.p, self.training, self.inplace)
 
     def extra_repr(self):
-        return f"p={self.p}"
-
-
-class GELU(Module):
-    def __init__(self, approximate="none"):
-        super().__init__()
-        self.approximate = approximate
-
-    def forward(self, x):
-        return F.gelu(x, self.approximate)
-
-
-class ReLU(Module):
-    def forward(self, x):
-        return F.relu(x)
-
-
-class Tanh(Module):
-    def forward(self, x):
-        return F.tanh(x)
-
-
-class Sigmoid(Module):
-    def forward(self, x):
-        return F.sigmoid(x)
-
-
-class SiLU(Module):
-    """x * sigmoid(x) (also called swish)."""
-
-    def forward(self, x):
-        return apply(act.silu, F._t(x))
-
-
-class Softmax(Module):
-    def __init__(self, dim=-1):
-        super().__init__()
-        self.dim = dim
-
-    def forward(self, x):
-        return F.softmax(x, self.dim)
-
-    def extra_repr(self):
-        return f"dim={self.dim}"
-
-
-class LogSoftmax(Softmax):
-    def forward(self, x):
-        return F.log_softmax(x, self.dim)
+        return f"p={self.p}, inplace={self.inplace}"
 
 
 class Identity(Module):

@@ -180,8 +180,7 @@ class TinyTransformer(Module):
         `top_k` most likely tokens and/or the smallest set whose probability reaches `top_p`
         (see next_token_probs)."""
         _check_sampling("generate", temperature, top_k, top_p, greedy_at_zero=True)
-        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, numbers.Integral) \
-                or max_new_tokens < 0:
+        if not _whole(max_new_tokens) or max_new_tokens < 0:
             raise ValueError(f"generate: max_new_tokens must be a whole number >= 0, got "
                              f"{max_new_tokens!r}")
         rng = rng or np.random.default_rng()
@@ -225,19 +224,25 @@ def next_token_probs(logits, temperature=1.0, top_k=None, top_p=None):
     return p
 
 
+def _real(v):
+    return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _whole(v):
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
 def _check_sampling(name, temperature, top_k, top_p, greedy_at_zero=False):
     """A sampling setting that cannot work is an error naming it, never a silent other
     distribution (a negative temperature would favour the least likely tokens)."""
-    low = ">= 0 (0: greedy)" if greedy_at_zero else "> 0"
-    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real) or \
-            not math.isfinite(temperature) or temperature < 0 or \
-            (temperature == 0 and not greedy_at_zero):
-        raise ValueError(f"{name}: temperature must be a finite number {low}, got "
-                         f"{temperature!r}")
-    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, numbers.Integral)
-                              or top_k < 1):
-        raise ValueError(f"{name}: top_k must be a whole number >= 1 (or None: every token), "
-                         f"got {top_k!r}")
-    if top_p is not None and (isinstance(top_p, bool) or not isinstance(top_p, numbers.Real)
-                              or not 0 < top_p <= 1):
-        raise ValueError(f"{name}: top_p must be in (0, 1] (or None), got {top_p!r}")
+    cold = temperature == 0 and greedy_at_zero
+    rules = [
+        ("temperature", temperature, _real(temperature) and (temperature > 0 or cold),
+         "a finite number >= 0 (0: greedy)" if greedy_at_zero else "a finite number > 0"),
+        ("top_k", top_k, top_k is None or _whole(top_k) and top_k >= 1,
+         "a whole number >= 1 (or None: every token)"),
+        ("top_p", top_p, top_p is None or _real(top_p) and 0 < top_p <= 1, "in (0, 1] (or None)"),
+    ]
+    for setting, value, ok, what in rules:
+        if not ok:
+            raise ValueError(f"{name}: {setting} must be {what}, got {value!r}")

@@ -1,0 +1,90 @@
+"""The activation modules (nn/activation.py) and the functional `inplace=` and `dtype=`
+arguments, against torch: values, gradients, reprs and in-place semantics."""
+
+import numpy as np
+import pytest
+
+import tinyattn as ta
+import tinyattn.functional as F
+from tinyattn import nn
+
+# name: constructor arguments (positional, as torch code writes them)
+MODULES = {
+    "ReLU": (), "ReLU6": (), "LeakyReLU": (0.2,), "ELU": (0.7,), "SELU": (), "CELU": (0.7,),
+    "GELU": ("tanh",), "SiLU": (), "Mish": (), "Softplus": (2.0, 3.0), "Softsign": (),
+    "Hardtanh": (-0.5, 2.0), "Hardsigmoid": (), "Hardswish": (), "Tanh": (), "Sigmoid": (),
+    "LogSigmoid": (), "Softmax": (-1,), "LogSoftmax": (0,), "Softmin": (-1,),
+}
+IN_PLACE = ["ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "SiLU", "Mish", "Hardtanh",
+            "Hardsigmoid", "Hardswish"]
+X = np.random.default_rng(0).standard_normal((3, 5)) * 3  # past every kink (±1, ±3, 6...)
+# (rtol 1e-6, not 1e-12: in float64 torch still takes some constants as float32 - CELU's alpha,
+# Hardsigmoid's 1/6 in the gradient - where tinyattn keeps them exact)
+RTOL = 1e-6
+
+
+def _grads(torch, module, tmodule, inplace=False):
+    """(output, input grad) of each engine for sum(module(x) * x), x = X (float64); with
+    inplace, the module runs on a non-leaf copy (h = x * 1), which it must change and return."""
+    a, t = ta.tensor(X, requires_grad=True), torch.tensor(X, requires_grad=True)
+    h, th = (a * 1.0, t * 1.0) if inplace else (a, t)
+    y, ty = module(h), tmodule(th)
+    if inplace:
+        assert y is h
+    (y * ta.tensor(X)).sum().backward()
+    (ty * torch.tensor(X)).sum().backward()
+    return (y.detach().numpy(), a.grad.numpy()), (ty.detach().numpy(), t.grad.numpy())
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_activation_module_matches_torch(name):
+    torch = pytest.importorskip("torch")
+    args = MODULES[name]
+    module, tmodule = getattr(nn, name)(*args), getattr(torch.nn, name)(*args)
+    ours, theirs = _grads(torch, module, tmodule)
+    for got, want in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=1e-12)
+    if name not in ("Hardsigmoid", "Hardswish"):  # (torch prints no settings for these two)
+        assert repr(module) == repr(tmodule)
+
+
+@pytest.mark.parametrize("name", IN_PLACE)
+def test_inplace_activation_changes_its_input_and_backpropagates_as_torch(name):
+    torch = pytest.importorskip("torch")
+    args = MODULES[name]
+    module = getattr(nn, name)(*args, inplace=True)
+    tmodule = getattr(torch.nn, name)(*args, inplace=True)
+    ours, theirs = _grads(torch, module, tmodule, inplace=True)
+    for got, want in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=1e-12)
+    module.inplace = False  # a setting read at each call, as torch's
+    x = ta.tensor(X)
+    assert module(x) is not x and np.array_equal(x.numpy(), X)
+
+
+def test_inplace_on_a_leaf_that_requires_grad_is_refused_as_in_torch():
+    w = ta.tensor(X, requires_grad=True)
+    with pytest.raises(ta.GraphError, match=r"relu\(inplace=True\): .*leaf that requires grad"):
+        F.relu(w, inplace=True)
+    x = ta.tensor(X.copy())
+    assert F.relu(x, inplace=True) is x and (x.numpy() >= 0).all()  # no graph: just the values
+
+
+def test_dropout_inplace_matches_its_copy():
+    x = ta.ones(1000) * 1.0
+    ta.manual_seed(3)
+    want = F.dropout(x, 0.25).numpy()
+    ta.manual_seed(3)
+    m = nn.Dropout(0.25, inplace=True)
+    assert m(x) is x and np.array_equal(x.numpy(), want)
+    assert repr(m) == "Dropout(p=0.25, inplace=True)"
+
+
+@pytest.mark.parametrize("fn", ["softmax", "log_softmax", "softmin"])
+def test_softmax_dtype_converts_first_as_torch(fn):
+    torch = pytest.importorskip("torch")
+    x = X.astype(np.float32)
+    got = getattr(F, fn)(ta.tensor(x), dim=-1, dtype=np.float64)
+    want = getattr(torch.nn.functional, fn)(torch.tensor(x), dim=-1, dtype=torch.float64)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
