@@ -2,17 +2,12 @@
 
 Each is the Tensor method of the same name called on its first argument (made a tensor if it
 is not one), so it records the same op and has the same gradient. The few with no method of
-their own (einsum, meshgrid, diag, std_mean, var_mean) are written out below.
+their own (einsum, meshgrid, std_mean, var_mean) are written out below.
 """
-
-import builtins
-
-import numpy as np
 
 from .autograd import apply
 from .functional import cat
 from .ops import index as ix
-from .ops import shape as sh
 from .tensor import Tensor
 
 
@@ -54,15 +49,20 @@ atan2, logaddexp, hypot, copysign = (_method(n) for n in ("atan2", "logaddexp", 
 arctan2 = atan2
 lerp, remainder, fmod, floor_divide = (_method(n) for n in ("lerp", "remainder", "fmod",
                                                             "floor_divide"))
-add, sub, mul, div = (_method(n) for n in ("__add__", "__sub__", "__mul__", "__truediv__"))
-subtract, multiply, divide, true_divide = sub, mul, div, div
-pow, neg = _method("pow"), _method("__neg__")  # noqa: A001
+add, sub, mul, div = (_method(n) for n in ("add", "sub", "mul", "div"))
+subtract, multiply, divide, true_divide = sub, mul, div, _method("true_divide")
+pow, neg, positive = _method("pow"), _method("neg"), _method("positive")  # noqa: A001
 negative = neg
+mm, bmm, mv, outer = (_method(n) for n in ("mm", "bmm", "mv", "outer"))
+ger = outer
+addcmul, addcdiv, fmax, fmin = (_method(n) for n in ("addcmul", "addcdiv", "fmax", "fmin"))
+nan_to_num = _method("nan_to_num")
 maximum, minimum, clamp, clip = (_method(n) for n in ("maximum", "minimum", "clamp", "clip"))
 dot = _method("dot")
 clamp_min, clamp_max = _method("clamp_min"), _method("clamp_max")
-eq, ne, lt, le, gt, ge = (_method(n) for n in ("__eq__", "__ne__", "__lt__", "__le__", "__gt__",
-                                               "__ge__"))
+eq, ne, lt, le, gt, ge = (_method(n) for n in ("eq", "ne", "lt", "le", "gt", "ge"))
+greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
+equal = _method("equal")
 isnan, isinf, isfinite, isclose, allclose = (_method(n) for n in (
     "isnan", "isinf", "isfinite", "isclose", "allclose"))
 logical_not, logical_and, logical_or, logical_xor = (_method(n) for n in (
@@ -78,6 +78,7 @@ sum, mean, max, min, amax, amin = (_method(n) for n in (  # noqa: A001
 prod, var, std, logsumexp, norm = (_method(n) for n in ("prod", "var", "std", "logsumexp",
                                                         "norm"))
 any, all, median, kthvalue = (_method(n) for n in ("any", "all", "median", "kthvalue"))  # noqa: A001
+count_nonzero, aminmax, trace = _method("count_nonzero"), _method("aminmax"), _method("trace")
 argmax, argmin = _method("argmax"), _method("argmin")
 cumsum, cumprod, cummax, cummin, logcumsumexp = (_method(n) for n in (
     "cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"))
@@ -90,6 +91,7 @@ transpose, permute, t, movedim, swapaxes = (_method(n) for n in (
 moveaxis, swapdims = movedim, swapaxes
 narrow, unbind, split, chunk, flip, roll = (_method(n) for n in (
     "narrow", "unbind", "split", "chunk", "flip", "roll"))
+select, take, diff, diag = _method("select"), _method("take"), _method("diff"), _method("diag")
 tril, triu, diagonal, repeat_interleave, tile = (_method(n) for n in (
     "tril", "triu", "diagonal", "repeat_interleave", "tile"))
 gather, index_select, take_along_dim, masked_select, nonzero = (_method(n) for n in (
@@ -104,16 +106,18 @@ clone, detach, unflatten = _method("clone"), _method("detach"), _method("unflatt
 concat = concatenate = cat
 
 
-def var_mean(input, dim=None, keepdim=False, *, correction=1):  # noqa: A002
-    """(var, mean) over dim."""
+def var_mean(input, dim=None, unbiased=True, keepdim=False, *, correction=None):  # noqa: A002
+    """(var, mean) over dim (torch's arguments: var_mean(x, 1, False) is the biased one)."""
     x = _t(input)
-    return x.var(dim, keepdim, correction=correction), x.mean(dim, keepdim)
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim
+    return x.var(dim, unbiased, keepdim, correction=correction), x.mean(dim, keepdim)
 
 
-def std_mean(input, dim=None, keepdim=False, *, correction=1):  # noqa: A002
+def std_mean(input, dim=None, unbiased=True, keepdim=False, *, correction=None):  # noqa: A002
     """(std, mean) over dim."""
-    x = _t(input)
-    return x.std(dim, keepdim, correction=correction), x.mean(dim, keepdim)
+    var, mean = var_mean(input, dim, unbiased, keepdim, correction=correction)
+    return var.sqrt(), mean
 
 
 def einsum(equation, *operands):
@@ -146,22 +150,5 @@ def meshgrid(*tensors, indexing="ij"):
     return tuple(grids)
 
 
-def diag(input, diagonal=0):  # noqa: A002
-    """A 1-D tensor as the diagonal of a square matrix (above it for diagonal > 0), or the
-    diagonal of a matrix as a 1-D tensor."""
-    x = _t(input)
-    if x.ndim == 2:
-        return x.diagonal(diagonal)
-    if x.ndim != 1:
-        raise ValueError(f"diag: takes a 1-D or 2-D tensor, got shape {x.shape}")
-    # (builtins: this module's abs and max are torch's)
-    n = x.shape[0] + builtins.abs(diagonal)
-    rows = np.arange(x.shape[0]) + builtins.max(-diagonal, 0)
-    cols = np.arange(x.shape[0]) + builtins.max(diagonal, 0)
-    be = x.backend
-    zeros = Tensor._wrap(be.xp.zeros((n, n), dtype=x.dtype), be)
-    return apply(sh.setitem, zeros, x, steps=((be.asarray(rows), be.asarray(cols)),))
-
-
 __all__ = [name for name in dir() if not name.startswith("_") and name not in (
-    "builtins", "np", "apply", "ix", "sh", "Tensor", "cat")]
+    "apply", "ix", "Tensor", "cat")]

@@ -88,6 +88,8 @@ class Tensor(TensorBase):
     def dim(self):
         return self.data.ndim
 
+    ndimension, nelement = dim, numel
+
     @property
     def nbytes(self):
         return int(self.data.nbytes)
@@ -182,6 +184,37 @@ class Tensor(TensorBase):
         if self.requires_grad and dtype.kind == "f":
             return apply(ew.cast, self, dtype=dtype)
         return Tensor._wrap(self.data.astype(dtype), self.backend)
+
+    def type(self, dtype=None):
+        """With a dtype, this tensor converted to it (as .to); without, torch's type name
+        ("tinyattn.FloatTensor" for float32)."""
+        if dtype is not None:
+            return self.to(dtype)
+        return f"tinyattn.{_TYPE_NAMES.get(self.dtype.name, self.dtype.name)}Tensor"
+
+    def _new(self, make, args, dtype, requires_grad):
+        t = make(*args, dtype=self.dtype if dtype is None else dtype, backend=self.backend)
+        t.requires_grad = requires_grad
+        return t
+
+    def new_zeros(self, *size, dtype=None, requires_grad=False):
+        """A tensor of zeros with this tensor's dtype and backend (unless dtype is given)."""
+        return self._new(zeros, size, dtype, requires_grad)
+
+    def new_ones(self, *size, dtype=None, requires_grad=False):
+        return self._new(ones, size, dtype, requires_grad)
+
+    def new_empty(self, *size, dtype=None, requires_grad=False):
+        return self._new(empty, size, dtype, requires_grad)
+
+    def new_full(self, size, fill_value, dtype=None, requires_grad=False):
+        return self._new(full, (size, fill_value), dtype, requires_grad)
+
+    def new_tensor(self, data, dtype=None, requires_grad=False):
+        """data as a new leaf tensor on this backend, with this tensor's dtype unless given."""
+        return self._new(lambda d, dtype, backend: tensor(d, dtype=dtype, backend=backend),
+                         (data.detach().numpy() if isinstance(data, Tensor) else data,),
+                         dtype, requires_grad)
 
     def float(self):
         return self.to(float32)
@@ -289,6 +322,77 @@ class Tensor(TensorBase):
     def _as_tensor(self, other):
         return other if isinstance(other, Tensor) else Tensor(other, backend=self.backend)
 
+    # torch's method forms of the operators: x.add(y, alpha=2) is x + 2 * y
+
+    def add(self, other, *, alpha=1):
+        return self + (other if alpha == 1 else self._other(other) * alpha)
+
+    def sub(self, other, *, alpha=1):
+        return self - (other if alpha == 1 else self._other(other) * alpha)
+
+    def mul(self, other):
+        return self * other
+
+    def div(self, other, *, rounding_mode=None):
+        """self / other; rounding_mode "floor" or "trunc" rounds the quotient (an integer
+        tensor stays an integer one), as torch.div."""
+        if rounding_mode is None:
+            return self / other
+        if rounding_mode not in ("floor", "trunc"):
+            raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got "
+                             f"{rounding_mode!r}")
+        floor = self // other
+        if rounding_mode == "floor":
+            return floor
+        if floor.dtype.kind == "f":
+            return (self / other).trunc()
+        # integers: trunc is floor + 1 where the exact quotient is negative and not whole
+        other = self._as_tensor(other)
+        return floor + ((floor * other != self) & ((self < 0) != (other < 0))).to(floor.dtype)
+
+    subtract, multiply, divide, true_divide = sub, mul, div, __truediv__
+    neg = negative = __neg__
+
+    def positive(self):
+        return self
+
+    def matmul(self, other):
+        return self @ other
+
+    def mm(self, other):
+        """The product of two matrices (2-D only, as torch.mm; matmul broadcasts)."""
+        return self._product("mm", other, 2, 2)
+
+    def bmm(self, other):
+        """Batched matrix products of two 3-D tensors with the same batch (as torch.bmm)."""
+        other = self._as_tensor(other)
+        if self.ndim == 3 == other.ndim and self.shape[0] != other.shape[0]:
+            raise ShapeError(f"bmm: the batch sizes differ: {fmt_shape(self.shape)} and "
+                             f"{fmt_shape(other.shape)}")
+        return self._product("bmm", other, 3, 3)
+
+    def mv(self, vec):
+        """Matrix (n, m) times vector (m,) -> (n,)."""
+        return self._product("mv", vec, 2, 1)
+
+    def outer(self, vec2):
+        """(n,) and (m,) -> (n, m): self[i] * vec2[j]."""
+        vec2 = self._as_tensor(vec2)
+        if self.ndim != 1 or vec2.ndim != 1:
+            raise ShapeError(f"outer: needs two 1-D tensors, got {fmt_shape(self.shape)} and "
+                             f"{fmt_shape(vec2.shape)}")
+        return self.unsqueeze(1) * vec2.unsqueeze(0)
+
+    ger = outer
+
+    def _product(self, name, other, ndim, other_ndim):
+        other = self._as_tensor(other)
+        if self.ndim != ndim or other.ndim != other_ndim:
+            raise ShapeError(f"{name}: needs a {ndim}-D and a {other_ndim}-D tensor, got "
+                             f"{fmt_shape(self.shape)} and {fmt_shape(other.shape)} (matmul "
+                             "takes any)")
+        return self @ other
+
     # ---- comparisons and logic: plain bool tensors, no gradient --------------------------------
 
     def _compare(self, other, fn):
@@ -321,6 +425,31 @@ class Tensor(TensorBase):
 
     def __ne__(self, other):
         return self._compare(other, lambda a, b: a != b)
+
+    def eq(self, other):
+        return self == other
+
+    def ne(self, other):
+        return self != other
+
+    def lt(self, other):
+        return self < other
+
+    def le(self, other):
+        return self <= other
+
+    def gt(self, other):
+        return self > other
+
+    def ge(self, other):
+        return self >= other
+
+    greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
+
+    def equal(self, other):
+        """True when other has this shape and every value is equal (a Python bool)."""
+        other = self._as_tensor(other)
+        return self.shape == other.shape and bool((self == other).all())
 
     def __invert__(self):
         return Tensor._wrap(~self.data, self.backend)
@@ -628,12 +757,21 @@ class Tensor(TensorBase):
             return self.clone()
         return apply(sh.take_along_dim, self, indices, dim=dim)
 
-    def var(self, dim=None, keepdim=False, *, correction=1, axis=None, keepdims=None):
+    def var(self, dim=None, unbiased=True, keepdim=False, *, correction=None, axis=None,
+            keepdims=None):
+        """The variance over dim with torch's arguments: x.var(1, False) is the biased one
+        (unbiased=False, i.e. correction=0), x.var(False) over every entry."""
+        if isinstance(dim, bool):  # torch's var(unbiased)
+            dim, unbiased = None, dim
+        if correction is None:
+            correction = 1 if unbiased else 0
         return apply(rd.reduce_var, self, correction=correction,
                      **_reduce_args(dim, keepdim, axis, keepdims))
 
-    def std(self, dim=None, keepdim=False, *, correction=1, axis=None, keepdims=None):
-        return self.var(dim, keepdim, correction=correction, axis=axis, keepdims=keepdims).sqrt()
+    def std(self, dim=None, unbiased=True, keepdim=False, *, correction=None, axis=None,
+            keepdims=None):
+        return self.var(dim, unbiased, keepdim, correction=correction, axis=axis,
+                        keepdims=keepdims).sqrt()
 
     def logsumexp(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
         return apply(rd.logsumexp, self, **_reduce_args(dim, keepdim, axis, keepdims))
@@ -656,11 +794,13 @@ class Tensor(TensorBase):
 
     # ---- softmax and masking -------------------------------------------------------------------
 
-    def softmax(self, dim=-1, *, axis=None):
-        return apply(sm.softmax, self, dim=dim if axis is None else axis)
+    def softmax(self, dim=-1, dtype=None, *, axis=None):
+        x = self if dtype is None else self.to(dtype)
+        return apply(sm.softmax, x, dim=dim if axis is None else axis)
 
-    def log_softmax(self, dim=-1, *, axis=None):
-        return apply(sm.log_softmax, self, dim=dim if axis is None else axis)
+    def log_softmax(self, dim=-1, dtype=None, *, axis=None):
+        x = self if dtype is None else self.to(dtype)
+        return apply(sm.log_softmax, x, dim=dim if axis is None else axis)
 
     def masked_fill(self, mask, value):
         """value where mask (bool, True = fill) else self; masked entries get no gradient."""
@@ -939,11 +1079,11 @@ class Tensor(TensorBase):
 
     # scans and more reductions
 
-    def cumsum(self, dim):
-        return apply(sc.cumsum, self, dim=dim)
+    def cumsum(self, dim, *, dtype=None):
+        return apply(sc.cumsum, self if dtype is None else self.to(dtype), dim=dim)
 
-    def cumprod(self, dim):
-        return apply(sc.cumprod, self, dim=dim)
+    def cumprod(self, dim, *, dtype=None):
+        return apply(sc.cumprod, self if dtype is None else self.to(dtype), dim=dim)
 
     def logcumsumexp(self, dim):
         return apply(sc.logcumsumexp, self, dim=dim)
@@ -1126,7 +1266,12 @@ class Tensor(TensorBase):
         index = np.repeat(np.arange(x.shape[axis]), counts)
         return x.index_select(axis, Tensor(index, backend=self.backend))
 
-    def flip(self, *dims):
+    def flip(self, *dims, **kwargs):
+        """Entries in reverse order along dims: flip(0, 1), flip((0, 1)) or flip(dims=(0, 1))."""
+        if "dims" in kwargs and not dims:
+            dims = (kwargs.pop("dims"),)
+        if kwargs:
+            raise TypeError(f"flip: unexpected arguments {sorted(kwargs)}; write flip(dims)")
         dims = _shape_args(dims)
         axes = _axes(dims, self.ndim, "flip")
         if not axes:
@@ -1245,6 +1390,87 @@ class Tensor(TensorBase):
             out += (wrap(counts.astype(np.int64)),)
         return out[0] if len(out) == 1 else out
 
+    # compositions of the ops above (their gradients are those of the pieces)
+
+    def select(self, dim, index):
+        """The slice at `index` along dim, that dim removed (x.select(1, 2) is x[:, 2])."""
+        axis = _axis(dim, self.ndim, "select")
+        return self[(slice(None),) * axis + (index,)]
+
+    def take(self, index):
+        """Entries of the flattened tensor at `index` (any shape; the result has its shape)."""
+        return self.reshape(-1)[index]
+
+    def diag(self, diagonal=0):
+        """A 1-D tensor as the diagonal of a square matrix (above it for diagonal > 0), or the
+        diagonal of a matrix as a 1-D tensor."""
+        if self.ndim == 2:
+            return self.diagonal(diagonal)
+        if self.ndim != 1:
+            raise ShapeError(f"diag: takes a 1-D or 2-D tensor, got {fmt_shape(self.shape)}")
+        n = self.shape[0] + abs(diagonal)
+        rows = np.arange(self.shape[0]) + max(-diagonal, 0)
+        cols = np.arange(self.shape[0]) + max(diagonal, 0)
+        be = self.backend
+        zeros = Tensor._wrap(be.xp.zeros((n, n), dtype=self.dtype), be)
+        return apply(sh.setitem, zeros, self, steps=((be.asarray(rows), be.asarray(cols)),))
+
+    def trace(self):
+        """The sum of the main diagonal of a matrix."""
+        if self.ndim != 2:
+            raise ShapeError(f"trace: takes a matrix (2-D), got {fmt_shape(self.shape)}")
+        return self.diagonal().sum()
+
+    def diff(self, n=1, dim=-1, prepend=None, append=None):
+        """x[i + 1] - x[i] along dim, n times; prepend/append join the tensor first."""
+        axis = _axis(dim, self.ndim, "diff")
+        x = self
+        if prepend is not None or append is not None:
+            parts = [self._as_tensor(p) for p in (prepend, self, append) if p is not None]
+            x = apply(sh.cat, *parts, dim=axis)
+        lead = (slice(None),) * axis
+        for _ in range(n):
+            x = x[lead + (slice(1, None),)] - x[lead + (slice(None, -1),)]
+        return x
+
+    def addcmul(self, tensor1, tensor2, *, value=1):
+        """self + value * tensor1 * tensor2."""
+        return self + self._other(tensor1) * tensor2 * value
+
+    def addcdiv(self, tensor1, tensor2, *, value=1):
+        """self + value * tensor1 / tensor2."""
+        return self + self._other(tensor1) / tensor2 * value
+
+    def count_nonzero(self, dim=None):
+        """How many entries are not 0 (over dim, or all), as an int64 tensor."""
+        return (self != 0).sum(dim=() if dim is None else dim).long()
+
+    def nan_to_num(self, nan=0.0, posinf=None, neginf=None):
+        """NaN, +inf and -inf replaced by nan, posinf, neginf (by default the dtype's largest
+        and smallest finite values); the gradient flows where the entry was finite."""
+        if self.dtype.kind != "f":
+            return self.clone()
+        info = np.finfo(self.dtype)
+        top = info.max if posinf is None else posinf
+        bottom = info.min if neginf is None else neginf
+        out = self.where(~self.isnan(), nan)
+        out = out.where(out != np.inf, float(top))
+        return out.where(out != -np.inf, float(bottom))
+
+    def aminmax(self, *, dim=None, keepdim=False):
+        """(min, max) over dim (or all entries), as a named pair."""
+        return return_types.aminmax(self.amin(dim=() if dim is None else dim, keepdim=keepdim),
+                                    self.amax(dim=() if dim is None else dim, keepdim=keepdim))
+
+    def fmax(self, other):
+        """The larger of the two, where a NaN counts as missing (the other value is taken)."""
+        other = self._as_tensor(other)
+        return self.maximum(other).where(~other.isnan(), self).where(~self.isnan(), other)
+
+    def fmin(self, other):
+        other = self._as_tensor(other)
+        return self.minimum(other).where(~other.isnan(), self).where(~self.isnan(), other)
+
     # ---- conversions and display ---------------------------------------------------------------
 
     def __array__(self, dtype=None, copy=None):
@@ -1287,6 +1513,10 @@ class Tensor(TensorBase):
 
 use_tensor_class(Tensor)  # apply's outputs and every .grad are Tensors
 _PLAIN = frozenset((int, float, Tensor))  # what _other passes through as it is
+
+
+_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
+               "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
 
 
 def _reduce_args(dim, keepdim, axis, keepdims):

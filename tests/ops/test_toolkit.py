@@ -71,6 +71,29 @@ COMPOSED = {
                                                                         keepdim=True)
                          * lib.prod(x) - lib.amax(x, 0) + lib.logcumsumexp(x, 1)),
     "einsum": ((2, 3), lambda x, lib, i: lib.einsum("ij,kj->ik", x, x * 2)),
+    # torch's method forms and small compositions (tensor.py)
+    "add sub alpha": ((3, 4), lambda x, lib, i: x.add(x * x, alpha=2).sub(1.5, alpha=3)
+                      + lib.add(x, 1, alpha=-1)),
+    "div": ((3, 4), lambda x, lib, i: x.div(x.exp(), rounding_mode=None) + lib.mul(x, 3).neg()),
+    "mm bmm mv": ((3, 4), lambda x, lib, i: x.mm(x.t()).sum(1) + lib.bmm(x[None], x.T[None])[0]
+                  .sum(0) + lib.mv(x[:, :3], x[0, :3])),
+    "outer": ((4,), lambda x, lib, i: x.outer(x * 2) + lib.ger(x, x.exp())),
+    "var biased positional": ((3, 4), lambda x, lib, i: x.var(1, False) + x.std(1, True, True)[:, 0]
+                              + lib.var_mean(x, 1, False)[0]),
+    "var of all, unbiased=False": ((3, 4), lambda x, lib, i: x.var(False) + x.std(unbiased=False)),
+    "cumsum dtype": ((3, 4), lambda x, lib, i: x.cumsum(1, dtype=x.dtype)
+                     .cumprod(0, dtype=x.dtype)),
+    "softmax dtype": ((3, 4), lambda x, lib, i: x.softmax(1, x.dtype)
+                      + x.log_softmax(0, x.dtype)),
+    "select take trace": ((3, 4), lambda x, lib, i: x.select(1, -1) * x.take(i(I_SELECT))
+                          + x[:, :3].trace()),
+    "diff": ((3, 5), lambda x, lib, i: x.diff(n=2, dim=1, prepend=x[:, :1], append=x[:, -2:])),
+    "addcmul addcdiv": ((3, 4), lambda x, lib, i: x.addcmul(x, x.sin(), value=0.5)
+                        .addcdiv(x, x.exp(), value=-2)),
+    "fmax fmin": ((3, 4), lambda x, lib, i: x.fmax(x.flip(0)) + lib.fmin(x, x.flip(1))),
+    "nan_to_num": ((3, 4), lambda x, lib, i: x.where(x < 1, np.inf).where(x > -1, -np.inf)
+                   .where(x.abs() > 0.3, np.nan).nan_to_num(1.0, 5.0, -4.0) + x.nan_to_num()),
+    "aminmax": ((3, 4), lambda x, lib, i: x.aminmax(dim=1).max * x.aminmax().min),
 }
 
 
@@ -133,6 +156,38 @@ def test_rounding_keeps_integers_and_gives_zero_gradients():
     np.testing.assert_array_equal(x.round().numpy(), [0.0, 2.0, -2.0, 3.0])  # halves to even
     out.sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), [1.0, 1.0, 1.0, 1.0])  # frac's only
+
+
+def test_method_forms_without_gradients_match_torch():
+    """Integer division with rounding modes, comparisons' names, equal, count_nonzero, the
+    dtype names of type(), new_* creation: values and dtypes as torch's."""
+    rng = np.random.default_rng(3)
+    a, b = rng.integers(-9, 9, (3, 4)), rng.integers(1, 4, (3, 4)) * rng.choice([-1, 1], (3, 4))
+    for x, tx in [(ta.tensor(a), torch.tensor(a)), (ta.tensor(a * 0.7), torch.tensor(a * 0.7))]:
+        y, ty = ta.tensor(b), torch.tensor(b)
+        pairs = [(x.div(y, rounding_mode="trunc"), tx.div(ty, rounding_mode="trunc")),
+                 (x.div(-2, rounding_mode="trunc"), tx.div(-2, rounding_mode="trunc")),
+                 (ta.div(x, y, rounding_mode="floor"), torch.div(tx, ty, rounding_mode="floor")),
+                 (x.div(y), tx.div(ty)), (x.ge(0), tx.ge(0)), (ta.not_equal(x, 1), tx.ne(1)),
+                 (x.count_nonzero(dim=1), tx.count_nonzero(dim=1)),
+                 (ta.count_nonzero(x), torch.count_nonzero(tx)),
+                 (x.new_full((2,), 7), tx.new_full((2,), 7)),
+                 (x.new_zeros(2, 3), tx.new_zeros(2, 3)),
+                 (x.new_tensor([1.5]), tx.new_tensor([1.5]))]
+        for got, want in pairs:
+            assert got.dtype == want.numpy().dtype, (got, want)
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+        assert x.type() == tx.type().replace("torch", "tinyattn")
+        assert x.equal(x.clone()) and not x.equal(x[:2]) and not ta.equal(x, x + 1)
+    assert ta.ones(2).new_ones(3, dtype=ta.float64, requires_grad=True).requires_grad
+    with pytest.raises(ValueError, match="div: rounding_mode must be"):
+        ta.ones(2).div(2, rounding_mode="round")
+    with pytest.raises(ta.ShapeError, match=r"mm: needs a 2-D and a 2-D tensor, got \(3,\)"):
+        ta.ones(3).mm(ta.ones(3, 1))
+    with pytest.raises(ta.ShapeError, match=r"bmm: the batch sizes differ"):
+        ta.ones(2, 3, 4).bmm(ta.ones(3, 4, 5))
+    with pytest.raises(ta.ShapeError, match=r"outer: needs two 1-D tensors"):
+        ta.ones(2, 2).outer(ta.ones(2))
 
 
 def test_tensor_conversions():
