@@ -55,6 +55,15 @@ def _unary(op):
     return method
 
 
+def _in_place_unary(op):
+    """The Tensor method x.name_() for a one-input op: op(x) written into x."""
+    def method(self):
+        return self._in_place(op.name + "_", op)
+    method.__name__ = method.__qualname__ = op.name + "_"
+    method.__doc__ = f"{op.name}, in place."
+    return method
+
+
 class Tensor(TensorBase):
     """An n-dimensional array with reverse-mode autograd (PyTorch's names throughout)."""
 
@@ -165,25 +174,52 @@ class Tensor(TensorBase):
         """A copy in memory of its own; gradients flow back to this tensor."""
         return apply(ew.clone, self)
 
-    def to(self, target):
-        """A dtype ("float64", np.float64) or a backend ("numpy"/"cpu", "cupy"/"cuda").
+    def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False):
+        """torch's forms: to(dtype), to(device), to(device, dtype), to(other tensor), and the
+        keywords dtype=, device=, copy= (non_blocking is accepted and changes nothing here).
+        A device is a backend ("numpy"/"cpu", "cupy"/"cuda").
 
         A dtype change is an op (gradients flow back, in the original dtype). A backend move
-        copies the values to a new leaf that keeps `requires_grad`.
-        """
-        if isinstance(target, backends.Backend) or str(target).lower() in backends.ALIASES:
-            be = backends.backend(target)
-            if be is self.backend:
-                return self
-            moved = Tensor._wrap(be.asarray(self.backend.to_numpy(self.data)), be)
-            moved.requires_grad = self.requires_grad
-            return moved
-        dtype = np.dtype(target)
-        if dtype == self.dtype:
+        copies the values to a new leaf that keeps `requires_grad`. Nothing to change: self
+        (a copy with copy=True)."""
+        if len(args) > 2:
+            raise TypeError(f"to: takes at most a device and a dtype, got {len(args)} arguments")
+        for arg in args:
+            if isinstance(arg, Tensor):
+                device, dtype = arg.backend, arg.dtype
+            elif isinstance(arg, backends.Backend) or str(arg).lower() in backends.ALIASES:
+                device = arg
+            else:
+                dtype = arg
+        out = self if device is None else self._to_backend(backends.backend(device))
+        if dtype is not None and np.dtype(dtype) != out.dtype:
+            out = out._to_dtype(np.dtype(dtype))
+        return out.clone() if copy and out is self else out
+
+    def _to_backend(self, be):
+        if be is self.backend:
             return self
+        moved = Tensor._wrap(be.asarray(self.backend.to_numpy(self.data)), be)
+        moved.requires_grad = self.requires_grad
+        return moved
+
+    def _to_dtype(self, dtype):
         if self.requires_grad and dtype.kind == "f":
             return apply(ew.cast, self, dtype=dtype)
         return Tensor._wrap(self.data.astype(dtype), self.backend)
+
+    def cpu(self):
+        """This tensor on the NumPy backend (self if it is there already)."""
+        return self.to("cpu")
+
+    def cuda(self):
+        """This tensor on the CuPy backend (needs CuPy and a GPU)."""
+        return self.to("cuda")
+
+    is_cuda = property(lambda self: self.backend.name == "cupy")
+
+    def is_floating_point(self):
+        return self.dtype.kind == "f"
 
     def type(self, dtype=None):
         """With a dtype, this tensor converted to it (as .to); without, torch's type name
@@ -640,6 +676,32 @@ class Tensor(TensorBase):
 
     def pow(self, exponent):
         return self**exponent
+
+    # in place (see _in_place): x.exp_() makes x exp(x) in its own memory
+
+    relu_, sigmoid_, tanh_ = _in_place_unary(ew.relu), _in_place_unary(ew.sigmoid), \
+        _in_place_unary(ew.tanh)
+    exp_, log_, sqrt_, abs_ = (_in_place_unary(ew.exp), _in_place_unary(ew.log),
+                               _in_place_unary(ew.sqrt), _in_place_unary(ew.absolute))
+    neg_, square_, reciprocal_, rsqrt_ = (_in_place_unary(ew.neg), _in_place_unary(pw.square),
+                                          _in_place_unary(pw.reciprocal), _in_place_unary(pw.rsqrt))
+    floor_, ceil_, trunc_, sign_ = (_in_place_unary(pw.floor), _in_place_unary(pw.ceil),
+                                    _in_place_unary(pw.trunc), _in_place_unary(pw.sign))
+    sin_, cos_, log1p_, expm1_ = (_in_place_unary(pw.sin), _in_place_unary(pw.cos),
+                                  _in_place_unary(pw.log1p), _in_place_unary(pw.expm1))
+    negative_, absolute_ = neg_, abs_
+
+    def clamp_min_(self, min):  # noqa: A002
+        return self.clamp_(min=min)
+
+    def clamp_max_(self, max):  # noqa: A002
+        return self.clamp_(max=max)
+
+    def masked_fill_(self, mask, value):
+        """masked_fill, written into this tensor."""
+        if isinstance(value, Tensor):
+            value = value.item()
+        return self._in_place("masked_fill_", masked_fill, _cond(mask, self), value=value)
 
     def maximum(self, other):
         return apply(ew.maximum, self, self._other(other))

@@ -349,3 +349,49 @@ def test_attn_mask_and_is_causal_together_is_an_error_as_in_torch():
         tq = torch.randn(1, 3, 4)
         torch.nn.functional.scaled_dot_product_attention(
             tq, tq, tq, attn_mask=torch.ones(3, 3, dtype=torch.bool), is_causal=True)
+
+
+@pytest.mark.parametrize("name", ["relu_", "sigmoid_", "tanh_", "exp_", "log_", "sqrt_", "abs_",
+                                  "neg_", "square_", "reciprocal_", "rsqrt_", "floor_", "ceil_",
+                                  "trunc_", "sign_", "sin_", "cos_", "log1p_", "expm1_"])
+def test_in_place_unary_methods_change_the_tensor_and_backpropagate_as_in_torch(name):
+    values = np.array([[0.3, -1.2, 2.5], [1.7, 0.1, -0.4]])
+    if name in ("log_", "sqrt_", "rsqrt_", "log1p_"):
+        values = np.abs(values) + 0.1
+    a, t = both(values)
+    h, th = a * 1.0, t * 1.0  # not leaves: in-place is allowed on them
+    assert getattr(h, name)() is h
+    getattr(th, name)()
+    assert_same(h, th)
+    (h * ta.tensor(values)).sum().backward()
+    (th * torch.tensor(values)).sum().backward()
+    assert_same(a.grad, t.grad)
+
+
+def test_masked_fill_and_clamp_in_place_as_in_torch():
+    a, t = both([[0.3, -1.2, 2.5], [1.7, 0.1, -0.4]])
+    h, th = a * 2, t * 2
+    assert h.masked_fill_(h > 1, -1.0).clamp_min_(-0.5).clamp_max_(0.5) is h
+    th.masked_fill_(th > 1, -1.0).clamp_min_(-0.5).clamp_max_(0.5)
+    assert_same(h, th)
+    h.sum().backward()
+    th.sum().backward()
+    assert_same(a.grad, t.grad)
+
+
+def test_to_takes_torchs_forms():
+    x = ta.tensor([1.0, 2.0])
+    tx = torch.tensor([1.0, 2.0])
+    for args, kwargs in [((ta.float64,), {}), (("cpu", ta.float64), {}), ((), {"dtype": "float64"}),
+                         (("cpu",), {"dtype": ta.float64}), ((ta.tensor([1]),), {}),
+                         ((ta.int32,), {"non_blocking": True})]:
+        targs = [torch.tensor([1]) if isinstance(a, ta.Tensor) else
+                 getattr(torch, np.dtype(a).name) if a != "cpu" else a for a in args]
+        tkw = {k: getattr(torch, np.dtype(v).name) if k == "dtype" else v
+               for k, v in kwargs.items()}
+        assert_same(x.to(*args, **kwargs), tx.to(*targs, **tkw))
+    assert x.to("cpu") is x and x.cpu() is x and x.to(ta.float32) is x
+    assert x.to(copy=True) is not x and x.to(ta.float32, copy=True) is not x
+    assert not x.is_cuda and x.is_floating_point() and not ta.tensor([1]).is_floating_point()
+    with pytest.raises(TypeError, match="to: takes at most a device and a dtype"):
+        x.to("cpu", "cpu", "float64")
