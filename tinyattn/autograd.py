@@ -294,7 +294,7 @@ class Node:
     """One recorded op call (or, with op None, a leaf that requires grad)."""
 
     __slots__ = ("seq", "op", "parents", "saved", "params", "shape", "dtype", "consts", "scope",
-                 "tensor", "versions", "name", "__weakref__")
+                 "tensor", "versions", "name", "hooks", "__weakref__")
 
     def __init__(self, op, parents, saved, params, shape, dtype, consts=(), scope=None,
                  versions=()):
@@ -313,6 +313,7 @@ class Node:
         self.tensor = None  # weakref to the tensor whose .grad it writes (leaves, retain_grad)
         self.versions = versions  # the version counters of what `saved` holds (_saved_versions)
         self.name = None  # the output's Tensor.name, once given one
+        self.hooks = None  # {key: hook(grad)} of Tensor.register_hook, once one is registered
 
     @classmethod
     def leaf(cls, tensor):
@@ -571,6 +572,8 @@ def _walk(tensor, gradient, retain_graph, steps, sink=None, more=()):
     while heap:
         node = heappop(heap)[1]
         g = grads.pop(node)  # every user has sent its part
+        if node.hooks is not None:  # Tensor.register_hook: each may replace the gradient
+            g = _run_hooks(node, g, be, owned)
         if node.tensor is not None or sink is not None:
             _deliver(node, g, be, owned, sink)
         op, saved = node.op, node.saved
@@ -610,6 +613,44 @@ def _walk(tensor, gradient, retain_graph, steps, sink=None, more=()):
         if steps:
             yield Step(index, node, g, fitted, grads)
             index += 1
+
+
+def _run_hooks(node, g, be, owned):
+    """The gradient after the node's hooks, in the order they were registered: each gets it
+    as a tensor and may return a replacement of the same shape (or None to keep it)."""
+    for hook in list(node.hooks.values()):
+        out = hook(_wrap(g, be))
+        if out is None:
+            continue
+        new = out.data if isinstance(out, TensorBase) else be.asarray(out)
+        if new.shape != g.shape:
+            raise ShapeError(f"register_hook: a hook returned a gradient of shape "
+                             f"{fmt_shape(new.shape)} for a tensor of shape {fmt_shape(g.shape)}")
+        g = new.astype(node.dtype, copy=False)
+        owned.discard(node)  # the hook's array: the caller may hold it, never add into it
+    return g
+
+
+class RemovableHandle:
+    """What register_hook (and Module's hook registrations) return: remove() takes the hook
+    off; usable as a context manager (the hook is removed at the end of the block)."""
+
+    _keys = itertools.count()
+
+    def __init__(self, hooks, hook):
+        """Register `hook` in the dict `hooks` (ordered: hooks run as registered)."""
+        self._hooks = hooks
+        self.id = next(self._keys)
+        hooks[self.id] = hook
+
+    def remove(self):
+        self._hooks.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
 
 
 class _Owned(set):

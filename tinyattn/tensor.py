@@ -17,6 +17,7 @@ import numpy as np
 from . import backends, display, return_types
 from .autograd import (
     Node,
+    RemovableHandle,
     TensorBase,
     apply,
     backward,
@@ -280,6 +281,20 @@ class Tensor(TensorBase):
     def backward_steps(self, gradient=None, retain_graph=False):
         """backward() one VJP at a time: iterate to step through it (see autograd.Step)."""
         return backward_steps(self, gradient, retain_graph)
+
+    def register_hook(self, hook):
+        """hook(grad) runs when this tensor's gradient has been summed, before it flows on
+        (or, for a leaf, into .grad); a tensor it returns replaces the gradient, None keeps
+        it. Returns a handle: handle.remove() takes the hook off (as torch)."""
+        if self._node is None:
+            raise GraphError("register_hook: this tensor does not require grad, so no gradient "
+                             "will reach it; make it with requires_grad=True (or from one)")
+        if not callable(hook):
+            raise TypeError(f"register_hook: the hook must be callable, got {hook!r}")
+        node = self._node
+        if node.hooks is None:
+            node.hooks = {}
+        return RemovableHandle(node.hooks, hook)
 
     def retain_grad(self):
         """Keep this non-leaf tensor's gradient in .grad after backward()."""

@@ -24,7 +24,8 @@ class MultiheadAttention(Module):
     out_proj.weight, ...) and outputs, so a torch state dict loads as is."""
 
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False,
-                 add_zero_attn=False, kdim=None, vdim=None, batch_first=False, dtype=None):
+                 add_zero_attn=False, kdim=None, vdim=None, batch_first=False, device=None,
+                 dtype=None):
         super().__init__()
         if embed_dim <= 0 or num_heads <= 0 or embed_dim % num_heads:
             raise ShapeError(f"MultiheadAttention: embed_dim {embed_dim} must be a positive "
@@ -52,6 +53,8 @@ class MultiheadAttention(Module):
             self.bias_k = self.bias_v = None
         self.out_proj = Linear(E, E, bias=bias, dtype=dtype)
         self._reset_parameters()
+        if device is not None:
+            self.to(device)
 
     def _reset_parameters(self):
         """PyTorch's initialisation: Xavier-uniform projections, zero biases."""

@@ -10,7 +10,7 @@ import math
 from .. import functional as F
 from ..errors import DimError, ShapeError, fmt_shape
 from ..ops import nn as nn_ops
-from ..tensor import ones, rand, randn, zeros
+from ..tensor import Tensor, ones, rand, randn, tensor, zeros
 from .module import Module, Parameter
 
 
@@ -18,15 +18,22 @@ def _uniform(shape, bound, dtype):
     return (rand(*shape, dtype=dtype) * (2 * bound) - bound).detach()
 
 
+def _place(module, device):
+    """torch's device= of a constructor: the new module's tensors moved to that backend."""
+    if device is not None:
+        module.to(device)
+
+
 class Linear(Module):
     """y = x @ weightᵀ + bias, with weight (out_features, in_features)."""
 
-    def __init__(self, in_features, out_features, bias=True, dtype=None):
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
         self.in_features, self.out_features = in_features, out_features
         bound = 1 / math.sqrt(in_features)
         self.weight = Parameter(_uniform((out_features, in_features), bound, dtype))
         self.bias = Parameter(_uniform((out_features,), bound, dtype)) if bias else None
+        _place(self, device)
 
     def forward(self, x):
         return F.linear(x, self.weight, self.bias)  # (..., in) -> (..., out)
@@ -40,7 +47,7 @@ class Embedding(Module):
 
     padding_idx: that row starts at zeros and gets no gradient (a padding token's vector)."""
 
-    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, dtype=None):
+    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, device=None, dtype=None):
         super().__init__()
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         weight = randn(num_embeddings, embedding_dim, dtype=dtype)
@@ -49,6 +56,21 @@ class Embedding(Module):
             weight[padding_idx] = 0.0
         self.padding_idx = padding_idx
         self.weight = Parameter(weight)
+        _place(self, device)
+
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze=True, padding_idx=None):
+        """An Embedding holding a copy of the 2-D `embeddings` (frozen: no gradient, unless
+        freeze=False), as torch's."""
+        embeddings = embeddings if isinstance(embeddings, Tensor) else tensor(embeddings)
+        if embeddings.ndim != 2:
+            raise ShapeError(f"Embedding.from_pretrained: embeddings must be 2-D (rows, dim), "
+                             f"got {fmt_shape(embeddings.shape)}")
+        m = cls(*embeddings.shape, padding_idx=padding_idx, dtype=embeddings.dtype)
+        m.to(embeddings.backend)
+        m.weight.data[...] = embeddings.data  # (the padding row keeps the given values)
+        m.weight.requires_grad = not freeze
+        return m
 
     def forward(self, ids):
         # (...) -> (..., embedding_dim)
@@ -63,13 +85,14 @@ class LayerNorm(Module):
     """Normalize over the last dims, then scale (weight, ones) and shift (bias, zeros)."""
 
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True,
-                 dtype=None):
+                 device=None, dtype=None):
         super().__init__()
         shape = (normalized_shape,) if isinstance(normalized_shape, int) else normalized_shape
         self.normalized_shape, self.eps = tuple(shape), eps
         self.weight = Parameter(ones(*shape, dtype=dtype)) if elementwise_affine else None
         # bias=False: a gain without a shift (torch's LayerNorm(bias=False))
         self.bias = Parameter(zeros(*shape, dtype=dtype)) if elementwise_affine and bias else None
+        _place(self, device)
 
     def forward(self, x):
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -82,11 +105,13 @@ class RMSNorm(Module):
     """x / √(mean(x²) + eps) over the last dims, scaled by weight (ones); eps=None is the dtype's
     machine epsilon, as in PyTorch."""
 
-    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, dtype=None):
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None,
+                 dtype=None):
         super().__init__()
         shape = (normalized_shape,) if isinstance(normalized_shape, int) else normalized_shape
         self.normalized_shape, self.eps = tuple(shape), eps
         self.weight = Parameter(ones(*shape, dtype=dtype)) if elementwise_affine else None
+        _place(self, device)
 
     def forward(self, x):
         return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)

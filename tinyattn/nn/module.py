@@ -11,7 +11,7 @@ from collections import OrderedDict, namedtuple
 import numpy as np
 
 from .. import backends
-from ..autograd import _scope, bump_version, current_scope, zero_grads
+from ..autograd import RemovableHandle, _scope, bump_version, current_scope, zero_grads
 from ..errors import CheckpointError, DTypeError, fmt_shape
 from ..tensor import Tensor
 
@@ -94,12 +94,81 @@ class Module:
         # through a context manager: its object and two method calls cost a third of a call)
         token = _scope.set(self._path or "")
         try:
-            return self.forward(*args, **kwargs)
+            if self._hooks is None:
+                return self.forward(*args, **kwargs)
+            return self._call_hooked(args, kwargs)
         finally:
             _scope.reset(token)
 
+    # ---- forward hooks: look at (or change) what goes in and what comes out ---------------------
+
+    _hooks = None  # {"pre": {...}, "post": {...}} once a hook is registered (see _hook)
+
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """hook(module, args) runs before forward (hook(module, args, kwargs) with_kwargs); what
+        it returns, if not None, replaces the arguments (a tuple, or one value; with_kwargs, an
+        (args, kwargs) pair). Returns a handle whose remove() takes it off (as torch)."""
+        return self._hook("pre", hook, prepend, with_kwargs)
+
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """hook(module, args, output) runs after forward (hook(module, args, kwargs, output)
+        with_kwargs); what it returns, if not None, replaces the output."""
+        return self._hook("post", hook, prepend, with_kwargs)
+
+    def _hook(self, kind, hook, prepend, with_kwargs):
+        if not callable(hook):
+            raise TypeError(f"register_forward_{'pre_' if kind == 'pre' else ''}hook: the hook "
+                            f"must be callable, got {hook!r}")
+        if self._hooks is None:
+            object.__setattr__(self, "_hooks", {"pre": OrderedDict(), "post": OrderedDict()})
+        hooks = self._hooks[kind]
+        handle = RemovableHandle(hooks, (hook, with_kwargs))
+        if prepend:
+            hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def _call_hooked(self, args, kwargs):
+        for hook, with_kwargs in list(self._hooks["pre"].values()):
+            out = hook(self, args, kwargs) if with_kwargs else hook(self, args)
+            if out is not None and with_kwargs:
+                args, kwargs = out
+            elif out is not None:
+                args = out if isinstance(out, tuple) else (out,)
+        output = self.forward(*args, **kwargs)
+        for hook, with_kwargs in list(self._hooks["post"].values()):
+            out = hook(self, args, kwargs, output) if with_kwargs else hook(self, args, output)
+            if out is not None:
+                output = out
+        return output
+
     def forward(self, *args, **kwargs):
         raise TypeError(f"{type(self).__name__} has no forward(): a Module subclass defines it")
+
+    def add_module(self, name, module):
+        """Register module (or None) as the child `name`, as assigning the attribute does."""
+        self._check_name("add_module", name)
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"add_module: {type(module).__name__} is not a Module subclass")
+        setattr(self, name, module)
+
+    register_module = add_module
+
+    def register_parameter(self, name, param):
+        """Register param (a Parameter, or None for an absent one) under `name`."""
+        self._check_name("register_parameter", name)
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(f"register_parameter: {name!r} must be a Parameter or None, got a "
+                            f"{type(param).__name__}")
+        if param is None:
+            self._parameters[name] = None
+            object.__setattr__(self, name, None)
+            return
+        setattr(self, name, param)
+
+    def _check_name(self, where, name):
+        if not isinstance(name, str) or not name or "." in name:
+            raise KeyError(f"{where}: the name must be a non-empty string without '.', got "
+                           f"{name!r}")
 
     def register_buffer(self, name, tensor, persistent=True):
         """Keep a tensor that is state but not a parameter (running statistics, class weights,
@@ -133,14 +202,16 @@ class Module:
 
     # ---- walking the tree ----------------------------------------------------------------------
 
-    def named_modules(self, prefix=""):
-        """(dotted path, module) for this module and every module inside it, each once."""
-        seen, stack = set(), [(prefix, self)]
+    def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+        """(dotted path, module) for this module and every module inside it, each once (every
+        time it appears with remove_duplicate=False); memo: a set of modules to skip."""
+        seen, stack = set() if memo is None else memo, [(prefix, self)]
         while stack:
             path, module = stack.pop()
-            if id(module) in seen:
+            if module in seen:
                 continue
-            seen.add(id(module))
+            if remove_duplicate:
+                seen.add(module)
             yield path, module
             if module._modules:  # (zero_grad walks this every step: leaves skip the list)
                 dot = path + "." if path else ""
@@ -174,37 +245,40 @@ class Module:
     def named_children(self):
         return iter(self._modules.items())
 
-    def named_parameters(self):
-        """(dotted path, Parameter) for every parameter, each once (tied weights too).
+    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+        """(dotted path, Parameter) for every parameter, each once (tied weights too); only
+        this module's own with recurse=False; paths start with `prefix`.
 
         The list is kept until a module or parameter is assigned or removed anywhere (see
         _tree_version): zero_grad() and clipping walk it every step."""
+        if prefix or not recurse or not remove_duplicate:
+            return self._named("_parameters", prefix, recurse, remove_duplicate)
         at, found = self._params_at
         if at != _tree_version[0]:
-            seen, found = set(), []
-            for path, module in self.named_modules():
-                for name, p in module._parameters.items():
-                    if id(p) not in seen:
-                        seen.add(id(p))
-                        found.append(((f"{path}.{name}" if path else name), p))
-            found = tuple(found)
+            found = tuple(self._named("_parameters", "", True, True))
             object.__setattr__(self, "_params_at", (_tree_version[0], found))
         return iter(found)
 
-    def parameters(self):
-        return (p for _, p in self.named_parameters())
+    def parameters(self, recurse=True):
+        return (p for _, p in self.named_parameters(recurse=recurse))
 
-    def named_buffers(self):
+    def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
         """(dotted path, buffer) for every buffer that is not None, each once."""
-        seen = set()
-        for path, module in self.named_modules():
-            for name, b in module._buffers.items():
-                if b is not None and id(b) not in seen:
-                    seen.add(id(b))
-                    yield (f"{path}.{name}" if path else name), b
+        return self._named("_buffers", prefix, recurse, remove_duplicate)
 
-    def buffers(self):
-        return (b for _, b in self.named_buffers())
+    def buffers(self, recurse=True):
+        return (b for _, b in self.named_buffers(recurse=recurse))
+
+    def _named(self, kind, prefix, recurse, remove_duplicate):
+        """(path, tensor) of the modules' `kind` (_parameters or _buffers) that are not None."""
+        seen = set()
+        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) \
+            if recurse else [(prefix, self)]
+        for path, module in modules:
+            for name, t in getattr(module, kind).items():
+                if t is not None and (id(t) not in seen or not remove_duplicate):
+                    seen.add(id(t))
+                    yield (f"{path}.{name}" if path else name), t
 
     def num_parameters(self):
         return sum(p.numel() for p in self.parameters())
@@ -228,24 +302,39 @@ class Module:
     def zero_grad(self, set_to_none=True):
         zero_grads(self.parameters(), set_to_none)
 
-    def to(self, target):
-        """Move every parameter and buffer to a backend ("numpy", "cupy"), or cast the floating
-        ones to a float dtype, in place."""
-        move = isinstance(target, backends.Backend) or str(target).lower() in backends.ALIASES
-        if not move and np.dtype(target).kind != "f":
+    def to(self, *args, dtype=None, device=None, non_blocking=False):
+        """Move every parameter and buffer to a backend ("numpy"/"cpu", "cupy"/"cuda"), and/or
+        cast the floating ones to a float dtype, in place: torch's forms, to(device),
+        to(dtype), to(device, dtype), to(tensor), dtype= and device= (returns self)."""
+        for arg in args:
+            if isinstance(arg, Tensor):
+                device, dtype = arg.backend, arg.dtype
+            elif isinstance(arg, backends.Backend) or str(arg).lower() in backends.ALIASES:
+                device = arg
+            else:
+                dtype = arg
+        if dtype is not None and np.dtype(dtype).kind != "f":
             raise DTypeError(f"Module.to: a module can only be cast to a float dtype, got "
-                             f"{np.dtype(target)}")
+                             f"{np.dtype(dtype)}")
+        be = None if device is None else backends.backend(device)
         for t in [*self.parameters(), *self.buffers()]:
-            if move:
-                be = backends.backend(target)
-                if be is not t.backend:
-                    t.data = be.asarray(t.backend.to_numpy(t.data))
-                    t.backend = be
-            elif t.dtype.kind == "f":  # integer buffers (ids, counts) keep their dtype
-                t.data = t.data.astype(np.dtype(target))
+            if be is not None and be is not t.backend:
+                t.data = be.asarray(t.backend.to_numpy(t.data))
+                t.backend = be
+            if dtype is not None and t.dtype.kind == "f":  # integer buffers keep their dtype
+                t.data = t.data.astype(np.dtype(dtype))
             if isinstance(t, Parameter):
                 t.grad = None
         return self
+
+    def cpu(self):
+        return self.to("cpu")
+
+    def cuda(self):
+        return self.to("cuda")
+
+    def type(self, dst_type):
+        return self.to(dst_type)
 
     def half(self):
         return self.to(np.float16)
@@ -258,10 +347,15 @@ class Module:
 
     # ---- saving and loading --------------------------------------------------------------------
 
-    def state_dict(self):
+    def state_dict(self, destination=None, prefix="", keep_vars=False):
         """Every parameter and persistent buffer by its dotted path (tied weights under each of
-        their names), in PyTorch's order: a module's parameters, its buffers, then its children."""
-        return OrderedDict((key, t.detach()) for key, t in self._state_tensors().items())
+        their names), in PyTorch's order: a module's parameters, its buffers, then its children.
+        Keys start with `prefix`; values are detached unless keep_vars; with `destination`, it
+        is filled and returned."""
+        out = OrderedDict() if destination is None else destination
+        for key, t in self._state_tensors().items():
+            out[prefix + key] = t if keep_vars else t.detach()
+        return out
 
     def _state_tensors(self):
         out = OrderedDict()
@@ -333,12 +427,46 @@ class _Indexed(Module):
 
     def __init__(self, modules=()):
         super().__init__()
-        for m in modules:
-            self.append(m)
+        self.extend(modules)
 
     def append(self, module):
+        _check_module(type(self).__name__, module)
         setattr(self, str(len(self._modules)), module)
         return self
+
+    def extend(self, modules):
+        for m in modules:
+            self.append(m)
+        return self
+
+    def insert(self, index, module):
+        """Put module at index, the ones from there on moving one place up."""
+        _check_module(type(self).__name__, module)
+        items = list(self._modules.values())
+        items.insert(index, module)
+        self._renumber(items)
+
+    def pop(self, index=-1):
+        items = list(self._modules.values())
+        module = items.pop(index)
+        self._renumber(items)
+        return module
+
+    def __delitem__(self, index):
+        items = list(self._modules.values())
+        del items[index]
+        self._renumber(items)
+
+    def __setitem__(self, index, module):
+        _check_module(type(self).__name__, module)
+        setattr(self, list(self._modules)[index], module)
+
+    def _renumber(self, items):
+        """Hold `items`, named "0", "1", ... again (as torch's, after an insert or a delete)."""
+        for name in list(self._modules):
+            delattr(self, name)
+        for n, module in enumerate(items):
+            setattr(self, str(n), module)
 
     keeps_names = False  # whether a slice keeps the modules' names ("1", "2") or counts from 0
 
@@ -359,14 +487,30 @@ class _Indexed(Module):
     def __iter__(self):
         return iter(self._modules.values())
 
+    def __add__(self, other):
+        return type(self)(*self, *other) if isinstance(self, Sequential) else \
+            type(self)([*self, *other])
+
+
+def _check_module(where, module):
+    if not isinstance(module, Module):
+        raise TypeError(f"{where}: {type(module).__name__} is not a Module subclass")
+
 
 class Sequential(_Indexed):
-    """Modules applied one after another."""
+    """Modules applied one after another: Sequential(a, b, c), or Sequential(OrderedDict) to
+    name them."""
 
     keeps_names = True
 
     def __init__(self, *modules):
-        super().__init__(modules)
+        if len(modules) == 1 and isinstance(modules[0], dict):
+            Module.__init__(self)
+            for name, module in modules[0].items():
+                _check_module("Sequential", module)
+                setattr(self, name, module)
+        else:
+            super().__init__(modules)
 
     def forward(self, x):
         for m in self:

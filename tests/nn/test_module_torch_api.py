@@ -1,0 +1,174 @@
+"""Module and container methods written as torch code writes them, compared with torch:
+forward hooks, parameters/buffers with prefix/recurse, state_dict(prefix, keep_vars), to() in
+its forms, add_module/register_parameter, Sequential(OrderedDict), list-like containers, and
+Tensor.register_hook."""
+
+from collections import OrderedDict
+
+import numpy as np
+import pytest
+
+import tinyattn as ta
+from tinyattn import nn
+
+torch = pytest.importorskip("torch")
+
+
+def pair(seed=0):
+    """The same two-layer MLP in both libraries (same weights)."""
+    ours = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    theirs = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    rng = np.random.default_rng(seed)
+    state = {k: rng.standard_normal(tuple(v.shape)).astype(np.float32)
+             for k, v in theirs.state_dict().items()}
+    ours.load_state_dict(state)
+    theirs.load_state_dict({k: torch.from_numpy(v) for k, v in state.items()})
+    return ours, theirs
+
+
+X = np.random.default_rng(1).standard_normal((5, 3)).astype(np.float32)
+
+
+def _hooked_run(lib, model):
+    """The model's output with hooks on, and what the hooks saw."""
+    seen = []
+    model[0].register_forward_pre_hook(lambda m, args: (args[0] * 2,))  # changes the input
+    model[0].register_forward_hook(lambda m, args, out: seen.append(out.detach().numpy()))
+    model[2].register_forward_hook(lambda m, args, out: out + 1)  # changes the output
+    gone = model[2].register_forward_hook(lambda m, args, out: out * 0)
+    gone.remove()
+    first = model[1].register_forward_hook(lambda m, args, out: seen.append("first"),
+                                           prepend=True)
+    model[1].register_forward_hook(lambda m, a, kw, out: seen.append(sorted(kw)),
+                                   with_kwargs=True)
+    out = model(lib.tensor(X))
+    first.remove()
+    model(lib.tensor(X))
+    return out.detach().numpy(), seen
+
+
+def test_forward_hooks_see_and_change_inputs_and_outputs_as_in_torch():
+    (got, seen), (want, tseen) = (_hooked_run(lib, m) for lib, m in zip((ta, torch), pair(),
+                                                                         strict=True))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert [s if isinstance(s, (str, list)) else None for s in seen] == \
+        [s if isinstance(s, (str, list)) else None for s in tseen]
+    np.testing.assert_allclose(seen[0], tseen[0], rtol=1e-5, atol=1e-6)
+
+
+def test_a_pre_hook_with_kwargs_replaces_args_and_kwargs():
+    m = nn.Linear(3, 2)
+    m.register_forward_pre_hook(lambda mod, args, kwargs: ((args[0] * 0,), kwargs),
+                                with_kwargs=True)
+    np.testing.assert_allclose(m(ta.tensor(X)).detach().numpy(),
+                               np.broadcast_to(m.bias.detach().numpy(), (5, 2)))
+    with pytest.raises(TypeError, match="register_forward_hook: the hook must be callable"):
+        m.register_forward_hook("not a function")
+
+
+def test_parameters_buffers_and_state_dict_take_torchs_arguments():
+    ours, theirs = pair()
+    for kwargs in [{}, {"prefix": "net"}, {"recurse": False}]:
+        assert [k for k, _ in ours.named_parameters(**kwargs)] == \
+            [k for k, _ in theirs.named_parameters(**kwargs)]
+    assert len(list(ours[0].parameters(recurse=False))) == 2
+    assert list(ours.state_dict(prefix="model.")) == list(theirs.state_dict(prefix="model."))
+    kept = ours.state_dict(keep_vars=True)
+    assert kept["0.weight"] is ours[0].weight and not ours.state_dict()["0.weight"].requires_grad
+    dest = {"other": 1}
+    assert ours.state_dict(dest) is dest and "0.bias" in dest
+    shared = nn.Linear(2, 2)
+    tied = nn.Sequential(shared, shared)
+    tshared = torch.nn.Linear(2, 2)
+    ttied = torch.nn.Sequential(tshared, tshared)
+    assert [k for k, _ in tied.named_parameters(remove_duplicate=False)] == \
+        [k for k, _ in ttied.named_parameters(remove_duplicate=False)]
+    assert [k for k, _ in tied.named_modules(remove_duplicate=False)] == \
+        [k for k, _ in ttied.named_modules(remove_duplicate=False)]
+
+
+def test_add_module_register_parameter_and_to_in_torchs_forms():
+    m = nn.Module()
+    m.add_module("fc", nn.Linear(2, 3))
+    m.register_module("act", nn.ReLU())
+    m.register_parameter("scale", nn.Parameter(ta.ones(3)))
+    m.register_parameter("unused", None)
+    assert [k for k, _ in m.named_parameters()] == ["scale", "fc.weight", "fc.bias"]
+    assert m.unused is None and list(m.state_dict()) == ["scale", "fc.weight", "fc.bias"]
+    with pytest.raises(TypeError, match="register_parameter: 'w' must be a Parameter"):
+        m.register_parameter("w", ta.ones(2))
+    with pytest.raises(KeyError, match="add_module: the name must be"):
+        m.add_module("a.b", nn.ReLU())
+    assert m.to("cpu", ta.float64) is m and m.fc.weight.dtype == np.float64
+    assert m.to(dtype=ta.float32).scale.dtype == np.float32 and m.cpu() is m
+    assert m.type(ta.float64).fc.bias.dtype == np.float64
+    assert m.to(ta.ones(1, dtype=ta.float32)).fc.bias.dtype == np.float32
+
+
+def test_sequential_from_an_ordered_dict_and_list_like_containers_as_in_torch():
+    named = nn.Sequential(OrderedDict([("fc", nn.Linear(2, 3)), ("act", nn.ReLU())]))
+    tnamed = torch.nn.Sequential(OrderedDict([("fc", torch.nn.Linear(2, 3)),
+                                              ("act", torch.nn.ReLU())]))
+    assert list(named.state_dict()) == list(tnamed.state_dict()) == ["fc.weight", "fc.bias"]
+    assert named(ta.ones(1, 2)).shape == (1, 3)
+    with pytest.raises(TypeError, match="Sequential: function is not a Module subclass"):
+        nn.Sequential(nn.ReLU(), lambda x: x)
+    for lib in (nn, torch.nn):
+        ml = lib.ModuleList([lib.ReLU(), lib.Tanh()])
+        ml.insert(1, lib.Sigmoid())
+        ml.extend([lib.GELU()])
+        assert type(ml.pop(0)).__name__ == "ReLU"
+        ml[0] = lib.Identity()
+        del ml[1]
+        joined = ml + lib.ModuleList([lib.ReLU()])
+        names = [(n, type(m).__name__) for n, m in joined.named_children()]
+        if lib is nn:
+            ours = names
+        else:
+            assert ours == names
+
+
+def _hooked_grads(lib):
+    x = lib.tensor(np.array([1.0, -2.0, 3.0]), requires_grad=True)
+    seen = []
+    x.register_hook(lambda g: seen.append(g.numpy().copy()))
+    y = x * 2
+    y.register_hook(lambda g: g * 10)  # replaces y's gradient for everything upstream
+    y.register_hook(lambda g: seen.append(g.numpy().copy()))
+    y.register_hook(lambda g: g + 1000).remove()
+    y.retain_grad()
+    ((y * y).sum() + y.sum()).backward()
+    return x.grad.numpy(), y.grad.numpy(), seen
+
+
+def test_register_hook_changes_the_gradient_flowing_on_as_in_torch():
+    for got, want in zip(_hooked_grads(ta), _hooked_grads(torch), strict=True):
+        np.testing.assert_allclose(np.array(got), np.array(want))
+    with pytest.raises(ta.GraphError, match="register_hook: this tensor does not require grad"):
+        ta.ones(2).register_hook(lambda g: g)
+    w = ta.ones(3, requires_grad=True)
+    w.register_hook(lambda g: ta.ones(2))
+    with pytest.raises(ta.ShapeError, match=r"register_hook: a hook returned .* \(2,\) .* \(3,\)"):
+        (w * 2).sum().backward()
+
+
+def test_constructors_take_device_and_embedding_from_pretrained_as_in_torch():
+    for m in [nn.Linear(2, 3, device="cpu", dtype=ta.float64), nn.LayerNorm(3, device="cpu"),
+              nn.RMSNorm(3, device="cpu"), nn.Embedding(4, 2, device="cpu"),
+              nn.MultiheadAttention(4, 2, device="cpu")]:
+        assert all(p.backend.name == "numpy" for p in m.parameters())
+    table = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    for freeze in (True, False):
+        ours = nn.Embedding.from_pretrained(ta.tensor(table), freeze=freeze, padding_idx=0)
+        theirs = torch.nn.Embedding.from_pretrained(torch.tensor(table), freeze=freeze,
+                                                    padding_idx=0)
+        assert ours.weight.requires_grad == theirs.weight.requires_grad == (not freeze)
+        ids = [[2, 0, 1]]
+        out, tout = ours(ta.tensor(ids)), theirs(torch.tensor(ids))
+        np.testing.assert_array_equal(out.detach().numpy(), tout.detach().numpy())
+        if not freeze:  # the padding row still gets no gradient
+            out.sum().backward()
+            tout.sum().backward()
+            np.testing.assert_array_equal(ours.weight.grad.numpy(), theirs.weight.grad.numpy())
+    with pytest.raises(ta.ShapeError, match=r"from_pretrained: embeddings must be 2-D"):
+        nn.Embedding.from_pretrained(ta.ones(3))
