@@ -234,11 +234,65 @@ def test_zero_grad_and_skipping_params_without_grad():
     np.testing.assert_array_equal(w.grad.numpy(), 0)
 
 
-def test_empty_or_frozen_parameters_are_refused():
+def test_parameter_lists_as_torch_takes_them():
+    """Empty lists, a bare tensor and non-leaf tensors are refused; a frozen parameter (no
+    grad) is kept and skipped, as torch; a parameter listed twice is updated once; one in two
+    groups is refused; add_param_group adds a group with its own settings."""
     with pytest.raises(ValueError, match="empty"):
         optim.SGD([], lr=0.1)
-    with pytest.raises(ValueError, match="require grad"):
-        optim.SGD([ta.zeros(2)], lr=0.1)
+    w = ta.ones(2, requires_grad=True)
+    with pytest.raises(TypeError, match=r"SGD: params must be an iterable .* one tensor \(2,\)"):
+        optim.SGD(w, lr=0.1)
+    with pytest.raises(ValueError, match="SGD: can only optimize leaf tensors"):
+        optim.SGD([w * 2], lr=0.1)
+    frozen = ta.ones(2)
+    opt = optim.SGD([w, frozen], lr=0.1)
+    (w * 3).sum().backward()
+    opt.step()
+    np.testing.assert_allclose(w.detach().numpy(), [0.7, 0.7])
+    assert frozen.numpy().tolist() == [1.0, 1.0]
+    with pytest.warns(UserWarning, match="lists a parameter twice; it is updated once"):
+        twice = optim.SGD([w, w], lr=0.1)
+    twice.step()
+    np.testing.assert_allclose(w.detach().numpy(), [0.4, 0.4])  # one step, not two
+    extra = ta.ones(3, requires_grad=True)
+    opt.add_param_group({"params": extra, "lr": 0.5})
+    assert opt.param_groups[1]["lr"] == 0.5 and opt.param_groups[1]["momentum"] == 0.0
+    with pytest.raises(ValueError, match="some parameters appear in more than one"):
+        opt.add_param_group({"params": [w]})
+
+
+def test_settings_by_position_defaults_and_repr_as_torch():
+    torch = pytest.importorskip("torch")
+    w = ta.ones(2, requires_grad=True)
+    cases = [(optim.SGD, torch.optim.SGD, (0.1, 0.9, 0.0, 0.01, True)),
+             (optim.Adam, torch.optim.Adam, (0.1, (0.8, 0.9), 1e-6, 0.01, True)),
+             (optim.RMSprop, torch.optim.RMSprop, (0.1, 0.9, 1e-6, 0.01, 0.5, True)),
+             (optim.Adagrad, torch.optim.Adagrad, (0.1, 0.01, 0.01, 0.1, 1e-9))]
+    for ours, theirs, args in cases:
+        o, t = ours([w], *args), theirs([torch.ones(2, requires_grad=True)], *args)
+        for key, value in o.defaults.items():
+            assert t.defaults[key] == value, (ours.__name__, key)
+        assert repr(o).splitlines()[:2] == repr(t).splitlines()[:2]
+    with pytest.raises(TypeError, match="SGD: got two values for lr"):
+        optim.SGD([w], 0.1, lr=0.2)
+    with pytest.raises(TypeError, match=r"Adagrad: takes at most 5 settings by position"):
+        optim.Adagrad([w], 0.1, 0, 0, 0, 1e-9, 1)
+
+
+def test_adam_with_decoupled_weight_decay_is_adamw_as_in_torch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    start, grads = rng.standard_normal(4), rng.standard_normal((3, 4))
+    w, tw = ta.tensor(start.copy(), requires_grad=True), torch.tensor(start.copy(),
+                                                                     requires_grad=True)
+    opt = optim.Adam([w], lr=0.1, weight_decay=0.3, decoupled_weight_decay=True)
+    topt = torch.optim.Adam([tw], lr=0.1, weight_decay=0.3, decoupled_weight_decay=True)
+    for g in grads:
+        w.grad, tw.grad = ta.tensor(g.copy()), torch.tensor(g.copy())
+        opt.step()
+        topt.step()
+    np.testing.assert_allclose(w.detach().numpy(), tw.detach().numpy(), rtol=1e-12)
 
 
 def test_cosine_schedule_with_warmup():

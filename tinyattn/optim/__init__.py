@@ -8,11 +8,12 @@ carry everything needed to resume exactly. Adam's update is a backend primitive
 """
 
 import math
+import warnings
 
 import numpy as np
 
-from ..autograd import bump_version, no_grad, zero_grads
-from ..errors import CheckpointError
+from ..autograd import TensorBase, bump_version, no_grad, zero_grads
+from ..errors import CheckpointError, fmt_shape
 from . import lr_scheduler  # noqa: F401 - optim.lr_scheduler, as in torch
 
 # torch's switches for how a step runs (multi-tensor, fused kernel, CUDA graphs): the same math,
@@ -26,31 +27,74 @@ class Optimizer:
     Every optimizer takes `maximize` (ascend: the gradient's sign flipped first), refuses a
     setting it does not have (torch's TypeError) and a value out of range (torch's ValueError)."""
 
-    defaults = {}
+    defaults = {}  # the settings and their values (an instance's: with the ones it was given)
+    positional = ()  # the settings torch's constructor takes by position, in its order
 
-    def __init__(self, params, **settings):
+    def __init__(self, params, *args, **settings):
         name = type(self).__name__
-        unknown = set(settings) - set(self.defaults) - {"maximize"} - _HOW_TO_RUN
-        if unknown:
-            raise TypeError(f"{name}: unknown setting{'s' * (len(unknown) > 1)} "
-                            f"{', '.join(sorted(unknown))}; it has "
-                            f"{', '.join(sorted(self.defaults))} and maximize")
-        settings = {k: v for k, v in settings.items() if k not in _HOW_TO_RUN}
+        settings = self._settings(args, settings)
+        if isinstance(params, TensorBase):
+            raise TypeError(f"{name}: params must be an iterable of tensors or of dicts (groups), "
+                            f"got one tensor {fmt_shape(params.shape)}: pass [tensor] or "
+                            "model.parameters()")
         params = list(params)
         if not params:
             raise ValueError(f"{name}: got an empty parameter list")
-        groups = params if isinstance(params[0], dict) else [{"params": params}]
+        self.defaults = {**type(self).defaults, "maximize": False, **settings}
         self.param_groups = []
-        for group in groups:
-            full = {**self.defaults, "maximize": False, **settings, **group,
-                    "params": list(group["params"])}
-            for p in full["params"]:
-                if not p.requires_grad:
-                    raise ValueError(f"{name}: a parameter does not require grad")
-            self.check(full)
-            self.param_groups.append(full)
         self.state = {}  # id(param) -> dict of arrays
         self.steps = 0
+        for group in params if isinstance(params[0], dict) else [{"params": params}]:
+            self.add_param_group(group)
+
+    def _settings(self, args, settings):
+        """The settings given by keyword and (torch's order) by position; an unknown one is a
+        TypeError, as torch's."""
+        name = type(self).__name__
+        if len(args) > len(self.positional):
+            raise TypeError(f"{name}: takes at most {len(self.positional)} settings by position "
+                            f"({', '.join(self.positional)}), got {len(args)}")
+        for key, value in zip(self.positional[:len(args)], args, strict=True):
+            if key in settings:
+                raise TypeError(f"{name}: got two values for {key}")
+            settings[key] = value
+        unknown = set(settings) - set(type(self).defaults) - {"maximize"} - _HOW_TO_RUN
+        if unknown:
+            raise TypeError(f"{name}: unknown setting{'s' * (len(unknown) > 1)} "
+                            f"{', '.join(sorted(unknown))}; it has "
+                            f"{', '.join(sorted(type(self).defaults))} and maximize")
+        return {k: v for k, v in settings.items() if k not in _HOW_TO_RUN}
+
+    def add_param_group(self, param_group):
+        """Optimize more parameters, with settings of their own (the rest as the defaults),
+        e.g. a new layer after unfreezing it, as torch's."""
+        name = type(self).__name__
+        if not isinstance(param_group, dict) or "params" not in param_group:
+            raise TypeError(f"{name}: a parameter group is a dict with a 'params' entry, got "
+                            f"{type(param_group).__name__}")
+        params = param_group["params"]
+        params = [params] if isinstance(params, TensorBase) else list(params)
+        unique = list({id(p): p for p in params}.values())
+        if len(unique) < len(params):
+            warnings.warn(f"{name}: a parameter group lists a parameter twice; it is updated "
+                          "once", UserWarning, stacklevel=2)
+        for p in unique:
+            if not isinstance(p, TensorBase) or not p.is_leaf:
+                raise ValueError(f"{name}: can only optimize leaf tensors (made by the user, "
+                                 "not computed from others), as torch")
+        taken = {id(p) for group in self.param_groups for p in group["params"]}
+        if any(id(p) in taken for p in unique):
+            raise ValueError(f"{name}: some parameters appear in more than one parameter group")
+        full = {**self.defaults, **param_group, "params": unique}
+        self.check(full)
+        self.param_groups.append(full)
+
+    def __repr__(self):
+        lines = [f"{type(self).__name__} ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            lines += [f"    {k}: {v}" for k, v in sorted(group.items()) if k != "params"]
+        return "\n".join(lines) + "\n)"
 
     @property
     def lr(self):
@@ -133,6 +177,7 @@ class SGD(Optimizer):
 
     defaults = {"lr": 0.01, "momentum": 0.0, "dampening": 0.0, "nesterov": False,
                 "weight_decay": 0.0}
+    positional = ("lr", "momentum", "dampening", "weight_decay", "nesterov")
 
     def check(self, group):
         super().check(group)
@@ -157,8 +202,8 @@ class Adam(Optimizer):
     count; weight decay added to g (L2); amsgrad divides by the largest v so far."""
 
     defaults = {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.0,
-                "amsgrad": False}
-    decoupled = False
+                "amsgrad": False, "decoupled_weight_decay": False}
+    positional = ("lr", "betas", "eps", "weight_decay", "amsgrad")
 
     def update(self, p, g, state, group):
         if "m" not in state:
@@ -178,16 +223,16 @@ class Adam(Optimizer):
         beta1, beta2 = group["betas"]
         p.backend.adam_update(p.data, g, state["m"], state["v"], lr=group["lr"], beta1=beta1,
                               beta2=beta2, eps=group["eps"], weight_decay=group["weight_decay"],
-                              step=t, decoupled=self.decoupled,
+                              step=t, decoupled=group["decoupled_weight_decay"],
                               v_max=state["v_max"] if group["amsgrad"] else None)
 
 
 class AdamW(Adam):
-    """Adam with decoupled weight decay: p *= 1 - lr * wd before the Adam step."""
+    """Adam with decoupled weight decay: p *= 1 - lr * wd before the Adam step (Adam with
+    decoupled_weight_decay=True, as torch)."""
 
     defaults = {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.01,
-                "amsgrad": False}
-    decoupled = True
+                "amsgrad": False, "decoupled_weight_decay": True}
 
 
 class RMSprop(Optimizer):
@@ -196,6 +241,7 @@ class RMSprop(Optimizer):
 
     defaults = {"lr": 1e-2, "alpha": 0.99, "eps": 1e-8, "weight_decay": 0.0, "momentum": 0.0,
                 "centered": False}
+    positional = ("lr", "alpha", "eps", "weight_decay", "momentum", "centered")
 
     def update(self, p, g, state, group):
         xp = p.backend.xp
@@ -228,6 +274,7 @@ class Adagrad(Optimizer):
 
     defaults = {"lr": 1e-2, "lr_decay": 0.0, "weight_decay": 0.0,
                 "initial_accumulator_value": 0.0, "eps": 1e-10}
+    positional = ("lr", "lr_decay", "weight_decay", "initial_accumulator_value", "eps")
 
     def update(self, p, g, state, group):
         xp = p.backend.xp
