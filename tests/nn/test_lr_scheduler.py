@@ -32,6 +32,9 @@ def _build(lib, opt, name, kwargs):
         second = mod.CosineAnnealingLR(opt, T_max=kwargs["T_max"], eta_min=0.01)
         third = mod.StepLR(opt, step_size=3, gamma=0.5)
         return mod.SequentialLR(opt, [first, second, third], milestones=kwargs["milestones"])
+    if name == "ChainedScheduler":
+        return mod.ChainedScheduler([mod.ConstantLR(opt, factor=0.5, total_iters=3),
+                                     mod.ExponentialLR(opt, gamma=0.9)])
     return getattr(mod, name)(opt, **kwargs)
 
 
@@ -54,6 +57,13 @@ CASES = [
     ("OneCycleLR", {"max_lr": [1.0, 2.0], "total_steps": 25, "anneal_strategy": "linear",
                     "three_phase": True, "pct_start": 0.25}),
     ("SequentialLR", {"T_max": 6, "milestones": [4, 12]}),
+    ("MultiplicativeLR", {"lr_lambda": lambda s: 0.95}),
+    ("ConstantLR", {}),
+    ("ConstantLR", {"factor": 0.2, "total_iters": 7}),
+    ("PolynomialLR", {"total_iters": 10, "power": 2.0}),
+    ("CosineAnnealingWarmRestarts", {"T_0": 4}),
+    ("CosineAnnealingWarmRestarts", {"T_0": 3, "T_mult": 2, "eta_min": 0.01}),
+    ("ChainedScheduler", {}),
 ]
 
 
@@ -89,8 +99,8 @@ def test_one_cycle_cycles_adams_beta1():
         s.step()
 
 
-@pytest.mark.parametrize("name,kwargs", [c for c in CASES if c[0] != "LambdaLR"],
-                         ids=[c[0] for c in CASES if c[0] != "LambdaLR"])
+@pytest.mark.parametrize("name,kwargs", [c for c in CASES if "Lambda" not in str(c)],
+                         ids=[c[0] for c in CASES if "Lambda" not in str(c)])
 def test_scheduler_state_dict_resumes_through_save(tmp_path, name, kwargs):
     ours, _ = _pair(momentum=0.9)
     s = _build("ours", ours, name, kwargs)
@@ -421,3 +431,52 @@ def test_scheduler_state_dict_holds_torchs_numbers(name, kwargs):
         ts.step()
     mine, torchs = s.state_dict(), ts.state_dict()
     assert {k: torchs[k] for k in mine} == pytest.approx(mine, rel=1e-12)
+
+
+def _plateau_run(mod, opt, **kwargs):
+    """The lrs ReduceLROnPlateau sets over a metric that improves, stalls, then improves."""
+    s = mod.ReduceLROnPlateau(opt, **kwargs)
+    metrics = [5.0, 4.0, 3.9999, 4.1, 4.2, 4.0, 4.3, 3.0, 3.5, 3.6, 3.7, 3.8, 3.9, 2.0, 2.5]
+    lrs = []
+    for m in metrics * 2:
+        s.step(m if mod is sched else torch.tensor(m))
+        lrs.append(([g["lr"] for g in opt.param_groups], s.get_last_lr(), s.num_bad_epochs))
+    return lrs
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"patience": 1}, {"patience": 1, "cooldown": 2,
+                                                            "factor": 0.5},
+                                    {"mode": "max", "patience": 0, "threshold_mode": "abs",
+                                     "threshold": 0.5, "min_lr": [0.05, 0.2]}])
+def test_reduce_lr_on_plateau_matches_torch(kwargs):
+    ours, theirs = _pair()
+    assert _plateau_run(sched, ours, **kwargs) == _plateau_run(torch.optim.lr_scheduler, theirs,
+                                                               **kwargs)
+
+
+def test_new_schedulers_refuse_what_torch_refuses():
+    ours, _ = _pair()
+    for make, match in [
+            (lambda: sched.ReduceLROnPlateau(ours, factor=1.0), "factor must be < 1.0"),
+            (lambda: sched.ReduceLROnPlateau(ours, mode="up"), "mode must be 'min' or 'max'"),
+            (lambda: sched.ReduceLROnPlateau(ours, min_lr=[0.1]), "1 min_lrs for 2"),
+            (lambda: sched.CosineAnnealingWarmRestarts(ours, T_0=0), "T_0 must be a whole"),
+            (lambda: sched.CosineAnnealingWarmRestarts(ours, T_0=2, T_mult=0), "T_mult must"),
+            (lambda: sched.ConstantLR(ours, factor=1.5), r"factor must be in \[0, 1\]"),
+            (lambda: sched.PolynomialLR(ours, total_iters=0), "total_iters must be a number")]:
+        with pytest.raises(ValueError, match=match):
+            make()
+
+
+def test_warm_restarts_take_fractional_epochs_as_torch():
+    ours, theirs = _pair()
+    s = sched.CosineAnnealingWarmRestarts(ours, T_0=3, T_mult=2)
+    ts = torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(theirs, T_0=3, T_mult=2)
+    for epoch in [0.5, 1.25, 2.9, 3.0, 4.5, 8.75, 9.0, 20.5, 2.0]:
+        s.step(epoch)
+        ts.step(epoch)
+        assert s.get_last_lr() == pytest.approx(ts.get_last_lr(), rel=1e-12)
+        assert s.last_epoch == ts.last_epoch
+    s.step()
+    ts.step()
+    assert s.get_last_lr() == pytest.approx(ts.get_last_lr(), rel=1e-12)

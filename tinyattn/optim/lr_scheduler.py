@@ -12,8 +12,9 @@ import types
 from bisect import bisect_right
 from collections import Counter
 
-__all__ = ["LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "ExponentialLR",
-           "CosineAnnealingLR", "LinearLR", "OneCycleLR", "SequentialLR"]
+__all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR",
+           "ExponentialLR", "PolynomialLR", "CosineAnnealingLR", "CosineAnnealingWarmRestarts",
+           "LinearLR", "OneCycleLR", "SequentialLR", "ChainedScheduler", "ReduceLROnPlateau"]
 
 
 class LRScheduler:
@@ -110,6 +111,16 @@ class LambdaLR(LRScheduler):
                 fn.__dict__.update(saved)
 
 
+class MultiplicativeLR(LambdaLR):
+    """lr x lr_lambda(step) at every step after the first (one function, or one per group)."""
+
+    def get_lr(self):
+        if self._is_initial:
+            return self._lrs()
+        return [lr * fn(self.last_epoch)
+                for fn, lr in zip(self.lr_lambdas, self._lrs(), strict=True)]
+
+
 def _positive(name, what, value):
     """A period must be a number above 0: torch takes 0 and fails at the first step() with
     "integer modulo by zero"; this says which setting, when the scheduler is made."""
@@ -154,6 +165,39 @@ class MultiStepLR(LRScheduler):
         self.milestones = Counter(state["milestones"])
 
 
+class ConstantLR(LRScheduler):
+    """lr x factor for the first total_iters steps, then lr (a constant warm-up)."""
+
+    def __init__(self, optimizer, factor=1.0 / 3, total_iters=5, last_epoch=-1):
+        if not 0 <= factor <= 1:
+            raise ValueError(f"ConstantLR: factor must be in [0, 1], got {factor}")
+        self.factor, self.total_iters = factor, total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        if self.last_epoch == 0:
+            return [lr * self.factor for lr in self._lrs()]
+        if self.last_epoch != self.total_iters:
+            return self._lrs()
+        return [lr * (1.0 / self.factor) for lr in self._lrs()]
+
+
+class PolynomialLR(LRScheduler):
+    """lr x (1 - step / total_iters) ** power, down to 0 at total_iters (then kept)."""
+
+    def __init__(self, optimizer, total_iters=5, power=1.0, last_epoch=-1):
+        _positive("PolynomialLR", "total_iters", total_iters)
+        self.total_iters, self.power = total_iters, power
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        t, n = self.last_epoch, self.total_iters
+        if self._is_initial or t > n:
+            return self._lrs()
+        factor = ((1.0 - t / n) / (1.0 - (t - 1) / n)) ** self.power
+        return [lr * factor for lr in self._lrs()]
+
+
 class ExponentialLR(LRScheduler):
     """lr x gamma every step."""
 
@@ -185,6 +229,55 @@ class CosineAnnealingLR(LRScheduler):
                     for base, lr in zip(self.base_lrs, self._lrs(), strict=True)]
         return [(1 + math.cos(math.pi * t / T)) / (1 + math.cos(math.pi * (t - 1) / T))
                 * (lr - low) + low for lr in self._lrs()]
+
+
+class CosineAnnealingWarmRestarts(LRScheduler):
+    """Cosine from initial_lr down to eta_min over T_0 steps, then a restart at initial_lr,
+    each period T_mult times the last (SGDR). step(epoch) may take a fractional epoch."""
+
+    def __init__(self, optimizer, T_0, T_mult=1, eta_min=0.0, last_epoch=-1):  # noqa: N803
+        if not isinstance(T_0, int) or isinstance(T_0, bool) or T_0 <= 0:
+            raise ValueError(f"CosineAnnealingWarmRestarts: T_0 must be a whole number > 0, "
+                             f"got {T_0!r}")
+        if not isinstance(T_mult, int) or isinstance(T_mult, bool) or T_mult < 1:
+            raise ValueError(f"CosineAnnealingWarmRestarts: T_mult must be a whole number "
+                             f">= 1, got {T_mult!r}")
+        self.T_0, self.T_i, self.T_mult, self.eta_min = T_0, T_0, T_mult, eta_min
+        self.T_cur = last_epoch
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        return [self.eta_min + (base - self.eta_min)
+                * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2 for base in self.base_lrs]
+
+    def step(self, epoch=None):
+        """One step on, or to `epoch` (a number of epochs, fractions allowed)."""
+        if epoch is None and self.last_epoch < 0:
+            epoch = 0
+        if epoch is None:
+            epoch = self.last_epoch + 1
+            self.T_cur += 1
+            if self.T_cur >= self.T_i:  # a restart
+                self.T_cur %= self.T_i
+                self.T_i *= self.T_mult
+        else:
+            self._seek(epoch)
+        self._step_count += 1
+        self.last_epoch = math.floor(epoch)
+        self._set(self.get_lr())
+
+    def _seek(self, epoch):
+        """T_cur and T_i at `epoch`, from the start."""
+        if epoch < 0:
+            raise ValueError(f"CosineAnnealingWarmRestarts: epoch must be >= 0, got {epoch}")
+        if epoch < self.T_0:
+            self.T_i, self.T_cur = self.T_0, epoch
+        elif self.T_mult == 1:
+            self.T_cur = epoch % self.T_0
+        else:  # the restart n with T_0 (T_mult^n - 1) / (T_mult - 1) <= epoch
+            n = int(math.log(epoch / self.T_0 * (self.T_mult - 1) + 1, self.T_mult))
+            self.T_cur = epoch - self.T_0 * (self.T_mult ** n - 1) / (self.T_mult - 1)
+            self.T_i = self.T_0 * self.T_mult ** n
 
 
 class LinearLR(LRScheduler):
@@ -379,6 +472,83 @@ class SequentialLR(LRScheduler):
         self.__dict__.update(state)
         for s, sub in zip(self._schedulers, saved, strict=True):
             s.load_state_dict(sub)
+
+
+class ChainedScheduler(LRScheduler):
+    """Several schedulers stepped together, each multiplying in its change (e.g. a constant
+    warm-up factor and an exponential decay)."""
+
+    def __init__(self, schedulers, optimizer=None):
+        if not schedulers:
+            raise ValueError("ChainedScheduler: expects at least one scheduler")
+        optimizer = optimizer or schedulers[0].optimizer
+        for i, s in enumerate(schedulers):
+            if getattr(s, "optimizer", None) is not optimizer:
+                raise ValueError(f"ChainedScheduler: scheduler {i} ({type(s).__name__}) "
+                                 "belongs to another optimizer")
+        self._schedulers = list(schedulers)
+        self.optimizer = optimizer
+        self._last_lr = self._lrs()
+
+    def step(self):
+        for s in self._schedulers:
+            s.step()
+        self._last_lr = self._lrs()
+
+    state_dict = SequentialLR.state_dict
+    load_state_dict = SequentialLR.load_state_dict
+
+
+class ReduceLROnPlateau(LRScheduler):
+    """lr x factor once a metric has stopped improving for `patience` steps (mode "min": the
+    loss going down; "max": an accuracy going up), then `cooldown` steps of rest; never below
+    min_lr. step(metric) after each evaluation."""
+
+    def __init__(self, optimizer, mode="min", factor=0.1, patience=10, threshold=1e-4,
+                 threshold_mode="rel", cooldown=0, min_lr=0, eps=1e-8):
+        if factor >= 1.0:
+            raise ValueError(f"ReduceLROnPlateau: factor must be < 1.0, got {factor}")
+        if mode not in ("min", "max") or threshold_mode not in ("rel", "abs"):
+            raise ValueError(f"ReduceLROnPlateau: mode must be 'min' or 'max' and threshold_mode "
+                             f"'rel' or 'abs', got {mode!r} and {threshold_mode!r}")
+        if not hasattr(optimizer, "param_groups"):
+            raise TypeError(f"ReduceLROnPlateau: {type(optimizer).__name__} is not an optimizer")
+        n = len(optimizer.param_groups)
+        if isinstance(min_lr, (list, tuple)) and len(min_lr) != n:
+            raise ValueError(f"ReduceLROnPlateau: {len(min_lr)} min_lrs for {n} parameter groups")
+        self.optimizer, self.mode, self.factor, self.patience = optimizer, mode, factor, patience
+        self.threshold, self.threshold_mode, self.cooldown, self.eps = (threshold, threshold_mode,
+                                                                        cooldown, eps)
+        self.min_lrs = list(min_lr) if isinstance(min_lr, (list, tuple)) else [min_lr] * n
+        self.best = math.inf if mode == "min" else -math.inf
+        self.num_bad_epochs = self.cooldown_counter = self.last_epoch = 0
+        self._last_lr = self._lrs()
+
+    def is_better(self, value, best):
+        if self.mode == "min":
+            return value < (best * (1 - self.threshold) if self.threshold_mode == "rel"
+                            else best - self.threshold)
+        return value > (best * (1 + self.threshold) if self.threshold_mode == "rel"
+                        else best + self.threshold)
+
+    def step(self, metrics):
+        """Count one evaluation whose result is `metrics` (a number or a 0-d tensor)."""
+        value = float(metrics)
+        self.last_epoch += 1
+        if self.is_better(value, self.best):
+            self.best, self.num_bad_epochs = value, 0
+        else:
+            self.num_bad_epochs += 1
+        if self.cooldown_counter > 0:  # resting after a cut: bad steps do not count
+            self.cooldown_counter -= 1
+            self.num_bad_epochs = 0
+        if self.num_bad_epochs > self.patience:
+            for group, low in zip(self.optimizer.param_groups, self.min_lrs, strict=True):
+                new = max(float(group["lr"]) * self.factor, low)
+                if float(group["lr"]) - new > self.eps:
+                    group["lr"] = new
+            self.cooldown_counter, self.num_bad_epochs = self.cooldown, 0
+        self._last_lr = self._lrs()
 
 
 def _undo_step(s):
