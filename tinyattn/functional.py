@@ -32,6 +32,7 @@ __all__ = [
     "rotary_tables", "apply_rotary",
     "silu", "softplus", "mish", "elu", "selu", "celu", "logsigmoid", "softsign", "leaky_relu",
     "hardtanh", "relu6", "hardsigmoid", "hardswish", "softmin", "normalize", "pad",
+    "cosine_similarity", "pairwise_distance",
 ]
 
 
@@ -667,6 +668,21 @@ def normalize(x, p=2.0, dim=1, eps=1e-12):
     x = _t(x)
     norm = x.norm(p, dim=dim, keepdim=True)
     return x / norm.clamp_min(eps)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """Σ x1 x2 / (max(‖x1‖, eps) max(‖x2‖, eps)) along dim (the inputs broadcast first)."""
+    x1 = _t(x1)
+    x2 = _t(x2, x1)
+    shape = broadcast_shape(x1.shape, x2.shape)
+    x1, x2 = x1.expand(shape), x2.expand(shape)
+    return (normalize(x1, 2.0, dim, eps) * normalize(x2, 2.0, dim, eps)).sum(dim)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """‖x1 - x2 + eps‖_p over the last dim (eps keeps the gradient finite at x1 = x2)."""
+    x1 = _t(x1)
+    return (x1 - _t(x2, x1) + eps).norm(p, dim=-1, keepdim=keepdim)
 
 
 def pad(x, pad, mode="constant", value=0.0):  # noqa: A002 - torch's names

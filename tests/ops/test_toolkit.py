@@ -94,6 +94,10 @@ COMPOSED = {
     "nan_to_num": ((3, 4), lambda x, lib, i: x.where(x < 1, np.inf).where(x > -1, -np.inf)
                    .where(x.abs() > 0.3, np.nan).nan_to_num(1.0, 5.0, -4.0) + x.nan_to_num()),
     "aminmax": ((3, 4), lambda x, lib, i: x.aminmax(dim=1).max * x.aminmax().min),
+    "cosine_similarity": ((3, 1, 4), lambda x, lib, i: (F if lib is ta else TF).cosine_similarity(
+        x, x[:2, 0].exp(), dim=-1)),
+    "pairwise_distance": ((3, 4), lambda x, lib, i: (F if lib is ta else TF).pairwise_distance(
+        x, x.flip(0) * 2, p=3.0, keepdim=True)),
 }
 
 

@@ -29,7 +29,18 @@ from .activation import (
     Tanh,
 )
 from .attention import MultiheadAttention, RotaryEmbedding
-from .layers import Dropout, Embedding, Flatten, Identity, LayerNorm, Linear, RMSNorm, Unflatten
+from .layers import (
+    CosineSimilarity,
+    Dropout,
+    Embedding,
+    Flatten,
+    Identity,
+    LayerNorm,
+    Linear,
+    PairwiseDistance,
+    RMSNorm,
+    Unflatten,
+)
 from .loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -59,5 +70,5 @@ __all__ = [
     "Flatten", "Unflatten", "RMSNorm", "ModuleDict", "ParameterList", "init", "utils",
     "MultiheadAttention", "RotaryEmbedding", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU",
     "Mish", "Softplus", "Softsign", "Hardtanh", "Hardsigmoid", "Hardswish", "LogSigmoid",
-    "Softmin",
+    "Softmin", "CosineSimilarity", "PairwiseDistance",
 ]

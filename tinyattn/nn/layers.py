@@ -1,5 +1,5 @@
-"""Layers: Linear, Embedding, LayerNorm, RMSNorm, Dropout, Identity, Flatten and Unflatten
-(the activation modules live in activation.py).
+"""Layers: Linear, Embedding, LayerNorm, RMSNorm, Dropout, Identity, Flatten, Unflatten,
+CosineSimilarity and PairwiseDistance (the activation modules live in activation.py).
 
 Weights are Parameters initialised as PyTorch does by default; `TinyTransformer` re-initialises
 its own the GPT-2 way. Each forward is one line of functional code.
@@ -182,3 +182,21 @@ class Unflatten(Module):
 
     def extra_repr(self):
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
+class CosineSimilarity(Module):
+    def __init__(self, dim=1, eps=1e-8):
+        super().__init__()
+        self.dim, self.eps = dim, eps
+
+    def forward(self, x1, x2):
+        return F.cosine_similarity(x1, x2, self.dim, self.eps)
+
+
+class PairwiseDistance(Module):
+    def __init__(self, p=2.0, eps=1e-6, keepdim=False):
+        super().__init__()
+        self.norm, self.eps, self.keepdim = p, eps, keepdim
+
+    def forward(self, x1, x2):
+        return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)
