@@ -568,18 +568,20 @@ def evaluate(model, data, be, batch=256):
     was_training = model.training
     model.eval()
     total_loss, correct, scored, exact = 0.0, 0, 0, 0
-    for i in range(0, len(x), batch):
-        xb, yb = x[i:i + batch], y[i:i + batch]
-        logits = model(tensor(xb, backend=be))  # (b, T, V)
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
-                               tensor(yb.reshape(-1), backend=be), reduction="sum")
-        pred = be.to_numpy(logits.data.argmax(axis=-1))
-        mask = yb != IGNORE
-        total_loss += loss.item()
-        correct += int(((pred == yb) & mask).sum())
-        scored += int(mask.sum())
-        exact += int(((pred == yb) | ~mask).all(axis=1).sum())
-    model.train(was_training)
+    try:
+        for i in range(0, len(x), batch):
+            xb, yb = x[i:i + batch], y[i:i + batch]
+            logits = model(tensor(xb, backend=be))  # (b, T, V)
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                   tensor(yb.reshape(-1), backend=be), reduction="sum")
+            pred = be.to_numpy(logits.data.argmax(axis=-1))
+            mask = yb != IGNORE
+            total_loss += loss.item()
+            correct += int(((pred == yb) & mask).sum())
+            scored += int(mask.sum())
+            exact += int(((pred == yb) | ~mask).all(axis=1).sum())
+    finally:  # (also when a batch fails: the caller's model keeps its mode)
+        model.train(was_training)
     return {"heldout_loss": total_loss / max(1, scored), "heldout_acc": correct / max(1, scored),
             "heldout_exact": exact / len(x)}
 

@@ -246,6 +246,19 @@ def test_evaluation_runs_in_eval_mode_and_restores_train_mode():
     assert model.training
 
 
+def test_evaluation_restores_the_mode_when_a_batch_fails():
+    from tinyattn.train import evaluate
+
+    class _Broken(ta.nn.Module):
+        def forward(self, x):
+            raise RuntimeError("a batch that fails")
+
+    model = _Broken().train()
+    with pytest.raises(RuntimeError, match="a batch that fails"):
+        evaluate(model, (np.zeros((2, 3), np.int64), np.zeros((2, 3), np.int64)), None)
+    assert model.training
+
+
 class _FixedLogits(ta.nn.Module):
     """A 'model' that answers every batch with the same hand-written logits."""
 
