@@ -559,16 +559,26 @@ def _train_step(cfg, task, model, opt, sched, be, step):
             "tokens_per_s": x.size / seconds}
 
 
+@contextlib.contextmanager
+def eval_mode(model):
+    """The block runs with the model in eval mode (dropout off); the mode it had is restored
+    after, also when the block fails."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield model
+    finally:
+        model.train(was_training)
+
+
 @no_grad()
 def evaluate(model, data, be, batch=256):
     """Held-out loss, token accuracy and exact-match rate (teacher forcing), in eval mode (the
     model's mode is restored after). Only answer positions count: targets equal to IGNORE (the
     prompt) are neither scored nor required for an exact match."""
     x, y = data
-    was_training = model.training
-    model.eval()
     total_loss, correct, scored, exact = 0.0, 0, 0, 0
-    try:
+    with eval_mode(model):
         for i in range(0, len(x), batch):
             xb, yb = x[i:i + batch], y[i:i + batch]
             logits = model(tensor(xb, backend=be))  # (b, T, V)
@@ -580,8 +590,6 @@ def evaluate(model, data, be, batch=256):
             correct += int(((pred == yb) & mask).sum())
             scored += int(mask.sum())
             exact += int(((pred == yb) | ~mask).all(axis=1).sum())
-    finally:  # (also when a batch fails: the caller's model keeps its mode)
-        model.train(was_training)
     return {"heldout_loss": total_loss / max(1, scored), "heldout_acc": correct / max(1, scored),
             "heldout_exact": exact / len(x)}
 
@@ -669,10 +677,8 @@ def _write_report(out, task, model, history, heldout, be):
         written.append("loss.png")
     x, _ = heldout
     example = x[:1]  # (1, T)
-    with no_grad():
-        model.eval()
+    with no_grad(), eval_mode(model):
         _, maps = model(tensor(example, backend=be), return_attention=True)
-        model.train()
     weights = np.stack([be.to_numpy(w.data)[0] for w in maps])  # (L, H, T, T)
     _plot_attention(weights, [_label(task.decode([i])) for i in example[0]],
                     os.path.join(out, "attention.png"), task.name)
@@ -683,7 +689,13 @@ def _write_report(out, task, model, history, heldout, be):
 
 
 def samples_text(task, model, heldout, be, n=12):
-    """Held-out prompts, their targets and the model's greedy answers."""
+    """Held-out prompts, their targets and the model's greedy answers (in eval mode: no
+    dropout in the answers)."""
+    with eval_mode(model):
+        return _samples_text(task, model, heldout, be, n)
+
+
+def _samples_text(task, model, heldout, be, n):
     x, y = heldout
     lines = []
     if task.language_model:

@@ -246,6 +246,23 @@ def test_evaluation_runs_in_eval_mode_and_restores_train_mode():
     assert model.training
 
 
+def test_report_samples_are_answered_in_eval_mode():
+    """samples.txt's greedy answers come from the model without dropout (the same as a twin
+    with dropout 0), and the model is back in train mode afterwards."""
+    from tinyattn.train import samples_text
+
+    task, model, _, _ = build(TrainConfig(**{**FAST, "dropout": 0.5}))
+    _, twin, _, _ = build(TrainConfig(**{**FAST, "dropout": 0.0}))
+    twin.load_state_dict(model.state_dict())
+    heldout = task.batch(np.random.default_rng(3), 12, "heldout")
+    be = model.wte.weight.backend
+    model.train()
+    ta.manual_seed(0)
+    text = samples_text(task, model, heldout, be)
+    assert text == samples_text(task, twin.eval(), heldout, be)
+    assert model.training
+
+
 def test_evaluation_restores_the_mode_when_a_batch_fails():
     from tinyattn.train import evaluate
 
@@ -512,12 +529,13 @@ def test_the_summary_line_says_how_the_run_ended(capsys):
 # ---- samples.txt: held-out prompts, targets and the model's answers ----------------------------
 
 
-class _Answers:
+class _Answers(ta.nn.Module):
     """A stand-in model: answers each toy prompt with the task's own answer, except that it
     gets the problems listed in `wrong` wrong (its first answer digit off by one); records the
     calls."""
 
     def __init__(self, task, wrong=()):
+        super().__init__()
         self.task, self.wrong, self.calls = task, set(wrong), []
 
     def generate(self, idx, n, **kw):
@@ -576,7 +594,7 @@ def test_a_language_models_sample_continues_a_held_out_prompt():
 
     calls = []
 
-    class Model:
+    class Model(ta.nn.Module):
         def generate(self, idx, n, **kw):
             calls.append((idx.numpy().tolist(), n, kw))
             return ta.tensor([idx.numpy()[0].tolist() + [0] * 3])
