@@ -73,8 +73,14 @@ def gelu(x, approximate="none"):
     return apply(nn_ops.gelu, _t(x), approximate=approximate)
 
 
-def where(condition, x, y):
-    """x where condition (bool) else y; either of x, y may be a Python number."""
+def where(condition, x=None, y=None):
+    """x where condition (bool) else y; either of x, y may be a Python number. With the
+    condition alone, the indices where it holds, one tensor per dim (torch.where(c) is
+    c.nonzero(as_tuple=True))."""
+    if x is None and y is None:
+        return _t(condition).nonzero(as_tuple=True)
+    if x is None or y is None:
+        raise TypeError("where: give both x and y, or neither (for the indices)")
     like = next((t for t in (x, y, condition) if isinstance(t, Tensor)), None)
     x, y = (v.item() if isinstance(v, np.generic) else v for v in (x, y))  # NumPy numbers too
     if not isinstance(x, Tensor) and not isinstance(y, Tensor):

@@ -5,9 +5,13 @@ is not one), so it records the same op and has the same gradient. The few with n
 their own (einsum, meshgrid, std_mean, var_mean) are written out below.
 """
 
+import numpy as np
+
+from . import dtypes
 from .autograd import apply
 from .functional import cat
 from .ops import index as ix
+from .ops.op import broadcast_shape
 from .tensor import Tensor
 
 
@@ -106,6 +110,96 @@ clone, detach, unflatten = _method("clone"), _method("detach"), _method("unflatt
 concat = concatenate = cat
 
 
+def broadcast_to(input, shape):  # noqa: A002
+    return _t(input).expand(*shape)
+
+
+def broadcast_tensors(*tensors):
+    """The tensors expanded to their common broadcast shape (views)."""
+    tensors = [_t(x, next((t for t in tensors if isinstance(t, Tensor)), None)) for x in tensors]
+    shape = broadcast_shape(*(t.shape for t in tensors))
+    return tuple(t.expand(*shape) for t in tensors)
+
+
+def hstack(tensors):
+    """Joined along dim 1 (dim 0 for 1-D tensors)."""
+    tensors = [_t(x) for x in tensors]
+    return cat(tensors, dim=0 if tensors[0].ndim == 1 else 1)
+
+
+def vstack(tensors):
+    """Joined along dim 0, 1-D tensors as rows."""
+    return cat([x.reshape(1, -1) if x.ndim == 1 else x for x in map(_t, tensors)], dim=0)
+
+
+def numel(input):  # noqa: A002
+    return _t(input).numel()
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(input):  # noqa: A002
+    return input.is_floating_point()
+
+
+def result_type(tensor, other):
+    """The dtype an op on the two gives (torch's promotion: a number never raises a tensor's
+    precision, only its category)."""
+    return dtypes.result_type(*(x.data if isinstance(x, Tensor) else x for x in (tensor, other)))
+
+
+def promote_types(type1, type2):
+    return dtypes.promote_types(np.dtype(type1), np.dtype(type2))
+
+
+def tril_indices(row, col, offset=0):
+    """(2, n) int64: the row and column indices of the lower triangle (below the diagonal
+    `offset`), row by row."""
+    return Tensor(np.stack(np.tril_indices(row, offset, col)).astype(np.int64))
+
+
+def triu_indices(row, col, offset=0):
+    return Tensor(np.stack(np.triu_indices(row, offset, col)).astype(np.int64))
+
+
+def searchsorted(sorted_sequence, values, *, right=False, side=None):
+    """Where each value would go in the sorted last dim to keep it sorted (int64, no
+    gradient); right=True (or side="right") puts it after equal entries."""
+    seq = _t(sorted_sequence)
+    side = side or ("right" if right else "left")
+    vals = _t(values, seq)
+    a, v = seq.backend.to_numpy(seq.data), vals.backend.to_numpy(vals.data)
+    if a.ndim == 1:
+        out = np.searchsorted(a, v, side=side)
+    else:
+        out = np.stack([np.searchsorted(r, w, side=side) for r, w in
+                        zip(a.reshape(-1, a.shape[-1]), v.reshape(-1, v.shape[-1]), strict=True)])
+        out = out.reshape(v.shape)
+    return Tensor(np.asarray(out, dtype=np.int64), backend=seq.backend)
+
+
+def bucketize(input, boundaries, *, right=False):  # noqa: A002
+    """The bucket i of each value among the sorted 1-D boundaries: boundaries[i-1] < x <=
+    boundaries[i] (right=True: boundaries[i-1] <= x < boundaries[i]), as torch.bucketize."""
+    return searchsorted(boundaries, input, right=right)
+
+
+def cdist(x1, x2, p=2.0):
+    """‖x1[i] - x2[j]‖_p for every pair of rows: (..., P, M), (..., R, M) -> (..., P, R)."""
+    x1 = _t(x1)
+    return (x1.unsqueeze(-2) - _t(x2, x1).unsqueeze(-3)).norm(p, dim=-1)
+
+
+def logit(input, eps=None):  # noqa: A002
+    """log(p / (1 - p)); with eps, p clamped to [eps, 1 - eps] first."""
+    x = _t(input)
+    if eps is not None:
+        x = x.clamp(eps, 1 - eps)
+    return (x / (1 - x)).log()
+
+
 def var_mean(input, dim=None, unbiased=True, keepdim=False, *, correction=None):  # noqa: A002
     """(var, mean) over dim (torch's arguments: var_mean(x, 1, False) is the biased one)."""
     x = _t(input)
@@ -151,4 +245,4 @@ def meshgrid(*tensors, indexing="ij"):
 
 
 __all__ = [name for name in dir() if not name.startswith("_") and name not in (
-    "apply", "ix", "Tensor", "cat")]
+    "apply", "ix", "Tensor", "cat", "np", "dtypes", "broadcast_shape")]

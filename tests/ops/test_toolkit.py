@@ -98,6 +98,12 @@ COMPOSED = {
         x, x[:2, 0].exp(), dim=-1)),
     "pairwise_distance": ((3, 4), lambda x, lib, i: (F if lib is ta else TF).pairwise_distance(
         x, x.flip(0) * 2, p=3.0, keepdim=True)),
+    "cdist": ((2, 3, 4), lambda x, lib, i: lib.cdist(x, x[:, :2].exp())),
+    "logit": ((3, 4), lambda x, lib, i: lib.logit(x.sigmoid()) + lib.logit(x.sigmoid(), eps=0.2)),
+    "broadcast hstack vstack": ((3, 1), lambda x, lib, i: lib.hstack(
+        lib.broadcast_tensors(x, x[:2, 0] * 2))
+        + lib.vstack([x[:, 0], x[:, 0].exp()]).sum(0)[:, None]
+        + lib.broadcast_to(x, (2, 3, 4)).sum(0)[:, :1]),
 }
 
 
@@ -192,6 +198,31 @@ def test_method_forms_without_gradients_match_torch():
         ta.ones(2, 3, 4).bmm(ta.ones(3, 4, 5))
     with pytest.raises(ta.ShapeError, match=r"outer: needs two 1-D tensors"):
         ta.ones(2, 2).outer(ta.ones(2))
+
+
+def test_module_functions_without_gradients_match_torch():
+    seq, vals = [[1.0, 2, 2, 3], [0, 5, 6, 7]], [[2.0, 0.5], [6, 8]]
+    for right in (False, True):
+        got = ta.searchsorted(ta.tensor(seq), ta.tensor(vals), right=right)
+        want = torch.searchsorted(torch.tensor(seq), torch.tensor(vals), right=right)
+        assert got.dtype == np.int64 and got.numpy().tolist() == want.tolist()
+        got = ta.bucketize(ta.tensor(vals), ta.tensor([1.0, 2, 3]), right=right)
+        want = torch.bucketize(torch.tensor(vals), torch.tensor([1.0, 2, 3]), right=right)
+        assert got.numpy().tolist() == want.tolist()
+    for args in [(3, 3), (3, 4, -1), (4, 3, 1)]:
+        assert ta.tril_indices(*args).numpy().tolist() == torch.tril_indices(*args).tolist()
+        assert ta.triu_indices(*args).numpy().tolist() == torch.triu_indices(*args).tolist()
+    mask = [[True, False, True], [False, False, True]]
+    for got, want in zip(ta.where(ta.tensor(mask)), torch.where(torch.tensor(mask)), strict=True):
+        assert got.numpy().tolist() == want.tolist()
+    with pytest.raises(TypeError, match="where: give both x and y, or neither"):
+        ta.where(ta.tensor(mask), 1.0)
+    assert ta.result_type(ta.tensor([1]), 1.5) == np.float32
+    assert ta.result_type(ta.tensor([1.0]), ta.tensor(2.0, dtype=ta.float64)) == np.float32
+    assert ta.promote_types(ta.int32, ta.float16) == np.float16
+    x = ta.ones(2, 3)
+    assert ta.numel(x) == 6 and ta.is_tensor(x) and not ta.is_tensor(x.numpy())
+    assert ta.is_floating_point(x) and not ta.is_floating_point(ta.tensor([1]))
 
 
 def test_tensor_conversions():
