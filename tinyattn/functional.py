@@ -32,7 +32,7 @@ __all__ = [
     "rotary_tables", "apply_rotary",
     "silu", "softplus", "mish", "elu", "selu", "celu", "logsigmoid", "softsign", "leaky_relu",
     "hardtanh", "relu6", "hardsigmoid", "hardswish", "softmin", "normalize", "pad",
-    "cosine_similarity", "pairwise_distance",
+    "cosine_similarity", "pairwise_distance", "glu",
 ]
 
 
@@ -674,6 +674,16 @@ def normalize(x, p=2.0, dim=1, eps=1e-12):
     x = _t(x)
     norm = x.norm(p, dim=dim, keepdim=True)
     return x / norm.clamp_min(eps)
+
+
+def glu(x, dim=-1):
+    """The gated linear unit: x's first half times sigmoid of its second half, along dim."""
+    x = _t(x)
+    if x.ndim == 0 or x.shape[dim] % 2:
+        raise ShapeError(f"glu: dim {dim} of {fmt_shape(x.shape)} must have an even size "
+                         "(halved into the value and its gate)")
+    a, b = x.chunk(2, dim)
+    return a * b.sigmoid()
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):

@@ -13,11 +13,11 @@ MODULES = {
     "ReLU": (), "ReLU6": (), "LeakyReLU": (0.2,), "ELU": (0.7,), "SELU": (), "CELU": (0.7,),
     "GELU": ("tanh",), "SiLU": (), "Mish": (), "Softplus": (2.0, 3.0), "Softsign": (),
     "Hardtanh": (-0.5, 2.0), "Hardsigmoid": (), "Hardswish": (), "Tanh": (), "Sigmoid": (),
-    "LogSigmoid": (), "Softmax": (-1,), "LogSoftmax": (0,), "Softmin": (-1,),
+    "LogSigmoid": (), "Softmax": (-1,), "LogSoftmax": (0,), "Softmin": (-1,), "GLU": (0,),
 }
 IN_PLACE = ["ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "SiLU", "Mish", "Hardtanh",
             "Hardsigmoid", "Hardswish"]
-X = np.random.default_rng(0).standard_normal((3, 5)) * 3  # past every kink (±1, ±3, 6...)
+X = np.random.default_rng(0).standard_normal((4, 5)) * 3  # past every kink (±1, ±3, 6...)
 # (rtol 1e-6, not 1e-12: in float64 torch still takes some constants as float32 - CELU's alpha,
 # Hardsigmoid's 1/6 in the gradient - where tinyattn keeps them exact)
 RTOL = 1e-6
@@ -31,8 +31,9 @@ def _grads(torch, module, tmodule, inplace=False):
     y, ty = module(h), tmodule(th)
     if inplace:
         assert y is h
-    (y * ta.tensor(X)).sum().backward()
-    (ty * torch.tensor(X)).sum().backward()
+    weights = X[tuple(slice(n) for n in y.shape)]  # (GLU halves a dim)
+    (y * ta.tensor(weights)).sum().backward()
+    (ty * torch.tensor(weights)).sum().backward()
     return (y.detach().numpy(), a.grad.numpy()), (ty.detach().numpy(), t.grad.numpy())
 
 

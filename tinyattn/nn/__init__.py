@@ -10,6 +10,7 @@ from .activation import (
     CELU,
     ELU,
     GELU,
+    GLU,
     SELU,
     Hardsigmoid,
     Hardswish,
@@ -70,5 +71,5 @@ __all__ = [
     "Flatten", "Unflatten", "RMSNorm", "ModuleDict", "ParameterList", "init", "utils",
     "MultiheadAttention", "RotaryEmbedding", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU",
     "Mish", "Softplus", "Softsign", "Hardtanh", "Hardsigmoid", "Hardswish", "LogSigmoid",
-    "Softmin", "CosineSimilarity", "PairwiseDistance",
+    "Softmin", "CosineSimilarity", "PairwiseDistance", "GLU",
 ]

@@ -152,3 +152,9 @@ class LogSoftmax(_Dim):
 
 class Softmin(_Dim):
     fn = staticmethod(F.softmin)
+
+
+class GLU(_Dim):
+    """The gated linear unit along dim (the last by default, as torch's GLU(dim=-1))."""
+
+    fn = staticmethod(F.glu)
