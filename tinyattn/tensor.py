@@ -183,15 +183,7 @@ class Tensor(TensorBase):
         A dtype change is an op (gradients flow back, in the original dtype). A backend move
         copies the values to a new leaf that keeps `requires_grad`. Nothing to change: self
         (a copy with copy=True)."""
-        if len(args) > 2:
-            raise TypeError(f"to: takes at most a device and a dtype, got {len(args)} arguments")
-        for arg in args:
-            if isinstance(arg, Tensor):
-                device, dtype = arg.backend, arg.dtype
-            elif isinstance(arg, backends.Backend) or str(arg).lower() in backends.ALIASES:
-                device = arg
-            else:
-                dtype = arg
+        device, dtype = to_args(args, device, dtype)
         out = self if device is None else self._to_backend(backends.backend(device))
         if dtype is not None and np.dtype(dtype) != out.dtype:
             out = out._to_dtype(np.dtype(dtype))
@@ -1594,6 +1586,21 @@ _PLAIN = frozenset((int, float, Tensor))  # what _other passes through as it is
 
 _TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
                "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
+def to_args(args, device, dtype):
+    """(device, dtype) from the positional forms of Tensor.to and Module.to: a device (a
+    backend or its name), a dtype, both, or a tensor (its backend and dtype)."""
+    if len(args) > 2:
+        raise TypeError(f"to: takes at most a device and a dtype, got {len(args)} arguments")
+    for arg in args:
+        if isinstance(arg, Tensor):
+            device, dtype = arg.backend, arg.dtype
+        elif isinstance(arg, backends.Backend) or str(arg).lower() in backends.ALIASES:
+            device = arg
+        else:
+            dtype = arg
+    return device, dtype
 
 
 def _reduce_args(dim, keepdim, axis, keepdims):

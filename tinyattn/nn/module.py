@@ -13,7 +13,7 @@ import numpy as np
 from .. import backends
 from ..autograd import RemovableHandle, _scope, bump_version, current_scope, zero_grads
 from ..errors import CheckpointError, DTypeError, fmt_shape
-from ..tensor import Tensor
+from ..tensor import Tensor, to_args
 
 
 class Parameter(Tensor):
@@ -306,13 +306,7 @@ class Module:
         """Move every parameter and buffer to a backend ("numpy"/"cpu", "cupy"/"cuda"), and/or
         cast the floating ones to a float dtype, in place: torch's forms, to(device),
         to(dtype), to(device, dtype), to(tensor), dtype= and device= (returns self)."""
-        for arg in args:
-            if isinstance(arg, Tensor):
-                device, dtype = arg.backend, arg.dtype
-            elif isinstance(arg, backends.Backend) or str(arg).lower() in backends.ALIASES:
-                device = arg
-            else:
-                dtype = arg
+        device, dtype = to_args(args, device, dtype)
         if dtype is not None and np.dtype(dtype).kind != "f":
             raise DTypeError(f"Module.to: a module can only be cast to a float dtype, got "
                              f"{np.dtype(dtype)}")
