@@ -37,13 +37,20 @@ def save(obj, path):
     atomic_write(path, lambda f: np.savez(f, **arrays))
 
 
-def load(path, backend=None, keys=None, check=None):
+def load(path, backend=None, keys=None, check=None, *, map_location=None, weights_only=True):
     """Read what `save` wrote; tensors come back as tensors (on `backend`, default NumPy).
 
     keys: of a saved dict, load only these entries (the others are never read).
     check(where, shape, dtype): called before each array is read (where: "obj['model'][...]");
     it may raise to refuse an array before its memory is allocated.
+    map_location: torch's name for the backend ("cpu", "cuda", "cuda:0"). weights_only: as
+    torch's default, and always so here: a checkpoint holds arrays and plain values, never
+    code to run.
     """
+    if map_location is not None:
+        if backend is not None:
+            raise TypeError("load: give backend or map_location, not both")
+        backend = str(map_location).split(":")[0]
     path = os.fspath(path)
     try:
         with zipfile.ZipFile(path) as zf:

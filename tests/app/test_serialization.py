@@ -29,6 +29,18 @@ def test_round_trip_of_nested_values(tmp_path):
     assert back["npscalar"] == 2.5
 
 
+def test_load_takes_torchs_map_location_and_weights_only(tmp_path):
+    ta.save({"w": ta.tensor([1.0, 2.0])}, tmp_path / "ck.npz")
+    for kwargs in [{"map_location": "cpu"}, {"map_location": "cpu", "weights_only": True},
+                   {"weights_only": False}]:
+        back = ta.load(tmp_path / "ck.npz", **kwargs)
+        assert back["w"].backend.name == "numpy" and back["w"].numpy().tolist() == [1.0, 2.0]
+    with pytest.raises(TypeError, match="load: give backend or map_location, not both"):
+        ta.load(tmp_path / "ck.npz", backend="numpy", map_location="cpu")
+    with pytest.raises(ta.BackendError, match="unknown backend 'tpu'"):
+        ta.load(tmp_path / "ck.npz", map_location="tpu:0")
+
+
 def test_unsupported_values_are_refused(tmp_path):
     with pytest.raises(TypeError, match="cannot store a set"):
         ta.save({"x": {1, 2}}, tmp_path / "bad.npz")
