@@ -8,7 +8,7 @@
 The public names are listed here explicitly; see DESIGN.md for the map of the package.
 """
 
-from . import functional, nn, optim, viz
+from . import autograd, functional, nn, optim, viz
 from .anomaly import AnomalyError, AnomalyWarning, debug_from_environment, detect_anomaly
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .backends import get_backend, set_backend, use_backend
@@ -24,6 +24,7 @@ from .errors import (
     TinyattnError,
 )
 from .explain import explain
+from .function import Function, FunctionCtx
 from .functional import cat, log_softmax, matmul, softmax, stack, where  # torch.cat and friends
 from .gradcheck import check_gradients, gradcheck
 from .graphcheck import check_graph, gradcheck_graph, record
@@ -259,6 +260,8 @@ from .tensor import (
 
 __version__ = "0.1.0"
 
+autograd.Function = Function  # torch's place for it: ta.autograd.Function (function.py)
+autograd.FunctionCtx = FunctionCtx
 debug_from_environment()  # TINYATTN_DEBUG=1: anomaly detection everywhere
 
 __all__ = [
@@ -271,7 +274,7 @@ __all__ = [
     "get_backend", "set_backend", "use_backend", "nn", "optim", "save", "load", "TinyattnError",
     "ShapeError", "DimError",
     "DTypeError", "BackendError", "GraphError", "GradcheckError", "CheckpointError",
-    "viz", "explain",
+    "viz", "explain", "autograd", "Function", "FunctionCtx",
     "detect_anomaly", "AnomalyError", "AnomalyWarning", "record", "gradcheck_graph", "check_graph",
     # creation (tensor.py) and torch's module-level functions (routines.py)
     "as_tensor", "bernoulli", "empty", "empty_like", "eye", "from_numpy", "full_like", "linspace",

@@ -6,7 +6,8 @@ Layers, lowest first (a module may import from its own layer or below, never abo
   graph     autograd: nodes, apply, backward, grad mode, tracing
   ops       every op's forward and VJP (they call autograd.apply)
   tensor    Tensor, whose methods call the ops
-  library   functional, nn, optim, distributed: what models are built from and trained with
+  library   functional, function (autograd.Function), nn, optim, distributed: what models are
+            built from and trained with
   tools     anomaly, gradcheck, graphcheck, explain, viz, explore, plots, exercises: they look
             at graphs
   app       the command line and what only it needs: train, runs, sample, data, serialization...
@@ -26,7 +27,7 @@ LAYERS = {
     "graph": ["autograd"],
     "ops": ["ops", "ops.*"],
     "tensor": ["tensor"],
-    "library": ["functional", "routines", "nn", "nn.*", "optim", "optim.*",
+    "library": ["functional", "routines", "function", "nn", "nn.*", "optim", "optim.*",
                 "distributed"],
     "tools": ["anomaly", "gradcheck", "graphcheck", "explain", "viz", "explore", "plots",
               "exercises"],
