@@ -482,6 +482,36 @@ def test_module_to_cupy(fake_be):
                                logits.numpy(), rtol=1e-5, atol=1e-7)  # erf: fast vs exact
 
 
+def test_hooks_functions_and_clipping_on_the_device(fake_be):
+    """Tensor.register_hook, an autograd.Function, nn.utils clipping and a fresh module's
+    device= on the device, the same numbers as on NumPy (no host array slips in: the fake
+    refuses them)."""
+
+    class Cube(ta.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * 3 * x * x
+
+    results = []
+    for backend in ("numpy", "cupy"):
+        x = ta.tensor(np.array([0.5, -1.0, 2.0]), backend=backend, requires_grad=True)
+        h = x * 2
+        h.register_hook(lambda g: g * 10)
+        Cube.apply(h).sum().backward()
+        norm = ta.nn.utils.clip_grad_norm_([x], 1.0, norm_type=3.0)
+        lin = ta.nn.Linear(3, 2, device=backend)
+        assert all(p.backend.name == backend for p in lin.parameters())
+        results.append((x.grad.numpy(), norm.item()))
+    np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-12)
+    assert results[1][1] == pytest.approx(results[0][1], rel=1e-12)
+
+
 def _training_steps(backend, steps=2, dropout=0.0, dtype="float64"):
     from tinyattn import nn, optim
 
