@@ -201,6 +201,26 @@ class Tensor(TensorBase):
             return apply(ew.cast, self, dtype=dtype)
         return Tensor._wrap(self.data.astype(dtype), self.backend)
 
+    def __deepcopy__(self, memo):
+        """A new leaf with a copy of the values and of .grad, the same class (a Parameter stays
+        one), requires_grad and name (copy.deepcopy of a model); as torch, only leaves."""
+        if self._node is not None and self._node.op is not None:
+            raise GraphError("deepcopy: only tensors made by the user (graph leaves) can be "
+                             "deep-copied, not one computed on the graph; detach() it first")
+        new = type(self)._wrap(self.data.copy(), self.backend)
+        memo[id(self)] = new
+        new.requires_grad = self.requires_grad
+        new._name = self._name
+        if self.grad is not None:
+            new.grad = Tensor._wrap(self.grad.data.copy(), self.backend)
+        return new
+
+    def __reduce_ex__(self, protocol):
+        """Pickled as its values (on the host), backend name, class, requires_grad and name;
+        unpickled as a new leaf (no graph, no .grad, as torch)."""
+        return _unpickle, (type(self), self.backend.to_numpy(self.data), self.backend.name,
+                           self.requires_grad, self._name)
+
     def cpu(self):
         """This tensor on the NumPy backend (self if it is there already)."""
         return self.to("cpu")
@@ -1586,6 +1606,13 @@ _PLAIN = frozenset((int, float, Tensor))  # what _other passes through as it is
 
 _TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
                "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
+def _unpickle(cls, values, backend_name, requires_grad, name):
+    t = cls._wrap(backends.backend(backend_name).asarray(values), backends.backend(backend_name))
+    t.requires_grad = requires_grad
+    t._name = name
+    return t
 
 
 def to_args(args, device, dtype):

@@ -395,3 +395,42 @@ def test_to_takes_torchs_forms():
     assert not x.is_cuda and x.is_floating_point() and not ta.tensor([1]).is_floating_point()
     with pytest.raises(TypeError, match="to: takes at most a device and a dtype"):
         x.to("cpu", "cpu", "float64")
+
+
+def test_deepcopy_of_a_model_is_an_independent_model_as_in_torch():
+    """copy.deepcopy(model) (EMA weights, a frozen teacher, cloned layers): new parameters on
+    the same backend, tied weights still tied, gradients into the copy only."""
+    import copy
+
+    model = ta.nn.TinyTransformer(11, 16, 2, 1, max_len=8)
+    model.wte.weight.grad = ta.ones(11, 16)
+    twin = copy.deepcopy(model)
+    ids = ta.tensor([[1, 2, 3]])
+    np.testing.assert_array_equal(twin(ids).detach().numpy(), model(ids).detach().numpy())
+    assert twin.lm_head.weight is twin.wte.weight and twin.wte.weight is not model.wte.weight
+    assert isinstance(twin.wte.weight, ta.nn.Parameter) and twin.wte.weight.grad is not None
+    model.zero_grad()
+    twin.zero_grad()
+    twin(ids).sum().backward()
+    assert model.wte.weight.grad is None and twin.wte.weight.grad is not None
+    with ta.no_grad():
+        twin.wte.weight.mul_(0)
+    assert model.wte.weight.abs().sum().item() > 0
+    x = ta.ones(2, requires_grad=True)
+    with pytest.raises(ta.GraphError, match="deepcopy: only tensors made by the user"):
+        copy.deepcopy(x * 2)
+    tx = torch.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="graph leaves"):
+        copy.deepcopy(tx * 2)
+
+
+def test_pickled_tensors_and_models_come_back_as_leaves():
+    import pickle
+
+    x = ta.tensor([1.0, 2.0], requires_grad=True)
+    back = pickle.loads(pickle.dumps(x * 2))  # as torch: the values, a leaf, requires_grad
+    assert back.requires_grad and back.is_leaf and back.numpy().tolist() == [2.0, 4.0]
+    (back * 3).sum().backward()
+    assert back.grad.numpy().tolist() == [3.0, 3.0]
+    model = pickle.loads(pickle.dumps(ta.nn.Linear(3, 2)))
+    assert isinstance(model.weight, ta.nn.Parameter) and model(ta.ones(1, 3)).shape == (1, 2)

@@ -37,6 +37,20 @@ class Backend(ABC):
     def __init__(self, seed=None):
         self.seed(seed)
 
+    # one object per backend in a process: copies (copy.deepcopy of a model) and pickles keep
+    # pointing at it, or tensors made before and after would "live on two backends"
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        from . import backend
+
+        return backend, (self.name,)
+
     # ---- arrays in and out -------------------------------------------------------------------
 
     def asarray(self, data, dtype=None):
