@@ -512,6 +512,18 @@ def test_hooks_functions_and_clipping_on_the_device(fake_be):
     assert results[1][1] == pytest.approx(results[0][1], rel=1e-12)
 
 
+def test_report_samples_of_a_model_on_the_device(fake_be):
+    """samples.txt is written for a model on the device (generate feeds the model on the
+    backend of its weights, whatever backend the prompt tensor was made on)."""
+    from tinyattn.train import TrainConfig, build, samples_text
+
+    task, model, _, _ = build(TrainConfig(task="reverse", length=4, d_model=16, heads=2,
+                                          layers=1))
+    model.to("cupy")
+    text = samples_text(task, model, task.batch(np.random.default_rng(0), 3, "heldout"), fake_be)
+    assert text.count("\n") == 4 and text.count("|") == 3 * 4  # a header and three rows
+
+
 def _training_steps(backend, steps=2, dropout=0.0, dtype="float64"):
     from tinyattn import nn, optim
 

@@ -434,3 +434,11 @@ def test_pickled_tensors_and_models_come_back_as_leaves():
     assert back.grad.numpy().tolist() == [3.0, 3.0]
     model = pickle.loads(pickle.dumps(ta.nn.Linear(3, 2)))
     assert isinstance(model.weight, ta.nn.Parameter) and model(ta.ones(1, 3)).shape == (1, 2)
+
+
+def test_reshape_refuses_sizes_below_minus_one_as_torch():
+    with pytest.raises(ta.ShapeError, match=r"reshape: .*cannot reshape into \(-2,\)"):
+        ta.ones(6).reshape(-2)
+    with pytest.raises(RuntimeError, match="invalid shape dimension -2"):
+        torch.ones(6).reshape(-2)
+    assert ta.ones(6).reshape(-1, 2).shape == (3, 2)

@@ -58,6 +58,8 @@ def test_inplace_activation_changes_its_input_and_backpropagates_as_torch(name):
     ours, theirs = _grads(torch, module, tmodule, inplace=True)
     for got, want in zip(ours, theirs, strict=True):
         np.testing.assert_allclose(got, want, rtol=RTOL, atol=1e-12)
+    if name not in ("Hardsigmoid", "Hardswish"):
+        assert repr(module) == repr(tmodule)  # "inplace=True" shown, as torch shows it
     module.inplace = False  # a setting read at each call, as torch's
     x = ta.tensor(X)
     assert module(x) is not x and np.array_equal(x.numpy(), X)
@@ -89,3 +91,14 @@ def test_softmax_dtype_converts_first_as_torch(fn):
     want = getattr(torch.nn.functional, fn)(torch.tensor(x), dim=-1, dtype=torch.float64)
     assert got.dtype == np.float64
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["LeakyReLU", "ELU", "CELU", "Hardtanh", "Softplus", "GELU",
+                                  "GLU"])
+def test_activation_defaults_match_torch(name):
+    """Made with no arguments, each module computes what torch's does (the defaults)."""
+    torch = pytest.importorskip("torch")
+    module, tmodule = getattr(nn, name)(), getattr(torch.nn, name)()
+    x = {"Softplus": X * 8, "GLU": X[:, :4]}.get(name, X)  # (past softplus's threshold too)
+    np.testing.assert_allclose(module(ta.tensor(x)).numpy(), tmodule(torch.tensor(x)).numpy(),
+                               rtol=RTOL, atol=1e-12)

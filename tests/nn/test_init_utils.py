@@ -118,6 +118,34 @@ def test_clip_grad_norm_matches_torch(norm_type, max_norm):
         np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), rtol=1e-12)
 
 
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, 0.0])
+def test_clip_grad_norm_defaults_empty_grads_and_one_tensor_as_torch(norm_type):
+    """The defaults (order 2, no error on a non-finite norm), a parameter with an empty
+    gradient among the others, and one tensor instead of a list, as torch."""
+    torch = pytest.importorskip("torch")
+    ours, theirs = _grads_pair(torch, 1.0)
+    ours.append(nn.Parameter(ta.zeros(0, dtype=np.float64)))
+    theirs.append(torch.zeros(0, dtype=torch.float64, requires_grad=True))
+    ours[-1].grad, theirs[-1].grad = ta.zeros(0, dtype=np.float64), torch.zeros(0,
+                                                                              dtype=torch.float64)
+    got = nn.utils.clip_grad_norm_(ours, 0.5, norm_type)
+    want = torch.nn.utils.clip_grad_norm_(theirs, 0.5, norm_type)
+    assert got.item() == pytest.approx(want.item(), rel=1e-12)
+    one, tone = ours[0], theirs[0]
+    got = nn.utils.clip_grad_norm_(one, 0.1)  # a single tensor, default order 2
+    want = torch.nn.utils.clip_grad_norm_(tone, 0.1)
+    assert got.item() == pytest.approx(want.item(), rel=1e-12)
+    np.testing.assert_allclose(one.grad.numpy(), tone.grad.numpy(), rtol=1e-12)
+    assert nn.utils.get_total_norm(one.grad).item() == pytest.approx(
+        torch.nn.utils.get_total_norm(tone.grad).item(), rel=1e-12)
+    p = nn.Parameter(ta.zeros(2))
+    p.grad = ta.tensor([np.inf, 1.0])
+    assert nn.utils.clip_grad_norm_([p], 1.0).item() == np.inf  # no error by default
+    assert nn.utils.parameters_to_vector(one).shape == (one.numel(),)
+    with pytest.raises(ta.ShapeError, match="parameters_to_vector: got no parameters"):
+        nn.utils.parameters_to_vector([])
+
+
 def test_total_norm_then_clip_matches_torch():
     """get_total_norm and clip_grads_with_norm_, the two halves of clip_grad_norm_."""
     torch = pytest.importorskip("torch")

@@ -57,12 +57,15 @@ CASES = [
     ("OneCycleLR", {"max_lr": [1.0, 2.0], "total_steps": 25, "anneal_strategy": "linear",
                     "three_phase": True, "pct_start": 0.25}),
     ("SequentialLR", {"T_max": 6, "milestones": [4, 12]}),
-    ("MultiplicativeLR", {"lr_lambda": lambda s: 0.95}),
+    ("MultiplicativeLR", {"lr_lambda": lambda s: 0.9 + 0.01 * s}),
     ("ConstantLR", {}),
+    ("ConstantLR", {"factor": 1.0}),
+    ("PolynomialLR", {}),
     ("ConstantLR", {"factor": 0.2, "total_iters": 7}),
     ("PolynomialLR", {"total_iters": 10, "power": 2.0}),
     ("CosineAnnealingWarmRestarts", {"T_0": 4}),
     ("CosineAnnealingWarmRestarts", {"T_0": 3, "T_mult": 2, "eta_min": 0.01}),
+    ("CosineAnnealingWarmRestarts", {"T_0": 1, "T_mult": 3}),
     ("ChainedScheduler", {}),
 ]
 
@@ -76,6 +79,7 @@ def test_scheduler_lrs_match_torch_step_by_step(name, kwargs):
         assert [g["lr"] for g in ours.param_groups] == pytest.approx(want, rel=1e-12, abs=0), \
             f"step {step}"
         assert s.get_last_lr() == pytest.approx(ts.get_last_lr(), rel=1e-12, abs=0)
+        assert getattr(s, "last_epoch", None) == getattr(ts, "last_epoch", None)
         if name == "OneCycleLR":
             assert [g["momentum"] for g in ours.param_groups] == pytest.approx(
                 [g["momentum"] for g in theirs.param_groups], rel=1e-12)
@@ -275,7 +279,8 @@ def test_chained_schedulers_compose_as_torch():
 RESUMABLE = [("StepLR", {"step_size": 3}), ("MultiStepLR", {"milestones": [6, 8]}),
              ("MultiStepLR", {"milestones": [2, 7]}), ("ExponentialLR", {"gamma": 0.9}),
              ("CosineAnnealingLR", {"T_max": 10}), ("LinearLR", {"total_iters": 8}),
-             ("OneCycleLR", {"max_lr": 1.0, "total_steps": 30})]
+             ("OneCycleLR", {"max_lr": 1.0, "total_steps": 30}), ("ConstantLR", {}),
+             ("PolynomialLR", {"total_iters": 9}), ("CosineAnnealingWarmRestarts", {"T_0": 4})]
 
 
 @pytest.mark.parametrize("name,kwargs", RESUMABLE, ids=[c[0] for c in RESUMABLE])
@@ -418,7 +423,9 @@ def test_adagrad_state_keeps_the_parameters_dtype():
 
 @pytest.mark.parametrize("name,kwargs", [("StepLR", {"step_size": 2}),
                                          ("ExponentialLR", {"gamma": 0.9}),
-                                         ("CosineAnnealingLR", {"T_max": 4})])
+                                         ("CosineAnnealingLR", {"T_max": 4}),
+                                         ("CosineAnnealingWarmRestarts", {"T_0": 2}),
+                                         ("PolynomialLR", {"total_iters": 4})])
 def test_scheduler_state_dict_holds_torchs_numbers(name, kwargs):
     """Every entry of the state dict (step count, last epoch, base and last lrs) has the value
     torch's scheduler keeps under the same name."""
@@ -433,21 +440,31 @@ def test_scheduler_state_dict_holds_torchs_numbers(name, kwargs):
     assert {k: torchs[k] for k in mine} == pytest.approx(mine, rel=1e-12)
 
 
+# metrics whose steps straddle the thresholds below: 10 -> 5 is exactly a relative 0.5 better
+# (not better: the test is strict), 9.5 exactly an absolute 0.5 (the same), and the rest more
+# or less than that, up and down (for mode "max")
+PLATEAU_METRICS = [10.0, 5.0, 4.0, 9.5, 20.0, 30.0, 45.0, 44.0, 3.0, 2.0, 1.5, 0.6, 0.75, 0.7,
+                   5.0, 10.0, 10.25, 11.0, 11.0, 4.0, 3.9999, 50.0, 0.1]
+
+
 def _plateau_run(mod, opt, **kwargs):
-    """The lrs ReduceLROnPlateau sets over a metric that improves, stalls, then improves."""
+    """What ReduceLROnPlateau does over PLATEAU_METRICS, step by step."""
     s = mod.ReduceLROnPlateau(opt, **kwargs)
-    metrics = [5.0, 4.0, 3.9999, 4.1, 4.2, 4.0, 4.3, 3.0, 3.5, 3.6, 3.7, 3.8, 3.9, 2.0, 2.5]
-    lrs = []
-    for m in metrics * 2:
-        s.step(m if mod is sched else torch.tensor(m))
-        lrs.append(([g["lr"] for g in opt.param_groups], s.get_last_lr(), s.num_bad_epochs))
+    lrs = [(s.get_last_lr(), s.last_epoch)]
+    for m in PLATEAU_METRICS * 2:
+        s.step(m)
+        lrs.append(([g["lr"] for g in opt.param_groups], s.get_last_lr(), s.num_bad_epochs,
+                    s.best, s.cooldown_counter, s.last_epoch))
     return lrs
 
 
-@pytest.mark.parametrize("kwargs", [{}, {"patience": 1}, {"patience": 1, "cooldown": 2,
-                                                            "factor": 0.5},
-                                    {"mode": "max", "patience": 0, "threshold_mode": "abs",
-                                     "threshold": 0.5, "min_lr": [0.05, 0.2]}])
+@pytest.mark.parametrize("kwargs", [
+    {}, {"patience": 1}, {"patience": 1, "cooldown": 2, "factor": 0.5},
+    {"patience": 0, "threshold": 0.5}, {"patience": 0, "threshold": 0.5, "threshold_mode": "abs"},
+    {"mode": "max", "patience": 0, "threshold": 0.5},
+    {"mode": "max", "patience": 0, "threshold_mode": "abs", "threshold": 0.5,
+     "min_lr": [0.05, 0.2]},
+    {"patience": 0, "factor": 0.5, "eps": 0.25}])  # 0.5 -> 0.25 is exactly eps: not taken
 def test_reduce_lr_on_plateau_matches_torch(kwargs):
     ours, theirs = _pair()
     assert _plateau_run(sched, ours, **kwargs) == _plateau_run(torch.optim.lr_scheduler, theirs,
@@ -461,18 +478,33 @@ def test_new_schedulers_refuse_what_torch_refuses():
             (lambda: sched.ReduceLROnPlateau(ours, mode="up"), "mode must be 'min' or 'max'"),
             (lambda: sched.ReduceLROnPlateau(ours, min_lr=[0.1]), "1 min_lrs for 2"),
             (lambda: sched.CosineAnnealingWarmRestarts(ours, T_0=0), "T_0 must be a whole"),
+            (lambda: sched.CosineAnnealingWarmRestarts(ours, T_0=2.5), "T_0 must be a whole"),
             (lambda: sched.CosineAnnealingWarmRestarts(ours, T_0=2, T_mult=0), "T_mult must"),
+            (lambda: sched.CosineAnnealingWarmRestarts(ours, T_0=2, T_mult=1.5), "T_mult must"),
             (lambda: sched.ConstantLR(ours, factor=1.5), r"factor must be in \[0, 1\]"),
-            (lambda: sched.PolynomialLR(ours, total_iters=0), "total_iters must be a number")]:
+            (lambda: sched.ConstantLR(ours, factor=-0.1), r"factor must be in \[0, 1\]"),
+            (lambda: sched.PolynomialLR(ours, total_iters=0),
+             "PolynomialLR: total_iters must be a number"),
+            (lambda: sched.ChainedScheduler([sched.StepLR(ours, 2), object()]),
+             "scheduler 1 .object. belongs to another optimizer")]:
         with pytest.raises(ValueError, match=match):
             make()
+    sched.ConstantLR(ours, factor=0.0)  # the ends of the range are allowed, as in torch
+    single, tsingle = _pair()
+    s = sched.ChainedScheduler([sched.ExponentialLR(single, gamma=0.5)])
+    ts = torch.optim.lr_scheduler.ChainedScheduler(
+        [torch.optim.lr_scheduler.ExponentialLR(tsingle, gamma=0.5)])
+    s.step()
+    ts.step()
+    assert s.get_last_lr() == pytest.approx(ts.get_last_lr())
 
 
-def test_warm_restarts_take_fractional_epochs_as_torch():
+@pytest.mark.parametrize("T_0,T_mult", [(3, 2), (2, 3), (3, 1)])
+def test_warm_restarts_take_fractional_epochs_as_torch(T_0, T_mult):  # noqa: N803
     ours, theirs = _pair()
-    s = sched.CosineAnnealingWarmRestarts(ours, T_0=3, T_mult=2)
-    ts = torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(theirs, T_0=3, T_mult=2)
-    for epoch in [0.5, 1.25, 2.9, 3.0, 4.5, 8.75, 9.0, 20.5, 2.0]:
+    s = sched.CosineAnnealingWarmRestarts(ours, T_0=T_0, T_mult=T_mult)
+    ts = torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(theirs, T_0=T_0, T_mult=T_mult)
+    for epoch in [0.5, 1.25, 2.9, 3.0, 4.5, 8.75, 9.0, 20.5, 2.0, 27.5, 40.0, 81.3]:
         s.step(epoch)
         ts.step(epoch)
         assert s.get_last_lr() == pytest.approx(ts.get_last_lr(), rel=1e-12)

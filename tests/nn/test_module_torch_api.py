@@ -144,6 +144,16 @@ def _hooked_grads(lib):
 def test_register_hook_changes_the_gradient_flowing_on_as_in_torch():
     for got, want in zip(_hooked_grads(ta), _hooked_grads(torch), strict=True):
         np.testing.assert_allclose(np.array(got), np.array(want))
+    ta_x = ta.tensor([1.0, 2.0], requires_grad=True)
+    kept = np.array([5.0, 6.0], dtype=np.float32)  # x.dtype: no cast, the very array
+    ta_x.register_hook(lambda g: None)  # keeps the gradient; the next hook still runs
+    ta_x.register_hook(lambda g: kept)  # an array is taken as the new gradient
+    handle = ta_x.register_hook(lambda g: g * 100)
+    handle.remove()
+    handle.remove()  # twice: nothing happens
+    for _ in range(2):
+        (ta_x * 3).sum().backward()
+    assert ta_x.grad.numpy().tolist() == [10.0, 12.0] and kept.tolist() == [5.0, 6.0]
     with pytest.raises(ta.GraphError, match="register_hook: this tensor does not require grad"):
         ta.ones(2).register_hook(lambda g: g)
     w = ta.ones(3, requires_grad=True)
@@ -172,3 +182,71 @@ def test_constructors_take_device_and_embedding_from_pretrained_as_in_torch():
             np.testing.assert_array_equal(ours.weight.grad.numpy(), theirs.weight.grad.numpy())
     with pytest.raises(ta.ShapeError, match=r"from_pretrained: embeddings must be 2-D"):
         nn.Embedding.from_pretrained(ta.ones(3))
+
+
+def test_hook_arguments_order_and_single_values_as_in_torch():
+    """A pre-hook gets the module and may return one value (not a tuple); forward keeps its
+    keyword arguments; hooks run in the order registered unless prepend=True."""
+    calls = []
+
+    class Scale(nn.Module):
+        def forward(self, x, factor=1.0):
+            return x * factor
+
+    m = Scale()
+    m.register_forward_pre_hook(lambda mod, args: calls.append(("pre", mod is m)))
+    m.register_forward_pre_hook(lambda mod, args: args[0] + 1)  # one value: the new input
+    m.register_forward_hook(lambda mod, args, out: calls.append(("a", mod is m, len(args))))
+    m.register_forward_hook(lambda mod, args, out: calls.append(("b", out.numpy().tolist())))
+    m.register_forward_hook(lambda mod, args, out: calls.append("first"), prepend=True)
+    m.register_forward_pre_hook(lambda mod, args: calls.append("pre first"), prepend=True)
+    m.register_forward_hook(lambda mod, args, kwargs, out: calls.append(
+        (mod is m, args[0].numpy().tolist(), kwargs, out.numpy().tolist())), with_kwargs=True)
+    out = m(ta.tensor([1.0, 2.0]), factor=3.0)
+    assert out.numpy().tolist() == [6.0, 9.0]
+    assert calls == ["pre first", ("pre", True), "first", ("a", True, 1), ("b", [6.0, 9.0]),
+                     (True, [2.0, 3.0], {"factor": 3.0}, [6.0, 9.0])]
+
+
+def test_add_module_register_parameter_and_containers_name_what_is_wrong():
+    m = nn.Module()
+    with pytest.raises(KeyError, match="add_module: the name must be"):
+        m.add_module(5, nn.ReLU())
+    with pytest.raises(TypeError, match="add_module: function is not a Module subclass"):
+        m.add_module("f", lambda x: x)
+    with pytest.raises(KeyError, match="register_parameter: the name must be"):
+        m.register_parameter("", nn.Parameter(ta.ones(1)))
+    ml = nn.ModuleList([nn.ReLU()])
+    with pytest.raises(TypeError, match="ModuleList: function is not a Module subclass"):
+        ml.insert(0, lambda x: x)
+    with pytest.raises(TypeError, match="ModuleList: int is not a Module subclass"):
+        ml[0] = 3
+    joined = nn.Sequential(nn.ReLU(), nn.Tanh()) + nn.Sequential(nn.GELU())
+    assert type(joined) is nn.Sequential
+    assert [type(c).__name__ for c in joined] == ["ReLU", "Tanh", "GELU"]
+
+
+def test_distance_modules_match_torch():
+    a = np.random.default_rng(0).standard_normal((3, 4))
+    b = np.random.default_rng(1).standard_normal((3, 4))
+    cases = [((), ()), ((0, 1e-3), (0, 1e-3))]
+    for args, targs in cases:
+        got = nn.CosineSimilarity(*args)(ta.tensor(a), ta.tensor(b))
+        want = torch.nn.CosineSimilarity(*targs)(torch.tensor(a), torch.tensor(b))
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
+    for kwargs in [{}, {"p": 1.0, "eps": 0.5, "keepdim": True}]:
+        got = nn.PairwiseDistance(**kwargs)(ta.tensor(a), ta.tensor(b))
+        want = torch.nn.PairwiseDistance(**kwargs)(torch.tensor(a), torch.tensor(b))
+        assert got.shape == tuple(want.shape)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
+
+
+def test_embedding_from_pretrained_defaults_and_dtypes_as_in_torch():
+    table = np.arange(6.0).reshape(3, 2)  # float64
+    ours, theirs = nn.Embedding.from_pretrained(table), torch.nn.Embedding.from_pretrained(
+        torch.tensor(table))
+    assert not ours.weight.requires_grad and not theirs.weight.requires_grad  # frozen
+    assert ours.weight.dtype == np.float64
+    assert nn.Embedding.from_pretrained(table.tolist()).weight.dtype == np.float32  # a list
+    np.testing.assert_array_equal(ours(ta.tensor([2, 0])).numpy(),
+                                  theirs(torch.tensor([2, 0])).numpy())

@@ -274,6 +274,13 @@ def test_settings_by_position_defaults_and_repr_as_torch():
         for key, value in o.defaults.items():
             assert t.defaults[key] == value, (ours.__name__, key)
         assert repr(o).splitlines()[:2] == repr(t).splitlines()[:2]
+    opt = optim.SGD([{"params": [w]}, {"params": [ta.ones(1, requires_grad=True)], "lr": 0.5}],
+                    lr=0.1)
+    assert repr(opt).splitlines() == [
+        "SGD (", "Parameter Group 0", "    dampening: 0.0", "    lr: 0.1", "    maximize: False",
+        "    momentum: 0.0", "    nesterov: False", "    weight_decay: 0.0", "",
+        "Parameter Group 1", "    dampening: 0.0", "    lr: 0.5", "    maximize: False",
+        "    momentum: 0.0", "    nesterov: False", "    weight_decay: 0.0", ")"]
     with pytest.raises(TypeError, match="SGD: got two values for lr"):
         optim.SGD([w], 0.1, lr=0.2)
     with pytest.raises(TypeError, match=r"Adagrad: takes at most 5 settings by position"):

@@ -125,3 +125,17 @@ def test_generate_refuses_settings_that_would_sample_another_distribution(settin
         model.generate(ta.tensor([[1, 5]]), -1)
     out = model.generate(ta.tensor([[1, 5]]), 2, temperature=0, top_k=np.int64(3))  # 0: greedy
     assert out.shape == (1, 4)
+
+
+def test_next_token_probs_bounds_of_each_setting():
+    """top_k = 1 keeps one token, top_p = 1 keeps them all; a temperature of 0, inf or a bool
+    is refused by next_token_probs (generate takes 0 as greedy)."""
+    assert np.count_nonzero(next_token_probs(LOGITS, top_k=1)[0]) == 1
+    assert np.all(next_token_probs(LOGITS, top_p=1.0) > 0)
+    for bad in (0, 0.0, float("inf"), True, "1"):
+        with pytest.raises(ValueError, match=re.escape(
+                f"next_token_probs: temperature must be a finite number > 0, got {bad!r}")):
+            next_token_probs(LOGITS, temperature=bad)
+    model = nn.TinyTransformer(vocab_size=12, d_model=16, n_heads=2, n_layers=1, max_len=8)
+    with pytest.raises(ValueError, match="generate: temperature must be a finite number >= 0"):
+        model.generate(ta.tensor([[1, 5]]), 1, temperature=float("inf"))

@@ -7,6 +7,7 @@ kept; CuPy is imported only when its backend is first asked for, never by `impor
 
 import contextlib
 import contextvars
+import copyreg
 import os
 
 from ..errors import BackendError
@@ -39,7 +40,12 @@ def backend(name_or_backend):
 
             be = make_cupy_backend(_seed)
         _made[key] = be
+        copyreg.pickle(type(be), _by_name)  # a pickled backend comes back as this very one
     return be
+
+
+def _by_name(be):
+    return backend, (be.name,)
 
 
 def get_backend():

@@ -37,19 +37,15 @@ class Backend(ABC):
     def __init__(self, seed=None):
         self.seed(seed)
 
-    # one object per backend in a process: copies (copy.deepcopy of a model) and pickles keep
-    # pointing at it, or tensors made before and after would "live on two backends"
+    # one object per backend in a process: copies (copy.deepcopy of a model) keep pointing at
+    # it, or tensors made before and after would "live on two backends" (pickles too: see
+    # backends.backend)
 
     def __copy__(self):
         return self
 
     def __deepcopy__(self, memo):
         return self
-
-    def __reduce__(self):
-        from . import backend
-
-        return backend, (self.name,)
 
     # ---- arrays in and out -------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ import math
 
 from ..autograd import bump_version, no_grad
 from ..errors import GraphError, ShapeError, fmt_shape
+from ..ops.op import quiet
 from ..tensor import Tensor
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm",
@@ -28,15 +29,16 @@ def _with_grads(parameters):
 
 def _norm(xp, a, p):
     """torch.linalg.vector_norm of an array taken as one vector: p = inf is the largest |entry|,
-    -inf the smallest, 0 the count of entries that are not 0, else (Σ |entry|^p)^(1/p)."""
+    -inf the smallest, 0 the count of entries that are not 0, else (Σ |entry|^p)^(1/p).
+    (The caller casts the result to the gradients' dtype.)"""
     if a.size == 0:
-        return xp.zeros((), a.dtype)
+        return 0.0
     if p == math.inf:
         return xp.abs(a).max()
     if p == -math.inf:
         return xp.abs(a).min()
     if p == 0:
-        return xp.asarray(xp.count_nonzero(a), dtype=a.dtype)
+        return xp.count_nonzero(a)
     return (xp.abs(a) ** p).sum() ** (1.0 / p)
 
 
@@ -69,9 +71,10 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     xp = params[0].grad.backend.xp
     total = total_norm.data if isinstance(total_norm, Tensor) else xp.asarray(total_norm)
     scale = xp.minimum(float(max_norm) / (total + 1e-6), 1.0)
-    for p in params:
-        p.grad.data *= scale.astype(p.grad.dtype)  # in place, as PyTorch
-        bump_version(p.grad)
+    with quiet():  # (an infinite norm: inf * 0 is NaN in the grads, silently, as in torch)
+        for p in params:
+            p.grad.data *= scale.astype(p.grad.dtype)  # in place, as PyTorch
+            bump_version(p.grad)
 
 
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False,

@@ -17,6 +17,9 @@ from .samples import case, const
              case((), shape=(1, 1))])
 def reshape(be, x, shape):
     """out = x with the same values in the given shape (-1: inferred)"""
+    if min(shape, default=0) < -1:  # NumPy reads any negative as -1; torch refuses them
+        raise ValueError(f"cannot reshape into {fmt_shape(shape)}: a size below -1 is not a "
+                         "size (-1 means: inferred)")
     try:
         return x.reshape(shape), (x.shape,)
     except ValueError:

@@ -92,7 +92,7 @@ class Optimizer:
     def __repr__(self):
         lines = [f"{type(self).__name__} ("]
         for i, group in enumerate(self.param_groups):
-            lines.append(f"Parameter Group {i}")
+            lines += [""] * (i > 0) + [f"Parameter Group {i}"]  # (groups apart, as torch's)
             lines += [f"    {k}: {v}" for k, v in sorted(group.items()) if k != "params"]
         return "\n".join(lines) + "\n)"
 

@@ -262,8 +262,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
                 self.T_i *= self.T_mult
         else:
             self._seek(epoch)
-        self._step_count += 1
-        self.last_epoch = math.floor(epoch)
+        self.last_epoch = math.floor(epoch)  # (_step_count stays, as torch's does here)
         self._set(self.get_lr())
 
     def _seek(self, epoch):
