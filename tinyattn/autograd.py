@@ -623,10 +623,10 @@ def _run_hooks(node, g, be, owned):
         if out is None:
             continue
         new = out.data if isinstance(out, TensorBase) else be.asarray(out)
-        if new.shape != g.shape:
-            raise ShapeError(f"register_hook: a hook returned a gradient of shape "
-                             f"{fmt_shape(new.shape)} for a tensor of shape {fmt_shape(g.shape)}")
-        g = new.astype(node.dtype, copy=False)
+        if new.shape != g.shape or new.dtype != g.dtype:  # (torch refuses both too)
+            raise ShapeError(f"register_hook: a hook returned a gradient {fmt_shape(new.shape)} "
+                             f"{new.dtype} for a tensor {fmt_shape(g.shape)} {g.dtype}")
+        g = new
         owned.discard(node)  # the hook's array: the caller may hold it, never add into it
     return g
 

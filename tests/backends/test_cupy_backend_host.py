@@ -512,6 +512,13 @@ def test_hooks_functions_and_clipping_on_the_device(fake_be):
     assert results[1][1] == pytest.approx(results[0][1], rel=1e-12)
 
 
+def test_embedding_from_pretrained_keeps_the_tables_device(fake_be):
+    table = ta.tensor(np.arange(6.0).reshape(3, 2)).to("cupy")
+    m = ta.nn.Embedding.from_pretrained(table)
+    assert m.weight.backend is fake_be and isinstance(m.weight.data, fake_be.xp.ndarray)
+    np.testing.assert_array_equal(m(ta.tensor([2], backend="cupy")).numpy(), [[4.0, 5.0]])
+
+
 def test_report_samples_of_a_model_on_the_device(fake_be):
     """samples.txt is written for a model on the device (generate feeds the model on the
     backend of its weights, whatever backend the prompt tensor was made on)."""

@@ -102,3 +102,11 @@ def test_activation_defaults_match_torch(name):
     x = {"Softplus": X * 8, "GLU": X[:, :4]}.get(name, X)  # (past softplus's threshold too)
     np.testing.assert_allclose(module(ta.tensor(x)).numpy(), tmodule(torch.tensor(x)).numpy(),
                                rtol=RTOL, atol=1e-12)
+
+
+def test_softplus_returns_x_past_its_default_threshold_as_torch():
+    torch = pytest.importorskip("torch")
+    x = np.array([20.5, 19.5, -3.0])
+    got, want = nn.Softplus()(ta.tensor(x)).numpy(), torch.nn.Softplus()(torch.tensor(x)).numpy()
+    assert got[0] == want[0] == 20.5  # beta x > 20: x itself, exactly
+    np.testing.assert_allclose(got, want, rtol=1e-12)

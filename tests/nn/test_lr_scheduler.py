@@ -512,3 +512,28 @@ def test_warm_restarts_take_fractional_epochs_as_torch(T_0, T_mult):  # noqa: N8
     s.step()
     ts.step()
     assert s.get_last_lr() == pytest.approx(ts.get_last_lr(), rel=1e-12)
+
+
+def test_reduce_lr_on_plateau_in_max_mode_with_an_absolute_threshold_and_a_new_group():
+    """mode "max", threshold_mode "abs": 1.0 -> 1.25 is not 0.5 better, so the lr is cut at
+    once (patience 0), as torch; a group added later takes the single min_lr."""
+    ours, theirs = _pair()
+    s = sched.ReduceLROnPlateau(ours, mode="max", threshold_mode="abs", threshold=0.5,
+                                patience=0, min_lr=0.01)
+    ts = torch.optim.lr_scheduler.ReduceLROnPlateau(theirs, mode="max", threshold_mode="abs",
+                                                    threshold=0.5, patience=0, min_lr=0.01)
+    for m in (1.0, 1.25, 1.5, 2.0):
+        s.step(m)
+        ts.step(m)
+        assert s.get_last_lr() == pytest.approx(ts.get_last_lr(), rel=1e-12)
+    ours.add_param_group({"params": [ta.zeros(1, requires_grad=True)], "lr": 1.0})
+    theirs.add_param_group({"params": [torch.zeros(1, requires_grad=True)], "lr": 1.0})
+    for m in (0.0, 0.0):
+        s.step(m)
+        ts.step(m)
+    assert s.get_last_lr() == pytest.approx(ts.get_last_lr(), rel=1e-12)
+    listed = sched.ReduceLROnPlateau(_pair()[0], patience=0, min_lr=[0.0, 0.0])
+    listed.optimizer.add_param_group({"params": [ta.zeros(1, requires_grad=True)]})
+    listed.step(1.0)
+    with pytest.raises(ValueError, match="ReduceLROnPlateau: the optimizer has 3 parameter"):
+        listed.step(2.0)

@@ -160,6 +160,10 @@ def test_register_hook_changes_the_gradient_flowing_on_as_in_torch():
     w.register_hook(lambda g: ta.ones(2))
     with pytest.raises(ta.ShapeError, match=r"register_hook: a hook returned .* \(2,\) .* \(3,\)"):
         (w * 2).sum().backward()
+    v = ta.ones(3, requires_grad=True)
+    v.register_hook(lambda g: g.double())  # another dtype: refused, as torch refuses it
+    with pytest.raises(ta.ShapeError, match="register_hook: .* float64 for a tensor .* float32"):
+        (v * 2).sum().backward()
 
 
 def test_constructors_take_device_and_embedding_from_pretrained_as_in_torch():
@@ -195,16 +199,20 @@ def test_hook_arguments_order_and_single_values_as_in_torch():
 
     m = Scale()
     m.register_forward_pre_hook(lambda mod, args: calls.append(("pre", mod is m)))
-    m.register_forward_pre_hook(lambda mod, args: args[0] + 1)  # one value: the new input
+    m.register_forward_pre_hook(lambda mod, args: (calls.append("plus"), args[0] + 1)[1])
+    # (one value returned: the new input)
     m.register_forward_hook(lambda mod, args, out: calls.append(("a", mod is m, len(args))))
     m.register_forward_hook(lambda mod, args, out: calls.append(("b", out.numpy().tolist())))
     m.register_forward_hook(lambda mod, args, out: calls.append("first"), prepend=True)
     m.register_forward_pre_hook(lambda mod, args: calls.append("pre first"), prepend=True)
     m.register_forward_hook(lambda mod, args, kwargs, out: calls.append(
         (mod is m, args[0].numpy().tolist(), kwargs, out.numpy().tolist())), with_kwargs=True)
+    m.register_forward_pre_hook(lambda mod, args, kwargs: calls.append(("kw", mod is m, kwargs)),
+                                with_kwargs=True)
     out = m(ta.tensor([1.0, 2.0]), factor=3.0)
     assert out.numpy().tolist() == [6.0, 9.0]
-    assert calls == ["pre first", ("pre", True), "first", ("a", True, 1), ("b", [6.0, 9.0]),
+    assert calls == ["pre first", ("pre", True), "plus", ("kw", True, {"factor": 3.0}), "first",
+                     ("a", True, 1), ("b", [6.0, 9.0]),
                      (True, [2.0, 3.0], {"factor": 3.0}, [6.0, 9.0])]
 
 

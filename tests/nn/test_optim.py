@@ -1,6 +1,7 @@
 """Optimizers against PyTorch (and a NumPy Adam), the schedule, clipping, state round trips."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -255,6 +256,11 @@ def test_parameter_lists_as_torch_takes_them():
         twice = optim.SGD([w, w], lr=0.1)
     twice.step()
     np.testing.assert_allclose(w.detach().numpy(), [0.4, 0.4])  # one step, not two
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a plain list: no warning
+        optim.SGD([w, frozen], lr=0.1)
+    with pytest.raises(TypeError, match="SGD: a parameter group is a dict with a 'params'"):
+        opt.add_param_group({"lr": 0.5})
     extra = ta.ones(3, requires_grad=True)
     opt.add_param_group({"params": extra, "lr": 0.5})
     assert opt.param_groups[1]["lr"] == 0.5 and opt.param_groups[1]["momentum"] == 0.0

@@ -519,9 +519,20 @@ class ReduceLROnPlateau(LRScheduler):
         self.threshold, self.threshold_mode, self.cooldown, self.eps = (threshold, threshold_mode,
                                                                         cooldown, eps)
         self.min_lrs = list(min_lr) if isinstance(min_lr, (list, tuple)) else [min_lr] * n
+        self.default_min_lr = None if isinstance(min_lr, (list, tuple)) else min_lr
         self.best = math.inf if mode == "min" else -math.inf
         self.num_bad_epochs = self.cooldown_counter = self.last_epoch = 0
         self._last_lr = self._lrs()
+
+    def _fit_min_lrs(self):
+        """A parameter group added since: a single min_lr covers it, a list cannot (torch's)."""
+        n = len(self.optimizer.param_groups)
+        if len(self.min_lrs) != n:
+            if self.default_min_lr is None:
+                raise ValueError(f"ReduceLROnPlateau: the optimizer has {n} parameter groups "
+                                 f"now, {len(self.min_lrs)} when min_lr was given as a list; "
+                                 "set .min_lrs to one per group")
+            self.min_lrs = [self.default_min_lr] * n
 
     def is_better(self, value, best):
         if self.mode == "min":
@@ -542,6 +553,7 @@ class ReduceLROnPlateau(LRScheduler):
             self.cooldown_counter -= 1
             self.num_bad_epochs = 0
         if self.num_bad_epochs > self.patience:
+            self._fit_min_lrs()
             for group, low in zip(self.optimizer.param_groups, self.min_lrs, strict=True):
                 new = max(float(group["lr"]) * self.factor, low)
                 if float(group["lr"]) - new > self.eps:
