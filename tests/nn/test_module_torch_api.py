@@ -237,10 +237,10 @@ def test_add_module_register_parameter_and_containers_name_what_is_wrong():
 def test_distance_modules_match_torch():
     a = np.random.default_rng(0).standard_normal((3, 4))
     b = np.random.default_rng(1).standard_normal((3, 4))
-    cases = [((), ()), ((0, 1e-3), (0, 1e-3))]
-    for args, targs in cases:
-        got = nn.CosineSimilarity(*args)(ta.tensor(a), ta.tensor(b))
-        want = torch.nn.CosineSimilarity(*targs)(torch.tensor(a), torch.tensor(b))
+    cases = [((), 1.0), ((0, 1e-3), 1.0), ((1, 1e-3), 1e-4)]  # 1e-4: norms below eps
+    for args, scale in cases:
+        got = nn.CosineSimilarity(*args)(ta.tensor(a * scale), ta.tensor(b))
+        want = torch.nn.CosineSimilarity(*args)(torch.tensor(a * scale), torch.tensor(b))
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
     for kwargs in [{}, {"p": 1.0, "eps": 0.5, "keepdim": True}]:
         got = nn.PairwiseDistance(**kwargs)(ta.tensor(a), ta.tensor(b))
