@@ -245,6 +245,7 @@ from .tensor import (
     logspace,
     manual_seed,
     multinomial,
+    normal,
     ones,
     ones_like,
     rand,
@@ -278,7 +279,7 @@ __all__ = [
     "detect_anomaly", "AnomalyError", "AnomalyWarning", "record", "gradcheck_graph", "check_graph",
     # creation (tensor.py) and torch's module-level functions (routines.py)
     "as_tensor", "bernoulli", "empty", "empty_like", "eye", "from_numpy", "full_like", "linspace",
-    "logspace", "multinomial", "rand_like", "randint", "randn_like", "randperm",
+    "logspace", "multinomial", "normal", "rand_like", "randint", "randn_like", "randperm",
     "abs", "acos", "acosh", "add", "all", "allclose", "amax", "amin", "any", "arccos", "arccosh",
     "arcsin", "arcsinh", "arctan", "arctan2", "arctanh", "argmax", "argmin", "argsort", "argwhere",
     "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and", "bitwise_left_shift", "bitwise_not",

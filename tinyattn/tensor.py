@@ -1853,6 +1853,8 @@ def randn_like(t, dtype=None, requires_grad=False):
 
 def randint(low, high=None, size=None, dtype=None, backend=None):
     """Random integers in [low, high) (randint(high, size) means low = 0), int64 by default."""
+    if size is None and isinstance(high, (tuple, list)):  # randint(high, size), as torch
+        low, high, size = 0, low, high
     if size is None:
         raise TypeError("randint: needs size, e.g. randint(0, 10, (3,))")
     if high is None:
@@ -1862,6 +1864,23 @@ def randint(low, high=None, size=None, dtype=None, backend=None):
     be = backends.get_backend() if backend is None else backends.backend(backend)
     out = be.rng.integers(low, high, size=_shape_args((size,)), dtype=np.int64)
     return Tensor._wrap(out.astype(np.dtype(dtype or np.int64), copy=False), be)
+
+
+def normal(mean=0.0, std=1.0, size=None, *, dtype=None, backend=None):
+    """Samples of N(mean, std²): mean and std numbers (with size) or tensors, which broadcast
+    (their shape, dtype and backend); no gradient, as torch's."""
+    like = next((t for t in (mean, std) if isinstance(t, Tensor)), None)
+    if like is None:
+        if size is None:
+            raise TypeError("normal: with a number for mean and for std, give size, e.g. "
+                            "normal(0.0, 1.0, (3,))")
+        shape, dtype = _shape_args((size,)), dtype or get_default_dtype()
+    else:
+        shape = np.broadcast_shapes(*(t.shape for t in (mean, std) if isinstance(t, Tensor)))
+        dtype, backend = dtype or like.dtype, backend or like.backend
+    with no_grad():
+        z = randn(*shape, dtype=dtype, backend=backend)
+        return (z * std + mean).detach()
 
 
 def randperm(n, dtype=None, backend=None):

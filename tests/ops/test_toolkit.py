@@ -225,6 +225,21 @@ def test_module_functions_without_gradients_match_torch():
     assert ta.is_floating_point(x) and not ta.is_floating_point(ta.tensor([1]))
 
 
+def test_randint_with_high_alone_and_normal_as_torch():
+    ta.manual_seed(0)
+    draws = ta.randint(5, (2000,))  # randint(high, size)
+    assert draws.dtype == np.int64 and draws.min().item() == 0 and draws.max().item() == 4
+    x = ta.normal(5.0, 0.5, (20000,))
+    assert x.dtype == np.float32 and abs(x.mean().item() - 5.0) < 0.02
+    assert abs(x.std().item() - 0.5) < 0.02
+    mean = ta.zeros(2, 1, dtype=ta.float64, requires_grad=True)
+    y = ta.normal(mean, ta.ones(3, dtype=ta.float64))  # tensors broadcast; no gradient (torch)
+    want = torch.normal(torch.zeros(2, 1, dtype=torch.float64), torch.ones(3, dtype=torch.float64))
+    assert y.shape == tuple(want.shape) and y.dtype == np.float64 and not y.requires_grad
+    with pytest.raises(TypeError, match="normal: with a number for mean and for std, give size"):
+        ta.normal(0.0, 1.0)
+
+
 def test_tensor_conversions():
     x = ta.tensor([1.5, -2.0])
     assert x.float().dtype == np.float32 and x.double().dtype == np.float64
