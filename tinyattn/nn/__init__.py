@@ -1,8 +1,8 @@
 """tinyattn.nn: modules with PyTorch's names — Module and Parameter, layers, a tiny GPT.
 
 module.py holds Module, Parameter and the containers; layers.py the basic layers;
-activation.py the activation modules; transformer.py the attention, MLP and block that make
-TinyTransformer.
+activation.py the activation modules; encoder.py torch's TransformerEncoder(Layer);
+transformer.py the attention, MLP and block that make TinyTransformer.
 """
 
 from . import init, utils
@@ -30,6 +30,7 @@ from .activation import (
     Tanh,
 )
 from .attention import MultiheadAttention, RotaryEmbedding
+from .encoder import TransformerEncoder, TransformerEncoderLayer
 from .layers import (
     CosineSimilarity,
     Dropout,
@@ -71,5 +72,6 @@ __all__ = [
     "Flatten", "Unflatten", "RMSNorm", "ModuleDict", "ParameterList", "init", "utils",
     "MultiheadAttention", "RotaryEmbedding", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU",
     "Mish", "Softplus", "Softsign", "Hardtanh", "Hardsigmoid", "Hardswish", "LogSigmoid",
-    "Softmin", "CosineSimilarity", "PairwiseDistance", "GLU",
+    "Softmin", "CosineSimilarity", "PairwiseDistance", "GLU", "TransformerEncoderLayer",
+    "TransformerEncoder",
 ]
