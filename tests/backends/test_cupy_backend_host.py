@@ -519,6 +519,12 @@ def test_embedding_from_pretrained_keeps_the_tables_device(fake_be):
     np.testing.assert_array_equal(m(ta.tensor([2], backend="cupy")).numpy(), [[4.0, 5.0]])
 
 
+def test_encoder_layer_made_on_the_device(fake_be):
+    layer = ta.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, device="cupy")
+    assert all(p.backend is fake_be for p in layer.parameters())
+    assert layer(ta.randn(3, 2, 8, backend="cupy")).backend is fake_be
+
+
 def test_report_samples_of_a_model_on_the_device(fake_be):
     """samples.txt is written for a model on the device (generate feeds the model on the
     backend of its weights, whatever backend the prompt tensor was made on)."""

@@ -81,3 +81,47 @@ def test_encoder_layer_trains_with_dropout_in_train_mode():
     layer.train()
     layer(x).sum().backward()
     assert all(p.grad is not None for p in layer.parameters())
+
+
+def test_encoder_layer_defaults_and_settings_as_torch():
+    """torch's defaults (dim_feedforward 2048, dropout 0.1, relu, eps 1e-5, sequence first),
+    a layer_norm_eps that matters, and callable or module activations."""
+    ours, theirs = nn.TransformerEncoderLayer(E, H), torch.nn.TransformerEncoderLayer(E, H)
+    assert {k: tuple(v.shape) for k, v in ours.state_dict().items()} == \
+        {k: tuple(v.shape) for k, v in theirs.state_dict().items()}
+    assert ours.self_attn.dropout == theirs.self_attn.dropout == 0.1
+    assert ours.dropout.p == theirs.dropout.p == 0.1
+    x = np.random.default_rng(2).standard_normal((S, N, E))  # (S, N, E): batch_first=False
+    for kwargs in [{}, {"layer_norm_eps": 0.5}, {"activation": "gelu"}]:
+        ours, theirs = _same_layer(**kwargs)
+        for got, want in zip(_run(ta, ours, x), _run(torch, theirs, x), strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-10)
+    for ours_act, torch_act in [(ta.functional.gelu, torch.nn.functional.gelu),
+                                (nn.SiLU(), torch.nn.SiLU())]:
+        ours, theirs = _same_layer(activation=torch_act)
+        ours.activation = ours_act
+        for got, want in zip(_run(ta, ours, x), _run(torch, theirs, x), strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-10)
+    assert nn.TransformerEncoderLayer(E, H, activation=nn.SiLU()).activation.__class__ is nn.SiLU
+
+
+def test_is_causal_alone_masks_the_future_and_the_encoder_passes_masks_on():
+    """is_causal=True without a mask (torch wants the mask as well) is the causal mask; the
+    encoder hands its mask, padding and is_causal to every layer, and norm=None is no norm."""
+    layer, tlayer = _same_layer(batch_first=True)
+    x = np.random.default_rng(3).standard_normal((N, S, E))
+    causal = np.triu(np.ones((S, S), bool), 1)
+    alone = _run(ta, layer, x, is_causal=True)
+    for got, want in zip(alone, _run(ta, layer, x, src_mask=causal), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    ours = nn.TransformerEncoder(layer, 1).eval()
+    theirs = torch.nn.TransformerEncoder(tlayer, 1, enable_nested_tensor=False).eval()
+    assert ours.num_layers == 1 and ours.norm is None
+    padding = np.zeros((N, S), bool)
+    padding[:, -1] = True
+    for got, want in zip(_run(ta, ours, x, mask=causal, src_key_padding_mask=padding),
+                         _run(torch, theirs, x, mask=causal, src_key_padding_mask=padding),
+                         strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-10)
+    for got, want in zip(_run(ta, ours, x, is_causal=True), alone, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
