@@ -108,9 +108,13 @@ def test_encoder_layer_defaults_and_settings_as_torch():
 def test_is_causal_alone_masks_the_future_and_the_encoder_passes_masks_on():
     """is_causal=True without a mask (torch wants the mask as well) is the causal mask; the
     encoder hands its mask, padding and is_causal to every layer, and norm=None is no norm."""
-    layer, tlayer = _same_layer(batch_first=True)
     x = np.random.default_rng(3).standard_normal((N, S, E))
     causal = np.triu(np.ones((S, S), bool), 1)
+    pre_ln, _ = _same_layer(batch_first=True, norm_first=True)
+    for got, want in zip(_run(ta, pre_ln, x, is_causal=True),
+                         _run(ta, pre_ln, x, src_mask=causal), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    layer, tlayer = _same_layer(batch_first=True)
     alone = _run(ta, layer, x, is_causal=True)
     for got, want in zip(alone, _run(ta, layer, x, src_mask=causal), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-12)

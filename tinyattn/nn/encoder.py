@@ -38,8 +38,7 @@ class TransformerEncoderLayer(Module):
         self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
         self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
         self.dropout1, self.dropout2 = Dropout(dropout), Dropout(dropout)
-        self.activation = _ACTIVATIONS.get(activation, activation) if isinstance(
-            activation, str) else activation
+        self.activation = _ACTIVATIONS[activation] if isinstance(activation, str) else activation
         if device is not None:
             self.to(device)
 
