@@ -230,17 +230,22 @@ def test_grad_clip_zero_means_no_clipping(monkeypatch):
     assert off == pytest.approx(raw, rel=1e-6) and off > 0
 
 
+def _dropout_twins():
+    """A FAST model with dropout 0.5 in train mode and a twin with the same weights and no
+    dropout: (task, model, twin, backend)."""
+    task, model, _, _ = build(TrainConfig(**{**FAST, "dropout": 0.5}))
+    _, twin, _, _ = build(TrainConfig(**{**FAST, "dropout": 0.0}))
+    twin.load_state_dict(model.state_dict())
+    return task, model.train(), twin, model.wte.weight.backend
+
+
 def test_evaluation_runs_in_eval_mode_and_restores_train_mode():
     """With dropout, held-out scores equal those of the same weights without dropout: dropout
     is off while evaluating; and the model is back in train mode afterwards."""
     from tinyattn.train import evaluate
 
-    task, model, _, _ = build(TrainConfig(**{**FAST, "dropout": 0.5}))
-    _, twin, _, _ = build(TrainConfig(**{**FAST, "dropout": 0.0}))
-    twin.load_state_dict(model.state_dict())
+    task, model, twin, be = _dropout_twins()
     data = task.batch(np.random.default_rng(3), 32, "heldout")
-    be = model.wte.weight.backend
-    model.train()
     scores = evaluate(model, data, be)
     assert scores == evaluate(twin.eval(), data, be)
     assert model.training
@@ -251,12 +256,8 @@ def test_report_samples_are_answered_in_eval_mode():
     with dropout 0), and the model is back in train mode afterwards."""
     from tinyattn.train import samples_text
 
-    task, model, _, _ = build(TrainConfig(**{**FAST, "dropout": 0.5}))
-    _, twin, _, _ = build(TrainConfig(**{**FAST, "dropout": 0.0}))
-    twin.load_state_dict(model.state_dict())
+    task, model, twin, be = _dropout_twins()
     heldout = task.batch(np.random.default_rng(3), 12, "heldout")
-    be = model.wte.weight.backend
-    model.train()
     ta.manual_seed(0)
     text = samples_text(task, model, heldout, be)
     assert text == samples_text(task, twin.eval(), heldout, be)
