@@ -28,6 +28,7 @@ from .function import Function, FunctionCtx
 from .functional import cat, log_softmax, matmul, softmax, stack, where  # torch.cat and friends
 from .gradcheck import check_gradients, gradcheck
 from .graphcheck import check_graph, gradcheck_graph, record
+from .replay import CapturedStep, capture
 from .routines import (  # torch.exp, torch.sum, ... as functions
     abs,  # noqa: A004 - torch's name
     acos,
@@ -277,6 +278,7 @@ __all__ = [
     "DTypeError", "BackendError", "GraphError", "GradcheckError", "CheckpointError",
     "viz", "explain", "autograd", "Function", "FunctionCtx",
     "detect_anomaly", "AnomalyError", "AnomalyWarning", "record", "gradcheck_graph", "check_graph",
+    "capture", "CapturedStep",
     # creation (tensor.py) and torch's module-level functions (routines.py)
     "as_tensor", "bernoulli", "empty", "empty_like", "eye", "from_numpy", "full_like", "linspace",
     "logspace", "multinomial", "normal", "rand_like", "randint", "randn_like", "randperm",

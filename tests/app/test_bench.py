@@ -27,13 +27,14 @@ from numpy_floor import numpy_step  # noqa: E402 - the floor is a reference in b
 @pytest.mark.parametrize("size", ["tiny", "small"])
 def test_step_implementations_agree(size):
     names = step.check(size, floor=numpy_step)
-    assert {"numpy", "tinyattn"} <= set(names)
+    assert {"numpy", "tinyattn", "captured"} <= set(names)
 
 
 def test_step_agrees_with_torch():
     pytest.importorskip("torch")
     assert "torch" in step.check("tiny", floor=numpy_step)
-    assert step.check("tiny") == ["tinyattn", "torch"]  # `tinyattn bench step`: against torch
+    # `tinyattn bench step`: against torch
+    assert step.check("tiny") == ["captured", "tinyattn", "torch"]
 
 
 def test_overhead_chain_implementations_agree():
@@ -62,7 +63,23 @@ def test_the_agreement_check_catches_a_wrong_floor(key, factor, loss_shift):
     assert key in keys
     with pytest.raises(AssertionError):
         step.check("tiny", with_torch=False, floor=_wrong_floor(key, factor, loss_shift))
-    assert step.check("tiny", with_torch=False, floor=_wrong_floor(key)) == ["numpy", "tinyattn"]
+    assert step.check("tiny", with_torch=False, floor=_wrong_floor(key)) == ["captured", "numpy",
+                                                                              "tinyattn"]
+
+
+def test_the_agreement_check_looks_at_the_replayed_step(monkeypatch):
+    """check() compares the captured step once it replays: a replay that doubles one leaf's
+    gradient fails the check, though the recording calls (eager) were right."""
+    from tinyattn import replay
+
+    real = replay._write_grad
+
+    def doubling(node, g, be, owned):
+        real(node, g * 2 if node.tensor().shape == (64,) else g, be, owned)
+
+    monkeypatch.setattr(replay, "_write_grad", doubling)
+    with pytest.raises(AssertionError):
+        step.check("tiny", with_torch=False, floor=numpy_step)
 
 
 def test_bench_command_runs(capsys):

@@ -27,7 +27,7 @@ LAYERS = {
     "graph": ["autograd"],
     "ops": ["ops", "ops.*"],
     "tensor": ["tensor"],
-    "library": ["functional", "routines", "function", "nn", "nn.*", "optim", "optim.*",
+    "library": ["functional", "routines", "function", "replay", "nn", "nn.*", "optim", "optim.*",
                 "distributed"],
     "tools": ["anomaly", "gradcheck", "graphcheck", "explain", "viz", "explore", "plots",
               "exercises"],

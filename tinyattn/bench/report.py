@@ -104,12 +104,16 @@ def section_step(ctx):
     lines = ["## CPU: one training step\n",
              "Forward + backward (no optimizer) of a one-block pre-LN causal transformer LM, "
              "float32. The NumPy floor (benchmarks/numpy_floor.py) is the same step written out "
-             "by hand with no graph. Peak is tracemalloc's peak of one step (PyTorch allocates "
-             "outside tracemalloc).\n",
+             "by hand with no graph. tinyattn runs it eagerly (modules, tensors, the graph) and "
+             "as a captured step (`ta.capture`: recorded on its first calls, then the same array "
+             "operations replayed without the Python between them; equal results, bit for "
+             "bit). Peak is tracemalloc's peak of one eager step (PyTorch allocates outside "
+             "tracemalloc).\n",
              stamp("tinyattn bench report --sections step"),
-             "| size (V, B, T, C, H) | rounds | NumPy floor ms | tinyattn ms | PyTorch ms | "
-             "tinyattn / floor | tinyattn / torch | peak MB floor / tinyattn |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| size (V, B, T, C, H) | rounds | NumPy floor ms | tinyattn ms | captured ms | "
+             "PyTorch ms | tinyattn / floor | captured / floor | tinyattn / torch "
+             "| peak MB floor / tinyattn |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for size in sizes:
         step.check(size, True, ctx.floor)
         impls = step.implementations(size, True, ctx.floor)
@@ -118,10 +122,11 @@ def section_step(ctx):
         cell = {name: fmt_spread(ts, 1e3) for name, ts in times.items()}
         vs = {to: fmt_spread(paired_ratios(times, "tinyattn", to), unit="x") if to in times
               else "-" for to in ("numpy", "torch")}
+        captured = fmt_spread(paired_ratios(times, "captured", "numpy"), unit="x")
         peaks = [step.peak_memory(impls[name]) / 1e6 for name in ("numpy", "tinyattn")]
         lines.append(f"| {size} {step.SIZES[size]} | {n} | {cell['numpy']} | {cell['tinyattn']} "
-                     f"| {cell.get('torch', '-')} | **{vs['numpy']}** | {vs['torch']} "
-                     f"| {peaks[0]:.1f} / {peaks[1]:.1f} |")
+                     f"| {cell['captured']} | {cell.get('torch', '-')} | **{vs['numpy']}** "
+                     f"| **{captured}** | {vs['torch']} | {peaks[0]:.1f} / {peaks[1]:.1f} |")
     return "\n".join(lines) + "\n"
 
 

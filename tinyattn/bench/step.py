@@ -1,6 +1,7 @@
 """One training step (forward + backward, no optimizer) of a one-block transformer LM.
 
-(1) tinyattn's TinyTransformer, (2) the floor: a hand-written NumPy forward and backward with
+(1) tinyattn's TinyTransformer, eagerly and as a captured step (ta.capture: recorded on the first
+calls, then the arrays alone replayed), (2) the floor: a hand-written NumPy forward and backward with
 no graph at all, which lives in benchmarks/numpy_floor.py (a reference, not part of the
 package: benchmarks/step.py passes it in), (3) PyTorch eager when it is installed. All start
 from the same weights; `check` asserts they agree on the loss and every gradient, then `main`
@@ -80,6 +81,26 @@ def tinyattn_step(model, idx, tgt):
     return loss.item(), {n: q.grad.numpy() for n, q in model.named_parameters()}
 
 
+def captured_setup(model):
+    """The same step through ta.capture: recorded on its first calls, then replayed as arrays."""
+    import tinyattn as ta
+    import tinyattn.functional as F
+
+    def loss(x, y):
+        logits = model(x)
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y)
+
+    return ta.capture(loss)
+
+
+def captured_step(model, captured, idx, tgt):
+    import tinyattn as ta
+
+    model.zero_grad()
+    loss = captured(ta.tensor(idx), ta.tensor(tgt.reshape(-1)))
+    return loss.item(), {n: q.grad.numpy() for n, q in model.named_parameters()}
+
+
 # ---- (3) PyTorch eager ---------------------------------------------------------------------------
 
 
@@ -129,6 +150,9 @@ def implementations(size, with_torch=True, floor=None):
     impls = {} if floor is None else {"numpy": lambda: floor(p, idx, tgt, H)}
     model = tinyattn_setup(p, H)
     impls["tinyattn"] = lambda: tinyattn_step(model, idx, tgt)
+    twin = tinyattn_setup(p, H)  # a model of its own: the twin's grads are its own
+    captured = captured_setup(twin)
+    impls["captured"] = lambda: captured_step(twin, captured, idx, tgt)
     if with_torch:
         try:
             import torch  # noqa: F401
@@ -142,13 +166,12 @@ def implementations(size, with_torch=True, floor=None):
 
 def check(size="tiny", with_torch=True, floor=None, rtol=2e-3, atol=2e-5):
     """Assert that every implementation gives the floor's loss and gradients (torch's without
-    a floor); the names of the implementations checked."""
+    a floor) on its third call (the captured step replays from there); the names checked."""
     impls = implementations(size, with_torch, floor)
-    if len(impls) < 2:
-        return sorted(impls)  # tinyattn alone: nothing to compare with
     ref_loss, ref_grads = next(iter(impls.values()))()
     for name, step in impls.items():
-        loss, grads = step()
+        for _ in range(3):
+            loss, grads = step()
         assert abs(loss - ref_loss) <= 1e-4 * abs(ref_loss), (name, loss, ref_loss)
         assert set(grads) == set(ref_grads), (name, sorted(set(grads) ^ set(ref_grads)))
         for key, want in ref_grads.items():

@@ -33,6 +33,9 @@ class Parameter(Tensor):
 # bumped whenever any module tree changes (a module or parameter assigned or removed anywhere)
 # or is named from a new root: what a root has cached about its tree is valid while it stands
 _tree_version = [0]
+# bumped when any module's parameters, submodules or buffers are assigned or removed, or its
+# mode set (train/eval): a captured step (tinyattn.replay) replays only what it recorded under
+_state_version = [0]
 
 
 class Module:
@@ -57,12 +60,14 @@ class Module:
                 raise TypeError(f"{type(self).__name__}.{name} is a buffer: assign a Tensor or "
                                 f"None, not a {type(value).__name__}")
             self._buffers[name] = value
+            _state_version[0] += 1
             object.__setattr__(self, name, value)
             return
         self._buffers.pop(name, None)
         if name in self._modules or name in self._parameters or isinstance(value, (Module,
                                                                                    Parameter)):
             _tree_version[0] += 1
+            _state_version[0] += 1
         # a replaced parameter or module keeps its place (and its place in the state dict)
         if isinstance(value, Parameter):
             self._parameters[name] = value
@@ -80,6 +85,7 @@ class Module:
         self._non_persistent.discard(name)
         if self._modules.pop(name, None) is not None or removed:
             _tree_version[0] += 1
+            _state_version[0] += 1
         object.__delattr__(self, name)
 
     def __call__(self, *args, **kwargs):
@@ -186,6 +192,7 @@ class Module:
             raise TypeError(f"register_buffer: {name!r} is a Parameter; assign it as an "
                             "attribute to register it as a parameter")
         self._buffers[name] = tensor
+        _state_version[0] += 1
         if persistent:
             self._non_persistent.discard(name)
         else:
@@ -286,6 +293,7 @@ class Module:
     # ---- modes and gradients -------------------------------------------------------------------
 
     def train(self, mode=True):
+        _state_version[0] += 1
         for m in self.modules():
             object.__setattr__(m, "training", mode)
         return self
