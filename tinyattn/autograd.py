@@ -188,6 +188,9 @@ class Tracer:
     def accumulate(self, node, user, total):
         """When a second gradient (from `user`) is added to node's `total`."""
 
+    def module_hooks(self, module):
+        """When a module with forward hooks is called inside the block (before they run)."""
+
 
 def current_tracers():
     """The tracers that see the ops run here: those of the enclosing tracing() blocks, or

@@ -58,8 +58,8 @@ def _guard(prog):
 
 class _Instr:
     """One recorded op: the forward to rerun, where its inputs come from, and for its VJP where
-    each input's gradient goes: (position, slot), see _Program.slot; None for an op off the
-    graph."""
+    each input's gradient goes: (position, slot, its shape, its dtype), a slot being an op
+    output's index j >= 0 or -1 - i for live tensor i; None for an op off the graph."""
 
     __slots__ = ("op", "be", "srcs", "params", "promote", "targets", "shape", "dtype", "frees")
 
@@ -80,13 +80,6 @@ class _Program:
         self.live = []  # tensors read each call: parameters, buffers, frozen weights
         self.consts = []  # numbers, arrays and tensors made inside fn, compared between recordings
         self.result = None  # index of the op whose output fn returned
-
-    def slot(self, slot):
-        """(shape, dtype) of a gradient slot: op output j >= 0, live tensor -1 - slot."""
-        if slot >= 0:
-            return self.instrs[slot].shape, self.instrs[slot].dtype
-        t = self.live[-1 - slot]
-        return t.shape, t.dtype
 
     def finish(self, result):
         """Mark fn's result, and after which op each output is last read (then let go)."""
@@ -145,7 +138,8 @@ class _Recorder(Tracer):
                 if kind == ARG or (kind == LIVE and parent.op is not None):
                     self.refused = f"{op.name}: an input on the graph that capture cannot follow"
                     return
-                targets.append((pos, i if kind == OUT else -1 - i))
+                x = inputs[pos]
+                targets.append((pos, i if kind == OUT else -1 - i, x.shape, x.dtype))
         instr = _Instr()
         instr.op, instr.be, instr.srcs, instr.params = op, out.backend, tuple(srcs), params
         instr.promote = _promotes(op, inputs)
@@ -154,6 +148,11 @@ class _Recorder(Tracer):
         self.where[id(out)] = (OUT, len(prog.instrs), out, _version(out), node)
         self.keep.append(out)
         prog.instrs.append(instr)
+
+    def module_hooks(self, module):
+        if not self.refused:
+            self.refused = (f"{type(module).__name__} {module._path or ''} has forward hooks, "
+                            "which a replay would not call")
 
     def _source(self, x):
         """(kind, index) of a tensor input; (None, None) after refusing."""
@@ -319,7 +318,8 @@ def _forward(prog, arrays):
 def _backward(prog, be, loss, saves):
     """The VJPs from the loss back, newest op first: ({slot: gradient}, the slots owned) for
     the leaves. A slot is an op output's index j >= 0, or -1 - i for the live tensor i; `own`
-    holds the sums this replay made and may add into (autograd._Owned)."""
+    holds the sums this replay made and may add into. Each part is summed as autograd._walk
+    and _add_part sum it (written out here, as there: a helper per part cost 5 % a replay)."""
     acc, own = {prog.result: be.xp.ones_like(loss)}, set()  # (the seed is not ours)
     for j in range(prog.result, -1, -1):
         g = acc.pop(j, None)
@@ -329,40 +329,35 @@ def _backward(prog, be, loss, saves):
         op, params, saved = ins.op, ins.params, saves[j]
         saves[j] = None
         if op.add_into is not None:  # getitem: g added at its place in the input's sum
-            for _, slot in ins.targets:
-                op.add_into(be, _owned_sum(prog, slot, acc, own, be), g, saved, **params)
+            for _, slot, shape, dtype in ins.targets:
+                op.add_into(be, _owned_sum(acc, own, slot, shape, dtype, be), g, saved,
+                            **params)
             continue
         gs = op.vjp(be, g, saved, **params) if params else op.vjp(be, g, saved)
-        for pos, slot in ins.targets:
+        for pos, slot, shape, dtype in ins.targets:
             gx = gs[pos]
-            if gx is not None:
-                shape, dtype = prog.slot(slot)
-                if gx.shape != shape or gx.dtype != dtype:
-                    gx = _fit(op, pos, gx, _Shape(shape, dtype))
-                _add_part(acc, own, slot, gx, op.fresh)
+            if gx is None:
+                continue
+            if gx.shape != shape or gx.dtype != dtype:
+                gx = _fit(op, pos, gx, _Shape(shape, dtype))
+            prev = acc.get(slot)
+            if prev is None:  # the first part
+                acc[slot] = gx
+                if op.fresh:
+                    own.add(slot)
+            elif slot in own and getattr(prev, "ndim", 0):
+                prev += gx
+            else:
+                acc[slot] = prev + gx
+                own.add(slot)
     return acc, own
 
 
-def _add_part(acc, own, slot, gx, fresh):
-    """One more part of a slot's gradient, summed as autograd._add_part sums it."""
-    prev = acc.get(slot)
-    if prev is None:
-        acc[slot] = gx
-        if fresh:
-            own.add(slot)
-    elif slot in own and getattr(prev, "ndim", 0):
-        prev += gx
-    else:
-        acc[slot] = prev + gx
-        own.add(slot)
-
-
-def _owned_sum(prog, slot, acc, own, be):
+def _owned_sum(acc, own, slot, shape, dtype, be):
     """The slot's gradient so far as an array this replay owns: zeros if none came yet, a copy
     if it is another's (autograd._add_into)."""
     total = acc.get(slot)
     if total is None:
-        shape, dtype = prog.slot(slot)
         total = be.xp.zeros(shape, dtype=dtype)
     elif slot not in own or not getattr(total, "ndim", 0):
         total = be.xp.array(total, copy=True)

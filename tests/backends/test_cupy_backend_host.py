@@ -537,7 +537,7 @@ def test_report_samples_of_a_model_on_the_device(fake_be):
     assert text.count("\n") == 4 and text.count("|") == 3 * 4  # a header and three rows
 
 
-def _training_steps(backend, steps=2, dropout=0.0, dtype="float64"):
+def _training_steps(backend, steps=2, dropout=0.0, dtype="float64", captured=False):
     from tinyattn import nn, optim
 
     ta.manual_seed(0)
@@ -548,13 +548,22 @@ def _training_steps(backend, steps=2, dropout=0.0, dtype="float64"):
     x, y = rng.integers(0, 11, (3, 16)), rng.integers(0, 11, (3 * 16,))
     opt = optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1)
     losses = []
+
+    def step(xs, ys):
+        return F.cross_entropy(model(xs).reshape(-1, 11), ys)
+
+    captured_step = ta.capture(step)
     for _ in range(steps):
-        logits = model(ta.tensor(x, backend=backend))
-        loss = F.cross_entropy(logits.reshape(-1, 11), ta.tensor(y, backend=backend))
+        xs, ys = ta.tensor(x, backend=backend), ta.tensor(y, backend=backend)
         opt.zero_grad()
-        loss.backward()
+        if captured:
+            loss = captured_step(xs, ys)
+        else:
+            loss = step(xs, ys)
+            loss.backward()
         opt.step()
         losses.append(loss.item())
+    assert captured_step.state == ("replaying" if captured and steps > 2 else "recording")
     return losses, {name: p.numpy() for name, p in model.named_parameters()}
 
 
@@ -564,6 +573,18 @@ def test_training_step_matches_numpy_with_kernels_off(fake_be):
     np.testing.assert_allclose(got_losses, want_losses, rtol=1e-12)
     for name in want:
         np.testing.assert_allclose(got[name], want[name], rtol=1e-10, atol=1e-12, err_msg=name)
+
+
+@pytest.mark.parametrize("dropout", [0.0, 0.2])
+def test_a_captured_step_on_the_device_equals_the_eager_one(fake_be, dropout):
+    """ta.capture on the CuPy backend: the replayed steps (the 3rd on) give the eager steps'
+    losses and weights bit for bit, dropout drawn from the device generator included."""
+    want_losses, want = _training_steps("cupy", steps=4, dropout=dropout, dtype="float32")
+    got_losses, got = _training_steps("cupy", steps=4, dropout=dropout, dtype="float32",
+                                      captured=True)
+    assert got_losses == want_losses
+    for name in want:
+        np.testing.assert_array_equal(got[name], want[name], err_msg=name)
 
 
 def test_cli_train_on_cupy(fake_be, tmp_path, capsys):

@@ -72,11 +72,22 @@ def test_replay_equals_eager_bit_for_bit_over_training(kw):
                  {n: p.numpy() for n, p in eager.named_parameters()})
 
 
+def _counting_forward(model):
+    """Count the calls of model's forward (an instance attribute, not a hook)."""
+    calls, forward = [], model.forward
+
+    def counted(*args, **kw):
+        calls.append(1)
+        return forward(*args, **kw)
+
+    object.__setattr__(model, "forward", counted)
+    return calls
+
+
 def test_the_program_is_replayed_without_the_modules():
     """After two agreeing recordings, calls run no module forward (the point of it)."""
     model = _model()
-    calls = []
-    model.register_forward_hook(lambda m, a, out: calls.append(1))
+    calls = _counting_forward(model)
     step = ta.capture(_loss(model))
     x, y = _batch(np.random.default_rng(0))
     for _ in range(4):
@@ -248,8 +259,7 @@ def test_calls_the_replay_must_not_take():
     """A tracer watching (explain mode, anomaly checks) or grad disabled: the call runs fn
     eagerly (a forward hook sees it); no_grad then fails as loss.backward() would."""
     model = _model()
-    seen = []
-    model.register_forward_hook(lambda m, a, out: seen.append(1))
+    seen = _counting_forward(model)
     step = ta.capture(_loss(model))
     x, y = _batch(np.random.default_rng(7))
     assert _replays_after(step, x, y)
@@ -282,3 +292,32 @@ def test_too_many_shapes_fall_back_to_eager():
             for _ in range(2):
                 step(ta.ones(n))
     assert step.state.startswith("eager")
+
+
+def test_forward_hooks_keep_running():
+    """A forward hook, there from the start or registered once the step replays, is called on
+    every call: the step records again, sees it and stays eager (with a warning)."""
+    model = _model()
+    x, y = _batch(np.random.default_rng(8))
+    step = ta.capture(_loss(model))
+    assert _replays_after(step, x, y)
+    seen = []
+    model.blocks[1].mlp.register_forward_hook(lambda m, a, out: seen.append(out.shape))
+    with pytest.warns(UserWarning, match=r"MLP blocks\.1\.mlp has forward hooks"):
+        step(x, y)
+    for _ in range(3):
+        step(x, y)
+    assert seen == [(B, T, 16)] * 4 and step.state.startswith("eager")
+
+
+def test_train_called_every_step_does_not_record_again():
+    """model.train() in the loop, as many training loops do: no mode changes, the step keeps
+    replaying (a forward counter sees no call)."""
+    model = _model(dropout=0.1)
+    calls = _counting_forward(model)
+    step = ta.capture(_loss(model))
+    x, y = _batch(np.random.default_rng(9))
+    for _ in range(6):
+        model.train()
+        step(x, y)
+    assert len(calls) == 2 and step.state == "replaying"

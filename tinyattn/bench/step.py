@@ -1,8 +1,8 @@
 """One training step (forward + backward, no optimizer) of a one-block transformer LM.
 
 (1) tinyattn's TinyTransformer, eagerly and as a captured step (ta.capture: recorded on the first
-calls, then the arrays alone replayed), (2) the floor: a hand-written NumPy forward and backward with
-no graph at all, which lives in benchmarks/numpy_floor.py (a reference, not part of the
+calls, then the arrays alone replayed), (2) the floor: a hand-written NumPy forward and backward
+with no graph at all, which lives in benchmarks/numpy_floor.py (a reference, not part of the
 package: benchmarks/step.py passes it in), (3) PyTorch eager when it is installed. All start
 from the same weights; `check` asserts they agree on the loss and every gradient, then `main`
 times them interleaved in one process and prints medians and ratios.

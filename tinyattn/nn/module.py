@@ -11,7 +11,14 @@ from collections import OrderedDict, namedtuple
 import numpy as np
 
 from .. import backends
-from ..autograd import RemovableHandle, _scope, bump_version, current_scope, zero_grads
+from ..autograd import (
+    RemovableHandle,
+    _scope,
+    bump_version,
+    current_scope,
+    current_tracers,
+    zero_grads,
+)
 from ..errors import CheckpointError, DTypeError, fmt_shape
 from ..tensor import Tensor, to_args
 
@@ -129,11 +136,15 @@ class Module:
             object.__setattr__(self, "_hooks", {"pre": OrderedDict(), "post": OrderedDict()})
         hooks = self._hooks[kind]
         handle = RemovableHandle(hooks, (hook, with_kwargs))
+        _state_version[0] += 1  # (a captured step records again, and sees it: tinyattn.replay)
         if prepend:
             hooks.move_to_end(handle.id, last=False)
         return handle
 
     def _call_hooked(self, args, kwargs):
+        if self._hooks["pre"] or self._hooks["post"]:
+            for tracer in current_tracers():
+                tracer.module_hooks(self)
         for hook, with_kwargs in list(self._hooks["pre"].values()):
             out = hook(self, args, kwargs) if with_kwargs else hook(self, args)
             if out is not None and with_kwargs:
@@ -293,8 +304,9 @@ class Module:
     # ---- modes and gradients -------------------------------------------------------------------
 
     def train(self, mode=True):
-        _state_version[0] += 1
         for m in self.modules():
+            if m.training != mode:  # (a mode that changes: what a captured step must see)
+                _state_version[0] += 1
             object.__setattr__(m, "training", mode)
         return self
 
