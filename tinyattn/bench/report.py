@@ -100,7 +100,7 @@ def load_floor(root):
 
 def section_step(ctx):
     sizes = ["tiny", "small"] if ctx.quick else list(step.SIZES)
-    rounds = {"tiny": 40, "small": 20, "medium": 12}
+    rounds = {"tiny": 80, "small": 30, "medium": 12}
     lines = ["## CPU: one training step\n",
              "Forward + backward (no optimizer) of a one-block pre-LN causal transformer LM, "
              "float32. The NumPy floor (benchmarks/numpy_floor.py) is the same step written out "
