@@ -3,6 +3,9 @@
     step = ta.capture(lambda x, y: F.cross_entropy(model(x).flatten(0, 1), y.flatten()))
     loss = step(x, y)        # as: loss = fn(x, y); loss.backward(); loss.detach()
 
+fn returns the loss, or a tuple (loss, *tensors) whose other tensors (logits for an accuracy,
+say) come back detached too.
+
 The first calls run `fn` eagerly, through modules, tensors and the graph, and watch each op it
 runs (a Tracer): which op, on which inputs (an argument, a parameter read afresh each call, an
 earlier op's output, a constant), with which settings. Once two calls in a row have run the same
@@ -14,23 +17,26 @@ wrapping tensors or calling modules, which on a small model is most of the time 
 (docs/benchmarks.md, "captured"). `step.program` prints what is replayed, one line per op.
 
 The contract is that of CUDA graphs: `fn` must run the same ops on every call, given arguments
-of the same shapes and dtypes. What varies from call to call must come in as an argument (a
-Tensor) or live in a tensor the ops read (parameters, buffers: read each call). What is checked
-before each replay, and sends the call back to recording when it fails: the arguments' shapes,
-dtypes and backend; every tensor read still having its shape, dtype and requires_grad, and no
-hooks; no module having changed mode (train/eval) or structure; grad enabled; no tracer (explain
-mode, anomaly detection) watching. What recording refuses (the call stays eager, with a
-warning): constants that differ between two calls (a random dropout mask, a batch read from a
-closure), in-place changes to tensors inside `fn`, retain_grad or tensor hooks inside it, ops
-made outside apply. Python side effects in `fn` (prints, forward hooks that only look) happen on
-the recording calls only. An argument may not require grad.
+of the same shapes and dtypes, and no shape or Python value in it may depend on the values of a
+tensor. What varies from call to call must come in as an argument (a Tensor) or live in a tensor
+the ops read (parameters, buffers: read afresh each call). Checked before each replay, and
+recorded again when it fails: the arguments' shapes, dtypes and backend; every tensor read still
+having its shape, dtype, requires_grad and no hooks; no module having changed mode (train/eval),
+parameters, buffers or forward hooks; grad enabled; no tracer (explain mode, anomaly detection)
+watching. Refused by recording (the step warns once and stays eager, still right): a tensor or
+array made inside fn outside the ops (a comparison's mask, ~, argmax, a new tensor: a replay could
+not make it again, and one equal on two calls may come from the batch; make it outside fn and
+pass it in), a batch read from a closure, in-place changes, tensor hooks, retain_grad, forward
+hooks, autograd.Function. Python numbers in fn are constants of the recording (a weight that
+follows a schedule comes in as a tensor), and Python side effects in fn happen on the recording
+calls only. An argument may not require grad.
 """
 
 import warnings
 
 from . import autograd as ag
 from .autograd import Tracer, _fit, _write_grad, is_grad_enabled, tracing
-from .errors import GraphError
+from .errors import GraphError, fmt_shape
 from .nn import module as _module
 from .tensor import Tensor
 
@@ -40,11 +46,18 @@ MAX_RECORDINGS = 2  # recordings in a row that disagree with the one before: the
 MAX_SIGNATURES = 8  # argument shapes (each its own program) before capture gives up on fn
 
 
-def _checked(loss):
-    if not isinstance(loss, Tensor):
-        raise TypeError(f"capture: fn must return the loss as a Tensor, got "
-                        f"{type(loss).__name__}")
-    return loss
+def _checked(out):
+    """fn's result as (loss, the other tensors it returned, whether it returned a tuple)."""
+    if isinstance(out, Tensor):
+        return out, (), False
+    if isinstance(out, (tuple, list)) and out and all(isinstance(t, Tensor) for t in out):
+        return out[0], tuple(out[1:]), True
+    raise TypeError(f"capture: fn must return the loss as a Tensor, or a tuple (loss, *tensors) "
+                    f"(logits, say), got {type(out).__name__}")
+
+
+def _result(loss, extras, as_tuple):
+    return (loss, *extras) if as_tuple else loss
 
 
 def _guard(prog):
@@ -79,11 +92,13 @@ class _Program:
         self.instrs = []
         self.live = []  # tensors read each call: parameters, buffers, frozen weights
         self.consts = []  # numbers, arrays and tensors made inside fn, compared between recordings
-        self.result = None  # index of the op whose output fn returned
+        self.result = None  # index of the op whose output fn returned as the loss
+        self.extras = ()  # those of the other tensors it returned
+        self.as_tuple = False  # whether it returned a tuple
 
-    def finish(self, result):
-        """Mark fn's result, and after which op each output is last read (then let go)."""
-        self.result = result
+    def finish(self, result, extras=(), as_tuple=False):
+        """Mark fn's results, and after which op each other output is last read (then let go)."""
+        self.result, self.extras, self.as_tuple = result, tuple(extras), as_tuple
         last = {}
         for j, ins in enumerate(self.instrs):
             ins.frees = ()
@@ -91,12 +106,13 @@ class _Program:
                 if kind == OUT:
                     last[i] = j
         for i, j in last.items():
-            if i != result:
+            if i != result and i not in self.extras:
                 self.instrs[j].frees += (i,)
 
     def __str__(self):
         lines = [f"%{j} = {instr!r}" for j, instr in enumerate(self.instrs)]
-        lines.append(f"loss = %{self.result}; backward through "
+        also = "".join(f", %{j}" for j in self.extras)
+        lines.append(f"returns %{self.result}{also}; backward from %{self.result} through "
                      f"{sum(ins.targets is not None for ins in self.instrs)} VJPs into "
                      f"{sum(t._node is not None for t in self.live)} leaves")
         return "\n".join(lines)
@@ -110,13 +126,15 @@ class _Recorder(Tracer):
         self.refused = None
         # id(tensor) -> (kind, index, the tensor, its version and node when first seen)
         self.where = {id(a): (ARG, k, a, _version(a), None) for k, a in enumerate(args)}
+        # id(array) -> (kind, index): a tensor around the same array (detach()) is that input
+        self.arrays = {id(a.data): (ARG, k) for k, a in enumerate(args)}
         self.keep = list(args)  # (ids stay unique while recording)
 
     def forward(self, op, inputs, params, out):
         if self.refused:
             return
         if getattr(op.fwd, "__module__", None) == "tinyattn.function":
-            self.refused = f"{op.name} is an autograd.Function, whose forward capture cannot see"
+            self.refuse(f"{op.name} is an autograd.Function, whose forward capture cannot see")
             return
         prog = self.prog
         srcs, targets = [], []
@@ -136,7 +154,7 @@ class _Recorder(Tracer):
                     continue
                 kind, i = srcs[pos]
                 if kind == ARG or (kind == LIVE and parent.op is not None):
-                    self.refused = f"{op.name}: an input on the graph that capture cannot follow"
+                    self.refuse(f"{op.name}: an input on the graph that capture cannot follow")
                     return
                 x = inputs[pos]
                 targets.append((pos, i if kind == OUT else -1 - i, x.shape, x.dtype))
@@ -145,31 +163,50 @@ class _Recorder(Tracer):
         instr.promote = _promotes(op, inputs)
         instr.targets = tuple(targets) if node is not None else None
         instr.shape, instr.dtype = out.shape, out.dtype
-        self.where[id(out)] = (OUT, len(prog.instrs), out, _version(out), node)
-        self.keep.append(out)
+        self._note(out, OUT, len(prog.instrs), node)
         prog.instrs.append(instr)
 
-    def module_hooks(self, module):
-        if not self.refused:
-            self.refused = (f"{type(module).__name__} {module._path or ''} has forward hooks, "
-                            "which a replay would not call")
+    def _note(self, t, kind, i, node):
+        self.where[id(t)] = (kind, i, t, _version(t), node)
+        self.arrays.setdefault(id(t.data), (kind, i))
+        self.keep.append(t)
 
-    def _source(self, x):
-        """(kind, index) of a tensor input; (None, None) after refusing."""
+    def output(self, t):
+        """The index of the op whose output fn returned as `t` (unchanged since), or None."""
+        kind, i = self._source(t, new_live=False)
+        return i if kind == OUT else None
+
+    def refuse(self, why):
+        """Note why the call cannot be replayed (the first reason found stands; None: none)."""
+        if self.refused is None:
+            self.refused = why
+
+    def module_hooks(self, module):
+        self.refuse(f"{type(module).__name__} {module._path or ''} has forward hooks, which a "
+                    "replay would not call")
+
+    def _source(self, x, new_live=True):
+        """(kind, index) of a tensor input, a new live one unless `new_live` is False;
+        (None, None) when there is none, or after refusing."""
         seen = self.where.get(id(x))
         if seen is not None:
             kind, i, _, version, node = seen
             if _version(x) != version or (kind == OUT and x._node is not node):
-                self.refused = "a tensor was changed in place inside fn"
+                self.refuse("a tensor was changed in place inside fn")
                 return None, None
             return kind, i
+        same = self.arrays.get(id(x.data))
+        if same is not None and x._node is None:  # x.detach() of a tensor seen: the same values
+            self._note(x, *same, None)
+            return same
         if x._node is not None and x._node.op is not None:
-            self.refused = "an op's output came from outside the recorded ops (made before fn?)"
+            self.refuse("an op's output came from outside the recorded ops (made before fn?)")
+            return None, None
+        if not new_live:
             return None, None
         i = len(self.prog.live)
         self.prog.live.append(x)
-        self.where[id(x)] = (LIVE, i, x, _version(x), x._node)
-        self.keep.append(x)
+        self._note(x, LIVE, i, x._node)
         return LIVE, i
 
 
@@ -237,28 +274,29 @@ class CapturedStep:
     # ---- eager calls and recording ---------------------------------------------------------
 
     def _eager(self, args):
-        loss = _checked(self.fn(*args))
+        loss, extras, as_tuple = _checked(self.fn(*args))
         loss.backward()
-        return loss.detach()
+        return _result(loss.detach(), [t.detach() for t in extras], as_tuple)
 
     def _record(self, sig, args):
         """Run fn eagerly under a _Recorder; the program replays once two in a row agree."""
         rec = _Recorder(args)
         with tracing(rec):
-            loss = _checked(self.fn(*args))
-        seen = rec.where.get(id(loss))
-        if rec.refused is None and (seen is None or seen[0] != OUT or loss._node is None):
-            rec.refused = "fn's result is not the output of an op it ran on the graph"
-        if rec.refused is None:
-            rec.refused = _unsupported(rec)
+            loss, extras, as_tuple = _checked(self.fn(*args))
+        found = [rec.output(t) for t in (loss, *extras)]
+        if None in found or loss._node is None:
+            rec.refuse("fn returned a tensor that is not the output of an op it ran (the loss "
+                       "on the graph)")
+        rec.refuse(_unsupported(rec))
         loss.backward()  # eager, outside the tracer: the same walk as any backward()
         self._programs.pop(sig, None)
         self.state = "recording"
+        out = _result(loss.detach(), [t.detach() for t in extras], as_tuple)
         if rec.refused is not None:
             self._give_up(rec.refused)
-            return loss.detach()
+            return out
         prog = rec.prog
-        prog.finish(seen[1])
+        prog.finish(found[0], found[1:], as_tuple)
         guard = _guard(prog)
         last, last_guard = self._last.get(sig, (None, None))
         if last_guard != guard:  # a mode, a parameter changed since: a fresh start
@@ -275,7 +313,7 @@ class CapturedStep:
             self._tries[sig] = self._tries.get(sig, 0) + 1
             if self._tries[sig] >= MAX_RECORDINGS:
                 self._give_up(why)
-        return loss.detach()
+        return out
 
     def _give_up(self, why):
         self.program = None
@@ -293,7 +331,8 @@ class CapturedStep:
         acc, own = _backward(prog, be, outs[prog.result], saves)
         for slot, g in acc.items():  # only the leaves are left
             _write_grad(prog.live[-1 - slot]._node, g, be, slot in own)
-        return Tensor._wrap(outs[prog.result], be)
+        return _result(Tensor._wrap(outs[prog.result], be),
+                       [Tensor._wrap(outs[j], be) for j in prog.extras], prog.as_tuple)
 
 
 def _forward(prog, arrays):
@@ -396,24 +435,23 @@ def _unsupported(rec):
 
 def _differs(a, b):
     """Why two recordings are not the same program, or None when they are. A tensor fn makes
-    afresh each call with the same values (a mask) becomes a constant of `b`."""
+    afresh each call is the same only around the same (cached) array."""
     if len(a.instrs) != len(b.instrs):
         return f"fn ran {len(a.instrs)} ops on one call and {len(b.instrs)} on the next"
     for j, (x, y) in enumerate(zip(a.instrs, b.instrs, strict=True)):
         if not _same_instr(x, y):
             return f"op {j} ({y.op.name}) differs between two calls"
-    if a.result != b.result or len(a.live) != len(b.live):
+    if (a.result, a.extras, a.as_tuple) != (b.result, b.extras, b.as_tuple) or len(
+            a.live) != len(b.live):
         return "fn returned or read different tensors on two calls"
-    for i, (t, u) in enumerate(zip(a.live, b.live, strict=True)):
-        if t is u:
-            continue
-        if t._node is not None or u._node is not None or not _same(t.data, u.data):
-            return ("fn read different tensors on two calls (a tensor made inside fn from "
-                    "changing values? pass it in as an argument)")
-        b.live[i] = Tensor._wrap(u.backend.xp.array(u.data, copy=True), u.backend)
+    for t, u in zip(a.live, b.live, strict=True):
+        if t is not u and (t.data is not u.data or t._node is not None or u._node is not None):
+            return (f"fn made a {fmt_shape(u.shape)} tensor outside the ops capture records "
+                    "(from a comparison, a cast without grad, new values...), which a replay "
+                    "could not make again; make it outside fn and pass it in")
     if not all(_same(c, d) for c, d in zip(a.consts, b.consts, strict=True)):
-        return ("a constant input changed between two calls (a batch read from outside fn "
-                "instead of passed in?)")
+        return ("a constant input differs between two calls (a batch read from outside fn "
+                "instead of passed in? an array made afresh each call?)")
     return None
 
 
@@ -446,11 +484,15 @@ def _plain(v):
 
 
 def _same_array(a, b):
-    """Same shape, dtype and values (NaN equal to NaN)."""
+    """The same array, or two numbers of the same dtype and value (NaN equal to NaN). Two
+    arrays with equal values are not the same: one made from an argument's values would be
+    frozen into the replay (what capture cannot tell from a constant made afresh)."""
     if not (hasattr(b, "shape") and a.shape == b.shape and a.dtype == b.dtype):
         return False
     if a is b:
         return True
+    if a.ndim:
+        return False
     equal = a == b
     if a.dtype.kind in "fc":
         equal |= (a != a) & (b != b)

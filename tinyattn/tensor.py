@@ -197,9 +197,8 @@ class Tensor(TensorBase):
         return moved
 
     def _to_dtype(self, dtype):
-        if self.requires_grad and dtype.kind == "f":
-            return apply(ew.cast, self, dtype=dtype)
-        return Tensor._wrap(self.data.astype(dtype), self.backend)
+        """The cast op (so a captured step sees it too); to a float, the gradient flows back."""
+        return apply(ew.cast, self if dtype.kind == "f" else self.detach(), dtype=dtype)
 
     def __deepcopy__(self, memo):
         """A new leaf with a copy of the values and of .grad, the same class (a Parameter stays

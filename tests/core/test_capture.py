@@ -280,8 +280,11 @@ def test_bad_arguments_are_refused_by_name():
     with pytest.raises(ta.GraphError, match="argument 0 requires grad"):
         step(ta.ones(3, requires_grad=True))
     w = ta.ones(3, requires_grad=True)
-    with pytest.raises(TypeError, match="must return the loss as a Tensor, got float"):
+    with pytest.raises(TypeError, match="must return the loss as a Tensor, or a tuple .*got "
+                                        "float"):
         ta.capture(lambda x: float((x * w).sum().item()))(ta.ones(3))
+    with pytest.raises(TypeError, match="got tuple"):
+        ta.capture(lambda x: ((x * w).sum(), 1.0))(ta.ones(3))
 
 
 def test_too_many_shapes_fall_back_to_eager():
@@ -321,3 +324,78 @@ def test_train_called_every_step_does_not_record_again():
         model.train()
         step(x, y)
     assert len(calls) == 2 and step.state == "replaying"
+
+
+def test_more_tensors_come_back_with_the_loss():
+    """fn may return (loss, logits, ...): each comes back detached, replayed as computed; a
+    returned tensor that is no op's output (an argument) keeps the step eager."""
+    model, twin = _model(), _model()
+
+    def fn(m):
+        def loss_and_logits(x, y):
+            logits = m(x)
+            return F.cross_entropy(logits.reshape(-1, V), y.reshape(-1)), logits, logits[:, -1]
+        return loss_and_logits
+
+    step = ta.capture(fn(model))
+    rng = np.random.default_rng(10)
+    for _ in range(4):
+        x, y = _batch(rng)
+        model.zero_grad()
+        twin.zero_grad()
+        got = step(x, y)
+        want = fn(twin)(x, y)
+        want[0].backward()
+        assert isinstance(got, tuple) and len(got) == 3 and all(t._node is None for t in got)
+        for a, b in zip(got, want, strict=True):
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+        _assert_same(_grads(model), _grads(twin))
+    assert step.state == "replaying" and "returns %" in str(step.program)
+    w = ta.ones(3, requires_grad=True)
+    echo = ta.capture(lambda x: ((x * w).sum(), x))
+    with pytest.warns(UserWarning, match="not the output of an op it ran"):
+        loss, x = echo(ta.ones(3))
+    assert echo.state.startswith("eager") and x.shape == (3,) and loss.item() == 3
+
+
+def test_values_made_outside_the_ops_are_never_frozen():
+    """A mask made from the targets by a comparison (no op records it) is refused even when
+    the first calls see the same batch, as a benchmark's would: frozen, it would be wrong on
+    the next batch. The step stays eager and right."""
+    w = ta.ones(4, requires_grad=True)
+
+    def fn(x, y):
+        per_row = ((x * w) ** 2).sum(-1)
+        return (per_row * (y != 0).float()).sum()
+
+    step = ta.capture(fn)
+    x, y = ta.ones(3, 4), ta.tensor([1, 0, 2])
+    with pytest.warns(UserWarning, match=r"made a \(3,\) tensor outside the ops"):
+        for _ in range(3):
+            step(x, y)
+    w.grad = None
+    assert step(x, ta.tensor([0, 0, 2])).item() == 4.0 and w.grad.numpy().tolist() == [2.0] * 4
+
+
+def test_detach_and_constants_made_outside_replay():
+    """x.detach() is the same values as x (recognised by its array), and a mask made once
+    outside fn is read as any tensor: both replay, equal to eager."""
+    ta.manual_seed(0)
+    w = ta.randn(4, 4, requires_grad=True)
+    future = ~F.causal_mask(4)
+
+    def fn(x):
+        h = x @ w
+        scores = F.softmax(h.masked_fill(future, float("-inf")), dim=-1)
+        return (scores * h.detach()).sum() + (h * h).mean()
+
+    step = ta.capture(fn)
+    rng = np.random.default_rng(11)
+    for _ in range(4):
+        x = ta.tensor(rng.standard_normal((4, 4)).astype(np.float32))
+        w.grad = None
+        got = step(x)
+        (want,) = ta.autograd.grad(fn(x), [w])
+        np.testing.assert_array_equal(w.grad.numpy(), want.numpy())
+        assert got.item() == fn(x).item()
+    assert step.state == "replaying"
