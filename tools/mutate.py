@@ -42,6 +42,7 @@ PACKAGES = {
     "train": "tinyattn.train.",
     "sample": "tinyattn.sample.",
     "serialization": "tinyattn.serialization.",
+    "replay": "tinyattn.replay.",
 }
 
 # mutmut's exit codes (mutmut/stats.py): what each says about the mutant
