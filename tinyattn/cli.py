@@ -110,6 +110,9 @@ def _train_parser(sub):
     p.add_argument("--resume", action="store_true", help="continue the run in --out")
     p.add_argument("--force", action="store_true",
                    help="delete the run already in --out and start over")
+    p.add_argument("--capture", action=argparse.BooleanOptionalAction,
+                   help="record each step once, then replay its array operations without the "
+                        "Python between them (ta.capture): the same numbers, less time a step")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(fn=cmd_train)
 

@@ -34,6 +34,7 @@ from .errors import TinyattnError
 from .nn import TinyTransformer
 from .nn.transformer import NORMS
 from .optim import AdamW, CosineSchedule, clip_grad_norm
+from .replay import capture
 from .runs import (
     MetricsLog,
     RunFolderError,
@@ -50,7 +51,8 @@ from .tensor import manual_seed, tensor
 RUN_FILES = ("checkpoint.npz", "metrics.jsonl", "metrics.json", "loss.png", "attention.png",
              "samples.txt")
 LANGUAGE_TASKS = ("text", "shakespeare")
-RESUMABLE = {"steps", "out", "eval_every", "save_every", "save_seconds"}  # a resume may change
+# a resume may change these (capture: the same numbers either way)
+RESUMABLE = {"steps", "out", "eval_every", "save_every", "save_seconds", "capture"}
 
 
 @dataclass
@@ -84,6 +86,7 @@ class TrainConfig:
     tie: bool = True  # the LM head shares the token embedding's weight
     qk_norm: bool = False  # q and k RMS-normalised per head before the attention scores
     full_corpus: bool = False  # shakespeare/text: the whole corpus, not its first 1,115,394 chars
+    capture: bool = False  # each step through ta.capture: recorded, then replayed (same numbers)
 
     def run_dir(self):
         return self.out or os.path.join("runs", self.task)
@@ -149,6 +152,7 @@ RULES = [
     ("norm", lambda v, c: v in NORMS, f"must be one of {', '.join(NORMS)}"),
     ("tie", lambda v, c: isinstance(v, bool), "must be true or false"),
     ("qk_norm", lambda v, c: isinstance(v, bool), "must be true or false"),
+    ("capture", lambda v, c: isinstance(v, bool), "must be true or false"),
     ("full_corpus", lambda v, c: not v or (c.task in LANGUAGE_TASKS and c.text is None),
      "is for --task shakespeare or text without --text (the whole shipped corpus)"),
 ]
@@ -207,6 +211,7 @@ class _Run:
         self.fingerprint = data_fingerprint(task)
         self.step, self.elapsed, self.history = 0, 0.0, []
         self.main = distributed.is_main()  # rank 0 (or the only process): the one that writes
+        self.captured = capture(_step_loss(model, task.vocab_size)) if cfg.capture else None
 
     def checkpoint(self, log):
         """Save everything a resume needs, atomically, after the rows it counts are on disk."""
@@ -294,14 +299,28 @@ def _agreed_stop(stopper):
     return stopper.signal
 
 
-def _shard_loss(logits, y, rows, vocab_size, be):
-    """This rank's rows' summed cross-entropy over the global batch's scored tokens, times N:
-    the average of the N ranks' gradients is then the gradient of the global batch's mean loss,
-    however the rows split. Returns (that loss, this rank's summed loss)."""
-    scored = max(1, int((y != IGNORE).sum()))  # over the global batch, the same on every rank
-    summed = F.cross_entropy(logits.reshape(-1, vocab_size),
-                             tensor(y[rows].reshape(-1), backend=be), reduction="sum")
-    return summed * (distributed.world_size() / scored), summed
+def _shard_loss(logits, targets, scale, vocab_size):
+    """This rank's rows' summed cross-entropy (targets: their ids, flat) times `scale`, N over
+    the global batch's scored tokens (_loss_scale): the average of the N ranks' gradients is
+    then the gradient of the global batch's mean loss, however the rows split. Returns (that
+    loss, this rank's summed loss)."""
+    summed = F.cross_entropy(logits.reshape(-1, vocab_size), targets, reduction="sum")
+    return summed * scale, summed
+
+
+def _loss_scale(y):
+    """N / the scored tokens of the global batch y (the same on every rank)."""
+    return distributed.world_size() / max(1, int((y != IGNORE).sum()))
+
+
+def _step_loss(model, vocab_size):
+    """The loss of a training step as a function for ta.capture: what varies comes in as
+    tensors (the ids, the targets, the scale); it returns the logits too, for the accuracy."""
+    def step_loss(x, targets, scale):
+        logits = model(x)  # (B/N, T, V)
+        loss, summed = _shard_loss(logits, targets, scale, vocab_size)
+        return loss, summed, logits
+    return step_loss
 
 
 class _NoLog:
@@ -360,7 +379,8 @@ class _Clock:
 def _one_step(run, log, bar, clock):
     """One optimizer step: its metrics row logged, and a checkpoint when one is due."""
     cfg = run.cfg
-    row = _train_step(cfg, run.task, run.model, run.opt, run.sched, run.be, run.step)
+    row = _train_step(cfg, run.task, run.model, run.opt, run.sched, run.be, run.step,
+                      run.captured)
     run.step += 1
     row["time"] = clock.now()
     if run.main and (run.step % cfg.eval_every == 0 or run.step == cfg.steps):
@@ -531,7 +551,7 @@ def _check_same_data(ck, run, path):
                          "with the same data, or start over with --force")
 
 
-def _train_step(cfg, task, model, opt, sched, be, step):
+def _train_step(cfg, task, model, opt, sched, be, step, captured=None):
     rng = np.random.default_rng([cfg.seed, 0, step])  # this step's batch, whatever came before
     # and its dropout masks (another stream on each MPI rank)
     manual_seed(cfg.seed * 1_000_003 + step + distributed.rank() * 2**40)
@@ -539,10 +559,15 @@ def _train_step(cfg, task, model, opt, sched, be, step):
     rows = distributed.shard(len(x))  # this rank's rows (all of them in a world of one)
     tick = time.perf_counter()
     model.train()
-    logits = model(tensor(x[rows], backend=be))  # (B/N, T, V)
-    loss, summed = _shard_loss(logits, y, rows, task.vocab_size, be)
+    xs, ys = tensor(x[rows], backend=be), tensor(y[rows].reshape(-1), backend=be)
     opt.zero_grad()
-    loss.backward()
+    if captured is None:
+        logits = model(xs)  # (B/N, T, V)
+        loss, summed = _shard_loss(logits, ys, _loss_scale(y), task.vocab_size)
+        loss.backward()
+    else:  # the same, recorded on its first calls, then replayed (see tinyattn.replay)
+        scale = tensor(np.asarray(_loss_scale(y), dtype=model.wte.weight.dtype), backend=be)
+        loss, summed, logits = captured(xs, ys, scale)
     distributed.allreduce_gradients(model)  # the global batch's gradient on every rank
     if cfg.grad_clip:
         clip_grad_norm(model.parameters(), cfg.grad_clip)

@@ -1,9 +1,11 @@
 """The main job: a short training run learns, resumes bit-for-bit, and writes its run folder."""
 
+import io
 import json
 import os
 import re
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -609,3 +611,37 @@ def test_a_language_models_sample_continues_a_held_out_prompt():
     rng = kw.pop("rng")
     assert kw == {"temperature": 0.8, "top_k": 10}
     assert rng.integers(1 << 30) == np.random.default_rng(0).integers(1 << 30)
+
+
+@pytest.mark.parametrize("task,extra", [("reverse", {"dropout": 0.1}),
+                                        ("text", {"rotary": True, "norm": "rms"})])
+def test_capture_trains_to_the_same_numbers(tmp_path, monkeypatch, task, extra):
+    """--capture: every step's loss and accuracy, the held-out metrics and the final weights
+    equal those of the eager run, bit for bit, through dropout and the mode switches of each
+    evaluation; and the steps between evaluations were replayed, not run eagerly."""
+    from tinyattn import replay
+
+    replays = []
+    real = replay.CapturedStep._replay
+    monkeypatch.setattr(replay.CapturedStep, "_replay",
+                        lambda self, prog, args: replays.append(1) or real(self, prog, args))
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("abcabcabd " * 200, encoding="utf-8")
+    runs = {}
+    for capture in (False, True):
+        text = {"text": str(corpus), "seq_len": 16} if task == "text" else {"length": 4}
+        cfg = TrainConfig(task=task, steps=24, d_model=16, heads=2, layers=1, batch_size=8,
+                          eval_every=8, heldout_size=16, capture=capture,
+                          out=str(tmp_path / f"run{capture}"), **text, **extra)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a step that fell back to eager would warn
+            runs[capture] = train(cfg, progress=False, stream=io.StringIO())
+    rows = {c: [json.loads(line) for line in open(tmp_path / f"run{c}" / "metrics.jsonl")]
+            for c in runs}
+    keys = [k for k in rows[False][0] if k not in ("time", "tokens_per_s")]
+    assert [[r.get(k) for k in keys] for r in rows[True]] == \
+        [[r.get(k) for k in keys] for r in rows[False]]
+    weights = {c: ta.load(str(tmp_path / f"run{c}" / "checkpoint.npz"))["model"] for c in runs}
+    for name, value in weights[False].items():
+        np.testing.assert_array_equal(weights[True][name].numpy(), value.numpy(), err_msg=name)
+    assert len(replays) == 24 - 2 * 3  # 2 recording steps at the start and after each eval
