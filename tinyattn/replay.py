@@ -35,7 +35,7 @@ calls only. An argument may not require grad.
 import warnings
 
 from . import autograd as ag
-from .autograd import Tracer, _fit, _write_grad, is_grad_enabled, tracing
+from .autograd import Tracer, _write_grad, is_grad_enabled, sum_to, tracing
 from .errors import GraphError, fmt_shape
 from .nn import module as _module
 from .tensor import Tensor
@@ -58,6 +58,17 @@ def _checked(out):
 
 def _result(loss, extras, as_tuple):
     return (loss, *extras) if as_tuple else loss
+
+
+def _changed(last, last_guard, prog, guard):
+    """Whether what fn runs on may have changed between two recordings: a module's state (its
+    mode, parameters, buffers, hooks), or the same tensors read with another shape, dtype or
+    requires_grad. (Other tensors read is a disagreement of the two calls, not a change.)"""
+    if last_guard[1] != guard[1]:
+        return True
+    same = len(last.live) == len(prog.live) and all(
+        t is u for t, u in zip(last.live, prog.live, strict=True))
+    return same and last_guard[0] != guard[0]
 
 
 def _guard(prog):
@@ -91,13 +102,12 @@ class _Program:
     def __init__(self):
         self.instrs = []
         self.live = []  # tensors read each call: parameters, buffers, frozen weights
-        self.consts = []  # numbers, arrays and tensors made inside fn, compared between recordings
-        self.result = None  # index of the op whose output fn returned as the loss
-        self.extras = ()  # those of the other tensors it returned
-        self.as_tuple = False  # whether it returned a tuple
+        self.consts = []  # the inputs that are not tensors (numbers, None, arrays)
 
-    def finish(self, result, extras=(), as_tuple=False):
-        """Mark fn's results, and after which op each other output is last read (then let go)."""
+    def finish(self, result, extras, as_tuple):
+        """Mark fn's results: the op whose output is the loss, those of the other tensors it
+        returned, whether it returned a tuple; and after which op each other output is last
+        read (then let go)."""
         self.result, self.extras, self.as_tuple = result, tuple(extras), as_tuple
         last = {}
         for j, ins in enumerate(self.instrs):
@@ -112,9 +122,9 @@ class _Program:
     def __str__(self):
         lines = [f"%{j} = {instr!r}" for j, instr in enumerate(self.instrs)]
         also = "".join(f", %{j}" for j in self.extras)
-        lines.append(f"returns %{self.result}{also}; backward from %{self.result} through "
-                     f"{sum(ins.targets is not None for ins in self.instrs)} VJPs into "
-                     f"{sum(t._node is not None for t in self.live)} leaves")
+        lines.append(f"returns %{self.result}{also}; backward from %{self.result}: "
+                     f"{sum(bool(ins.targets) for ins in self.instrs)} ops on the graph, "
+                     f"{sum(t._node is not None for t in self.live)} leaf tensors")
         return "\n".join(lines)
 
 
@@ -124,11 +134,11 @@ class _Recorder(Tracer):
     def __init__(self, args):
         self.prog = _Program()
         self.refused = None
-        # id(tensor) -> (kind, index, the tensor, its version and node when first seen)
-        self.where = {id(a): (ARG, k, a, _version(a), None) for k, a in enumerate(args)}
+        # id(tensor) -> (kind, index, the tensor (kept: ids stay unique), its version then)
+        self.where = {id(a): (ARG, k, a, _version(a)) for k, a in enumerate(args)}
         # id(array) -> (kind, index): a tensor around the same array (detach()) is that input
         self.arrays = {id(a.data): (ARG, k) for k, a in enumerate(args)}
-        self.keep = list(args)  # (ids stay unique while recording)
+        self.nodes = set()  # id() of the recorded ops' nodes (the tensors in `where` keep them)
 
     def forward(self, op, inputs, params, out):
         if self.refused:
@@ -147,34 +157,31 @@ class _Recorder(Tracer):
                 kind, i = CONST, len(prog.consts)
                 prog.consts.append(x)
             srcs.append((kind, i))
-        node = out._node
-        if node is not None:
-            for pos, parent in enumerate(node.parents):
-                if parent is None:
-                    continue
+        node = out._node  # (an input on the graph is an op's output or a leaf: see _source)
+        for pos, parent in enumerate(node.parents if node is not None else ()):
+            if parent is not None:
                 kind, i = srcs[pos]
-                if kind == ARG or (kind == LIVE and parent.op is not None):
-                    self.refuse(f"{op.name}: an input on the graph that capture cannot follow")
-                    return
                 x = inputs[pos]
                 targets.append((pos, i if kind == OUT else -1 - i, x.shape, x.dtype))
         instr = _Instr()
         instr.op, instr.be, instr.srcs, instr.params = op, out.backend, tuple(srcs), params
         instr.promote = _promotes(op, inputs)
-        instr.targets = tuple(targets) if node is not None else None
+        instr.targets = tuple(targets)
         instr.shape, instr.dtype = out.shape, out.dtype
-        self._note(out, OUT, len(prog.instrs), node)
+        self._note(out, OUT, len(prog.instrs))
+        self.nodes.add(id(node))
         prog.instrs.append(instr)
 
-    def _note(self, t, kind, i, node):
-        self.where[id(t)] = (kind, i, t, _version(t), node)
+    def _note(self, t, kind, i):
+        self.where[id(t)] = (kind, i, t, _version(t))
         self.arrays.setdefault(id(t.data), (kind, i))
-        self.keep.append(t)
 
     def output(self, t):
         """The index of the op whose output fn returned as `t` (unchanged since), or None."""
-        kind, i = self._source(t, new_live=False)
-        return i if kind == OUT else None
+        seen = self.where.get(id(t))
+        if seen is None:  # t.detach() of an op's output?
+            seen = (*self.arrays.get(id(t.data), (None, None)), t, 0)
+        return seen[1] if seen[0] == OUT and _version(t) == seen[3] else None
 
     def refuse(self, why):
         """Note why the call cannot be replayed (the first reason found stands; None: none)."""
@@ -182,31 +189,30 @@ class _Recorder(Tracer):
             self.refused = why
 
     def module_hooks(self, module):
-        self.refuse(f"{type(module).__name__} {module._path or ''} has forward hooks, which a "
-                    "replay would not call")
+        where = f" ({module._path})" if module._path else ""
+        self.refuse(f"{type(module).__name__}{where} has forward hooks, which a replay would "
+                    "not call")
 
-    def _source(self, x, new_live=True):
-        """(kind, index) of a tensor input, a new live one unless `new_live` is False;
-        (None, None) when there is none, or after refusing."""
+    def _source(self, x):
+        """(kind, index) of a tensor input; (None, None) after refusing."""
         seen = self.where.get(id(x))
         if seen is not None:
-            kind, i, _, version, node = seen
-            if _version(x) != version or (kind == OUT and x._node is not node):
+            if _version(x) != seen[3]:
                 self.refuse("a tensor was changed in place inside fn")
                 return None, None
-            return kind, i
+            return seen[:2]
         same = self.arrays.get(id(x.data))
         if same is not None and x._node is None:  # x.detach() of a tensor seen: the same values
-            self._note(x, *same, None)
+            self._note(x, *same)
             return same
-        if x._node is not None and x._node.op is not None:
-            self.refuse("an op's output came from outside the recorded ops (made before fn?)")
-            return None, None
-        if not new_live:
+        if x._node is not None and x._node.op is not None:  # on the graph, not from fn's ops
+            self.refuse("a tensor was changed in place inside fn" if id(x._node) in self.nodes
+                        else "an op's output came from outside the recorded ops (made before "
+                             "fn?)")
             return None, None
         i = len(self.prog.live)
         self.prog.live.append(x)
-        self._note(x, LIVE, i, x._node)
+        self._note(x, LIVE, i)
         return LIVE, i
 
 
@@ -289,7 +295,6 @@ class CapturedStep:
                        "on the graph)")
         rec.refuse(_unsupported(rec))
         loss.backward()  # eager, outside the tracer: the same walk as any backward()
-        self._programs.pop(sig, None)
         self.state = "recording"
         out = _result(loss.detach(), [t.detach() for t in extras], as_tuple)
         if rec.refused is not None:
@@ -299,18 +304,21 @@ class CapturedStep:
         prog.finish(found[0], found[1:], as_tuple)
         guard = _guard(prog)
         last, last_guard = self._last.get(sig, (None, None))
-        if last_guard != guard:  # a mode, a parameter changed since: a fresh start
-            last, self._tries[sig] = None, 0
-        why = None if last is None else _differs(last, prog)
+        if last is not None and _changed(last, last_guard, prog, guard):
+            last = None  # a mode, a module, a parameter changed since: a fresh start
         self._last[sig] = prog, guard
-        if last is not None and why is None:
+        if last is None:
+            self._tries[sig] = 0
+            return out
+        why = _differs(last, prog)
+        if why is None:
             self._tries[sig] = 0
             self._programs[sig] = (prog, guard)
             self.program = prog
             if len(self._programs) > MAX_SIGNATURES:
                 self._give_up(f"fn was called with more than {MAX_SIGNATURES} argument shapes")
-        elif last is not None:
-            self._tries[sig] = self._tries.get(sig, 0) + 1
+        else:
+            self._tries[sig] += 1
             if self._tries[sig] >= MAX_RECORDINGS:
                 self._give_up(why)
         return out
@@ -342,13 +350,11 @@ def _forward(prog, arrays):
     outs, saves = [None] * len(instrs), [None] * len(instrs)
     for j, ins in enumerate(instrs):
         xs = [outs[i] if kind == OUT else arrays[i] if kind == ARG
-              else live[i].data if kind == LIVE else _array(consts[i])
+              else live[i].data if kind == LIVE else consts[i]
               for kind, i in ins.srcs]
         if ins.promote:
             xs = ag.promote(ins.op.promote, xs, ins.op.nondiff)
-        params = ins.params
-        outs[j], saves[j] = ins.op.fwd(ins.be, *xs, **params) if params else ins.op.fwd(ins.be,
-                                                                                        *xs)
+        outs[j], saves[j] = ins.op.fwd(ins.be, *xs, **ins.params)
         for k in ins.frees:
             outs[k] = None
     return outs, saves
@@ -363,7 +369,7 @@ def _backward(prog, be, loss, saves):
     for j in range(prog.result, -1, -1):
         g = acc.pop(j, None)
         ins = prog.instrs[j]
-        if g is None or ins.targets is None:
+        if g is None:  # (an op off the graph, or one the loss does not depend on)
             continue
         op, params, saved = ins.op, ins.params, saves[j]
         saves[j] = None
@@ -372,19 +378,21 @@ def _backward(prog, be, loss, saves):
                 op.add_into(be, _owned_sum(acc, own, slot, shape, dtype, be), g, saved,
                             **params)
             continue
-        gs = op.vjp(be, g, saved, **params) if params else op.vjp(be, g, saved)
+        gs = op.vjp(be, g, saved, **params)
         for pos, slot, shape, dtype in ins.targets:
             gx = gs[pos]
             if gx is None:
                 continue
-            if gx.shape != shape or gx.dtype != dtype:
-                gx = _fit(op, pos, gx, _Shape(shape, dtype))
+            if gx.shape != shape:  # a broadcast input: summed back (autograd._fit)
+                gx = sum_to(gx, shape)
+            if gx.dtype != dtype:
+                gx = gx.astype(dtype)
             prev = acc.get(slot)
             if prev is None:  # the first part
                 acc[slot] = gx
                 if op.fresh:
                     own.add(slot)
-            elif slot in own and getattr(prev, "ndim", 0):
+            elif slot in own and prev.ndim:  # (0-d: often a NumPy scalar, not writable)
                 prev += gx
             else:
                 acc[slot] = prev + gx
@@ -398,31 +406,18 @@ def _owned_sum(acc, own, slot, shape, dtype, be):
     total = acc.get(slot)
     if total is None:
         total = be.xp.zeros(shape, dtype=dtype)
-    elif slot not in own or not getattr(total, "ndim", 0):
+    elif slot not in own or not total.ndim:
         total = be.xp.array(total, copy=True)
     acc[slot] = total
     own.add(slot)
     return total
 
 
-class _Shape:
-    """What autograd._fit reads of a node: its shape and dtype (no leaf to refresh)."""
-
-    __slots__ = ("shape", "dtype", "op", "tensor")
-
-    def __init__(self, shape, dtype):
-        self.shape, self.dtype, self.op, self.tensor = shape, dtype, True, None
-
-
-def _array(c):
-    return c.data if isinstance(c, Tensor) else c
-
-
 def _unsupported(rec):
     """Why the recorded call cannot be replayed, or None: a tensor it saw was changed in place
     (a replay would not make that change), or has a hook or retain_grad (which a replay would
     not run or fill)."""
-    for _, _, t, version, _ in rec.where.values():
+    for _, _, t, version in rec.where.values():
         node = t._node
         if _version(t) != version:
             return "a tensor was changed in place inside fn"
@@ -445,8 +440,11 @@ def _differs(a, b):
             a.live) != len(b.live):
         return "fn returned or read different tensors on two calls"
     for t, u in zip(a.live, b.live, strict=True):
-        if t is not u and (t.data is not u.data or t._node is not None or u._node is not None):
-            return (f"fn made a {fmt_shape(u.shape)} tensor outside the ops capture records "
+        if t is u or (t.data is u.data and t._node is None and u._node is None):
+            continue  # (the same tensor, or one made afresh around the same cached array)
+        if t._node is not None or u._node is not None:  # another parameter
+            return "fn returned or read different tensors on two calls"
+        return (f"fn made a {fmt_shape(u.shape)} tensor outside the ops capture records "
                     "(from a comparison, a cast without grad, new values...), which a replay "
                     "could not make again; make it outside fn and pass it in")
     if not all(_same(c, d) for c, d in zip(a.consts, b.consts, strict=True)):
@@ -463,13 +461,14 @@ def _same_instr(x, y):
 
 def _same(a, b):
     """Equal values: numbers, None, arrays, tensors, and tuples, lists, dicts, slices of them."""
+    if type(a) is not type(b):
+        return False
     a, b = _plain(a), _plain(b)
     if hasattr(a, "shape") and hasattr(a, "dtype"):  # an array (or a NumPy scalar)
         return _same_array(a, b)
     if isinstance(a, (tuple, list)):
-        return (type(a) is type(b) and len(a) == len(b)
-                and all(_same(x, y) for x, y in zip(a, b, strict=True)))
-    return type(a) is type(b) and (a is b or a == b or (a != a and b != b))
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return a is b or a == b or (a != a and b != b)
 
 
 def _plain(v):

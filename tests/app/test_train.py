@@ -330,11 +330,12 @@ def _xent(logits, y):
 
 
 def test_a_steps_loss_is_the_global_batch_mean_however_the_ranks_split_it(monkeypatch):
-    """_shard_loss: each rank's loss is its rows' summed cross-entropy scaled so that the mean of
-    the N ranks' losses (and so of their gradients) is the global batch's mean loss."""
+    """_shard_loss: each rank's loss is its rows' summed cross-entropy scaled (_loss_scale: N
+    over the global batch's scored tokens) so that the mean of the N ranks' losses (and so of
+    their gradients) is the global batch's mean loss."""
     from tinyattn import distributed
     from tinyattn.data import IGNORE
-    from tinyattn.train import _shard_loss
+    from tinyattn.train import _loss_scale, _shard_loss
 
     rng = np.random.default_rng(0)
     logits = rng.normal(size=(5, 3, 4))
@@ -342,15 +343,15 @@ def test_a_steps_loss_is_the_global_batch_mean_however_the_ranks_split_it(monkey
     y[:, 0] = IGNORE
     y[4, 1] = IGNORE  # 9 scored positions
     per = _xent(logits, y)
-    be = ta.tensor([0.0]).backend
-    loss, summed = _shard_loss(ta.tensor(logits), y, slice(0, 5), 4, be)
+    loss, summed = _shard_loss(ta.tensor(logits), ta.tensor(y.reshape(-1)), _loss_scale(y), 4)
     assert loss.item() == pytest.approx(per.sum() / 9, rel=1e-6)
     assert summed.item() == pytest.approx(per.sum(), rel=1e-6)
     monkeypatch.setitem(distributed._world, "size", 2)
     losses = []
     for rank in (0, 1):
         rows = distributed.shard(5, rank=rank)
-        loss, summed = _shard_loss(ta.tensor(logits[rows]), y, rows, 4, be)
+        loss, summed = _shard_loss(ta.tensor(logits[rows]), ta.tensor(y[rows].reshape(-1)),
+                                   _loss_scale(y), 4)
         assert summed.item() == pytest.approx(per[rows].sum(), rel=1e-6)
         losses.append(loss.item())
     assert np.mean(losses) == pytest.approx(per.sum() / 9, rel=1e-6)

@@ -1,6 +1,8 @@
 """ta.capture: a step recorded on its first calls and replayed after gives, bit for bit, the
 loss and gradients of the eager step; what would make a replay wrong sends it back to eager."""
 
+import functools
+import tracemalloc
 import warnings
 
 import numpy as np
@@ -36,6 +38,7 @@ def _assert_same(a, b):
     assert a.keys() == b.keys()
     for k in a:
         np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+        assert a[k].dtype == b[k].dtype, k
 
 
 CONFIGS = [{}, {"dropout": 0.2}, {"rotary": True, "norm": "rms", "qk_norm": True},
@@ -306,7 +309,7 @@ def test_forward_hooks_keep_running():
     assert _replays_after(step, x, y)
     seen = []
     model.blocks[1].mlp.register_forward_hook(lambda m, a, out: seen.append(out.shape))
-    with pytest.warns(UserWarning, match=r"MLP blocks\.1\.mlp has forward hooks"):
+    with pytest.warns(UserWarning, match=r"MLP \(blocks\.1\.mlp\) has forward hooks"):
         step(x, y)
     for _ in range(3):
         step(x, y)
@@ -399,3 +402,246 @@ def test_detach_and_constants_made_outside_replay():
         np.testing.assert_array_equal(w.grad.numpy(), want.numpy())
         assert got.item() == fn(x).item()
     assert step.state == "replaying"
+
+
+def test_the_listing_and_the_state_say_what_happened():
+    """The program prints one line per op (its inputs: %j an op's output, argK an argument, tK
+    a tensor read live, cK a constant; its settings), then what it returns and how much
+    backward there is; state and repr follow the calls."""
+    w = ta.ones(3, requires_grad=True)
+
+    def fn(x):
+        h = (x * w) * 2.0
+        return h.sum(), h[1:]
+
+    step = ta.capture(fn)
+    assert repr(step) == "<CapturedStep fn: recording>" and step.program is None
+    x = ta.ones(3)
+    step(x)
+    assert step.state == "recording" and step.program is None
+    step(x)
+    assert step.state == "recording" and step.program is not None  # (replays from the next)
+    assert str(step.program) == (
+        "%0 = mul(arg0, t0)\n%1 = mul(%0, c0)\n%2 = sum(%1) {'dim': None, 'keepdim': False}\n"
+        "%3 = getitem(%1) {'index': slice(1, None, None)}\n"
+        "returns %2, %3; backward from %2: 4 ops on the graph, 1 leaf tensors")
+    loss, tail = step(x)
+    assert repr(step) == "<CapturedStep fn: replaying>" and tail.tolist() == [2.0, 2.0]
+    assert repr(ta.capture(functools.partial(fn))) == "<CapturedStep fn: recording>"
+    assert repr(ta.capture(_loss(_model()))) == "<CapturedStep fn: recording>"
+
+
+def test_integer_inputs_are_promoted_as_eagerly():
+    """An integer argument divided (true division promotes to the default float, float32, not
+    NumPy's float64) and added to a float32 parameter: the replay promotes as apply does."""
+    w = ta.ones(3, requires_grad=True)
+
+    def fn(x):
+        return ((x / 2) * w + x).sum()
+
+    step = ta.capture(fn)
+    for k in range(4):
+        x = ta.tensor(np.arange(3) + k)
+        w.grad = None
+        got = step(x)
+        assert got.dtype == np.float32 and w.grad.dtype == np.float32
+        assert got.item() == fn(x).item() and w.grad.numpy().tolist() == (x.numpy() / 2).tolist()
+    assert step.state == "replaying"
+
+
+def test_parts_summed_into_arrays_the_replay_does_not_own():
+    """A gradient's first part can be another's array (a broadcast view, read-only): a later
+    getitem part is added into a copy, and a leaf's .grad is a copy of it, as backward does;
+    the sums then accumulate across calls into .grad, and no two .grad share memory."""
+    w = ta.ones(2, 3, requires_grad=True)
+    b = ta.ones(3, requires_grad=True)
+
+    def fn(x):
+        h = x * w + b
+        unused = (h * 3).sum()  # on the graph, but not in the loss: gets no gradient
+        del unused
+        return h[0].sum() + h.sum() + w[1].sum() + w.sum() + (w + b).sum()
+
+    step = ta.capture(fn)
+    x = ta.ones(2, 3)
+    for calls in range(1, 5):
+        step(x)
+        assert w.grad.numpy().tolist() == [[4.0 * calls] * 3, [4.0 * calls] * 3]
+        assert b.grad.numpy().tolist() == [5.0 * calls] * 3
+    assert step.state == "replaying" and not np.shares_memory(w.grad.numpy(), b.grad.numpy())
+
+
+def test_a_replay_holds_no_more_memory_than_the_eager_step():
+    """Outputs no later op reads, and saved arrays once their VJP ran, are let go: the
+    replayed step's peak is at most the eager step's."""
+    from tinyattn.bench import step as bench
+
+    V_, B_, T_, C_, H_ = bench.SIZES["tiny"]  # noqa: N806
+    p = bench.make_params(V_, T_, C_)
+    idx, tgt = bench.make_batch(V_, B_, T_)
+    eager, twin = bench.tinyattn_setup(p, H_), bench.tinyattn_setup(p, H_)
+    captured = bench.captured_setup(twin)
+    peaks = {}
+    for name, run in (("eager", lambda: bench.tinyattn_step(eager, idx, tgt)),
+                      ("captured", lambda: bench.captured_step(twin, captured, idx, tgt))):
+        for _ in range(3):
+            run()
+        tracemalloc.start()
+        run()
+        peaks[name] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert captured.state == "replaying" and peaks["captured"] <= peaks["eager"]
+
+
+def test_a_first_call_that_differs_still_ends_up_replaying():
+    """A module that sets itself up on its first call runs other ops once: the next two calls,
+    which agree, make the program. After a mode switch (a fresh start), the same."""
+    model = _model()
+    mults = iter([1.0, 2.0, 2.0, 2.0, 3.0, 3.0])  # the constant of each call that runs fn
+    step = ta.capture(lambda x, y: _loss(model)(x, y) * next(mults))
+    xb, yb = _batch(np.random.default_rng(12))
+    states = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for k in range(8):
+            if k == 4:
+                model.eval()
+            step(xb, yb)
+            states.append(step.state)
+    assert states == ["recording"] * 3 + ["replaying"] + ["recording"] * 3 + ["replaying"]
+
+
+def test_eight_shapes_replay_and_a_ninth_gives_up():
+    w = ta.ones(1, requires_grad=True)
+    step = ta.capture(lambda x: (x * w).sum())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for n in range(1, 9):
+            for _ in range(3):
+                step(ta.ones(n))
+            assert step.state == "replaying"
+    with pytest.warns(UserWarning, match="more than 8 argument shapes"):
+        for _ in range(2):
+            step(ta.ones(9))
+
+
+def test_a_detached_argument_is_still_the_argument():
+    """x.detach() of an argument reads the new argument on every call (not the first's)."""
+    w = ta.ones(3, requires_grad=True)
+    step = ta.capture(lambda x: (x.detach() * w).sum() + (x * w).sum())
+    for k in range(4):
+        w.grad = None
+        assert step(ta.full((3,), float(k))).item() == 6.0 * k
+        assert w.grad.numpy().tolist() == [2.0 * k] * 3
+    assert step.state == "replaying"
+
+
+def test_an_eager_step_returns_what_fn_returns():
+    w = ta.ones(3, requires_grad=True)
+    echo = ta.capture(lambda x: ((x * w).sum(), x))
+    with pytest.warns(UserWarning):
+        echo(ta.ones(3))
+    loss, x = echo(ta.full((3,), 2.0))  # eager from now on, still a tuple
+    assert loss.item() == 6.0 and x.tolist() == [2.0] * 3 and w.grad.tolist() == [3.0] * 3
+
+
+def test_same_compares_values_and_arrays_by_identity():
+    """The comparison of two recordings' constants and settings (replay._same)."""
+    from tinyattn.replay import _same
+
+    a = np.arange(3.0)
+    assert _same(a, a) and not _same(a, a.copy())  # equal arrays made twice: not the same
+    assert _same(np.float32(np.nan), np.float32(np.nan)) and _same(np.float32(1), np.float32(1))
+    assert not _same(np.float32(1), np.float32(2)) and not _same(np.float32(1), np.float64(1))
+    assert not _same(np.float32(1), 1.0) and not _same(np.zeros(()), np.zeros((1,)))
+    assert _same(float("nan"), float("nan")) and _same(None, None) and not _same(None, 0)
+    assert _same(2, 2) and not _same(2, 2.0) and not _same(True, 1) and not _same(1, 2)
+    assert _same((1, slice(0, 2)), (1, slice(0, 2))) and not _same((1, 2), [1, 2])
+    assert not _same(slice(0, 2), slice(0, 3)) and not _same(slice(0, 2), (0, 2, None))
+    assert not _same((1, 2), (1, 2, 3)) and not _same((1, 2), (1, 3))
+    assert _same({"a": 1, "b": (2,)}, {"a": 1, "b": (2,)}) and not _same({"a": 1}, {"a": 2})
+    assert not _same({"a": 1}, {"b": 1}) and not _same({"a": 1}, ("dict", ("a", 1)))
+    t = ta.ones(2)
+    assert _same(t, t) and not _same(t, ta.ones(2)) and not _same(t, t.numpy())
+    assert _same(ta.tensor(np.float32(3)).data[()], np.float32(3))
+
+
+@pytest.mark.parametrize("case,message", [
+    ("closure batch", "fn made a (3, 4) tensor outside the ops capture records (from a "
+                      "comparison, a cast without grad, new values...), which a replay could "
+                      "not make again; make it outside fn and pass it in"),
+    ("in place", "a tensor was changed in place inside fn"),
+    ("in place, unused after", "a tensor was changed in place inside fn"),
+    ("retain_grad", "a tensor inside fn keeps its gradient (retain_grad)"),
+    ("hook", "a tensor inside fn has a hook (register_hook)"),
+    ("function", "Double is an autograd.Function, whose forward capture cannot see"),
+    ("outside", "an op's output came from outside the recorded ops (made before fn?)"),
+    ("constant", "a constant input differs between two calls (a batch read from outside fn "
+                 "instead of passed in? an array made afresh each call?)"),
+    ("returns an argument", "fn returned a tensor that is not the output of an op it ran (the "
+                            "loss on the graph)"),
+    ("ops", "fn ran 3 ops on one call and 4 on the next"),
+    ("op", "op 1 (add) differs between two calls"),
+    ("reads", "fn returned or read different tensors on two calls"),
+])
+def test_each_refusal_says_why(case, message):
+    ta.manual_seed(0)
+    w = ta.randn(3, 4, requires_grad=True)
+    v = ta.randn(3, 4, requires_grad=True)
+    before = w * 2
+    calls = [0]
+
+    class Double(ta.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    def fn(x):
+        calls[0] += 1
+        h = (v if case == "reads" and calls[0] % 2 else w) * x  # reads: odd calls another
+        if case == "closure batch":
+            h = h + ta.tensor(np.full((3, 4), float(calls[0]), dtype=np.float32))
+        elif case == "in place":
+            h.mul_(2)
+        elif case == "in place, unused after":
+            extra = h * 1
+            with ta.no_grad():
+                extra.add_(1)
+        elif case == "retain_grad":
+            h.retain_grad()
+        elif case == "hook":
+            h.register_hook(lambda g: g)
+        elif case == "function":
+            h = Double.apply(h)
+        elif case == "outside":
+            h = h + before
+        elif case == "constant":
+            h = h + float(calls[0])
+        elif case == "returns an argument":
+            return (h * h).sum(), x
+        elif case == "ops":  # (odd and even calls differ: no two in a row agree)
+            h = h * 1 if calls[0] % 2 else h
+        elif case == "op":
+            h = h + 1 if calls[0] % 2 else h - 1
+        return (h * h).sum()
+
+    step = ta.capture(fn)
+    with pytest.warns(UserWarning) as seen:
+        for _ in range(1 if case == "outside" else 4):  # (eager backward frees `before`)
+            step(ta.ones(3, 4))
+    assert [str(r.message) for r in seen] == [
+        f"capture: {message}; running fn eagerly from now on"]
+
+
+def test_a_hook_on_the_root_module_is_named():
+    model = _model()
+    model.register_forward_hook(lambda m, a, out: None)
+    step = ta.capture(_loss(model))
+    with pytest.warns(UserWarning) as seen:
+        step(*_batch(np.random.default_rng(13)))
+    assert str(seen[0].message) == ("capture: TinyTransformer has forward hooks, which a replay "
+                                    "would not call; running fn eagerly from now on")

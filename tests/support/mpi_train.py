@@ -13,10 +13,10 @@ from tinyattn import train as train_mod
 def plant(fail_at):
     real = train_mod._train_step
 
-    def step(cfg, task, model, opt, sched, be, i):
+    def step(cfg, task, model, opt, sched, be, i, *rest):
         if distributed.rank() == 1 and i == fail_at:
             raise ValueError(f"planted on rank 1 at step {i}")
-        return real(cfg, task, model, opt, sched, be, i)
+        return real(cfg, task, model, opt, sched, be, i, *rest)
 
     train_mod._train_step = step
 
