@@ -11,6 +11,7 @@ version bump and no graph, the explicit escape hatch PyTorch's `.data` also is.
 """
 
 import numbers
+import operator
 
 import numpy as np
 
@@ -40,6 +41,7 @@ from .ops import scan as sc
 from .ops import shape as sh
 from .ops import softmax as sm
 from .ops.mask import masked_fill
+from .ops.op import Op
 from .ops.op import dim1 as _axis
 from .ops.op import dims as _axes
 
@@ -457,36 +459,29 @@ class Tensor(TensorBase):
 
     # ---- comparisons and logic: plain bool tensors, no gradient --------------------------------
 
-    def _compare(self, other, fn):
+    def _compare(self, other, fn, name="compare"):
         """fn(self, other) on arrays, both in their promoted dtype first (as torch compares)."""
-        a = self.data
-        b = other.data if isinstance(other, Tensor) else other
         if isinstance(other, np.generic):  # a NumPy number counts as a Python one (torch)
-            b = other.item()
-        if hasattr(b, "dtype") and b.dtype != a.dtype:
-            common = result_type(a, b)
-            a, b = a.astype(common, copy=False), b.astype(common, copy=False)
-        elif isinstance(b, float) and a.dtype.kind != "f":
-            a = a.astype(get_default_dtype())
-        return Tensor._wrap(fn(a, b), self.backend)
+            other = other.item()
+        return _values(name, _compared, self, other, test=fn)
 
     def __lt__(self, other):
-        return self._compare(other, lambda a, b: a < b)
+        return self._compare(other, operator.lt, "lt")
 
     def __le__(self, other):
-        return self._compare(other, lambda a, b: a <= b)
+        return self._compare(other, operator.le, "le")
 
     def __gt__(self, other):
-        return self._compare(other, lambda a, b: a > b)
+        return self._compare(other, operator.gt, "gt")
 
     def __ge__(self, other):
-        return self._compare(other, lambda a, b: a >= b)
+        return self._compare(other, operator.ge, "ge")
 
     def __eq__(self, other):
-        return self._compare(other, lambda a, b: a == b)
+        return self._compare(other, operator.eq, "eq")
 
     def __ne__(self, other):
-        return self._compare(other, lambda a, b: a != b)
+        return self._compare(other, operator.ne, "ne")
 
     def eq(self, other):
         return self == other
@@ -514,16 +509,16 @@ class Tensor(TensorBase):
         return self.shape == other.shape and bool((self == other).all())
 
     def __invert__(self):
-        return Tensor._wrap(~self.data, self.backend)
+        return _values("invert", operator.invert, self)
 
     def __and__(self, other):
-        return self._bits(other, lambda a, b: a & b, "bitwise_and")
+        return self._bits(other, operator.and_, "bitwise_and")
 
     def __or__(self, other):
-        return self._bits(other, lambda a, b: a | b, "bitwise_or")
+        return self._bits(other, operator.or_, "bitwise_or")
 
     def __xor__(self, other):
-        return self._bits(other, lambda a, b: a ^ b, "bitwise_xor")
+        return self._bits(other, operator.xor, "bitwise_xor")
 
     def __bool__(self):
         if self.data.size != 1:
@@ -608,13 +603,13 @@ class Tensor(TensorBase):
         return self._in_place("pow_", ew.power, self._other(other))
 
     def __iand__(self, other):
-        return self._in_place_bits("&=", lambda a, b: a & b, other)
+        return self._in_place_bits("&=", operator.and_, other)
 
     def __ior__(self, other):
-        return self._in_place_bits("|=", lambda a, b: a | b, other)
+        return self._in_place_bits("|=", operator.or_, other)
 
     def __ixor__(self, other):
-        return self._in_place_bits("^=", lambda a, b: a ^ b, other)
+        return self._in_place_bits("^=", operator.xor, other)
 
     def _in_place_bits(self, name, fn, other):
         """&=, |=, ^= on bool or integer tensors (no gradients: these never require grad)."""
@@ -668,14 +663,12 @@ class Tensor(TensorBase):
     def any(self, dim=None, keepdim=False):
         """Whether any entry (over dim) is nonzero: a bool tensor."""
         axes = _axes(dim, self.ndim, "any")
-        return Tensor._wrap(self.backend.xp.asarray(self.data.any(axis=axes, keepdims=keepdim)),
-                            self.backend)
+        return _values("any", _truth, self, how="any", axis=axes, keepdims=keepdim)
 
     def all(self, dim=None, keepdim=False):
         """Whether every entry (over dim) is nonzero: a bool tensor."""
         axes = _axes(dim, self.ndim, "all")
-        return Tensor._wrap(self.backend.xp.asarray(self.data.all(axis=axes, keepdims=keepdim)),
-                            self.backend)
+        return _values("all", _truth, self, how="all", axis=axes, keepdims=keepdim)
 
     # ---- unary functions -----------------------------------------------------------------------
 
@@ -785,7 +778,8 @@ class Tensor(TensorBase):
         dim, keepdim = args["dim"], args["keepdim"]
         if self.ndim == 0:
             _axes(dim, 0, name)
-            return getattr(return_types, name)(self.clone(), self._arg(None, dim, keepdim, name))
+            index = self._arg(self.backend.xp.argmax, dim, keepdim, name)  # 0, a 0-d int64
+            return getattr(return_types, name)(self.clone(), index)
         axis = _axis(dim, self.ndim, name)
         if self.shape[axis] == 0:
             raise DimError(f"{name}: dim {dim} of a tensor of shape {fmt_shape(self.shape)} is "
@@ -872,13 +866,12 @@ class Tensor(TensorBase):
 
     def _arg(self, fn, dim, keepdim, name):
         if dim is None:  # the index into the flattened tensor (kept dims: all 1, as in torch)
-            flat = self.backend.xp.asarray(fn(self.data))
-            return Tensor._wrap(flat.reshape((1,) * self.ndim) if keepdim else flat, self.backend)
+            return _values(name, _flat_arg, self, find=fn, keepdim=keepdim)
         if self.ndim == 0:  # a 0-d tensor has one implicit dim, as in torch
             _axes(dim, 0, name)
-            return Tensor._wrap(self.backend.xp.zeros((), dtype=np.int64), self.backend)
+            return _values(name, _flat_arg, self, find=fn, keepdim=False)
         axis = _axis(dim, self.ndim, name)
-        return Tensor._wrap(fn(self.data, axis=axis, keepdims=keepdim), self.backend)
+        return _values(name, fn, self, axis=axis, keepdims=keepdim)
 
     # ---- softmax and masking -------------------------------------------------------------------
 
@@ -1086,46 +1079,45 @@ class Tensor(TensorBase):
         return self.clamp(max=max)
 
     def isnan(self):
-        return Tensor._wrap(self.backend.xp.isnan(self.data), self.backend)
+        return _values("isnan", self.backend.xp.isnan, self)
 
     def isinf(self):
-        return Tensor._wrap(self.backend.xp.isinf(self.data), self.backend)
+        return _values("isinf", self.backend.xp.isinf, self)
 
     def isfinite(self):
-        return Tensor._wrap(self.backend.xp.isfinite(self.data), self.backend)
+        return _values("isfinite", self.backend.xp.isfinite, self)
 
     def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         """|self - other| <= atol + rtol |other| elementwise (torch.isclose), a bool tensor."""
-        other = other.data if isinstance(other, Tensor) else other
-        return Tensor._wrap(self.backend.xp.isclose(self.data, other, rtol, atol, equal_nan),
-                            self.backend)
+        return _values("isclose", self.backend.xp.isclose, self, other, rtol=rtol, atol=atol,
+                       equal_nan=equal_nan)
 
     def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         return bool(self.isclose(other, rtol, atol, equal_nan).data.all())
 
     def logical_not(self):
-        return Tensor._wrap(self.backend.xp.logical_not(self.data), self.backend)
+        return _values("logical_not", self.backend.xp.logical_not, self)
 
     def logical_and(self, other):
-        return self._compare(other, self.backend.xp.logical_and)
+        return self._compare(other, self.backend.xp.logical_and, "logical_and")
 
     def logical_or(self, other):
-        return self._compare(other, self.backend.xp.logical_or)
+        return self._compare(other, self.backend.xp.logical_or, "logical_or")
 
     def logical_xor(self, other):
-        return self._compare(other, self.backend.xp.logical_xor)
+        return self._compare(other, self.backend.xp.logical_xor, "logical_xor")
 
     def bitwise_not(self):
         return ~self
 
     def bitwise_and(self, other):
-        return self._bits(other, lambda a, b: a & b, "bitwise_and")
+        return self._bits(other, operator.and_, "bitwise_and")
 
     def bitwise_or(self, other):
-        return self._bits(other, lambda a, b: a | b, "bitwise_or")
+        return self._bits(other, operator.or_, "bitwise_or")
 
     def bitwise_xor(self, other):
-        return self._bits(other, lambda a, b: a ^ b, "bitwise_xor")
+        return self._bits(other, operator.xor, "bitwise_xor")
 
     def bitwise_left_shift(self, other):
         return self._bits(other, lambda a, b: a << b, "bitwise_left_shift")
@@ -1163,7 +1155,7 @@ class Tensor(TensorBase):
                 shown = v.dtype if isinstance(v, Tensor) else type(v).__name__
                 raise DTypeError(f"{name}: takes integer or bool tensors, got {shown}; "
                                  "use logical_and/or/xor for truth values of floats")
-        return self._compare(other, fn)
+        return self._compare(other, fn, name)
 
     # scans and more reductions
 
@@ -1638,6 +1630,51 @@ def _reduce_args(dim, keepdim, axis, keepdims):
     if isinstance(dim, list):
         dim = tuple(dim)
     return {"dim": dim, "keepdim": bool(keepdim)}
+
+
+# ---- values with no gradient: comparisons, tests, indices ---------------------------------------
+
+
+_VALUE_OPS = {}  # name -> the Op: one per kind of value, made on first use
+
+
+def _values(name, fn, *inputs, **params):
+    """fn(*arrays, **params) on the inputs (tensors as their arrays), a tensor with no gradient:
+    a comparison, a test (isnan), an index (argmax). Made through apply, as an op called `name`,
+    so what watches ops sees it too (explain mode; a captured step, which replays it)."""
+    op = _VALUE_OPS.get(name)
+    if op is None:
+        op = _VALUE_OPS[name] = Op(name, _run_values, "no gradient (a value, not differentiable)",
+                                   grads=())
+    inputs = [x.detach() if isinstance(x, Tensor) and x._node is not None else x for x in inputs]
+    return apply(op, *inputs, fn=fn, **params)
+
+
+def _run_values(be, *arrays, fn, **params):
+    """out = fn(*inputs, **params), with no gradient"""
+    return fn(*arrays, **params), None
+
+
+def _compared(a, b, test):
+    """test(a, b) on the arrays (or a Python number b), both in their promoted dtype first."""
+    if hasattr(b, "dtype") and b.dtype != a.dtype:
+        common = result_type(a, b)
+        a, b = a.astype(common, copy=False), b.astype(common, copy=False)
+    elif isinstance(b, float) and a.dtype.kind != "f":
+        a = a.astype(get_default_dtype())
+    return test(a, b)
+
+
+def _truth(a, how, axis, keepdims):
+    """a.any() or a.all() over axis, an array (NumPy gives a scalar for a whole reduction)."""
+    out = getattr(a, how)(axis=axis, keepdims=True)
+    return out if keepdims else out.squeeze(axis)
+
+
+def _flat_arg(a, find, keepdim):
+    """find (argmax/argmin) over the flattened array, an int64 array (dims kept as 1s)."""
+    flat = find(a.reshape(-1), keepdims=True).astype(np.int64)  # (1,): an array, not a scalar
+    return flat.reshape((1,) * a.ndim if keepdim else ())
 
 
 def _shape_args(args):

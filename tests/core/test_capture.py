@@ -361,23 +361,31 @@ def test_more_tensors_come_back_with_the_loss():
     assert echo.state.startswith("eager") and x.shape == (3,) and loss.item() == 3
 
 
-def test_values_made_outside_the_ops_are_never_frozen():
-    """A mask made from the targets by a comparison (no op records it) is refused even when
-    the first calls see the same batch, as a benchmark's would: frozen, it would be wrong on
-    the next batch. The step stays eager and right."""
+def test_masks_from_comparisons_replay_and_values_from_outside_are_never_frozen():
+    """A mask made from the targets by a comparison is an op: it replays, right on every new
+    batch. A tensor made from values read out (numpy()) is refused even when the first calls
+    see the same batch, as a benchmark's would: frozen, it would be wrong on the next batch."""
     w = ta.ones(4, requires_grad=True)
 
-    def fn(x, y):
-        per_row = ((x * w) ** 2).sum(-1)
-        return (per_row * (y != 0).float()).sum()
+    def loss(x, mask):
+        return ((((x * w) ** 2).sum(-1)) * mask.float()).sum()
 
-    step = ta.capture(fn)
-    x, y = ta.ones(3, 4), ta.tensor([1, 0, 2])
+    step = ta.capture(lambda x, y: loss(x, (y != 0) & ~(y == 5)))
+    x = ta.ones(3, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for y in ([1, 0, 2], [1, 0, 2], [1, 0, 2], [0, 5, 2], [3, 3, 3]):
+            w.grad = None
+            got = step(x, ta.tensor(y)).item()
+            assert got == 4.0 * sum(v not in (0, 5) for v in y)
+            assert w.grad.numpy().tolist() == [2.0 * sum(v not in (0, 5) for v in y)] * 4
+    assert step.state == "replaying" and "ne(arg1, c0)" in str(step.program)
+    outside = ta.capture(lambda x, y: loss(x, ta.tensor(y.numpy() != 0)))
     with pytest.warns(UserWarning, match=r"made a \(3,\) tensor outside the ops"):
         for _ in range(3):
-            step(x, y)
+            outside(x, ta.tensor([1, 0, 2]))
     w.grad = None
-    assert step(x, ta.tensor([0, 0, 2])).item() == 4.0 and w.grad.numpy().tolist() == [2.0] * 4
+    assert outside(x, ta.tensor([0, 0, 2])).item() == 4.0 and w.grad.numpy().tolist() == [2.0] * 4
 
 
 def test_detach_and_constants_made_outside_replay():
