@@ -177,11 +177,10 @@ class _Recorder(Tracer):
         self.arrays.setdefault(id(t.data), (kind, i))
 
     def output(self, t):
-        """The index of the op whose output fn returned as `t` (unchanged since), or None."""
-        seen = self.where.get(id(t))
-        if seen is None:  # t.detach() of an op's output?
-            seen = (*self.arrays.get(id(t.data), (None, None)), t, 0)
-        return seen[1] if seen[0] == OUT and _version(t) == seen[3] else None
+        """The index of the op whose output fn returned as `t`, or None."""
+        seen = self.where.get(id(t))  # or t.detach() of one (changes: see _unsupported)
+        kind, i = seen[:2] if seen is not None else self.arrays.get(id(t.data), (None, None))
+        return i if kind == OUT else None
 
     def refuse(self, why):
         """Note why the call cannot be replayed (the first reason found stands; None: none)."""
@@ -312,7 +311,6 @@ class CapturedStep:
             return out
         why = _differs(last, prog)
         if why is None:
-            self._tries[sig] = 0
             self._programs[sig] = (prog, guard)
             self.program = prog
             if len(self._programs) > MAX_SIGNATURES:
@@ -381,22 +379,21 @@ def _backward(prog, be, loss, saves):
         gs = op.vjp(be, g, saved, **params)
         for pos, slot, shape, dtype in ins.targets:
             gx = gs[pos]
-            if gx is None:
-                continue
-            if gx.shape != shape:  # a broadcast input: summed back (autograd._fit)
-                gx = sum_to(gx, shape)
-            if gx.dtype != dtype:
-                gx = gx.astype(dtype)
-            prev = acc.get(slot)
-            if prev is None:  # the first part
-                acc[slot] = gx
-                if op.fresh:
+            if gx is not None:  # (None: the VJP sends this input nothing)
+                if gx.shape != shape:  # a broadcast input: summed back (autograd._fit)
+                    gx = sum_to(gx, shape)
+                if gx.dtype != dtype:
+                    gx = gx.astype(dtype)
+                prev = acc.get(slot)
+                if prev is None:  # the first part
+                    acc[slot] = gx
+                    if op.fresh:
+                        own.add(slot)
+                elif slot in own and prev.ndim:  # (0-d: often a NumPy scalar, not writable)
+                    prev += gx
+                else:
+                    acc[slot] = prev + gx
                     own.add(slot)
-            elif slot in own and prev.ndim:  # (0-d: often a NumPy scalar, not writable)
-                prev += gx
-            else:
-                acc[slot] = prev + gx
-                own.add(slot)
     return acc, own
 
 
@@ -429,8 +426,8 @@ def _unsupported(rec):
 
 
 def _differs(a, b):
-    """Why two recordings are not the same program, or None when they are. A tensor fn makes
-    afresh each call is the same only around the same (cached) array."""
+    """Why two recordings are not the same program, or None when they are. A tensor made
+    afresh on each call (not by an op) is never the same: a replay could not make it again."""
     if len(a.instrs) != len(b.instrs):
         return f"fn ran {len(a.instrs)} ops on one call and {len(b.instrs)} on the next"
     for j, (x, y) in enumerate(zip(a.instrs, b.instrs, strict=True)):
@@ -440,8 +437,8 @@ def _differs(a, b):
             a.live) != len(b.live):
         return "fn returned or read different tensors on two calls"
     for t, u in zip(a.live, b.live, strict=True):
-        if t is u or (t.data is u.data and t._node is None and u._node is None):
-            continue  # (the same tensor, or one made afresh around the same cached array)
+        if t is u:
+            continue
         if t._node is not None or u._node is not None:  # another parameter
             return "fn returned or read different tensors on two calls"
         return (f"fn made a {fmt_shape(u.shape)} tensor outside the ops capture records "
@@ -475,10 +472,10 @@ def _plain(v):
     """A tensor as its array; a slice or dict as a tuple of what it holds."""
     if isinstance(v, Tensor):
         return v.data
-    if isinstance(v, slice):
-        return ("slice", v.start, v.stop, v.step)
+    if isinstance(v, slice):  # (_same compared the types first)
+        return v.start, v.stop, v.step
     if isinstance(v, dict):
-        return ("dict", *v.items())
+        return tuple(v.items())
     return v
 
 

@@ -420,7 +420,7 @@ def test_the_listing_and_the_state_say_what_happened():
 
     def fn(x):
         h = (x * w) * 2.0
-        return h.sum(), h[1:]
+        return h.sum(), h[1:], h.detach()
 
     step = ta.capture(fn)
     assert repr(step) == "<CapturedStep fn: recording>" and step.program is None
@@ -432,9 +432,15 @@ def test_the_listing_and_the_state_say_what_happened():
     assert str(step.program) == (
         "%0 = mul(arg0, t0)\n%1 = mul(%0, c0)\n%2 = sum(%1) {'dim': None, 'keepdim': False}\n"
         "%3 = getitem(%1) {'index': slice(1, None, None)}\n"
-        "returns %2, %3; backward from %2: 4 ops on the graph, 1 leaf tensors")
-    loss, tail = step(x)
-    assert repr(step) == "<CapturedStep fn: replaying>" and tail.tolist() == [2.0, 2.0]
+        "returns %2, %3, %1; backward from %2: 4 ops on the graph, 1 leaf tensors")
+    loss, tail, h = step(ta.full((3,), 2.0))
+    assert repr(step) == "<CapturedStep fn: replaying>" and tail.tolist() == [4.0, 4.0]
+    assert h.tolist() == [4.0] * 3 and h._node is None
+
+    def named(x):
+        return (x * w).sum()
+
+    assert repr(ta.capture(named)) == "<CapturedStep named: recording>"
     assert repr(ta.capture(functools.partial(fn))) == "<CapturedStep fn: recording>"
     assert repr(ta.capture(_loss(_model()))) == "<CapturedStep fn: recording>"
 
@@ -563,6 +569,9 @@ def test_same_compares_values_and_arrays_by_identity():
     assert not _same(np.float32(1), np.float32(2)) and not _same(np.float32(1), np.float64(1))
     assert not _same(np.float32(1), 1.0) and not _same(np.zeros(()), np.zeros((1,)))
     assert _same(float("nan"), float("nan")) and _same(None, None) and not _same(None, 0)
+    assert not _same(float("nan"), 1.0) and not _same(1.0, float("nan"))
+    nan32, one32 = np.float32(np.nan), np.float32(1)
+    assert not _same(nan32, one32) and not _same(one32, nan32)
     assert _same(2, 2) and not _same(2, 2.0) and not _same(True, 1) and not _same(1, 2)
     assert _same((1, slice(0, 2)), (1, slice(0, 2))) and not _same((1, 2), [1, 2])
     assert not _same(slice(0, 2), slice(0, 3)) and not _same(slice(0, 2), (0, 2, None))
@@ -590,6 +599,7 @@ def test_same_compares_values_and_arrays_by_identity():
                             "loss on the graph)"),
     ("ops", "fn ran 3 ops on one call and 4 on the next"),
     ("op", "op 1 (add) differs between two calls"),
+    ("returns", "fn returned or read different tensors on two calls"),
     ("reads", "fn returned or read different tensors on two calls"),
 ])
 def test_each_refusal_says_why(case, message):
@@ -635,6 +645,9 @@ def test_each_refusal_says_why(case, message):
             h = h * 1 if calls[0] % 2 else h
         elif case == "op":
             h = h + 1 if calls[0] % 2 else h - 1
+        elif case == "returns":  # the same ops, another one returned on odd calls
+            total, mean = (h * h).sum(), (h * h).mean()
+            return total if calls[0] % 2 else mean
         return (h * h).sum()
 
     step = ta.capture(fn)
@@ -653,3 +666,59 @@ def test_a_hook_on_the_root_module_is_named():
         step(*_batch(np.random.default_rng(13)))
     assert str(seen[0].message) == ("capture: TinyTransformer has forward hooks, which a replay "
                                     "would not call; running fn eagerly from now on")
+
+
+def test_the_zeros_a_getitem_starts_from_have_the_gradients_dtype():
+    """A getitem's gradient, the first part of its input's: zeros of the input's dtype (float32
+    here: in float64 the matmul's VJP after it would round differently)."""
+    ta.manual_seed(0)
+    w, v = ta.randn(5, 5, requires_grad=True), ta.randn(5, 5, requires_grad=True)
+
+    def fn(x):
+        h = x @ w
+        return (h @ v).sum() + h[0].sum()
+
+    step = ta.capture(fn)
+    for k in range(4):
+        x = ta.tensor(np.random.default_rng(k).standard_normal((5, 5)).astype(np.float32))
+        w.grad = v.grad = None
+        step(x)
+        want_w, want_v = ta.autograd.grad(fn(x), [w, v])
+        assert w.grad.dtype == np.float32
+        np.testing.assert_array_equal(w.grad.numpy(), want_w.numpy())
+        np.testing.assert_array_equal(v.grad.numpy(), want_v.numpy())
+    assert step.state == "replaying"
+
+
+def test_freezing_and_unfreezing_every_call_keeps_up():
+    """requires_grad switched on a parameter before every call (as alternating training
+    does): each switch is a change the step records again after, never a disagreement that
+    would make it give up; the gradients are right each time."""
+    model = _model()
+    step = ta.capture(_loss(model))
+    twin = _model()
+    x, y = _batch(np.random.default_rng(14))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for k in range(8):
+            frozen = k % 4 >= 2
+            for m in (model, twin):
+                m.lm_head.weight.requires_grad = not frozen  # (tied: wte too)
+            _check_against_eager(step, model, twin, x, y)
+            assert (model.wte.weight.grad is None) == frozen
+    assert step.state in ("recording", "replaying")
+
+
+def test_a_detached_parameter_read_first_is_refused():
+    """w.detach() before fn reads w itself: a new tensor around w's array on every call, which
+    a replay would read from the recording (stale once the optimizer replaces w's array)."""
+    w = ta.ones(3, requires_grad=True)
+    step = ta.capture(lambda x: (x * w.detach()).sum() + (x * w).sum())
+    with pytest.warns(UserWarning, match=r"made a \(3,\) tensor outside the ops"):
+        for _ in range(3):
+            step(ta.ones(3))
+    assert step.program is None and step.state.startswith("eager")
+    with ta.no_grad():
+        w.data = w.data * 3  # a new array, as p.data = p.data - lr * g makes
+    w.grad = None
+    assert step(ta.ones(3)).item() == 18.0 and w.grad.tolist() == [1.0] * 3
