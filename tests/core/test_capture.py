@@ -483,6 +483,15 @@ def test_parts_summed_into_arrays_the_replay_does_not_own():
         assert w.grad.numpy().tolist() == [[4.0 * calls] * 3, [4.0 * calls] * 3]
         assert b.grad.numpy().tolist() == [5.0 * calls] * 3
     assert step.state == "replaying" and not np.shares_memory(w.grad.numpy(), b.grad.numpy())
+    u, v = ta.ones(3, requires_grad=True), ta.ones(3, requires_grad=True)
+    both = ta.capture(lambda x: (x * (u + v)).sum())  # add's VJP hands u and v one array
+    for calls in range(1, 5):
+        u.grad = v.grad = None  # each .grad made anew from that one array: a copy each
+        both(ta.full((3,), float(calls)))
+        assert not np.shares_memory(u.grad.numpy(), v.grad.numpy())
+        both(ta.full((3,), 1.0))  # added into in place: u's sum is not v's
+        assert u.grad.tolist() == v.grad.tolist() == [calls + 1.0] * 3
+    assert both.state == "replaying"
 
 
 def test_a_replay_holds_no_more_memory_than_the_eager_step():
