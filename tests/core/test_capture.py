@@ -143,9 +143,12 @@ def test_small_functions_replay_promotion_broadcasting_and_views_as_eager():
     w = ta.randn(4, requires_grad=True)
     m = ta.randn(3, 4, requires_grad=True)
 
+    index = ta.tensor([[0, 2, 1, 0]])
+
     def fn(x):
         h = (m * w + x).tanh()  # x is float64: promoted
-        return (h.T @ h)[1:].sum() + (m[0] * w).exp().mean() + w.sum()
+        spread = m.scatter(0, index, x[:1])  # promoted, but not the int64 index (nondiff)
+        return (h.T @ h)[1:].sum() + (m[0] * w).exp().mean() + w.sum() + (spread ** 2).sum()
 
     step = ta.capture(fn)
     rng = np.random.default_rng(0)
