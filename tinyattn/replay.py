@@ -23,13 +23,15 @@ the ops read (parameters, buffers: read afresh each call). Checked before each r
 recorded again when it fails: the arguments' shapes, dtypes and backend; every tensor read still
 having its shape, dtype, requires_grad and no hooks; no module having changed mode (train/eval),
 parameters, buffers or forward hooks; grad enabled; no tracer (explain mode, anomaly detection)
-watching. Refused by recording (the step warns once and stays eager, still right): a tensor or
-array made inside fn outside the ops (a comparison's mask, ~, argmax, a new tensor: a replay could
-not make it again, and one equal on two calls may come from the batch; make it outside fn and
-pass it in), a batch read from a closure, in-place changes, tensor hooks, retain_grad, forward
-hooks, autograd.Function. Python numbers in fn are constants of the recording (a weight that
-follows a schedule comes in as a tensor), and Python side effects in fn happen on the recording
-calls only. An argument may not require grad.
+watching. Comparisons, ~, isnan, argmax and the like are ops too (with no gradient): a mask
+made from the batch inside fn replays. Refused by recording (the step warns once and stays
+eager, still right): a tensor or array made inside fn outside the ops (from values read out
+with numpy() or item(), a new tensor: a replay could not make it again, and one equal on two
+calls may come from the batch; make it outside fn and pass it in), a batch read from a
+closure, in-place changes, tensor hooks, retain_grad, forward hooks, autograd.Function.
+Python numbers in fn are constants of the recording (a weight that follows a schedule comes in
+as a tensor), and Python side effects in fn happen on the recording calls only. An argument
+may not require grad.
 """
 
 import warnings
