@@ -355,6 +355,9 @@ def test_a_steps_loss_is_the_global_batch_mean_however_the_ranks_split_it(monkey
         assert summed.item() == pytest.approx(per[rows].sum(), rel=1e-6)
         losses.append(loss.item())
     assert np.mean(losses) == pytest.approx(per.sum() / 9, rel=1e-6)
+    one = np.full((2, 3), IGNORE)
+    one[1, 2] = 0  # a single scored token: the loss is its own, not half of it
+    assert _loss_scale(one) == 2.0 and _loss_scale(np.full((2, 3), IGNORE)) == 2.0
 
 
 def test_a_global_batch_smaller_than_the_world_is_refused(monkeypatch):
@@ -646,3 +649,15 @@ def test_capture_trains_to_the_same_numbers(tmp_path, monkeypatch, task, extra):
     for name, value in weights[False].items():
         np.testing.assert_array_equal(weights[True][name].numpy(), value.numpy(), err_msg=name)
     assert len(replays) == 24 - 2 * 3  # 2 recording steps at the start and after each eval
+
+
+def test_the_training_time_reported_is_no_more_than_the_time_taken(tmp_path):
+    """Each metrics row's time and metrics.json's count the training from 0 (not from a
+    start value of their own): never more than the wall time of the whole call."""
+    start = time.perf_counter()
+    train(TrainConfig(**{**TINY, "steps": 3, "eval_every": 3, "out": str(tmp_path / "run")}),
+          progress=False, stream=io.StringIO())
+    wall = time.perf_counter() - start
+    rows = [json.loads(line) for line in open(tmp_path / "run" / "metrics.jsonl")]
+    assert 0 < rows[0]["time"] <= rows[-1]["time"] < wall
+    assert rows[0]["time"] < rows[-1]["time"] / 2  # three steps, from 0: the first a third

@@ -734,3 +734,26 @@ def test_a_detached_parameter_read_first_is_refused():
         w.data = w.data * 3  # a new array, as p.data = p.data - lr * g makes
     w.grad = None
     assert step(ta.ones(3)).item() == 18.0 and w.grad.tolist() == [1.0] * 3
+
+
+def test_a_buffer_registered_anew_is_read_by_the_replay():
+    """register_buffer with a new tensor, twice, while the step replays: each time the step
+    records again and reads the new buffer."""
+
+    class Shift(ta.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = ta.nn.Parameter(ta.ones(3))
+            self.register_buffer("shift", ta.zeros(3))
+
+        def forward(self, x):
+            return ((x + self.shift) * self.w).sum()
+
+    m = Shift()
+    step = ta.capture(lambda x: m(x))
+    x = ta.ones(3)
+    for value in (0.0, 2.0, 5.0):
+        m.register_buffer("shift", ta.full((3,), value))
+        for _ in range(3):
+            assert step(x).item() == 3 * (1 + value)
+    assert step.state == "replaying"

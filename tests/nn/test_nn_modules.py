@@ -358,3 +358,11 @@ def test_rms_norm_is_one_fused_node_with_the_op_by_op_numbers():
     composite.backward(g)
     np.testing.assert_allclose(x.grad.numpy(), y.grad.numpy(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(w.grad.numpy(), v.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_buffer_registered_again_as_persistent_joins_the_state_dict():
+    m = ta.nn.Module()
+    m.register_buffer("stat", ta.zeros(2), persistent=False)
+    assert "stat" not in m.state_dict()
+    m.register_buffer("stat", ta.ones(2))
+    assert m.state_dict()["stat"].tolist() == [1.0, 1.0]
