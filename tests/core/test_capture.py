@@ -41,6 +41,18 @@ def _assert_same(a, b):
         assert a[k].dtype == b[k].dtype, k
 
 
+class Double(ta.autograd.Function):
+    """An op of the user's own: capture cannot see inside its forward."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+
+
 CONFIGS = [{}, {"dropout": 0.2}, {"rotary": True, "norm": "rms", "qk_norm": True},
            {"tie": False, "bias": False}]
 
@@ -215,15 +227,6 @@ def test_what_a_replay_would_get_wrong_stays_eager_with_a_warning(case):
     ta.manual_seed(0)
     w = ta.randn(3, 4, requires_grad=True)
     batches = iter(np.random.default_rng(6).standard_normal((6, 3, 4)))
-
-    class Double(ta.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x * 2
-
-        @staticmethod
-        def backward(ctx, g):
-            return g * 2
 
     def fn(x):
         if case == "closure batch":  # the batch should come in as an argument
@@ -620,15 +623,6 @@ def test_each_refusal_says_why(case, message):
     v = ta.randn(3, 4, requires_grad=True)
     before = w * 2
     calls = [0]
-
-    class Double(ta.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x * 2
-
-        @staticmethod
-        def backward(ctx, g):
-            return g * 2
 
     def fn(x):
         calls[0] += 1
