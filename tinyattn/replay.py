@@ -62,6 +62,15 @@ def _result(loss, extras, as_tuple):
     return (loss, *extras) if as_tuple else loss
 
 
+def _signature(args):
+    """The arguments' shapes, dtypes and backend, and which of them are one tensor (or share
+    one array): recorded with step(x, x), a program reads both from one place, so step(x, y)
+    needs a program of its own."""
+    first = {}
+    return tuple((a.shape, a.dtype, a.backend, first.setdefault(id(a), k),
+                  first.setdefault(id(a.data), k)) for k, a in enumerate(args))
+
+
 def _changed(last, last_guard, prog, guard):
     """Whether what fn runs on may have changed between two recordings: a module's state (its
     mode, parameters, buffers, hooks), or the same tensors read with another shape, dtype or
@@ -271,7 +280,7 @@ class CapturedStep:
         watched = ag._tracers.get() is not None or ag._everywhere
         if watched or not is_grad_enabled() or self.state.startswith("eager"):
             return self._eager(args)
-        sig = tuple((a.shape, a.dtype, a.backend) for a in args)
+        sig = _signature(args)
         found = self._programs.get(sig)
         if found is not None and found[1] == _guard(found[0]):
             self.program, self.state = found[0], "replaying"

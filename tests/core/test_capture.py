@@ -751,3 +751,16 @@ def test_a_buffer_registered_anew_is_read_by_the_replay():
         for _ in range(3):
             assert step(x).item() == 3 * (1 + value)
     assert step.state == "replaying"
+
+
+def test_one_tensor_passed_twice_is_not_two_arguments_later():
+    """Recorded with step(x, x), the program reads one argument for both: step(x, y) after is
+    recorded anew (a signature of its own), never replayed with y read as x."""
+    w = ta.ones(3, requires_grad=True)
+    step = ta.capture(lambda x, y: (x * w).sum() + 10 * (y * w).sum())
+    x = ta.ones(3)
+    for _ in range(3):
+        assert step(x, x).item() == 33.0
+    assert step(x, ta.zeros(3)).item() == 3.0 and step(ta.zeros(3), x).item() == 30.0
+    for _ in range(3):
+        assert step(x, x.detach()).item() == 33.0 and step(x, ta.full((3,), 2.0)).item() == 63.0
