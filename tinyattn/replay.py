@@ -96,7 +96,8 @@ class _Instr:
     each input's gradient goes: (position, slot, its shape, its dtype), a slot being an op
     output's index j >= 0 or -1 - i for live tensor i; None for an op off the graph."""
 
-    __slots__ = ("op", "be", "srcs", "params", "promote", "targets", "shape", "dtype", "frees")
+    __slots__ = ("op", "be", "srcs", "params", "holes", "promote", "targets", "shape", "dtype",
+                 "frees")
 
     def __repr__(self):
         ins = ", ".join(_src_name(k, i) for k, i in self.srcs)
@@ -105,6 +106,44 @@ class _Instr:
 
 def _src_name(kind, i):
     return {OUT: "%{}", ARG: "arg{}", LIVE: "t{}", CONST: "c{}"}[kind].format(i)
+
+
+class _Hole(tuple):
+    """In a recorded op's params, where a tensor's array stood (an index tensor in getitem's
+    index): (kind, i) as a source; a replay puts that source's array of the call there."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return _src_name(*self)
+
+
+def _holed(v, arrays, holes):
+    """v (params, or a part of them) with each array of a tensor the recording has seen (an
+    argument, an op's output, a tensor read live) replaced by a _Hole, noted in `holes`. What
+    holds none comes back as it was."""
+    if isinstance(v, dict):
+        new = {k: _holed(x, arrays, holes) for k, x in v.items()}
+        return new if any(new[k] is not v[k] for k in v) else v
+    if isinstance(v, (tuple, list)) and not isinstance(v, _Hole):
+        new = [_holed(x, arrays, holes) for x in v]
+        return type(v)(new) if any(a is not b for a, b in zip(new, v, strict=True)) else v
+    where = arrays.get(id(v)) if hasattr(v, "shape") and hasattr(v, "dtype") else None
+    if where is None:
+        return v
+    holes.append(where)
+    return _Hole(where)
+
+
+def _filled(v, read):
+    """The params of a replay: each _Hole in v replaced by read(kind, i)."""
+    if isinstance(v, _Hole):
+        return read(*v)
+    if isinstance(v, dict):
+        return {k: _filled(x, read) for k, x in v.items()}
+    if isinstance(v, (tuple, list)):
+        return type(v)(_filled(x, read) for x in v)
+    return v
 
 
 class _Program:
@@ -123,7 +162,7 @@ class _Program:
         last = {}
         for j, ins in enumerate(self.instrs):
             ins.frees = ()
-            for kind, i in ins.srcs:
+            for kind, i in ins.srcs + ins.holes:
                 if kind == OUT:
                     last[i] = j
         for i, j in last.items():
@@ -164,6 +203,8 @@ class _Recorder(Tracer):
                 kind, i = self._source(x)
                 if kind is None:
                     return
+            elif hasattr(x, "shape") and id(x) in self.arrays:  # a tensor's array (.data)
+                kind, i = self.arrays[id(x)]
             else:
                 kind, i = CONST, len(prog.consts)
                 prog.consts.append(x)
@@ -174,8 +215,11 @@ class _Recorder(Tracer):
                 kind, i = srcs[pos]
                 x = inputs[pos]
                 targets.append((pos, i if kind == OUT else -1 - i, x.shape, x.dtype))
+        holes = []
         instr = _Instr()
-        instr.op, instr.be, instr.srcs, instr.params = op, out.backend, tuple(srcs), params
+        instr.op, instr.be, instr.srcs = op, out.backend, tuple(srcs)
+        instr.params = _holed(params, self.arrays, holes)
+        instr.holes = tuple(holes)
         instr.promote = _promotes(op, inputs)
         instr.targets = tuple(targets)
         instr.shape, instr.dtype = out.shape, out.dtype
@@ -343,9 +387,13 @@ class CapturedStep:
     def _replay(self, prog, args):
         """The recorded forwards on arrays, then the VJPs newest first (backward's order), each
         gradient summed as backward sums it; then the leaves' .grad."""
-        outs, saves = _forward(prog, [a.data for a in args])
+        try:
+            outs, saves, filled = _forward(prog, [a.data for a in args])
+        except _ShapeMovedError as e:  # (nothing written yet: the eager call gives the result)
+            self._give_up(str(e))
+            return self._eager(args)
         be = prog.instrs[prog.result].be
-        acc, own = _backward(prog, be, outs[prog.result], saves)
+        acc, own = _backward(prog, be, outs[prog.result], saves, filled)
         for slot, g in acc.items():  # only the leaves are left
             _write_grad(prog.live[-1 - slot]._node, g, be, slot in own)
         return _result(Tensor._wrap(outs[prog.result], be),
@@ -353,23 +401,40 @@ class CapturedStep:
 
 
 def _forward(prog, arrays):
-    """Each recorded op's forward on arrays: (outputs, what each saved for its VJP); an output
-    no later op reads is let go at once (its memory is reused sooner)."""
+    """Each recorded op's forward on arrays: (outputs, what each saved for its VJP, the params
+    of the ops that read a tensor through them); an output no later op reads is let go at once
+    (its memory is reused sooner)."""
     instrs, live, consts = prog.instrs, prog.live, prog.consts
-    outs, saves = [None] * len(instrs), [None] * len(instrs)
+    outs, saves, filled = [None] * len(instrs), [None] * len(instrs), {}
+
+    def read(kind, i):
+        return outs[i] if kind == OUT else arrays[i] if kind == ARG else live[i].data
+
     for j, ins in enumerate(instrs):
         xs = [outs[i] if kind == OUT else arrays[i] if kind == ARG
               else live[i].data if kind == LIVE else consts[i]
               for kind, i in ins.srcs]
         if ins.promote:
             xs = ag.promote(ins.op.promote, xs, ins.op.nondiff)
-        outs[j], saves[j] = ins.op.fwd(ins.be, *xs, **ins.params)
+        if ins.holes:  # an index tensor in the params: this call's array in its place
+            params = filled[j] = _filled(ins.params, read)
+            outs[j], saves[j] = ins.op.fwd(ins.be, *xs, **params)
+            if outs[j].shape != ins.shape:  # (a bool mask's values decide the shape)
+                raise _ShapeMovedError(f"op {j} ({ins.op.name}) gave {fmt_shape(outs[j].shape)} "
+                                  f"where the recording had {fmt_shape(ins.shape)}: an index's "
+                                  "values decide a shape")
+        else:
+            outs[j], saves[j] = ins.op.fwd(ins.be, *xs, **ins.params)
         for k in ins.frees:
             outs[k] = None
-    return outs, saves
+    return outs, saves, filled
 
 
-def _backward(prog, be, loss, saves):
+class _ShapeMovedError(Exception):
+    """A replay's op gave another shape than recorded: nothing is written, fn runs eagerly."""
+
+
+def _backward(prog, be, loss, saves, filled):
     """The VJPs from the loss back, newest op first: ({slot: gradient}, the slots owned) for
     the leaves. A slot is an op output's index j >= 0, or -1 - i for the live tensor i; `own`
     holds the sums this replay made and may add into. Each part is summed as autograd._walk
@@ -380,7 +445,7 @@ def _backward(prog, be, loss, saves):
         ins = prog.instrs[j]
         if g is None:  # (an op off the graph, or one the loss does not depend on)
             continue
-        op, params, saved = ins.op, ins.params, saves[j]
+        op, params, saved = ins.op, filled.get(j, ins.params) if filled else ins.params, saves[j]
         saves[j] = None
         if op.add_into is not None:  # getitem: g added at its place in the input's sum
             for _, slot, shape, dtype in ins.targets:

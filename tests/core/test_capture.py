@@ -764,3 +764,63 @@ def test_one_tensor_passed_twice_is_not_two_arguments_later():
     assert step(x, ta.zeros(3)).item() == 3.0 and step(ta.zeros(3), x).item() == 30.0
     for _ in range(3):
         assert step(x, x.detach()).item() == 33.0 and step(x, ta.full((3,), 2.0)).item() == 63.0
+
+
+INDEXED = {
+    "getitem": lambda h, i: h[i],
+    "getitem in a tuple": lambda h, i: h[1:, i[:2]],
+    "index_select": lambda h, i: h.index_select(0, i),
+    "take_along_dim": lambda h, i: h[:3].take_along_dim(i[:, None], 1),
+    "gather": lambda h, i: h[:3].gather(1, i[:, None]),
+    "index from argmax": lambda h, i: h[:3].take_along_dim((h[:3] * i[:, None]).argmax(1,
+                                                                   keepdim=True), 1),
+}
+
+
+@pytest.mark.parametrize("pick", INDEXED.values(), ids=INDEXED.keys())
+def test_an_index_argument_is_read_afresh_on_each_replay(pick):
+    """An index tensor reaches its op as an array inside the op's settings (getitem's index) or
+    as a constant input (take_along_dim): a replay reads the argument of the call there, never
+    the array it was recorded with (which was frozen in once: a silent wrong result)."""
+    rng = np.random.default_rng(0)
+    w = ta.tensor(rng.standard_normal((5, 7)), requires_grad=True)
+
+    def fn(x, i):
+        return (pick(x @ w, i) ** 2).sum()
+
+    step = ta.capture(fn)
+    x = ta.tensor(rng.standard_normal((4, 5)))
+    first, other = ta.tensor([0, 1, 2]), ta.tensor([3, 3, 0])
+    assert _replays_after(step, x, first)
+    for i in (other, first, ta.tensor([2, 0, 1])):
+        w.grad = None
+        got = step(x, i)
+        (want,) = ta.autograd.grad(fn(x, i), [w])
+        assert got.item() == fn(x, i).item()
+        np.testing.assert_array_equal(w.grad.numpy(), want.numpy())
+    assert step.state == "replaying"
+    assert "arg1" in str(step.program)
+
+
+def test_a_mask_whose_count_changes_goes_back_to_eager():
+    """A bool mask's values decide the shape it picks: a replay whose pick comes out another
+    shape than recorded stops before writing anything, warns, and the call runs eagerly."""
+    w = ta.tensor(np.arange(35.0).reshape(5, 7) / 10, requires_grad=True)
+    x = ta.ones(4, 5, dtype=np.float64)
+
+    def fn(x, m):
+        return ((x @ w)[m] ** 2).sum()
+
+    two = ta.tensor([True, False, True, False])
+    assert _replays_after(step := ta.capture(fn), x, two)
+    step(x, ta.tensor([False, True, False, True]))  # two again: replayed
+    assert step.state == "replaying"
+    three = ta.tensor([True, True, True, False])
+    w.grad = None
+    with pytest.warns(UserWarning, match=r"op 1 \(getitem\) gave \(3, 7\) where the recording "
+                                         r"had \(2, 7\)"):
+        got = step(x, three)
+    (want,) = ta.autograd.grad(fn(x, three), [w])
+    assert got.item() == fn(x, three).item()
+    np.testing.assert_array_equal(w.grad.numpy(), want.numpy())
+    assert step.state.startswith("eager: op 1 (getitem)")
