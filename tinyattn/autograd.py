@@ -191,6 +191,10 @@ class Tracer:
     def module_hooks(self, module):
         """When a module with forward hooks is called inside the block (before they run)."""
 
+    def read(self, tensor, how):
+        """When Python reads a tensor's values inside the block: `how` is "item()", "numpy()"
+        or "bool()" (float(), int(), tolist(), printing go through these)."""
+
 
 def current_tracers():
     """The tracers that see the ops run here: those of the enclosing tracing() blocks, or

@@ -24,11 +24,15 @@ recorded again when it fails: the arguments' shapes, dtypes and backend; every t
 having its shape, dtype, requires_grad and no hooks; no module having changed mode (train/eval),
 parameters, buffers or forward hooks; grad enabled; no tracer (explain mode, anomaly detection)
 watching. Comparisons, ~, isnan, argmax and the like are ops too (with no gradient): a mask
-made from the batch inside fn replays. Refused by recording (the step warns once and stays
-eager, still right): a tensor or array made inside fn outside the ops (from values read out
-with numpy() or item(), a new tensor: a replay could not make it again, and one equal on two
-calls may come from the batch; make it outside fn and pass it in), a batch read from a
-closure, in-place changes, tensor hooks, retain_grad, forward hooks, autograd.Function.
+made from the batch inside fn replays, and an index tensor (x[i], gather) is read afresh on
+each replay. Refused by recording (the step warns once and stays eager, still right): values
+read into Python (item(), float(), bool(), numpy(), printing: a replay would reuse the
+recording's), a tensor or array made inside fn outside the ops (a new tensor: a replay could
+not make it again, and one equal on two calls may come from the batch; make it outside fn and
+pass it in), a batch read from a closure, in-place changes, tensor hooks, retain_grad, forward
+hooks, autograd.Function. A replayed op whose output comes out another shape than recorded (a
+bool mask picking more) stops the replay before anything is written: that call and the later
+ones run eagerly.
 Python numbers in fn are constants of the recording (a weight that follows a schedule comes in
 as a tensor), and Python side effects in fn happen on the recording calls only. An argument
 may not require grad.
@@ -241,6 +245,11 @@ class _Recorder(Tracer):
         """Note why the call cannot be replayed (the first reason found stands; None: none)."""
         if self.refused is None:
             self.refused = why
+
+    def read(self, tensor, how):
+        self.refuse(f"fn read a tensor's values into Python ({how}), which a replay would take "
+                    "as they were when recorded; compute with ops instead, or read them from "
+                    "what fn returns")
 
     def module_hooks(self, module):
         where = f" ({module._path})" if module._path else ""

@@ -15,6 +15,7 @@ import operator
 
 import numpy as np
 
+from . import autograd as ag
 from . import backends, display, return_types
 from .autograd import (
     Node,
@@ -156,11 +157,15 @@ class Tensor(TensorBase):
 
     def numpy(self):
         """The values as a NumPy array (shared with the tensor on the NumPy backend)."""
+        if ag._tracers.get() is not None or ag._everywhere:
+            _seen_read(self, "numpy()")
         return self.backend.to_numpy(self.data)
 
     def item(self):
         if self.data.size != 1:
             raise ValueError(f"item: the tensor has {self.data.size} elements, not one")
+        if ag._tracers.get() is not None or ag._everywhere:
+            _seen_read(self, "item()")
         return self.data.item()
 
     def tolist(self):
@@ -524,6 +529,8 @@ class Tensor(TensorBase):
         if self.data.size != 1:
             raise ValueError(f"the truth value of a tensor of shape {fmt_shape(self.shape)} is "
                              "ambiguous: use .any() or .all()")
+        if ag._tracers.get() is not None or ag._everywhere:
+            _seen_read(self, "bool()")
         return bool(self.data)
 
     # ---- in place: the same tensor, changed (PyTorch's rules) -------------------------------
@@ -1636,6 +1643,12 @@ def _reduce_args(dim, keepdim, axis, keepdims):
 
 
 _VALUE_OPS = {}  # name -> the Op: one per kind of value, made on first use
+
+
+def _seen_read(t, how):
+    """Tell the tracers that Python read t's values (a captured step cannot replay that)."""
+    for tracer in ag.current_tracers():
+        tracer.read(t, how)
 
 
 def _values(name, fn, *inputs, **params):

@@ -370,7 +370,8 @@ def test_more_tensors_come_back_with_the_loss():
 def test_masks_from_comparisons_replay_and_values_from_outside_are_never_frozen():
     """A mask made from the targets by a comparison is an op: it replays, right on every new
     batch. A tensor made from values read out (numpy()) is refused even when the first calls
-    see the same batch, as a benchmark's would: frozen, it would be wrong on the next batch."""
+    see the same batch, as a benchmark's would: frozen, it would be wrong on the next batch.
+    (The read itself is what capture refuses; a tensor made afresh is refused too: below.)"""
     w = ta.ones(4, requires_grad=True)
 
     def loss(x, mask):
@@ -387,7 +388,7 @@ def test_masks_from_comparisons_replay_and_values_from_outside_are_never_frozen(
             assert w.grad.numpy().tolist() == [2.0 * sum(v not in (0, 5) for v in y)] * 4
     assert step.state == "replaying" and "ne(arg1, c0)" in str(step.program)
     outside = ta.capture(lambda x, y: loss(x, ta.tensor(y.numpy() != 0)))
-    with pytest.warns(UserWarning, match=r"made a \(3,\) tensor outside the ops"):
+    with pytest.warns(UserWarning, match=r"read a tensor's values into Python \(numpy\(\)\)"):
         for _ in range(3):
             outside(x, ta.tensor([1, 0, 2]))
     w.grad = None
@@ -824,3 +825,36 @@ def test_a_mask_whose_count_changes_goes_back_to_eager():
     assert got.item() == fn(x, three).item()
     np.testing.assert_array_equal(w.grad.numpy(), want.numpy())
     assert step.state.startswith("eager: op 1 (getitem)")
+
+
+READS = {
+    "item()": ("item()", lambda x: x.sum().item()),
+    "float()": ("item()", lambda x: float(x.sum())),
+    "int() as an index": ("item()", lambda x: [1.0, 2.0, 3.0][int(x[0, 0])]),
+    "bool()": ("bool()", lambda x: 2.0 if bool(x.sum() > 30) else 1.0),
+    "numpy()": ("numpy()", lambda x: float(x.numpy().sum())),
+    "tolist()": ("numpy()", lambda x: x.tolist()[0][0]),
+    "np.asarray": ("numpy()", lambda x: float(np.asarray(x).sum())),
+}
+
+
+@pytest.mark.parametrize("how, read", READS.values(), ids=READS.keys())
+def test_values_read_into_python_are_never_frozen(how, read):
+    """A number read out of a tensor inside fn (item(), float(), a branch on bool()) would be
+    replayed as the recording's number: capture refuses it by name, and fn stays eager and
+    right when the batch changes (it was frozen before: a silent wrong result)."""
+    w = ta.ones(5, 7, dtype=np.float64, requires_grad=True)
+
+    def fn(x):
+        return (x @ w).sum() * read(x)
+
+    step = ta.capture(fn)
+    x = ta.ones(4, 5, dtype=np.float64)
+    with pytest.warns(UserWarning, match=rf"read a tensor's values into Python \({how}"):
+        for _ in range(3):
+            step(x)
+    assert step.state.startswith("eager")
+    w.grad = None
+    assert step(x * 2).item() == fn(x * 2).item() != fn(x).item() * 2
+    (want,) = ta.autograd.grad(fn(x * 2), [w])
+    np.testing.assert_array_equal(w.grad.numpy(), want.numpy())
