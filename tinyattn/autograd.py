@@ -191,6 +191,10 @@ class Tracer:
     def module_hooks(self, module):
         """When a module with forward hooks is called inside the block (before they run)."""
 
+    def made(self, op, params, out):
+        """When a tensor is made from settings alone inside the block (zeros, arange, randn, a
+        causal mask): `op` (no inputs) makes it again from `params`."""
+
     def read(self, tensor, how):
         """When Python reads a tensor's values inside the block: `how` is "item()", "numpy()"
         or "bool()" (float(), int(), tolist(), printing go through these)."""

@@ -9,7 +9,6 @@ import warnings
 
 import numpy as np
 
-from . import backends
 from .autograd import apply, is_grad_enabled
 from .dtypes import get_default_dtype, result_type
 from .errors import DimError, DTypeError, ShapeError, fmt_shape
@@ -21,7 +20,7 @@ from .ops import nn as nn_ops
 from .ops import shape as sh
 from .ops import softmax as sm
 from .ops.op import broadcast_shape
-from .tensor import Tensor
+from .tensor import Tensor, _make, _seen_read, _values
 
 __all__ = [
     "relu", "tanh", "sigmoid", "gelu", "where", "masked_fill", "softmax", "log_softmax",
@@ -244,18 +243,33 @@ def _picked(x, target, weight, ignore_index, name):
         if weight.shape != (n_class,):
             raise ShapeError(f"{name}: weight must hold one value per class, "
                              f"{fmt_shape((n_class,))}, got {fmt_shape(weight.shape)}")
-    xp = x.backend.xp
-    valid = t.data != ignore_index
-    bad = valid & ((t.data < 0) | (t.data >= n_class))
+    # the index and the weights are ops without gradient (values of the target: a captured
+    # step makes them again from each batch, the range check included)
+    index = _values("class_index", _class_index, t, ignore_index=ignore_index, n_class=n_class,
+                    cdim=cdim, op_name=name)
+    picked = apply(sh.take_along_dim, x, index, dim=cdim).squeeze(cdim)  # (N, d1, ...)
+    w = _values("class_weight", _class_weight, t, weight, ignore_index=ignore_index,
+                dtype=x.dtype)
+    return picked, w, cdim
+
+
+def _class_index(t, ignore_index, n_class, cdim, op_name):
+    """The class ids t along a new dim cdim, 0 where ignored; an id out of range is an error."""
+    valid = t != ignore_index
+    bad = valid & ((t < 0) | (t >= n_class))
     if bad.any():
-        raise DimError(f"{name}: target {int(t.data[bad].reshape(-1)[0])} is out of range for "
+        raise DimError(f"{op_name}: target {int(t[bad].reshape(-1)[0])} is out of range for "
                        f"{n_class} classes (valid: 0..{n_class - 1}, or "
                        f"ignore_index={ignore_index})")
-    safe = xp.where(valid, t.data, 0)
-    index = Tensor._wrap(xp.expand_dims(safe, cdim), x.backend)
-    picked = apply(sh.take_along_dim, x, index, dim=cdim).squeeze(cdim)  # (N, d1, ...)
-    w = valid.astype(x.dtype) if weight is None else weight.data[safe] * valid
-    return picked, Tensor._wrap(xp.asarray(w, dtype=x.dtype), x.backend), cdim
+    return (t * valid).reshape(t.shape[:cdim] + (1,) + t.shape[cdim:])
+
+
+def _class_weight(t, weight, ignore_index, dtype):
+    """Each target's weight: weight[t] (1 without weights), 0 where t is ignore_index."""
+    valid = t != ignore_index
+    if weight is None:
+        return valid.astype(dtype)
+    return (weight[t * valid] * valid).astype(dtype, copy=False)
 
 
 def _weighted_mean(total, weights):
@@ -316,7 +330,7 @@ def cross_entropy(logits, target, weight=None, ignore_index=-100, reduction="mea
     if not label_smoothing:
         return nll
     _, w, _ = _picked(logp.detach(), target, weight, ignore_index, "cross_entropy")
-    valid = Tensor._wrap(target.data != ignore_index, logits.backend)
+    valid = target != ignore_index
     smooth = -(logp * class_w).sum(cdim) * valid  # ε/C Σ_c w_c (-log p_c), PyTorch's form
     smooth = _weighted_mean(smooth.sum(), w) if reduction == "mean" else \
         _reduce(smooth, reduction, "cross_entropy")
@@ -380,18 +394,21 @@ def one_hot(tensor, num_classes=-1):
     if ids.dtype.kind not in "iu":
         raise DTypeError(f"one_hot: the input must hold integer class indices, got {ids.dtype}; "
                          "convert with .long()")
-    xp = ids.backend.xp
     if num_classes == -1:
         if ids.data.size == 0:
             raise ValueError("one_hot: cannot infer num_classes from an empty tensor; pass "
                              "num_classes")
+        _seen_read(ids, "one_hot without num_classes: the largest id")
         num_classes = int(ids.data.max()) + 1
-    if ids.data.size and (int(ids.data.min()) < 0 or int(ids.data.max()) >= num_classes):
-        low, high = int(ids.data.min()), int(ids.data.max())
+    return _values("one_hot", _one_hot, ids, num_classes=num_classes, xp=ids.backend.xp)
+
+
+def _one_hot(ids, num_classes, xp):
+    """(..., num_classes) int64, 1 at each id; an id out of range is an error."""
+    if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= num_classes):
         raise DimError(f"one_hot: class ids must be in 0..{num_classes - 1} for num_classes="
-                       f"{num_classes}, got values in [{low}, {high}]")
-    out = ids.data[..., None] == xp.arange(num_classes)
-    return Tensor._wrap(out.astype(xp.int64), ids.backend)
+                       f"{num_classes}, got values in [{int(ids.min())}, {int(ids.max())}]")
+    return (ids[..., None] == xp.arange(num_classes)).astype(np.int64)
 
 
 # ---- rotary position embedding (RoPE; nn.RotaryEmbedding holds the tables) ----------------------
@@ -484,7 +501,7 @@ def embedding(input, weight, padding_idx=None):  # noqa: A002 - PyTorch's argume
     if padding_idx is None:
         return out
     pad = _padding_index(padding_idx, weight.shape[0], "embedding")
-    keep = Tensor._wrap((ids.data != pad)[..., None], out.backend)  # (..., 1)
+    keep = (ids != pad).unsqueeze(-1)  # (..., 1)
     return where(keep, out, out.detach())  # the padding rows' values, without a gradient path
 
 
@@ -527,8 +544,12 @@ def stack(tensors, dim=0):
 
 def causal_mask(T, S=None, backend=None):  # noqa: N803 - the sizes' usual names
     """Bool (T, S): True where query i may attend key j, i.e. j <= i (the lower triangle)."""
-    be = backends.get_backend() if backend is None else backends.backend(backend)
-    return Tensor._wrap(be.causal_keep(T, T if S is None else S), be)
+    return _make("causal_mask", _causal_keep, np.bool_, False, backend, n_q=T,
+                 n_k=T if S is None else S)
+
+
+def _causal_keep(be, dtype, n_q, n_k):
+    return be.causal_keep(n_q, n_k)
 
 
 def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False,
@@ -730,11 +751,17 @@ def _pad_dim(x, axis, left, right, mode, value):
     if mode == "reflect" and (left >= n or right >= n):
         raise ShapeError(f"pad: reflect padding ({left}, {right}) must be below the size "
                          f"{n} of dim {axis} (shape {fmt_shape(x.shape)})")
-    return x.index_select(axis, Tensor(_pad_source(n, left, right, mode), backend=x.backend))
+    source = _make("pad_source", _pad_source, np.int64, False, x.backend, n=n, left=left,
+                   right=right, mode=mode)
+    return x.index_select(axis, source)
 
 
-def _pad_source(n, left, right, mode):
+def _pad_source(be, dtype, n, left, right, mode):
     """For each place of the padded dim, the place of the input it copies."""
+    return be.asarray(_pad_places(n, left, right, mode)).astype(dtype, copy=False)
+
+
+def _pad_places(n, left, right, mode):
     where = np.arange(-left, n + right)
     if mode == "reflect":
         period = 2 * (n - 1) if n > 1 else 1
@@ -748,4 +775,8 @@ def _pad_source(n, left, right, mode):
 def _full(like, axis, size, value):
     """A constant block of `like`'s shape with `size` entries along axis."""
     shape = like.shape[:axis] + (size,) + like.shape[axis + 1:]
-    return Tensor._wrap(like.backend.xp.full(shape, value, dtype=like.dtype), like.backend)
+    return _make("full", _full_block, like.dtype, False, like.backend, shape=shape, value=value)
+
+
+def _full_block(be, dtype, shape, value):
+    return be.xp.full(shape, value, dtype=dtype)

@@ -220,16 +220,22 @@ class _Recorder(Tracer):
                 x = inputs[pos]
                 targets.append((pos, i if kind == OUT else -1 - i, x.shape, x.dtype))
         holes = []
-        instr = _Instr()
-        instr.op, instr.be, instr.srcs = op, out.backend, tuple(srcs)
-        instr.params = _holed(params, self.arrays, holes)
-        instr.holes = tuple(holes)
-        instr.promote = _promotes(op, inputs)
-        instr.targets = tuple(targets)
-        instr.shape, instr.dtype = out.shape, out.dtype
-        self._note(out, OUT, len(prog.instrs))
+        params = _holed(params, self.arrays, holes)
+        self._add(op, srcs, params, holes, _promotes(op, inputs), targets, out)
         self.nodes.add(id(node))
-        prog.instrs.append(instr)
+
+    def made(self, op, params, out):
+        """A tensor made from settings (zeros, arange, randn...): an op with no inputs."""
+        if not self.refused:
+            self._add(op, (), params, (), False, (), out)
+
+    def _add(self, op, srcs, params, holes, promote, targets, out):
+        instr = _Instr()
+        instr.op, instr.be, instr.srcs, instr.params = op, out.backend, tuple(srcs), params
+        instr.holes, instr.promote, instr.targets = tuple(holes), promote, tuple(targets)
+        instr.shape, instr.dtype = out.shape, out.dtype
+        self._note(out, OUT, len(self.prog.instrs))
+        self.prog.instrs.append(instr)
 
     def _note(self, t, kind, i):
         self.where[id(t)] = (kind, i, t, _version(t))

@@ -1100,7 +1100,7 @@ class Tensor(TensorBase):
                        equal_nan=equal_nan)
 
     def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-        return bool(self.isclose(other, rtol, atol, equal_nan).data.all())
+        return bool(self.isclose(other, rtol, atol, equal_nan).all())
 
     def logical_not(self):
         return _values("logical_not", self.backend.xp.logical_not, self)
@@ -1795,20 +1795,83 @@ def tensor(data, dtype=None, requires_grad=False, backend=None):
     return Tensor(data, dtype=dtype, requires_grad=requires_grad, backend=backend)
 
 
-def _make(fill, shape, dtype, requires_grad, backend):
+def _make(name, fill, dtype, requires_grad, backend, **settings):
+    """A new tensor made from settings alone: fill(be, dtype, **settings). Tracers see it made
+    (Tracer.made): a captured step makes it again on each replay (and a random one draws anew,
+    as an eager call would)."""
     be = backends.get_backend() if backend is None else backends.backend(backend)
     dtype = get_default_dtype() if dtype is None else np.dtype(dtype)
-    t = Tensor._wrap(fill(be, _shape_args(shape), dtype), be)
+    t = Tensor._wrap(fill(be, dtype, **settings), be)
     t.requires_grad = requires_grad
+    if not requires_grad and (ag._tracers.get() is not None or ag._everywhere):
+        _seen_made(name, fill, t, dtype=dtype, **settings)
     return t
 
 
+_MADE_OPS = {}  # name -> the Op a tracer is shown for a tensor made from settings (zeros, ...)
+
+
+def _seen_made(name, fill, t, **params):
+    """Tell the tracers that `t` was made from params alone, as the op `name` with no inputs."""
+    op = _MADE_OPS.get(name)
+    if op is None:
+        op = _MADE_OPS[name] = Op(name, _run_made, "no gradient (made from settings)", grads=())
+    for tracer in ag.current_tracers():
+        tracer.made(op, {"fill": fill, **params}, t)
+
+
+def _run_made(be, fill, dtype, **settings):
+    """out = fill(settings), with no gradient"""
+    return fill(be, dtype, **settings), None
+
+
+def _zeros(be, dtype, shape):
+    return be.xp.zeros(shape, dtype)
+
+
+def _ones(be, dtype, shape):
+    return be.xp.ones(shape, dtype)
+
+
+def _filled(be, dtype, shape, value):
+    return be.xp.full(shape, value, dtype)
+
+
+def _randn(be, dtype, shape):
+    return be.randn(shape, np.float32 if dtype == np.float16 else dtype).astype(dtype, copy=False)
+
+
+def _rand(be, dtype, shape):
+    return be.rand(shape, np.float32 if dtype == np.float16 else dtype).astype(dtype, copy=False)
+
+
+def _arange(be, dtype, start, end, step):
+    return be.xp.arange(start, end, step, dtype=dtype)
+
+
+def _eye(be, dtype, n, m):
+    return be.xp.eye(n, m, dtype=dtype)
+
+
+def _linspace(be, dtype, start, end, steps, base=None):
+    out = be.xp.linspace(start, end, steps)
+    return (out if base is None else base ** out).astype(dtype)
+
+
+def _randint(be, dtype, low, high, shape):
+    return be.rng.integers(low, high, size=shape, dtype=np.int64).astype(dtype, copy=False)
+
+
+def _randperm(be, dtype, n):
+    return be.xp.argsort(be.rng.random((n,)), kind="stable").astype(dtype, copy=False)
+
+
 def zeros(*shape, dtype=None, requires_grad=False, backend=None):
-    return _make(lambda be, s, d: be.xp.zeros(s, d), shape, dtype, requires_grad, backend)
+    return _make("zeros", _zeros, dtype, requires_grad, backend, shape=_shape_args(shape))
 
 
 def ones(*shape, dtype=None, requires_grad=False, backend=None):
-    return _make(lambda be, s, d: be.xp.ones(s, d), shape, dtype, requires_grad, backend)
+    return _make("ones", _ones, dtype, requires_grad, backend, shape=_shape_args(shape))
 
 
 def full(shape, fill_value, dtype=None, requires_grad=False, backend=None):
@@ -1818,20 +1881,18 @@ def full(shape, fill_value, dtype=None, requires_grad=False, backend=None):
         dtype = np.bool_
     elif dtype is None and isinstance(fill_value, (int, np.integer)):
         dtype = np.int64
-    return _make(lambda be, s, d: be.xp.full(s, fill_value, d), (shape,), dtype, requires_grad,
-                 backend)
+    return _make("full", _filled, dtype, requires_grad, backend, shape=_shape_args((shape,)),
+                 value=fill_value)
 
 
 def randn(*shape, dtype=None, requires_grad=False, backend=None):
     """Standard normal samples from the backend's generator (see manual_seed)."""
-    return _make(lambda be, s, d: be.randn(s, np.float32 if d == np.float16 else d).astype(d,
-                 copy=False), shape, dtype, requires_grad, backend)
+    return _make("randn", _randn, dtype, requires_grad, backend, shape=_shape_args(shape))
 
 
 def rand(*shape, dtype=None, requires_grad=False, backend=None):
     """Uniform [0, 1) samples from the backend's generator."""
-    return _make(lambda be, s, d: be.rand(s, np.float32 if d == np.float16 else d).astype(d,
-                 copy=False), shape, dtype, requires_grad, backend)
+    return _make("rand", _rand, dtype, requires_grad, backend, shape=_shape_args(shape))
 
 
 def arange(start, end=None, step=1, dtype=None, requires_grad=False, backend=None):
@@ -1841,8 +1902,8 @@ def arange(start, end=None, step=1, dtype=None, requires_grad=False, backend=Non
     if dtype is None:
         whole = all(isinstance(v, numbers.Integral) for v in (start, end, step))
         dtype = np.int64 if whole else get_default_dtype()
-    return _make(lambda be, s, d: be.xp.arange(start, end, step, dtype=d), (), dtype,
-                 requires_grad, backend)
+    return _make("arange", _arange, dtype, requires_grad, backend, start=start, end=end,
+                 step=step)
 
 
 def zeros_like(t, dtype=None, requires_grad=False):
@@ -1868,19 +1929,19 @@ def empty(*shape, dtype=None, requires_grad=False, backend=None):
 
 def eye(n, m=None, dtype=None, requires_grad=False, backend=None):
     """The (n, m) identity matrix: ones on the diagonal."""
-    return _make(lambda be, s, d: be.xp.eye(n, m, dtype=d), (), dtype, requires_grad, backend)
+    return _make("eye", _eye, dtype, requires_grad, backend, n=n, m=m)
 
 
 def linspace(start, end, steps, dtype=None, requires_grad=False, backend=None):
     """`steps` evenly spaced values from start to end, both included."""
-    return _make(lambda be, s, d: be.xp.linspace(start, end, steps).astype(d), (), dtype,
-                 requires_grad, backend)
+    return _make("linspace", _linspace, dtype, requires_grad, backend, start=start, end=end,
+                 steps=steps)
 
 
 def logspace(start, end, steps, base=10.0, dtype=None, requires_grad=False, backend=None):
     """base ** linspace(start, end, steps)."""
-    return _make(lambda be, s, d: (base ** be.xp.linspace(start, end, steps)).astype(d), (),
-                 dtype, requires_grad, backend)
+    return _make("logspace", _linspace, dtype, requires_grad, backend, start=start, end=end,
+                 steps=steps, base=base)
 
 
 def full_like(t, fill_value, dtype=None, requires_grad=False):
@@ -1910,9 +1971,8 @@ def randint(low, high=None, size=None, dtype=None, backend=None):
         low, high = 0, low
     if high <= low:
         raise ValueError(f"randint: high ({high}) must be above low ({low})")
-    be = backends.get_backend() if backend is None else backends.backend(backend)
-    out = be.rng.integers(low, high, size=_shape_args((size,)), dtype=np.int64)
-    return Tensor._wrap(out.astype(np.dtype(dtype or np.int64), copy=False), be)
+    return _make("randint", _randint, dtype or np.int64, False, backend, low=low, high=high,
+                 shape=_shape_args((size,)))
 
 
 def normal(mean=0.0, std=1.0, size=None, *, dtype=None, backend=None):
@@ -1934,9 +1994,7 @@ def normal(mean=0.0, std=1.0, size=None, *, dtype=None, backend=None):
 
 def randperm(n, dtype=None, backend=None):
     """A random permutation of 0..n-1 (int64)."""
-    be = backends.get_backend() if backend is None else backends.backend(backend)
-    order = be.xp.argsort(be.rng.random((n,)), kind="stable")
-    return Tensor._wrap(order.astype(np.dtype(dtype or np.int64), copy=False), be)
+    return _make("randperm", _randperm, dtype or np.int64, False, backend, n=n)
 
 
 def multinomial(input, num_samples, replacement=False):  # noqa: A002 - torch's name

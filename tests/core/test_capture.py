@@ -858,3 +858,69 @@ def test_values_read_into_python_are_never_frozen(how, read):
     assert step(x * 2).item() == fn(x * 2).item() != fn(x).item() * 2
     (want,) = ta.autograd.grad(fn(x * 2), [w])
     np.testing.assert_array_equal(w.grad.numpy(), want.numpy())
+
+
+_EMB = ta.nn.Embedding(7, 5, padding_idx=0)
+LIBRARY = {  # fn(h, y, ids): h (4, 7) logits on the graph, y (4,) targets, ids (2, 3) token ids
+    "nll_loss": lambda h, y, ids: F.nll_loss(F.log_softmax(h, 1), y),
+    "nll_loss weighted": lambda h, y, ids: F.nll_loss(F.log_softmax(h, 1), y,
+                                                      weight=ta.linspace(0.5, 1.5, 7)),
+    "cross_entropy weighted, smoothed": lambda h, y, ids: F.cross_entropy(
+        h, y, weight=ta.linspace(0.5, 1.5, 7), label_smoothing=0.1),
+    "cross_entropy on one_hot": lambda h, y, ids: F.cross_entropy(
+        h, F.one_hot(y.clamp(0, 6), 7).float()),
+    "embedding with padding_idx": lambda h, y, ids: (_EMB(ids) ** 2).sum() + h.sum(),
+    "causal_mask": lambda h, y, ids: F.scaled_dot_product_attention(
+        h[None, :, :4], h[None, :, 3:], h[None], attn_mask=F.causal_mask(4)).sum(),
+    "pad, constant and reflect": lambda h, y, ids: (F.pad(h, (1, 2)) ** 2).sum()
+        + (F.pad(h, (2, 1), mode="reflect") ** 3).sum(),
+    "zeros, full, arange": lambda h, y, ids: F.mse_loss(h, ta.zeros(4, 7)) + (
+        h * ta.arange(7) * ta.full((4, 1), 0.5)).sum(),
+    "randn, rand": lambda h, y, ids: (h * ta.randn(4, 7)).sum() + (h * ta.rand(7)).sum(),
+}
+
+
+@pytest.mark.parametrize("use", LIBRARY.values(), ids=LIBRARY.keys())
+def test_tensors_the_library_makes_inside_fn_replay(use):
+    """What a loss or layer makes inside fn (class indices and weights from the targets, a
+    one-hot, a padding mask, a causal mask, pad's blocks and indices, zeros, random draws) is
+    made again on each replay from that call's arguments: loss and gradients equal eager's bit
+    for bit on new targets (ignored ones included), and no warning."""
+    rng = np.random.default_rng(0)
+    w = ta.tensor(rng.standard_normal((5, 7)).astype(np.float32), requires_grad=True)
+
+    def fn(x, y, ids):
+        return use(x @ w, y, ids)
+
+    step = ta.capture(fn)
+    x = ta.tensor(rng.standard_normal((4, 5)).astype(np.float32))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for k, (y, ids) in enumerate([([1, 3, -100, 6], [[0, 3, 4], [2, 0, 1]])] * 3 + [
+                ([0, -100, 2, 2], [[1, 1, 0], [6, 5, 4]]), ([6, 5, 4, 3], [[0, 0, 0], [0, 0, 2]])]):
+            y, ids = ta.tensor(y), ta.tensor(ids)
+            w.grad = None
+            ta.manual_seed(k)  # (randn and rand draw the same numbers in both)
+            got = step(x, y, ids)
+            ta.manual_seed(k)
+            want = fn(x, y, ids)
+            (want_w,) = ta.autograd.grad(want, [w])
+            assert got.item() == want.item()
+            np.testing.assert_array_equal(w.grad.numpy(), want_w.numpy())
+    assert step.state == "replaying"
+
+
+def test_a_target_out_of_range_is_an_error_in_a_replay_too():
+    """The range check of the class indices is part of the op a replay runs again."""
+    w = ta.ones(5, 7, requires_grad=True)
+    step = ta.capture(lambda x, y: F.nll_loss(F.log_softmax(x @ w, 1), y))
+    x = ta.ones(4, 5)
+    assert _replays_after(step, x, ta.tensor([1, 2, 3, 4]))
+    with pytest.raises(ta.errors.DimError, match="nll_loss: target 7 is out of range for 7"):
+        step(x, ta.tensor([1, 7, 3, 4]))
+    with pytest.raises(ta.errors.DimError, match="one_hot: class ids must be in 0..6"):
+        ta.capture(lambda x, y: (x @ w * F.one_hot(y, 7)).sum())(x, ta.tensor([0, 1, 2, 9]))
+    inferred = ta.capture(lambda x, y: (x @ w * F.one_hot(y)[:, :7]).sum())
+    with pytest.warns(UserWarning, match=r"read a tensor's values into Python \(one_hot without "
+                                         "num_classes"):
+        inferred(x, ta.tensor([0, 1, 2, 6]))
