@@ -25,14 +25,15 @@ having its shape, dtype, requires_grad and no hooks; no module having changed mo
 parameters, buffers or forward hooks; grad enabled; no tracer (explain mode, anomaly detection)
 watching. Comparisons, ~, isnan, argmax and the like are ops too (with no gradient): a mask
 made from the batch inside fn replays, and an index tensor (x[i], gather) is read afresh on
-each replay. Refused by recording (the step warns once and stays eager, still right): values
-read into Python (item(), float(), bool(), numpy(), printing: a replay would reuse the
-recording's), a tensor or array made inside fn outside the ops (a new tensor: a replay could
-not make it again, and one equal on two calls may come from the batch; make it outside fn and
-pass it in), a batch read from a closure, in-place changes, tensor hooks, retain_grad, forward
-hooks, autograd.Function. A replayed op whose output comes out another shape than recorded (a
-bool mask picking more) stops the replay before anything is written: that call and the later
-ones run eagerly.
+each replay. A tensor made from settings alone (zeros, full, arange, randn, causal_mask) is made
+again on each replay (a random one draws anew, as an eager call would). Refused by recording
+(the step warns once and stays eager, still right): values read into Python (item(), float(),
+bool(), numpy(), printing: a replay would reuse the recording's), a tensor made inside fn from
+values (ta.tensor(...): a replay could not make it again, and one equal on two calls may come
+from the batch; make it outside fn and pass it in), a batch read from a closure, in-place
+changes, tensor hooks, retain_grad, forward hooks, autograd.Function. A replayed op whose
+output comes out another shape than recorded (a bool mask picking more) stops the replay
+before anything is written: that call and the later ones run eagerly.
 Python numbers in fn are constants of the recording (a weight that follows a schedule comes in
 as a tensor), and Python side effects in fn happen on the recording calls only. An argument
 may not require grad.
