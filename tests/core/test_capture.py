@@ -924,3 +924,20 @@ def test_a_target_out_of_range_is_an_error_in_a_replay_too():
     with pytest.warns(UserWarning, match=r"read a tensor's values into Python \(one_hot without "
                                          "num_classes"):
         inferred(x, ta.tensor([0, 1, 2, 6]))
+
+
+def test_a_new_default_dtype_is_seen_by_what_fn_makes():
+    """ta.zeros(...) inside fn takes the default dtype: after set_default_dtype the step is
+    recorded again, and its loss comes out in the dtype an eager call gives."""
+    w = ta.ones(3, dtype=np.float32, requires_grad=True)
+    step = ta.capture(lambda x: F.mse_loss(x * w, ta.ones(3)))
+    x = ta.ones(3, dtype=np.float32) * 2
+    assert _replays_after(step, x) and step(x).dtype == np.float32
+    try:
+        ta.set_default_dtype(np.float64)
+        for _ in range(3):
+            got = step(x)
+            assert got.dtype == np.float64 and got.item() == 1.0
+    finally:
+        ta.set_default_dtype(np.float32)
+    assert step.state == "replaying" and step(x).dtype == np.float32
