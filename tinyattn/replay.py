@@ -43,7 +43,6 @@ import warnings
 
 from . import autograd as ag
 from .autograd import Tracer, _write_grad, is_grad_enabled, sum_to, tracing
-from .backends import get_backend
 from .dtypes import get_default_dtype
 from .errors import GraphError, fmt_shape
 from .nn import module as _module
@@ -80,7 +79,7 @@ def _signature(args):
 
 def _changed(last, last_guard, prog, guard):
     """Whether what fn runs on may have changed between two recordings: a module's state (its
-    mode, parameters, buffers, hooks), the default dtype or backend, or the same tensors read
+    mode, parameters, buffers, hooks), the default dtype, or the same tensors read
     with another shape, dtype or requires_grad. (Other tensors read is a disagreement of the
     two calls, not a change.)"""
     if last_guard[1] != guard[1]:
@@ -93,10 +92,10 @@ def _changed(last, last_guard, prog, guard):
 def _guard(prog):
     """What must stay as it was recorded for a replay (see the module docstring): each tensor
     read's shape, dtype, array type, graph leaf (requires_grad) and hooks; the module trees and
-    their modes; the default dtype and backend (what ta.zeros(...) inside fn makes)."""
+    their modes; the default dtype (what ta.zeros(...) inside fn makes)."""
     live = tuple((t.shape, t.dtype, t._node, t._node is None or t._node.hooks is None,
                   t.data.__class__) for t in prog.live)
-    return live, (_module._state_version[0], get_default_dtype(), get_backend())
+    return live, (_module._state_version[0], get_default_dtype())
 
 
 class _Instr:
