@@ -195,9 +195,20 @@ class Tracer:
         """When a tensor is made from settings alone inside the block (zeros, arange, randn, a
         causal mask): `op` (no inputs) makes it again from `params`."""
 
+    def effect(self, what):
+        """When the block calls what changes state outside the ops, which a replay of it would
+        not call again: zero_grad(), an optimizer's or a scheduler's step, manual_seed()."""
+
     def read(self, tensor, how):
         """When Python reads a tensor's values inside the block: `how` is "item()", "numpy()"
         or "bool()" (float(), int(), tolist(), printing go through these)."""
+
+
+def side_effect(what):
+    """Tell the tracers that `what` (zero_grad(), an optimizer step...) is being called."""
+    if _tracers.get() is not None or _everywhere:
+        for tracer in current_tracers():
+            tracer.effect(what)
 
 
 def current_tracers():
@@ -812,6 +823,7 @@ def _refresh_leaf(node):
 def zero_grads(tensors, set_to_none=True):
     """Clear each tensor's .grad (Module.zero_grad, Optimizer.zero_grad): drop it, or with
     set_to_none=False write zeros into it in place, as PyTorch does (inf * 0 would be NaN)."""
+    side_effect("zero_grad()")
     for t in tensors:
         if set_to_none:
             t.grad = None

@@ -255,6 +255,10 @@ class _Recorder(Tracer):
         if self.refused is None:
             self.refused = why
 
+    def effect(self, what):
+        self.refuse(f"fn called {what}, which a replay would not call again (the Python in fn "
+                    "runs only while recording); call it outside fn")
+
     def read(self, tensor, how):
         self.refuse(f"fn read a tensor's values into Python ({how}), which a replay would take "
                     "as they were when recorded; compute with ops instead, or read them from "

@@ -1916,6 +1916,7 @@ def ones_like(t, dtype=None, requires_grad=False):
 
 def manual_seed(seed):
     """Seed the generators of every backend (randn, rand, dropout), now and when made later."""
+    ag.side_effect("manual_seed()")
     backends.manual_seed(seed)
 
 

@@ -2,6 +2,7 @@
 loss and gradients of the eager step; what would make a replay wrong sends it back to eager."""
 
 import functools
+import re
 import tracemalloc
 import warnings
 
@@ -941,3 +942,38 @@ def test_a_new_default_dtype_is_seen_by_what_fn_makes():
     finally:
         ta.set_default_dtype(np.float32)
     assert step.state == "replaying" and step(x).dtype == np.float32
+
+
+def _effects():
+    w = ta.ones(3, requires_grad=True)
+    opt = ta.optim.SGD([w], lr=0.1)
+    sched = ta.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+    layer = ta.nn.Linear(3, 1)
+    return w, {"zero_grad()": opt.zero_grad, "Module.zero_grad()": layer.zero_grad,
+               "SGD.step()": opt.step, "StepLR.step()": sched.step,
+               "manual_seed()": lambda: ta.manual_seed(0)}
+
+
+@pytest.mark.parametrize("what", list(_effects()[1]))
+def test_what_fn_calls_besides_ops_is_refused_by_name(what):
+    """zero_grad(), an optimizer's or scheduler's step or manual_seed() inside fn would run on
+    the recording calls only: capture refuses them by name and fn stays eager (a zero_grad()
+    inside fn let the gradients pile up over replays before: a silent wrong result)."""
+    w, effects = _effects()
+    call = effects[what]
+
+    def fn(x):
+        call()
+        return (x * w).sum()
+
+    step = ta.capture(fn)
+    name = "zero_grad()" if what.endswith("zero_grad()") else what
+    with pytest.warns(UserWarning, match=rf"fn called {re.escape(name)}, which a replay would "
+                                         "not call again"):
+        for _ in range(4):
+            w.grad = None
+            step(ta.ones(3))
+    assert step.state.startswith("eager")
+    if what == "zero_grad()":
+        step(ta.ones(3))
+        assert w.grad.numpy().tolist() == [1.0, 1.0, 1.0]

@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 
-from ..autograd import TensorBase, bump_version, no_grad, zero_grads
+from ..autograd import TensorBase, bump_version, no_grad, side_effect, zero_grads
 from ..errors import CheckpointError, fmt_shape
 from . import lr_scheduler  # noqa: F401 - optim.lr_scheduler, as in torch
 
@@ -125,6 +125,7 @@ class Optimizer:
 
     @no_grad()
     def step(self):
+        side_effect(f"{type(self).__name__}.step()")
         self.steps += 1
         for group in self.param_groups:
             for p in group["params"]:
@@ -312,6 +313,7 @@ class CosineSchedule:
         return self.base_lr * (self.min_ratio + (1 - self.min_ratio) * cosine)
 
     def step(self):
+        side_effect("CosineSchedule.step()")
         self.steps += 1
         self.optimizer.lr = self.lr_at(self.steps)
 

@@ -12,6 +12,8 @@ import types
 from bisect import bisect_right
 from collections import Counter
 
+from ..autograd import side_effect
+
 __all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR",
            "ExponentialLR", "PolynomialLR", "CosineAnnealingLR", "CosineAnnealingWarmRestarts",
            "LinearLR", "OneCycleLR", "SequentialLR", "ChainedScheduler", "ReduceLROnPlateau"]
@@ -53,6 +55,7 @@ class LRScheduler:
 
     def step(self):
         """Advance one step and set every group's lr."""
+        side_effect(f"{type(self).__name__}.step()")
         self._step_count += 1
         self.last_epoch += 1
         self._set(self.get_lr())
@@ -252,6 +255,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
 
     def step(self, epoch=None):
         """One step on, or to `epoch` (a number of epochs, fractions allowed)."""
+        side_effect(f"{type(self).__name__}.step()")
         if epoch is None and self.last_epoch < 0:
             epoch = 0
         if epoch is None:
@@ -450,6 +454,7 @@ class SequentialLR(LRScheduler):
         self._last_lr = first.get_last_lr()
 
     def step(self):
+        side_effect("SequentialLR.step()")
         self.last_epoch += 1
         i = bisect_right(self._milestones, self.last_epoch)
         scheduler = self._schedulers[i]
@@ -543,6 +548,7 @@ class ReduceLROnPlateau(LRScheduler):
 
     def step(self, metrics):
         """Count one evaluation whose result is `metrics` (a number or a 0-d tensor)."""
+        side_effect("ReduceLROnPlateau.step()")
         value = float(metrics)
         self.last_epoch += 1
         if self.is_better(value, self.best):
