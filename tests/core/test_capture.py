@@ -977,3 +977,21 @@ def test_what_fn_calls_besides_ops_is_refused_by_name(what):
     if what == "zero_grad()":
         step(ta.ones(3))
         assert w.grad.numpy().tolist() == [1.0, 1.0, 1.0]
+
+
+def test_a_module_setting_changed_between_calls_is_recorded_again():
+    """Dropout.p (or any attribute a forward reads) set anew between calls: the step records
+    again, as for a mode switch, instead of replaying the old setting; setting the same value
+    again keeps replaying."""
+    ta.manual_seed(0)
+    drop = ta.nn.Dropout(0.5)
+    model = ta.nn.Sequential(ta.nn.Linear(4, 4), drop)
+    step = ta.capture(lambda x: model(x).sum())
+    x = ta.ones(2, 4)
+    assert _replays_after(step, x)
+    drop.p = drop.p
+    step(x)
+    assert step.state == "replaying"
+    drop.p = 0.0
+    assert step(x).item() == model(x).sum().item()  # no dropout: the same loss eagerly
+    assert step.state == "recording" and _replays_after(step, x)

@@ -40,9 +40,11 @@ class Parameter(Tensor):
 # bumped whenever any module tree changes (a module or parameter assigned or removed anywhere)
 # or is named from a new root: what a root has cached about its tree is valid while it stands
 _tree_version = [0]
-# bumped when any module's parameters, submodules or buffers are assigned or removed, or its
-# mode set (train/eval): a captured step (tinyattn.replay) replays only what it recorded under
+# bumped when any module's parameters, submodules, buffers or other attributes (settings such as
+# Dropout.p) are assigned or removed, or its mode set (train/eval): a captured step
+# (tinyattn.replay) replays only what it recorded under
 _state_version = [0]
+_MISSING = object()
 
 
 class Module:
@@ -75,6 +77,8 @@ class Module:
                                                                                    Parameter)):
             _tree_version[0] += 1
             _state_version[0] += 1
+        elif self.__dict__.get(name, _MISSING) is not value:  # a setting (Dropout.p, eps) that
+            _state_version[0] += 1  # forward reads: a captured step records again
         # a replaced parameter or module keeps its place (and its place in the state dict)
         if isinstance(value, Parameter):
             self._parameters[name] = value
