@@ -19,24 +19,29 @@ wrapping tensors or calling modules, which on a small model is most of the time 
 The contract is that of CUDA graphs: `fn` must run the same ops on every call, given arguments
 of the same shapes and dtypes, and no shape or Python value in it may depend on the values of a
 tensor. What varies from call to call must come in as an argument (a Tensor) or live in a tensor
-the ops read (parameters, buffers: read afresh each call). Checked before each replay, and
-recorded again when it fails: the arguments' shapes, dtypes and backend; every tensor read still
-having its shape, dtype, requires_grad and no hooks; no module having changed mode (train/eval),
-parameters, buffers or forward hooks; grad enabled; no tracer (explain mode, anomaly detection)
-watching. Comparisons, ~, isnan, argmax and the like are ops too (with no gradient): a mask
-made from the batch inside fn replays, and an index tensor (x[i], gather) is read afresh on
-each replay. A tensor made from settings alone (zeros, full, arange, randn, causal_mask) is made
-again on each replay (a random one draws anew, as an eager call would). Refused by recording
-(the step warns once and stays eager, still right): values read into Python (item(), float(),
-bool(), numpy(), printing: a replay would reuse the recording's), a tensor made inside fn from
-values (ta.tensor(...): a replay could not make it again, and one equal on two calls may come
-from the batch; make it outside fn and pass it in), a batch read from a closure, in-place
-changes, tensor hooks, retain_grad, forward hooks, autograd.Function. A replayed op whose
-output comes out another shape than recorded (a bool mask picking more) stops the replay
-before anything is written: that call and the later ones run eagerly.
-Python numbers in fn are constants of the recording (a weight that follows a schedule comes in
-as a tensor), and Python side effects in fn happen on the recording calls only. An argument
-may not require grad.
+the ops read (parameters, buffers: read afresh each call).
+
+Checked before each replay, and recorded again when it fails: the arguments' shapes, dtypes and
+backend; every tensor read still having its shape, dtype, requires_grad and no hooks; no module
+having changed mode (train/eval), parameters, buffers, other attributes (Dropout.p) or forward
+hooks; the default dtype; grad enabled; no tracer (explain mode, anomaly detection) watching.
+
+Replayed as ops: comparisons, ~, isnan, argmax and the like (ops with no gradient: a mask made
+from the batch inside fn), index tensors (x[i], gather: read afresh on each replay), tensors
+made from settings alone (zeros, full, arange, randn, causal_mask: made again on each replay, a
+random one drawing anew as an eager call would). A replayed op whose output comes out another
+shape than recorded (a bool mask picking more) stops the replay before anything is written:
+that call and the later ones run eagerly.
+
+Refused by recording (the step warns once and stays eager, still right): values read into
+Python (item(), float(), bool(), numpy(), printing: a replay would reuse the recording's); a
+tensor made inside fn from values (ta.tensor(...): a replay could not make it again, and one
+equal on two calls may come from the batch; make it outside fn and pass it in); a batch read
+from a closure; in-place changes, tensor hooks, retain_grad, forward hooks, autograd.Function;
+calls a replay would skip: zero_grad(), an optimizer's or scheduler's step, manual_seed() (call
+them outside fn). Python numbers in fn are constants of the recording (a weight that follows a
+schedule comes in as a tensor), and other Python side effects in fn happen on the recording
+calls only. An argument may not require grad.
 """
 
 import warnings
