@@ -49,7 +49,7 @@ import warnings
 from . import autograd as ag
 from .autograd import Tracer, _write_grad, is_grad_enabled, sum_to, tracing
 from .dtypes import get_default_dtype
-from .errors import GraphError, fmt_shape
+from .errors import GraphError, ShapeError, fmt_shape
 from .nn import module as _module
 from .tensor import Tensor
 
@@ -61,12 +61,15 @@ MAX_SIGNATURES = 8  # argument shapes (each its own program) before capture give
 
 def _checked(out):
     """fn's result as (loss, the other tensors it returned, whether it returned a tuple)."""
-    if isinstance(out, Tensor):
-        return out, (), False
-    if isinstance(out, (tuple, list)) and out and all(isinstance(t, Tensor) for t in out):
-        return out[0], tuple(out[1:]), True
-    raise TypeError(f"capture: fn must return the loss as a Tensor, or a tuple (loss, *tensors) "
-                    f"(logits, say), got {type(out).__name__}")
+    as_tuple = isinstance(out, (tuple, list))
+    found = tuple(out) if as_tuple else (out,)
+    if not found or not all(isinstance(t, Tensor) for t in found):
+        raise TypeError(f"capture: fn must return the loss as a Tensor, or a tuple (loss, "
+                        f"*tensors) (logits, say), got {type(out).__name__}")
+    if found[0].data.size != 1:
+        raise ShapeError(f"capture: fn must return the loss (one value) first, got a tensor of "
+                         f"shape {fmt_shape(found[0].shape)}; reduce it with .sum() or .mean()")
+    return found[0], found[1:], as_tuple
 
 
 def _result(loss, extras, as_tuple):
@@ -340,7 +343,10 @@ class CapturedStep:
     def __repr__(self):
         return f"<CapturedStep {getattr(self.fn, '__name__', 'fn')}: {self.state}>"
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            raise TypeError(f"capture: pass the tensors by position, step(x, y); got keyword "
+                            f"argument(s) {', '.join(kwargs)}")
         for k, a in enumerate(args):
             if not isinstance(a, Tensor):
                 raise TypeError(f"capture: argument {k} must be a Tensor (what changes between "

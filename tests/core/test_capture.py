@@ -295,6 +295,16 @@ def test_bad_arguments_are_refused_by_name():
         ta.capture(lambda x: float((x * w).sum().item()))(ta.ones(3))
     with pytest.raises(TypeError, match="got tuple"):
         ta.capture(lambda x: ((x * w).sum(), 1.0))(ta.ones(3))
+    with pytest.raises(TypeError, match="got list"):
+        ta.capture(lambda x: [])(ta.ones(3))
+    for out in (lambda x: x * w, lambda x: (x * w, (x * w).sum())):
+        with pytest.raises(ta.errors.ShapeError, match=r"fn must return the loss \(one value\) "
+                                                       r"first, got a tensor of shape \(3,\)"):
+            ta.capture(out)(ta.ones(3))
+    assert ta.capture(lambda x: (x * w).sum(-1, keepdim=True))(ta.ones(3)).shape == (1,)
+    with pytest.raises(TypeError, match=r"pass the tensors by position, step\(x, y\); got "
+                                        r"keyword argument\(s\) x"):
+        step(x=ta.ones(3))
 
 
 def test_too_many_shapes_fall_back_to_eager():
