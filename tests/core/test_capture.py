@@ -957,11 +957,19 @@ def test_a_new_default_dtype_is_seen_by_what_fn_makes():
 def _effects():
     w = ta.ones(3, requires_grad=True)
     opt = ta.optim.SGD([w], lr=0.1)
-    sched = ta.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+    step_lr = ta.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
     layer = ta.nn.Linear(3, 1)
+    sched = ta.optim.lr_scheduler
+    restarts = sched.CosineAnnealingWarmRestarts(opt, T_0=2)
+    seq = sched.SequentialLR(opt, [sched.ConstantLR(opt), sched.ExponentialLR(opt, 0.9)], [2])
+    plateau = sched.ReduceLROnPlateau(opt)
+    cosine = ta.optim.CosineSchedule(opt, total=10, warmup=2)
     return w, {"zero_grad()": opt.zero_grad, "Module.zero_grad()": layer.zero_grad,
-               "SGD.step()": opt.step, "StepLR.step()": sched.step,
-               "manual_seed()": lambda: ta.manual_seed(0)}
+               "SGD.step()": opt.step, "StepLR.step()": step_lr.step,
+               "CosineAnnealingWarmRestarts.step()": restarts.step,
+               "SequentialLR.step()": seq.step,
+               "ReduceLROnPlateau.step()": lambda: plateau.step(1.0),
+               "CosineSchedule.step()": cosine.step, "manual_seed()": lambda: ta.manual_seed(0)}
 
 
 @pytest.mark.parametrize("what", list(_effects()[1]))
