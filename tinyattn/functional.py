@@ -20,7 +20,7 @@ from .ops import nn as nn_ops
 from .ops import shape as sh
 from .ops import softmax as sm
 from .ops.op import broadcast_shape
-from .tensor import Tensor, _make, _seen_read, _values
+from .tensor import Tensor, _make, _seen_read, _values, arange
 
 __all__ = [
     "relu", "tanh", "sigmoid", "gelu", "where", "masked_fill", "softmax", "log_softmax",
@@ -400,15 +400,17 @@ def one_hot(tensor, num_classes=-1):
                              "num_classes")
         _seen_read(ids, "one_hot without num_classes: the largest id")
         num_classes = int(ids.data.max()) + 1
-    return _values("one_hot", _one_hot, ids, num_classes=num_classes, xp=ids.backend.xp)
+    classes = arange(num_classes, backend=ids.backend)
+    return _values("one_hot", _one_hot, ids, classes)
 
 
-def _one_hot(ids, num_classes, xp):
+def _one_hot(ids, classes):
     """(..., num_classes) int64, 1 at each id; an id out of range is an error."""
-    if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= num_classes):
-        raise DimError(f"one_hot: class ids must be in 0..{num_classes - 1} for num_classes="
-                       f"{num_classes}, got values in [{int(ids.min())}, {int(ids.max())}]")
-    return (ids[..., None] == xp.arange(num_classes)).astype(np.int64)
+    n = classes.shape[0]
+    if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= n):
+        raise DimError(f"one_hot: class ids must be in 0..{n - 1} for num_classes={n}, got "
+                       f"values in [{int(ids.min())}, {int(ids.max())}]")
+    return (ids[..., None] == classes).astype(np.int64)
 
 
 # ---- rotary position embedding (RoPE; nn.RotaryEmbedding holds the tables) ----------------------

@@ -915,3 +915,33 @@ def test_the_gpu_benchmarks_run_end_to_end(fake_emu_be, monkeypatch, capsys):
     for t in ("40", "130"):
         assert re.search(rf"^\s+{t} flash kernel .*\n\s+{t} cupy composed ", out, re.M), out
     assert any(n.startswith("tinyattn_flash_forward_d64") for n, *_ in launches())
+
+
+def test_what_a_captured_step_makes_inside_fn_on_the_device(fake_be):
+    """Class indices and weights, a one-hot, pad's indices and a causal mask made inside a
+    captured fn on the CuPy backend: made again on the device each replay, equal to eager."""
+    rng = np.random.default_rng(0)
+    w = ta.tensor(rng.standard_normal((5, 7)), backend="cupy", requires_grad=True)
+    weight = ta.linspace(0.5, 1.5, 7, dtype=np.float64, backend="cupy")
+
+    def fn(x, y):
+        h = x @ w
+        keep = F.causal_mask(4, 7, backend="cupy")
+        return (F.cross_entropy(h, y, weight=weight, label_smoothing=0.1)
+                + (F.pad(h, (2, 1), mode="reflect") ** 2).mean()
+                + (h * F.one_hot(y.clamp(0, 6), 7) * keep).sum()
+                + (h * ta.randn(4, 7, dtype=np.float64, backend="cupy")).sum())
+
+    step = ta.capture(fn)
+    x = ta.tensor(rng.standard_normal((4, 5)), backend="cupy")
+    for k, y in enumerate([[1, 3, -100, 6]] * 3 + [[0, 6, 2, -100], [5, 5, 5, 5]]):
+        y = ta.tensor(y, backend="cupy")
+        w.grad = None
+        ta.manual_seed(k)
+        got = step(x, y)
+        ta.manual_seed(k)
+        (want,) = ta.autograd.grad(fn(x, y), [w])
+        ta.manual_seed(k)
+        assert got.item() == fn(x, y).item()
+        np.testing.assert_array_equal(w.grad.numpy(), want.numpy())
+    assert step.state == "replaying" and w.grad.backend is fake_be
