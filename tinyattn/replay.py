@@ -77,12 +77,12 @@ def _result(loss, extras, as_tuple):
 
 
 def _signature(args):
-    """The arguments' shapes, dtypes and backend, and which of them are one tensor (or share
-    one array): recorded with step(x, x), a program reads both from one place, so step(x, y)
-    needs a program of its own."""
+    """The arguments' shapes, dtypes and backend, and which of them share one array (one tensor
+    passed twice, or a tensor and its detach()): recorded with step(x, x), a program reads both
+    from one place, so step(x, y) needs a program of its own."""
     first = {}
-    return tuple((a.shape, a.dtype, a.backend, first.setdefault(id(a), k),
-                  first.setdefault(id(a.data), k)) for k, a in enumerate(args))
+    return tuple((a.shape, a.dtype, a.backend, first.setdefault(id(a.data), k))
+                 for k, a in enumerate(args))
 
 
 def _changed(last, last_guard, prog, guard):

@@ -861,7 +861,10 @@ def test_values_read_into_python_are_never_frozen(how, read):
 
     step = ta.capture(fn)
     x = ta.ones(4, 5, dtype=np.float64)
-    with pytest.warns(UserWarning, match=rf"read a tensor's values into Python \({how}"):
+    said = (rf"read a tensor's values into Python \({re.escape(how)}\), which a replay would "
+            "take as they were when recorded; compute with ops instead, or read them from what "
+            "fn returns")
+    with pytest.warns(UserWarning, match=said):
         for _ in range(3):
             step(x)
     assert step.state.startswith("eager")
@@ -987,7 +990,8 @@ def test_what_fn_calls_besides_ops_is_refused_by_name(what):
     step = ta.capture(fn)
     name = "zero_grad()" if what.endswith("zero_grad()") else what
     with pytest.warns(UserWarning, match=rf"fn called {re.escape(name)}, which a replay would "
-                                         "not call again"):
+                                         r"not call again \(the Python in fn runs only while "
+                                         r"recording\); call it outside fn"):
         for _ in range(4):
             w.grad = None
             step(ta.ones(3))
@@ -1013,3 +1017,26 @@ def test_a_module_setting_changed_between_calls_is_recorded_again():
     drop.p = 0.0
     assert step(x).item() == model(x).sum().item()  # no dropout: the same loss eagerly
     assert step.state == "recording" and _replays_after(step, x)
+
+
+def test_an_index_read_live_is_read_afresh_from_its_tensor():
+    """A tensor fn reads from outside (a buffer, say) and also uses as an index: the replay
+    reads the index from the tensor each call, so a change made to it in place between calls
+    is seen, as the eager step sees it."""
+    w = ta.tensor(np.arange(12.0).reshape(3, 4), requires_grad=True)
+    rows = ta.tensor([2, 0])
+
+    def fn(x):
+        return (rows * 0).sum() + ((x * w)[rows] ** 2).sum()
+
+    step = ta.capture(fn)
+    x = ta.ones(3, 4, dtype=np.float64)
+    assert _replays_after(step, x)
+    for new in ([1, 1], [0, 2]):
+        rows.data[...] = new
+        w.grad = None
+        got = step(x)
+        (want,) = ta.autograd.grad(fn(x), [w])
+        assert got.item() == fn(x).item()
+        np.testing.assert_array_equal(w.grad.numpy(), want.numpy())
+    assert step.state == "replaying" and "t0" in str(step.program).split("getitem")[1]
