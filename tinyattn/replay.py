@@ -57,6 +57,7 @@ from .tensor import Tensor
 OUT, ARG, LIVE, CONST = range(4)
 MAX_RECORDINGS = 2  # recordings in a row that disagree with the one before: then fn stays eager
 MAX_SIGNATURES = 8  # argument shapes (each its own program) before capture gives up on fn
+RESTARTS_TO_WARN = 4  # recordings in a row started afresh (state changed between calls): a hint
 
 
 def _checked(out):
@@ -339,6 +340,7 @@ class CapturedStep:
         self._programs = {}  # signature -> (program, the guard it was recorded under)
         self._last = {}  # signature -> the previous recording, to compare with
         self._tries = {}  # signature -> recordings in a row that did not agree
+        self._restarts = 0  # recordings in a row started afresh because the state changed
 
     def __repr__(self):
         return f"<CapturedStep {getattr(self.fn, '__name__', 'fn')}: {self.state}>"
@@ -393,6 +395,7 @@ class CapturedStep:
         last, last_guard = self._last.get(sig, (None, None))
         if last is not None and _changed(last, last_guard, prog, guard):
             last = None  # a mode, a module, a parameter changed since: a fresh start
+            self._restarted(last_guard, guard)
         self._last[sig] = prog, guard
         if last is None:
             self._tries[sig] = 0
@@ -401,6 +404,7 @@ class CapturedStep:
         if why is None:
             self._programs[sig] = (prog, guard)
             self.program = prog
+            self._restarts = 0
             if len(self._programs) > MAX_SIGNATURES:
                 self._give_up(f"fn was called with more than {MAX_SIGNATURES} argument shapes")
         else:
@@ -408,6 +412,17 @@ class CapturedStep:
             if self._tries[sig] >= MAX_RECORDINGS:
                 self._give_up(why)
         return out
+
+    def _restarted(self, last_guard, guard):
+        """Count a fresh start; at RESTARTS_TO_WARN in a row, say once why nothing replays."""
+        self._restarts += 1
+        if self._restarts == RESTARTS_TO_WARN:
+            what = ("a module's mode, parameters, buffers or attributes (one set inside "
+                    "forward?) or the default dtype" if last_guard[1] != guard[1] else
+                    "a tensor it reads (its shape, dtype or requires_grad)")
+            warnings.warn(f"capture: fn was recorded anew on {RESTARTS_TO_WARN} calls in a row "
+                          f"because {what} changed between calls; it replays once two calls "
+                          "in a row agree (still eager, still right)", stacklevel=4)
 
     def _give_up(self, why):
         self.program = None

@@ -1040,3 +1040,47 @@ def test_an_index_read_live_is_read_afresh_from_its_tensor():
         assert got.item() == fn(x).item()
         np.testing.assert_array_equal(w.grad.numpy(), want.numpy())
     assert step.state == "replaying" and "t0" in str(step.program).split("getitem")[1]
+
+
+class _Counting(ta.nn.Module):
+    """A layer that sets an attribute in every forward (a call counter)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = ta.nn.Linear(3, 1)
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        return self.lin(x)
+
+
+def test_a_state_that_changes_every_call_is_named_once():
+    """A module attribute set in each forward moves the module state every call, so no two
+    recordings agree on it: the step stays right (eager), and says why once."""
+    layer = _Counting()
+    step = ta.capture(lambda x: layer(x).sum())
+    x = ta.ones(2, 3)
+    with pytest.warns(UserWarning, match=r"capture: fn was recorded anew on 4 calls in a row "
+                                         r"because a module's mode, parameters, buffers or "
+                                         r"attributes \(one set inside forward\?\) or the "
+                                         "default dtype changed between calls"):
+        for _ in range(5):
+            step(x)
+    assert step.state == "recording" and layer.calls == 5
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # said once
+        for _ in range(5):
+            step(x)
+
+
+def test_a_parameter_reshaped_every_call_is_named_once():
+    """The same parameter read with a new shape on each call: recorded anew each time, named."""
+    w = ta.ones(2, requires_grad=True)
+    step = ta.capture(lambda x: (x * w).sum())
+    with pytest.warns(UserWarning, match=r"because a tensor it reads \(its shape, dtype or "
+                                         r"requires_grad\) changed between calls"):
+        for n in range(3, 8):
+            w.data = np.ones(n, np.float32)
+            w.grad = None
+            assert step(ta.ones(1)).item() == n

@@ -266,3 +266,21 @@ def test_numpys_errors_inside_an_op_name_the_op_and_hint_only_at_broadcasting():
                                         "broadcast")
     assert str(caught.value).endswith("; shapes broadcast when, from the right, each pair of "
                                       "dims is equal or one is 1 (reshape or unsqueeze an input)")
+
+
+def test_a_grad_of_another_shape_than_the_new_gradient_is_named():
+    """A leaf's .data replaced by another shape while it holds a .grad: the next backward names
+    both shapes instead of failing inside NumPy (3 then 4) or silently broadcasting (1 into 4)."""
+    w = ta.ones(3, requires_grad=True)
+    (w * 2).sum().backward()
+    w.data = np.ones(4, np.float32)
+    with pytest.raises(ta.errors.ShapeError, match=r"backward: the tensor's .grad has shape "
+                                                   r"\(3,\) but its new gradient has shape \(4,\)"):
+        (w * 2).sum().backward()
+    w.grad = ta.ones(1)
+    with pytest.raises(ta.errors.ShapeError, match=r"has shape \(1,\) but its new gradient has "
+                                                   r"shape \(4,\)"):
+        (w * 2).sum().backward()
+    w.grad = None
+    (w * 2).sum().backward()
+    assert w.grad.numpy().tolist() == [2.0] * 4
