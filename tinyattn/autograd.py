@@ -852,12 +852,19 @@ def _write_grad(node, g, be, owned):
                 t.grad = _wrap(be.xp.array(g, dtype=t.dtype, copy=True), be)
         elif node.op is None and _addable(held.data, t):
             held.data += g
-        elif getattr(held.data, "shape", ()) != getattr(g, "shape", ()):
+        elif not _fits(held.shape, getattr(g, "shape", ())):
             raise ShapeError(f"backward: the tensor's .grad has shape {fmt_shape(held.shape)} "
                              f"but its new gradient has shape {fmt_shape(g.shape)} (was its "
                              ".data replaced by another shape?); set .grad = None first")
         else:
             t.grad = _wrap(held.data + g, be)
+
+
+def _fits(held, new):
+    """Whether a gradient of shape `new` adds into a .grad of shape `held` keeping its shape
+    (new broadcasts to held)."""
+    return len(new) <= len(held) and all(
+        n in (h, 1) for h, n in zip(held[len(held) - len(new):], new, strict=True))
 
 
 def _addable(a, t):
