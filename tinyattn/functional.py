@@ -20,7 +20,7 @@ from .ops import nn as nn_ops
 from .ops import shape as sh
 from .ops import softmax as sm
 from .ops.op import broadcast_shape
-from .tensor import Tensor, _make, _seen_read, _values, arange
+from .tensor import Tensor, _make, _seen_read, _values, arange, full
 
 __all__ = [
     "relu", "tanh", "sigmoid", "gelu", "where", "masked_fill", "softmax", "log_softmax",
@@ -777,8 +777,4 @@ def _pad_places(n, left, right, mode):
 def _full(like, axis, size, value):
     """A constant block of `like`'s shape with `size` entries along axis."""
     shape = like.shape[:axis] + (size,) + like.shape[axis + 1:]
-    return _make("full", _full_block, like.dtype, False, like.backend, shape=shape, value=value)
-
-
-def _full_block(be, dtype, shape, value):
-    return be.xp.full(shape, value, dtype=dtype)
+    return full(shape, value, dtype=like.dtype, backend=like.backend)

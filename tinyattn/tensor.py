@@ -1833,7 +1833,7 @@ def _ones(be, dtype, shape):
     return be.xp.ones(shape, dtype)
 
 
-def _filled(be, dtype, shape, value):
+def _full_of(be, dtype, shape, value):
     return be.xp.full(shape, value, dtype)
 
 
@@ -1881,7 +1881,7 @@ def full(shape, fill_value, dtype=None, requires_grad=False, backend=None):
         dtype = np.bool_
     elif dtype is None and isinstance(fill_value, (int, np.integer)):
         dtype = np.int64
-    return _make("full", _filled, dtype, requires_grad, backend, shape=_shape_args((shape,)),
+    return _make("full", _full_of, dtype, requires_grad, backend, shape=_shape_args((shape,)),
                  value=fill_value)
 
 
