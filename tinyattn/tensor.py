@@ -821,13 +821,7 @@ class Tensor(TensorBase):
             _axes(dim, 0, "argsort")
             return Tensor._wrap(xp.zeros((), dtype=np.int64), self.backend)
         axis = _axis(dim, self.ndim, "argsort")
-        a = self.data
-        if not descending:
-            order = xp.argsort(a, axis=axis, kind="stable")
-        else:  # sort the reversed row ascending, read it backwards: ties stay in order
-            n = a.shape[axis]
-            order = n - 1 - xp.flip(xp.argsort(xp.flip(a, axis), axis=axis, kind="stable"), axis)
-        return Tensor._wrap(order.astype(np.int64, copy=False), self.backend)
+        return _values("argsort", _argsort, self, axis=axis, descending=descending)
 
     def topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's names
         """The named pair (values, indices) of the k largest (or smallest) entries along dim."""
@@ -1322,10 +1316,9 @@ class Tensor(TensorBase):
     def _triangle(self, name, diagonal):
         if self.ndim < 2:
             raise ShapeError(f"{name}: needs at least 2 dims, got {fmt_shape(self.shape)}")
-        xp = self.backend.xp
         n, m = self.shape[-2:]
-        rows, cols = xp.arange(n)[:, None], xp.arange(m)[None, :]
-        keep = cols - rows <= diagonal if name == "tril" else cols - rows >= diagonal
+        keep = _make("triangle", _triangle_keep, np.bool_, False, self.backend, n=n, m=m,
+                     diagonal=diagonal, lower=name == "tril")
         return apply(ew.where, keep, self, 0)
 
     def repeat(self, *sizes):
@@ -1350,8 +1343,10 @@ class Tensor(TensorBase):
         x = self.reshape(-1) if dim is None else self
         axis = 0 if dim is None else _axis(dim, x.ndim, "repeat_interleave")
         counts = repeats.numpy() if isinstance(repeats, Tensor) else repeats
-        index = np.repeat(np.arange(x.shape[axis]), counts)
-        return x.index_select(axis, Tensor(index, backend=self.backend))
+        counts = tuple(int(c) for c in np.ravel(counts)) if np.ndim(counts) else int(counts)
+        index = _make("repeat_index", _repeat_index, np.int64, False, self.backend,
+                      n=x.shape[axis], counts=counts)
+        return x.index_select(axis, index)
 
     def flip(self, *dims, **kwargs):
         """Entries in reverse order along dims: flip(0, 1), flip((0, 1)) or flip(dims=(0, 1))."""
@@ -1377,9 +1372,9 @@ class Tensor(TensorBase):
         out = self
         for s, d in zip(shifts, dims, strict=True):
             axis = _axis(d, self.ndim, "roll")
-            n = self.shape[axis]
-            index = (np.arange(n) - s) % n if n else np.arange(0)
-            out = out.index_select(axis, Tensor(index, backend=self.backend))
+            index = _make("roll_index", _roll_index, np.int64, False, self.backend,
+                          n=self.shape[axis], shift=int(s))
+            out = out.index_select(axis, index)
         return out
 
     def unflatten(self, dim, sizes):
@@ -1396,10 +1391,9 @@ class Tensor(TensorBase):
         n, m = x.shape[-2:]
         start_r, start_c = max(-offset, 0), max(offset, 0)
         k = max(min(n - start_r, m - start_c), 0)
-        rows = np.arange(start_r, start_r + k)
-        cols = np.arange(start_c, start_c + k)
-        return x[(Ellipsis, Tensor(rows, backend=self.backend),
-                  Tensor(cols, backend=self.backend))]
+        rows, cols = (_make("arange", _arange, np.int64, False, self.backend, start=start,
+                            end=start + k, step=1) for start in (start_r, start_c))
+        return x[(Ellipsis, rows, cols)]
 
     def movedim(self, source, destination):
         src = source if isinstance(source, (tuple, list)) else (source,)
@@ -1823,6 +1817,33 @@ def _seen_made(name, fill, t, **params):
 def _run_made(be, fill, dtype, **settings):
     """out = fill(settings), with no gradient"""
     return fill(be, dtype, **settings), None
+
+
+def _argsort(a, axis, descending):
+    """The stable order along axis, int64; descending: the reversed row sorted ascending, read
+    backwards (ties stay in order)."""
+    if not descending:
+        return a.argsort(axis=axis, kind="stable").astype(np.int64, copy=False)
+    back = (slice(None),) * axis + (slice(None, None, -1),)
+    order = a[back].argsort(axis=axis, kind="stable")[back]
+    return (a.shape[axis] - 1 - order).astype(np.int64, copy=False)
+
+
+def _triangle_keep(be, dtype, n, m, diagonal, lower):
+    """(n, m) bool: True on and below (lower) or on and above the diagonal `diagonal`."""
+    xp = be.xp
+    offset = xp.arange(m)[None, :] - xp.arange(n)[:, None]
+    return offset <= diagonal if lower else offset >= diagonal
+
+
+def _roll_index(be, dtype, n, shift):
+    """For each place of a dim of n rolled by shift, the place it takes its entry from."""
+    return be.asarray((np.arange(n) - shift) % n if n else np.arange(0)).astype(dtype)
+
+
+def _repeat_index(be, dtype, n, counts):
+    """0..n-1, each repeated counts times (an int, or one count per place)."""
+    return be.asarray(np.repeat(np.arange(n), counts)).astype(dtype)
 
 
 def _zeros(be, dtype, shape):

@@ -1084,3 +1084,50 @@ def test_a_parameter_reshaped_every_call_is_named_once():
             w.data = np.ones(n, np.float32)
             w.grad = None
             assert step(ta.ones(1)).item() == n
+
+
+METHODS = {  # h (4, 6) on the graph: methods whose indices or masks a replay makes again
+    "tril, triu": lambda h: (h.tril() * h.triu(1)).sum() + h.tril(-1).sum(),
+    "roll": lambda h: (h.roll((1, -2), (0, 1)) * h).sum(),
+    "diagonal": lambda h: h.diagonal().sum() + (h.diagonal(1) ** 2).sum(),
+    "repeat_interleave": lambda h: (h.repeat_interleave([1, 2, 0, 1], dim=0) ** 2).sum(),
+    "sort, argsort": lambda h: (h.sort(1, descending=True).values * ta.arange(6)).sum()
+        + (h * h.argsort(0)).sum(),
+    "topk": lambda h: (h.topk(2, 1).values ** 2).sum(),
+    "median, kthvalue": lambda h: (h.median(1).values ** 2).sum() + h.kthvalue(2, 0).values.sum(),
+}
+
+
+@pytest.mark.parametrize("use", METHODS.values(), ids=METHODS.keys())
+def test_methods_that_make_indices_replay(use):
+    """Masks and indices built from settings (tril's mask, roll's and diagonal's indices) and
+    orders found from values (sort, topk, median) are ops a replay runs again: equal to eager on
+    a batch whose order differs, and no warning."""
+    rng = np.random.default_rng(0)
+    w = ta.tensor(rng.standard_normal((5, 6)), requires_grad=True)
+
+    def fn(x):
+        return use(x @ w)
+
+    step = ta.capture(fn)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for x in [rng.standard_normal((4, 5))] * 3 + [rng.standard_normal((4, 5))] * 2:
+            x = ta.tensor(x)
+            w.grad = None
+            got = step(x)
+            (want,) = ta.autograd.grad(fn(x), [w])
+            assert got.item() == fn(x).item()
+            np.testing.assert_array_equal(w.grad.numpy(), want.numpy())
+    assert step.state == "replaying"
+
+
+def test_repeats_from_a_tensor_are_a_value_read():
+    """repeat_interleave with counts in a tensor: the output's shape depends on its values, so
+    capture refuses it by name and the step stays right."""
+    w = ta.ones(3, requires_grad=True)
+    step = ta.capture(lambda x, r: (x * w).repeat_interleave(r).sum())
+    with pytest.warns(UserWarning, match=r"read a tensor's values into Python \(numpy\(\)\)"):
+        for _ in range(3):
+            assert step(ta.ones(3), ta.tensor([1, 0, 2])).item() == 3.0
+    assert step(ta.ones(3), ta.tensor([2, 2, 2])).item() == 6.0
