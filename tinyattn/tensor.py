@@ -821,7 +821,8 @@ class Tensor(TensorBase):
             _axes(dim, 0, "argsort")
             return Tensor._wrap(xp.zeros((), dtype=np.int64), self.backend)
         axis = _axis(dim, self.ndim, "argsort")
-        return _values("argsort", _argsort, self, axis=axis, descending=descending)
+        return _values("argsort", _argsort, self, axis=axis, descending=descending,
+                       backend=self.backend)
 
     def topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's names
         """The named pair (values, indices) of the k largest (or smallest) entries along dim."""
@@ -1819,13 +1820,13 @@ def _run_made(be, fill, dtype, **settings):
     return fill(be, dtype, **settings), None
 
 
-def _argsort(a, axis, descending):
+def _argsort(a, axis, descending, backend):
     """The stable order along axis, int64; descending: the reversed row sorted ascending, read
     backwards (ties stay in order)."""
+    xp = backend.xp
     if not descending:
-        return a.argsort(axis=axis, kind="stable").astype(np.int64, copy=False)
-    back = (slice(None),) * axis + (slice(None, None, -1),)
-    order = a[back].argsort(axis=axis, kind="stable")[back]
+        return xp.argsort(a, axis=axis, kind="stable").astype(np.int64, copy=False)
+    order = xp.flip(xp.argsort(xp.flip(a, axis), axis=axis, kind="stable"), axis)
     return (a.shape[axis] - 1 - order).astype(np.int64, copy=False)
 
 

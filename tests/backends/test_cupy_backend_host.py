@@ -918,8 +918,9 @@ def test_the_gpu_benchmarks_run_end_to_end(fake_emu_be, monkeypatch, capsys):
 
 
 def test_what_a_captured_step_makes_inside_fn_on_the_device(fake_be):
-    """Class indices and weights, a one-hot, pad's indices and a causal mask made inside a
-    captured fn on the CuPy backend: made again on the device each replay, equal to eager."""
+    """Class indices and weights, a one-hot, pad's indices, a causal mask, top-k's order and
+    tril's mask made inside a captured fn on the CuPy backend: made again on the device each
+    replay, equal to eager."""
     rng = np.random.default_rng(0)
     w = ta.tensor(rng.standard_normal((5, 7)), backend="cupy", requires_grad=True)
     weight = ta.linspace(0.5, 1.5, 7, dtype=np.float64, backend="cupy")
@@ -930,7 +931,8 @@ def test_what_a_captured_step_makes_inside_fn_on_the_device(fake_be):
         return (F.cross_entropy(h, y, weight=weight, label_smoothing=0.1)
                 + (F.pad(h, (2, 1), mode="reflect") ** 2).mean()
                 + (h * F.one_hot(y.clamp(0, 6), 7) * keep).sum()
-                + (h * ta.randn(4, 7, dtype=np.float64, backend="cupy")).sum())
+                + (h * ta.randn(4, 7, dtype=np.float64, backend="cupy")).sum()
+                + (h.topk(2, 1).values ** 2).sum() + h.tril().roll(1, 0).sum())
 
     step = ta.capture(fn)
     x = ta.tensor(rng.standard_normal((4, 5)), backend="cupy")
