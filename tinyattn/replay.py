@@ -26,12 +26,13 @@ backend; every tensor read still having its shape, dtype, requires_grad and no h
 having changed mode (train/eval), parameters, buffers, other attributes (Dropout.p) or forward
 hooks; the default dtype; grad enabled; no tracer (explain mode, anomaly detection) watching.
 
-Replayed as ops: comparisons, ~, isnan, argmax and the like (ops with no gradient: a mask made
-from the batch inside fn), index tensors (x[i], gather: read afresh on each replay), tensors
-made from settings alone (zeros, full, arange, randn, causal_mask: made again on each replay, a
-random one drawing anew as an eager call would). A replayed op whose output comes out another
-shape than recorded (a bool mask picking more) stops the replay before anything is written:
-that call and the later ones run eagerly.
+Replayed as ops: comparisons, ~, isnan, argmax, argsort (sort, topk) and the like (ops with no
+gradient: a mask made from the batch inside fn), index tensors (x[i], gather: read afresh on
+each replay), tensors made from settings alone (zeros, full, arange, randn, causal_mask, the
+masks and indices of tril, roll, diagonal and pad: made again on each replay, a random one
+drawing anew as an eager call would), the class indices and weights of the losses. A replayed
+op whose output comes out another shape than recorded (a bool mask picking more) stops the
+replay before anything is written: that call and the later ones run eagerly.
 
 Refused by recording (the step warns once and stays eager, still right): values read into
 Python (item(), float(), bool(), numpy(), printing: a replay would reuse the recording's); a
