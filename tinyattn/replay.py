@@ -40,9 +40,10 @@ tensor made inside fn from values (ta.tensor(...): a replay could not make it ag
 equal on two calls may come from the batch; make it outside fn and pass it in); a batch read
 from a closure; in-place changes, tensor hooks, retain_grad, forward hooks, autograd.Function;
 calls a replay would skip: zero_grad(), an optimizer's or scheduler's step, manual_seed() (call
-them outside fn). Python numbers in fn are constants of the recording (a weight that follows a
-schedule comes in as a tensor), and other Python side effects in fn happen on the recording
-calls only. An argument may not require grad.
+them outside fn); an argument that a module holds (a buffer, a frozen parameter: fn may read it
+through the module too; pass a copy). Python numbers in fn are constants of the recording (a
+weight that follows a schedule comes in as a tensor), and other Python side effects in fn happen
+on the recording calls only. An argument may not require grad.
 """
 
 import warnings
@@ -376,6 +377,14 @@ class CapturedStep:
 
     def _record(self, sig, args):
         """Run fn eagerly under a _Recorder; the program replays once two in a row agree."""
+        held = _module.held_arrays()
+        for k, a in enumerate(args):
+            if id(a.data) in held:
+                self._give_up(f"argument {k} is a module's parameter or buffer (or shares its "
+                              "memory), which fn may also read through the module, where a "
+                              "replay would read the next call's argument; pass a copy "
+                              "(x.clone())")
+                return self._eager(args)
         rec = _Recorder(args)
         with tracing(rec):
             loss, extras, as_tuple = _checked(self.fn(*args))

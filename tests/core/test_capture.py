@@ -1131,3 +1131,37 @@ def test_repeats_from_a_tensor_are_a_value_read():
         for _ in range(3):
             assert step(ta.ones(3), ta.tensor([1, 0, 2])).item() == 3.0
     assert step(ta.ones(3), ta.tensor([2, 2, 2])).item() == 6.0
+
+
+class _WithBuffer(ta.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = ta.nn.Linear(3, 3)
+        self.register_buffer("pos", ta.ones(3))
+
+    def forward(self, x):
+        return self.lin(x + self.pos)
+
+
+@pytest.mark.parametrize("passed", ["buffer", "its detach()", "a frozen parameter"])
+def test_a_tensor_a_module_holds_is_not_taken_as_an_argument(passed):
+    """step(model.pos): fn reads the buffer as the argument and through the module, one place
+    in the recording, so a replay would read the next call's argument for both (a silent wrong
+    result before). Capture refuses to record it, by name, and the step stays right."""
+    ta.manual_seed(0)
+    model = _WithBuffer()
+    model.lin.bias.requires_grad = False
+    arg = {"buffer": model.pos, "its detach()": model.pos.detach(),
+           "a frozen parameter": model.lin.bias}[passed]
+    step = ta.capture(lambda x: model(x).sum())
+    with pytest.warns(UserWarning, match="argument 0 is a module's parameter or buffer"):
+        for _ in range(3):
+            assert step(arg).item() == model(arg).sum().item()
+    assert step(ta.zeros(3)).item() == model(ta.zeros(3)).sum().item()
+    copy = ta.capture(lambda x: model(x).sum())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(3):
+            copy(arg.clone())
+    assert copy.state == "replaying"
+    assert copy(ta.zeros(3)).item() == model(ta.zeros(3)).sum().item()

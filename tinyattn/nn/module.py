@@ -6,6 +6,7 @@ its `forward` at its path, so the graph nodes it makes know which module made th
 pictures group them). Containers: Sequential, ModuleList, ModuleDict and ParameterList.
 """
 
+import weakref
 from collections import OrderedDict, namedtuple
 
 import numpy as np
@@ -45,6 +46,14 @@ _tree_version = [0]
 # (tinyattn.replay) replays only what it recorded under
 _state_version = [0]
 _MISSING = object()
+# every tensor a module holds as a parameter or buffer (weakly, by id): a captured step refuses
+# to record one passed as its argument, which fn may also read through the module
+_held = weakref.WeakValueDictionary()
+
+
+def held_arrays():
+    """id() of the array of every tensor a module holds (parameters and buffers)."""
+    return {id(t.data) for t in list(_held.values())}
 
 
 class Module:
@@ -69,6 +78,8 @@ class Module:
                 raise TypeError(f"{type(self).__name__}.{name} is a buffer: assign a Tensor or "
                                 f"None, not a {type(value).__name__}")
             self._buffers[name] = value
+            if value is not None:
+                _held[id(value)] = value
             _state_version[0] += 1
             object.__setattr__(self, name, value)
             return
@@ -82,6 +93,7 @@ class Module:
         # a replaced parameter or module keeps its place (and its place in the state dict)
         if isinstance(value, Parameter):
             self._parameters[name] = value
+            _held[id(value)] = value
         else:
             self._parameters.pop(name, None)
         if isinstance(value, Module):
@@ -207,6 +219,8 @@ class Module:
             raise TypeError(f"register_buffer: {name!r} is a Parameter; assign it as an "
                             "attribute to register it as a parameter")
         self._buffers[name] = tensor
+        if tensor is not None:
+            _held[id(tensor)] = tensor
         _state_version[0] += 1
         if persistent:
             self._non_persistent.discard(name)
