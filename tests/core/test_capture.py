@@ -1061,17 +1061,41 @@ def test_a_state_that_changes_every_call_is_named_once():
     layer = _Counting()
     step = ta.capture(lambda x: layer(x).sum())
     x = ta.ones(2, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the first call and three fresh starts: no word yet
+        for _ in range(4):
+            step(x)
     with pytest.warns(UserWarning, match=r"capture: fn was recorded anew on 4 calls in a row "
                                          r"because a module's mode, parameters, buffers or "
                                          r"attributes \(one set inside forward\?\) or the "
                                          "default dtype changed between calls"):
-        for _ in range(5):
-            step(x)
+        step(x)
     assert step.state == "recording" and layer.calls == 5
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # said once
         for _ in range(5):
             step(x)
+
+
+def test_the_count_of_fresh_starts_begins_again_after_a_replay():
+    """Four fresh starts in a row are counted from the last time a program was found: after a
+    replay, the word comes on the fourth state change, not earlier."""
+    w = ta.ones(3, requires_grad=True)
+    drop = ta.nn.Dropout(0.0)
+    step = ta.capture(lambda x: drop(x * w).sum())
+    x = ta.ones(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for p in (0.0, 0.0, 0.0, 0.1, 0.1, 0.0, 0.0, 0.0):  # changes, then agreement: replays
+            drop.p = p
+            step(x)
+        assert step.state == "replaying"
+        for p in (0.1, 0.2, 0.3):
+            drop.p = p
+            step(x)
+    drop.p = 0.4
+    with pytest.warns(UserWarning, match="recorded anew on 4 calls in a row"):
+        step(x)
 
 
 def test_a_parameter_reshaped_every_call_is_named_once():
@@ -1138,9 +1162,10 @@ class _WithBuffer(ta.nn.Module):
         super().__init__()
         self.lin = ta.nn.Linear(3, 3)
         self.register_buffer("pos", ta.ones(3))
+        self.register_buffer("scale", ta.full((3,), 2.0))
 
     def forward(self, x):
-        return self.lin(x + self.pos)
+        return self.lin((x + self.pos) * self.scale)
 
 
 @pytest.mark.parametrize("passed", ["buffer", "its detach()", "a frozen parameter"])
@@ -1154,7 +1179,10 @@ def test_a_tensor_a_module_holds_is_not_taken_as_an_argument(passed):
     arg = {"buffer": model.pos, "its detach()": model.pos.detach(),
            "a frozen parameter": model.lin.bias}[passed]
     step = ta.capture(lambda x: model(x).sum())
-    with pytest.warns(UserWarning, match="argument 0 is a module's parameter or buffer"):
+    said = (r"argument 0 is a module's parameter or buffer \(or shares its memory\), which fn "
+            "may also read through the module, where a replay would read the next call's "
+            r"argument; pass a copy \(x.clone\(\)\)")
+    with pytest.warns(UserWarning, match=said):
         for _ in range(3):
             assert step(arg).item() == model(arg).sum().item()
     assert step(ta.zeros(3)).item() == model(ta.zeros(3)).sum().item()

@@ -284,3 +284,7 @@ def test_a_grad_of_another_shape_than_the_new_gradient_is_named():
     w.grad = None
     (w * 2).sum().backward()
     assert w.grad.numpy().tolist() == [2.0] * 4
+    row = ta.ones(1, 2, requires_grad=True)
+    row.grad = ta.ones(3, 2)  # a .grad the gradient broadcasts into: added, as before
+    (row * 2).sum().backward()
+    assert row.grad.numpy().tolist() == [[3.0, 3.0]] * 3
