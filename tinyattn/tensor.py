@@ -1185,21 +1185,8 @@ class Tensor(TensorBase):
             return getattr(return_types, name)(self.clone(), Tensor._wrap(
                 xp.zeros((), dtype=np.int64), self.backend))
         axis = _axis(dim, self.ndim, name)
-        n = self.shape[axis]
-        v = self.data.copy()
-        shape = [1] * self.ndim
-        shape[axis] = n
-        idx = xp.broadcast_to(xp.arange(n, dtype=np.int64).reshape(shape), v.shape).copy()
-        step = 1
-        while step < n:  # Hillis-Steele: after this step, entry i covers (i - 2 step, i]
-            old = (slice(None),) * axis + (slice(0, n - step),)
-            new = (slice(None),) * axis + (slice(step, n),)
-            earlier = v[old] > v[new] if name == "cummax" else v[old] < v[new]
-            v_next, i_next = xp.where(earlier, v[old], v[new]), xp.where(earlier, idx[old],
-                                                                         idx[new])
-            v[new], idx[new] = v_next, i_next
-            step *= 2
-        indices = Tensor._wrap(idx, self.backend)
+        indices = _values(name, _running_extreme, self, axis=axis, larger=name == "cummax",
+                          backend=self.backend)
         return getattr(return_types, name)(self._along(indices, axis), indices)
 
     def prod(self, dim=None, keepdim=False):
@@ -1828,6 +1815,26 @@ def _argsort(a, axis, descending, backend):
         return xp.argsort(a, axis=axis, kind="stable").astype(np.int64, copy=False)
     order = xp.flip(xp.argsort(xp.flip(a, axis), axis=axis, kind="stable"), axis)
     return (a.shape[axis] - 1 - order).astype(np.int64, copy=False)
+
+
+def _running_extreme(a, axis, larger, backend):
+    """For each place along axis, the index of the running maximum (larger) or minimum so far,
+    the later one on ties (torch's cummax/cummin), int64."""
+    xp = backend.xp
+    n = a.shape[axis]
+    v = a.copy()
+    shape = [1] * a.ndim
+    shape[axis] = n
+    idx = xp.broadcast_to(xp.arange(n, dtype=np.int64).reshape(shape), v.shape).copy()
+    step = 1
+    while step < n:  # Hillis-Steele: after this step, entry i covers (i - 2 step, i]
+        old = (slice(None),) * axis + (slice(0, n - step),)
+        new = (slice(None),) * axis + (slice(step, n),)
+        earlier = v[old] > v[new] if larger else v[old] < v[new]
+        v_next, i_next = xp.where(earlier, v[old], v[new]), xp.where(earlier, idx[old], idx[new])
+        v[new], idx[new] = v_next, i_next
+        step *= 2
+    return idx
 
 
 def _triangle_keep(be, dtype, n, m, diagonal, lower):

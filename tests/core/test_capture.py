@@ -1119,14 +1119,15 @@ METHODS = {  # h (4, 6) on the graph: methods whose indices or masks a replay ma
         + (h * h.argsort(0)).sum(),
     "topk": lambda h: (h.topk(2, 1).values ** 2).sum(),
     "median, kthvalue": lambda h: (h.median(1).values ** 2).sum() + h.kthvalue(2, 0).values.sum(),
+    "cummax, cummin": lambda h: (h.cummax(1).values ** 2).sum() + h.cummin(0).values.sum(),
 }
 
 
 @pytest.mark.parametrize("use", METHODS.values(), ids=METHODS.keys())
 def test_methods_that_make_indices_replay(use):
     """Masks and indices built from settings (tril's mask, roll's and diagonal's indices) and
-    orders found from values (sort, topk, median) are ops a replay runs again: equal to eager on
-    a batch whose order differs, and no warning."""
+    orders found from values (sort, topk, median, cummax) are ops a replay runs again: equal to
+    eager on a batch whose order differs, and no warning."""
     rng = np.random.default_rng(0)
     w = ta.tensor(rng.standard_normal((5, 6)), requires_grad=True)
 
