@@ -335,3 +335,22 @@ def test_module_paths_follow_a_deleted_attribute():
         del model.first
         model(x)
     assert rec.seen == ["first", "second"]
+
+
+def test_nn_functional_is_tinyattn_functional_under_torchs_import_line():
+    """`import tinyattn.nn.functional as F` (as torch code writes it) gives tinyattn.functional
+    itself, in a fresh interpreter too, so code written for torch.nn.functional runs."""
+    import subprocess
+    import sys
+
+    import tinyattn.nn.functional as nnf
+    from tinyattn.nn.functional import cross_entropy
+
+    assert nnf is F and nn.functional is F and cross_entropy is F.cross_entropy
+    code = ("import tinyattn.nn.functional as F, tinyattn, numpy as np\n"
+            "x = tinyattn.tensor([[1.0, -2.0]], requires_grad=True)\n"
+            "F.relu(x).sum().backward()\n"
+            "assert F is tinyattn.functional, F\n"
+            "print(x.grad.numpy().tolist())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[[1.0, 0.0]]"

@@ -2,9 +2,13 @@
 
 module.py holds Module, Parameter and the containers; layers.py the basic layers;
 activation.py the activation modules; encoder.py torch's TransformerEncoder(Layer);
-transformer.py the attention, MLP and block that make TinyTransformer.
+transformer.py the attention, MLP and block that make TinyTransformer. tinyattn.nn.functional
+is tinyattn.functional itself, so `import tinyattn.nn.functional as F` works as with torch.
 """
 
+import sys
+
+from .. import functional
 from . import init, utils
 from .activation import (
     CELU,
@@ -73,5 +77,7 @@ __all__ = [
     "MultiheadAttention", "RotaryEmbedding", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU",
     "Mish", "Softplus", "Softsign", "Hardtanh", "Hardsigmoid", "Hardswish", "LogSigmoid",
     "Softmin", "CosineSimilarity", "PairwiseDistance", "GLU", "TransformerEncoderLayer",
-    "TransformerEncoder",
+    "TransformerEncoder", "functional",
 ]
+
+sys.modules[__name__ + ".functional"] = functional  # the module, not a copy: one F
