@@ -33,6 +33,8 @@ from .autograd import (
 )
 from .dtypes import category, get_default_dtype, result_type
 from .errors import DimError, DTypeError, GraphError, ShapeError, fmt_shape
+from .generator import check as check_generator
+from .generator import rng_of
 from .ops import elementwise as ew
 from .ops import index as ix
 from .ops import matmul as mm
@@ -657,15 +659,15 @@ class Tensor(TensorBase):
     def zero_(self):
         return self.fill_(0)
 
-    def normal_(self, mean=0.0, std=1.0):
-        """Overwrite with samples of N(mean, std²) from the backend's generator."""
-        return self.copy_(randn(*self.shape, dtype=self.dtype, backend=self.backend).data * std
-                          + mean)
+    def normal_(self, mean=0.0, std=1.0, *, generator=None):
+        """Overwrite with samples of N(mean, std²) from `generator` or the backend's stream."""
+        draw = randn(*self.shape, generator=generator, dtype=self.dtype, backend=self.backend)
+        return self.copy_(draw.data * std + mean)
 
-    def uniform_(self, a=0.0, b=1.0):  # noqa: A002
-        """Overwrite with samples of U[a, b) from the backend's generator."""
-        return self.copy_(rand(*self.shape, dtype=self.dtype, backend=self.backend).data
-                          * (b - a) + a)
+    def uniform_(self, a=0.0, b=1.0, *, generator=None):  # noqa: A002
+        """Overwrite with samples of U[a, b) from `generator` or the backend's stream."""
+        draw = rand(*self.shape, generator=generator, dtype=self.dtype, backend=self.backend)
+        return self.copy_(draw.data * (b - a) + a)
 
     def any(self, dim=None, keepdim=False):
         """Whether any entry (over dim) is nonzero: a bool tensor."""
@@ -1866,12 +1868,15 @@ def _full_of(be, dtype, shape, value):
     return be.xp.full(shape, value, dtype)
 
 
-def _randn(be, dtype, shape):
-    return be.randn(shape, np.float32 if dtype == np.float16 else dtype).astype(dtype, copy=False)
+def _randn(be, dtype, shape, generator=None):
+    draw = be.randn(shape, np.float32 if dtype == np.float16 else dtype,
+                    rng=rng_of(be, generator))
+    return draw.astype(dtype, copy=False)
 
 
-def _rand(be, dtype, shape):
-    return be.rand(shape, np.float32 if dtype == np.float16 else dtype).astype(dtype, copy=False)
+def _rand(be, dtype, shape, generator=None):
+    draw = be.rand(shape, np.float32 if dtype == np.float16 else dtype, rng=rng_of(be, generator))
+    return draw.astype(dtype, copy=False)
 
 
 def _arange(be, dtype, start, end, step):
@@ -1887,12 +1892,14 @@ def _linspace(be, dtype, start, end, steps, base=None):
     return (out if base is None else base ** out).astype(dtype)
 
 
-def _randint(be, dtype, low, high, shape):
-    return be.rng.integers(low, high, size=shape, dtype=np.int64).astype(dtype, copy=False)
+def _randint(be, dtype, low, high, shape, generator=None):
+    draw = rng_of(be, generator).integers(low, high, size=shape, dtype=np.int64)
+    return draw.astype(dtype, copy=False)
 
 
-def _randperm(be, dtype, n):
-    return be.xp.argsort(be.rng.random((n,)), kind="stable").astype(dtype, copy=False)
+def _randperm(be, dtype, n, generator=None):
+    return be.xp.argsort(rng_of(be, generator).random((n,)), kind="stable").astype(dtype,
+                                                                                    copy=False)
 
 
 def zeros(*shape, dtype=None, requires_grad=False, backend=None):
@@ -1914,14 +1921,26 @@ def full(shape, fill_value, dtype=None, requires_grad=False, backend=None):
                  value=fill_value)
 
 
-def randn(*shape, dtype=None, requires_grad=False, backend=None):
-    """Standard normal samples from the backend's generator (see manual_seed)."""
-    return _make("randn", _randn, dtype, requires_grad, backend, shape=_shape_args(shape))
+def randn(*shape, generator=None, dtype=None, requires_grad=False, backend=None):
+    """Standard normal samples from `generator` (a tinyattn.Generator) or the backend's own
+    stream (see manual_seed)."""
+    return _make("randn", _randn, dtype, requires_grad, backend, shape=_shape_args(shape),
+                 **_drawing(generator, backend, "randn"))
 
 
-def rand(*shape, dtype=None, requires_grad=False, backend=None):
-    """Uniform [0, 1) samples from the backend's generator."""
-    return _make("rand", _rand, dtype, requires_grad, backend, shape=_shape_args(shape))
+def rand(*shape, generator=None, dtype=None, requires_grad=False, backend=None):
+    """Uniform [0, 1) samples from `generator` or the backend's own stream."""
+    return _make("rand", _rand, dtype, requires_grad, backend, shape=_shape_args(shape),
+                 **_drawing(generator, backend, "rand"))
+
+
+def _drawing(generator, backend, where):
+    """The settings a random fill gets for `generator`: none for the backend's own stream (so
+    a step that draws from it records the same settings as before generators came)."""
+    if generator is None:
+        return {}
+    be = backends.get_backend() if backend is None else backends.backend(backend)
+    return {"generator": check_generator(generator, be, where)}
 
 
 def arange(start, end=None, step=1, dtype=None, requires_grad=False, backend=None):
@@ -1991,7 +2010,7 @@ def randn_like(t, dtype=None, requires_grad=False):
     return randn(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad, backend=t.backend)
 
 
-def randint(low, high=None, size=None, dtype=None, backend=None):
+def randint(low, high=None, size=None, *, generator=None, dtype=None, backend=None):
     """Random integers in [low, high) (randint(high, size) means low = 0), int64 by default."""
     if size is None and isinstance(high, (tuple, list)):  # randint(high, size), as torch
         low, high, size = 0, low, high
@@ -2002,10 +2021,10 @@ def randint(low, high=None, size=None, dtype=None, backend=None):
     if high <= low:
         raise ValueError(f"randint: high ({high}) must be above low ({low})")
     return _make("randint", _randint, dtype or np.int64, False, backend, low=low, high=high,
-                 shape=_shape_args((size,)))
+                 shape=_shape_args((size,)), **_drawing(generator, backend, "randint"))
 
 
-def normal(mean=0.0, std=1.0, size=None, *, dtype=None, backend=None):
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, backend=None):
     """Samples of N(mean, std²): mean and std numbers (with size) or tensors, which broadcast
     (their shape, dtype and backend); no gradient, as torch's."""
     like = next((t for t in (mean, std) if isinstance(t, Tensor)), None)
@@ -2018,21 +2037,23 @@ def normal(mean=0.0, std=1.0, size=None, *, dtype=None, backend=None):
         shape = np.broadcast_shapes(*(t.shape for t in (mean, std) if isinstance(t, Tensor)))
         dtype, backend = dtype or like.dtype, backend or like.backend
     with no_grad():
-        z = randn(*shape, dtype=dtype, backend=backend)
+        z = randn(*shape, generator=generator, dtype=dtype, backend=backend)
         return (z * std + mean).detach()
 
 
-def randperm(n, dtype=None, backend=None):
+def randperm(n, *, generator=None, dtype=None, backend=None):
     """A random permutation of 0..n-1 (int64)."""
-    return _make("randperm", _randperm, dtype or np.int64, False, backend, n=n)
+    return _make("randperm", _randperm, dtype or np.int64, False, backend, n=n,
+                 **_drawing(generator, backend, "randperm"))
 
 
-def multinomial(input, num_samples, replacement=False):  # noqa: A002 - torch's name
+def multinomial(input, num_samples, replacement=False, *, generator=None):  # noqa: A002
     """Category indices drawn from the rows of `input` (weights, not necessarily normalised):
     (num_samples,) for 1-D input, (rows, num_samples) for 2-D. Without replacement each
     category is drawn at most once (the Gumbel top-k trick)."""
     p = input if isinstance(input, Tensor) else Tensor(input)
     be, xp = p.backend, p.backend.xp
+    rng = rng_of(be, check_generator(generator, be, "multinomial"))
     if p.ndim not in (1, 2):
         raise ShapeError(f"multinomial: takes 1-D or 2-D weights, got {fmt_shape(p.shape)}")
     w = p.data.reshape(-1, p.shape[-1]).astype(np.float64)
@@ -2046,24 +2067,24 @@ def multinomial(input, num_samples, replacement=False):  # noqa: A002 - torch's 
                          "without replacement; pass replacement=True")
     if replacement:
         cdf = xp.cumsum(w / w.sum(axis=1, keepdims=True), axis=1)
-        u = be.rng.random((w.shape[0], num_samples))
+        u = rng.random((w.shape[0], num_samples))
         out = (u[:, :, None] >= cdf[:, None, :]).sum(axis=2)
         out = xp.minimum(out, k - 1)  # u just below 1 against a cdf rounded below 1
     else:
         with np.errstate(divide="ignore"):
-            keys = xp.log(w) - xp.log(-xp.log(be.rng.random(w.shape)))  # + Gumbel noise
+            keys = xp.log(w) - xp.log(-xp.log(rng.random(w.shape)))  # + Gumbel noise
         keys = xp.where(w > 0, keys, -np.inf)
         out = xp.argsort(-keys, axis=1, kind="stable")[:, :num_samples]
     out = out.astype(np.int64)
     return Tensor._wrap(out if p.ndim == 2 else out[0], be)
 
 
-def bernoulli(input, p=None):  # noqa: A002 - torch's name
+def bernoulli(input, p=None, *, generator=None):  # noqa: A002 - torch's name
     """1.0 with probability `input` (each entry a probability), else 0.0; same dtype."""
     probs = input if isinstance(input, Tensor) else Tensor(input)
     be = probs.backend
     prob = probs.data if p is None else p
-    draw = be.rng.random(probs.shape) < prob
+    draw = rng_of(be, check_generator(generator, be, "bernoulli")).random(probs.shape) < prob
     return Tensor._wrap(draw.astype(probs.dtype), be)
 
 

@@ -69,13 +69,16 @@ class Backend(ABC):
     def seed(self, seed):
         self.rng = self.xp.random.default_rng(seed)
 
-    def randn(self, shape, dtype):
-        return self.rng.standard_normal(shape, dtype=dtype)
+    def randn(self, shape, dtype, rng=None):
+        """Standard normal floats, from `rng` (a tinyattn.Generator's) or the backend's own."""
+        return (self.rng if rng is None else rng).standard_normal(shape, dtype=dtype)
 
-    def rand(self, shape, dtype, seed=None):
-        """Uniform [0, 1) floats; from a fresh generator seeded with `seed` when one is given."""
-        rng = self.rng if seed is None else self.xp.random.default_rng(seed)
-        return rng.random(shape, dtype=dtype)
+    def rand(self, shape, dtype, seed=None, rng=None):
+        """Uniform [0, 1) floats; from a fresh generator seeded with `seed` when one is given,
+        else from `rng` (a tinyattn.Generator's) or the backend's own."""
+        if seed is not None:
+            rng = self.xp.random.default_rng(seed)
+        return (self.rng if rng is None else rng).random(shape, dtype=dtype)
 
     # ---- small helpers the ops share ---------------------------------------------------------
 

@@ -1,7 +1,8 @@
 """nn.init: fill a tensor in place with a starting distribution, with PyTorch's names and rules.
 
-Each function works under no_grad (so it may fill a Parameter), draws from the backend's
-generator (tinyattn.manual_seed makes it repeatable) and returns the tensor. fan_in is the
+Each function works under no_grad (so it may fill a Parameter), draws from `generator` (a
+tinyattn.Generator) when one is given, else from the backend's stream (tinyattn.manual_seed
+makes it repeatable), and returns the tensor. fan_in is the
 number of inputs a unit of a (out, in, *kernel) weight sees, fan_out the number of outputs.
 """
 
@@ -58,15 +59,15 @@ def _fan(tensor, mode, name):
 
 
 @no_grad()
-def uniform_(tensor, a=0.0, b=1.0):
+def uniform_(tensor, a=0.0, b=1.0, generator=None):
     """U[a, b)."""
-    return tensor.uniform_(a, b)
+    return tensor.uniform_(a, b, generator=generator)
 
 
 @no_grad()
-def normal_(tensor, mean=0.0, std=1.0):
+def normal_(tensor, mean=0.0, std=1.0, generator=None):
     """N(mean, std²)."""
-    return tensor.normal_(mean, std)
+    return tensor.normal_(mean, std, generator=generator)
 
 
 @no_grad()
@@ -90,34 +91,34 @@ def eye_(tensor):
     return tensor.copy_(tensor.backend.xp.eye(*tensor.shape, dtype=tensor.dtype))
 
 
-def xavier_uniform_(tensor, gain=1.0):
+def xavier_uniform_(tensor, gain=1.0, generator=None):
     """U(-a, a) with a = gain √(6 / (fan_in + fan_out)) (Glorot & Bengio, 2010)."""
     fan_in, fan_out = _fans(tensor, "xavier_uniform_")
     bound = gain * math.sqrt(6.0 / (fan_in + fan_out))
-    return uniform_(tensor, -bound, bound)
+    return uniform_(tensor, -bound, bound, generator)
 
 
-def xavier_normal_(tensor, gain=1.0):
+def xavier_normal_(tensor, gain=1.0, generator=None):
     """N(0, std²) with std = gain √(2 / (fan_in + fan_out))."""
     fan_in, fan_out = _fans(tensor, "xavier_normal_")
-    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)))
+    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)), generator)
 
 
-def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu"):
+def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
     """U(-b, b) with b = gain √(3 / fan) (He et al., 2015); a is leaky_relu's slope."""
     fan = _fan(tensor, mode, "kaiming_uniform_")
     bound = math.sqrt(3.0) * calculate_gain(nonlinearity, a) / math.sqrt(fan)
-    return uniform_(tensor, -bound, bound)
+    return uniform_(tensor, -bound, bound, generator)
 
 
-def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu"):
+def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
     """N(0, std²) with std = gain / √fan."""
     fan = _fan(tensor, mode, "kaiming_normal_")
-    return normal_(tensor, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(fan))
+    return normal_(tensor, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(fan), generator)
 
 
 @no_grad()
-def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0):
+def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     """N(mean, std²) restricted to [a, b]: entries outside are drawn again until none is."""
     if not a < b:
         raise ValueError(f"trunc_normal_: the interval [a, b] must have a < b, got a={a}, b={b}")
@@ -130,7 +131,8 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0):
     out = xp.empty(tensor.shape, dtype=np.float64)
     todo = xp.ones(tensor.shape, dtype=bool)
     while bool(todo.any()):  # each round keeps a fraction `inside` of what is left
-        draw = mean + std * randn(*tensor.shape, dtype=np.float64, backend=tensor.backend).data
+        draw = randn(*tensor.shape, generator=generator, dtype=np.float64,
+                     backend=tensor.backend).data * std + mean
         take = todo & (draw >= a) & (draw <= b)
         out[take] = draw[take]
         todo &= ~take
@@ -138,7 +140,7 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0):
 
 
 @no_grad()
-def orthogonal_(tensor, gain=1.0):
+def orthogonal_(tensor, gain=1.0, generator=None):
     """A (semi-)orthogonal matrix (Saxe et al., 2013), from the QR decomposition of a normal
     draw; dims after the first are flattened together."""
     if tensor.ndim < 2:
@@ -148,7 +150,8 @@ def orthogonal_(tensor, gain=1.0):
         return tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
-    flat = randn(rows, cols, dtype=np.float64).numpy()
+    flat = randn(rows, cols, generator=generator, dtype=np.float64,
+                 backend=tensor.backend).numpy()
     if rows < cols:
         flat = flat.T
     q, r = np.linalg.qr(flat)

@@ -1,0 +1,152 @@
+"""tinyattn.Generator (torch.Generator): a random stream of its own for every function that takes
+generator=, reproducible from its seed, apart from the global stream, with its state saved and
+restored; bad generators are errors that name the function."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import tinyattn as ta
+import tinyattn.functional as F
+from tinyattn import nn
+from tinyattn.backends.numpy_backend import NumpyBackend
+
+PROBS = ta.tensor([[0.1, 0.2, 0.3, 0.4], [0.5, 0.0, 0.25, 0.25]])
+
+DRAWS = {  # name -> draw(g): each a function that takes generator=
+    "randn": lambda g: ta.randn(3, 4, generator=g),
+    "rand": lambda g: ta.rand(5, generator=g, dtype=np.float64),
+    "randint": lambda g: ta.randint(0, 100, (6,), generator=g),
+    "randperm": lambda g: ta.randperm(9, generator=g),
+    "normal": lambda g: ta.normal(2.0, 3.0, (4,), generator=g),
+    "multinomial with replacement": lambda g: ta.multinomial(PROBS, 6, True, generator=g),
+    "multinomial without": lambda g: ta.multinomial(PROBS, 3, generator=g),
+    "bernoulli": lambda g: ta.bernoulli(ta.full((8,), 0.5), generator=g),
+    "Tensor.normal_": lambda g: ta.zeros(2, 3).normal_(1.0, 2.0, generator=g),
+    "Tensor.uniform_": lambda g: ta.zeros(7).uniform_(-1.0, 1.0, generator=g),
+    "init.uniform_": lambda g: nn.init.uniform_(ta.zeros(4), generator=g),
+    "init.normal_": lambda g: nn.init.normal_(ta.zeros(4), generator=g),
+    "init.xavier_uniform_": lambda g: nn.init.xavier_uniform_(ta.zeros(3, 4), generator=g),
+    "init.xavier_normal_": lambda g: nn.init.xavier_normal_(ta.zeros(3, 4), generator=g),
+    "init.kaiming_uniform_": lambda g: nn.init.kaiming_uniform_(ta.zeros(3, 4), generator=g),
+    "init.kaiming_normal_": lambda g: nn.init.kaiming_normal_(ta.zeros(3, 4), generator=g),
+    "init.trunc_normal_": lambda g: nn.init.trunc_normal_(ta.zeros(3, 4), generator=g),
+    "init.orthogonal_": lambda g: nn.init.orthogonal_(ta.zeros(3, 4), generator=g),
+}
+
+
+@pytest.mark.parametrize("draw", DRAWS.values(), ids=DRAWS.keys())
+def test_a_seeded_generator_repeats_its_draws_whatever_the_global_stream_does(draw):
+    """Two generators seeded alike draw alike, with the global stream reseeded and drawn from
+    in between; another seed draws otherwise; and drawing from a generator leaves the global
+    stream where it was."""
+    ta.manual_seed(0)
+    first = draw(ta.Generator().manual_seed(5)).numpy()
+    ta.manual_seed(1)
+    ta.randn(10)
+    again = draw(ta.Generator().manual_seed(5)).numpy()
+    np.testing.assert_array_equal(first, again)
+    others = [draw(ta.Generator().manual_seed(s)).numpy() for s in (6, 7, 8)]
+    assert any(not np.array_equal(first, o) for o in others)
+
+    ta.manual_seed(3)
+    want = ta.rand(4).numpy()
+    ta.manual_seed(3)
+    draw(ta.Generator().manual_seed(5))
+    np.testing.assert_array_equal(ta.rand(4).numpy(), want)
+
+
+def test_without_a_generator_the_global_stream_is_drawn_as_before():
+    """generator=None is the backend's stream: manual_seed still makes every draw repeat."""
+    ta.manual_seed(11)
+    first = [d(None).numpy() for d in DRAWS.values()]
+    ta.manual_seed(11)
+    for want, d in zip(first, DRAWS.values(), strict=True):
+        np.testing.assert_array_equal(d(None).numpy(), want)
+
+
+def test_one_generator_goes_on_drawing_and_its_state_brings_it_back():
+    g = ta.Generator().manual_seed(2)
+    state = g.get_state()
+    a, b = ta.rand(6, generator=g).numpy(), ta.rand(6, generator=g).numpy()
+    assert not np.array_equal(a, b)  # the stream moves on
+    assert g.set_state(state) is g
+    np.testing.assert_array_equal(ta.rand(6, generator=g).numpy(), a)
+    np.testing.assert_array_equal(ta.rand(6, generator=g).numpy(), b)
+    state["bit_generator"]["state"]["state"] += 1  # the state returned is a copy
+    g.set_state(g.get_state())
+    assert g.initial_seed() == 2
+
+
+def test_seed_and_initial_seed():
+    g = ta.Generator()
+    s = g.seed()
+    assert isinstance(s, int) and s >= 0 and g.initial_seed() == s
+    a = ta.randn(3, generator=g).numpy()
+    np.testing.assert_array_equal(ta.randn(3, generator=ta.Generator().manual_seed(s)).numpy(), a)
+    assert ta.Generator().seed() != s  # (two 63-bit draws from the system's entropy)
+    assert ta.Generator("cpu").device == "numpy" and "initial seed" in repr(g)
+    for edge in (0, 2**63 - 1):  # the ends of the range are seeds too
+        draws = [ta.rand(2, generator=ta.Generator().manual_seed(edge)).numpy() for _ in "ab"]
+        np.testing.assert_array_equal(*draws)
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, True, "3", None])
+def test_a_seed_that_is_not_a_whole_number_from_0_up_is_refused(seed):
+    with pytest.raises(ValueError, match="Generator.manual_seed: the seed must be an int >= 0"):
+        ta.Generator().manual_seed(seed)
+
+
+def test_set_state_takes_only_what_get_state_gave_for_its_backend():
+    g = ta.Generator()
+    with pytest.raises(TypeError, match="Generator.set_state: takes what Generator.get_state"):
+        g.set_state(np.random.default_rng(0).bit_generator.state)
+    other = {**g.get_state(), "device": "cupy"}
+    with pytest.raises(ta.BackendError, match="the state is of a cupy generator, this one "
+                                              "draws on numpy"):
+        g.set_state(other)
+
+
+@pytest.mark.parametrize("draw", DRAWS.values(), ids=DRAWS.keys())
+def test_a_generator_of_the_wrong_kind_or_backend_is_an_error_naming_the_function(draw):
+    with pytest.raises(TypeError, match=r"generator must be a tinyattn.Generator, got Generator"):
+        draw(np.random.default_rng(0))
+    g = ta.Generator()
+    g.backend = NumpyBackend(0)  # another backend than the one the tensor is made on
+    with pytest.raises(ta.BackendError, match=r"the generator draws on numpy, the tensor is "
+                                              r"made on numpy: make it with tinyattn.Generator"):
+        draw(g)
+
+
+def test_the_function_named_in_the_error_is_the_one_called():
+    for name, call in [("randn", lambda: ta.randn(2, generator=1)),
+                       ("randperm", lambda: ta.randperm(3, generator=1)),
+                       ("multinomial", lambda: ta.multinomial(PROBS, 1, generator=1)),
+                       ("bernoulli", lambda: ta.bernoulli(PROBS, generator=1))]:
+        with pytest.raises(TypeError, match=f"^{name}: generator must be"):
+            call()
+
+
+def test_a_captured_step_draws_from_the_generator_on_each_replay():
+    """randn(..., generator=g) inside a captured step is made again on every replay from g, as
+    an eager call would draw: the same losses and gradients bit for bit, in replay."""
+    w = ta.tensor(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4), requires_grad=True)
+    g_step, g_eager = ta.Generator().manual_seed(4), ta.Generator().manual_seed(4)
+
+    def fn(x, g):
+        h = x @ w
+        return F.mse_loss(h * ta.rand(4, generator=g), ta.randn(2, 4, generator=g))
+
+    step = ta.capture(lambda x: fn(x, g_step))
+    x = ta.ones(2, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(5):
+            w.grad = None
+            got = step(x)
+            want = fn(x, g_eager)
+            (want_w,) = ta.autograd.grad(want, [w])
+            assert got.item() == want.item()
+            np.testing.assert_array_equal(w.grad.numpy(), want_w.numpy())
+    assert step.state == "replaying"

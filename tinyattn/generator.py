@@ -1,0 +1,85 @@
+"""Generator: a random stream of its own (torch.Generator), for the functions that take
+`generator=`: randn, rand, randint, randperm, normal, multinomial, bernoulli, Tensor.normal_ and
+uniform_, and nn.init's random fills.
+
+Without a generator, those draw from their backend's own stream, which `tinyattn.manual_seed`
+seeds. A Generator seeded with `manual_seed(s)` gives the same draws whatever else the program
+draws in between, and its state can be saved and restored (`get_state`, `set_state`).
+"""
+
+import numbers
+
+import numpy as np
+
+from . import backends
+from .errors import BackendError
+
+
+class Generator:
+    """A random stream on one backend (device "cpu" / "numpy", or "cuda" / "cupy"; the default
+    backend when none is given), seeded from the operating system until manual_seed."""
+
+    def __init__(self, device=None):
+        self.backend = backends.get_backend() if device is None else backends.backend(device)
+        self.seed()
+
+    @property
+    def device(self):
+        return self.backend.name
+
+    def manual_seed(self, seed):
+        """Start the stream again from `seed` (an int >= 0); returns the generator, as torch."""
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+            raise ValueError(f"Generator.manual_seed: the seed must be an int >= 0, got {seed!r}")
+        self._initial = int(seed)
+        self.rng = self.backend.xp.random.default_rng(self._initial)
+        return self
+
+    def seed(self):
+        """Seed from the operating system's entropy; returns the seed chosen."""
+        return self.manual_seed(int(np.random.SeedSequence().entropy) % 2**63).initial_seed()
+
+    def initial_seed(self):
+        """The seed the stream last started from."""
+        return self._initial
+
+    def get_state(self):
+        """A copy of the stream's state, for set_state (the same draws follow it again)."""
+        return {"device": self.device, "initial_seed": self._initial,
+                "bit_generator": self.rng.bit_generator.state}  # (a new dict each time)
+
+    def set_state(self, state):
+        """Go back to a state get_state returned (of a generator on the same backend)."""
+        if not isinstance(state, dict) or set(state) != {"device", "initial_seed",
+                                                         "bit_generator"}:
+            raise TypeError("Generator.set_state: takes what Generator.get_state() returned, "
+                            f"got {type(state).__name__}")
+        if state["device"] != self.device:
+            raise BackendError(f"Generator.set_state: the state is of a {state['device']} "
+                               f"generator, this one draws on {self.device}")
+        rng = self.backend.xp.random.default_rng()
+        rng.bit_generator.state = state["bit_generator"]  # (read, not kept)
+        self.rng, self._initial = rng, state["initial_seed"]
+        return self
+
+    def __repr__(self):
+        return f"<tinyattn.Generator on {self.device}, initial seed {self._initial}>"
+
+
+def check(generator, be, where):
+    """`generator` (None, or a Generator on backend `be`) checked for `where` (a function's
+    name): a wrong type or backend is an error that names it."""
+    if generator is None:
+        return None
+    if not isinstance(generator, Generator):
+        raise TypeError(f"{where}: generator must be a tinyattn.Generator, got "
+                        f"{type(generator).__name__}")
+    if generator.backend is not be:
+        raise BackendError(f"{where}: the generator draws on {generator.device}, the tensor is "
+                           f"made on {be.name}: make it with tinyattn.Generator('{be.name}')")
+    return generator
+
+
+def rng_of(be, generator):
+    """The NumPy/CuPy random Generator to draw from: the generator's, else the backend's."""
+    return be.rng if generator is None else generator.rng
