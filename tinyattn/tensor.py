@@ -2050,42 +2050,59 @@ def randperm(n, *, generator=None, dtype=None, backend=None):
 def multinomial(input, num_samples, replacement=False, *, generator=None):  # noqa: A002
     """Category indices drawn from the rows of `input` (weights, not necessarily normalised):
     (num_samples,) for 1-D input, (rows, num_samples) for 2-D. Without replacement each
-    category is drawn at most once (the Gumbel top-k trick)."""
+    category is drawn at most once (the Gumbel top-k trick). Drawn as an op (a captured step
+    draws anew on each replay)."""
     p = input if isinstance(input, Tensor) else Tensor(input)
-    be, xp = p.backend, p.backend.xp
-    rng = rng_of(be, check_generator(generator, be, "multinomial"))
+    check_generator(generator, p.backend, "multinomial")
     if p.ndim not in (1, 2):
         raise ShapeError(f"multinomial: takes 1-D or 2-D weights, got {fmt_shape(p.shape)}")
-    w = p.data.reshape(-1, p.shape[-1]).astype(np.float64)
-    if w.size == 0 or bool((w < 0).any()) or not bool(xp.isfinite(w).all()) or bool(
-            (w.sum(axis=1) <= 0).any()):
-        raise ValueError(f"multinomial: weights must be finite, >= 0, and each row must have "
-                         f"a positive sum (shape {fmt_shape(p.shape)})")
-    k = w.shape[1]
+    k = p.shape[-1]
     if not replacement and num_samples > k:
         raise ValueError(f"multinomial: cannot draw {num_samples} samples from {k} categories "
                          "without replacement; pass replacement=True")
+    return _values("multinomial", _multinomial, p, n=num_samples, replacement=replacement,
+                   backend=p.backend, generator=generator)
+
+
+def _multinomial(weights, n, replacement, backend, generator):
+    xp = backend.xp
+    w = weights.reshape(-1, weights.shape[-1]).astype(np.float64)
+    if w.size == 0 or bool((w < 0).any()) or not bool(xp.isfinite(w).all()) or bool(
+            (w.sum(axis=1) <= 0).any()):
+        raise ValueError(f"multinomial: weights must be finite, >= 0, and each row must have "
+                         f"a positive sum (shape {fmt_shape(weights.shape)})")
+    rng, k = rng_of(backend, generator), w.shape[1]
     if replacement:
         cdf = xp.cumsum(w / w.sum(axis=1, keepdims=True), axis=1)
-        u = rng.random((w.shape[0], num_samples))
+        u = rng.random((w.shape[0], n))
         out = (u[:, :, None] >= cdf[:, None, :]).sum(axis=2)
         out = xp.minimum(out, k - 1)  # u just below 1 against a cdf rounded below 1
     else:
         with np.errstate(divide="ignore"):
             keys = xp.log(w) - xp.log(-xp.log(rng.random(w.shape)))  # + Gumbel noise
         keys = xp.where(w > 0, keys, -np.inf)
-        out = xp.argsort(-keys, axis=1, kind="stable")[:, :num_samples]
+        out = xp.argsort(-keys, axis=1, kind="stable")[:, :n]
     out = out.astype(np.int64)
-    return Tensor._wrap(out if p.ndim == 2 else out[0], be)
+    return out if weights.ndim == 2 else out[0]
 
 
 def bernoulli(input, p=None, *, generator=None):  # noqa: A002 - torch's name
-    """1.0 with probability `input` (each entry a probability), else 0.0; same dtype."""
+    """1.0 with probability `input` (each entry a probability, or p for all), else 0.0; same
+    dtype. Drawn as an op (a captured step draws anew on each replay)."""
     probs = input if isinstance(input, Tensor) else Tensor(input)
-    be = probs.backend
-    prob = probs.data if p is None else p
-    draw = rng_of(be, check_generator(generator, be, "bernoulli")).random(probs.shape) < prob
-    return Tensor._wrap(draw.astype(probs.dtype), be)
+    check_generator(generator, probs.backend, "bernoulli")
+    if p is not None and not 0 <= p <= 1:
+        raise ValueError(f"bernoulli: p must be in [0, 1], got {p}")
+    return _values("bernoulli", _bernoulli, probs, p=p, backend=probs.backend,
+                   generator=generator)
+
+
+def _bernoulli(probs, p, backend, generator):
+    if p is None and not bool(((probs >= 0) & (probs <= 1)).all()):
+        raise ValueError(f"bernoulli: every probability must be in [0, 1] (input of shape "
+                         f"{fmt_shape(probs.shape)})")
+    draw = rng_of(backend, generator).random(probs.shape) < (probs if p is None else p)
+    return draw.astype(probs.dtype)
 
 
 def from_numpy(array):

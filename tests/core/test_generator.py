@@ -150,3 +150,52 @@ def test_a_captured_step_draws_from_the_generator_on_each_replay():
             assert got.item() == want.item()
             np.testing.assert_array_equal(w.grad.numpy(), want_w.numpy())
     assert step.state == "replaying"
+
+
+def test_bernoulli_and_multinomial_draw_anew_on_each_replay_of_a_captured_step():
+    """bernoulli and multinomial are ops: a captured step draws them again on every replay,
+    from the global stream or a generator, as eagerly (bit for bit), with no warning; their
+    weights may be fn's own tensors, an argument, or a tensor made outside."""
+    w = ta.tensor(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4), requires_grad=True)
+    outside = ta.tensor([[0.1, 0.2, 0.3, 0.4], [0.7, 0.0, 0.2, 0.1]])
+    gens = {"step": ta.Generator().manual_seed(1), "eager": ta.Generator().manual_seed(1)}
+
+    def fn(x, probs, which):
+        h = x @ w  # (2, 4)
+        keep = ta.bernoulli(F.sigmoid(h).detach())
+        drop = ta.bernoulli(ta.ones(2, 4), 0.5, generator=gens[which])
+        picks = ta.multinomial(probs, 3, generator=gens[which])
+        more = ta.multinomial(outside, 5, replacement=True)
+        return (h * keep * drop).sum() + (h.gather(1, picks) ** 2).sum() + h.gather(1, more).sum()
+
+    step = ta.capture(lambda x, probs: fn(x, probs, "step"))
+    x = ta.ones(2, 3)
+    seen = set()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for k in range(6):
+            probs = ta.tensor([[1.0, 2.0, 3.0, 4.0], [4.0, 1.0, 0.0, 2.0]]) + k
+            w.grad = None
+            ta.manual_seed(k)
+            got = step(x, probs)
+            ta.manual_seed(k)
+            want = fn(x, probs, "eager")
+            (want_w,) = ta.autograd.grad(want, [w])
+            assert got.item() == want.item()
+            np.testing.assert_array_equal(w.grad.numpy(), want_w.numpy())
+            seen.add(got.item())
+    assert step.state == "replaying" and len(seen) > 3  # (the draws differ from call to call)
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda: ta.bernoulli(ta.tensor([0.5, 1.5])), r"bernoulli: every probability must be in "
+                                                   r"\[0, 1\] \(input of shape \(2,\)\)"),
+    (lambda: ta.bernoulli(ta.tensor([0.5, float("nan")])), r"must be in \[0, 1\]"),
+    (lambda: ta.bernoulli(ta.zeros(3), -0.1), r"bernoulli: p must be in \[0, 1\], got -0.1"),
+    (lambda: ta.multinomial(ta.tensor([[1.0, 2.0], [0.0, 0.0]]), 1),
+     r"multinomial: weights must be finite, >= 0, and each row must have a positive sum "
+     r"\(shape \(2, 2\)\)"),
+])
+def test_probabilities_out_of_range_are_errors(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
