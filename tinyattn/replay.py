@@ -29,7 +29,7 @@ hooks; the default dtype; grad enabled; no tracer (explain mode, anomaly detecti
 Replayed as ops: comparisons, ~, isnan, argmax, argsort (sort, topk) and the like (ops with no
 gradient: a mask made from the batch inside fn), index tensors (x[i], gather: read afresh on
 each replay), tensors made from settings alone (zeros, full, arange, randn, causal_mask, the
-masks and indices of tril, roll, diagonal and pad: made again on each replay, a random one
+masks and indices of tril, roll, diag, diagonal and pad: made again on each replay, a random one
 drawing anew as an eager call would, from a Generator if one is given), bernoulli and
 multinomial draws (anew), the class indices and weights of the losses. A replayed
 op whose output comes out another shape than recorded (a bool mask picking more) stops the

@@ -1479,12 +1479,13 @@ class Tensor(TensorBase):
             return self.diagonal(diagonal)
         if self.ndim != 1:
             raise ShapeError(f"diag: takes a 1-D or 2-D tensor, got {fmt_shape(self.shape)}")
-        n = self.shape[0] + abs(diagonal)
-        rows = np.arange(self.shape[0]) + max(-diagonal, 0)
-        cols = np.arange(self.shape[0]) + max(diagonal, 0)
-        be = self.backend
-        zeros = Tensor._wrap(be.xp.zeros((n, n), dtype=self.dtype), be)
-        return apply(sh.setitem, zeros, self, steps=((be.asarray(rows), be.asarray(cols)),))
+        k, be = self.shape[0], self.backend
+        n = k + abs(diagonal)
+        # made as ops, so a captured step makes them again on each replay
+        zeros = _make("zeros", _zeros, self.dtype, False, be, shape=(n, n))
+        rows, cols = (_make("arange", _arange, np.int64, False, be, start=start, end=start + k,
+                            step=1) for start in (max(-diagonal, 0), max(diagonal, 0)))
+        return apply(sh.setitem, zeros, self, steps=((rows.data, cols.data),))
 
     def trace(self):
         """The sum of the main diagonal of a matrix."""
