@@ -8,7 +8,7 @@
 The public names are listed here explicitly; see DESIGN.md for the map of the package.
 """
 
-from . import autograd, functional, nn, optim, viz
+from . import autograd, functional, nn, optim, utils, viz
 from .anomaly import AnomalyError, AnomalyWarning, debug_from_environment, detect_anomaly
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .backends import get_backend, set_backend, use_backend
@@ -279,7 +279,7 @@ __all__ = [
     "DTypeError", "BackendError", "GraphError", "GradcheckError", "CheckpointError",
     "viz", "explain", "autograd", "Function", "FunctionCtx",
     "detect_anomaly", "AnomalyError", "AnomalyWarning", "record", "gradcheck_graph", "check_graph",
-    "capture", "CapturedStep", "Generator",
+    "capture", "CapturedStep", "Generator", "utils",
     # creation (tensor.py) and torch's module-level functions (routines.py)
     "as_tensor", "bernoulli", "empty", "empty_like", "eye", "from_numpy", "full_like", "linspace",
     "logspace", "multinomial", "normal", "rand_like", "randint", "randn_like", "randperm",

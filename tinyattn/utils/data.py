@@ -1,0 +1,346 @@
+"""tinyattn.utils.data: torch.utils.data's datasets and loader, with its names and rules.
+
+A map-style Dataset answers `len(ds)` and `ds[i]`; TensorDataset indexes several tensors along
+their first dim at once. A DataLoader walks the indices a sampler gives (in order, or a fresh
+permutation each epoch with shuffle=True, drawn from `generator` or the global stream that
+tinyattn.manual_seed seeds), groups them in batches and collates each batch as torch does:
+tensors, arrays and numbers are stacked into one tensor (Python floats as float64, ints as
+int64, NumPy scalars in their dtype), tuples and lists into a list of stacked parts, dicts key
+by key; strings stay a list.
+An IterableDataset is read in its own order and batched. Batches are loaded in this process.
+"""
+
+import bisect
+import collections.abc
+import itertools
+import math
+import numbers
+import warnings
+
+import numpy as np
+
+from ..errors import ShapeError, fmt_shape
+from ..functional import stack
+from ..tensor import Tensor, randint, randperm, tensor
+
+__all__ = [
+    "Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset", "DataLoader",
+    "Sampler", "SequentialSampler", "RandomSampler", "BatchSampler", "random_split",
+    "default_collate",
+]
+
+
+# ---- datasets ------------------------------------------------------------------------------------
+
+
+class Dataset:
+    """A map-style dataset: subclasses give __getitem__(i) and __len__(); `a + b` chains two."""
+
+    def __getitem__(self, index):
+        raise TypeError(f"{type(self).__name__} must define __getitem__ (and __len__)")
+
+    def __add__(self, other):
+        return ConcatDataset([self, other])
+
+
+class IterableDataset:
+    """A dataset read as a stream: subclasses give __iter__(); the DataLoader batches it in its
+    own order (no shuffle, no sampler)."""
+
+    def __iter__(self):
+        raise TypeError(f"{type(self).__name__} must define __iter__")
+
+
+class TensorDataset(Dataset):
+    """Sample i is (t[i] for t in tensors): all tensors must have the same first dim."""
+
+    def __init__(self, *tensors):
+        if not tensors:
+            raise ValueError("TensorDataset: give at least one tensor")
+        for t in tensors:
+            if not isinstance(t, Tensor) or t.ndim == 0:
+                raise ShapeError("TensorDataset: takes tensors of at least one dim, got "
+                                 f"{fmt_shape(t.shape) if isinstance(t, Tensor) else t!r}")
+        if len({t.shape[0] for t in tensors}) > 1:
+            raise ShapeError("TensorDataset: the tensors differ in their first dim: "
+                             + ", ".join(fmt_shape(t.shape) for t in tensors))
+        self.tensors = tensors
+
+    def __getitem__(self, index):
+        return tuple(t[index] for t in self.tensors)
+
+    def __len__(self):
+        return self.tensors[0].shape[0]
+
+
+class Subset(Dataset):
+    """The samples of `dataset` at `indices`, in that order."""
+
+    def __init__(self, dataset, indices):
+        self.dataset, self.indices = dataset, list(indices)
+
+    def __getitem__(self, index):
+        if isinstance(index, list):
+            return [self.dataset[self.indices[i]] for i in index]
+        return self.dataset[self.indices[index]]
+
+    def __len__(self):
+        return len(self.indices)
+
+
+class ConcatDataset(Dataset):
+    """The samples of each dataset in turn."""
+
+    def __init__(self, datasets):
+        self.datasets = list(datasets)
+        if not self.datasets:
+            raise ValueError("ConcatDataset: give at least one dataset")
+        for d in self.datasets:
+            if isinstance(d, IterableDataset):
+                raise TypeError("ConcatDataset: takes map-style datasets, not an "
+                                "IterableDataset")
+        self.ends = list(itertools.accumulate(len(d) for d in self.datasets))
+
+    def __len__(self):
+        return self.ends[-1]
+
+    def __getitem__(self, index):
+        if index < 0:
+            if -index > len(self):
+                raise IndexError(f"ConcatDataset: index {index} is out of range for "
+                                 f"{len(self)} samples")
+            index += len(self)
+        which = bisect.bisect_right(self.ends, index)
+        if which == len(self.datasets):
+            raise IndexError(f"ConcatDataset: index {index} is out of range for {len(self)} "
+                             "samples")
+        start = self.ends[which - 1] if which else 0
+        return self.datasets[which][index - start]
+
+
+def random_split(dataset, lengths, generator=None):
+    """Subsets of the given lengths (ints that add up to len(dataset), or fractions that add
+    up to 1: each floor(f n), the rest given one by one from the first), from one random
+    permutation drawn from `generator` (or the global stream)."""
+    n = len(dataset)
+    lengths = list(lengths)
+    if lengths and all(isinstance(f, float) for f in lengths) and math.isclose(sum(lengths), 1):
+        if any(f < 0 or f > 1 for f in lengths):
+            raise ValueError(f"random_split: each fraction must be in [0, 1], got {lengths}")
+        counts = [int(math.floor(f * n)) for f in lengths]
+        for i in range(n - sum(counts)):
+            counts[i % len(counts)] += 1
+        lengths = counts
+    if any(not isinstance(k, numbers.Integral) or k < 0 for k in lengths) or sum(lengths) != n:
+        raise ValueError(f"random_split: the lengths {lengths} must be ints >= 0 that add up to "
+                         f"the {n} samples (or fractions that add up to 1)")
+    order = randperm(n, generator=generator).tolist()
+    return [Subset(dataset, order[end - k:end])
+            for k, end in zip(lengths, itertools.accumulate(lengths), strict=True)]
+
+
+# ---- samplers: the order of the indices ------------------------------------------------------
+
+
+class Sampler:
+    """An iterable of dataset indices (subclasses give __iter__ and, if they can, __len__)."""
+
+    def __iter__(self):
+        raise TypeError(f"{type(self).__name__} must define __iter__")
+
+
+class SequentialSampler(Sampler):
+    """0, 1, ..., len(data_source) - 1."""
+
+    def __init__(self, data_source):
+        self.data_source = data_source
+
+    def __iter__(self):
+        return iter(range(len(self.data_source)))
+
+    def __len__(self):
+        return len(self.data_source)
+
+
+class RandomSampler(Sampler):
+    """A new random permutation of the indices on each pass (or, with replacement, num_samples
+    indices drawn independently), from `generator` or the global stream."""
+
+    def __init__(self, data_source, replacement=False, num_samples=None, generator=None):
+        self.data_source, self.replacement, self.generator = data_source, replacement, generator
+        self._num_samples = num_samples
+        if not isinstance(self.num_samples, numbers.Integral) or self.num_samples <= 0:
+            raise ValueError(f"RandomSampler: num_samples must be an int > 0, got "
+                             f"{self.num_samples!r}")
+        if num_samples is not None and not replacement and num_samples > len(data_source):
+            raise ValueError(f"RandomSampler: cannot draw {num_samples} of "
+                             f"{len(data_source)} samples without replacement")
+
+    @property
+    def num_samples(self):
+        return len(self.data_source) if self._num_samples is None else self._num_samples
+
+    def __iter__(self):
+        n = len(self.data_source)
+        if self.replacement:
+            draw = randint(0, n, (self.num_samples,), generator=self.generator)
+        else:
+            draw = randperm(n, generator=self.generator)[:self.num_samples]
+        return iter(draw.tolist())
+
+    def __len__(self):
+        return self.num_samples
+
+
+class BatchSampler(Sampler):
+    """Lists of batch_size indices from `sampler` (the last one shorter unless drop_last)."""
+
+    def __init__(self, sampler, batch_size, drop_last):
+        if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or (
+                batch_size <= 0):
+            raise ValueError(f"BatchSampler: batch_size must be an int > 0, got {batch_size!r}")
+        self.sampler, self.batch_size, self.drop_last = sampler, int(batch_size), drop_last
+
+    def __iter__(self):
+        it = iter(self.sampler)
+        while batch := list(itertools.islice(it, self.batch_size)):
+            if len(batch) < self.batch_size and self.drop_last:
+                return
+            yield batch
+
+    def __len__(self):
+        n = len(self.sampler)
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+
+# ---- collating a batch ---------------------------------------------------------------------------
+
+
+def default_collate(batch):
+    """One batch from a list of samples, as torch's default_collate (see the module's doc)."""
+    elem = batch[0]
+    stacked = _stacked(batch, elem)
+    if stacked is not None:
+        return stacked
+    if isinstance(elem, (str, bytes)):
+        return list(batch)
+    if isinstance(elem, collections.abc.Mapping):
+        return {key: default_collate([d[key] for d in batch]) for key in elem}
+    if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # a namedtuple keeps its type
+        return type(elem)(*(default_collate(list(parts)) for parts in zip(*batch, strict=True)))
+    if isinstance(elem, collections.abc.Sequence):
+        if len({len(sample) for sample in batch}) > 1:
+            raise ValueError("default_collate: each sample in a batch must have as many parts, "
+                             f"got lengths {[len(sample) for sample in batch]}")
+        return [default_collate(list(parts)) for parts in zip(*batch, strict=True)]
+    raise TypeError(f"default_collate: cannot batch {type(elem).__name__}; samples must be "
+                    "tensors, arrays, numbers, strings, or tuples, lists or dicts of them "
+                    "(or give collate_fn)")
+
+
+def _stacked(batch, elem):
+    """Tensors, arrays and numbers stacked into one tensor; None for anything else."""
+    if isinstance(elem, Tensor):
+        return stack(batch, 0)
+    if isinstance(elem, np.ndarray) and elem.dtype.kind in "biuf":
+        return stack([tensor(a) for a in batch], 0)
+    if isinstance(elem, np.generic) and elem.dtype.kind in "biuf":  # keeps its dtype
+        return tensor(np.array(batch))
+    if isinstance(elem, bool):
+        return tensor(list(batch), dtype=np.bool_)
+    if isinstance(elem, numbers.Integral):
+        return tensor(list(batch), dtype=np.int64)
+    if isinstance(elem, numbers.Real):
+        return tensor(list(batch), dtype=np.float64)
+    return None
+
+
+def _convert(sample):
+    """A sample as the loader gives it unbatched (batch_size=None): arrays become tensors."""
+    if isinstance(sample, np.ndarray) and sample.dtype.kind in "biuf":
+        return tensor(sample)
+    if isinstance(sample, collections.abc.Mapping):
+        return {key: _convert(v) for key, v in sample.items()}
+    if isinstance(sample, tuple) and hasattr(sample, "_fields"):
+        return type(sample)(*(_convert(v) for v in sample))
+    if isinstance(sample, (tuple, list)):
+        return [_convert(v) for v in sample]
+    return sample
+
+
+# ---- the loader ----------------------------------------------------------------------------------
+
+
+class DataLoader:
+    """Batches of `dataset`: batch_size samples at a time (None: one sample at a time, not
+    collated), in order or shuffled anew each epoch, collated by collate_fn (default_collate).
+
+    The worker options (num_workers, pin_memory, timeout, worker_init_fn, prefetch_factor,
+    persistent_workers) are accepted so torch code runs; batches are loaded in this process
+    (num_workers > 0 says so once)."""
+
+    def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
+                 num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
+                 worker_init_fn=None, prefetch_factor=None, persistent_workers=False,
+                 generator=None):
+        self.dataset, self.batch_size, self.drop_last = dataset, batch_size, drop_last
+        self.generator, self.num_workers = generator, num_workers
+        _check_options(dataset, batch_size, shuffle, sampler, batch_sampler, drop_last)
+        if not isinstance(dataset, IterableDataset):
+            if sampler is None:
+                sampler = (RandomSampler(dataset, generator=generator) if shuffle
+                           else SequentialSampler(dataset))
+            if batch_sampler is None and batch_size is not None:
+                batch_sampler = BatchSampler(sampler, batch_size, drop_last)
+        self.sampler, self.batch_sampler = sampler, batch_sampler
+        self.collate_fn = collate_fn or (default_collate if batch_size is not None or
+                                         batch_sampler is not None else _convert)
+        if num_workers:
+            warnings.warn(f"DataLoader: num_workers={num_workers}: tinyattn loads the batches "
+                          "in this process", stacklevel=2)
+
+    def __iter__(self):
+        if isinstance(self.dataset, IterableDataset):
+            it = iter(self.dataset)
+            if self.batch_size is None:
+                yield from (self.collate_fn(sample) for sample in it)
+                return
+            while batch := list(itertools.islice(it, self.batch_size)):
+                if len(batch) < self.batch_size and self.drop_last:
+                    return
+                yield self.collate_fn(batch)
+        elif self.batch_sampler is None:
+            yield from (self.collate_fn(self.dataset[i]) for i in self.sampler)
+        else:
+            for indices in self.batch_sampler:
+                yield self.collate_fn([self.dataset[i] for i in indices])
+
+    def __len__(self):
+        if isinstance(self.dataset, IterableDataset):
+            n = len(self.dataset)  # (a TypeError if the stream has no length, as in torch)
+            if self.batch_size is None:
+                return n
+            return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+        return len(self.batch_sampler if self.batch_sampler is not None else self.sampler)
+
+
+def _check_options(dataset, batch_size, shuffle, sampler, batch_sampler, drop_last):
+    """The DataLoader options that contradict each other, as torch refuses them."""
+    if isinstance(dataset, IterableDataset) and (shuffle or sampler is not None
+                                                 or batch_sampler is not None):
+        raise ValueError("DataLoader: an IterableDataset is read in its own order: no "
+                         "shuffle, sampler or batch_sampler")
+    if sampler is not None and shuffle:
+        raise ValueError("DataLoader: give shuffle=True or a sampler, not both")
+    if batch_sampler is not None and (batch_size != 1 or shuffle or sampler is not None
+                                      or drop_last):
+        raise ValueError("DataLoader: batch_sampler gives whole batches: leave batch_size, "
+                         "shuffle, sampler and drop_last at their defaults")
+    _check_batching(batch_size, batch_sampler, drop_last)
+
+
+def _check_batching(batch_size, batch_sampler, drop_last):
+    if batch_size is None and drop_last:
+        raise ValueError("DataLoader: drop_last needs a batch_size")
+    if batch_size is not None and batch_sampler is None:
+        BatchSampler(range(0), batch_size, drop_last)  # (checks batch_size)
