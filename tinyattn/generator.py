@@ -36,7 +36,7 @@ class Generator:
         return self
 
     def seed(self):
-        """Seed from the operating system's entropy; returns the seed chosen."""
+        """Seed from the operating system's entropy (63 bits); returns the seed chosen."""
         return self.manual_seed(int(np.random.SeedSequence().entropy) % 2**63).initial_seed()
 
     def initial_seed(self):

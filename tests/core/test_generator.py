@@ -85,8 +85,12 @@ def test_seed_and_initial_seed():
     assert isinstance(s, int) and s >= 0 and g.initial_seed() == s
     a = ta.randn(3, generator=g).numpy()
     np.testing.assert_array_equal(ta.randn(3, generator=ta.Generator().manual_seed(s)).numpy(), a)
-    assert ta.Generator().seed() != s  # (two 63-bit draws from the system's entropy)
+    seeds = {ta.Generator().seed() for _ in range(8)} | {s}
+    assert len(seeds) == 9 and all(0 <= k < 2**63 for k in seeds)  # 63-bit system entropy
+    assert max(seeds) > 2**56  # (all 9 below: 1 chance in 2**63)
     assert ta.Generator("cpu").device == "numpy" and "initial seed" in repr(g)
+    with pytest.raises(ta.BackendError, match="unknown backend 'tpu'"):
+        ta.Generator("tpu")
     for edge in (0, 2**63 - 1):  # the ends of the range are seeds too
         draws = [ta.rand(2, generator=ta.Generator().manual_seed(edge)).numpy() for _ in "ab"]
         np.testing.assert_array_equal(*draws)

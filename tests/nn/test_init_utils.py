@@ -81,6 +81,29 @@ def test_zeros_ones_constant_eye_and_seeded_repeats():
     np.testing.assert_array_equal(*draws)
 
 
+@pytest.mark.parametrize("fn,kwargs,std", [
+    ("xavier_uniform_", {}, math.sqrt(2 / (288 + 576))),
+    ("xavier_normal_", {"gain": 3.0}, 3 * math.sqrt(2 / (288 + 576))),
+    ("kaiming_uniform_", {"nonlinearity": "relu"}, math.sqrt(2 / 288)),
+    ("kaiming_normal_", {"mode": "fan_out", "nonlinearity": "relu"}, math.sqrt(2 / 576)),
+])
+def test_a_conv_weight_counts_its_kernel_in_the_fans_and_draws_around_0(fn, kwargs, std):
+    """A (out, in, kh, kw) weight has fan_in = in kh kw and fan_out = out kh kw (torch's rule);
+    every draw is centred on 0."""
+    ta.manual_seed(2)
+    w = ta.zeros(64, 32, 3, 3, dtype=np.float64)  # fan_in 288, fan_out 576
+    values = getattr(init, fn)(w, **kwargs).numpy()
+    assert values.std() == pytest.approx(std, rel=0.03)
+    assert abs(values.mean()) < 0.05 * std
+
+
+@pytest.mark.parametrize("fn", ["xavier_uniform_", "xavier_normal_", "kaiming_uniform_",
+                                "kaiming_normal_"])
+def test_a_fan_error_names_the_function(fn):
+    with raises(ta.ShapeError, f"^{fn}: fan in and fan out need a tensor of at least 2 dims"):
+        getattr(init, fn)(ta.zeros(5))
+
+
 def test_fans_need_two_dims():
     with raises(ta.ShapeError, "xavier_uniform_", "at least 2 dims", r"\(5,\)"):
         init.xavier_uniform_(ta.zeros(5))
