@@ -43,6 +43,8 @@ PACKAGES = {
     "sample": "tinyattn.sample.",
     "serialization": "tinyattn.serialization.",
     "replay": "tinyattn.replay.",
+    "utils": "tinyattn.utils.",
+    "generator": "tinyattn.generator.",
 }
 
 # mutmut's exit codes (mutmut/stats.py): what each says about the mutant

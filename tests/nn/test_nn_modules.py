@@ -246,12 +246,40 @@ MHA_CASES = [
 ]
 
 
+def test_a_fully_masked_query_attends_to_nothing_zeros_not_nan():
+    """A query whose every key is masked (attn_mask, key_padding_mask or both) gets zero
+    weights and a zero attention output, and finite gradients; torch's MultiheadAttention gives
+    NaN there (a documented difference: tinyattn's softmax of a row of -inf is zeros)."""
+    torch = pytest.importorskip("torch")
+    ours, theirs = _mha_pair(torch, batch_first=True)
+    x = np.random.default_rng(3).standard_normal((2, 3, 8))
+    mask = np.zeros((3, 3), bool)
+    mask[1] = True  # query 1 may see no key
+    pad = np.zeros((2, 3), bool)
+    pad[1, :2] = True  # in batch 1, keys 0 and 1 are padding: with the mask, query 2 sees key 2
+    xs = ta.tensor(x, requires_grad=True)
+    out, w = ours(xs, xs, xs, attn_mask=ta.tensor(mask), key_padding_mask=ta.tensor(pad))
+    tout, tw = theirs(*[torch.tensor(x)] * 3, attn_mask=torch.tensor(mask),
+                      key_padding_mask=torch.tensor(pad))
+    tout, tw = tout.detach().numpy(), tw.detach().numpy()
+    assert np.isnan(tout[:, 1]).all() and np.isnan(tw[:, 1]).all()
+    bias = ours.out_proj.bias.numpy()
+    np.testing.assert_array_equal(out.numpy()[:, 1], np.broadcast_to(bias, (2, 8)))
+    np.testing.assert_array_equal(w.numpy()[:, 1], 0)
+    rows = [0, 2]  # the other queries agree with torch
+    np.testing.assert_allclose(out.numpy()[:, rows], tout[:, rows], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(w.numpy()[:, rows], tw[:, rows], rtol=1e-10, atol=1e-12)
+    (out ** 2).sum().backward()
+    assert np.isfinite(xs.grad.numpy()).all()
+
+
 @pytest.mark.filterwarnings("ignore:Support for mismatched key_padding_mask")  # torch's
 @pytest.mark.parametrize("ctor,call", MHA_CASES, ids=[str(i) for i in range(len(MHA_CASES))])
 def test_multihead_attention_matches_torch(ctor, call):
     torch = pytest.importorskip("torch")
     ours, theirs = _mha_pair(torch, **ctor)
     call = dict(call)
+    rng = np.random.default_rng(MHA_CASES.index((ctor, call)))  # (not the order tests run in)
     N, L, S, H = 3, 4, 5, 2  # noqa: N806
     bf, unbatched = ctor.get("batch_first", False), call.pop("unbatched", False)
 
@@ -261,7 +289,8 @@ def test_multihead_attention_matches_torch(ctor, call):
         return rng.standard_normal((N, n, d) if bf else (n, N, d))
 
     arrays = [seq(L, 8), seq(S, ctor.get("kdim", 8)), seq(S, ctor.get("vdim", 8))]
-    masks = {"bool": rng.random((L, S)) < 0.3, "float": rng.standard_normal((L, S)),
+    keep_first = np.arange(S) > 0  # key 0 is never masked: no row is fully masked (see below)
+    masks = {"bool": (rng.random((L, S)) < 0.3) & keep_first, "float": rng.standard_normal((L, S)),
              "float3d": rng.standard_normal((N * H, L, S)), "causal": np.triu(np.ones((L, S),
                                                                                    bool), 1)}
     if "attn_mask" in call:
