@@ -8,7 +8,9 @@
 The public names are listed here explicitly; see DESIGN.md for the map of the package.
 """
 
-from . import autograd, functional, nn, optim, utils, viz
+import sys
+
+from . import autograd, autograd_functional, functional, nn, optim, utils, viz
 from .anomaly import AnomalyError, AnomalyWarning, debug_from_environment, detect_anomaly
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .backends import get_backend, set_backend, use_backend
@@ -264,6 +266,8 @@ from .tensor import (
 __version__ = "0.1.0"
 
 autograd.Function = Function  # torch's place for it: ta.autograd.Function (function.py)
+autograd.functional = autograd_functional  # ta.autograd.functional.jacobian, vjp, jvp
+sys.modules[__name__ + ".autograd.functional"] = autograd_functional  # (an import line works)
 autograd.FunctionCtx = FunctionCtx
 debug_from_environment()  # TINYATTN_DEBUG=1: anomaly detection everywhere
 

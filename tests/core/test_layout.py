@@ -28,7 +28,7 @@ LAYERS = {
     "ops": ["ops", "ops.*"],
     "tensor": ["tensor"],
     "library": ["functional", "routines", "function", "replay", "nn", "nn.*", "optim", "optim.*",
-                "distributed", "utils", "utils.*"],
+                "distributed", "utils", "utils.*", "autograd_functional"],
     "tools": ["anomaly", "gradcheck", "graphcheck", "explain", "viz", "explore", "plots",
               "exercises"],
     "app": ["cli", "__main__", "train", "runs", "sample", "data", "serialization", "graphs",

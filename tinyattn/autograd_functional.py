@@ -1,0 +1,176 @@
+"""tinyattn.autograd.functional (torch.autograd.functional): whole Jacobians and their products
+with a vector, from reverse mode: jacobian, vjp, jvp.
+
+`jacobian(F.softmax, x)` is the matrix diag(y) - y yᵀ that the softmax VJP never builds: one
+backward pass per output entry, each with a one-hot cotangent. vjp is one backward pass; jvp
+(J v) is computed from the Jacobian's rows, so it costs one pass per output entry too (forward
+mode would take one: tinyattn has none). Gradients of gradients (create_graph, hessian) are not
+available: tinyattn's VJPs run on arrays, off the graph.
+"""
+
+from .autograd import enable_grad, grad
+from .errors import DTypeError, GraphError, ShapeError, fmt_shape
+from .tensor import Tensor
+
+__all__ = ["jacobian", "vjp", "jvp"]
+
+
+def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
+             strategy="reverse-mode"):
+    """d func(*inputs) / d inputs: for one output tensor y and one input x, a tensor of shape
+    y.shape + x.shape; with a tuple of inputs (or of outputs), a tuple over them (a tuple of
+    tuples, [output][input], for both). An output that does not depend on an input gives zeros
+    there (with strict=True, an error). `vectorize` is accepted (as torch's) and changes
+    nothing; strategy must be "reverse-mode"."""
+    _no_graph(create_graph, "jacobian")
+    if strategy != "reverse-mode":
+        raise ValueError(f"jacobian: strategy={strategy!r}: tinyattn has reverse mode only "
+                         "(strategy='reverse-mode')")
+    in_tuple, xs = _leaves(inputs, "jacobian")
+    out_tuple, ys = _outputs(func, xs, "jacobian")
+    table = tuple(_table_of(y, xs, i, strict) for i, y in enumerate(ys))
+    if not out_tuple:
+        return table[0] if in_tuple else table[0][0]
+    return table if in_tuple else tuple(row[0] for row in table)
+
+
+def vjp(func, inputs, v=None, create_graph=False, strict=False):
+    """(func(*inputs), vᵀ J): the outputs (detached) and, shaped as the inputs, the gradient of
+    Σ v * outputs. v may be left out when func returns one single-entry tensor."""
+    _no_graph(create_graph, "vjp")
+    in_tuple, xs = _leaves(inputs, "vjp")
+    out_tuple, ys = _outputs(func, xs, "vjp")
+    vs = _cotangents(v, ys, out_tuple)
+    live = [(y, w) for y, w in zip(ys, vs, strict=True) if y.requires_grad]
+    found = [None] * len(xs)
+    if live:
+        found = list(grad([y for y, _ in live], list(xs), [w for _, w in live],
+                          allow_unused=True))
+    result = []
+    for j, (x, g) in enumerate(zip(xs, found, strict=True)):
+        if g is None:
+            _independent(strict, "vjp", None, j)
+            g = Tensor._wrap(x.backend.xp.zeros(x.shape, dtype=x.dtype), x.backend)
+        result.append(g)
+    outs = tuple(y.detach() for y in ys)
+    return (outs if out_tuple else outs[0]), (tuple(result) if in_tuple else result[0])
+
+
+def jvp(func, inputs, v=None, create_graph=False, strict=False):
+    """(func(*inputs), J v): the outputs (detached) and, shaped as the outputs, the change of
+    each output along the input direction v (shaped as the inputs; may be left out when there
+    is one single-entry input). Computed from the Jacobian's rows (one backward pass each)."""
+    _no_graph(create_graph, "jvp")
+    in_tuple, xs = _leaves(inputs, "jvp")
+    vs = _directions(v, xs)
+    out_tuple, ys = _outputs(func, xs, "jvp")
+    result = []
+    for i, y in enumerate(ys):
+        total = y.backend.xp.zeros(y.shape, dtype=y.dtype)
+        for block, w in zip(_table_of(y, xs, i, strict), vs, strict=True):
+            total += (block.data.reshape(y.shape + (-1,)) @ w.data.reshape(-1)).astype(y.dtype)
+        result.append(Tensor._wrap(total, y.backend))
+    outs = tuple(y.detach() for y in ys)
+    return (outs if out_tuple else outs[0]), (tuple(result) if out_tuple else result[0])
+
+
+# ---- pieces ------------------------------------------------------------------------------------
+
+
+def _no_graph(create_graph, name):
+    if create_graph:
+        raise GraphError(f"{name}: create_graph=True (gradients of gradients) is not supported: "
+                         "tinyattn's VJPs run on arrays, outside the graph")
+
+
+def _tensors(value, what, name):
+    """(was it a tuple, the tensors): one tensor, or a tuple or list of them."""
+    is_tuple = isinstance(value, (tuple, list))
+    items = tuple(value) if is_tuple else (value,)
+    for i, t in enumerate(items):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{name}: {what} {i} must be a tinyattn Tensor, got "
+                            f"{type(t).__name__}")
+    return is_tuple, items
+
+
+def _leaves(inputs, name):
+    """The inputs as fresh leaves that require grad (the caller's tensors are not touched)."""
+    in_tuple, xs = _tensors(inputs, "input", name)
+    for j, x in enumerate(xs):
+        if x.dtype.kind != "f":
+            raise DTypeError(f"{name}: input {j} is {x.dtype}: only floating-point inputs have "
+                             "a derivative")
+    return in_tuple, tuple(x.detach().requires_grad_(True) for x in xs)
+
+
+def _outputs(func, xs, name):
+    with enable_grad():  # (as torch: under no_grad too)
+        out = func(*xs)
+    return _tensors(out, "output", name)
+
+
+def _table_of(y, xs, i, strict):
+    """d y / d x for each input x: tensors of shape y.shape + x.shape, one backward pass per
+    entry of y with a one-hot cotangent."""
+    xp = y.backend.xp
+    blocks = [xp.zeros((y.numel(),) + x.shape, dtype=x.dtype) for x in xs]
+    used = [False] * len(xs)
+    if y.requires_grad:
+        onehot = xp.zeros(y.numel(), dtype=y.dtype)
+        for k in range(y.numel()):
+            onehot[:] = 0
+            onehot[k] = 1
+            cot = Tensor._wrap(onehot.reshape(y.shape).copy(), y.backend)
+            for j, g in enumerate(grad(y, list(xs), cot, retain_graph=True, allow_unused=True)):
+                if g is not None:
+                    blocks[j][k] = g.data
+                    used[j] = True
+    for j, u in enumerate(used):  # (grad gives None only for an input off y's graph)
+        if not u and y.numel():
+            _independent(strict, "jacobian", i, j)
+    return tuple(Tensor._wrap(b.reshape(y.shape + x.shape), y.backend)
+                 for b, x in zip(blocks, xs, strict=True))
+
+
+def _independent(strict, name, i, j):
+    if strict:
+        which = "the output" if i is None else f"output {i}"
+        raise GraphError(f"{name}: {which} does not depend on input {j}; strict=True refuses "
+                         "that (strict=False gives zeros)")
+
+
+def _cotangents(v, ys, out_tuple):
+    """v as one tensor per output, each of its output's shape."""
+    if v is None:
+        if len(ys) != 1 or ys[0].numel() != 1:
+            raise ShapeError("vjp: v may be left out only when func returns one tensor with a "
+                             "single entry; give v shaped as the outputs")
+        return [Tensor._wrap(ys[0].backend.xp.ones(ys[0].shape, dtype=ys[0].dtype),
+                             ys[0].backend)]
+    _, vs = _tensors(v, "v", "vjp")
+    if len(vs) != len(ys):
+        raise ShapeError(f"vjp: {len(vs)} tensors in v for {len(ys)} outputs")
+    for i, (w, y) in enumerate(zip(vs, ys, strict=True)):
+        if w.shape != y.shape:
+            raise ShapeError(f"vjp: v {i} has shape {fmt_shape(w.shape)} but output {i} has "
+                             f"shape {fmt_shape(y.shape)}")
+    return list(vs)
+
+
+def _directions(v, xs):
+    """v as one tensor per input, each of its input's shape."""
+    if v is None:
+        if len(xs) != 1 or xs[0].numel() != 1:
+            raise ShapeError("jvp: v may be left out only when there is one input with a "
+                             "single entry; give v shaped as the inputs")
+        return [Tensor._wrap(xs[0].backend.xp.ones(xs[0].shape, dtype=xs[0].dtype),
+                             xs[0].backend)]
+    _, vs = _tensors(v, "v", "jvp")
+    if len(vs) != len(xs):
+        raise ShapeError(f"jvp: {len(vs)} tensors in v for {len(xs)} inputs")
+    for j, (w, x) in enumerate(zip(vs, xs, strict=True)):
+        if w.shape != x.shape:
+            raise ShapeError(f"jvp: v {j} has shape {fmt_shape(w.shape)} but input {j} has "
+                             f"shape {fmt_shape(x.shape)}")
+    return list(vs)
