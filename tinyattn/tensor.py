@@ -560,6 +560,27 @@ class Tensor(TensorBase):
                     self._store(name, apply(op, self, *args, **params).data)
             bump_version(self)
             return self
+        self._refuse_in_place(name)
+        source = self
+        if 0 in op.saves:  # the op keeps its input for backward: give it the values before
+            source = self._before()
+        return self._become(name, apply(op, source, *args, **params))
+
+    def _in_place_as(self, name, compute, *args):
+        """x.name_(...) for a method made of several ops: compute(x) written into x, with
+        _in_place's rules (recorded when grad is enabled and x or a tensor in args requires
+        grad, as if x = compute(x) had run; a leaf that requires grad or a shared memory is
+        refused then)."""
+        if not (is_grad_enabled() and (self._node is not None or any(
+                isinstance(a, Tensor) and a._node is not None for a in args))):
+            with no_grad():
+                self._store(name, compute(self).data)
+            bump_version(self)
+            return self
+        self._refuse_in_place(name)
+        return self._become(name, compute(self._before()))  # (the ops may keep x's values)
+
+    def _refuse_in_place(self, name):
         if self._node is not None and self._node.op is None:
             raise GraphError(f"{name}: this tensor {fmt_shape(self.shape)} is a leaf that "
                              "requires grad, and an in-place change while the graph is being "
@@ -571,11 +592,16 @@ class Tensor(TensorBase):
                              "permute, expand or detach), whose gradient would not see this "
                              "change; compute a new tensor instead (x = x + y, or x[i] = "
                              "x[i] + y) or make the change under no_grad()")
-        source = self
-        if 0 in op.saves:  # the op keeps its input for backward: give it the values before
-            source = Tensor._wrap(self.data.copy(), self.backend)
-            source._node = self._node
-        result = apply(op, source, *args, **params)
+
+    def _before(self):
+        """This tensor's values now, in memory of their own, on its node (for ops that keep
+        their input while this tensor's memory changes)."""
+        source = Tensor._wrap(self.data.copy(), self.backend)
+        source._node = self._node
+        return source
+
+    def _become(self, name, result):
+        """Take result's values (into this tensor's memory) and its node."""
         self._store(name, result.data)
         bump_version(self)
         self._node = result._node
@@ -1295,6 +1321,110 @@ class Tensor(TensorBase):
         return apply(ix.scatter_reduce, self, _index_tensor(index, self, "scatter_reduce").data,
                      self._other(src), dim=dim, reduce=reduce, include_self=include_self)
 
+    def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
+        return self._in_place_as("scatter_", lambda x: x.scatter(dim, index, src, value=value,
+                                                                 reduce=reduce), src)
+
+    def scatter_add_(self, dim, index, src):
+        return self._in_place_as("scatter_add_", lambda x: x.scatter_add(dim, index, src), src)
+
+    def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
+        return self._in_place_as("scatter_reduce_", lambda x: x.scatter_reduce(
+            dim, index, src, reduce, include_self=include_self), src)
+
+    # index_add, index_copy, index_fill: slices along dim picked by a 1-D index, through the
+    # scatter ops and masked_fill (whose VJPs give the gradients)
+
+    def index_add(self, dim, index, source, *, alpha=1):
+        """A copy with alpha * source[..., k, ...] added into slice index[k] along dim
+        (repeated indices add up)."""
+        axis, idx = self._slices_at("index_add", dim, index, source)
+        return self.scatter_add(axis, idx, source if alpha == 1 else source * alpha)
+
+    def index_copy(self, dim, index, source):
+        """A copy with slice index[k] along dim replaced by source[..., k, ...]."""
+        axis, idx = self._slices_at("index_copy", dim, index, source)
+        return self.scatter(axis, idx, source)
+
+    def index_fill(self, dim, index, value):
+        """A copy with the slices at index along dim set to value (a number)."""
+        axis = _axis(dim, max(self.ndim, 1), "index_fill")
+        index = self._slice_index("index_fill", index)
+        hit = _values("index_hit", _slots_hit, index, n=self.shape[axis] if self.ndim else 1,
+                      axis=axis, ndim=self.ndim, backend=self.backend)
+        return self.masked_fill(hit, value)
+
+    def index_add_(self, dim, index, source, *, alpha=1):
+        return self._in_place_as("index_add_", lambda x: x.index_add(dim, index, source,
+                                                                     alpha=alpha), source)
+
+    def index_copy_(self, dim, index, source):
+        return self._in_place_as("index_copy_", lambda x: x.index_copy(dim, index, source),
+                                 source)
+
+    def index_fill_(self, dim, index, value):
+        return self._in_place_as("index_fill_", lambda x: x.index_fill(dim, index, value))
+
+    def _slice_index(self, name, index):
+        index = _index_tensor(index, self, name)
+        if index.ndim > 1:
+            raise ShapeError(f"{name}: the index must be 1-D (one slice per entry), got "
+                             f"{fmt_shape(index.shape)}")
+        return index.reshape(-1)
+
+    def _slices_at(self, name, dim, index, source):
+        """(axis, index spread over source's shape) for writing source's slices along dim."""
+        axis = _axis(dim, self.ndim, name)
+        index = self._slice_index(name, index)
+        if not isinstance(source, Tensor):
+            raise TypeError(f"{name}: source must be a Tensor, got {type(source).__name__}")
+        want = self.shape[:axis] + (index.shape[0],) + self.shape[axis + 1:]
+        if source.shape != want:
+            raise ShapeError(f"{name}: source has shape {fmt_shape(source.shape)} but this "
+                             f"tensor {fmt_shape(self.shape)} with {index.shape[0]} indices "
+                             f"along dim {axis} needs {fmt_shape(want)}")
+        spread = [1] * self.ndim
+        spread[axis] = -1
+        return axis, index.reshape(*spread).expand(*source.shape)
+
+    def masked_scatter(self, mask, source):
+        """A copy whose entries where mask is True (mask broadcasts to this shape) take
+        source's entries in order (row-major)."""
+        mask = _cond(mask, self)
+        if not isinstance(source, Tensor):
+            raise TypeError(f"masked_scatter: source must be a Tensor, got "
+                            f"{type(source).__name__}")
+        where = _values("masked_positions", _flat_positions, mask, shape=self.shape,
+                        backend=self.backend)
+        n = where.shape[0]
+        if source.numel() < n:
+            raise ShapeError(f"masked_scatter: the mask picks {n} entries but source "
+                             f"{fmt_shape(source.shape)} has only {source.numel()}")
+        flat = apply(sh.setitem, self.reshape(-1), source.reshape(-1)[:n],
+                     steps=((where.data,),))
+        return flat.reshape(self.shape)
+
+    def masked_scatter_(self, mask, source):
+        return self._in_place_as("masked_scatter_", lambda x: x.masked_scatter(mask, source),
+                                 source)
+
+    def addcmul_(self, tensor1, tensor2, *, value=1):
+        return self._in_place_as("addcmul_", lambda x: x.addcmul(tensor1, tensor2, value=value),
+                                 tensor1, tensor2)
+
+    def addcdiv_(self, tensor1, tensor2, *, value=1):
+        return self._in_place_as("addcdiv_", lambda x: x.addcdiv(tensor1, tensor2, value=value),
+                                 tensor1, tensor2)
+
+    def lerp_(self, end, weight):
+        return self._in_place_as("lerp_", lambda x: x.lerp(end, weight), end, weight)
+
+    def tril_(self, diagonal=0):
+        return self._in_place_as("tril_", lambda x: x.tril(diagonal))
+
+    def triu_(self, diagonal=0):
+        return self._in_place_as("triu_", lambda x: x.triu(diagonal))
+
     def tril(self, diagonal=0):
         """The lower triangle of the last two dims (j <= i + diagonal), zeros above."""
         return self._triangle("tril", diagonal)
@@ -1808,6 +1938,20 @@ def _seen_made(name, fill, t, **params):
 def _run_made(be, fill, dtype, **settings):
     """out = fill(settings), with no gradient"""
     return fill(be, dtype, **settings), None
+
+
+def _slots_hit(index, n, axis, ndim, backend):
+    """bool, shaped to broadcast along `axis` of an ndim-dim tensor: True at the n slots that
+    `index` names."""
+    hit = backend.xp.zeros(n, dtype=bool)
+    hit[index] = True
+    return hit.reshape([n if d == axis else 1 for d in range(ndim)])
+
+
+def _flat_positions(mask, shape, backend):
+    """The row-major positions where `mask` (broadcast to shape) is True, int64."""
+    xp = backend.xp
+    return xp.flatnonzero(xp.broadcast_to(mask, shape)).astype(np.int64)
 
 
 def _argsort(a, axis, descending, backend):

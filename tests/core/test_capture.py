@@ -891,6 +891,9 @@ LIBRARY = {  # fn(h, y, ids): h (4, 7) logits on the graph, y (4,) targets, ids 
     "zeros, full, arange": lambda h, y, ids: F.mse_loss(h, ta.zeros(4, 7)) + (
         h * ta.arange(7) * ta.full((4, 1), 0.5)).sum(),
     "randn, rand": lambda h, y, ids: (h * ta.randn(4, 7)).sum() + (h * ta.rand(7)).sum(),
+    "index_fill, index_add, index_copy": lambda h, y, ids: (
+        h.index_fill(1, ids[0], 0.5).index_add(1, ids[1], h[:, :3] * 2).index_copy(
+            0, ids[1, :1].clamp(0, 3), h[1:2].exp()) ** 2).sum(),
     "diag of a vector": lambda h, y, ids: (h[0].diag(1) ** 2).sum() + (h[1].diag(-2) ** 3).sum(),
     "bernoulli, multinomial": lambda h, y, ids: (h * ta.bernoulli(ta.full((4, 7), 0.5))).sum()
         + h.gather(1, ta.multinomial(h.detach().exp(), 3)).sum(),

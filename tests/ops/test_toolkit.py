@@ -21,6 +21,9 @@ def _idx(values):
 
 I_GATHER = _idx([[[0, 2], [1, 1]], [[2, 2], [0, 1]]])
 I_SELECT = _idx([2, 0, 2])
+I_SLOTS = _idx([3, 0])  # index_copy / index_fill: distinct slots
+I_ADD = _idx([2, 0, 2])  # index_add: slot 2 twice
+I_SCATTER = _idx([[[0, 2], [1, 3]], [[2, 0], [3, 1]]])  # no slot twice in a row
 
 # name: (input shape, the function; `lib` is tinyattn or torch, `i` picks an index pair)
 COMPOSED = {
@@ -100,6 +103,22 @@ COMPOSED = {
         x, x.flip(0) * 2, p=3.0, keepdim=True)),
     "cdist": ((2, 3, 4), lambda x, lib, i: lib.cdist(x, x[:, :2].exp())),
     "logit": ((3, 4), lambda x, lib, i: lib.logit(x.sigmoid()) + lib.logit(x.sigmoid(), eps=0.2)),
+    "index_add": ((3, 4), lambda x, lib, i: x.index_add(0, i(I_ADD), x.flip(0) * x, alpha=3)),
+    "index_copy": ((3, 4), lambda x, lib, i: x.index_copy(1, i(I_SLOTS), x[:, :2].exp())),
+    "index_fill": ((3, 4), lambda x, lib, i: x.index_fill(1, i(I_SLOTS), -1.5) * x),
+    "masked_scatter": ((3, 4), lambda x, lib, i: x.masked_scatter(x > 0.2, (x * 3).flip(0))),
+    # in place, on tensors made from x: recorded, so the gradient flows through each change
+    "index_ and scatter_ in place": ((2, 3, 4), lambda x, lib, i: (x * 1)
+                                     .index_add_(2, i(I_SLOTS), x[..., :2].exp(), alpha=2)
+                                     .index_copy_(0, i(I_SLOTS)[1:] + 1, x[:1] * 2)
+                                     .index_fill_(1, i(I_SLOTS)[1:] + 1, 0.5)
+                                     .scatter_(2, i(I_SCATTER), x[:, :2, :2] * 3)
+                                     .scatter_add_(2, i(I_SCATTER), x[:, :2, :2].sin())
+                                     .masked_scatter_(x > 0, x.flip(2) * 4)),
+    "addcmul_ addcdiv_ lerp_ tril_ triu_": ((3, 4), lambda x, lib, i: (x * 1)
+                                            .addcmul_(x, x.sin(), value=0.5)
+                                            .addcdiv_(x, x.exp(), value=-2)
+                                            .lerp_(x.cos(), 0.3).tril_(1) + (x * 2).triu_(-1)),
     "broadcast hstack vstack": ((3, 1), lambda x, lib, i: lib.hstack(
         lib.broadcast_tensors(x, x[:2, 0] * 2))
         + lib.vstack([x[:, 0], x[:, 0].exp()]).sum(0)[:, None]
@@ -311,3 +330,46 @@ def test_a_number_to_a_tensor_power_has_torchs_gradient(base):
     (base ** y).sum().backward()
     (base ** t).sum().backward()  # log(base) times base**y; 0 at base 0, NaN below
     np.testing.assert_allclose(y.grad.numpy(), t.grad.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("call,error,match", [
+    (lambda x: x.index_add(0, ta.tensor([0, 1]), ta.ones(3, 4)), ta.ShapeError,
+     r"index_add: source has shape \(3, 4\) but this tensor \(3, 4\) with 2 indices along dim "
+     r"0 needs \(2, 4\)"),
+    (lambda x: x.index_copy(1, ta.tensor([[0]]), ta.ones(3, 1)), ta.ShapeError,
+     r"index_copy: the index must be 1-D \(one slice per entry\), got \(1, 1\)"),
+    (lambda x: x.index_fill(1, ta.tensor([0.5]), 1.0), ta.DTypeError,
+     "index_fill: index must hold integers, got float"),
+    (lambda x: x.index_add(2, ta.tensor([0]), ta.ones(3, 1)), ta.DimError, "index_add"),
+    (lambda x: x.index_copy(0, [0], np.ones((1, 4))), TypeError,
+     "index_copy: source must be a Tensor, got ndarray"),
+    (lambda x: x.index_fill(0, ta.tensor([3]), 1.0), ta.DimError, "index_hit"),
+    (lambda x: x.masked_scatter(x > -10, ta.ones(5)), ta.ShapeError,
+     r"masked_scatter: the mask picks 12 entries but source \(5,\) has only 5"),
+])
+def test_index_and_masked_scatter_errors_name_the_method_and_shapes(call, error, match):
+    with pytest.raises(error, match=match):
+        call(ta.zeros(3, 4))
+
+
+def test_composed_in_place_methods_follow_the_in_place_rules():
+    """index_add_ and the others made of several ops: a leaf that requires grad is refused while
+    recording; under no_grad the values change in the tensor's own memory, its version
+    counts it, and a graph that kept the old values refuses them in backward."""
+    w = ta.zeros(3, 4, requires_grad=True)
+    with pytest.raises(ta.GraphError, match="index_add_: this tensor .* is a leaf that "
+                                            "requires grad"):
+        w.index_add_(0, ta.tensor([1]), ta.ones(1, 4))
+    y = w.exp()  # keeps exp's output: a change to it must be refused in backward
+    with ta.no_grad():
+        same = y.index_fill_(1, ta.tensor([2]), 7.0).lerp_(ta.ones(3, 4), 0.5)
+    assert same is y and y.numpy()[0].tolist() == [1.0, 1.0, 4.0, 1.0]
+    with pytest.raises(ta.GraphError, match=r"exp saved its output .* changed in place "
+                                            r"afterwards \(it is at version 2, exp needs"):
+        y.sum().backward()
+    v = ta.ones(4, requires_grad=True)
+    view = (v * 1)
+    alias = view.reshape(2, 2)
+    with pytest.raises(ta.GraphError, match="masked_scatter_: this tensor .* shares its memory"):
+        view.masked_scatter_(view > 0, v * 2)
+    assert alias.shape == (2, 2)
