@@ -133,9 +133,10 @@ def test_a_seeded_generator_repeats_the_shuffle_and_the_split():
     assert splits[0] == splits[1]
 
 
+@pytest.mark.filterwarnings("ignore:Length of split")  # torch's, for an empty part
 @pytest.mark.parametrize("n,lengths", [(10, [0.7, 0.3]), (10, [0.33, 0.33, 0.34]),
                                        (7, [0.5, 0.5]), (11, [0.25] * 4), (5, [3, 2]),
-                                       (6, [0, 6])])
+                                       (6, [0, 6]), (4, [0.0, 1.0]), (4, [1.0, 0.0])])
 def test_random_split_lengths_equal_torchs_and_cover_the_dataset(n, lengths):
     torch = pytest.importorskip("torch")
     ds = TensorDataset(ta.arange(n))
@@ -151,12 +152,21 @@ def test_random_split_refuses_lengths_that_do_not_add_up(lengths):
     with pytest.raises(ValueError, match="random_split: the lengths .* must be ints >= 0 that "
                                          "add up to the 10 samples"):
         random_split(TensorDataset(ta.arange(10)), lengths)
+    with pytest.raises(ValueError, match=r"random_split: each fraction must be in \[0, 1\], "
+                                         r"got \[1.5, -0.5\]"):
+        random_split(TensorDataset(ta.arange(10)), [1.5, -0.5])
 
 
 def test_batch_size_none_gives_single_samples_with_arrays_as_tensors():
     loader = DataLoader([(np.ones(2), 3, "a")], batch_size=None)
     (sample,) = list(loader)
     assert isinstance(sample[0], ta.Tensor) and sample[1:] == [3, "a"] and len(loader) == 1
+    (d, p) = list(DataLoader([{"x": np.arange(3), "n": 1}, Point(np.ones(1), "b")],
+                             batch_size=None))
+    assert isinstance(d["x"], ta.Tensor) and d["x"].dtype == np.int64 and d["n"] == 1
+    assert isinstance(p, Point) and isinstance(p.x, ta.Tensor) and p.y == "b"
+    (arr,) = DataLoader([np.array(["s"])], batch_size=None)  # (not numbers: left alone)
+    assert isinstance(arr, np.ndarray)
 
 
 class Stream(IterableDataset):
@@ -180,8 +190,11 @@ def test_an_iterable_dataset_is_batched_in_its_own_order():
     assert len(DataLoader(Stream(7), batch_size=3)) == 3
     assert len(DataLoader(Stream(7), batch_size=3, drop_last=True)) == 2
     assert list(DataLoader(Stream(2), batch_size=None)) == [0, 1]
-    with pytest.raises(ValueError, match="an IterableDataset is read in its own order"):
-        DataLoader(Stream(3), shuffle=True)
+    for options in ({"shuffle": True}, {"sampler": [0]}, {"batch_sampler": [[0]]}):
+        with pytest.raises(ValueError, match="an IterableDataset is read in its own order"):
+            DataLoader(Stream(3), **options)
+    with pytest.raises(ValueError, match="DataLoader: batch_size must be an int > 0, got 0"):
+        DataLoader(Stream(3), batch_size=0)
     with pytest.raises(TypeError):
         len(DataLoader(Stream(3, with_len=False)))
 
@@ -192,7 +205,13 @@ def test_samplers():
     draws = list(RandomSampler(ds, replacement=True, num_samples=50,
                                generator=ta.Generator().manual_seed(0)))
     assert len(draws) == 50 and set(draws) <= set(ds) and len(set(draws)) > 1
+    assert set(draws) == set(ds)  # (0 included: a draw from [0, 5))
+    with_gen = [list(RandomSampler(ds, True, 20, ta.Generator().manual_seed(4)))
+                for seed in (1, 2) if ta.manual_seed(seed) is None]
+    assert with_gen[0] == with_gen[1]  # the generator's draws, whatever the global seed
     assert sorted(RandomSampler(ds)) == ds and len(RandomSampler(ds, num_samples=3)) == 3
+    assert sorted(RandomSampler(ds, num_samples=5)) == ds
+    assert len(list(RandomSampler(ds, num_samples=1))) == 1
     assert len(list(RandomSampler(ds, num_samples=3))) == 3
     assert list(BatchSampler(range(5), 2, False)) == [[0, 1], [2, 3], [4]]
     assert list(BatchSampler(range(5), 2, True)) == [[0, 1], [2, 3]]
@@ -212,6 +231,8 @@ def test_datasets_index_and_chain():
     both = a + b
     assert isinstance(both, ConcatDataset) and len(both) == 7
     assert [both[i][0].item() for i in range(7)] == [0, 1, 2, 10, 11, 12, 13]
+    three = ConcatDataset([a, b, TensorDataset(ta.arange(20, 22))])
+    assert len(three) == 9 and [three[i][0].item() for i in (6, 7, 8, -1)] == [13, 20, 21, 21]
     assert both[-1][0].item() == 13 and both[-7][0].item() == 0
     for bad in (7, -8):
         with pytest.raises(IndexError, match="out of range for 7 samples"):
@@ -233,6 +254,12 @@ def test_datasets_index_and_chain():
     (lambda: TensorDataset(ta.tensor(1.0)), ta.ShapeError, "tensors of at least one dim"),
     (lambda: TensorDataset(), ValueError, "give at least one tensor"),
     (lambda: DataLoader([1, 2], batch_size=0), ValueError, "batch_size must be an int > 0"),
+    (lambda: DataLoader([1, 2], batch_size=2.5), ValueError, "got 2.5"),
+    (lambda: DataLoader([1, 2], batch_size=True), ValueError, "got True"),
+    (lambda: DataLoader([1, 2], shuffle=True, batch_sampler=[[0]]), ValueError,
+     "batch_sampler gives whole batches"),
+    (lambda: DataLoader([1, 2], drop_last=True, batch_sampler=[[0]]), ValueError,
+     "batch_sampler gives whole batches"),
     (lambda: DataLoader([1, 2], shuffle=True, sampler=[0]), ValueError,
      "shuffle=True or a sampler, not both"),
     (lambda: DataLoader([1, 2], batch_size=2, batch_sampler=[[0]]), ValueError,
@@ -257,7 +284,7 @@ def test_workers_are_accepted_and_loading_stays_in_this_process():
     assert [b.tolist() for b in loader] == [[1, 2], [3]]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        DataLoader([1], num_workers=0)
+        DataLoader([1])
 
 
 def test_a_torch_style_training_loop_fits_a_line():

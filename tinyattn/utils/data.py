@@ -125,7 +125,7 @@ def random_split(dataset, lengths, generator=None):
     n = len(dataset)
     lengths = list(lengths)
     if lengths and all(isinstance(f, float) for f in lengths) and math.isclose(sum(lengths), 1):
-        if any(f < 0 or f > 1 for f in lengths):
+        if any(f < 0 for f in lengths):  # (none above 1 then: they add up to 1)
             raise ValueError(f"random_split: each fraction must be in [0, 1], got {lengths}")
         counts = [int(math.floor(f * n)) for f in lengths]
         for i in range(n - sum(counts)):
@@ -135,8 +135,8 @@ def random_split(dataset, lengths, generator=None):
         raise ValueError(f"random_split: the lengths {lengths} must be ints >= 0 that add up to "
                          f"the {n} samples (or fractions that add up to 1)")
     order = randperm(n, generator=generator).tolist()
-    return [Subset(dataset, order[end - k:end])
-            for k, end in zip(lengths, itertools.accumulate(lengths), strict=True)]
+    ends = [0, *itertools.accumulate(lengths)]
+    return [Subset(dataset, order[ends[i]:ends[i + 1]]) for i in range(len(lengths))]
 
 
 # ---- samplers: the order of the indices ------------------------------------------------------
@@ -196,10 +196,8 @@ class BatchSampler(Sampler):
     """Lists of batch_size indices from `sampler` (the last one shorter unless drop_last)."""
 
     def __init__(self, sampler, batch_size, drop_last):
-        if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or (
-                batch_size <= 0):
-            raise ValueError(f"BatchSampler: batch_size must be an int > 0, got {batch_size!r}")
-        self.sampler, self.batch_size, self.drop_last = sampler, int(batch_size), drop_last
+        self.sampler, self.drop_last = sampler, drop_last
+        self.batch_size = _batch_size(batch_size, "BatchSampler")
 
     def __iter__(self):
         it = iter(self.sampler)
@@ -226,13 +224,14 @@ def default_collate(batch):
         return list(batch)
     if isinstance(elem, collections.abc.Mapping):
         return {key: default_collate([d[key] for d in batch]) for key in elem}
-    if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # a namedtuple keeps its type
-        return type(elem)(*(default_collate(list(parts)) for parts in zip(*batch, strict=True)))
     if isinstance(elem, collections.abc.Sequence):
         if len({len(sample) for sample in batch}) > 1:
             raise ValueError("default_collate: each sample in a batch must have as many parts, "
                              f"got lengths {[len(sample) for sample in batch]}")
-        return [default_collate(list(parts)) for parts in zip(*batch, strict=True)]
+        parts = [default_collate([sample[k] for sample in batch]) for k in range(len(elem))]
+        if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # a namedtuple keeps its type
+            return type(elem)(*parts)
+        return parts
     raise TypeError(f"default_collate: cannot batch {type(elem).__name__}; samples must be "
                     "tensors, arrays, numbers, strings, or tuples, lists or dicts of them "
                     "(or give collate_fn)")
@@ -241,15 +240,13 @@ def default_collate(batch):
 def _stacked(batch, elem):
     """Tensors, arrays and numbers stacked into one tensor; None for anything else."""
     if isinstance(elem, Tensor):
-        return stack(batch, 0)
+        return stack(batch)
     if isinstance(elem, np.ndarray) and elem.dtype.kind in "biuf":
-        return stack([tensor(a) for a in batch], 0)
+        return stack([tensor(a) for a in batch])
     if isinstance(elem, np.generic) and elem.dtype.kind in "biuf":  # keeps its dtype
         return tensor(np.array(batch))
-    if isinstance(elem, bool):
-        return tensor(list(batch), dtype=np.bool_)
-    if isinstance(elem, numbers.Integral):
-        return tensor(list(batch), dtype=np.int64)
+    if isinstance(elem, numbers.Integral):  # bool stays bool, an int is int64
+        return tensor(list(batch))
     if isinstance(elem, numbers.Real):
         return tensor(list(batch), dtype=np.float64)
     return None
@@ -336,11 +333,14 @@ def _check_options(dataset, batch_size, shuffle, sampler, batch_sampler, drop_la
                                       or drop_last):
         raise ValueError("DataLoader: batch_sampler gives whole batches: leave batch_size, "
                          "shuffle, sampler and drop_last at their defaults")
-    _check_batching(batch_size, batch_sampler, drop_last)
-
-
-def _check_batching(batch_size, batch_sampler, drop_last):
     if batch_size is None and drop_last:
         raise ValueError("DataLoader: drop_last needs a batch_size")
-    if batch_size is not None and batch_sampler is None:
-        BatchSampler(range(0), batch_size, drop_last)  # (checks batch_size)
+    if batch_size is not None:
+        _batch_size(batch_size, "DataLoader")
+
+
+def _batch_size(batch_size, name):
+    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or (
+            batch_size <= 0):
+        raise ValueError(f"{name}: batch_size must be an int > 0, got {batch_size!r}")
+    return int(batch_size)
