@@ -58,6 +58,14 @@ subtract, multiply, divide, true_divide = sub, mul, div, _method("true_divide")
 pow, neg, positive = _method("pow"), _method("neg"), _method("positive")  # noqa: A001
 negative = neg
 mm, bmm, mv, outer = (_method(n) for n in ("mm", "bmm", "mv", "outer"))
+nansum, nanmean, xlogy, logaddexp2, float_power = (_method(n) for n in (
+    "nansum", "nanmean", "xlogy", "logaddexp2", "float_power"))
+deg2rad, rad2deg, sinc, isposinf, isneginf, signbit = (_method(n) for n in (
+    "deg2rad", "rad2deg", "sinc", "isposinf", "isneginf", "signbit"))
+addmm, addmv, addr, baddbmm, addbmm = (_method(n) for n in (
+    "addmm", "addmv", "addr", "baddbmm", "addbmm"))
+inner, cross, dist, msort, fliplr, flipud, rot90, tensor_split, diagflat = (_method(n) for n in (
+    "inner", "cross", "dist", "msort", "fliplr", "flipud", "rot90", "tensor_split", "diagflat"))
 ger = outer
 addcmul, addcdiv, fmax, fmin = (_method(n) for n in ("addcmul", "addcdiv", "fmax", "fmin"))
 nan_to_num = _method("nan_to_num")

@@ -10,6 +10,7 @@ In-place ops (`+=`, `add_`, `x[i] = v`, ...) follow PyTorch's rules; see `Tensor
 version bump and no graph, the explicit escape hatch PyTorch's `.data` also is.
 """
 
+import math
 import numbers
 import operator
 
@@ -44,7 +45,7 @@ from .ops import scan as sc
 from .ops import shape as sh
 from .ops import softmax as sm
 from .ops.mask import masked_fill
-from .ops.op import Op
+from .ops.op import Op, broadcasts_to
 from .ops.op import dim1 as _axis
 from .ops.op import dims as _axes
 
@@ -1642,6 +1643,162 @@ class Tensor(TensorBase):
     def addcdiv(self, tensor1, tensor2, *, value=1):
         """self + value * tensor1 / tensor2."""
         return self + self._other(tensor1) / tensor2 * value
+
+    # ---- more of torch's methods, each made of the ops above (their VJPs give the gradients)
+
+    def nansum(self, dim=None, keepdim=False, *, dtype=None):
+        """Σ over dim with NaNs counted as 0 (they get no gradient)."""
+        return self.where(~self.isnan(), 0).sum(dim, keepdim, dtype=dtype)
+
+    def nanmean(self, dim=None, keepdim=False, *, dtype=None):
+        """The mean over dim of the entries that are not NaN (NaN where all are)."""
+        kept = ~self.isnan()
+        count = kept.sum(dim, keepdim).to(self.dtype if dtype is None else dtype)
+        return self.nansum(dim, keepdim, dtype=dtype) / count
+
+    def xlogy(self, other):
+        """self * log(other), 0 where self is 0 (unless other is NaN), as torch.xlogy."""
+        other = self._as_tensor(other)
+        zero = (self == 0) & ~other.isnan()
+        return self * other.where(~zero, 1).log()  # log(1) = 0: no inf, no NaN gradient
+
+    def logaddexp2(self, other):
+        """log₂(2^self + 2^other)."""
+        ln2 = math.log(2)
+        return (self * ln2).logaddexp(self._as_tensor(other) * ln2) / ln2
+
+    def float_power(self, exponent):
+        """self ** exponent in float64 (torch.float_power)."""
+        e = exponent.double() if isinstance(exponent, Tensor) else exponent
+        return self.double() ** e
+
+    def deg2rad(self):
+        return self * (math.pi / 180) if self.dtype.kind == "f" else self.float() * (math.pi / 180)
+
+    def rad2deg(self):
+        return self * (180 / math.pi) if self.dtype.kind == "f" else self.float() * (180 / math.pi)
+
+    def sinc(self):
+        """sin(π x) / (π x), 1 at 0 (with gradient 0 there)."""
+        x = self if self.dtype.kind == "f" else self.float()
+        zero = x == 0
+        safe = x.where(~zero, 1) * math.pi
+        return (safe.sin() / safe).where(~zero, 1)
+
+    def isposinf(self):
+        return _values("isposinf", self.backend.xp.isposinf, self)
+
+    def isneginf(self):
+        return _values("isneginf", self.backend.xp.isneginf, self)
+
+    def signbit(self):
+        return _values("signbit", self.backend.xp.signbit, self)
+
+    def addmm(self, mat1, mat2, *, beta=1, alpha=1):
+        """beta * self + alpha * (mat1 @ mat2) (self broadcasts; beta = 0 ignores it, NaNs too)."""
+        return self._plus_product("addmm", mat1.mm(mat2), beta, alpha)
+
+    def addmv(self, mat, vec, *, beta=1, alpha=1):
+        return self._plus_product("addmv", mat.mv(vec), beta, alpha)
+
+    def addr(self, vec1, vec2, *, beta=1, alpha=1):
+        return self._plus_product("addr", vec1.outer(vec2), beta, alpha)
+
+    def baddbmm(self, batch1, batch2, *, beta=1, alpha=1):
+        return self._plus_product("baddbmm", batch1.bmm(batch2), beta, alpha)
+
+    def addbmm(self, batch1, batch2, *, beta=1, alpha=1):
+        """beta * self + alpha * Σ_b batch1[b] @ batch2[b]."""
+        return self._plus_product("addbmm", batch1.bmm(batch2).sum(0), beta, alpha)
+
+    def _plus_product(self, name, product, beta, alpha):
+        if not broadcasts_to(self.shape, product.shape):
+            raise ShapeError(f"{name}: this tensor {fmt_shape(self.shape)} does not broadcast "
+                             f"to the product's shape {fmt_shape(product.shape)}")
+        if alpha != 1:
+            product = product * alpha
+        if beta == 0:
+            return product
+        return product + (self if beta == 1 else self * beta)
+
+    def inner(self, other):
+        """Σ over the last dim of both: shape self.shape[:-1] + other.shape[:-1] (a product
+        with a 0-d tensor)."""
+        other = self._as_tensor(other)
+        if self.ndim == 0 or other.ndim == 0:
+            return self * other
+        if self.shape[-1] != other.shape[-1]:
+            raise ShapeError(f"inner: the last dims differ: {fmt_shape(self.shape)} and "
+                             f"{fmt_shape(other.shape)}")
+        n = self.shape[-1]
+        flat = self.reshape(-1, n) @ other.reshape(-1, n).T
+        return flat.reshape(self.shape[:-1] + other.shape[:-1])
+
+    def cross(self, other, dim=None):
+        """The cross product of 3-vectors along dim (None: the first dim of size 3, as
+        torch.cross); the two broadcast."""
+        other = self._as_tensor(other)
+        shape = np.broadcast_shapes(self.shape, other.shape)
+        if dim is None:
+            dim = next((d for d, n in enumerate(shape) if n == 3), None)
+            if dim is None:
+                raise ShapeError(f"cross: no dim of size 3 in {fmt_shape(shape)}")
+        axis = _axis(dim, len(shape), "cross")
+        if shape[axis] != 3:
+            raise ShapeError(f"cross: dim {dim} must have size 3, got {fmt_shape(shape)}")
+        a, b = self.expand(*shape), other.expand(*shape)
+        ax, ay, az = a.unbind(axis)
+        bx, by, bz = b.unbind(axis)
+        return apply(sh.stack, ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx,
+                     dim=axis)
+
+    def dist(self, other, p=2):
+        """‖self - other‖_p over every entry."""
+        return (self - self._as_tensor(other)).norm(p)
+
+    def msort(self):
+        return self.sort(0).values
+
+    def fliplr(self):
+        if self.ndim < 2:
+            raise ShapeError(f"fliplr: needs at least 2 dims, got {fmt_shape(self.shape)}")
+        return self.flip(1)
+
+    def flipud(self):
+        if self.ndim < 1:
+            raise ShapeError("flipud: needs at least 1 dim, got a 0-d tensor")
+        return self.flip(0)
+
+    def rot90(self, k=1, dims=(0, 1)):
+        """Turned by 90° k times, from the first of dims toward the second."""
+        if len(dims) != 2:
+            raise ValueError(f"rot90: dims must name two dims, got {dims}")
+        a, b = _axes(dims, self.ndim, "rot90")  # (two different dims)
+        k %= 4
+        if k == 0:
+            return self.clone()
+        if k == 2:
+            return self.flip(a, b)
+        return (self.flip(b) if k == 1 else self.flip(a)).transpose(a, b)
+
+    def tensor_split(self, indices_or_sections, dim=0):
+        """Views along dim: n sections (the first size % n one longer), or cut at the given
+        indices."""
+        axis = _axis(dim, self.ndim, "tensor_split")
+        size = self.shape[axis]
+        if isinstance(indices_or_sections, numbers.Integral):
+            n = int(indices_or_sections)
+            if n <= 0:
+                raise ValueError(f"tensor_split: the number of sections must be > 0, got {n}")
+            cuts = [i * (size // n) + min(i, size % n) for i in range(1, n)]
+        else:
+            cuts = [int(c) for c in indices_or_sections]
+        bounds = [0, *(min(max(c if c >= 0 else c + size, 0), size) for c in cuts), size]
+        return tuple(self.narrow(axis, lo, max(hi - lo, 0)) for lo, hi in
+                     zip(bounds[:-1], bounds[1:], strict=True))
+
+    def diagflat(self, offset=0):
+        return self.flatten().diag(offset)
 
     def count_nonzero(self, dim=None):
         """How many entries are not 0 (over dim, or all), as an int64 tensor."""

@@ -119,6 +119,29 @@ COMPOSED = {
                                             .addcmul_(x, x.sin(), value=0.5)
                                             .addcdiv_(x, x.exp(), value=-2)
                                             .lerp_(x.cos(), 0.3).tril_(1) + (x * 2).triu_(-1)),
+    "nansum nanmean": ((3, 4), lambda x, lib, i: x.where(x > -0.5, float("nan")).nansum(1)
+                       + lib.nanmean(x.where(x < 0.8, float("nan")), 0)[:3]
+                       + x.where(x > 0, float("nan")).nanmean()),
+    "xlogy logaddexp2 float_power": ((3, 4), lambda x, lib, i: x.xlogy(x.exp())
+                                     + lib.xlogy(x.relu(), x.abs() + 1)
+                                     + x.logaddexp2(x.flip(0)) + x.abs().float_power(1.5)),
+    "deg2rad rad2deg sinc": ((3, 4), lambda x, lib, i: x.deg2rad() * x.rad2deg()
+                             + (x * (x.abs() > 0.3)).sinc() + lib.sinc(x * 3)),
+    "addmm addmv addr baddbmm addbmm": ((3, 4), lambda x, lib, i: x.addmm(
+        x, x.T @ x, beta=0.5, alpha=2) + lib.addmv(x[:, 0], x, x[0], beta=2)[:, None]
+        + x[:, :1].addr(x[:, 0], x[0], alpha=-1) + lib.baddbmm(
+            x[None], x[None], (x.T @ x)[None], beta=0)[0] + x.addbmm(
+            lib.stack([x[:, :2], x[:, 2:]]), lib.stack([x[:2], x[1:]]), beta=3)),
+    "inner cross dist": ((4, 3), lambda x, lib, i: x.inner(x[:2] * 2).sum(1)
+                         + lib.cross(x, x.flip(0), dim=1).sum(1) + x.dist(x.flip(1), 3)
+                         + x[0].inner(x[1]) + lib.dist(x, x.exp())),
+    "msort flips rot90 tensor_split diagflat": ((3, 4), lambda x, lib, i: x.msort()
+                                                + x.fliplr() * x.flipud()
+                                                + x.rot90(1, (0, 1)).T + x.rot90(2)
+                                                + x.rot90(-1).T + x.rot90(4, (1, 0))
+                                                + lib.cat(x.tensor_split(3, dim=1), 1)
+                                                + x.tensor_split([1, -1], 0)[1].sum()
+                                                + x[0].diagflat(1)[:3, :4]),
     "broadcast hstack vstack": ((3, 1), lambda x, lib, i: lib.hstack(
         lib.broadcast_tensors(x, x[:2, 0] * 2))
         + lib.vstack([x[:, 0], x[:, 0].exp()]).sum(0)[:, None]
@@ -373,3 +396,54 @@ def test_composed_in_place_methods_follow_the_in_place_rules():
     with pytest.raises(ta.GraphError, match="masked_scatter_: this tensor .* shares its memory"):
         view.masked_scatter_(view > 0, v * 2)
     assert alias.shape == (2, 2)
+
+
+def test_composed_methods_edges_match_torch():
+    """xlogy at 0 and NaN, sinc at 0 (value 1, gradient 0), the sign tests on ±0 and ±inf,
+    tensor_split's uneven sections and out-of-range cuts, cross's default dim, deg2rad of ints."""
+    x, y = np.array([0.0, 0.0, 1.0, 2.0, 0.0]), np.array([0.0, np.nan, 0.0, 3.0, 5.0])
+    with np.errstate(divide="ignore"):  # (log 0 = -inf: NumPy's warning, as ta.log's)
+        got = ta.tensor(x).xlogy(ta.tensor(y)).numpy()
+    np.testing.assert_array_equal(got, torch.tensor(x).xlogy(torch.tensor(y)).numpy())
+    z = ta.tensor([0.0, 0.5], requires_grad=True)
+    tz = torch.tensor([0.0, 0.5], requires_grad=True)
+    z.sinc().sum().backward()
+    tz.sinc().sum().backward()
+    np.testing.assert_allclose(z.grad.numpy(), tz.grad.numpy(), atol=1e-15)
+    assert z.sinc().numpy()[0] == 1.0
+    v = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -2.0])
+    for name in ("isposinf", "isneginf", "signbit"):
+        ours = getattr(ta.tensor(v), name)()
+        assert ours.dtype == np.bool_ and not ours.requires_grad
+        np.testing.assert_array_equal(ours.numpy(), getattr(torch.tensor(v), name)().numpy())
+    a = np.arange(7.0)
+    for spec in (3, 7, 9, 1, [2, 5], [-2], [0, 3, 3, 10], [5, 2]):
+        ours = [t.numpy().tolist() for t in ta.tensor(a).tensor_split(spec)]
+        assert ours == [t.numpy().tolist() for t in torch.tensor(a).tensor_split(spec)], spec
+    m = np.arange(12.0).reshape(4, 3)
+    np.testing.assert_array_equal(ta.tensor(m).cross(ta.tensor(m[::-1].copy())).numpy(),
+                                  torch.linalg.cross(torch.tensor(m), torch.tensor(m[::-1].copy()),
+                                                     dim=1).numpy())
+    d = ta.tensor([180, 90]).deg2rad()
+    assert d.dtype == np.float32 and np.allclose(d.numpy(), [np.pi, np.pi / 2])
+
+
+@pytest.mark.parametrize("call,error,match", [
+    (lambda: ta.ones(3).fliplr(), ta.ShapeError, r"fliplr: needs at least 2 dims, got \(3,\)"),
+    (lambda: ta.tensor(1.0).flipud(), ta.ShapeError, "flipud: needs at least 1 dim"),
+    (lambda: ta.ones(2, 2).rot90(1, (1, -1)), ta.DimError, r"rot90: dim \(1, -1\) repeats"),
+    (lambda: ta.ones(2, 2).rot90(1, (0,)), ValueError, "rot90: dims must name two dims"),
+    (lambda: ta.ones(2, 5).addmm(ta.ones(2, 3), ta.ones(3, 4)), ta.ShapeError,
+     r"addmm: this tensor \(2, 5\) does not broadcast to the product's shape \(2, 4\)"),
+    (lambda: ta.ones(2, 3).inner(ta.ones(2)), ta.ShapeError,
+     r"inner: the last dims differ: \(2, 3\) and \(2,\)"),
+    (lambda: ta.ones(2, 4).cross(ta.ones(2, 4)), ta.ShapeError,
+     r"cross: no dim of size 3 in \(2, 4\)"),
+    (lambda: ta.ones(3, 4).cross(ta.ones(3, 4), dim=1), ta.ShapeError,
+     r"cross: dim 1 must have size 3"),
+    (lambda: ta.ones(4).tensor_split(0), ValueError, "tensor_split: the number of sections "
+                                                      "must be > 0, got 0"),
+])
+def test_composed_methods_refuse_bad_shapes_by_name(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
