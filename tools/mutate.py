@@ -45,6 +45,7 @@ PACKAGES = {
     "replay": "tinyattn.replay.",
     "utils": "tinyattn.utils.",
     "generator": "tinyattn.generator.",
+    "autograd_functional": "tinyattn.autograd_functional.",
 }
 
 # mutmut's exit codes (mutmut/stats.py): what each says about the mutant

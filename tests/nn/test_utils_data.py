@@ -147,7 +147,7 @@ def test_random_split_lengths_equal_torchs_and_cover_the_dataset(n, lengths):
                   for i in [t.item()]) == list(range(n))
 
 
-@pytest.mark.parametrize("lengths", [[6, 5], [0.5, 0.6], [-1, 11], [2.5, 7.5]])
+@pytest.mark.parametrize("lengths", [[6, 5], [0.5, 0.6], [-1, 11], [2.5, 7.5], [1, 0]])
 def test_random_split_refuses_lengths_that_do_not_add_up(lengths):
     with pytest.raises(ValueError, match="random_split: the lengths .* must be ints >= 0 that "
                                          "add up to the 10 samples"):
@@ -213,6 +213,8 @@ def test_samplers():
     assert sorted(RandomSampler(ds, num_samples=5)) == ds
     assert len(list(RandomSampler(ds, num_samples=1))) == 1
     assert len(list(RandomSampler(ds, num_samples=3))) == 3
+    with pytest.raises(ValueError, match="^BatchSampler: batch_size must be an int > 0, got -1"):
+        BatchSampler(range(5), -1, False)
     assert list(BatchSampler(range(5), 2, False)) == [[0, 1], [2, 3], [4]]
     assert list(BatchSampler(range(5), 2, True)) == [[0, 1], [2, 3]]
     assert len(BatchSampler(range(5), 2, False)) == 3 and len(BatchSampler(range(5), 2, True)) == 2
