@@ -129,3 +129,126 @@ def test_is_causal_alone_masks_the_future_and_the_encoder_passes_masks_on():
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-10)
     for got, want in zip(_run(ta, ours, x, is_causal=True), alone, strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+# ---- the decoder side and nn.Transformer --------------------------------------------------------
+
+T = 4  # target length
+
+
+def _same_decoder_layer(**kwargs):
+    theirs = torch.nn.TransformerDecoderLayer(E, H, dim_feedforward=16, **kwargs).double().eval()
+    ours = nn.TransformerDecoderLayer(E, H, dim_feedforward=16, dtype=ta.float64,
+                                      **kwargs).eval()
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    ours.load_state_dict({k: v.detach().numpy() for k, v in theirs.state_dict().items()})
+    return ours, theirs
+
+
+def _run2(lib, module, tgt, memory, **kwargs):
+    """Output and the gradients of target and memory for Σ out * tgt."""
+    t, m = lib.tensor(tgt, requires_grad=True), lib.tensor(memory, requires_grad=True)
+    kw = {k: v if isinstance(v, bool) or v is None else lib.tensor(v) for k, v in kwargs.items()}
+    y = module(t, m, **kw)
+    (y * lib.tensor(tgt)).sum().backward()
+    return y.detach().numpy(), t.grad.numpy(), m.grad.numpy()
+
+
+@pytest.mark.parametrize("batch_first,norm_first,activation,bias", list(itertools.product(
+    [False, True], [False, True], ["relu", "gelu"], [True, False])))
+def test_decoder_layer_matches_torch(batch_first, norm_first, activation, bias):
+    ours, theirs = _same_decoder_layer(batch_first=batch_first, norm_first=norm_first,
+                                       activation=activation, bias=bias)
+    rng = np.random.default_rng(2)
+    tgt = rng.standard_normal((N, T, E) if batch_first else (T, N, E))
+    memory = rng.standard_normal((N, S, E) if batch_first else (S, N, E))
+    pad_t, pad_m = rng.random((N, T)) > 0.7, rng.random((N, S)) > 0.6
+    pad_t[:, 0] = pad_m[:, 0] = False  # (no query left with nothing to attend to)
+    causal = np.triu(np.ones((T, T), bool), 1)
+    for kwargs in [{}, {"tgt_mask": causal, "tgt_is_causal": True},
+                   {"tgt_key_padding_mask": pad_t, "memory_key_padding_mask": pad_m},
+                   {"tgt_mask": rng.standard_normal((T, T)),
+                    "memory_mask": rng.standard_normal((T, S))}]:
+        for got, want in zip(_run2(ta, ours, tgt, memory, **kwargs),
+                             _run2(torch, theirs, tgt, memory, **kwargs), strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-10)
+
+
+@pytest.mark.filterwarnings("ignore:enable_nested_tensor is True")  # torch's, seq-first
+def test_decoder_stacks_copies_and_transformer_matches_torch():
+    layer, tlayer = _same_decoder_layer(batch_first=True)
+    ours = nn.TransformerDecoder(layer, 2, norm=nn.LayerNorm(E, dtype=ta.float64)).eval()
+    theirs = torch.nn.TransformerDecoder(tlayer, 2, norm=torch.nn.LayerNorm(E).double()).eval()
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    state = {k: v.detach().numpy() * (1 + 0.1 * i)
+             for i, (k, v) in enumerate(theirs.state_dict().items())}
+    ours.load_state_dict(state)
+    theirs.load_state_dict({k: torch.from_numpy(v) for k, v in state.items()})
+    assert ours.layers[0].linear1.weight is not ours.layers[1].linear1.weight
+    rng = np.random.default_rng(3)
+    tgt, memory = rng.standard_normal((N, T, E)), rng.standard_normal((N, S, E))
+    causal = np.triu(np.ones((T, T), bool), 1)
+    for got, want in zip(_run2(ta, ours, tgt, memory, tgt_mask=causal),
+                         _run2(torch, theirs, tgt, memory, tgt_mask=causal), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-10)
+
+    for batch_first in (False, True):
+        tm = torch.nn.Transformer(E, H, 2, 2, 16, batch_first=batch_first).double().eval()
+        om = nn.Transformer(E, H, 2, 2, 16, batch_first=batch_first, dtype=ta.float64).eval()
+        assert list(om.state_dict()) == list(tm.state_dict())
+        om.load_state_dict({k: v.detach().numpy() for k, v in tm.state_dict().items()})
+        src = rng.standard_normal((N, S, E) if batch_first else (S, N, E))
+        tgt = rng.standard_normal((N, T, E) if batch_first else (T, N, E))
+        mask = nn.Transformer.generate_square_subsequent_mask(T, dtype=ta.float64)
+        np.testing.assert_array_equal(
+            mask.numpy(), torch.nn.Transformer.generate_square_subsequent_mask(
+                T, dtype=torch.float64).numpy())
+        got = om(ta.tensor(src), ta.tensor(tgt), tgt_mask=mask)
+        want = tm(torch.tensor(src), torch.tensor(tgt), tgt_mask=torch.tensor(mask.numpy()))
+        np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=1e-9, atol=1e-10)
+
+
+def test_transformer_starts_xavier_uniform_and_refuses_mismatched_inputs():
+    ta.manual_seed(0)
+    model = nn.Transformer(16, 2, 1, 1, 64, batch_first=True)
+    w = model.encoder.layers[0].linear1.weight.numpy()  # (64, 16): bound √(6 / 80)
+    bound = (6 / 80) ** 0.5
+    assert np.abs(w).max() <= bound and np.abs(w).max() > 0.95 * bound
+    assert np.all(model.decoder.norm.weight.numpy() == 1)  # (1-D: left as LayerNorm makes it)
+    with pytest.raises(ta.ShapeError, match=r"Transformer: src \(2, 5, 16\) and tgt \(3, 4, 16\) "
+                                            r"must have the same batch size \(dim 0, batch_first"):
+        model(ta.randn(2, 5, 16), ta.randn(3, 4, 16))
+    with pytest.raises(ta.ShapeError, match="must end in d_model = 16"):
+        model(ta.randn(2, 5, 16), ta.randn(2, 4, 8))
+    with pytest.raises(ValueError, match="TransformerDecoderLayer: activation must be"):
+        nn.TransformerDecoderLayer(16, 2, activation="swish")
+    with pytest.raises(ta.ShapeError, match="TransformerDecoder: num_layers must be a whole"):
+        nn.TransformerDecoder(nn.TransformerDecoderLayer(16, 2), 0)
+    with pytest.raises(TypeError, match="TransformerDecoder: decoder_layer must be a Module"):
+        nn.TransformerDecoder("layer", 2)
+
+
+def test_a_tiny_seq2seq_transformer_learns_to_copy():
+    """nn.Transformer trained as torch's tutorials train it: the decoder, fed the target
+    shifted right under the causal mask, learns to copy a short sequence (positions come from
+    a learned embedding added to both sides: attention alone does not see order)."""
+    ta.manual_seed(0)
+    V, L, D = 6, 5, 16  # noqa: N806
+    emb, out = nn.Embedding(V + 1, D), nn.Linear(D, V)  # token V: the start token
+    pos = nn.Embedding(L, D)
+    model = nn.Transformer(D, 2, 1, 1, 32, dropout=0.0, batch_first=True)
+    params = [*emb.parameters(), *pos.parameters(), *out.parameters(), *model.parameters()]
+    opt = ta.optim.Adam(params, lr=0.01)
+    mask = nn.Transformer.generate_square_subsequent_mask(L)
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        seq = rng.integers(0, V, (16, L))
+        shifted = np.concatenate([np.full((16, 1), V), seq[:, :-1]], 1)
+        p = pos(ta.arange(L))
+        logits = out(model(emb(ta.tensor(seq)) + p, emb(ta.tensor(shifted)) + p,
+                           tgt_mask=mask))
+        loss = ta.functional.cross_entropy(logits.reshape(-1, V), ta.tensor(seq.reshape(-1)))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert loss.item() < 0.05, loss.item()  # (from ln 6 = 1.8)

@@ -1,9 +1,10 @@
 """tinyattn.nn: modules with PyTorch's names — Module and Parameter, layers, a tiny GPT.
 
 module.py holds Module, Parameter and the containers; layers.py the basic layers;
-activation.py the activation modules; encoder.py torch's TransformerEncoder(Layer);
-transformer.py the attention, MLP and block that make TinyTransformer. tinyattn.nn.functional
-is tinyattn.functional itself, so `import tinyattn.nn.functional as F` works as with torch.
+activation.py the activation modules; encoder.py torch's Transformer, its encoder and decoder
+stacks; transformer.py the attention, MLP and block that make TinyTransformer.
+tinyattn.nn.functional is tinyattn.functional itself, so `import tinyattn.nn.functional as F`
+works as with torch.
 """
 
 import sys
@@ -34,7 +35,13 @@ from .activation import (
     Tanh,
 )
 from .attention import MultiheadAttention, RotaryEmbedding
-from .encoder import TransformerEncoder, TransformerEncoderLayer
+from .encoder import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 from .layers import (
     CosineSimilarity,
     Dropout,
@@ -77,7 +84,8 @@ __all__ = [
     "MultiheadAttention", "RotaryEmbedding", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU",
     "Mish", "Softplus", "Softsign", "Hardtanh", "Hardsigmoid", "Hardswish", "LogSigmoid",
     "Softmin", "CosineSimilarity", "PairwiseDistance", "GLU", "TransformerEncoderLayer",
-    "TransformerEncoder", "functional",
+    "TransformerEncoder", "functional", "TransformerDecoderLayer", "TransformerDecoder",
+    "Transformer",
 ]
 
 sys.modules[__name__ + ".functional"] = functional  # the module, not a copy: one F
