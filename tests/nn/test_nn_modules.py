@@ -146,6 +146,39 @@ def test_parameter_list_registers_its_parameters_by_index():
     assert ps[0].shape == (5,) and len(list(ps.parameters())) == 3
 
 
+def test_parameter_dict_registers_its_parameters_by_key_as_torch():
+    torch = pytest.importorskip("torch")
+    values = {"w": np.ones((2, 3)), "b": np.zeros(3)}
+    ours = nn.ParameterDict({k: ta.tensor(v) for k, v in values.items()})
+    theirs = torch.nn.ParameterDict({k: torch.tensor(v) for k, v in values.items()})
+    assert list(ours.keys()) == list(theirs.keys()) == ["w", "b"]
+    assert [k for k, _ in ours.named_parameters()] == [k for k, _ in theirs.named_parameters()]
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    assert all(isinstance(p, nn.Parameter) and p.requires_grad for p in ours.values())
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.params = nn.ParameterDict({"scale": ta.ones(3)})
+            self.params.update([("shift", ta.zeros(3))])
+
+        def forward(self, x):
+            return x * self.params["scale"] + self.params.get("shift")
+
+    model = Model()
+    assert [k for k, _ in model.named_parameters()] == ["params.scale", "params.shift"]
+    model(ta.ones(3)).sum().backward()
+    assert model.params["scale"].grad.tolist() == [1.0, 1.0, 1.0]
+    popped = model.params.pop("shift")
+    assert popped.shape == (3,) and "shift" not in model.params and len(model.params) == 1
+    assert list(model.params) == ["scale"] and model.params.get("shift") is None
+    with pytest.raises(KeyError, match="ParameterDict: a key must be a non-empty string without "
+                                       "'.', got 'a.b'"):
+        model.params["a.b"] = ta.ones(1)
+    with pytest.raises(KeyError, match="got 3"):
+        model.params[3] = ta.ones(1)
+
+
 # ---- Module helpers ----------------------------------------------------------------------------
 
 

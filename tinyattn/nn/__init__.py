@@ -65,7 +65,15 @@ from .loss import (
     NLLLoss,
     SmoothL1Loss,
 )
-from .module import Module, ModuleDict, ModuleList, Parameter, ParameterList, Sequential
+from .module import (
+    Module,
+    ModuleDict,
+    ModuleList,
+    Parameter,
+    ParameterDict,
+    ParameterList,
+    Sequential,
+)
 from .transformer import (
     MLP,
     CausalSelfAttention,
@@ -80,7 +88,8 @@ __all__ = [
     "TinyTransformer", "TransformerConfig",
     "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "NLLLoss", "CrossEntropyLoss", "BCELoss",
     "BCEWithLogitsLoss", "KLDivLoss", "Identity", "Sigmoid", "SiLU", "Softmax", "LogSoftmax",
-    "Flatten", "Unflatten", "RMSNorm", "ModuleDict", "ParameterList", "init", "utils",
+    "Flatten", "Unflatten", "RMSNorm", "ModuleDict", "ParameterList", "ParameterDict", "init",
+    "utils",
     "MultiheadAttention", "RotaryEmbedding", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU",
     "Mish", "Softplus", "Softsign", "Hardtanh", "Hardsigmoid", "Hardswish", "LogSigmoid",
     "Softmin", "CosineSimilarity", "PairwiseDistance", "GLU", "TransformerEncoderLayer",

@@ -627,5 +627,56 @@ class ParameterList(Module):
         return iter(self._parameters.values())
 
 
+class ParameterDict(Module):
+    """Parameters by name, used as a dict (a tensor given is made a Parameter); no forward."""
+
+    def __init__(self, parameters=None):
+        super().__init__()
+        if parameters is not None:
+            self.update(parameters)
+
+    def __setitem__(self, key, value):
+        if not isinstance(key, str) or not key or "." in key:
+            raise KeyError(f"ParameterDict: a key must be a non-empty string without '.', "
+                           f"got {key!r}")
+        setattr(self, key, _as_parameter(value))
+
+    def __getitem__(self, key):
+        return self._parameters[key]
+
+    def __delitem__(self, key):
+        delattr(self, key)
+
+    def __contains__(self, key):
+        return key in self._parameters
+
+    def __len__(self):
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter(self._parameters)
+
+    def keys(self):
+        return self._parameters.keys()
+
+    def values(self):
+        return self._parameters.values()
+
+    def items(self):
+        return self._parameters.items()
+
+    def get(self, key, default=None):
+        return self._parameters.get(key, default)
+
+    def pop(self, key):
+        value = self._parameters[key]
+        del self[key]
+        return value
+
+    def update(self, parameters):
+        for key, value in (parameters.items() if hasattr(parameters, "items") else parameters):
+            self[key] = value
+
+
 def _as_parameter(value):
     return value if isinstance(value, Parameter) else Parameter(value)
