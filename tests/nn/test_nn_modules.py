@@ -2,6 +2,8 @@
 padding_idx, MultiheadAttention (parity with torch given the same weights), buffers and the
 Module helpers (apply, named_modules, requires_grad_, half/float/double)."""
 
+from collections import OrderedDict
+
 import numpy as np
 import pytest
 
@@ -151,7 +153,12 @@ def test_parameter_dict_registers_its_parameters_by_key_as_torch():
     values = {"w": np.ones((2, 3)), "b": np.zeros(3)}
     ours = nn.ParameterDict({k: ta.tensor(v) for k, v in values.items()})
     theirs = torch.nn.ParameterDict({k: torch.tensor(v) for k, v in values.items()})
-    assert list(ours.keys()) == list(theirs.keys()) == ["w", "b"]
+    assert list(ours.keys()) == list(theirs.keys()) == ["b", "w"]  # a dict: sorted by key
+    pairs = [("w", np.ones(1)), ("b", np.ones(1))]  # in their order, as an OrderedDict
+    theirs_ordered = torch.nn.ParameterDict(OrderedDict((k, torch.tensor(v)) for k, v in pairs))
+    assert list(nn.ParameterDict(OrderedDict((k, ta.tensor(v)) for k, v in pairs))) == list(
+        theirs_ordered) == ["w", "b"]
+    assert list(nn.ParameterDict(nn.ParameterDict(OrderedDict(pairs)))) == ["w", "b"]
     assert [k for k, _ in ours.named_parameters()] == [k for k, _ in theirs.named_parameters()]
     assert list(ours.state_dict()) == list(theirs.state_dict())
     assert all(isinstance(p, nn.Parameter) and p.requires_grad for p in ours.values())

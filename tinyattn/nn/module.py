@@ -674,7 +674,15 @@ class ParameterDict(Module):
         return value
 
     def update(self, parameters):
-        for key, value in (parameters.items() if hasattr(parameters, "items") else parameters):
+        """Add (key, value) pairs: from pairs or an OrderedDict or ParameterDict in their order,
+        from another mapping sorted by key (torch's rule)."""
+        if isinstance(parameters, (OrderedDict, ParameterDict)):
+            pairs = parameters.items()
+        elif hasattr(parameters, "items"):
+            pairs = sorted(parameters.items())
+        else:
+            pairs = parameters
+        for key, value in pairs:
             self[key] = value
 
 
