@@ -10,7 +10,7 @@ available: tinyattn's VJPs run on arrays, off the graph.
 
 from .autograd import enable_grad, grad
 from .errors import DTypeError, GraphError, ShapeError, fmt_shape
-from .tensor import Tensor
+from .tensor import Tensor, ones_like, zeros_like
 
 __all__ = ["jacobian", "vjp", "jvp"]
 
@@ -28,7 +28,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
                          "(strategy='reverse-mode')")
     in_tuple, xs = _leaves(inputs, "jacobian")
     out_tuple, ys = _outputs(func, xs, "jacobian")
-    table = tuple(_table_of(y, xs, i, strict) for i, y in enumerate(ys))
+    table = tuple(_table_of(y, xs, i, strict, "jacobian") for i, y in enumerate(ys))
     if not out_tuple:
         return table[0] if in_tuple else table[0][0]
     return table if in_tuple else tuple(row[0] for row in table)
@@ -40,18 +40,17 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
     _no_graph(create_graph, "vjp")
     in_tuple, xs = _leaves(inputs, "vjp")
     out_tuple, ys = _outputs(func, xs, "vjp")
-    vs = _cotangents(v, ys, out_tuple)
-    live = [(y, w) for y, w in zip(ys, vs, strict=True) if y.requires_grad]
+    vs = _cotangents(v, ys)
+    live = [i for i, y in enumerate(ys) if y.requires_grad]
     found = [None] * len(xs)
     if live:
-        found = list(grad([y for y, _ in live], list(xs), [w for _, w in live],
+        found = list(grad([ys[i] for i in live], list(xs), [vs[i] for i in live],
                           allow_unused=True))
     result = []
-    for j, (x, g) in enumerate(zip(xs, found, strict=True)):
-        if g is None:
+    for j, x in enumerate(xs):
+        if found[j] is None:
             _independent(strict, "vjp", None, j)
-            g = Tensor._wrap(x.backend.xp.zeros(x.shape, dtype=x.dtype), x.backend)
-        result.append(g)
+        result.append(zeros_like(x) if found[j] is None else found[j])
     outs = tuple(y.detach() for y in ys)
     return (outs if out_tuple else outs[0]), (tuple(result) if in_tuple else result[0])
 
@@ -66,9 +65,10 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
     out_tuple, ys = _outputs(func, xs, "jvp")
     result = []
     for i, y in enumerate(ys):
-        total = y.backend.xp.zeros(y.shape, dtype=y.dtype)
-        for block, w in zip(_table_of(y, xs, i, strict), vs, strict=True):
-            total += (block.data.reshape(y.shape + (-1,)) @ w.data.reshape(-1)).astype(y.dtype)
+        total = zeros_like(y).data
+        for j, block in enumerate(_table_of(y, xs, i, strict, "jvp")):  # y.shape + x_j.shape
+            w = vs[j].data
+            total += y.backend.xp.tensordot(block.data, w, axes=w.ndim).astype(y.dtype)
         result.append(Tensor._wrap(total, y.backend))
     outs = tuple(y.detach() for y in ys)
     return (outs if out_tuple else outs[0]), (tuple(result) if out_tuple else result[0])
@@ -110,27 +110,25 @@ def _outputs(func, xs, name):
     return _tensors(out, "output", name)
 
 
-def _table_of(y, xs, i, strict):
+def _table_of(y, xs, i, strict, name):
     """d y / d x for each input x: tensors of shape y.shape + x.shape, one backward pass per
-    entry of y with a one-hot cotangent."""
-    xp = y.backend.xp
-    blocks = [xp.zeros((y.numel(),) + x.shape, dtype=x.dtype) for x in xs]
+    entry of y (output i) with a one-hot cotangent."""
+    blocks = [y.backend.xp.zeros((y.numel(),) + x.shape, dtype=x.dtype) for x in xs]
     used = [False] * len(xs)
     if y.requires_grad:
-        onehot = xp.zeros(y.numel(), dtype=y.dtype)
         for k in range(y.numel()):
-            onehot[:] = 0
-            onehot[k] = 1
-            cot = Tensor._wrap(onehot.reshape(y.shape).copy(), y.backend)
-            for j, g in enumerate(grad(y, list(xs), cot, retain_graph=True, allow_unused=True)):
+            onehot = zeros_like(y)
+            onehot.data.reshape(-1)[k] = 1
+            for j, g in enumerate(grad(y, list(xs), onehot, retain_graph=True,
+                                       allow_unused=True)):
                 if g is not None:
                     blocks[j][k] = g.data
                     used[j] = True
     for j, u in enumerate(used):  # (grad gives None only for an input off y's graph)
         if not u and y.numel():
-            _independent(strict, "jacobian", i, j)
-    return tuple(Tensor._wrap(b.reshape(y.shape + x.shape), y.backend)
-                 for b, x in zip(blocks, xs, strict=True))
+            _independent(strict, name, i, j)
+    return tuple(Tensor._wrap(blocks[j].reshape(y.shape + x.shape), y.backend)
+                 for j, x in enumerate(xs))
 
 
 def _independent(strict, name, i, j):
@@ -140,18 +138,17 @@ def _independent(strict, name, i, j):
                          "that (strict=False gives zeros)")
 
 
-def _cotangents(v, ys, out_tuple):
+def _cotangents(v, ys):
     """v as one tensor per output, each of its output's shape."""
     if v is None:
         if len(ys) != 1 or ys[0].numel() != 1:
             raise ShapeError("vjp: v may be left out only when func returns one tensor with a "
                              "single entry; give v shaped as the outputs")
-        return [Tensor._wrap(ys[0].backend.xp.ones(ys[0].shape, dtype=ys[0].dtype),
-                             ys[0].backend)]
+        return [ones_like(ys[0])]
     _, vs = _tensors(v, "v", "vjp")
     if len(vs) != len(ys):
         raise ShapeError(f"vjp: {len(vs)} tensors in v for {len(ys)} outputs")
-    for i, (w, y) in enumerate(zip(vs, ys, strict=True)):
+    for i, (w, y) in enumerate(zip(vs, ys)):  # noqa: B905 - the lengths are equal (above)
         if w.shape != y.shape:
             raise ShapeError(f"vjp: v {i} has shape {fmt_shape(w.shape)} but output {i} has "
                              f"shape {fmt_shape(y.shape)}")
@@ -164,12 +161,11 @@ def _directions(v, xs):
         if len(xs) != 1 or xs[0].numel() != 1:
             raise ShapeError("jvp: v may be left out only when there is one input with a "
                              "single entry; give v shaped as the inputs")
-        return [Tensor._wrap(xs[0].backend.xp.ones(xs[0].shape, dtype=xs[0].dtype),
-                             xs[0].backend)]
+        return [ones_like(xs[0])]
     _, vs = _tensors(v, "v", "jvp")
     if len(vs) != len(xs):
         raise ShapeError(f"jvp: {len(vs)} tensors in v for {len(xs)} inputs")
-    for j, (w, x) in enumerate(zip(vs, xs, strict=True)):
+    for j, (w, x) in enumerate(zip(vs, xs)):  # noqa: B905 - the lengths are equal (above)
         if w.shape != x.shape:
             raise ShapeError(f"jvp: v {j} has shape {fmt_shape(w.shape)} but input {j} has "
                              f"shape {fmt_shape(x.shape)}")

@@ -523,6 +523,13 @@ def test_encoder_layer_made_on_the_device(fake_be):
     layer = ta.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, device="cupy")
     assert all(p.backend is fake_be for p in layer.parameters())
     assert layer(ta.randn(3, 2, 8, backend="cupy")).backend is fake_be
+    dec = ta.nn.TransformerDecoderLayer(8, 2, dim_feedforward=16, device="cupy")
+    assert all(p.backend is fake_be for p in dec.parameters())
+    whole = ta.nn.Transformer(8, 2, 1, 1, 16, device="cupy")
+    assert all(p.backend is fake_be for p in whole.parameters())
+    out = whole(ta.randn(3, 2, 8, backend="cupy"), ta.randn(4, 2, 8, backend="cupy"),
+                tgt_mask=ta.nn.Transformer.generate_square_subsequent_mask(4, device="cupy"))
+    assert out.backend is fake_be and out.shape == (4, 2, 8)
 
 
 def test_report_samples_of_a_model_on_the_device(fake_be):

@@ -116,6 +116,7 @@ def _same_tree(got, want):
             _same_tree(g, w)
         return
     assert isinstance(got, ta.Tensor) and got.shape == tuple(want.shape), (got, want.shape)
+    assert str(got.dtype) == str(want.dtype).replace("torch.", ""), (got.dtype, want.dtype)
     assert not got.requires_grad
     w = want.detach().numpy()
     np.testing.assert_allclose(got.numpy(), w, rtol=2e-5 if w.dtype == np.float32 else 1e-12,
@@ -146,7 +147,11 @@ def test_strict_refuses_an_output_that_does_not_depend_on_an_input():
         AF.vjp(fn, (a, b), ta.ones(2), strict=True)
     with pytest.raises(ta.GraphError, match="jacobian: output 1 does not depend on input 0"):
         AF.jacobian(_fns()["a constant output"][0], a, strict=True)
+    with pytest.raises(ta.GraphError, match="jvp: output 0 does not depend on input 1"):
+        AF.jvp(fn, (a, b), (ta.ones(2), ta.ones(3)), strict=True)
     AF.jacobian(lambda t: t * 0, a, strict=True)  # a zero derivative is still a dependence
+    out, g = AF.vjp(lambda t: ta.ones(2), a, ta.ones(2))  # no output depends on the input
+    assert out.tolist() == [1.0, 1.0] and g.tolist() == [0.0, 0.0] and g.dtype == a.dtype
 
 
 @pytest.mark.parametrize("call,error,match", [
@@ -164,6 +169,18 @@ def test_strict_refuses_an_output_that_does_not_depend_on_an_input():
      "jacobian: input 1 must be a tinyattn Tensor, got ndarray"),
     (lambda: AF.jacobian(lambda a: a.numpy(), ta.ones(2)), TypeError,
      "jacobian: output 0 must be a tinyattn Tensor, got ndarray"),
+    (lambda: AF.vjp(lambda a: a, [ta.ones(2), 3.0]), TypeError,
+     "^vjp: input 1 must be a tinyattn Tensor, got float"),
+    (lambda: AF.jvp(lambda a: a, ta.tensor([1, 2]), ta.ones(2)), ta.DTypeError,
+     "^jvp: input 0 is int64"),
+    (lambda: AF.vjp(lambda a: [a, a.numpy()], ta.ones(2)), TypeError,
+     "^vjp: output 1 must be a tinyattn Tensor, got ndarray"),
+    (lambda: AF.jvp(lambda a: (a, 2.0), ta.ones(2), ta.ones(2)), TypeError,
+     "^jvp: output 1 must be a tinyattn Tensor, got float"),
+    (lambda: AF.vjp(lambda a: a, ta.ones(2), np.ones(2)), TypeError,
+     "^vjp: v 0 must be a tinyattn Tensor, got ndarray"),
+    (lambda: AF.jvp(lambda a: a, ta.ones(2), [np.ones(2)]), TypeError,
+     "^jvp: v 0 must be a tinyattn Tensor, got ndarray"),
     (lambda: AF.vjp(lambda a: a * 2, ta.ones(2)), ta.ShapeError,
      "vjp: v may be left out only when func returns one tensor with a single entry"),
     (lambda: AF.vjp(lambda a: a * 2, ta.ones(2), ta.ones(3)), ta.ShapeError,

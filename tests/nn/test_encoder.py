@@ -208,6 +208,92 @@ def test_decoder_stacks_copies_and_transformer_matches_torch():
         np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=1e-9, atol=1e-10)
 
 
+@pytest.mark.filterwarnings("ignore:enable_nested_tensor is True")  # torch's, seq-first
+@pytest.mark.filterwarnings("ignore:Support for mismatched")  # torch's, a bool and a float mask
+def test_decoder_layer_and_transformer_defaults_and_settings_as_torch():
+    """torch's defaults (dim_feedforward 2048, dropout 0.1 in all three blocks and both
+    attentions, eps 1e-5, sequence first, post-LN), and each setting reaching every part."""
+    ours, theirs = nn.TransformerDecoderLayer(E, H), torch.nn.TransformerDecoderLayer(E, H)
+    assert {k: tuple(v.shape) for k, v in ours.state_dict().items()} == \
+        {k: tuple(v.shape) for k, v in theirs.state_dict().items()}
+    for name in ("self_attn", "multihead_attn"):
+        assert getattr(ours, name).dropout == getattr(theirs, name).dropout == 0.1
+        assert getattr(ours, name).batch_first is False
+    assert [ours.dropout.p, ours.dropout1.p, ours.dropout2.p, ours.dropout3.p] == [0.1] * 4
+    assert [n.eps for n in (ours.norm1, ours.norm2, ours.norm3)] == [1e-5] * 3
+    assert not ours.norm_first and ours.activation is ta.functional.relu
+    odd = nn.TransformerDecoderLayer(E, H, 16, 0.3, "gelu", 0.5, True, True, False)
+    assert odd.multihead_attn.dropout == odd.self_attn.dropout == 0.3 and odd.norm3.eps == 0.5
+    assert odd.self_attn.batch_first and odd.norm_first and odd.linear1.bias is None
+    assert odd.activation is ta.functional.gelu and odd.dropout3.p == 0.3
+
+    model = nn.Transformer(E, H, 1, 1)  # torch's defaults otherwise
+    tm = torch.nn.Transformer(E, H, 1, 1)
+    assert {k: tuple(v.shape) for k, v in model.state_dict().items()} == \
+        {k: tuple(v.shape) for k, v in tm.state_dict().items()}
+    assert model.decoder.layers[0].linear1.out_features == 2048 and not model.batch_first
+    assert model.encoder.layers[0].dropout.p == model.decoder.layers[0].dropout2.p == 0.1
+    model = nn.Transformer(E, H, 1, 2, 16, 0.2, "gelu", layer_norm_eps=0.25, batch_first=True,
+                           norm_first=True, bias=False, dtype=ta.float64)
+    for stack in (model.encoder, model.decoder):
+        layer = stack.layers[0]
+        assert layer.norm_first and layer.self_attn.batch_first and layer.dropout.p == 0.2
+        assert layer.activation is ta.functional.gelu and layer.linear2.bias is None
+        assert layer.norm2.eps == 0.25 and stack.norm.eps == 0.25 and stack.norm.bias is None
+    assert model.decoder.num_layers == 2 and len(model.decoder.layers) == 2
+    assert {p.dtype for p in model.parameters()} == {np.dtype(np.float64)}
+
+
+@pytest.mark.filterwarnings("ignore:enable_nested_tensor is True")  # torch's, seq-first
+@pytest.mark.filterwarnings("ignore:Support for mismatched")  # torch's, a bool and a float mask
+def test_the_decoder_passes_every_mask_on_and_is_causal_alone_masks_the_future():
+    """The decoder hands tgt and memory masks, paddings and causal flags to every layer (as
+    torch), Transformer hands src's to its encoder and the rest to its decoder, norm=None is
+    no norm, and tgt_is_causal / memory_is_causal alone are the causal masks."""
+    rng = np.random.default_rng(4)
+    layer, tlayer = _same_decoder_layer(batch_first=True)
+    ours, theirs = nn.TransformerDecoder(layer, 2).eval(), torch.nn.TransformerDecoder(
+        tlayer, 2).eval()
+    assert ours.norm is None
+    tgt, memory = rng.standard_normal((N, T, E)), rng.standard_normal((N, S, E))
+    pad_t, pad_m = np.zeros((N, T), bool), np.zeros((N, S), bool)
+    pad_t[:, -1], pad_m[1, -2:] = True, True
+    masks = dict(tgt_mask=rng.standard_normal((T, T)), memory_mask=rng.standard_normal((T, S)),
+                 tgt_key_padding_mask=pad_t, memory_key_padding_mask=pad_m)
+    for got, want in zip(_run2(ta, ours, tgt, memory, **masks),
+                         _run2(torch, theirs, tgt, memory, **masks), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-10)
+    square = rng.standard_normal((N, T, E))  # memory as long as the target
+    causal = np.triu(np.ones((T, T), bool), 1)
+    for flag, mask in [("tgt_is_causal", "tgt_mask"), ("memory_is_causal", "memory_mask")]:
+        for got, want in zip(_run2(ta, ours, tgt, square, **{flag: True}),
+                             _run2(ta, ours, tgt, square, **{mask: causal}), strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-12)
+
+    tm = torch.nn.Transformer(E, H, 1, 1, 16, batch_first=True).double().eval()
+    om = nn.Transformer(E, H, 1, 1, 16, batch_first=True, dtype=ta.float64).eval()
+    om.load_state_dict({k: v.detach().numpy() for k, v in tm.state_dict().items()})
+    src = rng.standard_normal((N, S, E))
+    pad_s = np.zeros((N, S), bool)
+    pad_s[0, -1] = True
+    every = dict(src_mask=rng.standard_normal((S, S)), src_key_padding_mask=pad_s,
+                 memory_key_padding_mask=pad_s, **{k: v for k, v in masks.items()
+                                                   if k != "memory_key_padding_mask"})
+    got = om(ta.tensor(src), ta.tensor(tgt), **{k: ta.tensor(v) for k, v in every.items()})
+    want = tm(torch.tensor(src), torch.tensor(tgt),
+              **{k: torch.tensor(v) for k, v in every.items()})
+    np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=1e-9, atol=1e-10)
+    causal_s = np.triu(np.ones((S, S), bool), 1)
+    flags = om(ta.tensor(src), ta.tensor(square), src_is_causal=True, tgt_is_causal=True,
+               memory_is_causal=True)
+    masked = om(ta.tensor(src[:, :T]), ta.tensor(square), src_mask=ta.tensor(causal_s[:T, :T]),
+                tgt_mask=ta.tensor(causal), memory_mask=ta.tensor(causal))
+    assert flags.shape == (N, T, E)
+    np.testing.assert_allclose(om(ta.tensor(src[:, :T]), ta.tensor(square), src_is_causal=True,
+                                  tgt_is_causal=True, memory_is_causal=True).numpy(),
+                               masked.numpy(), rtol=1e-12)
+
+
 def test_transformer_starts_xavier_uniform_and_refuses_mismatched_inputs():
     ta.manual_seed(0)
     model = nn.Transformer(16, 2, 1, 1, 64, batch_first=True)

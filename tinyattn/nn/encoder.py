@@ -132,13 +132,13 @@ class TransformerDecoderLayer(Module):
 
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
         x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
-                           need_weights=False, is_causal=bool(is_causal))[0]
+                           need_weights=False, is_causal=is_causal)[0]
         return self.dropout1(x)
 
     def _mha_block(self, x, memory, attn_mask, key_padding_mask, is_causal):
         x = self.multihead_attn(x, memory, memory, attn_mask=attn_mask,
                                 key_padding_mask=key_padding_mask, need_weights=False,
-                                is_causal=bool(is_causal))[0]
+                                is_causal=is_causal)[0]
         return self.dropout2(x)
 
     def _ff_block(self, x):
@@ -168,7 +168,7 @@ class TransformerDecoder(Module):
             out = layer(out, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
                         tgt_key_padding_mask=tgt_key_padding_mask,
                         memory_key_padding_mask=memory_key_padding_mask,
-                        tgt_is_causal=bool(tgt_is_causal), memory_is_causal=memory_is_causal)
+                        tgt_is_causal=tgt_is_causal, memory_is_causal=memory_is_causal)
         return out if self.norm is None else self.norm(out)
 
 
