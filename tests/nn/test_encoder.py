@@ -203,6 +203,7 @@ def test_decoder_stacks_copies_and_transformer_matches_torch():
         np.testing.assert_array_equal(
             mask.numpy(), torch.nn.Transformer.generate_square_subsequent_mask(
                 T, dtype=torch.float64).numpy())
+        assert mask.dtype == np.float64 and not mask.requires_grad
         got = om(ta.tensor(src), ta.tensor(tgt), tgt_mask=mask)
         want = tm(torch.tensor(src), torch.tensor(tgt), tgt_mask=torch.tensor(mask.numpy()))
         np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=1e-9, atol=1e-10)
@@ -294,6 +295,35 @@ def test_the_decoder_passes_every_mask_on_and_is_causal_alone_masks_the_future()
                                masked.numpy(), rtol=1e-12)
 
 
+@pytest.mark.parametrize("name", ["Transformer", "TransformerEncoderLayer", "TransformerEncoder",
+                                  "TransformerDecoderLayer", "TransformerDecoder"])
+def test_the_defaults_are_torchs(name):
+    """Every argument torch's class has, with torch's default (a default sized like
+    nn.Transformer() is not built just to be looked at)."""
+    import inspect
+
+    ours = inspect.signature(getattr(nn, name)).parameters
+    theirs = inspect.signature(getattr(torch.nn, name)).parameters
+    assert list(ours) == list(theirs)
+    for key, p in theirs.items():
+        want = p.default
+        if callable(want) and getattr(want, "__name__", "") == "relu":
+            want = "relu"  # torch's default activation is its F.relu: ours is named
+        assert ours[key].default == want, (key, ours[key].default, want)
+
+
+def test_a_decoder_layer_takes_a_callable_activation():
+    ours, theirs = _same_decoder_layer(activation=torch.nn.functional.gelu)
+    ours.activation = ta.functional.gelu
+    assert nn.TransformerDecoderLayer(E, H, activation=ta.functional.gelu).activation is \
+        ta.functional.gelu
+    rng = np.random.default_rng(5)
+    tgt, memory = rng.standard_normal((T, N, E)), rng.standard_normal((S, N, E))
+    for got, want in zip(_run2(ta, ours, tgt, memory), _run2(torch, theirs, tgt, memory),
+                         strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-10)
+
+
 def test_transformer_starts_xavier_uniform_and_refuses_mismatched_inputs():
     ta.manual_seed(0)
     model = nn.Transformer(16, 2, 1, 1, 64, batch_first=True)
@@ -304,6 +334,8 @@ def test_transformer_starts_xavier_uniform_and_refuses_mismatched_inputs():
     with pytest.raises(ta.ShapeError, match=r"Transformer: src \(2, 5, 16\) and tgt \(3, 4, 16\) "
                                             r"must have the same batch size \(dim 0, batch_first"):
         model(ta.randn(2, 5, 16), ta.randn(3, 4, 16))
+    with pytest.raises(ta.ShapeError, match=r"the same batch size \(dim 1\)"):
+        nn.Transformer(16, 2, 1, 1, 64)(ta.randn(5, 2, 16), ta.randn(4, 3, 16))
     with pytest.raises(ta.ShapeError, match="must end in d_model = 16"):
         model(ta.randn(2, 5, 16), ta.randn(2, 4, 8))
     with pytest.raises(ValueError, match="TransformerDecoderLayer: activation must be"):
