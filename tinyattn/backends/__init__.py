@@ -44,6 +44,11 @@ def backend(name_or_backend):
     return be
 
 
+def made():
+    """The backends made so far, by name ("numpy", "cupy")."""
+    return dict(_made)
+
+
 def _by_name(be):
     return backend, (be.name,)
 

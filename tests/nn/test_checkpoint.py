@@ -1,0 +1,150 @@
+"""tinyattn.utils.checkpoint (torch.utils.checkpoint): the same values and gradients as the
+block run plainly (dropout included, its draws replayed), one node kept instead of the block's,
+non-tensor and keyword arguments, checkpoint_sequential, and the errors."""
+
+import numpy as np
+import pytest
+
+import tinyattn as ta
+from tinyattn import nn
+from tinyattn.utils.checkpoint import checkpoint, checkpoint_sequential
+
+
+def _block(dropout=0.3):
+    ta.manual_seed(0)
+    return nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.Dropout(dropout),
+                         nn.Linear(8, 4)).double()
+
+
+def _grads(model, run, x, seed=5):
+    """(output, x's gradient, the parameters' gradients) of Σ run(x)², from a fresh start."""
+    model.zero_grad()
+    x.grad = None
+    ta.manual_seed(seed)
+    y = run(x)
+    (y ** 2).sum().backward()
+    return (y.detach().numpy(), None if x.grad is None else x.grad.numpy(),
+            [p.grad.numpy().copy() for p in model.parameters()])
+
+
+def _nodes(t):
+    """How many nodes the graph behind t holds."""
+    seen, stack = set(), [t._node]
+    while stack:
+        node = stack.pop()
+        if node is not None and id(node) not in seen:
+            seen.add(id(node))
+            stack.extend(node.parents)
+    return len(seen)
+
+
+@pytest.mark.parametrize("x_needs_grad", [True, False])
+def test_a_checkpointed_block_gives_the_plain_values_and_gradients(x_needs_grad):
+    """Dropout on: the recomputation in backward draws the forward's masks again, so values
+    and gradients (input and parameters) are the plain run's."""
+    block = _block()
+    x = ta.tensor(np.random.default_rng(0).standard_normal((3, 4)), requires_grad=x_needs_grad)
+    got = _grads(block, lambda t: checkpoint(block, t), x)
+    want = _grads(block, block, x)
+    np.testing.assert_array_equal(got[0], want[0])
+    if x_needs_grad:
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-12)
+    else:
+        assert got[1] is None and want[1] is None
+    for g, w in zip(got[2], want[2], strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+
+
+def test_only_one_node_is_kept_for_the_block():
+    block = _block()
+    x = ta.randn(3, 4, dtype=ta.float64, requires_grad=True)
+    out = checkpoint(block, x)
+    assert out._node.op.name == "_Checkpoint" and _nodes(out) == 3  # it, x's leaf, its anchor
+    assert _nodes(block(x)) > 8
+
+
+def test_without_preserve_rng_state_the_recomputation_draws_anew():
+    block = _block(dropout=0.5)
+    x = ta.tensor(np.random.default_rng(1).standard_normal((6, 4)), requires_grad=True)
+    got = _grads(block, lambda t: checkpoint(block, t, preserve_rng_state=False), x)
+    want = _grads(block, block, x)
+    np.testing.assert_array_equal(got[0], want[0])  # the forward itself is the same
+    assert not np.allclose(got[1], want[1])  # backward went through other masks
+    a = ta.rand(3).numpy()  # and the stream moved on as for any draw (not restored)
+    assert not np.array_equal(a, ta.rand(3).numpy())
+
+
+def test_non_tensor_and_keyword_arguments_and_integer_tensors_pass_through():
+    w = ta.tensor(np.arange(12.0).reshape(4, 3), requires_grad=True)
+    idx = ta.tensor([[0, 3], [2, 2]])
+
+    def f(ids, table, scale, *, shift):
+        return (table[ids] * scale + shift).sum(1)
+
+    out = checkpoint(f, idx, w, 2.0, shift=1.0)
+    out.sum().backward()
+    want = ta.tensor(np.arange(12.0).reshape(4, 3), requires_grad=True)
+    f(idx, want, 2.0, shift=1.0).sum().backward()
+    np.testing.assert_array_equal(out.numpy(), f(idx, want, 2.0, shift=1.0).detach().numpy())
+    np.testing.assert_array_equal(w.grad.numpy(), want.grad.numpy())
+
+
+@pytest.mark.parametrize("segments", [1, 2, 3, 5])
+def test_checkpoint_sequential_gives_the_plain_gradients(segments):
+    ta.manual_seed(1)
+    model = nn.Sequential(*[nn.Linear(4, 4) for _ in range(5)]).double()
+    x = ta.tensor(np.random.default_rng(2).standard_normal((2, 4)), requires_grad=True)
+    got = _grads(model, lambda t: checkpoint_sequential(model, segments, t), x)
+    want = _grads(model, model, x)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-12)
+    for g, w in zip(got[2], want[2], strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+    listed = checkpoint_sequential(list(model), segments, x)  # a list of modules too
+    np.testing.assert_allclose(listed.detach().numpy(), want[0], rtol=1e-12)
+
+
+def test_a_checkpointed_transformer_trains_as_the_plain_one():
+    """Each block of a TinyTransformer checkpointed: the same losses step after step."""
+    losses = []
+    for checkpointed in (False, True):
+        ta.manual_seed(0)
+        model = nn.TinyTransformer(vocab_size=7, d_model=16, n_heads=2, n_layers=2, max_len=8,
+                                   dropout=0.1)
+        if checkpointed:
+            for block in model.blocks:
+                block.forward = (lambda b: lambda x: checkpoint(type(b).forward, b, x))(block)
+        opt = ta.optim.AdamW(model.parameters(), lr=1e-2)
+        rng = np.random.default_rng(0)
+        run = []
+        for _ in range(3):
+            ids = ta.tensor(rng.integers(0, 7, (4, 8)))
+            logits = model(ids)
+            loss = ta.functional.cross_entropy(logits.reshape(-1, 7), ids.reshape(-1))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            run.append(loss.item())
+        losses.append(run)
+    np.testing.assert_allclose(losses[1], losses[0], rtol=1e-5)
+
+
+def test_errors():
+    with pytest.raises(ta.GraphError, match="checkpoint: the function must return one Tensor, "
+                                            "got tuple"):
+        checkpoint(lambda t: (t, t), ta.ones(2, requires_grad=True))
+    with pytest.raises(TypeError, match="checkpoint: needs at least one Tensor argument"):
+        checkpoint(lambda a: a, 3.0)
+    for segments in (0, 6, 1.5):
+        with pytest.raises(ValueError, match="checkpoint_sequential: segments must be between "
+                                             "1 and the 5 functions"):
+            checkpoint_sequential([nn.Identity()] * 5, segments, ta.ones(2))
+
+
+def test_under_no_grad_it_is_the_plain_call():
+    block = _block(dropout=0.0)
+    x = ta.randn(2, 4, dtype=ta.float64, requires_grad=True)
+    with ta.no_grad():
+        out = checkpoint(block, x)
+    assert not out.requires_grad
+    np.testing.assert_array_equal(out.numpy(), block(x).detach().numpy())
