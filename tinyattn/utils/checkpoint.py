@@ -33,7 +33,7 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, **k
     # an input that requires grad, so the node is recorded even when no argument needs a
     # gradient: the parameters inside the block still do (it gets none itself)
     anchor = zeros((), backend=tensors[0].backend, requires_grad=True)
-    return _Checkpoint.apply(run, bool(preserve_rng_state), anchor, *tensors)
+    return Checkpoint.apply(run, bool(preserve_rng_state), anchor, *tensors)
 
 
 def checkpoint_sequential(functions, segments, input, use_reentrant=None,  # noqa: A002
@@ -72,7 +72,7 @@ class _Run:
         return self.function(*args, **self.kwargs)
 
 
-class _Checkpoint(Function):
+class Checkpoint(Function):
     """One node for a whole block: forward runs it with no graph, backward runs it again with
     one and backpropagates through it."""
 
