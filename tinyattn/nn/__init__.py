@@ -43,10 +43,13 @@ from .encoder import (
     TransformerEncoderLayer,
 )
 from .layers import (
+    BatchNorm1d,
+    BatchNorm2d,
     CosineSimilarity,
     Dropout,
     Embedding,
     Flatten,
+    GroupNorm,
     Identity,
     LayerNorm,
     Linear,
@@ -94,7 +97,7 @@ __all__ = [
     "Mish", "Softplus", "Softsign", "Hardtanh", "Hardsigmoid", "Hardswish", "LogSigmoid",
     "Softmin", "CosineSimilarity", "PairwiseDistance", "GLU", "TransformerEncoderLayer",
     "TransformerEncoder", "functional", "TransformerDecoderLayer", "TransformerDecoder",
-    "Transformer",
+    "Transformer", "BatchNorm1d", "BatchNorm2d", "GroupNorm",
 ]
 
 sys.modules[__name__ + ".functional"] = functional  # the module, not a copy: one F

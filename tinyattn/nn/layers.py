@@ -1,5 +1,6 @@
-"""Layers: Linear, Embedding, LayerNorm, RMSNorm, Dropout, Identity, Flatten, Unflatten,
-CosineSimilarity and PairwiseDistance (the activation modules live in activation.py).
+"""Layers: Linear, Embedding, LayerNorm, RMSNorm, BatchNorm1d/2d, GroupNorm, Dropout, Identity,
+Flatten, Unflatten, CosineSimilarity and PairwiseDistance (the activation modules live in
+activation.py).
 
 Weights are Parameters initialised as PyTorch does by default; `TinyTransformer` re-initialises
 its own the GPT-2 way. Each forward is one line of functional code.
@@ -8,6 +9,7 @@ its own the GPT-2 way. Each forward is one line of functional code.
 import math
 
 from .. import functional as F
+from ..autograd import no_grad
 from ..errors import DimError, ShapeError, fmt_shape
 from ..ops import nn as nn_ops
 from ..tensor import Tensor, ones, rand, randn, tensor, zeros
@@ -118,6 +120,107 @@ class RMSNorm(Module):
 
     def extra_repr(self):
         return f"{self.normalized_shape}, eps={self.eps}"
+
+
+class _BatchNorm(Module):
+    """Normalize each channel (dim 1) over the batch and the other dims, then scale and shift
+    it. Training: the batch's mean and (biased) variance, and the running statistics move
+    toward them by `momentum` (the variance unbiased; momentum=None: the average over every
+    batch so far); eval: the running statistics. torch's arguments, buffers and state keys."""
+
+    _dims = ()  # the input dims allowed (BatchNorm1d: 2 or 3, BatchNorm2d: 4)
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
+                 track_running_stats=True, device=None, dtype=None):
+        super().__init__()
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        self.weight = Parameter(ones(num_features, dtype=dtype)) if affine else None
+        self.bias = Parameter(zeros(num_features, dtype=dtype)) if affine else None
+        if track_running_stats:
+            self.register_buffer("running_mean", zeros(num_features, dtype=dtype))
+            self.register_buffer("running_var", ones(num_features, dtype=dtype))
+            self.register_buffer("num_batches_tracked", tensor(0))
+        else:
+            self.running_mean = self.running_var = self.num_batches_tracked = None
+        _place(self, device)
+
+    def forward(self, x):
+        name = type(self).__name__
+        if x.ndim not in self._dims or x.shape[1] != self.num_features:
+            raise ShapeError(f"{name}: expected {' or '.join(map(str, self._dims))}-D input "
+                             f"(N, {self.num_features}, ...), got {fmt_shape(x.shape)}")
+        dims = (0, *range(2, x.ndim))  # every dim but the channels'
+        shape = (1, self.num_features) + (1,) * (x.ndim - 2)
+        if self.training or not self.track_running_stats:
+            n = x.numel() // self.num_features
+            if self.training and n <= 1:
+                raise ShapeError(f"{name}: needs more than one value per channel to train, got "
+                                 f"{fmt_shape(x.shape)}")
+            mean, var = x.mean(dims, keepdim=True), x.var(dims, keepdim=True, correction=0)
+            if self.training and self.track_running_stats:
+                self._track(mean, var, n)
+        else:
+            mean, var = self.running_mean.reshape(shape), self.running_var.reshape(shape)
+        y = (x - mean) / (var + self.eps).sqrt()
+        if self.affine:
+            y = y * self.weight.reshape(shape) + self.bias.reshape(shape)
+        return y
+
+    def _track(self, mean, var, n):
+        with no_grad():
+            self.num_batches_tracked += 1
+            m = (1 / self.num_batches_tracked.item() if self.momentum is None
+                 else self.momentum)
+            self.running_mean.mul_(1 - m).add_(mean.reshape(-1) * m)
+            self.running_var.mul_(1 - m).add_(var.reshape(-1) * (m * n / (n - 1)))
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch norm of (N, C) or (N, C, L) input, per channel C."""
+
+    _dims = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch norm of (N, C, H, W) input, per channel C."""
+
+    _dims = (4,)
+
+
+class GroupNorm(Module):
+    """Normalize each sample over groups of num_channels / num_groups channels (and every dim
+    after the channels), then scale and shift each channel; the same in train and eval."""
+
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None,
+                 dtype=None):
+        super().__init__()
+        if num_channels % num_groups:
+            raise ShapeError(f"GroupNorm: num_channels ({num_channels}) must be divisible by "
+                             f"num_groups ({num_groups})")
+        self.num_groups, self.num_channels, self.eps, self.affine = (num_groups, num_channels,
+                                                                     eps, affine)
+        self.weight = Parameter(ones(num_channels, dtype=dtype)) if affine else None
+        self.bias = Parameter(zeros(num_channels, dtype=dtype)) if affine else None
+        _place(self, device)
+
+    def forward(self, x):
+        if x.ndim < 2 or x.shape[1] != self.num_channels:
+            raise ShapeError(f"GroupNorm: expected input (N, {self.num_channels}, ...), got "
+                             f"{fmt_shape(x.shape)}")
+        groups = x.reshape(x.shape[0], self.num_groups, -1)
+        y = F.layer_norm(groups, groups.shape[-1:], eps=self.eps).reshape(x.shape)
+        if self.affine:
+            shape = (1, self.num_channels) + (1,) * (x.ndim - 2)
+            y = y * self.weight.reshape(shape) + self.bias.reshape(shape)
+        return y
+
+    def extra_repr(self):
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
 
 
 class Dropout(Module):

@@ -1,0 +1,122 @@
+"""nn.BatchNorm1d, BatchNorm2d and GroupNorm against torch's: outputs and gradients in train
+and eval mode, the running statistics step by step (momentum, momentum=None, no tracking, no
+affine), the state dict's keys, and the errors."""
+
+import numpy as np
+import pytest
+
+import tinyattn as ta
+from tinyattn import nn
+
+torch = pytest.importorskip("torch")
+
+
+def _pair(name, *args, **kwargs):
+    theirs = getattr(torch.nn, name)(*args, **kwargs).double()
+    ours = getattr(nn, name)(*args, dtype=ta.float64, **kwargs)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    rng = np.random.default_rng(0)
+    if getattr(theirs, "weight", None) is not None:  # affine: not the ones and zeros they start as
+        w, b = rng.standard_normal(theirs.weight.shape), rng.standard_normal(theirs.bias.shape)
+        with torch.no_grad():
+            theirs.weight.copy_(torch.tensor(w))
+            theirs.bias.copy_(torch.tensor(b))
+        with ta.no_grad():
+            ours.weight.copy_(ta.tensor(w))
+            ours.bias.copy_(ta.tensor(b))
+    return ours, theirs
+
+
+def _step(lib, module, x):
+    xx = lib.tensor(x, requires_grad=True)
+    y = module(xx)
+    (y * lib.tensor(np.cos(x))).sum().backward()
+    return y.detach().numpy(), xx.grad.numpy()
+
+
+def _same_state(ours, theirs):
+    for (k, a), (k2, b) in zip(ours.state_dict().items(), theirs.state_dict().items(),
+                               strict=True):
+        assert k == k2
+        np.testing.assert_allclose(np.asarray(a.numpy() if hasattr(a, "numpy") else a),
+                                   b.detach().numpy(), rtol=1e-12, atol=1e-14, err_msg=k)
+
+
+@pytest.mark.parametrize("name,shape", [("BatchNorm1d", (6, 3)), ("BatchNorm1d", (4, 3, 5)),
+                                        ("BatchNorm2d", (2, 3, 4, 2))])
+@pytest.mark.parametrize("kwargs", [{}, {"momentum": 0.3}, {"momentum": None},
+                                    {"affine": False}, {"track_running_stats": False},
+                                    {"eps": 0.5}])
+def test_batch_norm_matches_torch_in_train_and_eval(name, shape, kwargs):
+    ours, theirs = _pair(name, 3, **kwargs)
+    rng = np.random.default_rng(1)
+    for _ in range(3):  # train: the batch's statistics, the running ones updated
+        x = rng.standard_normal(shape) * 2 + 1
+        for got, want in zip(_step(ta, ours, x), _step(torch, theirs, x), strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+        _same_state(ours, theirs)
+    ours.eval()
+    theirs.eval()
+    x = rng.standard_normal(shape)
+    for got, want in zip(_step(ta, ours, x), _step(torch, theirs, x), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    _same_state(ours, theirs)  # eval leaves the running statistics alone
+
+
+@pytest.mark.parametrize("groups,shape", [(1, (2, 4, 3)), (2, (2, 4, 3)), (4, (3, 4)),
+                                          (2, (2, 4, 2, 3))])
+@pytest.mark.parametrize("affine", [True, False])
+def test_group_norm_matches_torch(groups, shape, affine):
+    ours, theirs = _pair("GroupNorm", groups, 4, affine=affine)
+    x = np.random.default_rng(2).standard_normal(shape)
+    for mode in ("train", "eval"):
+        getattr(ours, mode)()
+        getattr(theirs, mode)()
+        for got, want in zip(_step(ta, ours, x), _step(torch, theirs, x), strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+
+
+def test_a_model_with_batch_norm_trains_as_torchs():
+    rng = np.random.default_rng(3)
+    w1, w2 = rng.standard_normal((8, 4)) * 0.5, rng.standard_normal((1, 8)) * 0.5
+    models = []
+    for lib, mod in ((ta, nn), (torch, torch.nn)):
+        model = mod.Sequential(mod.Linear(4, 8, bias=False), mod.BatchNorm1d(8), mod.ReLU(),
+                               mod.Linear(8, 1, bias=False)).double()
+        with lib.no_grad():
+            model[0].weight.copy_(lib.tensor(w1))
+            model[3].weight.copy_(lib.tensor(w2))
+        models.append((lib, model, lib.optim.SGD(model.parameters(), lr=0.1)))
+    x, y = rng.standard_normal((16, 4)), rng.standard_normal((16, 1))
+    for _ in range(5):
+        losses = []
+        for lib, model, opt in models:
+            loss = ((model(lib.tensor(x)) - lib.tensor(y)) ** 2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        assert losses[0] == pytest.approx(losses[1], rel=1e-10)
+    _same_state(models[0][1], models[1][1])
+
+
+def test_batch_norm_errors_and_settings():
+    bn = nn.BatchNorm1d(3)
+    with pytest.raises(ta.ShapeError, match=r"BatchNorm1d: expected 2 or 3-D input \(N, 3, "
+                                            r"...\), got \(4, 2\)"):
+        bn(ta.ones(4, 2))
+    with pytest.raises(ta.ShapeError, match=r"BatchNorm2d: expected 4-D input"):
+        nn.BatchNorm2d(3)(ta.ones(2, 3, 4))
+    with pytest.raises(ta.ShapeError, match=r"needs more than one value per channel to train, "
+                                            r"got \(1, 3\)"):
+        bn(ta.ones(1, 3))
+    bn.eval()
+    assert bn(ta.ones(1, 3)).shape == (1, 3)  # eval: the running statistics, one row is fine
+    assert bn.weight.requires_grad and not bn.running_mean.requires_grad
+    assert bn.num_batches_tracked.dtype == np.int64 and "momentum=0.1" in repr(bn)
+    with pytest.raises(ta.ShapeError, match=r"GroupNorm: num_channels \(4\) must be divisible "
+                                            r"by num_groups \(3\)"):
+        nn.GroupNorm(3, 4)
+    with pytest.raises(ta.ShapeError, match=r"GroupNorm: expected input \(N, 4, ...\), got "
+                                            r"\(2, 3\)"):
+        nn.GroupNorm(2, 4)(ta.ones(2, 3))
