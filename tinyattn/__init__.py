@@ -10,7 +10,7 @@ The public names are listed here explicitly; see DESIGN.md for the map of the pa
 
 import sys
 
-from . import autograd, autograd_functional, functional, nn, optim, utils, viz
+from . import autograd, autograd_functional, distributions, functional, nn, optim, utils, viz
 from .anomaly import AnomalyError, AnomalyWarning, debug_from_environment, detect_anomaly
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .backends import get_backend, set_backend, use_backend
@@ -308,7 +308,7 @@ __all__ = [
     "DTypeError", "BackendError", "GraphError", "GradcheckError", "CheckpointError",
     "viz", "explain", "autograd", "Function", "FunctionCtx",
     "detect_anomaly", "AnomalyError", "AnomalyWarning", "record", "gradcheck_graph", "check_graph",
-    "capture", "CapturedStep", "Generator", "utils",
+    "capture", "CapturedStep", "Generator", "utils", "distributions",
     # creation (tensor.py) and torch's module-level functions (routines.py)
     "as_tensor", "bernoulli", "empty", "empty_like", "eye", "from_numpy", "full_like", "linspace",
     "logspace", "multinomial", "normal", "rand_like", "randint", "randn_like", "randperm",

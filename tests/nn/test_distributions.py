@@ -1,0 +1,92 @@
+"""tinyattn.distributions against torch.distributions: Categorical from probs or logits and
+Normal — log_prob, entropy and their gradients, shapes, sample frequencies, rsample's gradient,
+a Generator's repeatable draws, and the errors."""
+
+import numpy as np
+import pytest
+
+import tinyattn as ta
+from tinyattn.distributions import Categorical, Normal
+
+torch = pytest.importorskip("torch")
+
+LOGITS = np.array([[0.1, 2.0, -1.0, 0.5], [0.0, 0.0, 0.0, 0.0], [3.0, -2.0, 1.0, -9.0]])
+PROBS = np.array([[0.5, 0.0, 0.25, 0.25], [1.0, 2.0, 3.0, 4.0], [0.0, 0.0, 0.0, 7.0]])
+
+
+@pytest.mark.parametrize("kind,values", [("logits", LOGITS), ("probs", PROBS)])
+def test_categorical_log_prob_and_entropy_match_torch_with_gradients(kind, values):
+    x, tx = ta.tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+    ours, theirs = Categorical(**{kind: x}), torch.distributions.Categorical(**{kind: tx})
+    np.testing.assert_allclose(ours.probs.detach().numpy(), theirs.probs.detach().numpy(),
+                               rtol=1e-12)
+    np.testing.assert_allclose(ours.logits.detach().numpy(), theirs.logits.detach().numpy(),
+                               rtol=1e-12)
+    assert ours.batch_shape == tuple(theirs.batch_shape) == (3,) and ours.event_shape == ()
+    for value in ([1, 3, 3], [[0], [2]], 2):
+        got, want = ours.log_prob(ta.tensor(value)), theirs.log_prob(torch.tensor(value))
+        assert got.shape == tuple(want.shape)
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-12)
+    loss = ours.log_prob(ta.tensor([1, 3, 3])).sum() + ours.entropy().sum() * 0.5
+    tloss = theirs.log_prob(torch.tensor([1, 3, 3])).sum() + theirs.entropy().sum() * 0.5
+    np.testing.assert_allclose(loss.item(), tloss.item(), rtol=1e-12)
+    loss.backward()
+    tloss.backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+def test_categorical_samples_follow_the_probabilities():
+    probs = np.array([[0.1, 0.6, 0.3], [0.0, 0.0, 1.0]])
+    dist = Categorical(probs=ta.tensor(probs))
+    draws = dist.sample((20000,))
+    assert draws.shape == (20000, 2) and draws.dtype == np.int64 and not draws.requires_grad
+    freq = np.stack([np.bincount(draws.numpy()[:, b], minlength=3) / 20000 for b in (0, 1)])
+    np.testing.assert_allclose(freq, probs, atol=0.015)
+    assert dist.sample().shape == (2,) and dist.sample(3).shape == (3, 2)
+    a = dist.sample((5,), generator=ta.Generator().manual_seed(1))
+    b = dist.sample((5,), generator=ta.Generator().manual_seed(1))
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_normal_matches_torch_and_rsample_carries_the_gradient():
+    loc, scale = np.array([0.0, 1.5, -2.0]), np.array([1.0, 0.5, 3.0])
+    m, s = ta.tensor(loc, requires_grad=True), ta.tensor(scale, requires_grad=True)
+    tm, ts = torch.tensor(loc, requires_grad=True), torch.tensor(scale, requires_grad=True)
+    ours, theirs = Normal(m, s), torch.distributions.Normal(tm, ts)
+    value = np.array([[0.3, 1.0, -5.0], [2.0, 2.0, 2.0]])
+    got = ours.log_prob(ta.tensor(value)).sum() + ours.entropy().sum()
+    want = theirs.log_prob(torch.tensor(value)).sum() + theirs.entropy().sum()
+    np.testing.assert_allclose(got.item(), want.item(), rtol=1e-12)
+    got.backward()
+    want.backward()
+    np.testing.assert_allclose(m.grad.numpy(), tm.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(s.grad.numpy(), ts.grad.numpy(), rtol=1e-12)
+    for name in ("mean", "stddev", "variance"):
+        np.testing.assert_allclose(getattr(ours, name).detach().numpy(),
+                                   getattr(theirs, name).detach().numpy(), rtol=1e-12)
+    m.grad = s.grad = None
+    r = ours.rsample((4,), generator=ta.Generator().manual_seed(0))  # loc + scale ε
+    assert r.shape == (4, 3) and r.requires_grad
+    r.sum().backward()
+    assert m.grad.tolist() == [4.0, 4.0, 4.0]
+    eps = ((r - m) / s).detach().numpy()
+    np.testing.assert_allclose(s.grad.numpy(), eps.sum(0), rtol=1e-12)
+    draws = Normal(2.0, 3.0).sample((20000,))
+    assert not draws.requires_grad and abs(draws.numpy().mean() - 2) < 0.1
+    assert abs(draws.numpy().std() - 3) < 0.1
+
+
+@pytest.mark.parametrize("call,error,match", [
+    (lambda: Categorical(), ValueError, "give either probs or logits, not both or neither"),
+    (lambda: Categorical(probs=ta.ones(2), logits=ta.ones(2)), ValueError, "not both"),
+    (lambda: Categorical(probs=ta.tensor([0.5, -0.5])), ValueError, "probs must be >= 0"),
+    (lambda: Categorical(logits=ta.tensor(1.0)), ta.ShapeError, "need a last dim of categories"),
+    (lambda: Categorical(logits=ta.zeros(3)).log_prob(ta.tensor(3)), ta.DimError,
+     r"a value is outside the categories 0..2"),
+    (lambda: Categorical(logits=ta.zeros(3)).log_prob(ta.tensor(1.0)), ta.DimError,
+     "value must hold category indices"),
+    (lambda: Normal(0.0, 0.0), ValueError, "scale must be > 0"),
+])
+def test_errors(call, error, match):
+    with pytest.raises(error, match=match):
+        call()

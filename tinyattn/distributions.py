@@ -1,0 +1,139 @@
+"""tinyattn.distributions: torch.distributions' Categorical and Normal, made of tensor ops, so
+log_prob and entropy (and Normal.rsample) carry gradients to the parameters.
+
+    dist = Categorical(logits=model(x)[:, -1])   # the next-token distribution
+    token = dist.sample()                        # int64, no gradient
+    loss = -dist.log_prob(token).mean()          # REINFORCE-style, differentiable
+"""
+
+import math
+import numbers
+
+import numpy as np
+
+from .autograd import no_grad
+from .errors import DimError, ShapeError, fmt_shape
+from .tensor import Tensor, multinomial, randn, tensor
+
+__all__ = ["Categorical", "Normal"]
+
+
+class Categorical:
+    """Categories 0..K-1 of the last dim of `probs` (weights, normalised here) or of `logits`
+    (log-weights); the dims before it are the batch."""
+
+    def __init__(self, probs=None, logits=None, validate_args=None):
+        if (probs is None) == (logits is None):
+            raise ValueError("Categorical: give either probs or logits, not both or neither")
+        given = probs if logits is None else logits
+        if not isinstance(given, Tensor):
+            given = tensor(given)
+        if given.ndim < 1 or given.shape[-1] < 1:
+            raise ShapeError(f"Categorical: {'probs' if logits is None else 'logits'} need a "
+                             f"last dim of categories, got {fmt_shape(given.shape)}")
+        if logits is None:
+            if bool((given.detach() < 0).any()):
+                raise ValueError("Categorical: probs must be >= 0")
+            self.probs = given / given.sum(-1, keepdim=True)
+            eps = float(np.finfo(self.probs.dtype).eps)  # torch's clamp: log 0 -> log eps
+            self.logits = self.probs.clamp(eps, 1 - eps).log()
+        else:
+            self.logits = given - given.logsumexp(-1, keepdim=True)  # log-probabilities
+            self.probs = self.logits.exp()
+        self.validate_args = validate_args is not False
+
+    @property
+    def batch_shape(self):
+        return self.probs.shape[:-1]
+
+    @property
+    def event_shape(self):
+        return ()
+
+    @property
+    def param_shape(self):
+        return self.probs.shape
+
+    def sample(self, sample_shape=(), generator=None):
+        """Category indices of shape sample_shape + batch_shape (int64, no gradient)."""
+        shape = _shape(sample_shape)
+        k = self.probs.shape[-1]
+        n = math.prod(shape)
+        with no_grad():
+            flat = self.probs.detach().reshape(-1, k)
+            draws = multinomial(flat, max(n, 1), replacement=True, generator=generator)  # (B, n)
+            draws = draws[:, :n].T  # (n, B)
+        return draws.reshape(*shape, *self.batch_shape)
+
+    def log_prob(self, value):
+        """log P(value): value holds category indices, broadcast against batch_shape."""
+        value = value if isinstance(value, Tensor) else tensor(value)
+        if value.dtype.kind not in "iu":
+            raise DimError(f"Categorical.log_prob: value must hold category indices (integers), "
+                           f"got {value.dtype}")
+        k = self.logits.shape[-1]
+        if self.validate_args and bool(((value < 0) | (value >= k)).any()):
+            raise DimError(f"Categorical.log_prob: a value is outside the categories 0..{k - 1}")
+        shape = np.broadcast_shapes(value.shape, self.batch_shape)
+        logits = self.logits.expand(*shape, k)
+        index = value.expand(*shape).unsqueeze(-1)
+        return logits.gather(-1, index).squeeze(-1)
+
+    def entropy(self):
+        """-Σ p log p over the categories (a category of probability 0 adds 0)."""
+        finite = self.logits.clamp(min=float(np.finfo(self.logits.dtype).min))
+        return -(finite * self.probs).sum(-1)
+
+    def __repr__(self):
+        return f"Categorical(probs: {fmt_shape(self.probs.shape)})"
+
+
+class Normal:
+    """N(loc, scale²), loc and scale tensors or numbers that broadcast."""
+
+    def __init__(self, loc, scale, validate_args=None):
+        self.loc, self.scale = (x if isinstance(x, Tensor) else tensor(float(x))
+                                for x in (loc, scale))
+        if validate_args is not False and bool((self.scale.detach() <= 0).any()):
+            raise ValueError("Normal: scale must be > 0")
+        self.batch_shape = tuple(np.broadcast_shapes(self.loc.shape, self.scale.shape))
+
+    @property
+    def mean(self):
+        return self.loc.expand(*self.batch_shape)
+
+    @property
+    def stddev(self):
+        return self.scale.expand(*self.batch_shape)
+
+    @property
+    def variance(self):
+        return self.stddev ** 2
+
+    def rsample(self, sample_shape=(), generator=None):
+        """loc + scale ε, ε ~ N(0, 1): a sample the gradient flows through (reparameterized)."""
+        eps = randn(*_shape(sample_shape), *self.batch_shape, generator=generator,
+                    dtype=self.loc.dtype, backend=self.loc.backend)
+        return self.loc + self.scale * eps
+
+    def sample(self, sample_shape=(), generator=None):
+        with no_grad():
+            return self.rsample(sample_shape, generator).detach()
+
+    def log_prob(self, value):
+        value = value if isinstance(value, Tensor) else tensor(value)
+        z = (value - self.loc) / self.scale
+        return -0.5 * z * z - self.scale.log() - 0.5 * math.log(2 * math.pi)
+
+    def entropy(self):
+        return (0.5 + 0.5 * math.log(2 * math.pi) + self.scale.log()).expand(*self.batch_shape)
+
+    def __repr__(self):
+        return f"Normal(loc: {fmt_shape(self.loc.shape)}, scale: {fmt_shape(self.scale.shape)})"
+
+
+def _shape(sample_shape):
+    if isinstance(sample_shape, numbers.Integral):
+        return (int(sample_shape),)
+    return tuple(int(n) for n in sample_shape)
+
