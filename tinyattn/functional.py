@@ -9,7 +9,7 @@ import warnings
 
 import numpy as np
 
-from .autograd import apply, is_grad_enabled
+from .autograd import apply, is_grad_enabled, no_grad
 from .dtypes import get_default_dtype, result_type
 from .errors import DimError, DTypeError, ShapeError, fmt_shape
 from .ops import activation as act
@@ -20,13 +20,14 @@ from .ops import nn as nn_ops
 from .ops import shape as sh
 from .ops import softmax as sm
 from .ops.op import broadcast_shape
-from .tensor import Tensor, _make, _seen_read, _values, arange, full
+from .tensor import Tensor, _make, _rand, _seen_read, _values, arange, full, zeros_like
 
 __all__ = [
     "relu", "tanh", "sigmoid", "gelu", "where", "masked_fill", "softmax", "log_softmax",
     "logsumexp", "cross_entropy", "rms_norm", "mse_loss", "l1_loss", "smooth_l1_loss",
     "huber_loss", "nll_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
-    "kl_div", "one_hot", "matmul", "linear", "layer_norm", "embedding",
+    "kl_div", "one_hot", "matmul", "linear", "layer_norm", "embedding", "batch_norm", "group_norm",
+    "gumbel_softmax",
     "dropout", "cat", "stack", "causal_mask", "scaled_dot_product_attention", "attention_weights",
     "rotary_tables", "apply_rotary",
     "silu", "softplus", "mish", "elu", "selu", "celu", "logsigmoid", "softsign", "leaky_relu",
@@ -493,6 +494,67 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002
                          f"the input shape {fmt_shape(x.shape)}")
     eps = float(np.finfo(x.dtype).eps) if eps is None else float(eps)
     return apply(nn_ops.rms_norm, x, weight, n_dims=len(shape), eps=eps)  # (..., *shape)
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,  # noqa: A002
+               momentum=0.1, eps=1e-5):
+    """Normalize each channel (dim 1) over the batch and the other dims: with training, by the
+    batch's mean and biased variance, and running_mean / running_var (if given) move toward
+    them by momentum in place (the variance unbiased); else by the running statistics."""
+    x = _t(input)
+    if x.ndim < 2:
+        raise ShapeError(f"batch_norm: expected input (N, C, ...), got {fmt_shape(x.shape)}")
+    dims = (0, *range(2, x.ndim))  # every dim but the channels'
+    shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+    if training:
+        n = x.numel() // x.shape[1]
+        if n <= 1:
+            raise ShapeError(f"batch_norm: needs more than one value per channel to train, "
+                             f"got {fmt_shape(x.shape)}")
+        mean, var = x.mean(dims, keepdim=True), x.var(dims, keepdim=True, correction=0)
+        with no_grad():
+            if running_mean is not None:
+                running_mean.mul_(1 - momentum).add_(mean.reshape(-1) * momentum)
+            if running_var is not None:
+                running_var.mul_(1 - momentum).add_(var.reshape(-1) * (momentum * n / (n - 1)))
+    else:
+        if running_mean is None or running_var is None:
+            raise ValueError("batch_norm: without training, give running_mean and running_var")
+        mean, var = running_mean.reshape(shape), running_var.reshape(shape)
+    y = (x - mean) / (var + eps).sqrt()
+    if weight is not None:
+        y = y * weight.reshape(shape)
+    return y if bias is None else y + bias.reshape(shape)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):  # noqa: A002
+    """Normalize each sample over groups of channels (dim 1) and every dim after them, then
+    scale and shift each channel."""
+    x = _t(input)
+    if x.ndim < 2 or x.shape[1] % num_groups:
+        raise ShapeError(f"group_norm: expected input (N, C, ...) with C divisible by "
+                         f"num_groups {num_groups}, got {fmt_shape(x.shape)}")
+    groups = x.reshape(x.shape[0], num_groups, -1)
+    y = layer_norm(groups, groups.shape[-1:], eps=eps).reshape(x.shape)
+    shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+    if weight is not None:
+        y = y * weight.reshape(shape)
+    return y if bias is None else y + bias.reshape(shape)
+
+
+def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
+    """softmax((logits + g) / tau) with Gumbel noise g = -log(-log U) from the global stream: a
+    differentiable stand-in for a draw from softmax(logits). hard: the one-hot of the draw, with
+    the soft sample's gradient (straight-through)."""
+    x = _t(logits)
+    u = _make("rand", _rand, x.dtype, False, x.backend, shape=x.shape)  # U[0, 1)
+    gumbels = -(-u.clamp(min=np.finfo(x.dtype).tiny).log()).log()
+    soft = softmax((x + gumbels) / tau, dim)
+    if not hard:
+        return soft
+    index = soft.detach().argmax(dim, keepdim=True)
+    one_hot_draw = zeros_like(soft).scatter(dim, index, 1.0)
+    return one_hot_draw - soft.detach() + soft
 
 
 def embedding(input, weight, padding_idx=None):  # noqa: A002 - PyTorch's argument name

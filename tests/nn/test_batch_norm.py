@@ -120,3 +120,37 @@ def test_batch_norm_errors_and_settings():
     with pytest.raises(ta.ShapeError, match=r"GroupNorm: expected input \(N, 4, ...\), got "
                                             r"\(2, 3\)"):
         nn.GroupNorm(2, 4)(ta.ones(2, 3))
+
+
+def test_functional_batch_norm_and_group_norm_match_torch():
+    TF = torch.nn.functional  # noqa: N806
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((4, 3, 5))
+    w, b = rng.standard_normal(3), rng.standard_normal(3)
+    for training in (True, False):
+        rm, rv = rng.standard_normal(3), rng.random(3) + 0.5
+        ours_stats = [ta.tensor(rm.copy()), ta.tensor(rv.copy())]
+        theirs_stats = [torch.tensor(rm.copy()), torch.tensor(rv.copy())]
+        xx, tx = ta.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        got = ta.functional.batch_norm(xx, *ours_stats, ta.tensor(w), ta.tensor(b),
+                                       training=training, momentum=0.2, eps=1e-3)
+        want = TF.batch_norm(tx, *theirs_stats, torch.tensor(w), torch.tensor(b),
+                             training=training, momentum=0.2, eps=1e-3)
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-10)
+        (got ** 3).sum().backward()
+        (want ** 3).sum().backward()
+        np.testing.assert_allclose(xx.grad.numpy(), tx.grad.numpy(), rtol=1e-9, atol=1e-12)
+        for o, t in zip(ours_stats, theirs_stats, strict=True):  # moved in place (training)
+            np.testing.assert_allclose(o.numpy(), t.numpy(), rtol=1e-12)
+    got = ta.functional.batch_norm(ta.tensor(x), None, None, training=True)
+    np.testing.assert_allclose(got.numpy(), TF.batch_norm(torch.tensor(x), None, None,
+                                                          training=True).numpy(), rtol=1e-10)
+    with pytest.raises(ValueError, match="batch_norm: without training, give running_mean"):
+        ta.functional.batch_norm(ta.tensor(x), None, None)
+    g = rng.standard_normal((2, 6, 4))
+    got = ta.functional.group_norm(ta.tensor(g), 3, ta.tensor(np.arange(6.0)), None, eps=0.1)
+    want = TF.group_norm(torch.tensor(g), 3, torch.tensor(np.arange(6.0)), None, eps=0.1)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-10, atol=1e-12)
+    with pytest.raises(ta.ShapeError, match=r"group_norm: expected input \(N, C, ...\) with C "
+                                            r"divisible by num_groups 4, got \(2, 6, 4\)"):
+        ta.functional.group_norm(ta.tensor(g), 4)

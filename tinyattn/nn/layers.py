@@ -9,7 +9,6 @@ its own the GPT-2 way. Each forward is one line of functional code.
 import math
 
 from .. import functional as F
-from ..autograd import no_grad
 from ..errors import DimError, ShapeError, fmt_shape
 from ..ops import nn as nn_ops
 from ..tensor import Tensor, ones, rand, randn, tensor, zeros
@@ -150,30 +149,17 @@ class _BatchNorm(Module):
         if x.ndim not in self._dims or x.shape[1] != self.num_features:
             raise ShapeError(f"{name}: expected {' or '.join(map(str, self._dims))}-D input "
                              f"(N, {self.num_features}, ...), got {fmt_shape(x.shape)}")
-        dims = (0, *range(2, x.ndim))  # every dim but the channels'
-        shape = (1, self.num_features) + (1,) * (x.ndim - 2)
-        if self.training or not self.track_running_stats:
-            n = x.numel() // self.num_features
-            if self.training and n <= 1:
-                raise ShapeError(f"{name}: needs more than one value per channel to train, got "
-                                 f"{fmt_shape(x.shape)}")
-            mean, var = x.mean(dims, keepdim=True), x.var(dims, keepdim=True, correction=0)
-            if self.training and self.track_running_stats:
-                self._track(mean, var, n)
-        else:
-            mean, var = self.running_mean.reshape(shape), self.running_var.reshape(shape)
-        y = (x - mean) / (var + self.eps).sqrt()
-        if self.affine:
-            y = y * self.weight.reshape(shape) + self.bias.reshape(shape)
-        return y
-
-    def _track(self, mean, var, n):
-        with no_grad():
+        batch_stats = self.training or not self.track_running_stats
+        if batch_stats and x.numel() // self.num_features <= 1:
+            raise ShapeError(f"{name}: needs more than one value per channel to train, got "
+                             f"{fmt_shape(x.shape)}")
+        momentum = self.momentum
+        if self.training and self.track_running_stats:
             self.num_batches_tracked += 1
-            m = (1 / self.num_batches_tracked.item() if self.momentum is None
-                 else self.momentum)
-            self.running_mean.mul_(1 - m).add_(mean.reshape(-1) * m)
-            self.running_var.mul_(1 - m).add_(var.reshape(-1) * (m * n / (n - 1)))
+            if momentum is None:  # the average of every batch so far
+                momentum = 1 / self.num_batches_tracked.item()
+        return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                            training=batch_stats, momentum=momentum or 0.0, eps=self.eps)
 
     def extra_repr(self):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
@@ -212,12 +198,7 @@ class GroupNorm(Module):
         if x.ndim < 2 or x.shape[1] != self.num_channels:
             raise ShapeError(f"GroupNorm: expected input (N, {self.num_channels}, ...), got "
                              f"{fmt_shape(x.shape)}")
-        groups = x.reshape(x.shape[0], self.num_groups, -1)
-        y = F.layer_norm(groups, groups.shape[-1:], eps=self.eps).reshape(x.shape)
-        if self.affine:
-            shape = (1, self.num_channels) + (1,) * (x.ndim - 2)
-            y = y * self.weight.reshape(shape) + self.bias.reshape(shape)
-        return y
+        return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
         return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
