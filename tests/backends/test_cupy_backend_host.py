@@ -530,6 +530,14 @@ def test_encoder_layer_made_on_the_device(fake_be):
     out = whole(ta.randn(3, 2, 8, backend="cupy"), ta.randn(4, 2, 8, backend="cupy"),
                 tgt_mask=ta.nn.Transformer.generate_square_subsequent_mask(4, device="cupy"))
     assert out.backend is fake_be and out.shape == (4, 2, 8)
+    for module in (ta.nn.BatchNorm1d(8, device="cupy"), ta.nn.GroupNorm(2, 8, device="cupy")):
+        assert all(t.backend is fake_be for t in (*module.parameters(), *module.buffers()))
+        assert module(ta.randn(3, 8, 2, backend="cupy")).backend is fake_be
+    from tinyattn.utils.checkpoint import checkpoint
+
+    x = ta.randn(3, 2, 8, backend="cupy", requires_grad=True)
+    checkpoint(layer, x).sum().backward()  # its anchor made on the tensors' device
+    assert x.grad.backend is fake_be
 
 
 def test_report_samples_of_a_model_on_the_device(fake_be):

@@ -16,14 +16,13 @@ def _pair(name, *args, **kwargs):
     ours = getattr(nn, name)(*args, dtype=ta.float64, **kwargs)
     assert list(ours.state_dict()) == list(theirs.state_dict())
     rng = np.random.default_rng(0)
-    if getattr(theirs, "weight", None) is not None:  # affine: not the ones and zeros they start as
-        w, b = rng.standard_normal(theirs.weight.shape), rng.standard_normal(theirs.bias.shape)
-        with torch.no_grad():
-            theirs.weight.copy_(torch.tensor(w))
-            theirs.bias.copy_(torch.tensor(b))
-        with ta.no_grad():
-            ours.weight.copy_(ta.tensor(w))
-            ours.bias.copy_(ta.tensor(b))
+    for name in ("weight", "bias"):  # affine: not the ones and zeros they start as
+        if getattr(theirs, name, None) is not None:
+            value = rng.standard_normal(getattr(theirs, name).shape)
+            with torch.no_grad():
+                getattr(theirs, name).copy_(torch.tensor(value))
+            with ta.no_grad():
+                getattr(ours, name).copy_(ta.tensor(value))
     return ours, theirs
 
 
@@ -46,7 +45,7 @@ def _same_state(ours, theirs):
                                         ("BatchNorm2d", (2, 3, 4, 2))])
 @pytest.mark.parametrize("kwargs", [{}, {"momentum": 0.3}, {"momentum": None},
                                     {"affine": False}, {"track_running_stats": False},
-                                    {"eps": 0.5}])
+                                    {"eps": 0.5}, {"bias": False}])
 def test_batch_norm_matches_torch_in_train_and_eval(name, shape, kwargs):
     ours, theirs = _pair(name, 3, **kwargs)
     rng = np.random.default_rng(1)
@@ -65,9 +64,9 @@ def test_batch_norm_matches_torch_in_train_and_eval(name, shape, kwargs):
 
 @pytest.mark.parametrize("groups,shape", [(1, (2, 4, 3)), (2, (2, 4, 3)), (4, (3, 4)),
                                           (2, (2, 4, 2, 3))])
-@pytest.mark.parametrize("affine", [True, False])
-def test_group_norm_matches_torch(groups, shape, affine):
-    ours, theirs = _pair("GroupNorm", groups, 4, affine=affine)
+@pytest.mark.parametrize("affine,bias", [(True, True), (False, True), (True, False)])
+def test_group_norm_matches_torch(groups, shape, affine, bias):
+    ours, theirs = _pair("GroupNorm", groups, 4, affine=affine, bias=bias)
     x = np.random.default_rng(2).standard_normal(shape)
     for mode in ("train", "eval"):
         getattr(ours, mode)()
@@ -154,3 +153,23 @@ def test_functional_batch_norm_and_group_norm_match_torch():
     with pytest.raises(ta.ShapeError, match=r"group_norm: expected input \(N, C, ...\) with C "
                                             r"divisible by num_groups 4, got \(2, 6, 4\)"):
         ta.functional.group_norm(ta.tensor(g), 4)
+
+
+@pytest.mark.parametrize("name", ["BatchNorm1d", "BatchNorm2d", "GroupNorm"])
+def test_the_signatures_are_torchs(name):
+    import inspect
+
+    ours = inspect.signature(getattr(nn, name)).parameters
+    theirs = inspect.signature(getattr(torch.nn, name)).parameters
+    assert [(k, p.default) for k, p in ours.items()] == [(k, p.default) for k, p in theirs.items()]
+
+
+def test_two_values_a_channel_are_enough_to_train_and_group_norms_eps_counts():
+    ours, theirs = _pair("BatchNorm1d", 3)
+    x = np.random.default_rng(6).standard_normal((2, 3))
+    for got, want in zip(_step(ta, ours, x), _step(torch, theirs, x), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    ours, theirs = _pair("GroupNorm", 2, 4, eps=0.5)
+    x = np.random.default_rng(7).standard_normal((2, 4, 3))
+    for got, want in zip(_step(ta, ours, x), _step(torch, theirs, x), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)

@@ -148,3 +148,47 @@ def test_under_no_grad_it_is_the_plain_call():
         out = checkpoint(block, x)
     assert not out.requires_grad
     np.testing.assert_array_equal(out.numpy(), block(x).detach().numpy())
+
+
+def test_a_second_backward_replays_the_same_draws_and_inputs_from_the_graph_are_fine():
+    """backward twice (retain_graph) recomputes with the forward's dropout masks both times; an
+    input made by ops that keep their values (tanh) backpropagates through the outer graph once,
+    as plainly."""
+    block = _block(dropout=0.5)
+    w = ta.tensor(np.random.default_rng(3).standard_normal((3, 4)), requires_grad=True)
+    ta.manual_seed(2)
+    h = w.tanh()  # not a leaf: its node keeps tanh's output for backward
+    y = (checkpoint(block, h) ** 2).sum()
+    y.backward(retain_graph=True)
+    first = w.grad.numpy().copy()
+    w.grad = None
+    y.backward()
+    np.testing.assert_allclose(w.grad.numpy(), first, rtol=1e-12)
+    block.zero_grad()
+    w.grad = None
+    ta.manual_seed(2)
+    (block(w.tanh()) ** 2).sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), first, rtol=1e-12)
+
+
+@pytest.mark.parametrize("preserve", [True, False])
+def test_checkpoint_sequential_keeps_dropouts_draws_unless_told_not_to(preserve):
+    ta.manual_seed(4)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.5), nn.Linear(8, 8), nn.Dropout(0.5),
+                          nn.Linear(8, 4)).double()
+    x = ta.tensor(np.random.default_rng(5).standard_normal((6, 4)), requires_grad=True)
+    got = _grads(model, lambda t: checkpoint_sequential(model, 3, t,
+                                                        preserve_rng_state=preserve), x)
+    want = _grads(model, model, x)
+    np.testing.assert_array_equal(got[0], want[0])
+    assert np.allclose(got[1], want[1], rtol=1e-12) == preserve
+    default = _grads(model, lambda t: checkpoint_sequential(model, 3, t), x)
+    np.testing.assert_allclose(default[1], want[1], rtol=1e-12)  # preserved by default
+
+
+def test_checkpoint_sequential_edges():
+    x = ta.ones(2)
+    assert checkpoint_sequential([], 1, x) is x
+    with pytest.raises(ValueError, match="segments must be between 1 and the 1 functions"):
+        checkpoint_sequential([nn.Identity()], 2, x)
+    assert checkpoint_sequential([nn.Identity()], 1, x) is x

@@ -179,6 +179,7 @@ def test_parameter_dict_registers_its_parameters_by_key_as_torch():
     popped = model.params.pop("shift")
     assert popped.shape == (3,) and "shift" not in model.params and len(model.params) == 1
     assert list(model.params) == ["scale"] and model.params.get("shift") is None
+    assert model.params.get("shift", 5) == 5
     with pytest.raises(KeyError, match="ParameterDict: a key must be a non-empty string without "
                                        "'.', got 'a.b'"):
         model.params["a.b"] = ta.ones(1)

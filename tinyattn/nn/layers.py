@@ -130,12 +130,13 @@ class _BatchNorm(Module):
     _dims = ()  # the input dims allowed (BatchNorm1d: 2 or 3, BatchNorm2d: 4)
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
-                 track_running_stats=True, device=None, dtype=None):
+                 track_running_stats=True, device=None, dtype=None, *, bias=True):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         self.weight = Parameter(ones(num_features, dtype=dtype)) if affine else None
-        self.bias = Parameter(zeros(num_features, dtype=dtype)) if affine else None
+        # bias=False: a gain without a shift (torch's)
+        self.bias = Parameter(zeros(num_features, dtype=dtype)) if affine and bias else None
         if track_running_stats:
             self.register_buffer("running_mean", zeros(num_features, dtype=dtype))
             self.register_buffer("running_var", ones(num_features, dtype=dtype))
@@ -183,7 +184,7 @@ class GroupNorm(Module):
     after the channels), then scale and shift each channel; the same in train and eval."""
 
     def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None,
-                 dtype=None):
+                 dtype=None, *, bias=True):
         super().__init__()
         if num_channels % num_groups:
             raise ShapeError(f"GroupNorm: num_channels ({num_channels}) must be divisible by "
@@ -191,7 +192,7 @@ class GroupNorm(Module):
         self.num_groups, self.num_channels, self.eps, self.affine = (num_groups, num_channels,
                                                                      eps, affine)
         self.weight = Parameter(ones(num_channels, dtype=dtype)) if affine else None
-        self.bias = Parameter(zeros(num_channels, dtype=dtype)) if affine else None
+        self.bias = Parameter(zeros(num_channels, dtype=dtype)) if affine and bias else None
         _place(self, device)
 
     def forward(self, x):

@@ -32,7 +32,7 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, **k
         raise TypeError("checkpoint: needs at least one Tensor argument")
     # an input that requires grad, so the node is recorded even when no argument needs a
     # gradient: the parameters inside the block still do (it gets none itself)
-    anchor = zeros((), backend=tensors[0].backend, requires_grad=True)
+    anchor = zeros(backend=tensors[0].backend, requires_grad=True)  # 0-d
     return Checkpoint.apply(run, bool(preserve_rng_state), anchor, *tensors)
 
 
@@ -41,16 +41,18 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None,  # noq
     """Run `functions` (a Sequential or a list of modules or functions) in turn on input, in
     `segments` runs of about equal length; every run but the last is checkpointed (torch's
     rule)."""
-    functions = list(functions.children() if hasattr(functions, "children") else functions)
+    functions = list(functions)  # (a Sequential iterates over its modules)
     if not isinstance(segments, int) or not 1 <= segments <= max(len(functions), 1):
         raise ValueError(f"checkpoint_sequential: segments must be between 1 and the "
                          f"{len(functions)} functions, got {segments!r}")
+    if not functions:
+        return input
     size = -(-len(functions) // segments)
     runs = [functions[i:i + size] for i in range(0, len(functions), size)]
     x = input
     for part in runs[:-1]:
         x = checkpoint(_chain, *part, x, preserve_rng_state=preserve_rng_state)
-    return _chain(*runs[-1], x) if runs else x
+    return _chain(*runs[-1], x)
 
 
 def _chain(*parts):
@@ -88,9 +90,8 @@ class Checkpoint(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        inputs = [t.detach().requires_grad_(needs) if t.dtype.kind == "f" else t.detach()
-                  for t, needs in zip(ctx.saved_tensors, ctx.needs_input_grad[3:],
-                                      strict=True)]
+        needs = ctx.needs_input_grad[3:]  # (False for an integer tensor)
+        inputs = [t.detach().requires_grad_(needs[i]) for i, t in enumerate(ctx.saved_tensors)]
         now = _streams()
         try:
             if ctx.streams is not None:
@@ -101,7 +102,7 @@ class Checkpoint(Function):
             _set_streams(now)
         if out.requires_grad:
             run_backward(out, grad)
-        return (None, None, None, *(t.grad if t.requires_grad else None for t in inputs))
+        return (None, None, None, *(t.grad for t in inputs))
 
 
 def _streams():
