@@ -278,7 +278,8 @@ class _Recorder(Tracer):
 
     def module_hooks(self, module):
         where = f" ({module._path})" if module._path else ""
-        self.refuse(f"{type(module).__name__}{where} has forward hooks, which a replay would "
+        kind = "forward" if module._hooks["pre"] or module._hooks["post"] else "backward"
+        self.refuse(f"{type(module).__name__}{where} has {kind} hooks, which a replay would "
                     "not call")
 
     def _source(self, x):

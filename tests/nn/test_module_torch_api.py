@@ -258,3 +258,111 @@ def test_embedding_from_pretrained_defaults_and_dtypes_as_in_torch():
     assert nn.Embedding.from_pretrained(table.tolist()).weight.dtype == np.float32  # a list
     np.testing.assert_array_equal(ours(ta.tensor([2, 0])).numpy(),
                                   theirs(torch.tensor([2, 0])).numpy())
+
+
+# ---- full backward hooks -------------------------------------------------------------------------
+
+
+def _arrays(grads):
+    """Copies (torch's numpy() shares the memory a later backward may add into)."""
+    return [None if g is None else g.detach().numpy().copy() for g in grads]
+
+
+def _same_grads(ours, theirs):
+    assert len(ours) == len(theirs)
+    for a, b in zip(ours, theirs, strict=True):
+        assert (a is None) == (b is None)
+        if a is not None:
+            np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+
+
+def test_full_backward_hooks_see_what_torchs_see_in_backward_order():
+    ours, theirs = pair()
+    seen = {"ours": [], "theirs": []}
+    for name, model in (("ours", ours), ("theirs", theirs)):
+        for i, layer in enumerate(model):
+            layer.register_full_backward_hook(
+                lambda m, gi, go, i=i, log=seen[name]: log.append((i, _arrays(gi),
+                                                                    _arrays(go))))
+    out = ours(ta.tensor(X, requires_grad=True))
+    (out ** 2).sum().backward()
+    tout = theirs(torch.tensor(X, requires_grad=True))
+    (tout ** 2).sum().backward()
+    assert [i for i, *_ in seen["ours"]] == [i for i, *_ in seen["theirs"]] == [2, 1, 0]
+    for (_, gi, go), (_, tgi, tgo) in zip(seen["ours"], seen["theirs"], strict=True):
+        _same_grads(gi, tgi)
+        _same_grads(go, tgo)
+
+
+def test_a_full_backward_hook_may_replace_grad_input_and_sees_every_input():
+    class Mix(nn.Module):
+        def forward(self, a, scale, b):
+            return a * b * scale
+
+    class TMix(torch.nn.Module):
+        def forward(self, a, scale, b):
+            return a * b * scale
+
+    rng = np.random.default_rng(0)
+    av, bv = rng.standard_normal((2, 3)), rng.standard_normal((2, 3))
+    results = []
+    for lib, module in ((ta, Mix()), (torch, TMix())):
+        log = []
+
+        def hook(m, gi, go, log=log):
+            log.append((_arrays(gi), _arrays(go)))
+            return (gi[0] * 10, None, gi[2])  # the first input's gradient, ten times
+
+        handle = module.register_full_backward_hook(hook)
+        a, b = lib.tensor(av, requires_grad=True), lib.tensor(bv, requires_grad=True)
+        module(a, 2.0, b).sum().backward()
+        handle.remove()
+        module(a, 2.0, b).sum().backward()  # the hook gone: added plainly
+        results.append((log, a.grad.numpy(), b.grad.numpy()))
+    (log, ga, gb), (tlog, tga, tgb) = results
+    assert len(log) == len(tlog) == 1
+    _same_grads(log[0][0], tlog[0][0])
+    _same_grads(log[0][1], tlog[0][1])
+    np.testing.assert_allclose(ga, tga, rtol=1e-12)
+    np.testing.assert_allclose(ga, bv * 2 * 11, rtol=1e-12)  # 10x once, then 1x
+    np.testing.assert_allclose(gb, tgb, rtol=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore:Full backward hook is firing")  # torch's note, the case
+def test_a_full_backward_hook_runs_once_per_call_and_without_inputs_that_need_grad():
+    ours, theirs = pair()
+    logs = []
+    for model, lib in ((ours, ta), (theirs, torch)):
+        log = []
+        model[0].register_full_backward_hook(lambda m, gi, go, log=log: log.append(
+            (_arrays(gi), _arrays(go))))
+        x = lib.tensor(X)  # needs no gradient: grad_input is (None,)
+        (model(x).sum() + model(x * 2).sum()).backward()
+        logs.append(log)
+    assert len(logs[0]) == len(logs[1]) == 2
+    for (gi, go), (tgi, tgo) in zip(*logs, strict=True):
+        assert gi == [None] and tgi == [None]
+        _same_grads(go, tgo)
+
+
+def test_full_backward_hook_errors():
+    m = nn.Linear(2, 2)
+    with pytest.raises(TypeError, match="register_full_backward_hook: the hook must be "
+                                        "callable"):
+        m.register_full_backward_hook(3)
+    m.register_full_backward_hook(lambda mod, gi, go: (gi[0], gi[0]))
+    with pytest.raises(ta.ShapeError, match="Linear: a full backward hook must return None or "
+                                            "1 gradients"):
+        m(ta.ones(1, 2, requires_grad=True)).sum().backward()
+
+
+def test_a_captured_step_through_a_module_with_backward_hooks_stays_eager_and_says_why():
+    lin = nn.Linear(2, 2)
+    seen = []
+    lin.register_full_backward_hook(lambda m, gi, go: seen.append(go[0].shape))
+    step = ta.capture(lambda x: lin(x).sum())
+    with pytest.warns(UserWarning, match="capture: Linear has backward hooks, which a replay "
+                                         "would not call"):
+        for _ in range(3):
+            step(ta.ones(1, 2))
+    assert step.state.startswith("eager") and seen == [(1, 2)] * 3  # every (eager) call

@@ -12,15 +12,17 @@ from collections import OrderedDict, namedtuple
 import numpy as np
 
 from .. import backends
+from .. import functional as F
 from ..autograd import (
     RemovableHandle,
     _scope,
     bump_version,
     current_scope,
     current_tracers,
+    is_grad_enabled,
     zero_grads,
 )
-from ..errors import CheckpointError, DTypeError, fmt_shape
+from ..errors import CheckpointError, DTypeError, ShapeError, fmt_shape
 from ..tensor import Tensor, to_args
 
 
@@ -144,12 +146,22 @@ class Module:
         with_kwargs); what it returns, if not None, replaces the output."""
         return self._hook("post", hook, prepend, with_kwargs)
 
+    def register_full_backward_hook(self, hook, prepend=False):
+        """hook(module, grad_input, grad_output) runs when the gradients with respect to this
+        call's tensor inputs have been summed: grad_input holds one per positional argument
+        (None where none flows), grad_output one per output. A tuple it returns replaces
+        grad_input (as torch). Each call of the module wraps its inputs in one packed copy so
+        that the hook sees all their gradients at once."""
+        return self._hook("backward", hook, prepend, False)
+
     def _hook(self, kind, hook, prepend, with_kwargs):
         if not callable(hook):
-            raise TypeError(f"register_forward_{'pre_' if kind == 'pre' else ''}hook: the hook "
-                            f"must be callable, got {hook!r}")
+            name = {"pre": "forward_pre_", "post": "forward_", "backward": "full_backward_"}
+            raise TypeError(f"register_{name[kind]}hook: the hook must be callable, got "
+                            f"{hook!r}")
         if self._hooks is None:
-            object.__setattr__(self, "_hooks", {"pre": OrderedDict(), "post": OrderedDict()})
+            object.__setattr__(self, "_hooks", {"pre": OrderedDict(), "post": OrderedDict(),
+                                                "backward": OrderedDict()})
         hooks = self._hooks[kind]
         handle = RemovableHandle(hooks, (hook, with_kwargs))
         _state_version[0] += 1  # (a captured step records again, and sees it: tinyattn.replay)
@@ -158,7 +170,7 @@ class Module:
         return handle
 
     def _call_hooked(self, args, kwargs):
-        if self._hooks["pre"] or self._hooks["post"]:
+        if self._hooks["pre"] or self._hooks["post"] or self._hooks["backward"]:
             for tracer in current_tracers():
                 tracer.module_hooks(self)
         for hook, with_kwargs in list(self._hooks["pre"].values()):
@@ -167,11 +179,17 @@ class Module:
                 args, kwargs = out
             elif out is not None:
                 args = out if isinstance(out, tuple) else (out,)
+        watch = None
+        if self._hooks["backward"] and is_grad_enabled():
+            watch = _BackwardWatch(self, args)
+            args = watch.inputs
         output = self.forward(*args, **kwargs)
         for hook, with_kwargs in list(self._hooks["post"].values()):
             out = hook(self, args, kwargs, output) if with_kwargs else hook(self, args, output)
             if out is not None:
                 output = out
+        if watch is not None:
+            watch.outputs(output)
         return output
 
     def forward(self, *args, **kwargs):
@@ -552,6 +570,69 @@ class Sequential(_Indexed):
 
 class ModuleList(_Indexed):
     """A list of modules; it has no forward of its own."""
+
+
+class _BackwardWatch:
+    """One call of a module with full backward hooks: its tensor inputs that require grad are
+    packed into one flat tensor and read back out of it, so that gradient of the packed tensor
+    (complete once every use inside the module has sent its part) holds all the grad_inputs;
+    hooks on the outputs collect grad_output first (the outputs are newer, so theirs come
+    earlier in backward)."""
+
+    def __init__(self, module, args):
+        self.module, self.n_args = module, len(args)
+        self.grad_output, self.expected = {}, 0
+        self.where = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
+        self.inputs = args
+        if not self.where:
+            return
+        xs = [args[i] for i in self.where]
+        self.parts = [(x.shape, x.dtype, x.numel()) for x in xs]
+        packed = F.cat([x.reshape(-1) for x in xs])
+        packed.register_hook(self._on_inputs)
+        inputs, start = list(args), 0
+        for i, (shape, dtype, n) in zip(self.where, self.parts, strict=True):
+            part = packed[start:start + n].reshape(shape)
+            inputs[i] = part if part.dtype == dtype else part.to(dtype)
+            start += n
+        self.inputs = tuple(inputs)
+
+    def outputs(self, output):
+        outs = output if isinstance(output, tuple) else (output,)
+        self.n_out = len(outs)
+        for k, t in enumerate(outs):
+            if isinstance(t, Tensor) and t.requires_grad:
+                self.expected += 1
+                t.register_hook(lambda g, k=k: self._on_output(k, g))
+
+    def _on_output(self, k, g):
+        self.grad_output[k] = g
+        if not self.where and len(self.grad_output) == self.expected:  # no input to wait for
+            self._call(tuple(None for _ in range(self.n_args)))
+
+    def _on_inputs(self, g):
+        grads, start = [None] * self.n_args, 0
+        for i, (shape, dtype, n) in zip(self.where, self.parts, strict=True):
+            grads[i] = g[start:start + n].reshape(shape).to(dtype)
+            start += n
+        new = self._call(tuple(grads))
+        if new is None:
+            return None
+        if not isinstance(new, (tuple, list)) or len(new) != self.n_args:
+            raise ShapeError(f"{type(self.module).__name__}: a full backward hook must return "
+                             f"None or {self.n_args} gradients (one per input), got {new!r}")
+        flat = [(new[i] if new[i] is not None else grads[i]).reshape(-1).to(g.dtype)
+                for i in self.where]
+        return F.cat(flat)
+
+    def _call(self, grad_input):
+        grad_output = tuple(self.grad_output.get(k) for k in range(self.n_out))
+        result = None
+        for hook, _ in list(self.module._hooks["backward"].values()):
+            out = hook(self.module, grad_input, grad_output)
+            if out is not None:
+                result = grad_input = tuple(out)
+        return result
 
 
 class ModuleDict(Module):
