@@ -366,3 +366,25 @@ def test_a_captured_step_through_a_module_with_backward_hooks_stays_eager_and_sa
         for _ in range(3):
             step(ta.ones(1, 2))
     assert step.state.startswith("eager") and seen == [(1, 2)] * 3  # every (eager) call
+
+
+def test_a_second_backward_calls_the_hook_again_with_its_own_gradients():
+    """backward twice through one graph (retain_graph): the hook runs each time, with that
+    pass's gradients, for a module whose inputs need no gradient (it fires from its outputs)."""
+    class Two(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.p = nn.Parameter(ta.ones(2))
+
+        def forward(self, x):
+            return x * self.p, x * self.p * 3
+
+    m = Two()
+    seen = []
+    m.register_full_backward_hook(lambda mod, gi, go: seen.append(
+        (gi, [g.numpy().tolist() for g in go])))
+    a, b = m(ta.ones(2))
+    loss = a.sum() + (b * 2).sum()
+    loss.backward(retain_graph=True)
+    (loss * 10).backward()
+    assert seen == [((None,), [[1.0, 1.0], [2.0, 2.0]]), ((None,), [[10.0, 10.0], [20.0, 20.0]])]

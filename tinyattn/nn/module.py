@@ -627,6 +627,7 @@ class _BackwardWatch:
 
     def _call(self, grad_input):
         grad_output = tuple(self.grad_output.get(k) for k in range(self.n_out))
+        self.grad_output = {}  # (a second backward through the same graph collects anew)
         result = None
         for hook, _ in list(self.module._hooks["backward"].values()):
             out = hook(self.module, grad_input, grad_output)
