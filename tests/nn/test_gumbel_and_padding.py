@@ -68,3 +68,11 @@ def test_pad_sequence_errors():
         pad_sequence([ta.ones(2, 3), ta.ones(2, 4)])
     with pytest.raises(ta.ShapeError, match="sequence 1 must be a tensor of at least one dim"):
         pad_sequence([ta.ones(2), ta.tensor(1.0)])
+
+
+def test_pad_sequence_defaults_are_torchs():
+    torch = pytest.importorskip("torch")
+    arrays = [np.ones((2, 3)), np.full((1, 3), 2.0)]
+    got = pad_sequence([ta.tensor(a) for a in arrays])
+    want = torch.nn.utils.rnn.pad_sequence([torch.tensor(a) for a in arrays])
+    np.testing.assert_array_equal(got.numpy(), want.numpy())  # (L, B, *), zeros after
