@@ -388,3 +388,57 @@ def test_a_second_backward_calls_the_hook_again_with_its_own_gradients():
     loss.backward(retain_graph=True)
     (loss * 10).backward()
     assert seen == [((None,), [[1.0, 1.0], [2.0, 2.0]]), ((None,), [[10.0, 10.0], [20.0, 20.0]])]
+
+
+def test_full_backward_hooks_with_three_inputs_of_two_dtypes_in_their_order():
+    """Three inputs (float32 and float64) reach forward in their own dtypes and the hook sees
+    each one's gradient in it; what a hook returns is what the next one sees, a None in it
+    stops that input's gradient (torch leaves .grad None, here it is zeros); hooks run in order
+    (prepend=True first) and are given the module; a non-tensor output is skipped."""
+    class Three(nn.Module):
+        def forward(self, a, b, c):
+            self.dtypes = (a.dtype, b.dtype, c.dtype)
+            return a * b * c, "a label"
+
+    m = Three()
+    calls = []
+
+    def first(mod, gi, go):
+        calls.append(("first", mod is m, [(g.dtype, g.numpy().tolist()) for g in gi], go[1]))
+        return (None, gi[1] * 2, None)
+
+    def second(mod, gi, go):
+        calls.append(("second", mod is m, [None if g is None else g.numpy().tolist()
+                                           for g in gi], None))
+
+    m.register_full_backward_hook(second)
+    m.register_full_backward_hook(first, prepend=True)
+    a = ta.tensor([1.0, 2.0], dtype=ta.float32, requires_grad=True)
+    b = ta.tensor([3.0, 4.0], dtype=ta.float64, requires_grad=True)
+    c = ta.tensor([5.0, 6.0], dtype=ta.float32, requires_grad=True)
+    out, label = m(a, b, c)
+    out.sum().backward()
+    assert m.dtypes == (np.float32, np.float64, np.float32) and label == "a label"
+    assert calls[0] == ("first", True, [(np.float32, [15.0, 24.0]), (np.float64, [5.0, 12.0]),
+                                        (np.float32, [3.0, 8.0])], None)
+    assert calls[1] == ("second", True, [None, [10.0, 24.0], None], None)
+    assert a.grad.tolist() == [0.0, 0.0] and b.grad.tolist() == [10.0, 24.0]
+    assert c.grad.tolist() == [0.0, 0.0] and a.grad.dtype == np.float32
+
+
+def test_hooks_need_callables_named_by_their_register_function_and_no_grad_skips_them():
+    m = nn.Linear(2, 2)
+    for name in ("register_forward_pre_hook", "register_forward_hook",
+                 "register_full_backward_hook"):
+        with pytest.raises(TypeError, match=f"^{name}: the hook must be callable, got 3"):
+            getattr(m, name)(3)
+    seen = []
+    m.register_full_backward_hook(lambda *a: seen.append(a))
+    with ta.no_grad():
+        assert m(ta.ones(1, 2, requires_grad=True)).shape == (1, 2)
+    assert seen == []
+    order = []
+    for k in range(3):  # registered in turn, run in turn (prepend defaults to False)
+        m.register_full_backward_hook(lambda *a, k=k: order.append(k))
+    m(ta.ones(1, 2, requires_grad=True)).sum().backward()
+    assert order == [0, 1, 2] and len(seen) == 1

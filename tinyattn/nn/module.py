@@ -150,7 +150,8 @@ class Module:
         """hook(module, grad_input, grad_output) runs when the gradients with respect to this
         call's tensor inputs have been summed: grad_input holds one per positional argument
         (None where none flows), grad_output one per output. A tuple it returns replaces
-        grad_input (as torch). Each call of the module wraps its inputs in one packed copy so
+        grad_input for the hooks after it and for backward (a None in it: no gradient for
+        that input, as torch; a zero one here). Each call of the module wraps its inputs in one packed copy so
         that the hook sees all their gradients at once."""
         return self._hook("backward", hook, prepend, False)
 
@@ -591,7 +592,8 @@ class _BackwardWatch:
         packed = F.cat([x.reshape(-1) for x in xs])
         packed.register_hook(self._on_inputs)
         inputs, start = list(args), 0
-        for i, (shape, dtype, n) in zip(self.where, self.parts, strict=True):
+        for j, i in enumerate(self.where):
+            shape, dtype, n = self.parts[j]
             part = packed[start:start + n].reshape(shape)
             inputs[i] = part if part.dtype == dtype else part.to(dtype)
             start += n
@@ -612,7 +614,8 @@ class _BackwardWatch:
 
     def _on_inputs(self, g):
         grads, start = [None] * self.n_args, 0
-        for i, (shape, dtype, n) in zip(self.where, self.parts, strict=True):
+        for j, i in enumerate(self.where):
+            shape, dtype, n = self.parts[j]
             grads[i] = g[start:start + n].reshape(shape).to(dtype)
             start += n
         new = self._call(tuple(grads))
@@ -621,7 +624,8 @@ class _BackwardWatch:
         if not isinstance(new, (tuple, list)) or len(new) != self.n_args:
             raise ShapeError(f"{type(self.module).__name__}: a full backward hook must return "
                              f"None or {self.n_args} gradients (one per input), got {new!r}")
-        flat = [(new[i] if new[i] is not None else grads[i]).reshape(-1).to(g.dtype)
+        # (None: that input gets no gradient, as in torch; here a zero one)
+        flat = [(new[i] if new[i] is not None else grads[i] * 0).reshape(-1).to(g.dtype)
                 for i in self.where]
         return F.cat(flat)
 
