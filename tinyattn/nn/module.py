@@ -151,8 +151,8 @@ class Module:
         call's tensor inputs have been summed: grad_input holds one per positional argument
         (None where none flows), grad_output one per output. A tuple it returns replaces
         grad_input for the hooks after it and for backward (a None in it: no gradient for
-        that input, as torch; a zero one here). Each call of the module wraps its inputs in one packed copy so
-        that the hook sees all their gradients at once."""
+        that input, as torch; a zero one here). Each call of the module wraps its inputs in
+        one packed copy so that the hook sees all their gradients at once."""
         return self._hook("backward", hook, prepend, False)
 
     def _hook(self, kind, hook, prepend, with_kwargs):
