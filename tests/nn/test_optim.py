@@ -40,6 +40,14 @@ CASES = [
     ("AdamW", dict(lr=0.01, amsgrad=True, maximize=True, foreach=True, fused=False)),
     ("RMSprop", dict(lr=0.01, momentum=0.5, centered=True, maximize=True)),
     ("Adagrad", dict(lr=0.1, lr_decay=0.1, maximize=True)),
+    ("Adamax", dict(lr=0.01)),
+    ("Adamax", dict(lr=0.02, betas=(0.8, 0.9), eps=1e-3, weight_decay=0.1, maximize=True)),
+    ("NAdam", dict(lr=0.01)),
+    ("NAdam", dict(lr=0.01, betas=(0.8, 0.99), weight_decay=0.1, momentum_decay=0.01)),
+    ("NAdam", dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True, maximize=True)),
+    ("RAdam", dict(lr=0.01)),  # 6 steps: ρ_t <= 5 throughout (the momentum step)
+    ("RAdam", dict(lr=0.01, betas=(0.5, 0.5), weight_decay=0.1)),  # ρ_t > 5 from step 2
+    ("RAdam", dict(lr=0.01, betas=(0.9, 0.7), weight_decay=0.1, decoupled_weight_decay=True)),
 ]
 
 
@@ -84,7 +92,8 @@ def test_adam_matches_the_textbook_formula():
 @pytest.mark.parametrize("name,kwargs", [
     ("SGD", dict(lr=0.1, momentum=0.9, dampening=0.3)), ("Adam", dict(lr=0.01)),
     ("AdamW", dict(lr=0.01, amsgrad=True)), ("RMSprop", dict(lr=0.01)),
-    ("Adagrad", dict(lr=0.1, lr_decay=0.1))])
+    ("Adagrad", dict(lr=0.1, lr_decay=0.1)), ("Adamax", dict(lr=0.01)), ("NAdam", dict(lr=0.01)),
+    ("RAdam", dict(lr=0.01, betas=(0.5, 0.6)))])
 def test_a_parameter_that_skips_steps_matches_pytorch(name, kwargs):
     """A parameter without a gradient in some steps (a frozen-then-used layer): Adam's bias
     correction counts that parameter's own steps, as torch's state["step"] does."""
@@ -274,7 +283,12 @@ def test_settings_by_position_defaults_and_repr_as_torch():
     cases = [(optim.SGD, torch.optim.SGD, (0.1, 0.9, 0.0, 0.01, True)),
              (optim.Adam, torch.optim.Adam, (0.1, (0.8, 0.9), 1e-6, 0.01, True)),
              (optim.RMSprop, torch.optim.RMSprop, (0.1, 0.9, 1e-6, 0.01, 0.5, True)),
-             (optim.Adagrad, torch.optim.Adagrad, (0.1, 0.01, 0.01, 0.1, 1e-9))]
+             (optim.Adagrad, torch.optim.Adagrad, (0.1, 0.01, 0.01, 0.1, 1e-9)),
+             (optim.Adamax, torch.optim.Adamax, (0.1, (0.8, 0.9), 1e-6, 0.01)),
+             (optim.NAdam, torch.optim.NAdam, (0.1, (0.8, 0.9), 1e-6, 0.01, 0.01, True)),
+             (optim.RAdam, torch.optim.RAdam, (0.1, (0.8, 0.9), 1e-6, 0.01, True)),
+             (optim.Adamax, torch.optim.Adamax, ()), (optim.NAdam, torch.optim.NAdam, ()),
+             (optim.RAdam, torch.optim.RAdam, ())]
     for ours, theirs, args in cases:
         o, t = ours([w], *args), theirs([torch.ones(2, requires_grad=True)], *args)
         for key, value in o.defaults.items():
@@ -396,3 +410,39 @@ def _arrays(tree):
     if isinstance(tree, (list, tuple)):
         return [a for v in tree for a in _arrays(v)]
     return [tree] if isinstance(tree, np.ndarray) else []
+
+
+@pytest.mark.parametrize("name", ["Adamax", "NAdam", "RAdam"])
+def test_the_newer_adams_resume_from_a_checkpoint_exactly(name, tmp_path):
+    """Three steps, a checkpoint, three more: the same parameters as six steps in a row."""
+    rng = np.random.default_rng(8)
+    grads = [rng.standard_normal(4) for _ in range(6)]
+    whole = ta.tensor(np.ones(4), requires_grad=True)
+    opt = getattr(optim, name)([whole], lr=0.05, weight_decay=0.1)
+    for g in grads:
+        whole.grad = ta.tensor(g)
+        opt.step()
+    part = ta.tensor(np.ones(4), requires_grad=True)
+    opt = getattr(optim, name)([part], lr=0.05, weight_decay=0.1)
+    for g in grads[:3]:
+        part.grad = ta.tensor(g)
+        opt.step()
+    ta.save({"w": part, "opt": opt.state_dict()}, tmp_path / "ck.npz")
+    ck = ta.load(tmp_path / "ck.npz")
+    resumed = ta.tensor(ck["w"].numpy(), requires_grad=True)
+    opt = getattr(optim, name)([resumed], lr=0.05, weight_decay=0.1)
+    opt.load_state_dict(ck["opt"])
+    for g in grads[3:]:
+        resumed.grad = ta.tensor(g)
+        opt.step()
+    np.testing.assert_array_equal(resumed.numpy(), whole.numpy())
+
+
+def test_the_newer_adams_refuse_settings_out_of_range():
+    w = ta.ones(2, requires_grad=True)
+    with pytest.raises(ValueError, match="NAdam: momentum_decay must be >= 0, got -0.1"):
+        optim.NAdam([w], momentum_decay=-0.1)
+    with pytest.raises(ValueError, match=r"RAdam: betas\[1\] must be in \[0, 1\), got 1.0"):
+        optim.RAdam([w], betas=(0.9, 1.0))
+    with pytest.raises(ValueError, match="Adamax: eps must be >= 0"):
+        optim.Adamax([w], eps=-1.0)

@@ -1,5 +1,5 @@
-"""Optimizers (SGD, Adam, AdamW, RMSprop, Adagrad), a cosine learning-rate schedule with warm-up,
-clip_grad_norm; PyTorch's schedulers live in optim.lr_scheduler.
+"""Optimizers (SGD, Adam, AdamW, RMSprop, Adagrad, Adamax, NAdam, RAdam), a cosine learning-rate
+schedule with warm-up, clip_grad_norm; PyTorch's schedulers live in optim.lr_scheduler.
 
 Like PyTorch: an optimizer takes parameters (or groups of them, dicts with their own settings),
 `step()` updates them in place from their `.grad`, and `state_dict()` / `load_state_dict()`
@@ -115,7 +115,7 @@ class Optimizer:
         """Refuse settings out of range, with torch's rules (lr, eps, weight decay, momentum
         and the like >= 0; betas in [0, 1))."""
         name = type(self).__name__
-        for key in ("lr", "eps", "weight_decay", "momentum", "alpha", "lr_decay",
+        for key in ("lr", "eps", "weight_decay", "momentum", "alpha", "lr_decay", "momentum_decay",
                     "initial_accumulator_value", "dampening"):
             if key in group and not group[key] >= 0:
                 raise ValueError(f"{name}: {key} must be >= 0, got {group[key]!r}")
@@ -289,6 +289,90 @@ class Adagrad(Optimizer):
         lr = group["lr"] / (1 + (float(state["step"]) - 1) * group["lr_decay"])
         state["sum"] += g * g
         p.data -= lr * (g / (xp.sqrt(state["sum"]) + group["eps"]))
+
+
+class _Moments(Optimizer):
+    """What Adamax, NAdam and RAdam share: the parameter's own step count t, the first moment
+    m (and second v), weight decay added to g or, decoupled, applied to p first."""
+
+    def _moments(self, p, g, state, group, second=True):
+        xp = p.backend.xp
+        if "m" not in state:
+            state["m"] = xp.zeros_like(p.data)
+            if second:
+                state["v"] = xp.zeros_like(p.data)
+            state["step"] = 0  # (the steps this parameter took: as Adam's, see there)
+        state["step"] = t = int(state["step"]) + 1
+        if group["weight_decay"] and group.get("decoupled_weight_decay"):
+            p.data *= 1 - group["lr"] * group["weight_decay"]
+        elif group["weight_decay"]:
+            g = g + group["weight_decay"] * p.data
+        beta1, beta2 = group["betas"]
+        state["m"] *= beta1
+        state["m"] += (1 - beta1) * g
+        if second:
+            state["v"] *= beta2
+            state["v"] += (1 - beta2) * g * g
+        return g, t, beta1, beta2
+
+
+class Adamax(_Moments):
+    """Adam with the infinity norm: u = max(β₂ u, |g| + eps), p -= lr / (1 - β₁ᵗ) m / u."""
+
+    defaults = {"lr": 2e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.0}
+    positional = ("lr", "betas", "eps", "weight_decay")
+
+    def update(self, p, g, state, group):
+        xp = p.backend.xp
+        g, t, beta1, beta2 = self._moments(p, g, state, group, second=False)
+        u = state.setdefault("u", xp.zeros_like(p.data))
+        xp.maximum(u * beta2, xp.abs(g) + group["eps"], out=u)
+        p.data -= group["lr"] / (1 - beta1**t) * state["m"] / u
+
+
+class NAdam(_Moments):
+    """Adam with Nesterov momentum (Dozat, 2016): μ_t = β₁ (1 - 0.96^(t ψ) / 2), ψ the
+    momentum_decay; p -= lr ((1 - μ_t) / (1 - Πμ) g + μ_{t+1} / (1 - Πμ μ_{t+1}) m) / (√v̂ + ε)
+    with Πμ the product of every μ so far."""
+
+    defaults = {"lr": 2e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.0,
+                "momentum_decay": 4e-3, "decoupled_weight_decay": False}
+    positional = ("lr", "betas", "eps", "weight_decay", "momentum_decay",
+                  "decoupled_weight_decay")
+
+    def update(self, p, g, state, group):
+        g, t, beta1, beta2 = self._moments(p, g, state, group)
+        psi = group["momentum_decay"]
+        mu = beta1 * (1 - 0.5 * 0.96 ** (t * psi))
+        mu_next = beta1 * (1 - 0.5 * 0.96 ** ((t + 1) * psi))
+        # Πμ kept in float32, as torch keeps it (its state tensor): the same steps to the bit
+        product = float(np.float32(np.float32(state.get("mu_product", 1.0)) * np.float32(mu)))
+        state["mu_product"] = product
+        denom = p.backend.xp.sqrt(state["v"] / (1 - beta2**t)) + group["eps"]
+        p.data -= group["lr"] * (1 - mu) / (1 - product) * (g / denom)
+        p.data -= group["lr"] * mu_next / (1 - product * mu_next) * (state["m"] / denom)
+
+
+class RAdam(_Moments):
+    """Adam with its variance rectified (Liu et al., 2019): while the variance estimate is too
+    young (ρ_t <= 5) a plain momentum step lr m̂; after, lr m̂ r_t √(1 - β₂ᵗ) / (√v + eps)."""
+
+    defaults = {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.0,
+                "decoupled_weight_decay": False}
+    positional = ("lr", "betas", "eps", "weight_decay", "decoupled_weight_decay")
+
+    def update(self, p, g, state, group):
+        g, t, beta1, beta2 = self._moments(p, g, state, group)
+        m_hat = state["m"] / (1 - beta1**t)
+        rho_inf = 2 / (1 - beta2) - 1
+        rho_t = rho_inf - 2 * t * beta2**t / (1 - beta2**t)
+        if rho_t <= 5:
+            p.data -= group["lr"] * m_hat
+            return
+        rect = math.sqrt((rho_t - 4) * (rho_t - 2) * rho_inf
+                         / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
+        adaptive = math.sqrt(1 - beta2**t) / (p.backend.xp.sqrt(state["v"]) + group["eps"])
+        p.data -= group["lr"] * m_hat * adaptive * rect
 
 
 class CosineSchedule:
