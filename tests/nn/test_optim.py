@@ -446,3 +446,33 @@ def test_the_newer_adams_refuse_settings_out_of_range():
         optim.RAdam([w], betas=(0.9, 1.0))
     with pytest.raises(ValueError, match="Adamax: eps must be >= 0"):
         optim.Adamax([w], eps=-1.0)
+
+
+@pytest.mark.parametrize("betas", [(0.9, 0.9), (0.5, 0.95), (0.0, 0.9)])
+def test_radam_rectifies_once_the_variance_estimate_is_old_enough_as_torch(betas):
+    """With β₂ = 0.9, ρ_t passes 5 at step 6 (5.4): the first steps are plain momentum steps,
+    the later ones rectified; 12 steps cover both, against torch."""
+    torch = pytest.importorskip("torch")
+    kwargs = dict(lr=0.05, betas=betas, weight_decay=0.01)
+    (w0, b0, grads), ours = _run(lambda ps: optim.RAdam(ps, **kwargs), steps=12)
+    w, b = torch.tensor(w0, requires_grad=True), torch.tensor(b0, requires_grad=True)
+    opt = torch.optim.RAdam([w, b], **kwargs)
+    for gw, gb in grads:
+        w.grad, b.grad = torch.tensor(gw), torch.tensor(gb)
+        opt.step()
+    np.testing.assert_allclose(ours[0], w.detach().numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(ours[1], b.detach().numpy(), rtol=1e-10, atol=1e-12)
+    rho_inf = 2 / (1 - betas[1]) - 1
+    rho = [rho_inf - 2 * t * betas[1] ** t / (1 - betas[1] ** t) for t in range(1, 13)]
+    assert rho[4] < 5 < rho[5] <= 6 or betas[1] != 0.9  # (the switch this test is about)
+
+
+def test_the_newer_adams_keep_the_state_they_need():
+    w = ta.ones(2, requires_grad=True)
+    for name, keys in [("Adamax", {"m", "u", "step"}), ("NAdam", {"m", "v", "step", "mu_product"}),
+                       ("RAdam", {"m", "v", "step"})]:
+        opt = getattr(optim, name)([w])
+        w.grad = ta.ones(2)
+        opt.step()
+        assert set(opt.state[id(w)]) == keys, name
+    optim.Adam([w], betas=(0.0, 0.9))  # β = 0 is allowed, as in torch
