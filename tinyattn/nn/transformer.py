@@ -16,7 +16,7 @@ import numpy as np
 from .. import functional as F
 from ..autograd import no_grad
 from ..errors import ShapeError
-from ..tensor import randn, tensor
+from ..tensor import ones, randn, tensor
 from .attention import RotaryEmbedding
 from .layers import Dropout, Embedding, LayerNorm, Linear, RMSNorm
 from .module import Module, ModuleList
@@ -40,21 +40,35 @@ class CausalSelfAttention(Module):
         self.q_norm = RMSNorm(d_model // n_heads, eps=1e-5) if qk_norm else None
         self.k_norm = RMSNorm(d_model // n_heads, eps=1e-5) if qk_norm else None
 
-    def forward(self, x, return_weights=False):
+    def forward(self, x, return_weights=False, past=None):
+        """past (a dict, KVCache's entry for this layer): the keys and values of the tokens
+        before x, to which x's queries attend too; x's own are added to it."""
         B, T, C = x.shape  # noqa: N806 - the shape names of the docstring
         H = self.n_heads  # noqa: N806
         qkv = self.qkv(x)  # (B, T, 3C)
         qkv = qkv.reshape(B, T, 3, H, C // H).permute(2, 0, 3, 1, 4)  # (3, B, H, T, D)
         q, k, v = qkv[0], qkv[1], qkv[2]  # (B, H, T, D) each
+        start = 0 if not past else past["k"].shape[2]  # the position of x's first token
         if self.q_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)  # (B, H, T, D): unit RMS per head, times gain
         if self.rotary is not None:
-            q, k = self.rotary(q), self.rotary(k)  # (B, H, T, D): rotated by position
+            q, k = self.rotary(q, start), self.rotary(k, start)  # (B, H, T, D): by position
+        mask, causal = None, True
+        if past is not None:  # keys and values of every token so far: (B, H, start + T, D)
+            if start:
+                k, v = F.cat([past["k"], k], 2), F.cat([past["v"], v], 2)
+                # query i (at position start + i) sees keys 0..start + i: the causal mask
+                # aligned bottom-right; one new token sees them all
+                if T > 1:
+                    mask = ones(T, start + T, backend=x.backend).tril(start) > 0  # (T, S)
+                causal = False
+            past["k"], past["v"] = k.detach(), v.detach()
         if return_weights:
-            weights = F.attention_weights(q, k, is_causal=True)  # (B, H, T, T)
+            weights = F.attention_weights(q, k, mask, is_causal=causal)  # (B, H, T, S)
             y = weights @ v  # (B, H, T, D)
         else:
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, H, T, D)
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
+                                               is_causal=causal)  # (B, H, T, D)
         y = y.transpose(1, 2).reshape(B, T, C)  # (B, T, C): heads side by side again
         y = self.drop(self.proj(y))  # (B, T, C)
         return (y, weights) if return_weights else y
@@ -85,12 +99,12 @@ class TransformerBlock(Module):
         self.ln2 = _norm(norm, d_model)
         self.mlp = MLP(d_model, dropout, bias=bias)
 
-    def forward(self, x, return_weights=False):
+    def forward(self, x, return_weights=False, past=None):
         if return_weights:
-            a, weights = self.attn(self.ln1(x), return_weights=True)
+            a, weights = self.attn(self.ln1(x), return_weights=True, past=past)
             x = x + a  # (B, T, C)
             return x + self.mlp(self.ln2(x)), weights
-        x = x + self.attn(self.ln1(x))  # (B, T, C)
+        x = x + self.attn(self.ln1(x), past=past)  # (B, T, C)
         return x + self.mlp(self.ln2(x))  # (B, T, C)
 
 
@@ -150,44 +164,59 @@ class TinyTransformer(Module):
                 std = 0.02 / math.sqrt(2 * n_layers) if name.endswith("proj.weight") else 0.02
                 p.data[...] = randn(*p.shape, dtype=p.dtype).data * std
 
-    def forward(self, idx, return_attention=False):
+    def forward(self, idx, return_attention=False, cache=None):
         """idx (B, T) integer ids -> logits (B, T, V); with return_attention, also the attention
-        weights of every layer, each (B, H, T, T)."""
+        weights of every layer, each (B, H, T, S). With cache (a KVCache), idx continues the
+        tokens the cache has seen: only the new tokens are computed, their queries attending to
+        the cached keys and values too, and the cache grows by them (generate's decoding)."""
         idx = idx if hasattr(idx, "backend") else tensor(np.asarray(idx))
         B, T = idx.shape  # noqa: N806
-        if T > self.config.max_len:
-            raise ShapeError(f"TinyTransformer: a sequence of {T} tokens is longer than max_len "
-                             f"{self.config.max_len}")
-        # positions 0..T-1 are the table's first T rows: a slice, cheaper than an id lookup
+        start = 0 if cache is None else cache.length  # the position of idx's first token
+        if start + T > self.config.max_len:
+            raise ShapeError(f"TinyTransformer: a sequence of {start + T} tokens is longer than "
+                             f"max_len {self.config.max_len}")
+        # positions are the table's rows start..start+T-1: a slice, cheaper than an id lookup
         x = self.wte(idx)  # (B, T, C)
         if self.wpe is not None:
-            x = x + self.wpe.weight[:T]  # (B, T, C)
+            x = x + self.wpe.weight[start:start + T]  # (B, T, C)
         x = self.drop(x)
         maps = []
-        for block in self.blocks:
+        for i, block in enumerate(self.blocks):
+            past = None if cache is None else cache.layers.setdefault(i, {})
             if return_attention:
-                x, weights = block(x, return_weights=True)
+                x, weights = block(x, return_weights=True, past=past)
                 maps.append(weights)
             else:
-                x = block(x)  # (B, T, C)
+                x = block(x, past=past)  # (B, T, C)
+        if cache is not None:
+            cache.length += T
         logits = self.lm_head(self.ln_f(x))  # (B, T, V)
         return (logits, maps) if return_attention else logits
 
     @no_grad()
     def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None, greedy=False,
-                 rng=None, top_p=None):
+                 rng=None, top_p=None, use_cache=True):
         """Extend idx (B, T) by max_new_tokens: greedy, or sampled at `temperature` from the
         `top_k` most likely tokens and/or the smallest set whose probability reaches `top_p`
-        (see next_token_probs)."""
+        (see next_token_probs). use_cache: keep every layer's keys and values (a KVCache) and
+        feed each new token alone, until max_len tokens; then (or without it) the last max_len
+        tokens are run again for each new one."""
         _check_sampling("generate", temperature, top_k, top_p, greedy_at_zero=True)
         if not _whole(max_new_tokens) or max_new_tokens < 0:
             raise ValueError(f"generate: max_new_tokens must be a whole number >= 0, got "
                              f"{max_new_tokens!r}")
         rng = rng or np.random.default_rng()
         ids = np.asarray(idx.numpy() if hasattr(idx, "numpy") else idx, dtype=np.int64)
+        backend = self.wte.weight.backend
+        cache = KVCache() if use_cache else None
         for _ in range(max_new_tokens):
-            window = ids[:, -self.config.max_len:]
-            logits = self(tensor(window, backend=self.wte.weight.backend))
+            if cache is not None and 0 < cache.length < self.config.max_len:
+                logits = self(tensor(ids[:, -1:], backend=backend), cache=cache)  # one token
+            else:
+                if cache is not None and cache.length:  # full: run the window from now on
+                    cache = None
+                window = ids[:, -self.config.max_len:]
+                logits = self(tensor(window, backend=backend), cache=cache)
             last = logits[:, -1, :].numpy().astype(np.float64)  # (B, V)
             if greedy or temperature == 0:
                 nxt = last.argmax(axis=-1)
@@ -199,6 +228,18 @@ class TinyTransformer(Module):
 
     def extra_repr(self):
         return ", ".join(f"{k}={v}" for k, v in asdict(self.config).items())
+
+
+class KVCache:
+    """The keys and values every attention layer has computed so far (layers: {index: {"k",
+    "v"}}, each (B, H, length, D)) and how many tokens they cover: TinyTransformer(idx,
+    cache=...) then computes only idx's tokens, the next positions."""
+
+    def __init__(self):
+        self.layers, self.length = {}, 0
+
+    def __repr__(self):
+        return f"KVCache({self.length} tokens, {len(self.layers)} layers)"
 
 
 def next_token_probs(logits, temperature=1.0, top_k=None, top_p=None):
