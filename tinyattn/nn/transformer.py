@@ -182,12 +182,12 @@ class TinyTransformer(Module):
         x = self.drop(x)
         maps = []
         for i, block in enumerate(self.blocks):
-            past = None if cache is None else cache.layers.setdefault(i, {})
+            extra = {} if cache is None else {"past": cache.layers.setdefault(i, {})}
             if return_attention:
-                x, weights = block(x, return_weights=True, past=past)
+                x, weights = block(x, return_weights=True, **extra)
                 maps.append(weights)
             else:
-                x = block(x, past=past)  # (B, T, C)
+                x = block(x, **extra)  # (B, T, C)
         if cache is not None:
             cache.length += T
         logits = self.lm_head(self.ln_f(x))  # (B, T, V)
