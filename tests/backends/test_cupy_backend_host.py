@@ -540,6 +540,23 @@ def test_encoder_layer_made_on_the_device(fake_be):
     assert x.grad.backend is fake_be
 
 
+def test_generate_with_a_kv_cache_on_the_device(fake_be):
+    ta.manual_seed(0)
+    model = ta.nn.TinyTransformer(vocab_size=7, d_model=16, n_heads=2, n_layers=1, max_len=8)
+    model.eval()
+    on_host = model.generate(ta.tensor([[1, 2]]), 4, greedy=True).numpy()
+    model.to("cupy")
+    np.testing.assert_array_equal(model.generate(ta.tensor([[1, 2]]), 4, greedy=True).numpy(),
+                                  on_host)
+    from tinyattn.nn.transformer import KVCache
+
+    cache = KVCache()
+    with ta.no_grad():
+        model(ta.tensor([[1, 2, 3]], backend="cupy"), cache=cache)
+        out = model(ta.tensor([[4, 5]], backend="cupy"), cache=cache)  # a mask on the device
+    assert out.backend is fake_be and cache.layers[0]["k"].backend is fake_be
+
+
 def test_report_samples_of_a_model_on_the_device(fake_be):
     """samples.txt is written for a model on the device (generate feeds the model on the
     backend of its weights, whatever backend the prompt tensor was made on)."""

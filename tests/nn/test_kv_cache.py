@@ -18,12 +18,13 @@ def _model(**kwargs):
 
 
 @pytest.mark.parametrize("kwargs", CONFIGS)
-@pytest.mark.parametrize("pieces", [(5, 1, 1, 3), (1, 1, 1, 1, 1), (10,), (4, 6)])
+@pytest.mark.parametrize("pieces", [(5, 1, 1, 3), (1, 1, 1, 1, 1), (10,), (4, 6), (3, 2, 2)])
 def test_pieces_through_the_cache_give_one_full_runs_logits_and_maps(kwargs, pieces):
     model = _model(**kwargs)
     ids = np.random.default_rng(1).integers(0, 11, (2, sum(pieces)))
     with ta.no_grad():
         full, full_maps = model(ta.tensor(ids), return_attention=True)
+        np.testing.assert_array_equal(model(ids).numpy(), full.numpy())  # (an array as idx)
         cache, start, got, maps = KVCache(), 0, [], []
         for n in pieces:
             logits, layer_maps = model(ta.tensor(ids[:, start:start + n]), return_attention=True,
