@@ -174,12 +174,7 @@ class Module:
         if self._hooks["pre"] or self._hooks["post"] or self._hooks["backward"]:
             for tracer in current_tracers():
                 tracer.module_hooks(self)
-        for hook, with_kwargs in list(self._hooks["pre"].values()):
-            out = hook(self, args, kwargs) if with_kwargs else hook(self, args)
-            if out is not None and with_kwargs:
-                args, kwargs = out
-            elif out is not None:
-                args = out if isinstance(out, tuple) else (out,)
+        args, kwargs = self._pre_hooked(args, kwargs)
         watch = None
         if self._hooks["backward"] and is_grad_enabled():
             watch = _BackwardWatch(self, args)
@@ -192,6 +187,16 @@ class Module:
         if watch is not None:
             watch.outputs(output)
         return output
+
+    def _pre_hooked(self, args, kwargs):
+        """(args, kwargs) after the forward pre-hooks, each of which may replace them."""
+        for hook, with_kwargs in list(self._hooks["pre"].values()):
+            out = hook(self, args, kwargs) if with_kwargs else hook(self, args)
+            if out is not None and with_kwargs:
+                args, kwargs = out
+            elif out is not None:
+                args = out if isinstance(out, tuple) else (out,)
+        return args, kwargs
 
     def forward(self, *args, **kwargs):
         raise TypeError(f"{type(self).__name__} has no forward(): a Module subclass defines it")
