@@ -40,7 +40,7 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
     _no_graph(create_graph, "vjp")
     in_tuple, xs = _leaves(inputs, "vjp")
     out_tuple, ys = _outputs(func, xs, "vjp")
-    vs = _cotangents(v, ys)
+    vs = _vectors(v, ys, "vjp", "output", "func returns one tensor")
     live = [i for i, y in enumerate(ys) if y.requires_grad]
     found = [None] * len(xs)
     if live:
@@ -61,7 +61,7 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
     is one single-entry input). Computed from the Jacobian's rows (one backward pass each)."""
     _no_graph(create_graph, "jvp")
     in_tuple, xs = _leaves(inputs, "jvp")
-    vs = _directions(v, xs)
+    vs = _vectors(v, xs, "jvp", "input", "there is one input")
     out_tuple, ys = _outputs(func, xs, "jvp")
     result = []
     for i, y in enumerate(ys):
@@ -138,35 +138,20 @@ def _independent(strict, name, i, j):
                          "that (strict=False gives zeros)")
 
 
-def _cotangents(v, ys):
-    """v as one tensor per output, each of its output's shape."""
+def _vectors(v, like, name, which, alone):
+    """v as one tensor per tensor of `like` (vjp: the outputs; jvp: the inputs, `which` names
+    them), each of its shape; left out (ones) only for one single-entry tensor (`alone` says
+    when that is)."""
     if v is None:
-        if len(ys) != 1 or ys[0].numel() != 1:
-            raise ShapeError("vjp: v may be left out only when func returns one tensor with a "
-                             "single entry; give v shaped as the outputs")
-        return [ones_like(ys[0])]
-    _, vs = _tensors(v, "v", "vjp")
-    if len(vs) != len(ys):
-        raise ShapeError(f"vjp: {len(vs)} tensors in v for {len(ys)} outputs")
-    for i, (w, y) in enumerate(zip(vs, ys)):  # noqa: B905 - the lengths are equal (above)
-        if w.shape != y.shape:
-            raise ShapeError(f"vjp: v {i} has shape {fmt_shape(w.shape)} but output {i} has "
-                             f"shape {fmt_shape(y.shape)}")
-    return list(vs)
-
-
-def _directions(v, xs):
-    """v as one tensor per input, each of its input's shape."""
-    if v is None:
-        if len(xs) != 1 or xs[0].numel() != 1:
-            raise ShapeError("jvp: v may be left out only when there is one input with a "
-                             "single entry; give v shaped as the inputs")
-        return [ones_like(xs[0])]
-    _, vs = _tensors(v, "v", "jvp")
-    if len(vs) != len(xs):
-        raise ShapeError(f"jvp: {len(vs)} tensors in v for {len(xs)} inputs")
-    for j, (w, x) in enumerate(zip(vs, xs)):  # noqa: B905 - the lengths are equal (above)
-        if w.shape != x.shape:
-            raise ShapeError(f"jvp: v {j} has shape {fmt_shape(w.shape)} but input {j} has "
-                             f"shape {fmt_shape(x.shape)}")
+        if len(like) != 1 or like[0].numel() != 1:
+            raise ShapeError(f"{name}: v may be left out only when {alone} with a single entry; "
+                             f"give v shaped as the {which}s")
+        return [ones_like(like[0])]
+    _, vs = _tensors(v, "v", name)
+    if len(vs) != len(like):
+        raise ShapeError(f"{name}: {len(vs)} tensors in v for {len(like)} {which}s")
+    for i, (w, t) in enumerate(zip(vs, like)):  # noqa: B905 - the lengths are equal (above)
+        if w.shape != t.shape:
+            raise ShapeError(f"{name}: v {i} has shape {fmt_shape(w.shape)} but {which} {i} has "
+                             f"shape {fmt_shape(t.shape)}")
     return list(vs)
