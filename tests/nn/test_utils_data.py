@@ -72,30 +72,20 @@ def test_default_collate_follows_torchs_rules(samples):
     torch = pytest.importorskip("torch")
     from torch.utils.data import default_collate as torch_collate
 
-    def to_ours(s):
+    def convert(s, lib):
+        """A sample with its arrays made tensors of lib (tinyattn or torch)."""
         if isinstance(s, np.ndarray):
-            return ta.tensor(s)
+            return lib.tensor(s)
         if isinstance(s, dict):
-            return {k: to_ours(v) for k, v in s.items()}
+            return {k: convert(v, lib) for k, v in s.items()}
         if isinstance(s, Point):
-            return Point(*(to_ours(v) for v in s))
+            return Point(*(convert(v, lib) for v in s))
         if isinstance(s, (tuple, list)):
-            return type(s)(to_ours(v) for v in s)
+            return type(s)(convert(v, lib) for v in s)
         return s
 
-    def to_theirs(s):
-        if isinstance(s, np.ndarray):
-            return torch.tensor(s)
-        if isinstance(s, dict):
-            return {k: to_theirs(v) for k, v in s.items()}
-        if isinstance(s, Point):
-            return Point(*(to_theirs(v) for v in s))
-        if isinstance(s, (tuple, list)):
-            return type(s)(to_theirs(v) for v in s)
-        return s
-
-    want = as_plain(torch_collate([to_theirs(s) for s in samples]))
-    assert as_plain(default_collate([to_ours(s) for s in samples])) == want
+    want = as_plain(torch_collate([convert(s, torch) for s in samples]))
+    assert as_plain(default_collate([convert(s, ta) for s in samples])) == want
     assert as_plain(default_collate(samples)) == want  # NumPy arrays as samples too
     if isinstance(samples[0], Point):
         assert isinstance(default_collate(samples), Point)

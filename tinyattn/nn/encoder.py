@@ -23,6 +23,23 @@ from .module import Module, ModuleList
 _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
 
 
+def _activation(name, activation):
+    """The feed-forward block's activation: "relu", "gelu" or a callable (torch's choices)."""
+    if not isinstance(activation, str):
+        return activation
+    if activation not in _ACTIVATIONS:
+        raise ValueError(f"{name}: activation must be 'relu', 'gelu' or a callable, got "
+                         f"{activation!r}")
+    return _ACTIVATIONS[activation]
+
+
+def _feed_forward(layer, d_model, dim_feedforward, dropout, bias, dtype):
+    """The feed-forward block's parts, linear1, dropout, linear2 (torch's names and order)."""
+    layer.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
+    layer.dropout = Dropout(dropout)
+    layer.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
+
+
 class TransformerEncoderLayer(Module):
     """x + dropout(self_attn(x)) then x + dropout(linear2(dropout(act(linear1(x))))), each sum
     followed by its LayerNorm (norm_first=False, torch's default) or each block fed a normed x
@@ -32,19 +49,15 @@ class TransformerEncoderLayer(Module):
                  layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True,
                  device=None, dtype=None):
         super().__init__()
-        if isinstance(activation, str) and activation not in _ACTIVATIONS:
-            raise ValueError(f"TransformerEncoderLayer: activation must be 'relu', 'gelu' or a "
-                             f"callable, got {activation!r}")
+        act = _activation("TransformerEncoderLayer", activation)
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
                                             batch_first=batch_first, dtype=dtype)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
+        _feed_forward(self, d_model, dim_feedforward, dropout, bias, dtype)
         self.norm_first = norm_first
         self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
         self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
         self.dropout1, self.dropout2 = Dropout(dropout), Dropout(dropout)
-        self.activation = _ACTIVATIONS[activation] if isinstance(activation, str) else activation
+        self.activation = act
         if device is not None:
             self.to(device)
 
@@ -99,21 +112,17 @@ class TransformerDecoderLayer(Module):
                  layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True,
                  device=None, dtype=None):
         super().__init__()
-        if isinstance(activation, str) and activation not in _ACTIVATIONS:
-            raise ValueError(f"TransformerDecoderLayer: activation must be 'relu', 'gelu' or a "
-                             f"callable, got {activation!r}")
+        act = _activation("TransformerDecoderLayer", activation)
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
                                             batch_first=batch_first, dtype=dtype)
         self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
                                                  batch_first=batch_first, dtype=dtype)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
+        _feed_forward(self, d_model, dim_feedforward, dropout, bias, dtype)
         self.norm_first = norm_first
         self.norm1, self.norm2, self.norm3 = (
             LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype) for _ in range(3))
         self.dropout1, self.dropout2, self.dropout3 = (Dropout(dropout) for _ in range(3))
-        self.activation = _ACTIVATIONS[activation] if isinstance(activation, str) else activation
+        self.activation = act
         if device is not None:
             self.to(device)
 
