@@ -78,7 +78,7 @@ def test_jacobian_vjp_and_jvp_match_torch(name, dtype):
 
     got = AF.jacobian(fn, pack(ours_in))
     want = torch.autograd.functional.jacobian(tfn, pack(theirs_in))
-    _same_tree(got, want)
+    _check_same_tree(got, want)
 
     outs = fn(*ours_in)
     vs = [rng.standard_normal(o.shape).astype(dtype) for o in (outs if isinstance(outs, tuple)
@@ -87,13 +87,13 @@ def test_jacobian_vjp_and_jvp_match_torch(name, dtype):
     got = AF.vjp(fn, pack(ours_in), vpack([ta.tensor(v) for v in vs]))
     want = torch.autograd.functional.vjp(tfn, pack(theirs_in), vpack([torch.tensor(v)
                                                                       for v in vs]))
-    _same_tree(got, want)
+    _check_same_tree(got, want)
 
     us = [rng.standard_normal(s).astype(dtype) for s in shapes]
     got = AF.jvp(fn, pack(ours_in), pack([ta.tensor(u) for u in us]))
     want = torch.autograd.functional.jvp(tfn, pack(theirs_in), pack([torch.tensor(u)
                                                                      for u in us]))
-    _same_tree(got, want)
+    _check_same_tree(got, want)
 
 
 def _torch_version(torch, name):
@@ -109,11 +109,11 @@ def _torch_version(torch, name):
     }[name]
 
 
-def _same_tree(got, want):
+def _check_same_tree(got, want):
     if isinstance(want, (tuple, list)):
         assert isinstance(got, tuple) and len(got) == len(want), (type(got), len(want))
         for g, w in zip(got, want, strict=True):
-            _same_tree(g, w)
+            _check_same_tree(g, w)
         return
     assert isinstance(got, ta.Tensor) and got.shape == tuple(want.shape), (got, want.shape)
     assert str(got.dtype) == str(want.dtype).replace("torch.", ""), (got.dtype, want.dtype)
