@@ -44,6 +44,10 @@ def cmd_train(args):
     from .tasks import config
     from .train import TrainConfig, exit_code, train
 
+    if args.keep_memory:
+        from .backends import keep_freed_memory
+
+        keep_freed_memory()
     if args.text is not None and args.task is None:
         args.task = "text"  # --text alone means the text task
     cfg = config(**{k: v for k, v in vars(args).items() if k in TrainConfig.__dataclass_fields__})
@@ -113,6 +117,11 @@ def _train_parser(sub):
     p.add_argument("--capture", action=argparse.BooleanOptionalAction,
                    help="record each step once, then replay its array operations without the "
                         "Python between them (ta.capture): the same numbers, less time a step")
+    p.add_argument("--keep-memory", dest="keep_memory", default=True,
+                   action=argparse.BooleanOptionalAction,
+                   help="have malloc keep freed arrays' memory for the next step, not return it "
+                        "to the OS and fault it back in (glibc; default on; "
+                        "ta.backends.keep_freed_memory)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(fn=cmd_train)
 

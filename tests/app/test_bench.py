@@ -238,3 +238,28 @@ def test_the_docs_page_is_the_reports_and_the_readme_quotes_it():
     assert figures, "the README quotes no benchmark figure"
     for figure in figures:
         assert figure in page, f"README figure {figure} is not in docs/benchmarks.md"
+
+
+def test_the_train_section_runs_each_flag_in_turn_and_counts_page_faults(monkeypatch):
+    """Without running the job: each round runs the three commands in order, and the table
+    has a row per flag with its runs, times and faults."""
+    import subprocess
+
+    ran, real = [], subprocess.run
+
+    def run(cmd, **kw):  # (the page's stamp asks other commands for versions: those run)
+        if cmd[1:3] != ["-m", "tinyattn"]:
+            return real(cmd, **kw)
+        ran.append(cmd[3:])
+
+    monkeypatch.setattr(subprocess, "run", run)
+    text = report.section_train(report.Context(True, None))
+    flags = [[a for a in cmd if a.startswith("--") and a not in ("--out", "--steps")]
+             for cmd in ran]
+    assert flags == [[], ["--capture"], ["--no-keep-memory"]]
+    assert all(cmd[:1] == ["train"] and "20" in cmd for cmd in ran)
+    rows = [line for line in text.splitlines() if line.startswith("| `")]
+    assert [row.split(" | ")[0] for row in rows] == ["| `(eager)`", "| `--capture`",
+                                                     "| `--no-keep-memory`"]
+    assert all(row.endswith(" | 0 |") for row in rows)  # nothing ran, nothing faulted
+    assert "| page faults |" in text and "allocator.py" in text

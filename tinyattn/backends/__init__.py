@@ -11,6 +11,7 @@ import copyreg
 import os
 
 from ..errors import BackendError
+from .allocator import keep_freed_memory  # noqa: F401 - ta.backends.keep_freed_memory
 from .base import Backend
 from .numpy_backend import NumpyBackend
 

@@ -165,32 +165,43 @@ def section_attention(ctx):
 
 
 def section_train(ctx):
-    """Wall time of the main job with its defaults, run as a user runs it, eagerly and with
-    --capture (the runs alternate)."""
+    """Wall time and page faults of the main job with its defaults, run as a user runs it:
+    eagerly, with --capture, and with malloc's defaults (--no-keep-memory); the runs alternate."""
+    import resource  # (POSIX only)
+
     n = 1 if ctx.quick else 3
     args = ["--steps", "20"] if ctx.quick else []
-    walls = {"": [], "--capture": []}
+    walls = {"": [], "--capture": [], "--no-keep-memory": []}
+    faults = {flag: [] for flag in walls}
     for _ in range(n):
         for flag, times in walls.items():
             with tempfile.TemporaryDirectory() as tmp:
+                before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt
                 start = time.perf_counter()
                 subprocess.run([sys.executable, "-m", "tinyattn", "train", "--out", f"{tmp}/run",
                                 *args, *([flag] if flag else [])],
                                check=True, capture_output=True, text=True)
                 times.append(time.perf_counter() - start)
+                faults[flag].append(resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt
+                                    - before)
     what = f"`tinyattn train {' '.join(args)}`" if args else "`tinyattn train` with its defaults"
     rows = []
     for flag, times in walls.items():
         _, med, _ = quartiles(times)
+        _, faulted, _ = quartiles(faults[flag])
         rows.append(f"| `{flag or '(eager)'}` | {n} | {med:.1f} s | {min(times):.1f} s "
-                    f"| {max(times):.1f} s |")
+                    f"| {max(times):.1f} s | {faulted:,.0f} |")
     return "\n".join([
         "## The main job\n",
         f"Wall time of {what} (a fresh run folder each time, process start to exit, "
-        "including the plots), eagerly and with `--capture` (each step recorded once, then "
-        "replayed: the same numbers), the runs alternating.\n",
+        "including the plots): eagerly, with `--capture` (each step recorded once, then "
+        "replayed: the same numbers), and with `--no-keep-memory` (malloc's own settings, "
+        "which hand a step's freed arrays back to the OS, so the next step faults every page "
+        "in again: tinyattn/backends/allocator.py); the runs alternating. Page faults: the "
+        "minor faults of the whole process, the median run.\n",
         stamp("tinyattn bench report --sections train"),
-        "| flag | runs | median wall time | fastest | slowest |", "|---|---|---|---|---|",
+        "| flag | runs | median wall time | fastest | slowest | page faults |",
+        "|---|---|---|---|---|---|",
         *rows]) + "\n"
 
 
