@@ -16,6 +16,7 @@ import tracemalloc
 import numpy as np
 import pytest
 
+from tinyattn.backends import allocator
 from tinyattn.backends.numpy_backend import NumpyBackend
 from tinyattn.bench import overhead, report, step
 from tinyattn.cli import main
@@ -263,3 +264,16 @@ def test_the_train_section_runs_each_flag_in_turn_and_counts_page_faults(monkeyp
                                                      "| `--no-keep-memory`"]
     assert all(row.endswith(" | 0 |") for row in rows)  # nothing ran, nothing faulted
     assert "| page faults |" in text and "allocator.py" in text
+
+
+@pytest.mark.skipif(allocator._glibc() is None, reason="keep_freed_memory needs glibc")
+def test_the_kept_memory_step_runs_in_a_process_of_its_own(tmp_path):
+    """The step section's second table: the check and one round per size in a fresh process
+    that keeps freed memory; the report's own process keeps malloc's settings."""
+    _checkout(tmp_path)
+    rows = report.kept_step_rows(report.Context(True, None, tmp_path), [("tiny", 1)])
+    assert list(rows) == ["tiny"]
+    times, faults = rows["tiny"]["times"], rows["tiny"]["faults"]
+    assert {"numpy", "tinyattn", "captured"} <= set(times) == set(faults)
+    assert all(len(ts) == 1 and ts[0] > 0 for ts in times.values())
+    assert all(count >= 0 for count in faults.values())

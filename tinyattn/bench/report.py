@@ -98,9 +98,58 @@ def load_floor(root):
 
 # ---- sections: each returns its markdown ---------------------------------------------------
 
+def time_step(size, n, floor):
+    """n interleaved rounds of the step benchmark at `size`, after the check that every
+    implementation computes the same loss and gradients: ({impl: [seconds]}, {impl: the
+    median page faults (minor) of its calls in those rounds})."""
+    import resource  # (POSIX only)
+
+    step.check(size, True, floor)
+    faults = {}
+
+    def counted(name, run):
+        def call():
+            before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+            run()
+            faults.setdefault(name, []).append(
+                resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+        return call
+
+    impls = step.implementations(size, True, floor)
+    times = time_rounds({name: counted(name, run) for name, run in impls.items()}, n)
+    return times, {name: quartiles(counts)[1] for name, counts in faults.items()}
+
+
+# The step benchmark again in a process of its own that keeps freed memory (malloc's settings
+# last as long as the process, so the report's own process cannot switch them off again).
+KEPT_STEP = """
+import json, sys
+from tinyattn.backends import keep_freed_memory
+from tinyattn.bench import report
+if not keep_freed_memory():
+    sys.exit("keep_freed_memory() made no setting here (not glibc, or MALLOC_* set)")
+floor = report.load_floor(sys.argv[1])
+rows = {}
+for arg in sys.argv[2:]:
+    size, n = arg.split("=")
+    times, faults = report.time_step(size, int(n), floor)
+    rows[size] = {"times": times, "faults": faults}
+print(json.dumps(rows))
+"""
+
+
+def kept_step_rows(ctx, runs):
+    """{size: {"times": .., "faults": ..}} of the step benchmark under keep_freed_memory()."""
+    out = subprocess.run([sys.executable, "-c", KEPT_STEP, str(ctx.root),
+                          *(f"{size}={n}" for size, n in runs)],
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
 def section_step(ctx):
     sizes = ["tiny", "small"] if ctx.quick else list(step.SIZES)
     rounds = {"tiny": 80, "small": 30, "medium": 12}
+    runs = [(size, 3 if ctx.quick else rounds[size]) for size in sizes]
     lines = ["## CPU: one training step\n",
              "Forward + backward (no optimizer) of a one-block pre-LN causal transformer LM, "
              "float32. The NumPy floor (benchmarks/numpy_floor.py) is the same step written out "
@@ -108,17 +157,16 @@ def section_step(ctx):
              "as a captured step (`ta.capture`: recorded on its first calls, then the same array "
              "operations replayed without the Python between them; equal results, bit for "
              "bit). Peak is tracemalloc's peak of one eager step (PyTorch allocates outside "
-             "tracemalloc).\n",
+             "tracemalloc); page faults are the minor faults of one step, the median over "
+             "the rounds.\n",
              stamp("tinyattn bench report --sections step"),
              "| size (V, B, T, C, H) | rounds | NumPy floor ms | tinyattn ms | captured ms | "
              "PyTorch ms | tinyattn / floor | captured / floor | tinyattn / torch "
-             "| peak MB floor / tinyattn |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for size in sizes:
-        step.check(size, True, ctx.floor)
+             "| peak MB floor / tinyattn | page faults floor / tinyattn |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for size, n in runs:
+        times, faults = time_step(size, n, ctx.floor)
         impls = step.implementations(size, True, ctx.floor)
-        n = 3 if ctx.quick else rounds[size]
-        times = time_rounds(impls, n)
         cell = {name: fmt_spread(ts, 1e3) for name, ts in times.items()}
         vs = {to: fmt_spread(paired_ratios(times, "tinyattn", to), unit="x") if to in times
               else "-" for to in ("numpy", "torch")}
@@ -126,7 +174,23 @@ def section_step(ctx):
         peaks = [step.peak_memory(impls[name]) / 1e6 for name in ("numpy", "tinyattn")]
         lines.append(f"| {size} {step.SIZES[size]} | {n} | {cell['numpy']} | {cell['tinyattn']} "
                      f"| {cell['captured']} | {cell.get('torch', '-')} | **{vs['numpy']}** "
-                     f"| **{captured}** | {vs['torch']} | {peaks[0]:.1f} / {peaks[1]:.1f} |")
+                     f"| **{captured}** | {vs['torch']} | {peaks[0]:.1f} / {peaks[1]:.1f} "
+                     f"| {faults['numpy']:.0f} / {faults['tinyattn']:.0f} |")
+    lines += ["\nThe same, each implementation with freed memory kept for reuse "
+              "(`ta.backends.keep_freed_memory()`, as `tinyattn train` runs; in a process of its "
+              "own): where page faults cost much, they decide the first table; here none are "
+              "left, and the ratios are the array work and the bookkeeping alone.\n",
+              "| size | rounds | NumPy floor ms | tinyattn / floor | captured / floor "
+              "| tinyattn / torch | page faults floor / tinyattn |",
+              "|---|---|---|---|---|---|---|"]
+    for size, row in kept_step_rows(ctx, runs).items():
+        times, faults = row["times"], row["faults"]
+        ratio = {name: fmt_spread(paired_ratios(times, name, "numpy"), unit="x")
+                 for name in ("tinyattn", "captured")}
+        vs_torch = fmt_spread(paired_ratios(times, "tinyattn", "torch"), unit="x")
+        lines.append(f"| {size} | {len(times['numpy'])} | {fmt_spread(times['numpy'], 1e3)} "
+                     f"| **{ratio['tinyattn']}** | **{ratio['captured']}** | {vs_torch} "
+                     f"| {faults['numpy']:.0f} / {faults['tinyattn']:.0f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -378,8 +442,8 @@ def write_atomically(path, text):
 
 
 class Context:
-    def __init__(self, quick, floor):
-        self.quick, self.floor = quick, floor
+    def __init__(self, quick, floor, root=None):
+        self.quick, self.floor, self.root = quick, floor, root
 
 
 def main(argv=None):
@@ -395,9 +459,10 @@ def main(argv=None):
     # PyTorch's OpenMP threads spin between calls by default and hold the cores NumPy needs next;
     # passive waiting gives each library the machine on its turn (set before torch is imported).
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    floor = load_floor(out.resolve().parent.parent) if "step" in args.sections else None
+    root = out.resolve().parent.parent  # (the checkout: docs/benchmarks.md is in it)
+    floor = load_floor(root) if "step" in args.sections else None
     sections = kept_sections(out.read_text()) if out.exists() else {}
-    ctx = Context(args.quick, floor)
+    ctx = Context(args.quick, floor, root)
     if hasattr(os, "getloadavg") and os.getloadavg()[0] > 0.5:
         print(f"note: load average {os.getloadavg()[0]:.2f}: the machine is busy, the numbers "
               "will be noisy (each section records its load)", file=sys.stderr)
