@@ -46,7 +46,7 @@ class Generator:
     def get_state(self):
         """A copy of the stream's state, for set_state (the same draws follow it again)."""
         return {"device": self.device, "initial_seed": self._initial,
-                "bit_generator": self.rng.bit_generator.state}  # (a new dict each time)
+                "bit_generator": self.backend.rng_state(self.rng)}
 
     def set_state(self, state):
         """Go back to a state get_state returned (of a generator on the same backend)."""
@@ -57,8 +57,11 @@ class Generator:
         if state["device"] != self.device:
             raise BackendError(f"Generator.set_state: the state is of a {state['device']} "
                                f"generator, this one draws on {self.device}")
-        rng = self.backend.xp.random.default_rng()
-        rng.bit_generator.state = state["bit_generator"]  # (read, not kept)
+        try:
+            rng = self.backend.rng_at(state["bit_generator"])
+        except (TypeError, ValueError, KeyError) as e:
+            raise TypeError(f"Generator.set_state: the state of a {self.device} generator is "
+                            f"what get_state returned; this one is not ({e})") from e
         self.rng, self._initial = rng, state["initial_seed"]
         return self
 

@@ -203,3 +203,29 @@ def test_bernoulli_and_multinomial_draw_anew_on_each_replay_of_a_captured_step()
 def test_probabilities_out_of_range_are_errors(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_on_cupy_the_state_is_the_device_streams_own_and_brings_it_back(monkeypatch):
+    """CuPy keeps a stream's state in device memory (its bit generator cannot be pickled or
+    deep-copied, and has no state dict: tests/support/fake_cupy.py mirrors that); get_state
+    copies that memory, set_state brings the same draws back, on this or another generator."""
+    import fake_cupy  # tests/support
+
+    fake_cupy.install(monkeypatch, kernels=False)
+    g = ta.Generator("cupy").manual_seed(3)
+    ta.randn(5, generator=g, device="cupy")
+    state = g.get_state()
+    first = ta.randn(4, 3, generator=g, device="cupy").numpy()
+    more = ta.rand(6, generator=g, device="cupy").numpy()
+    g.set_state(state)
+    np.testing.assert_array_equal(ta.randn(4, 3, generator=g, device="cupy").numpy(), first)
+    other = ta.Generator("cupy").set_state(state)  # a state is a copy: it serves twice
+    np.testing.assert_array_equal(ta.randn(4, 3, generator=other, device="cupy").numpy(), first)
+    np.testing.assert_array_equal(ta.rand(6, generator=other, device="cupy").numpy(), more)
+    assert other.initial_seed() == 3
+    with pytest.raises(ta.BackendError, match="the state is of a numpy generator, this one "
+                                              "draws on cupy"):
+        g.set_state(ta.Generator("numpy").get_state())
+    with pytest.raises(TypeError, match="Generator.set_state: the state of a cupy generator "
+                                        "is what get_state returned"):
+        g.set_state({**state, "bit_generator": {"state": 1}})

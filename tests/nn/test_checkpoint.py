@@ -192,3 +192,20 @@ def test_checkpoint_sequential_edges():
     with pytest.raises(ValueError, match="segments must be between 1 and the 1 functions"):
         checkpoint_sequential([nn.Identity()], 2, x)
     assert checkpoint_sequential([nn.Identity()], 1, x) is x
+
+
+def test_on_cupy_the_recomputation_replays_the_device_streams_draws(monkeypatch):
+    """CuPy's random stream cannot be deep-copied (its state is device memory and the object
+    holds a lock: tests/support/fake_cupy.py); checkpoint copies the state itself."""
+    import fake_cupy  # tests/support
+
+    fake_cupy.install(monkeypatch, kernels=False)
+    model = _block().to("cupy")
+    x = ta.tensor(np.random.default_rng(1).standard_normal((5, 4)), requires_grad=True,
+                  device="cupy")
+    got = _grads(model, lambda t: checkpoint(model, t), x)
+    want = _grads(model, model, x)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-12)
+    for mine, ref in zip(got[2], want[2], strict=True):
+        np.testing.assert_allclose(mine, ref, rtol=1e-12)

@@ -18,6 +18,7 @@ replay of its body from tests/support/kernel_refs.py, so the kernels-on GELU and
 code can run end to end. The random generator offers only the methods and dtypes CuPy's has.
 """
 
+import threading
 import types
 
 import kernel_refs  # tests/support
@@ -282,13 +283,47 @@ def empty_like(a, dtype=None, order="K", subok=None, shape=None):
 
 # ---- random: CuPy's Generator has fewer methods than NumPy's -------------------------------------
 
+class FakeXORWOW:
+    """cupy.random.XORWOW as CuPy builds it: the stream's state lives in a device array
+    (`_state`, bytes) that every draw reads and writes; the object holds a threading.Lock, so
+    copy.deepcopy and pickle fail on it (CuPy: "random states cannot be serialized"); state()
+    is a method giving the state's device pointer, not NumPy's state dict."""
+
+    def __init__(self, seed=None):
+        self.lock = threading.Lock()
+        self._state = wrap(np.zeros(6 * 8, np.int8))  # PCG64's state in six 64-bit words
+        self._store(np.random.PCG64(seed))
+
+    def state(self):
+        return id(self._state)  # (an address)
+
+    def _store(self, bits):
+        s = bits.state
+        words = [s["state"]["state"] >> 64, s["state"]["state"], s["state"]["inc"] >> 64,
+                 s["state"]["inc"], s["has_uint32"], s["uinteger"]]
+        unwrap(self._state)[:] = np.array([w % 2**64 for w in words], np.uint64).view(np.int8)
+
+    def draw(self, how):
+        """how(a NumPy Generator at this stream's state); the state moves on as it drew."""
+        w = [int(v) for v in unwrap(self._state).view(np.uint64)]
+        bits = np.random.PCG64()
+        bits.state = {"bit_generator": "PCG64", "state": {"state": w[0] << 64 | w[1],
+                                                          "inc": w[2] << 64 | w[3]},
+                      "has_uint32": w[4], "uinteger": w[5]}
+        out = how(np.random.Generator(bits))
+        self._store(bits)
+        return out
+
+
 class FakeGenerator:
-    """cupy.random.Generator: standard_normal/random/uniform/integers... no choice, no shuffle."""
+    """cupy.random.Generator(bit_generator): standard_normal/random/uniform/integers... no
+    choice, no shuffle; its draws go through the bit generator's device state."""
 
     FLOAT_ONLY = (np.dtype(np.float32), np.dtype(np.float64))
 
-    def __init__(self, seed=None):
-        self._rng = np.random.default_rng(seed)
+    def __init__(self, bit_generator):
+        self.bit_generator = bit_generator
+        self._binomial_state = None
 
     def _dtype(self, dtype):
         if np.dtype(dtype) not in self.FLOAT_ONLY:
@@ -296,16 +331,27 @@ class FakeGenerator:
         return dtype
 
     def standard_normal(self, size=None, dtype=np.float64, out=None):
-        return wrap(self._rng.standard_normal(size, dtype=self._dtype(dtype)))
+        dtype = self._dtype(dtype)
+        return wrap(self.bit_generator.draw(lambda r: r.standard_normal(size, dtype=dtype)))
 
     def random(self, size=None, dtype=np.float64, out=None):
-        return wrap(self._rng.random(size, dtype=self._dtype(dtype)))
+        dtype = self._dtype(dtype)
+        return wrap(self.bit_generator.draw(lambda r: r.random(size, dtype=dtype)))
 
     def uniform(self, low=0.0, high=1.0, size=None, dtype=np.float64):
-        return wrap(self._rng.uniform(low, high, size).astype(self._dtype(dtype)))
+        dtype = self._dtype(dtype)
+        return wrap(self.bit_generator.draw(lambda r: r.uniform(low, high, size)).astype(dtype))
 
     def integers(self, low, high=None, size=None, dtype=np.int64, endpoint=False):
-        return wrap(self._rng.integers(low, high, size, dtype=dtype, endpoint=endpoint))
+        return wrap(self.bit_generator.draw(
+            lambda r: r.integers(low, high, size, dtype=dtype, endpoint=endpoint)))
+
+
+def default_rng(seed=None):
+    """cupy.random.default_rng: a Generator is returned as it is, a bit generator wrapped."""
+    if isinstance(seed, FakeGenerator):
+        return seed
+    return FakeGenerator(seed if isinstance(seed, FakeXORWOW) else FakeXORWOW(seed))
 
 
 # ---- kernels ---------------------------------------------------------------------------------
@@ -544,7 +590,8 @@ def make_fake(emulate=False, reverse=False):
     cupy.RawModule, cupy.RawKernel = FakeRawModule, FakeRawKernel
     cupy.ElementwiseKernel = FakeElementwiseKernel
     cupy.get_default_memory_pool = lambda: _POOL
-    cupy.random = types.SimpleNamespace(default_rng=FakeGenerator, Generator=FakeGenerator)
+    cupy.random = types.SimpleNamespace(default_rng=default_rng, Generator=FakeGenerator,
+                                        XORWOW=FakeXORWOW)
     runtime = types.SimpleNamespace(getDeviceCount=lambda: 2, getDevice=lambda: DEVICE["current"],
                                     getDeviceProperties=_device_properties,
                                     runtimeGetVersion=lambda: 12040,

@@ -69,6 +69,20 @@ class Backend(ABC):
     def seed(self, seed):
         self.rng = self.xp.random.default_rng(seed)
 
+    def rng_state(self, rng):
+        """A copy of the random stream `rng`'s state (NumPy: its bit generator's state dict),
+        from which `rng_at` makes a stream that draws what `rng` draws next."""
+        return rng.bit_generator.state  # (a new dict on every read)
+
+    def rng_at(self, state):
+        """A new random stream at a state `rng_state` gave (the state is read, not kept)."""
+        if not isinstance(state, dict):
+            raise TypeError(f"the state of a {self.name} random stream is the dict that "
+                            f"rng_state gave, got {type(state).__name__}")
+        rng = self.xp.random.default_rng()
+        rng.bit_generator.state = state
+        return rng
+
     def randn(self, shape, dtype, rng=None):
         """Standard normal floats, from `rng` (a tinyattn.Generator's) or the backend's own."""
         return (self.rng if rng is None else rng).standard_normal(shape, dtype=dtype)

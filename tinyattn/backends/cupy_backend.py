@@ -19,8 +19,11 @@ with the 16-byte vector loads they use by default). Nothing in this module
 imports CuPy at import time, so the kernel sources and their names can be checked without it.
 """
 
+import collections
+import copy
 import math
 import os
+import threading
 import warnings
 
 import numpy as np
@@ -112,6 +115,13 @@ def _scatter(ufunc, legacy, out, index, values):
         legacy(out, index, values)
 
 
+class StreamState(collections.namedtuple("StreamState", "bits states")):
+    """A CuPy random stream's saved state: the bit generator it came from (a template for its
+    kind and device) and a copy of its cuRAND states (a device array)."""
+
+    __slots__ = ()
+
+
 class CupyBackend(Backend):
     name = "cupy"
     flash_block = 64  # the tile size the fallback reference uses; the kernels use FLASH_TILES
@@ -134,6 +144,26 @@ class CupyBackend(Backend):
 
     def to_numpy(self, array):
         return self.xp.asnumpy(array)
+
+    # ---- randomness: CuPy keeps a stream's state in device memory ---------------------------
+
+    def rng_state(self, rng):
+        """A copy of the stream's cuRAND states. CuPy's bit generator has no state dict and
+        cannot be deep-copied or pickled (it holds a lock), but what it draws from is one device
+        array, `_state` (CuPy's own attribute), and that is copied here."""
+        bits = rng.bit_generator
+        return StreamState(bits, bits._state.copy())
+
+    def rng_at(self, state):
+        """A new stream at `state`: a shallow copy of the bit generator (its kind, seed and
+        device) with a lock of its own and a copy of the saved cuRAND states."""
+        if not isinstance(state, StreamState):
+            raise TypeError(f"the state of a cupy random stream is what rng_state gave, got "
+                            f"{type(state).__name__}")
+        bits = copy.copy(state.bits)
+        bits.lock = threading.Lock()
+        bits._state = state.states.copy()
+        return self.xp.random.Generator(bits)
 
     def scatter_add(self, out, index, values):
         _scatter(self.xp.add, self._cupyx.scatter_add, out, index, values)

@@ -10,7 +10,6 @@ forward (preserve_rng_state), so dropout drops the same entries both times. Memo
 each checkpointed block runs its forward twice.
 """
 
-import copy
 
 from .. import backends
 from ..autograd import backward as run_backward
@@ -106,10 +105,11 @@ class Checkpoint(Function):
 
 
 def _streams():
-    """A copy of every backend's random stream (what the forward will draw from)."""
-    return {name: copy.deepcopy(be.rng) for name, be in backends.made().items()}
+    """The state of every backend's random stream (what the forward will draw from)."""
+    return {name: be.rng_state(be.rng) for name, be in backends.made().items()}
 
 
 def _set_streams(streams):
-    for name, rng in streams.items():
-        backends.backend(name).rng = copy.deepcopy(rng)
+    for name, state in streams.items():
+        be = backends.backend(name)
+        be.rng = be.rng_at(state)
