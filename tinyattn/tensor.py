@@ -10,6 +10,8 @@ In-place ops (`+=`, `add_`, `x[i] = v`, ...) follow PyTorch's rules; see `Tensor
 version bump and no graph, the explicit escape hatch PyTorch's `.data` also is.
 """
 
+import functools
+import inspect
 import math
 import numbers
 import operator
@@ -2062,6 +2064,28 @@ def _to_array(data, dtype, be):
 # ---- creating tensors ----------------------------------------------------------------------------
 
 
+def _takes_device(fn):
+    """Let a function that makes a tensor take torch's device= ("cpu", "cuda", "numpy",
+    "cupy", or a tensor's .device) as another name for its backend=."""
+    @functools.wraps(fn)
+    def make(*args, device=None, **kwargs):
+        if device is not None:
+            backend = kwargs.get("backend")
+            if backend is not None and backends.backend(backend) is not backends.backend(device):
+                raise ValueError(f"{fn.__name__}: device={device!r} and backend={backend!r} name "
+                                 "two backends: give one")
+            kwargs["backend"] = device
+        return fn(*args, **kwargs)
+
+    sig = inspect.signature(fn)
+    params = list(sig.parameters.values())
+    at = len(params) - (params[-1].kind is inspect.Parameter.VAR_KEYWORD)
+    params.insert(at, inspect.Parameter("device", inspect.Parameter.KEYWORD_ONLY, default=None))
+    make.__signature__ = sig.replace(parameters=params)
+    return make
+
+
+@_takes_device
 def tensor(data, dtype=None, requires_grad=False, backend=None):
     """A new leaf tensor holding a copy of `data` (a list, number, array or tensor)."""
     return Tensor(data, dtype=dtype, requires_grad=requires_grad, backend=backend)
@@ -2204,14 +2228,17 @@ def _randperm(be, dtype, n, generator=None):
                                                                                     copy=False)
 
 
+@_takes_device
 def zeros(*shape, dtype=None, requires_grad=False, backend=None):
     return _make("zeros", _zeros, dtype, requires_grad, backend, shape=_shape_args(shape))
 
 
+@_takes_device
 def ones(*shape, dtype=None, requires_grad=False, backend=None):
     return _make("ones", _ones, dtype, requires_grad, backend, shape=_shape_args(shape))
 
 
+@_takes_device
 def full(shape, fill_value, dtype=None, requires_grad=False, backend=None):
     """A tensor of `shape` filled with fill_value; its dtype follows fill_value as in torch
     (a float: the default dtype, an int: int64, a bool: bool)."""
@@ -2223,6 +2250,7 @@ def full(shape, fill_value, dtype=None, requires_grad=False, backend=None):
                  value=fill_value)
 
 
+@_takes_device
 def randn(*shape, generator=None, dtype=None, requires_grad=False, backend=None):
     """Standard normal samples from `generator` (a tinyattn.Generator) or the backend's own
     stream (see manual_seed)."""
@@ -2230,6 +2258,7 @@ def randn(*shape, generator=None, dtype=None, requires_grad=False, backend=None)
                  **_drawing(generator, backend, "randn"))
 
 
+@_takes_device
 def rand(*shape, generator=None, dtype=None, requires_grad=False, backend=None):
     """Uniform [0, 1) samples from `generator` or the backend's own stream."""
     return _make("rand", _rand, dtype, requires_grad, backend, shape=_shape_args(shape),
@@ -2245,6 +2274,7 @@ def _drawing(generator, backend, where):
     return {"generator": check_generator(generator, be, where)}
 
 
+@_takes_device
 def arange(start, end=None, step=1, dtype=None, requires_grad=False, backend=None):
     """start, start + step, ... below end; integers give int64, floats the default dtype."""
     if end is None:
@@ -2256,12 +2286,16 @@ def arange(start, end=None, step=1, dtype=None, requires_grad=False, backend=Non
                  step=step)
 
 
-def zeros_like(t, dtype=None, requires_grad=False):
-    return zeros(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad, backend=t.backend)
+@_takes_device
+def zeros_like(t, dtype=None, requires_grad=False, backend=None):
+    return zeros(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad,
+                 backend=backend or t.backend)
 
 
-def ones_like(t, dtype=None, requires_grad=False):
-    return ones(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad, backend=t.backend)
+@_takes_device
+def ones_like(t, dtype=None, requires_grad=False, backend=None):
+    return ones(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad,
+                backend=backend or t.backend)
 
 
 def manual_seed(seed):
@@ -2273,45 +2307,56 @@ def manual_seed(seed):
 # ---- more ways to make a tensor (torch's names) --------------------------------------------------
 
 
+@_takes_device
 def empty(*shape, dtype=None, requires_grad=False, backend=None):
     """A tensor of `shape` (tinyattn fills it with zeros: no uninitialised memory)."""
     return zeros(*shape, dtype=dtype, requires_grad=requires_grad, backend=backend)
 
 
+@_takes_device
 def eye(n, m=None, dtype=None, requires_grad=False, backend=None):
     """The (n, m) identity matrix: ones on the diagonal."""
     return _make("eye", _eye, dtype, requires_grad, backend, n=n, m=m)
 
 
+@_takes_device
 def linspace(start, end, steps, dtype=None, requires_grad=False, backend=None):
     """`steps` evenly spaced values from start to end, both included."""
     return _make("linspace", _linspace, dtype, requires_grad, backend, start=start, end=end,
                  steps=steps)
 
 
+@_takes_device
 def logspace(start, end, steps, base=10.0, dtype=None, requires_grad=False, backend=None):
     """base ** linspace(start, end, steps)."""
     return _make("logspace", _linspace, dtype, requires_grad, backend, start=start, end=end,
                  steps=steps, base=base)
 
 
-def full_like(t, fill_value, dtype=None, requires_grad=False):
+@_takes_device
+def full_like(t, fill_value, dtype=None, requires_grad=False, backend=None):
     return full(t.shape, fill_value, dtype=dtype or t.dtype, requires_grad=requires_grad,
-                backend=t.backend)
+                backend=backend or t.backend)
 
 
-def empty_like(t, dtype=None, requires_grad=False):
-    return zeros_like(t, dtype=dtype, requires_grad=requires_grad)
+@_takes_device
+def empty_like(t, dtype=None, requires_grad=False, backend=None):
+    return zeros_like(t, dtype=dtype, requires_grad=requires_grad, backend=backend)
 
 
-def rand_like(t, dtype=None, requires_grad=False):
-    return rand(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad, backend=t.backend)
+@_takes_device
+def rand_like(t, dtype=None, requires_grad=False, backend=None):
+    return rand(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad,
+                backend=backend or t.backend)
 
 
-def randn_like(t, dtype=None, requires_grad=False):
-    return randn(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad, backend=t.backend)
+@_takes_device
+def randn_like(t, dtype=None, requires_grad=False, backend=None):
+    return randn(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad,
+                 backend=backend or t.backend)
 
 
+@_takes_device
 def randint(low, high=None, size=None, *, generator=None, dtype=None, backend=None):
     """Random integers in [low, high) (randint(high, size) means low = 0), int64 by default."""
     if size is None and isinstance(high, (tuple, list)):  # randint(high, size), as torch
@@ -2326,6 +2371,7 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, backend=No
                  shape=_shape_args((size,)), **_drawing(generator, backend, "randint"))
 
 
+@_takes_device
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, backend=None):
     """Samples of N(mean, std²): mean and std numbers (with size) or tensors, which broadcast
     (their shape, dtype and backend); no gradient, as torch's."""
@@ -2343,6 +2389,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, backend=
         return (z * std + mean).detach()
 
 
+@_takes_device
 def randperm(n, *, generator=None, dtype=None, backend=None):
     """A random permutation of 0..n-1 (int64)."""
     return _make("randperm", _randperm, dtype or np.int64, False, backend, n=n,
@@ -2416,6 +2463,7 @@ def from_numpy(array):
     return Tensor._wrap(array, be)
 
 
+@_takes_device
 def as_tensor(data, dtype=None, backend=None):
     """`data` as a tensor, without a copy where it already is one (or a matching array)."""
     if isinstance(data, Tensor) and (dtype is None or np.dtype(dtype) == data.dtype) and \
