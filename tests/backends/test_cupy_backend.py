@@ -716,3 +716,28 @@ def test_gpu_benchmarks_say_why_they_cannot_run(capsys):
     assert attention.main(["--backend", "cupy", "--quick"]) == 2
     err = capsys.readouterr().err
     assert err.count("needs a GPU") == 2 and str(GPU_REASON) in err
+
+
+@gpu_test
+def test_gpu_random_stream_state_comes_back_and_checkpoint_replays_dropout():
+    """On real CuPy (its bit generator holds a lock and keeps its cuRAND states on the device):
+    Generator.get_state/set_state repeat the draws, and a checkpointed dropout block gives the
+    plain gradients (the recomputation draws what the forward drew)."""
+    from tinyattn import nn
+    from tinyattn.utils.checkpoint import checkpoint
+
+    g = tinyattn.Generator("cupy").manual_seed(1)
+    state = g.get_state()
+    first = tinyattn.randn(1000, generator=g, device="cuda").numpy()
+    np.testing.assert_array_equal(tinyattn.randn(1000, generator=g.set_state(state),
+                                                 device="cuda").numpy(), first)
+    tinyattn.manual_seed(0)
+    block = nn.Sequential(nn.Linear(8, 32), nn.Dropout(0.5), nn.Linear(32, 8)).to("cupy")
+    x = tinyattn.randn(16, 8, device="cuda", requires_grad=True)
+    grads = []
+    for run in (lambda t: checkpoint(block, t), block):
+        x.grad = None
+        tinyattn.manual_seed(7)
+        (run(x) ** 2).sum().backward()
+        grads.append(x.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-5)
