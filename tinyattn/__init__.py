@@ -10,6 +10,8 @@ The public names are listed here explicitly; see DESIGN.md for the map of the pa
 
 import sys
 
+import numpy as np
+
 from . import autograd, autograd_functional, distributions, functional, nn, optim, utils, viz
 from .anomaly import AnomalyError, AnomalyWarning, debug_from_environment, detect_anomaly
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
@@ -290,6 +292,14 @@ from .tensor import (
 
 __version__ = "0.1.0"
 
+# torch's other names for the dtypes (dtype=ta.long, mask.to(ta.bool)). Bound here, not in
+# tensor.py, where `float`, `int` and `bool` must stay Python's own (nothing below uses them).
+half, double, long, short, int8, int16, uint8 = (np.float16, np.float64, np.int64, np.int16,
+                                                 np.int8, np.int16, np.uint8)
+float = np.float32  # noqa: A001 - torch's name
+int = np.int32  # noqa: A001 - torch's name
+bool = np.bool_  # noqa: A001 - torch's name
+
 autograd.Function = Function  # torch's place for it: ta.autograd.Function (function.py)
 autograd.functional = autograd_functional  # ta.autograd.functional.jacobian, vjp, jvp
 sys.modules[__name__ + ".autograd.functional"] = autograd_functional  # (an import line works)
@@ -299,7 +309,8 @@ debug_from_environment()  # TINYATTN_DEBUG=1: anomaly detection everywhere
 __all__ = [
     "Tensor", "tensor", "zeros", "ones", "full", "randn", "rand", "arange", "zeros_like",
     "ones_like", "cat", "stack", "where", "matmul", "softmax", "log_softmax",
-    "manual_seed", "float16", "float32", "float64", "int32", "int64", "bool_",
+    "manual_seed", "float16", "float32", "float64", "int32", "int64", "bool_", "half", "float",
+    "double", "int8", "int16", "short", "int", "long", "uint8", "bool",
     "get_default_dtype", "set_default_dtype",
     "no_grad", "enable_grad", "inference_mode", "set_grad_enabled", "is_grad_enabled",
     "gradcheck", "check_gradients", "functional",

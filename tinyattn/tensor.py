@@ -116,6 +116,11 @@ class Tensor(TensorBase):
         return int(self.data.itemsize)
 
     @property
+    def itemsize(self):
+        """Bytes per entry (torch's x.itemsize, the same as element_size())."""
+        return int(self.data.itemsize)
+
+    @property
     def device(self):
         """"cpu" (the NumPy backend) or "cuda" (CuPy): x.to(y.device) moves x to y's backend."""
         return "cpu" if self.backend.name == "numpy" else "cuda" if self.backend.name == "cupy" \

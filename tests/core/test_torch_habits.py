@@ -442,3 +442,25 @@ def test_reshape_refuses_sizes_below_minus_one_as_torch():
     with pytest.raises(RuntimeError, match="invalid shape dimension -2"):
         torch.ones(6).reshape(-2)
     assert ta.ones(6).reshape(-1, 2).shape == (3, 2)
+
+
+TORCH_DTYPE_NAMES = ["half", "float", "double", "int8", "int16", "short", "int", "long", "uint8",
+                     "bool"]
+
+
+@pytest.mark.parametrize("name", TORCH_DTYPE_NAMES)
+def test_torchs_dtype_names_make_the_same_dtypes(name):
+    a = ta.tensor([1, 0, 2], dtype=getattr(ta, name))
+    t = torch.tensor([1, 0, 2], dtype=getattr(torch, name))
+    assert str(a.dtype) == str(t.dtype).replace("torch.", "")
+    assert a.itemsize == a.element_size() == t.itemsize == t.element_size()
+    assert a.tolist() == t.tolist()
+    assert str(ta.zeros(2).to(getattr(ta, name)).dtype) == str(a.dtype)  # .to(dtype) too
+
+
+def test_torchs_dtype_names_leave_pythons_own_in_the_package():
+    import tinyattn.tensor
+
+    assert ta.float is not float and ta.int is not int and ta.bool is not bool
+    assert not hasattr(tinyattn.tensor, "long")  # bound in tinyattn/__init__.py only
+    assert ta.tensor([1.5]).item() == 1.5 and isinstance(ta.tensor([3]).item(), int)
