@@ -69,3 +69,25 @@ def test_the_signature_shows_device_as_torchs_does(name):
     assert inspect.signature(getattr(ta, name)).parameters["device"].default is None
     torch = pytest.importorskip("torch")
     assert "device" in getattr(torch, name).__doc__  # (torch documents it on each of them)
+
+
+def test_cuda_is_available_says_whether_the_cupy_backend_can_run(monkeypatch):
+    import sys
+    import types
+
+    import fake_cupy  # tests/support
+
+    monkeypatch.setitem(sys.modules, "cupy", None)  # not installed: `import cupy` fails
+    assert ta.cuda.is_available() is False and ta.cuda.device_count() == 0
+    broken = types.ModuleType("cupy")
+
+    def driver_error():
+        raise RuntimeError("cudaErrorInsufficientDriver")
+
+    broken.is_available = driver_error
+    monkeypatch.setitem(sys.modules, "cupy", broken)
+    assert ta.cuda.is_available() is False and ta.cuda.device_count() == 0
+    fake_cupy.install(monkeypatch, kernels=False)  # a CuPy that sees two GPUs
+    assert ta.cuda.is_available() is True and ta.cuda.device_count() == 2
+    device = "cuda" if ta.cuda.is_available() else "cpu"  # the idiom, as in torch
+    assert ta.zeros(2, device=device).device == "cuda"

@@ -23,7 +23,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "tinyattn"
 
 LAYERS = {
     "base": ["errors", "dtypes", "return_types", "display"],
-    "backends": ["backends", "backends.*", "generator"],
+    "backends": ["backends", "backends.*", "generator", "cuda"],
     "graph": ["autograd"],
     "ops": ["ops", "ops.*"],
     "tensor": ["tensor"],
