@@ -2082,11 +2082,9 @@ def _takes_device(fn):
             kwargs["backend"] = device
         return fn(*args, **kwargs)
 
-    sig = inspect.signature(fn)
-    params = list(sig.parameters.values())
-    at = len(params) - (params[-1].kind is inspect.Parameter.VAR_KEYWORD)
-    params.insert(at, inspect.Parameter("device", inspect.Parameter.KEYWORD_ONLY, default=None))
-    make.__signature__ = sig.replace(parameters=params)
+    sig = inspect.signature(fn)  # (none of them takes **kwargs: device= goes last)
+    device = inspect.Parameter("device", inspect.Parameter.KEYWORD_ONLY, default=None)
+    make.__signature__ = sig.replace(parameters=[*sig.parameters.values(), device])
     return make
 
 

@@ -3,9 +3,11 @@ stands aside, that it really stops the page faults of a step's reallocation, and
 `tinyattn train` makes the setting unless told not to."""
 
 import os
+import platform
 import subprocess
 import sys
 import textwrap
+import types
 
 import pytest
 
@@ -59,6 +61,35 @@ def test_the_users_own_malloc_settings_win(libc, monkeypatch, name):
 def test_tunables_of_other_parts_of_glibc_are_not_malloc_settings():
     assert allocator.user_set_malloc({"GLIBC_TUNABLES": "glibc.pthread.rseq=0"}) is None
     assert allocator.user_set_malloc({}) is None
+
+
+def test_the_environment_given_is_the_one_read(monkeypatch):
+    for name in (*allocator._USER_SETTINGS, "GLIBC_TUNABLES"):
+        monkeypatch.delenv(name, raising=False)
+    assert allocator.user_set_malloc({"MALLOC_TOP_PAD_": "0"}) == "MALLOC_TOP_PAD_"
+    assert allocator.user_set_malloc({"GLIBC_TUNABLES": "glibc.malloc.tcache_count=0"}) == \
+        "GLIBC_TUNABLES"
+    monkeypatch.setenv("MALLOC_MMAP_MAX_", "0")
+    assert allocator.user_set_malloc() == "MALLOC_MMAP_MAX_"  # none given: the process's own
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="the C library is not glibc")
+def test_glibc_is_recognised_here():
+    libc = allocator._glibc()
+    assert libc is not None and libc.gnu_get_libc_version and libc.mallopt
+
+
+@pytest.mark.parametrize("loaded", ["none", "no version", "no mallopt"])
+def test_another_c_library_is_not_glibc(monkeypatch, loaded):
+    def load(name):
+        if loaded == "none":
+            raise OSError("no such library")
+        lib = types.SimpleNamespace(gnu_get_libc_version=lambda: b"2.36", mallopt=lambda p, v: 1)
+        delattr(lib, "gnu_get_libc_version" if loaded == "no version" else "mallopt")
+        return lib
+
+    monkeypatch.setattr(allocator.ctypes, "CDLL", load)
+    assert allocator._glibc() is None
 
 
 def test_without_glibc_it_does_nothing(monkeypatch):

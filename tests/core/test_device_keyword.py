@@ -66,7 +66,9 @@ def test_the_like_functions_default_to_the_tensors_own_backend(monkeypatch):
 
 @pytest.mark.parametrize("name", MAKERS)
 def test_the_signature_shows_device_as_torchs_does(name):
-    assert inspect.signature(getattr(ta, name)).parameters["device"].default is None
+    fn = getattr(ta, name)
+    assert inspect.signature(fn).parameters["device"].default is None
+    assert fn.__name__ == name and fn.__doc__ == fn.__wrapped__.__doc__  # help() reads as before
     torch = pytest.importorskip("torch")
     assert "device" in getattr(torch, name).__doc__  # (torch documents it on each of them)
 
