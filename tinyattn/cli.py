@@ -231,6 +231,7 @@ BENCHMARKS = {
     "attention": "flash attention vs composite: time and memory",
     "shakespeare": "the Shakespeare preset trained in tinyattn and PyTorch: ms/step, memory",
     "ddp": "data-parallel training steps on MPI: N = 1 vs 2 processes, the Allreduce's share",
+    "generate": "sampling with the KV cache vs running the whole window for each token",
     "report": "run the CPU benchmarks and write docs/benchmarks.md from them",
 }
 

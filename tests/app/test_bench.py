@@ -16,6 +16,7 @@ import tracemalloc
 import numpy as np
 import pytest
 
+import tinyattn as ta
 from tinyattn.backends import allocator
 from tinyattn.backends.numpy_backend import NumpyBackend
 from tinyattn.bench import overhead, report, step
@@ -277,3 +278,34 @@ def test_the_kept_memory_step_runs_in_a_process_of_its_own(tmp_path):
     assert {"numpy", "tinyattn", "captured"} <= set(times) == set(faults)
     assert all(len(ts) == 1 and ts[0] > 0 for ts in times.values())
     assert all(count >= 0 for count in faults.values())
+
+
+def test_the_generate_benchmark_checks_both_ways_give_the_same_tokens(monkeypatch):
+    from tinyattn.bench import generate
+
+    assert generate.check() == ["cache", "no cache"]
+    real = generate.implementations
+
+    def one_token_off(context, batch=1):  # the cached way going wrong in its last token
+        impls = real(context, batch)
+        good = impls["cache"]
+
+        def wrong():
+            ids = good().numpy()
+            ids[:, -1] = (ids[:, -1] + 1) % generate.VOCAB
+            return ta.tensor(ids)
+        return {**impls, "cache": wrong}
+
+    monkeypatch.setattr(generate, "implementations", one_token_off)
+    with pytest.raises(AssertionError):
+        generate.check()
+
+
+def test_the_generate_section_reports_tokens_per_second(tmp_path):
+    out = _checkout(tmp_path)
+    assert main(["bench", "report", "--quick", "--sections", "generate", "--out", str(out)]) == 0
+    text = report.kept_sections(out.read_text())["generate"]
+    row = next(line for line in text.splitlines() if line.startswith("| 32 |"))
+    cells = row.split(" | ")
+    assert cells[1] == "24" and cells[2] == "1"  # 32 - 8 new tokens, one round (quick)
+    assert float(cells[3].split()[0]) > 0 and cells[5].startswith("**")

@@ -7,7 +7,7 @@ not asked for keep their last text (between `<!-- section: NAME -->` and `<!-- e
 so one benchmark can be rerun alone; the page is written to a temporary file and renamed, so a
 failed run leaves the old page as it was.
 
-    tinyattn bench report [--sections step overhead attention train shakespeare ddp gpu]
+    tinyattn bench report [--sections step overhead attention train shakespeare ddp generate gpu]
                           [--out docs/benchmarks.md]
                           [--quick]
 
@@ -34,7 +34,7 @@ import time
 
 import numpy as np
 
-from . import attention, ddp, overhead, step
+from . import attention, ddp, generate, overhead, step
 from .timing import fmt_spread, paired_ratios, quartiles, time_rounds
 
 HEADER = """# Benchmarks
@@ -326,6 +326,29 @@ def shakespeare_markdown(header, result, run, sample):
         "```text\n" + sample.strip("\n") + "\n```\n"])
 
 
+def section_generate(ctx):
+    """Greedy sampling with the KV cache and without (tinyattn/bench/generate.py)."""
+    contexts, n = ([32], 1) if ctx.quick else ([64, 256], 5)
+    rows = []
+    for context in contexts:
+        times, tokens = generate.time_context(context, n)
+        rate = {name: [tokens / t for t in ts] for name, ts in times.items()}
+        speedup = fmt_spread(paired_ratios(times, "no cache", "cache"), unit="x")
+        rows.append(f"| {context} | {tokens} | {n} | {fmt_spread(rate['cache'], digits=0)} "
+                    f"| {fmt_spread(rate['no cache'], digits=0)} | **{speedup}** |")
+    return "\n".join([
+        "## Sampling with the KV cache\n",
+        f"`TinyTransformer.generate` on the Shakespeare preset's model shape ({generate.LAYERS} "
+        f"layers, {generate.HEADS} heads, {generate.D_MODEL} wide, rotary positions, random "
+        f"weights), batch 1, greedy, from {generate.PROMPT} tokens until the context is full: "
+        "with its KV cache (each new token run alone against the kept keys and values) and "
+        "with use_cache=False (the whole window run again for each token). Both give the same "
+        "tokens (checked first); the rounds alternate.\n",
+        stamp("tinyattn bench report --sections generate"),
+        "| context | new tokens | rounds | cache tokens/s | no cache tokens/s | speed-up |",
+        "|---|---|---|---|---|---|", *rows]) + "\n"
+
+
 def section_ddp(ctx):
     """Data-parallel steps under mpiexec -n 1 and 2 (tinyattn/bench/ddp.py)."""
     sizes, repeats = (["tiny"], 3) if ctx.quick else (["small", "medium"], 20)
@@ -407,7 +430,8 @@ def section_gpu(ctx):
 
 SECTIONS = {"step": section_step, "overhead": section_overhead,
             "attention": section_attention, "train": section_train,
-            "shakespeare": section_shakespeare, "ddp": section_ddp}
+            "shakespeare": section_shakespeare, "ddp": section_ddp,
+            "generate": section_generate}
 ON_REQUEST = {"gpu": section_gpu}  # run only when named (it needs a GPU)
 
 
