@@ -12,7 +12,18 @@ import sys
 
 import numpy as np
 
-from . import autograd, autograd_functional, cuda, distributions, functional, nn, optim, utils, viz
+from . import (
+    autograd,
+    autograd_functional,
+    cuda,
+    distributions,
+    functional,
+    nn,
+    optim,
+    testing,
+    utils,
+    viz,
+)
 from .anomaly import AnomalyError, AnomalyWarning, debug_from_environment, detect_anomaly
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .backends import get_backend, set_backend, use_backend
@@ -319,7 +330,7 @@ __all__ = [
     "DTypeError", "BackendError", "GraphError", "GradcheckError", "CheckpointError",
     "viz", "explain", "autograd", "Function", "FunctionCtx",
     "detect_anomaly", "AnomalyError", "AnomalyWarning", "record", "gradcheck_graph", "check_graph",
-    "capture", "CapturedStep", "Generator", "utils", "distributions", "cuda",
+    "capture", "CapturedStep", "Generator", "utils", "distributions", "cuda", "testing",
     # creation (tensor.py) and torch's module-level functions (routines.py)
     "as_tensor", "bernoulli", "empty", "empty_like", "eye", "from_numpy", "full_like", "linspace",
     "logspace", "multinomial", "normal", "rand_like", "randint", "randn_like", "randperm",

@@ -31,7 +31,7 @@ LAYERS = {
                 "distributed", "utils", "utils.*", "autograd_functional",
                 "distributions"],
     "tools": ["anomaly", "gradcheck", "graphcheck", "explain", "viz", "explore", "plots",
-              "exercises"],
+              "exercises", "testing"],
     "app": ["cli", "__main__", "train", "runs", "sample", "data", "serialization", "graphs",
             "bench", "bench.*", "shakespeare", "tasks"],
 }
