@@ -42,8 +42,8 @@ def _compare(actual, expected, how, where):
     if isinstance(expected, (list, tuple)) and isinstance(actual, (list, tuple)):
         if len(actual) != len(expected):
             _fail(how, where, f"the lengths do not match: {len(actual)} != {len(expected)}")
-        for i, (a, e) in enumerate(zip(actual, expected, strict=True)):
-            _compare(a, e, how, f"{where}[{i}]")
+        for i, e in enumerate(expected):
+            _compare(actual[i], e, how, f"{where}[{i}]")
         return
     a, a_device = _array(actual, where, "actual")
     e, e_device = _array(expected, where, "expected")
