@@ -923,6 +923,7 @@ def test_the_reports_gpu_section_is_written_and_then_kept(fake_emu_be, monkeypat
     assert report.kept_sections(out.read_text())["gpu"] == gpu
 
 
+@pytest.mark.slow  # (18 s on 2 cores; .ci/run runs it)
 @pytest.mark.emulated
 def test_the_gpu_benchmarks_run_end_to_end(fake_emu_be, monkeypatch, capsys):
     """benchmarks/softmax_gpu.py and attention.py --backend cupy, tiny shapes: every contender

@@ -53,7 +53,8 @@ def test_sources_need_no_headers(filename):
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH (the CUDA toolkit is absent)")
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+# (one architecture in the README's test command; the others are `slow`, which .ci/run runs too)
+@pytest.mark.parametrize("arch", [pytest.param("sm_80", marks=pytest.mark.slow), "sm_90"])
 @pytest.mark.parametrize("filename", CU_FILES)
 def test_compiles_with_nvcc(filename, arch, tmp_path):
     src = tmp_path / filename
@@ -85,7 +86,9 @@ def test_flash_kernels_fit_two_blocks_per_sm_without_spills(tmp_path):
         assert int(spills) == 0 and int(registers) <= 128, (name, spills, registers)
 
 
-NVRTC_ARCHS = ["compute_75", "compute_80", "compute_90"]  # T4, A100, H100
+NVRTC_ARCHS = [pytest.param("compute_75", marks=pytest.mark.slow),  # T4
+               pytest.param("compute_80", marks=pytest.mark.slow),  # A100
+               "compute_90"]  # H100
 
 
 @pytest.mark.skipif(nvrtc.library() is None, reason="no libnvrtc (pip install nvidia-cuda-nvrtc)")
