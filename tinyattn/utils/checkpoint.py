@@ -10,7 +10,6 @@ forward (preserve_rng_state), so dropout drops the same entries both times. Memo
 each checkpointed block runs its forward twice.
 """
 
-
 from .. import backends
 from ..autograd import backward as run_backward
 from ..autograd import enable_grad
