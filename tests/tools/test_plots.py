@@ -36,6 +36,24 @@ def test_attention_maps_show_every_head_with_the_mask(tmp_path):
     assert sum(ax.get_title().startswith("layer 2") for ax in layered.axes) == 2
 
 
+def test_a_grid_of_maps_labels_the_tokens_on_its_outer_panels_only():
+    weights = F.softmax(ta.randn(2, 3, 4, 4), dim=-1)  # (L, H, T, T)
+    fig = plots.attention_maps(weights, tokens=list("abcd"), causal=True)
+    fig.canvas.draw()  # tick labels are laid out on drawing
+    grid = [ax for ax in fig.axes if ax.get_title().startswith("layer")]
+    assert len(grid) == 6
+
+    def shown(labels):
+        return [t.get_text() for t in labels if t.get_visible() and t.get_text()]
+
+    for n, ax in enumerate(grid):
+        row, col = divmod(n, 3)
+        assert shown(ax.get_yticklabels()) == (list("abcd") if col == 0 else [])
+        assert shown(ax.get_xticklabels()) == (list("abcd") if row == 1 else [])
+        assert ax.get_ylabel() == ("query" if col == 0 else "")
+        assert ax.get_xlabel() == ("key" if row == 1 else "")
+
+
 def test_attention_grad_maps_are_the_softmax_vjp():
     q, k, v = qkv(1)
     m = plots.attention_grad_maps(q, k, v, is_causal=True)
