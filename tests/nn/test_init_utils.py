@@ -224,3 +224,21 @@ def test_clip_grad_value_matches_torch():
     assert ours[0].grad is grad_before  # in place
     for p, tp in zip(ours, theirs, strict=True):
         np.testing.assert_array_equal(p.grad.numpy(), tp.grad.numpy())
+
+
+def test_float16_gradients_are_clipped_by_their_norm_summed_in_float32():
+    """300² overflows float16: summed in float16 the norm would be inf and every clipped
+    gradient 0. torch accumulates in float32: norm 424.25, the gradients scaled to unit norm.
+    Both clip functions (nn.utils.clip_grad_norm_, and optim.clip_grad_norm that training uses)."""
+    from tinyattn import optim
+
+    for norm_type, want in [(2.0, 424.25), (1.0, 600.0), (3.5, 365.75), (math.inf, 300.0)]:
+        p = nn.Parameter(ta.zeros(2, dtype=np.float16))
+        p.grad = ta.tensor(np.array([300.0, 300.0], np.float16))
+        total = nn.utils.clip_grad_norm_([p], 1.0, norm_type)
+        assert total.dtype == np.float16 and total.item() == pytest.approx(want, rel=1e-3)
+        np.testing.assert_allclose(p.grad.numpy(), 300 / want, rtol=2e-3)
+    p = nn.Parameter(ta.zeros(2, dtype=np.float16))
+    p.grad = ta.tensor(np.array([300.0, 300.0], np.float16))
+    assert optim.clip_grad_norm([p], 1.0) == pytest.approx(424.26, rel=1e-4)
+    np.testing.assert_allclose(p.grad.numpy(), 0.7071, rtol=2e-3)

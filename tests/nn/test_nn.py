@@ -354,3 +354,30 @@ def test_nn_functional_is_tinyattn_functional_under_torchs_import_line():
             "print(x.grad.numpy().tolist())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[[1.0, 0.0]]"
+
+
+def test_float16_dropout_near_one_gives_zeros_where_it_drops_not_nan():
+    """In float16, 1/(1-p) overflows to inf for p above about 0.99998: the dropped entries are
+    still 0 (a 0/1 mask times inf would make them NaN), the kept ones inf, as in torch."""
+    ta.manual_seed(0)
+    x = ta.tensor(np.ones(4000, np.float16), requires_grad=True)
+    with np.errstate(all="raise"):  # no overflow or invalid-value warning either
+        y = F.dropout(x, 0.99999)
+        y.sum().backward()
+    for a in (y.numpy(), x.grad.numpy()):
+        assert not np.isnan(a).any()
+        assert set(np.unique(a)) <= {0.0, np.inf}
+    ta.manual_seed(1)
+    x = ta.tensor(np.full(200_000, 2.0, np.float16), requires_grad=True)
+    y = F.dropout(x, 0.999)  # 1/(1-p) = 1000 fits float16: kept entries 2 / (1 - p)
+    kept = y.numpy()[y.numpy() != 0]
+    assert kept.size and np.all(kept == np.float16(2) * np.float16(1000.0))
+
+
+@pytest.mark.parametrize("mode", ["no", 0, 1, None, 0.0])
+def test_train_refuses_a_mode_that_is_not_a_bool(mode):
+    m = nn.Sequential(nn.Dropout(0.5))
+    with pytest.raises(ValueError, match=r"Sequential.train: mode must be True or False"):
+        m.train(mode)
+    assert m.training is True and m[0].training is True  # nothing changed
+    assert m.train(np.bool_(False)).training is False and m[0].training is False

@@ -372,6 +372,23 @@ def test_multihead_attention_in_eval_mode_has_no_dropout():
         np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=1e-10, atol=1e-12)
 
 
+def test_multihead_attention_in_training_returns_the_weights_after_dropout():
+    """As torch: the weights returned are the ones that multiplied v (dropped and rescaled),
+    so output = out_proj(weights @ v) holds for what the caller sees."""
+    m = nn.MultiheadAttention(8, 2, dropout=0.5, batch_first=True)
+    x = ta.tensor(rng.standard_normal((2, 5, 8)))
+    ta.manual_seed(3)
+    y, w = m(x, x, x, need_weights=True, average_attn_weights=False)  # (N, H, L, S)
+    a = w.numpy()
+    assert (a == 0).any() and a.max() > 1.0  # dropped entries, kept ones scaled by 2
+    _, _, wv = m._weights()
+    bv = m.in_proj_bias.numpy()[16:]
+    v = (x.numpy() @ wv.numpy().T + bv).reshape(2, 5, 2, 4).transpose(0, 2, 1, 3)
+    heads = (a @ v).transpose(0, 2, 1, 3).reshape(2, 5, 8)
+    want = heads @ m.out_proj.weight.numpy().T + m.out_proj.bias.numpy()
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("kw", [{}, {"add_zero_attn": True}, {"add_bias_kv": True,
                                                           "add_zero_attn": True}])
 def test_multihead_attention_keeps_a_half_precision_modules_dtype(kw):

@@ -155,7 +155,10 @@ def test_unknown_settings_and_values_out_of_range_are_refused_as_in_torch():
             ("Adagrad", dict(lr_decay=-1.0), "lr_decay must be >= 0"),
             ("Adagrad", dict(initial_accumulator_value=-0.1), "initial_accumulator_value must"),
             ("SGD", dict(momentum=0.9, dampening=-0.1), "dampening must be >= 0"),
-            ("Adam", dict(lr=float("nan")), "lr must be >= 0, got nan")]:
+            ("Adam", dict(lr=float("nan")), "lr must be >= 0, got nan"),
+            ("Adam", dict(betas=(0.9,)), r"Adam: betas must be a pair \(beta1, beta2\), got"),
+            ("AdamW", dict(betas=0.9), "betas must be a pair"),
+            ("NAdam", dict(betas=(0.9, 0.99, 0.9)), "betas must be a pair")]:
         with pytest.raises(ValueError, match=message):
             getattr(optim, name)(w, **kwargs)
     with pytest.raises(ValueError, match="lr must be >= 0"):  # a group's own settings too

@@ -105,7 +105,9 @@ class MultiheadAttention(Module):
         p = self.dropout if self.training else 0.0
         if need_weights:
             weights = F.attention_weights(q, k, mask)  # (N, H, L, S')
-            y = F.dropout(weights, p) @ v if p else weights @ v  # (N, H, L, D)
+            if p:  # the weights returned are the ones used: after dropout, as torch's
+                weights = F.dropout(weights, p)
+            y = weights @ v  # (N, H, L, D)
             if average_attn_weights:
                 weights = weights.mean(1)  # (N, L, S')
         else:

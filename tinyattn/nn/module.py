@@ -346,6 +346,12 @@ class Module:
     # ---- modes and gradients -------------------------------------------------------------------
 
     def train(self, mode=True):
+        """Training mode (True) or evaluation mode (False) for this module and every module
+        inside it (Dropout drops only in training mode); returns the module."""
+        if not isinstance(mode, (bool, np.bool_)):  # "no" or 0 would read as a mode, wrongly
+            raise ValueError(f"{type(self).__name__}.train: mode must be True or False, got "
+                             f"{mode!r}")
+        mode = bool(mode)
         for m in self.modules():
             if m.training != mode:  # (a mode that changes: what a captured step must see)
                 _state_version[0] += 1

@@ -145,9 +145,13 @@ def dropout(be, x, p=0.5, seed=None):
     """out = x * mask / (1 - p), mask ~ Bernoulli(1 - p) (from the backend's generator, or a
     fresh one seeded with `seed`); p = 1 drops everything (zeros, as in torch)"""
     check_dropout_p(p)
-    scaled = (be.rand(x.shape, "float32", seed=seed) >= p).astype(x.dtype)  # (p = 1: none kept)
-    if p < 1:
-        scaled *= 1 / (1 - p)  # kept entries are scaled up so that the expected sum is unchanged
+    xp = be.xp
+    keep = be.rand(x.shape, "float32", seed=seed) >= p  # (p = 1: none kept)
+    # kept entries are scaled up so that the expected sum is unchanged; picked with where, not
+    # a 0/1 mask times the scale: in float16, p near 1 makes 1/(1-p) inf, and 0 * inf is NaN
+    with np.errstate(over="ignore"):
+        scale = xp.asarray(1 / (1 - p) if p < 1 else 0, dtype=x.dtype)
+    scaled = xp.where(keep, scale, xp.zeros((), dtype=x.dtype))
     return x * scaled, (scaled,)
 
 

@@ -119,7 +119,10 @@ class Optimizer:
                     "initial_accumulator_value", "dampening"):
             if key in group and not group[key] >= 0:
                 raise ValueError(f"{name}: {key} must be >= 0, got {group[key]!r}")
-        for i, beta in enumerate(group.get("betas", ())):
+        betas = group.get("betas", ())
+        if "betas" in group and (not isinstance(betas, (tuple, list)) or len(betas) != 2):
+            raise ValueError(f"{name}: betas must be a pair (beta1, beta2), got {betas!r}")
+        for i, beta in enumerate(betas):
             if not 0 <= beta < 1:
                 raise ValueError(f"{name}: betas[{i}] must be in [0, 1), got {beta!r}")
 
@@ -410,13 +413,20 @@ class CosineSchedule:
 
 
 @no_grad()
+def _squares(g):
+    """Σ g² as a Python float; float16 summed in float32 (300² overflows float16)."""
+    if g.dtype.itemsize < 4:
+        g = g.astype("float32")
+    return float((g * g).sum())
+
+
 def clip_grad_norm(parameters, max_norm):
     """Scale all gradients together so that their global L2 norm is at most max_norm.
     Returns the norm before clipping."""
     params = [p for p in parameters if p.grad is not None]
     if not params:
         return 0.0
-    total = math.sqrt(sum(float((p.grad.data * p.grad.data).sum()) for p in params))
+    total = math.sqrt(sum(_squares(p.grad.data) for p in params))
     if total > max_norm:
         scale = max_norm / (total + 1e-6)
         for p in params:

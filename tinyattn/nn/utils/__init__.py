@@ -32,9 +32,12 @@ def _with_grads(parameters):
 def _norm(xp, a, p):
     """torch.linalg.vector_norm of an array taken as one vector: p = inf is the largest |entry|,
     -inf the smallest, 0 the count of entries that are not 0, else (Σ |entry|^p)^(1/p).
-    (The caller casts the result to the gradients' dtype.)"""
+    (The caller casts the result to the gradients' dtype.) float16 is summed in float32, as
+    torch accumulates it: 300² would overflow float16, and an inf norm zeroes the clipped grads."""
     if a.size == 0:
         return 0.0
+    if a.dtype.kind == "f" and a.dtype.itemsize < 4:
+        a = a.astype(xp.float32)
     if p == math.inf:
         return xp.abs(a).max()
     if p == -math.inf:
