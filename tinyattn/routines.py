@@ -217,9 +217,11 @@ def var_mean(input, dim=None, unbiased=True, keepdim=False, *, correction=None):
 
 
 def std_mean(input, dim=None, unbiased=True, keepdim=False, *, correction=None):  # noqa: A002
-    """(std, mean) over dim."""
-    var, mean = var_mean(input, dim, unbiased, keepdim, correction=correction)
-    return var.sqrt(), mean
+    """(std, mean) over dim (the std as Tensor.std takes it: float16's in float32)."""
+    x = _t(input)
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim
+    return x.std(dim, unbiased, keepdim, correction=correction), x.mean(dim, keepdim)
 
 
 def einsum(equation, *operands):

@@ -890,8 +890,10 @@ class Tensor(TensorBase):
 
     def std(self, dim=None, unbiased=True, keepdim=False, *, correction=None, axis=None,
             keepdims=None):
-        return self.var(dim, unbiased, keepdim, correction=correction, axis=axis,
-                        keepdims=keepdims).sqrt()
+        x = self.float() if self.dtype == np.float16 else self  # var past 65504, std within it
+        out = x.var(dim, unbiased, keepdim, correction=correction, axis=axis,
+                    keepdims=keepdims).sqrt()
+        return out.half() if x is not self else out
 
     def logsumexp(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
         return apply(rd.logsumexp, self, **_reduce_args(dim, keepdim, axis, keepdims))

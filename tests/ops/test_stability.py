@@ -144,3 +144,43 @@ def test_tanh_gelu_keeps_its_digits_left_of_zero_and_never_warns(dtype):
     assert rel.max() < (3e-5 if dtype == np.float32 else 8e-3), rel.max()
     np.testing.assert_allclose(t.grad.numpy(), want_grad, atol=2e-6 if dtype == np.float32
                                else 6e-3, rtol=0)
+
+
+def _half_case(torch, make):
+    """(ours in float16, torch's in float32) value and input gradient of make(F) on the same
+    float16 values (torch's own float16 overflows in some backward passes: p = 3 norms)."""
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal((3, 8)) * 400).astype(np.float16)  # squares up to ~1e6 > 65504
+    ours = ta.tensor(x, requires_grad=True)
+    theirs = torch.tensor(x.astype(np.float32), requires_grad=True)
+    out, tout = make(F, ours), make(torch.nn.functional, theirs)
+    w = np.linspace(-1, 1, out.numel()).reshape(out.shape).astype(np.float16)
+    (out * ta.tensor(w)).sum().backward()
+    (tout * torch.tensor(w.astype(np.float32))).sum().backward()
+    return (out, ours.grad), (tout, theirs.grad)
+
+
+@pytest.mark.parametrize("name, make", [
+    ("layer_norm", lambda f, x: f.layer_norm(x, (8,))),
+    ("rms_norm", lambda f, x: f.rms_norm(x, (8,))),
+    ("group_norm", lambda f, x: f.group_norm(x.reshape(3, 4, 2), 2).reshape(3, 8)),
+    ("normalize", lambda f, x: f.normalize(x, dim=1)),
+    ("norm", lambda f, x: x.norm(dim=1)),
+    ("norm3", lambda f, x: x.norm(p=3, dim=1)),
+    ("var", lambda f, x: (x / 4).var(dim=1)),
+    ("std", lambda f, x: x.std(dim=1)),
+    ("std_mean", lambda f, x: ta.std_mean(x, 1)[0] if isinstance(x, ta.Tensor) else x.std(1)),
+])
+def test_half_precision_statistics_are_summed_in_float32_as_torch(name, make):
+    """A float16 value of 400 has a square of 160000, past float16's 65504: norms, variances
+    and the norm layers sum their squares in float32 (as torch does) and give float16 results
+    and gradients that match torch's float32 ones to float16's precision, not inf, 0 or NaN."""
+    torch = pytest.importorskip("torch")
+    (out, g), (tout, tg) = _half_case(torch, make)
+    assert out.dtype == np.float16 and g.dtype == np.float16
+    assert np.isfinite(out.numpy()).all() and np.isfinite(g.numpy()).all()
+    np.testing.assert_allclose(out.numpy().astype(np.float32), tout.detach().numpy(),
+                               rtol=2e-3, atol=1e-3, err_msg=name)
+    np.testing.assert_allclose(g.numpy().astype(np.float32), tg.numpy(), rtol=2e-2,
+                               atol=float(np.abs(tg.numpy().astype(np.float32)).max()) * 2e-3,
+                               err_msg=name)

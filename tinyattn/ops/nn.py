@@ -12,7 +12,7 @@ import numbers
 import numpy as np
 
 from ..errors import DTypeError, ShapeError, fmt_shape
-from .op import op
+from .op import op, wide
 from .samples import case, const, vals
 
 
@@ -27,7 +27,8 @@ def layer_norm(be, x, weight=None, bias=None, n_dims=1, eps=1e-5):
         if p is not None and p.shape != x.shape[x.ndim - n_dims:]:
             raise ShapeError(f"layer_norm: {name} has shape {fmt_shape(p.shape)} but the "
                              f"normalized shape is {fmt_shape(x.shape[x.ndim - n_dims:])}")
-    # written with in-place steps: two temporaries of x's size, not five
+    # written with in-place steps: two temporaries of x's size, not five; float16 in float32
+    half, x = x.dtype == np.float16, wide(x)
     xhat = x - be.row_sum(x, n_dims, mean=True)  # (row means: Backend.row_sum)
     out = xhat * xhat
     rstd = 1 / be.xp.sqrt(be.row_sum(out, n_dims, mean=True) + eps)
@@ -35,7 +36,7 @@ def layer_norm(be, x, weight=None, bias=None, n_dims=1, eps=1e-5):
     be.xp.multiply(xhat, 1 if weight is None else weight, out=out)
     if bias is not None:
         out += bias
-    return out, (xhat, rstd, weight, bias is not None)
+    return (out.astype(np.float16) if half else out), (xhat, rstd, weight, bias is not None)
 
 
 @layer_norm.defvjp
@@ -43,10 +44,10 @@ def layer_norm_vjp(be, g, saved, n_dims=1, eps=1e-5):
     xhat, rstd, weight, has_bias = saved
     xp = be.xp
     batch = tuple(range(xhat.ndim - n_dims))
-    tmp = g * xhat
+    tmp = g * xhat  # (float16 in: xhat is float32, and so is every step from here)
     gw = None if weight is None else tmp.sum(axis=batch)
-    gb = g.sum(axis=batch) if has_bias else None
-    gx = g * weight if weight is not None else g.copy()  # ĝ, turned into gx in place
+    gb = g.sum(axis=batch, dtype=xhat.dtype) if has_bias else None
+    gx = wide(g * weight) if weight is not None else g.astype(xhat.dtype)  # ĝ, to gx in place
     xp.multiply(gx, xhat, out=tmp)
     mean_gx = be.row_sum(tmp, n_dims, mean=True)
     gx -= be.row_sum(gx, n_dims, mean=True)
@@ -66,11 +67,14 @@ def rms_norm(be, x, weight=None, n_dims=1, eps=1e-5):
         raise ShapeError(f"rms_norm: weight has shape {fmt_shape(weight.shape)} but the "
                          f"normalized shape is {fmt_shape(x.shape[x.ndim - n_dims:])}")
     # the steps of x / ((x * x).mean() + eps).sqrt() * weight, in place where they can be
-    rms = be.row_sum(x * x, n_dims, mean=True)
+    # (float16: the mean of squares in float32, so rms is float32 and x / rms too)
+    rms = be.row_sum(wide(x) ** 2, n_dims, mean=True)
     rms += eps
     be.xp.sqrt(rms, out=rms)
     xhat = x / rms
     out = xhat if weight is None else xhat * weight
+    if x.dtype == np.float16:
+        out = out.astype(np.float16)
     return out, (x, rms, weight)  # x, not x̂: out may be x̂ itself, free to change
 
 
@@ -80,7 +84,7 @@ def rms_norm_vjp(be, g, saved, n_dims=1, eps=1e-5):
     xhat = x / rms
     batch = tuple(range(xhat.ndim - n_dims))
     gw = None if weight is None else (g * xhat).sum(axis=batch)
-    gx = g * weight if weight is not None else g.copy()  # ĝ, turned into gx in place
+    gx = wide(g * weight) if weight is not None else g.astype(xhat.dtype)  # ĝ, to gx in place
     dot = be.row_sum(gx * xhat, n_dims, mean=True)
     gx -= xhat * dot
     gx /= rms

@@ -137,6 +137,13 @@ def quiet():
     return numpy.errstate(divide="ignore", invalid="ignore", over="ignore")
 
 
+def wide(a):
+    """`a` in float32 if it is float16, else `a` itself: statistics and norms of half-precision
+    values are summed in float32, as torch accumulates them (300² already overflows float16,
+    whose largest value is 65504, so a layer norm of such values would come out all zeros)."""
+    return a.astype(numpy.float32) if a.dtype == numpy.float16 else a
+
+
 def is_const(v):
     """True for a Python number operand: a constant of the graph, so it gets no gradient.
     (A 0-d result such as x.sum() can be a NumPy scalar, and np.float64 is a float: not const.)"""

@@ -10,7 +10,7 @@ import math
 from ..backends import stable
 from ..errors import DTypeError
 from . import traps
-from .op import dims, op, quiet
+from .op import dims, op, quiet, wide
 from .samples import case, vals
 
 
@@ -136,11 +136,12 @@ def reduce_var(be, x, dim=None, keepdim=False, correction=1):
     with n - correction <= 0, inf (or NaN where every x is the mean), as in torch"""
     _floating(x, "var")
     axes = _reduced(dim, x.ndim, "var")
-    centered = x - x.mean(axis=axes, keepdims=True)
+    centered = wide(x)  # (float16: the squares summed in float32; 300² overflows float16)
+    centered = centered - centered.mean(axis=axes, keepdims=True)
     denom = _count(x.shape, axes) - correction
     with quiet():
         out = (centered * centered).sum(axis=axes, keepdims=keepdim) / max(denom, 0)
-    return out, (centered, axes, denom)
+    return out.astype(x.dtype, copy=False), (centered, axes, denom)
 
 
 @reduce_var.defvjp
@@ -225,6 +226,7 @@ def vector_norm(be, x, ord=2, dim=None, keepdim=False):  # noqa: A002 - torch's 
     if isinstance(ord, str) or isinstance(ord, bool):
         raise ValueError(f"vector_norm: ord must be a number, got {ord!r}")
     axes = _reduced(dim, x.ndim, "vector_norm")
+    dtype, x = x.dtype, wide(x)  # (float16: summed in float32, as torch; 300² overflows it)
     a = xp.abs(x)
     if ord == 2:
         out = xp.sqrt((x * x).sum(axis=axes, keepdims=keepdim))
@@ -239,7 +241,8 @@ def vector_norm(be, x, ord=2, dim=None, keepdim=False):  # noqa: A002 - torch's 
     else:
         with quiet():
             out = (a**ord).sum(axis=axes, keepdims=keepdim) ** (1 / ord)
-    return out, (x, out, axes)
+    out = xp.asarray(out)  # (a full reduction gives a NumPy scalar)
+    return out.astype(dtype, copy=False), (x, out, axes)
 
 
 @vector_norm.defvjp
