@@ -127,10 +127,13 @@ SAMPLING_RULES = [
 ]
 
 
-def check_sampling(temperature, top_k, top_p, max_new_tokens):
-    """One line naming the flag for a sampling setting that cannot work."""
+def check_sampling(temperature, top_k, top_p, max_new_tokens, greedy=False):
+    """One line naming the flag for a sampling setting that cannot work. With greedy the
+    temperature is not used, and 0 is taken too (as generate takes temperature 0: greedy)."""
     values = (temperature, top_k, top_p, max_new_tokens)
     for (name, test, what), value in zip(SAMPLING_RULES, values, strict=True):
+        if name == "--temperature" and greedy:
+            test, what = (lambda v: _real(v) and v >= 0), "a finite number >= 0 with --greedy"
         if not test(value):
             raise FlagError(f"sample: {name} must be {what}: got {value}")
 
@@ -138,7 +141,7 @@ def check_sampling(temperature, top_k, top_p, max_new_tokens):
 def sample(checkpoint, prompt=None, max_new_tokens=200, temperature=0.8, top_k=None,
            greedy=False, seed=0, top_p=None):
     """The model's output for `prompt` as text (held-out examples when no prompt is given)."""
-    check_sampling(temperature, top_k, top_p, max_new_tokens)
+    check_sampling(temperature, top_k, top_p, max_new_tokens, greedy)
     model, ck = load_model(checkpoint)
     cfg, vocab = ck["config"], ck["vocab"]
     stoi = {s: i for i, s in enumerate(vocab)}

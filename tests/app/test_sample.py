@@ -161,3 +161,21 @@ def test_sample_defaults_continue_200_characters_at_temperature_0_8_from_seed_0(
     rng = kw.pop("rng")
     assert kw == {"temperature": 0.8, "top_k": None, "greedy": False, "top_p": None}
     assert rng.integers(1 << 30) == np.random.default_rng(0).integers(1 << 30)
+
+
+def test_greedy_takes_a_temperature_of_zero(monkeypatch):
+    """--greedy does not use the temperature, and generate takes 0 as greedy: 0 is no error
+    with --greedy (a negative or infinite one still is)."""
+    from tinyattn.cli import main
+
+    check_sampling(0, None, None, 5, greedy=True)
+    check_sampling(0.0, 3, 0.5, 5, greedy=True)
+    for bad in (-1.0, float("inf"), True):
+        with pytest.raises(FlagError, match=re.escape(
+                f"sample: --temperature must be a finite number >= 0 with --greedy: got {bad}")):
+            check_sampling(bad, None, None, 5, greedy=True)
+    model = use(monkeypatch, Recorder(), "text")
+    assert sample("ck.npz", "ab", max_new_tokens=2, temperature=0, greedy=True) == "abaa"
+    assert main(["sample", "--checkpoint", "ck.npz", "--prompt", "ab", "--greedy",
+                 "--temperature", "0", "--max-new-tokens", "2"]) == 0
+    assert model.calls[-1][2]["greedy"] is True and model.calls[-1][2]["temperature"] == 0

@@ -557,6 +557,26 @@ def test_generate_with_a_kv_cache_on_the_device(fake_be):
     assert out.backend is fake_be and cache.layers[0]["k"].backend is fake_be
 
 
+def test_generate_samples_from_the_device_stream_that_manual_seed_seeds(fake_be):
+    """rng=None on a model on the device draws from the cupy backend's stream (which has no
+    choice): tinyattn.manual_seed makes it reproducible, as does a cupy tinyattn.Generator, and
+    only tokens of probability > 0 (here the top 3) are drawn."""
+    ta.manual_seed(0)
+    model = ta.nn.TinyTransformer(vocab_size=7, d_model=16, n_heads=2, n_layers=1, max_len=8)
+    model.eval().to("cupy")
+    prompt = ta.tensor(np.tile([[1, 2]], (40, 1)))
+    ta.manual_seed(0)
+    a = model.generate(prompt, 3, temperature=5.0, top_k=3).numpy()
+    ta.manual_seed(0)
+    np.testing.assert_array_equal(model.generate(prompt, 3, temperature=5.0, top_k=3).numpy(), a)
+    logits = model(ta.tensor([[1, 2]], backend="cupy")).numpy()[0, -1]
+    assert set(a[:, 2]) == set(np.argsort(logits)[-3:])
+    g = ta.Generator("cupy")
+    b = model.generate(prompt, 3, temperature=5.0, top_k=3, rng=g.manual_seed(4)).numpy()
+    np.testing.assert_array_equal(
+        model.generate(prompt, 3, temperature=5.0, top_k=3, rng=g.manual_seed(4)).numpy(), b)
+
+
 def test_report_samples_of_a_model_on_the_device(fake_be):
     """samples.txt is written for a model on the device (generate feeds the model on the
     backend of its weights, whatever backend the prompt tensor was made on)."""

@@ -139,3 +139,128 @@ def test_next_token_probs_bounds_of_each_setting():
     model = nn.TinyTransformer(vocab_size=12, d_model=16, n_heads=2, n_layers=1, max_len=8)
     with pytest.raises(ValueError, match="generate: temperature must be a finite number >= 0"):
         model.generate(ta.tensor([[1, 5]]), 1, temperature=float("inf"))
+
+
+# ---- generate's randomness: tinyattn's seeding, seeds, numpy and tinyattn Generators ----------
+
+def _tiny_model():
+    ta.manual_seed(0)
+    return nn.TinyTransformer(vocab_size=12, d_model=16, n_heads=2, n_layers=1, max_len=8).eval()
+
+
+def test_generate_without_rng_follows_tinyattn_manual_seed():
+    """As torch's sampling follows torch.manual_seed: rng=None draws from tinyattn's stream."""
+    model, prompt = _tiny_model(), ta.tensor([[1, 5], [2, 3]])
+    ta.manual_seed(0)
+    a = model.generate(prompt, 12, temperature=3.0).numpy()
+    ta.manual_seed(0)
+    b = model.generate(prompt, 12, temperature=3.0).numpy()
+    np.testing.assert_array_equal(a, b)
+    ta.manual_seed(1)
+    assert not np.array_equal(model.generate(prompt, 12, temperature=3.0).numpy(), a)
+
+
+def test_generate_takes_a_seed_a_numpy_or_a_tinyattn_generator_as_rng():
+    model, prompt = _tiny_model(), ta.tensor([[1, 5], [2, 3]])
+    gen = partial(model.generate, prompt, 12, temperature=3.0)
+    want = gen(rng=np.random.default_rng(0)).numpy()  # numpy Generators draw as they always did
+    np.testing.assert_array_equal(gen(rng=0).numpy(), want)  # 0 is a seed, not "no rng"
+    np.testing.assert_array_equal(gen(rng=np.int64(0)).numpy(), want)
+    np.testing.assert_array_equal(gen(rng=ta.Generator().manual_seed(0)).numpy(), want)
+    np.testing.assert_array_equal(gen(rng=5).numpy(), gen(rng=np.random.default_rng(5)).numpy())
+    assert not np.array_equal(gen(rng=5).numpy(), want)
+    g = ta.Generator().manual_seed(7)
+    first = gen(rng=g).numpy()
+    assert not np.array_equal(gen(rng=g).numpy(), first)  # the generator's stream moves on
+    np.testing.assert_array_equal(gen(rng=g.manual_seed(7)).numpy(), first)
+
+
+@pytest.mark.parametrize("rng, kind", [("0", "str"), (1.5, "float"), (True, "bool"),
+                                       (np.random.RandomState(0), "RandomState")])
+def test_generate_refuses_an_rng_of_another_kind(rng, kind):
+    model = _tiny_model()
+    with pytest.raises(TypeError, match=re.escape(
+            "generate: rng must be None (tinyattn's random stream, seeded by "
+            "tinyattn.manual_seed), an int seed, a numpy.random.Generator or a "
+            f"tinyattn.Generator, got {kind}")):
+        model.generate(ta.tensor([[1, 5]]), 2, rng=rng)
+    with pytest.raises(ValueError, match="generate: rng as a seed must be an int >= 0, got -1"):
+        model.generate(ta.tensor([[1, 5]]), 2, rng=-1)
+
+
+@pytest.mark.parametrize("idx", [[1, 5], np.array([3]), [[]], np.zeros((2, 0), np.int64),
+                                 [[[1, 5]]]])
+def test_generate_refuses_a_prompt_that_is_not_b_by_t(idx):
+    model = _tiny_model()
+    shape = np.asarray(idx, dtype=np.int64).shape
+    with pytest.raises(ta.errors.ShapeError, match=re.escape(
+            f"generate: idx must be (B, T) token ids with T >= 1, got shape {shape}")):
+        model.generate(idx, 2)
+    assert model.generate([[1, 5]], 2, greedy=True).shape == (1, 4)  # lists still work
+    assert model.generate(np.zeros((0, 2), np.int64), 2).shape == (0, 4)  # and B = 0
+
+
+# ---- next_token_probs: stable tempering, bad logits, top_p rounding, 1-D logits -------------
+
+@pytest.mark.parametrize("logits, temperature, want", [
+    ([[0.0, 1.0, 2.0]], 1e-320, [[0, 0, 1]]),  # logits / T would overflow to inf (NaN)
+    ([[1e308, -1e308, 3.0]], 0.5, [[1, 0, 0]]),
+    ([[1e308, -1e308, 1e308]], 0.5, [[0.5, 0, 0.5]]),  # ties at the top share the mass
+    ([[-1e308, 1e308, 0.0], [2.0, 1.0, 2.0]], 1e-300, [[0, 1, 0], [0.5, 0, 0.5]]),
+    ([[np.inf, 0.0, np.inf, -np.inf]], 1.0, [[0.5, 0, 0.5, 0]]),
+    ([[-np.inf, 0.0, -np.inf]], 1e-320, [[0, 1, 0]]),
+])
+def test_a_tiny_temperature_or_huge_logits_give_the_argmax_not_nan(logits, temperature, want):
+    p = next_token_probs(np.array(logits), temperature=temperature)
+    np.testing.assert_allclose(p, want, rtol=0, atol=1e-12)
+    p = next_token_probs(np.array(logits), temperature=temperature, top_k=2, top_p=0.9)
+    assert np.isfinite(p).all() and np.allclose(p.sum(axis=-1), 1)
+
+
+def test_a_tiny_temperature_samples_the_argmax_in_generate():
+    model, prompt = _tiny_model(), ta.tensor([[1, 5], [2, 3]])
+    np.testing.assert_array_equal(model.generate(prompt, 6, temperature=1e-320, rng=0).numpy(),
+                                  model.generate(prompt, 6, greedy=True).numpy())
+
+
+@pytest.mark.parametrize("logits, message", [
+    ([[0.0, np.nan, 1.0]], "next_token_probs: logits contain NaN"),
+    ([np.nan, np.nan], "next_token_probs: logits contain NaN"),
+    ([[0.0, 1.0], [-np.inf, -np.inf]], "next_token_probs: a row of logits is all -inf"),
+    ([-np.inf], "next_token_probs: a row of logits is all -inf"),
+    (np.zeros((2, 0)), "next_token_probs: logits must be (V,) or (B, V) with V >= 1"),
+    (3.0, "next_token_probs: logits must be (V,) or (B, V) with V >= 1"),
+])
+def test_next_token_probs_refuses_logits_without_a_distribution(logits, message):
+    for kw in ({}, {"top_k": 1}, {"top_p": 0.5}, {"temperature": 1e-320}):
+        with pytest.raises(ValueError, match=re.escape(message)):
+            next_token_probs(np.array(logits), **kw)
+
+
+def test_top_p_keeps_the_smallest_set_of_equally_likely_tokens_that_reaches_it():
+    """n equally likely tokens: top_p = k/n keeps k of them, not k + 1 because the cumulative
+    sum rounds just under k/n (10 tokens: top_p 0.8 kept 9, 0.9 kept 10); a little more than
+    k/n keeps k + 1."""
+    for n in range(2, 61):
+        logits = np.zeros((2, n))
+        logits[1] = 3.5  # the same probabilities from other logits
+        for k in range(1, n + 1):
+            p = next_token_probs(logits, top_p=k / n)
+            assert (np.count_nonzero(p, axis=-1) == k).all(), (n, k)
+            np.testing.assert_allclose(p[p > 0], 1 / k, rtol=1e-12)
+            if k < n:
+                assert (np.count_nonzero(next_token_probs(logits, top_p=k / n + 1e-6),
+                                         axis=-1) == k + 1).all(), (n, k)
+    assert np.count_nonzero(next_token_probs(np.zeros(10), top_p=0.8)) == 8
+    assert np.count_nonzero(next_token_probs(np.zeros(10), top_p=0.9)) == 9
+    assert np.count_nonzero(next_token_probs(np.zeros(10), top_p=1e-9)) == 1  # at least one
+
+
+def test_one_row_of_logits_works_with_top_k_and_top_p_as_a_row_of_a_batch():
+    row = np.array([0.0, 1.0, 2.0, 2.0, -1.0])
+    for kw in ({}, {"top_k": 1}, {"top_k": 3}, {"top_p": 0.5}, {"top_k": 4, "top_p": 0.9},
+               {"temperature": 0.3, "top_k": 2}):
+        p = next_token_probs(row, **kw)
+        assert p.shape == (5,)
+        np.testing.assert_array_equal(p, next_token_probs(row[None], **kw)[0])
+    np.testing.assert_allclose(next_token_probs(np.array([0.0, 1.0, 2.0]), top_k=1), [0, 0, 1])

@@ -196,18 +196,27 @@ class TinyTransformer(Module):
     @no_grad()
     def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None, greedy=False,
                  rng=None, top_p=None, use_cache=True):
-        """Extend idx (B, T) by max_new_tokens: greedy, or sampled at `temperature` from the
-        `top_k` most likely tokens and/or the smallest set whose probability reaches `top_p`
-        (see next_token_probs). use_cache: keep every layer's keys and values (a KVCache) and
-        feed each new token alone, until max_len tokens; then (or without it) the last max_len
-        tokens are run again for each new one."""
+        """Extend idx (B, T), T >= 1 (a Tensor, array or nested list of token ids), by
+        max_new_tokens: greedy, or sampled at `temperature` from the `top_k` most likely tokens
+        and/or the smallest set whose probability reaches `top_p` (see next_token_probs).
+        use_cache: keep every layer's keys and values (a KVCache) and feed each new token alone,
+        until max_len tokens; then (or without it) the last max_len tokens are run again for
+        each new one.
+
+        rng, where the sampled tokens are drawn from: None (tinyattn's own random stream, of
+        the backend of the model's weights, which `tinyattn.manual_seed` seeds: as torch's
+        sampling follows torch.manual_seed), an int seed >= 0 (a fresh
+        numpy.random.default_rng(seed)), a numpy.random.Generator, or a tinyattn.Generator."""
         _check_sampling("generate", temperature, top_k, top_p, greedy_at_zero=True)
         if not _whole(max_new_tokens) or max_new_tokens < 0:
             raise ValueError(f"generate: max_new_tokens must be a whole number >= 0, got "
                              f"{max_new_tokens!r}")
-        rng = rng or np.random.default_rng()
-        ids = np.asarray(idx.numpy() if hasattr(idx, "numpy") else idx, dtype=np.int64)
         backend = self.wte.weight.backend
+        draw = _sampler(rng, backend)
+        ids = np.asarray(idx.numpy() if hasattr(idx, "numpy") else idx, dtype=np.int64)
+        if ids.ndim != 2 or ids.shape[1] < 1:
+            raise ShapeError(f"generate: idx must be (B, T) token ids with T >= 1, got shape "
+                             f"{ids.shape}")
         cache = KVCache() if use_cache else None
         for _ in range(max_new_tokens):
             if cache is not None and 0 < cache.length < self.config.max_len:
@@ -221,8 +230,7 @@ class TinyTransformer(Module):
             if greedy or temperature == 0:
                 nxt = last.argmax(axis=-1)
             else:
-                p = next_token_probs(last, temperature, top_k, top_p)
-                nxt = np.array([rng.choice(len(row), p=row) for row in p])
+                nxt = draw(next_token_probs(last, temperature, top_k, top_p))
             ids = np.concatenate([ids, nxt[:, None]], axis=1)
         return tensor(ids)
 
@@ -242,24 +250,75 @@ class KVCache:
         return f"KVCache({self.length} tokens, {len(self.layers)} layers)"
 
 
+def _sampler(rng, backend):
+    """generate's `rng` as a function: probabilities (B, V) -> one token id per row (B,)."""
+    from ..generator import Generator
+
+    if rng is None:
+        stream = backend.rng  # what tinyattn.manual_seed seeds (dropout, randn draw from it)
+    elif isinstance(rng, Generator):
+        stream, backend = rng.rng, rng.backend
+    elif isinstance(rng, np.random.Generator):
+        stream = rng
+    elif _whole(rng):
+        if rng < 0:
+            raise ValueError(f"generate: rng as a seed must be an int >= 0, got {rng!r}")
+        stream = np.random.default_rng(int(rng))
+    else:
+        raise TypeError(f"generate: rng must be None (tinyattn's random stream, seeded by "
+                        f"tinyattn.manual_seed), an int seed, a numpy.random.Generator or a "
+                        f"tinyattn.Generator, got {type(rng).__name__}")
+    if isinstance(stream, np.random.Generator):
+        return lambda p: np.array([stream.choice(len(row), p=row) for row in p], dtype=np.int64)
+
+    def inverse_cdf(p):  # a device stream (CuPy's has no choice): one uniform per row
+        u = np.asarray(backend.to_numpy(stream.random(len(p))), dtype=np.float64)
+        out = np.empty(len(p), dtype=np.int64)
+        for i, row in enumerate(p):
+            cdf = np.cumsum(row)
+            j = int(np.searchsorted(cdf, u[i] * cdf[-1], side="right"))  # row[j] > 0
+            out[i] = min(j, int(np.flatnonzero(row)[-1]))  # u*total rounded up to the total
+        return out
+
+    return inverse_cdf
+
+
 def next_token_probs(logits, temperature=1.0, top_k=None, top_p=None):
-    """The distribution generate() samples from, per row of logits (B, V): softmax(logits /
-    temperature) over the top_k most likely tokens (ties at the k-th value kept) and, with
-    top_p, over the fewest most likely tokens whose probability reaches top_p (nucleus
-    sampling); every other token gets probability 0."""
+    """The distribution generate() samples from, per row of logits (B, V) (or of one row, (V,)):
+    softmax(logits / temperature) over the top_k most likely tokens (ties at the k-th value
+    kept) and, with top_p, over the fewest most likely tokens whose probability reaches top_p
+    (nucleus sampling, the cumulative mass compared within a few float64 roundings); every
+    other token gets probability 0. Computed as softmax((logits - max) / temperature), so a
+    tiny temperature or huge logits give the argmax (ties shared), never NaN. NaN logits or a
+    row of only -inf logits are errors."""
     _check_sampling("next_token_probs", temperature, top_k, top_p)
-    logits = np.asarray(logits, dtype=np.float64) / temperature
+    logits = np.asarray(logits, dtype=np.float64)
+    if logits.ndim == 0 or logits.shape[-1] == 0:
+        raise ValueError(f"next_token_probs: logits must be (V,) or (B, V) with V >= 1, got "
+                         f"shape {logits.shape}")
+    if np.isnan(logits).any():
+        raise ValueError(f"next_token_probs: logits contain NaN (shape {logits.shape})")
+    if (logits == -np.inf).all(axis=-1).any():
+        raise ValueError("next_token_probs: a row of logits is all -inf: no token is possible")
     if top_k is not None:
-        kth = np.sort(logits, axis=-1)[:, -min(top_k, logits.shape[-1])][:, None]
+        kth = np.sort(logits, axis=-1)[..., [-min(top_k, logits.shape[-1])]]
         logits = np.where(logits < kth, -np.inf, logits)
-    p = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    p /= p.sum(axis=-1, keepdims=True)
+    top = logits.max(axis=-1, keepdims=True)
+    with np.errstate(over="ignore", invalid="ignore"):
+        shifted = np.where(logits == top, 0.0, logits - top)  # <= 0 (+inf's own: 0, not NaN)
+        p = np.exp(shifted / temperature)  # overflows only to -inf: exp gives 0
+    p /= p.sum(axis=-1, keepdims=True)  # the max has exp(0) = 1: the sum is >= 1
     if top_p is not None:
         order = np.argsort(-p, axis=-1, kind="stable")
         sorted_p = np.take_along_axis(p, order, axis=-1)
         before = np.cumsum(sorted_p, axis=-1) - sorted_p  # mass of the more likely tokens
+        # the cumulative sum is off by a few roundings per token: a set whose mass reaches
+        # top_p within that is enough (10 tokens of 0.1: top_p 0.8 keeps 8, not 9)
+        slack = max(1e-12, 4 * p.shape[-1] * np.finfo(np.float64).eps)
+        kept = before < top_p - slack
+        kept[..., 0] = True  # the most likely token always stays
         keep = np.zeros_like(p, dtype=bool)
-        np.put_along_axis(keep, order, before < top_p, axis=-1)  # the first one always stays
+        np.put_along_axis(keep, order, kept, axis=-1)
         p = np.where(keep, p, 0.0)
         p /= p.sum(axis=-1, keepdims=True)
     return p
