@@ -89,11 +89,11 @@ def attention_weights(q, k, attn_mask=None, is_causal=False, scale=None):
     """The attention probabilities softmax(q kᵀ * scale, masked): (..., T, S)."""
     check_qkv(q, k, k)
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
-    if q.dtype == "float16" or k.dtype == "float16":
-        # q·k can pass float16's 65504 before the scale brings it down: scale q and k by √scale
-        # each first (as torch's math path does), so that the product lands in range
-        root = math.sqrt(scale)
-        q, k, scale = q * root, k * root, 1.0
+    if q.dtype == "float16" and k.dtype == "float16":
+        # q·k passes float16's 65504 already for entries near 64 at d = 16 (even scaled by √scale
+        # each first, as torch's math path does, near 128): the scores and their softmax in
+        # float32, as torch's fused CPU kernels take them; the weights come back in float16
+        return attention_weights(q.float(), k.float(), attn_mask, is_causal, scale).half()
     scores = q @ k.transpose(-2, -1)  # (..., T, S)
     if attn_mask is not None and attn_mask.dtype != bool:
         if not broadcasts_to(attn_mask.shape, scores.shape):
