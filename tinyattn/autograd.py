@@ -479,8 +479,11 @@ def sum_to(g, shape):
         raise ShapeError(f"cannot sum a gradient of shape {fmt_shape(g.shape)} to "
                          f"{fmt_shape(shape)}")
     stretched = tuple(lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1)
-    g = g.sum(axis=tuple(range(lead)) + stretched, keepdims=True)
-    return g.reshape(shape)
+    axes = tuple(range(lead)) + stretched
+    if g.dtype.char == "e":  # float16: summed in float32 as torch (NumPy adds it row by row in
+        # float16, where 2048 + 1 = 2048: the bias gradient over 4096 rows came out halved)
+        return g.sum(axis=axes, keepdims=True, dtype="float32").astype(g.dtype).reshape(shape)
+    return g.sum(axis=axes, keepdims=True).reshape(shape)
 
 
 def toposort(root):

@@ -12,6 +12,7 @@ import tinyattn as ta
 import tinyattn.functional as F  # noqa: N812 - PyTorch's usual name
 from tinyattn.autograd import apply
 from tinyattn.ops import attention as attn
+from tinyattn.ops import softmax as softmax_ops
 from tinyattn.ops import traps
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy's own exp overflow
@@ -168,13 +169,19 @@ def test_float16_logits_beyond_exp_range_warn_with_their_size(fn):
 
 
 def test_float16_scores_are_judged_after_the_attention_scale():
-    def weights(x, scale):
-        return lambda: attn.attention_weights(x, _half(np.eye(3)), None, False, scale)
+    def softmax(x, scale):
+        return lambda: apply(softmax_ops.scaled_masked_softmax, x, None, scale=scale)
 
-    x = _half(np.eye(3) * 6)  # scores q kᵀ = 6 on the diagonal
-    (message,) = [m for m in trap_messages(weights(x, 3.0)) if "float16" in m]  # 18 > 11.09
+    x = _half(np.eye(3) * 6)  # scores of 6 on the diagonal
+    (message,) = [m for m in trap_messages(softmax(x, 3.0)) if "float16" in m]  # 18 > 11.09
     assert "float16 logits reach 18;" in message
-    assert [m for m in trap_messages(weights(x, 1.0)) if "float16" in m] == []  # 6
+    assert [m for m in trap_messages(softmax(x, 1.0)) if "float16" in m] == []  # 6
+    # attention itself takes float16 q and k's scores in float32: nothing to warn about
+    weights = attn.attention_weights(x, _half(np.eye(3)), None, False, 3.0)
+    assert weights.dtype == np.float16
+    assert [m for m in trap_messages(
+        lambda: attn.attention_weights(x, _half(np.eye(3)), None, False, 3.0))
+        if "float16" in m] == []
 
 
 def test_all_infinite_float16_logits_warn_only_about_the_masked_row():

@@ -26,6 +26,15 @@ INV_SQRT_2 = 1 / math.sqrt(2)
 INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
 
 
+def _row_sums(be, y, axis):
+    """Σ y along axis (kept): the backend's row_sum over the last dim; float16 summed, and
+    given, in float32 (as torch: NumPy adds float16 along any dim but the last one row at a
+    time in float16, where 2048 + 1 = 2048, so a softmax over 4096 rows came out doubled)."""
+    if y.dtype == numpy.float16:
+        return y.sum(axis=axis, keepdims=True, dtype=numpy.float32)
+    return be.row_sum(y) if axis in (-1, y.ndim - 1) else y.sum(axis=axis, keepdims=True)
+
+
 class Backend(ABC):
     """An object with `xp` (numpy or cupy) and a fixed list of functions."""
 
@@ -60,9 +69,14 @@ class Backend(ABC):
 
     def row_sum(self, x, n_dims=1, mean=False):
         """The sum (or with `mean`, the mean) of x over its last n_dims dims, kept as 1s: the
-        row reductions of the fused ops (x.sum / x.mean with keepdims)."""
+        row reductions of the fused ops (x.sum / x.mean with keepdims). float16 is summed in
+        float32 and given back in float16, as torch (x.mean does so itself)."""
         axes = tuple(range(x.ndim - n_dims, x.ndim))
-        return x.mean(axis=axes, keepdims=True) if mean else x.sum(axis=axes, keepdims=True)
+        if mean:
+            return x.mean(axis=axes, keepdims=True)
+        if x.dtype == numpy.float16:
+            return x.sum(axis=axes, keepdims=True, dtype=numpy.float32).astype(numpy.float16)
+        return x.sum(axis=axes, keepdims=True)
 
     # ---- randomness: one generator per backend, seeded by tinyattn.manual_seed --------------
 
@@ -108,7 +122,10 @@ class Backend(ABC):
         self.xp.minimum.at(out, index, values)
 
     def erf(self, x):
-        """The error function: exact to ~1e-15 in float64, to ~3e-7 (a float32 ulp or two) else."""
+        """The error function: exact to ~1e-15 in float64, to ~3e-7 (a float32 ulp or two) else
+        (float16: computed in float32, as torch; its x² overflows float16 past |x| = 256)."""
+        if x.dtype == numpy.float16:
+            return self.erf_fast(x.astype(numpy.float32)).astype(numpy.float16)
         return self.erf_reference(x) if x.dtype == self.xp.float64 else self.erf_fast(x)
 
     # ---- GELU: forward and backward, each one pass of in-place steps ---------------------------
@@ -116,8 +133,13 @@ class Backend(ABC):
     def gelu_forward(self, x, approximate="none"):
         """(out, saved): out = x Φ(x) with saved = Φ(x) = (1 + erf(x/√2)) / 2, or for "tanh"
         out = x (1 + tanh u) / 2 = x σ(2u) with saved = s = σ(2u), u = √(2/π) (x + 0.044715 x³).
-        (The σ form: one exp, not tanh, and no 1 + tanh u cancelling far left of 0.)"""
+        (The σ form: one exp, not tanh, and no 1 + tanh u cancelling far left of 0.)
+        float16 is computed in float32 (as torch and the CUDA kernels), out and saved rounded
+        back to float16: x² overflows float16 past |x| = 256."""
         xp = self.xp
+        if x.dtype == numpy.float16:
+            out, saved = self.gelu_forward(x.astype(numpy.float32), approximate)
+            return out.astype(numpy.float16), saved.astype(numpy.float16)
         if approximate == "tanh":
             s = xp.asarray(x * x)  # asarray: on a 0-d x, x * x is a scalar, not writable
             s *= 0.044715
@@ -137,8 +159,14 @@ class Backend(ABC):
     def gelu_backward(self, g, x, saved, approximate="none"):
         """gx = g * dGELU/dx from x and what gelu_forward saved:
         Φ(x) + x φ(x) with φ(x) = exp(-x²/2) / √(2π); for "tanh", from s = σ(2u),
-        s + x s (1 - s) d(2u)/dx with d(2u)/dx = 2√(2/π) (1 + 3·0.044715 x²)."""
+        s + x s (1 - s) d(2u)/dx with d(2u)/dx = 2√(2/π) (1 + 3·0.044715 x²).
+        float16 is computed in float32: in float16, x² is inf past |x| = 256, and the tanh form's
+        s (1 - s) · inf = 0 · inf gave NaN where torch gives 0 or 1."""
         xp = self.xp
+        if x.dtype == numpy.float16:
+            f32 = numpy.float32
+            gx = self.gelu_backward(g.astype(f32), x.astype(f32), saved.astype(f32), approximate)
+            return gx.astype(numpy.float16)
         if approximate == "tanh":
             s = saved
             du = x * x
@@ -173,7 +201,7 @@ class Backend(ABC):
         xp = self.xp
         y -= stable.row_max(xp, y, axis)  # a fully masked row: exp(-inf - 0) = 0, no NaN
         xp.exp(y, out=y)
-        s = self.row_sum(y) if axis in (-1, y.ndim - 1) else y.sum(axis=axis, keepdims=True)
+        s = _row_sums(self, y, axis)
         s[s == 0] = 1
         y /= s
         return y
@@ -181,7 +209,7 @@ class Backend(ABC):
     def softmax_backward(self, y, g, axis=-1):
         """gx = y * (g - sum(g * y)): the Jacobian diag(y) - y yᵀ applied to g, never built."""
         gx = self.xp.asarray(g * y)  # asarray: a 0-d product is a NumPy scalar otherwise
-        dot = self.row_sum(gx) if axis in (-1, gx.ndim - 1) else gx.sum(axis=axis, keepdims=True)
+        dot = _row_sums(self, gx, axis)
         self.xp.subtract(g, dot, out=gx)
         gx *= y
         return gx
@@ -298,11 +326,21 @@ class Backend(ABC):
         m = β1 m + (1-β1) g;  v = β2 v + (1-β2) g²;  p -= lr/(1-β1^t) · m / (√v/√(1-β2^t) + ε).
         With `v_max` (amsgrad), v_max = max(v_max, v) in place takes v's place under the root."""
         xp = self.xp
-        if p.dtype != m.dtype:  # float16 weights, float32 moments: take the step in float32
-            p_wide = p.astype(m.dtype)
-            self.adam_update(p_wide, g.astype(m.dtype), m, v, lr, beta1, beta2, eps,
-                             weight_decay, step, decoupled, v_max)
-            p[...] = p_wide
+        if p.dtype != m.dtype:  # the step in the wider dtype: float16 weights with float32
+            # moments step in float32; float64 weights (a model.double() after the moments were
+            # made) with float32 moments in float64, or every step rounds the weights to float32
+            if numpy.promote_types(p.dtype, m.dtype) == m.dtype:
+                p_wide = p.astype(m.dtype)
+                self.adam_update(p_wide, g.astype(m.dtype), m, v, lr, beta1, beta2, eps,
+                                 weight_decay, step, decoupled, v_max)
+                p[...] = p_wide
+                return
+            moments = (m, v) if v_max is None else (m, v, v_max)
+            wide = [a.astype(p.dtype) for a in moments]
+            self.adam_update(p, g.astype(p.dtype, copy=False), *wide[:2], lr, beta1, beta2, eps,
+                             weight_decay, step, decoupled, *wide[2:])
+            for a, a_wide in zip(moments, wide, strict=True):  # kept in their own dtype
+                a[...] = a_wide
             return
         if weight_decay and decoupled:
             p *= 1 - lr * weight_decay

@@ -7,7 +7,7 @@ Also here: `linear`, x @ wᵀ + b as one fused node (the layer every model is ma
 """
 
 from ..errors import ShapeError, fmt_shape
-from .op import op
+from .op import op, wide_sum
 from .samples import case
 
 
@@ -93,7 +93,7 @@ def linear_vjp(be, g, saved):
     g2 = _fold(g)
     gx = (g2 @ weight).reshape(x.shape)
     gw = g2.T @ _fold(x)
-    return (gx, gw, g2.sum(axis=0))[:n_inputs]
+    return (gx, gw, wide_sum(g2, 0))[:n_inputs]  # (float16: the bias gradient summed in float32)
 
 
 OPS = (matmul, linear)

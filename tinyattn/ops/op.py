@@ -144,6 +144,21 @@ def wide(a):
     return a.astype(numpy.float32) if a.dtype == numpy.float16 else a
 
 
+def wide_sum(a, axis=None, keepdims=False):
+    """a.sum(axis, keepdims=keepdims), with float16 summed in float32 and given back in float16,
+    as torch sums it: NumPy adds float16 along any dim but the last one row at a time in
+    float16, where 2048 + 1 rounds to 2048, so a sum over 4096 rows of ones came out 2048."""
+    if a.dtype == numpy.float16:
+        return a.sum(axis=axis, keepdims=keepdims, dtype=numpy.float32).astype(numpy.float16)
+    return a.sum(axis=axis, keepdims=keepdims)
+
+
+def acc_dtype(dtype):
+    """The type to accumulate a sum (or a count) of `dtype` values in: float32 for float16
+    (torch's accumulator), else the dtype's own scalar type."""
+    return numpy.float32 if dtype == numpy.float16 else dtype.type
+
+
 def is_const(v):
     """True for a Python number operand: a constant of the graph, so it gets no gradient.
     (A 0-d result such as x.sum() can be a NumPy scalar, and np.float64 is a float: not const.)"""

@@ -10,7 +10,7 @@ import math
 from ..backends import stable
 from ..errors import DTypeError
 from . import traps
-from .op import dims, op, quiet, wide
+from .op import acc_dtype, dims, op, quiet, wide, wide_sum
 from .samples import case, vals
 
 
@@ -33,12 +33,13 @@ def _reduced(dim, ndim, name):
 
 def _sum(be, x, axes, keepdim, mean=False):
     """x.sum (or x.mean) over axes; over the last dims (some, not all), the backend's row sums
-    (Backend.row_sum: the fused norms and softmaxes take the same, so both agree to the bit)."""
+    (Backend.row_sum: the fused norms and softmaxes take the same, so both agree to the bit).
+    float16 is summed in float32, as torch (x.mean already does)."""
     k = len(axes)
     if 0 < k < x.ndim and axes[0] == x.ndim - k:  # (axes are sorted and distinct)
         s = be.row_sum(x, k, mean=mean)
         return s if keepdim else s.reshape(x.shape[:-k])
-    return x.mean(axis=axes, keepdims=keepdim) if mean else x.sum(axis=axes, keepdims=keepdim)
+    return x.mean(axis=axes, keepdims=keepdim) if mean else wide_sum(x, axes, keepdim)
 
 
 @op("sum", "gx = broadcast(g, x.shape)",
@@ -78,9 +79,10 @@ def _extreme_vjp(be, g, saved, keepdim):
     if not keepdim:
         out = be.xp.expand_dims(out, axes)
     winners = x == out
-    share = unreduce(be, g, axes, keepdim, x.shape) / winners.sum(axis=axes, keepdims=True,
-                                                                   dtype=g.dtype)
-    return (share * winners,)
+    ties = winners.sum(axis=axes, keepdims=True, dtype=acc_dtype(g.dtype))  # (float16: counted
+    # in float32; in float16 a count stops at 2048)
+    share = unreduce(be, g, axes, keepdim, x.shape) / ties
+    return ((share * winners).astype(g.dtype, copy=False),)
 
 
 @op("max", "gx = g * [x == max] / (number of ties)", saves={0: 0}, saves_out=1,
@@ -162,11 +164,12 @@ def logsumexp(be, x, dim=None, keepdim=False):
     """out = log Σ e^x over dim, computed as m + log Σ e^(x - m) with m = max x"""
     xp = be.xp
     axes = dims(dim, x.ndim, "logsumexp")
+    dtype, x = x.dtype, wide(x)  # (float16: summed in float32, as torch)
     out = stable.log_sum_exp(xp, x, axes)  # all -inf: the result is -inf, the gradient 0
     p = xp.exp(x - stable.shift(xp, out))  # softmax(x) over dim, for the VJP
     if not keepdim:
         out = out.squeeze(axis=axes)
-    return out, (p, axes)
+    return out.astype(dtype, copy=False), (p.astype(dtype, copy=False), axes)
 
 
 @logsumexp.defvjp
@@ -257,7 +260,8 @@ def vector_norm_vjp(be, g, saved, ord=2, dim=None, keepdim=False):  # noqa: A002
         return (g * xp.sign(x),)
     if ord in (float("inf"), float("-inf")):  # ties share g evenly, as in torch
         winners = xp.abs(x) == out
-        return (g * xp.sign(x) * winners / winners.sum(axis=axes, keepdims=True, dtype=g.dtype),)
+        ties = winners.sum(axis=axes, keepdims=True, dtype=acc_dtype(g.dtype))
+        return ((g * xp.sign(x) * winners / ties).astype(g.dtype, copy=False),)
     safe = xp.where(out == 0, 1, out)
     if ord == 2:
         return (xp.where(out == 0, 0, g * x / safe),)

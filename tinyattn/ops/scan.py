@@ -5,7 +5,9 @@ sum of g, weighted. cummax and cummin are Tensor methods built on take_along_dim
 gradient goes to the index each running extreme came from, as in torch).
 """
 
-from .op import dim1, dims, op, quiet
+import numpy
+
+from .op import dim1, dims, op, quiet, wide
 from .samples import case, vals
 
 
@@ -14,9 +16,17 @@ def _along(axis, part):
     return (slice(None),) * axis + (part,)
 
 
+def _cumsum(xp, a, axis):
+    """xp.cumsum along axis, float16 summed in float32 and given back in float16 (as torch: in
+    float16 a running sum of ones stops at 2048, where 2048 + 1 rounds to 2048)."""
+    if a.dtype == numpy.float16:
+        return xp.cumsum(a, axis=axis, dtype=numpy.float32).astype(numpy.float16)
+    return xp.cumsum(a, axis=axis)
+
+
 def reverse_cumsum(xp, a, axis):
     """out_i = Σ_{j >= i} a_j along axis."""
-    return xp.flip(xp.cumsum(xp.flip(a, axis), axis=axis), axis)
+    return xp.flip(_cumsum(xp, xp.flip(a, axis), axis), axis)
 
 
 def _axis(x, dim, name):
@@ -34,7 +44,7 @@ def cumsum(be, x, dim):
     axis = _axis(x, dim, "cumsum")
     if axis is None:
         return x.copy(), (None,)
-    return be.xp.cumsum(x, axis=axis), (axis,)
+    return _cumsum(be.xp, x, axis), (axis,)
 
 
 @cumsum.defvjp
@@ -52,7 +62,10 @@ def cumprod(be, x, dim):
     axis = _axis(x, dim, "cumprod")
     if axis is None:
         return x.copy(), (x, x, None)
-    out = be.xp.cumprod(x, axis=axis)
+    if x.dtype == numpy.float16:  # multiplied in float32, as torch
+        out = be.xp.cumprod(x, axis=axis, dtype=numpy.float32).astype(numpy.float16)
+    else:
+        out = be.xp.cumprod(x, axis=axis)
     return out, (x, out, axis)
 
 
@@ -62,6 +75,10 @@ def cumprod_vjp(be, g, saved, dim):
     xp = be.xp
     if axis is None:
         return (g,)
+    if x.dtype == numpy.float16:  # in float32 (the recurrence below is a running sum too)
+        wide_saved = (x.astype(numpy.float32), out.astype(numpy.float32), axis)
+        (gx,) = cumprod_vjp(be, wide(g), wide_saved, dim)
+        return (gx.astype(numpy.float16),)
     if bool((x != 0).all()):  # no zeros: gx_i = Σ_{j>=i} g_j out_j / x_i
         return (reverse_cumsum(xp, g * out, axis) / x,)
     # with zeros, the recurrence s_i = g_i + x_{i+1} s_{i+1}, then gx_i = s_i Π_{k<i} x_k
@@ -80,10 +97,11 @@ def cumprod_vjp(be, g, saved, dim):
 def _logcumsumexp(xp, x, axis):
     """log Σ_{i <= j} e^(x_i) along axis, shifted by the row max so that it cannot overflow
     (rows of -inf give -inf)."""
+    dtype, x = x.dtype, wide(x)  # (float16: summed in float32, as torch)
     m = x.max(axis=axis, keepdims=True)
     m = xp.where(xp.isfinite(m), m, 0)
     with quiet():
-        return xp.log(xp.cumsum(xp.exp(x - m), axis=axis)) + m
+        return (xp.log(xp.cumsum(xp.exp(x - m), axis=axis)) + m).astype(dtype, copy=False)
 
 
 @op("logcumsumexp", "gx = Σ_{j>=i} g_j e^(x_i - out_j)", promote="float",

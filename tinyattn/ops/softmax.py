@@ -11,7 +11,7 @@ import numpy as np
 from ..backends import stable
 from ..errors import DimError, DTypeError, ShapeError, fmt_shape
 from . import traps
-from .op import broadcasts_to, dim1, dims, op
+from .op import acc_dtype, broadcasts_to, dim1, dims, op, wide, wide_sum
 from .samples import CAUSAL_PAD, case, const, vals
 
 
@@ -69,8 +69,10 @@ def log_softmax(be, x, dim=-1):
         return _as_scalar(log_softmax.fwd(be, x.reshape(1), dims(dim, 0, "log_softmax") or 0))
     axis = dim1(dim, x.ndim, "log_softmax")
     shifted = x - stable.row_max(xp, x, axis)  # (not x - logsumexp: x - m keeps more digits)
-    s = xp.exp(shifted).sum(axis=axis, keepdims=True)
+    # (float16: summed in float32, as torch; in float16 a sum of 4096 ones stopped at 2048)
+    s = xp.exp(shifted).sum(axis=axis, keepdims=True, dtype=acc_dtype(x.dtype))
     out = shifted - xp.log(xp.where(s == 0, 1, s))  # fully masked rows stay -inf
+    out = out.astype(x.dtype, copy=False)
     return out, (out,)
 
 
@@ -79,7 +81,8 @@ def log_softmax_vjp(be, g, saved, dim=-1):
     (out,) = saved
     if out.ndim == 0:
         return (g - be.xp.exp(out) * g,)
-    return (g - be.xp.exp(out) * g.sum(axis=dim, keepdims=True),)
+    s = g.sum(axis=dim, keepdims=True, dtype=acc_dtype(g.dtype))  # (float16: in float32)
+    return ((g - be.xp.exp(wide(out)) * s).astype(g.dtype, copy=False),)
 
 
 @op("scaled_masked_softmax", "gx = scale * y * (g - sum(g*y, -1))",
@@ -137,7 +140,7 @@ def cross_entropy(be, x, target, ignore_index=-100, reduction="mean", label_smoo
     m = stable.row_max(xp, rows, 1)
     p = rows - m  # becomes exp(rows - m), then the softmax, in place
     if label_smoothing:  # the mean of x - m, divided first: a row of 2e38s overflows no sum
-        mean_shifted = (p / n_class).sum(axis=1)
+        mean_shifted = wide_sum(p / n_class, 1)
     xp.exp(p, out=p)
     s = be.row_sum(p)
     log_s = xp.log(s)[:, 0]  # (M,): logsumexp(x) - m
@@ -148,16 +151,18 @@ def cross_entropy(be, x, target, ignore_index=-100, reduction="mean", label_smoo
     if valid is not None:
         loss = xp.where(valid, loss, 0)
     p /= s
+    acc = acc_dtype(loss.dtype)  # (float16: the sum, the count and the mean in float32)
     if reduction == "none":
         out = loss.reshape(shape)
     elif reduction == "sum":
-        out = loss.sum()
+        out = wide_sum(loss)
     elif reduction == "mean":
         if valid is None:
-            out = loss.sum() / loss.dtype.type(len(t))
+            out = (loss.sum(dtype=acc) / acc(len(t))).astype(loss.dtype, copy=False)
         else:  # every target ignored: NaN as in PyTorch, no 0/0 warning
-            n = valid.sum(dtype=loss.dtype)
-            out = xp.where(n > 0, loss.sum(), float("nan")) / xp.maximum(n, 1)
+            n = valid.sum(dtype=acc)
+            out = (xp.where(n > 0, loss.sum(dtype=acc), float("nan"))
+                   / xp.maximum(n, 1)).astype(loss.dtype, copy=False)
     else:
         raise ValueError(f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got "
                          f"{reduction!r}")
@@ -173,9 +178,9 @@ def cross_entropy_vjp(be, g, saved, ignore_index=-100, reduction="mean", label_s
     elif reduction == "sum":
         w = g
     elif valid is None:
-        w = g / g.dtype.type(len(t))
-    else:
-        w = g / xp.maximum(valid.sum(dtype=g.dtype), 1)  # no valid row: w is unused below
+        w = g / acc_dtype(g.dtype)(len(t))  # (float16: divided in float32, w cast below)
+    else:  # no valid row: w is unused below
+        w = g / xp.maximum(valid.sum(dtype=acc_dtype(g.dtype)), 1)
     if valid is not None:
         w = xp.where(valid, w, 0)
     # each row's weight: (M, 1), or one number for all rows
