@@ -32,26 +32,44 @@ class RunFolderError(TinyattnError, RuntimeError):
 
 def atomic_write(path, write, mode="wb"):
     """Call `write(f)` on a temporary file beside `path`, flush it to disk, and rename it over
-    `path`. On any failure (a full disk, an exception, Ctrl-C) the temporary file is removed, the
-    old `path` is untouched, and an OSError names `path`."""
+    `path`. On any failure (a full disk, a folder that takes no new files, an exception,
+    Ctrl-C) the temporary file is removed, the old `path` is untouched, and the error names
+    `path`: an OSError as the same type with `path` as its filename (the original chained),
+    any other exception with a note. A symlink is written through, as open() would: the file
+    it points to is replaced (the temporary file beside that one), the link stays."""
     path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    suffix = os.path.splitext(path)[1]
-    fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=suffix, dir=folder)
+    target = os.path.realpath(path)
+    folder = os.path.dirname(target)
+    tmp = None
     try:
-        os.fchmod(fd, _mode_for(path))
+        fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=os.path.splitext(target)[1],
+                                   dir=folder)
         with os.fdopen(fd, mode) as f:
+            os.fchmod(f.fileno(), _mode_for(target))
             write(f)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException as e:
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(tmp)
-        if isinstance(e, OSError) and e.filename is None:
-            raise OSError(e.errno, e.strerror or str(e), path) from None
+        if tmp is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(tmp)
+        if isinstance(e, OSError):
+            raise _naming(e, path) from e
+        if isinstance(e, Exception):
+            e.add_note(f"atomic_write: {path} was not written (the old file, if any, is kept)")
         raise
     _fsync_folder(folder)
+
+
+def _naming(e, path):
+    """OSError `e` again, of its type, naming `path` (not the temporary file, or nothing)."""
+    args = (e.errno, e.strerror or str(e), path)
+    try:
+        named = type(e)(*args)
+    except Exception:  # a subclass built otherwise
+        named = None
+    return named if isinstance(named, type(e)) else OSError(*args)
 
 
 def _mode_for(path):

@@ -40,7 +40,8 @@ def save(obj, path):
 def load(path, backend=None, keys=None, check=None, *, map_location=None, weights_only=True):
     """Read what `save` wrote; tensors come back as tensors (on `backend`, default NumPy).
 
-    keys: of a saved dict, load only these entries (the others are never read).
+    keys: of a saved dict, load only these entries (the others are never read); one the dict
+    lacks is a KeyError (MissingKeysError) that names it.
     check(where, shape, dtype): called before each array is read (where: "obj['model'][...]");
     it may raise to refuse an array before its memory is allocated.
     map_location: torch's name for the backend ("cpu", "cuda", "cuda:0"). weights_only: as
@@ -57,7 +58,7 @@ def load(path, backend=None, keys=None, check=None, *, map_location=None, weight
             reader = _Reader(zf, path, check)
             structure = reader.structure()
             if keys is not None:
-                structure = _select(structure, keys)
+                structure = _select(structure, keys, path)
             return _unflatten(structure, reader, backend)
     except (FileNotFoundError, IsADirectoryError, PermissionError, CheckpointError):
         raise
@@ -157,11 +158,31 @@ class _Reader:
         return tuple(shape), fortran, dtype
 
 
-def _select(structure, keys):
-    """Only the entries `keys` of a saved dict."""
+class MissingKeysError(CheckpointError, KeyError):
+    """load(keys=...) asked for entries that the checkpoint's dict does not hold (a KeyError,
+    as a dict's, and a CheckpointError)."""
+
+    def __str__(self):
+        return Exception.__str__(self)  # the message, not KeyError's repr of it
+
+
+def _select(structure, keys, path):
+    """Only the entries `keys` of a saved dict; every one must be there."""
     if not (isinstance(structure, dict) and isinstance(structure.get("dict"), dict)):
-        raise CheckpointError("load: keys= needs a checkpoint that holds a dict")
-    return {"dict": {k: v for k, v in structure["dict"].items() if k in keys}}
+        raise CheckpointError(f"load: keys= needs a checkpoint that holds a dict; {path} holds "
+                              "something else")
+    keys = [keys] if isinstance(keys, str) else list(keys)  # (a name, not its letters)
+    held = structure["dict"]
+    missing = [k for k in dict.fromkeys(keys) if k not in held]
+    if missing:
+        listed = ", ".join(map(repr, held))
+        if len(held) > 10:
+            listed = ", ".join(map(repr, list(held)[:10])) + f", ... ({len(held) - 10} more)"
+        raise MissingKeysError(
+            f"load: {path} has no {', '.join(map(repr, missing))} "
+            f"entr{'y' if len(missing) == 1 else 'ies'} (asked for with keys=); it holds "
+            f"{listed or 'none'}")
+    return {"dict": {k: v for k, v in held.items() if k in keys}}
 
 
 def _flatten(obj, arrays, where="obj"):

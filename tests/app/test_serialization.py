@@ -1,5 +1,6 @@
 """Checkpoints: round trips, no pickle ever, clear errors, and a failed save loses nothing."""
 
+import errno
 import json
 import os
 import zipfile
@@ -198,6 +199,103 @@ def test_check_sees_each_array_before_it_is_read_and_may_refuse_it(tmp_path):
 
     with pytest.raises(ta.CheckpointError, match=r"refused obj\['a'\]"):
         ta.load(path, check=refuse)
+
+
+def test_keys_that_the_checkpoint_lacks_are_a_key_error_naming_them_and_the_file(tmp_path):
+    path = tmp_path / "ck.npz"
+    ta.save({f"k{i}": i for i in range(14)}, path)
+    assert ta.load(path, keys=["k3", "k1"]) == {"k1": 1, "k3": 3}
+    assert ta.load(path, keys="k1") == {"k1": 1}  # one name (not its letters: "k", "1")
+    with pytest.raises(KeyError) as e:
+        ta.load(path, keys=["typo"])
+    assert isinstance(e.value, ta.CheckpointError)
+    assert str(e.value) == (f"load: {path} has no 'typo' entry (asked for with keys=); it holds "
+                            "'k0', 'k1', 'k2', 'k3', 'k4', 'k5', 'k6', 'k7', 'k8', 'k9', ... "
+                            "(4 more)")
+    with pytest.raises(KeyError, match=r"has no 'x', 'k' entries .*; it holds 'k0', "):
+        ta.load(path, keys=["k1", "x", "k"])
+    ta.save({"a": 1}, path)
+    with pytest.raises(KeyError, match=r"has no 'b' entry \(asked for with keys=\); it holds "
+                                       r"'a'$"):
+        ta.load(path, keys=("a", "b"))
+    ta.save([1, 2], path)
+    with pytest.raises(ta.CheckpointError, match=f"load: keys= needs a checkpoint that holds a "
+                                                 f"dict; {path} holds something else"):
+        ta.load(path, keys=["a"])
+
+
+def _temp_name(folder, suffix=".npz"):
+    return os.path.join(folder, f".tmp-abc123{suffix}")
+
+
+FAILURES = {  # where atomic_write can fail, and the error the call raises there (real ones name
+    # the temporary file, or nothing)
+    "mkstemp": ("tempfile.mkstemp", lambda *a, **k: _raise(PermissionError(
+        errno.EACCES, "Permission denied", _temp_name(k["dir"], k["suffix"])))),
+    "fchmod": ("os.fchmod", lambda *a: _raise(PermissionError(errno.EPERM, "Not permitted"))),
+    "fsync": ("os.fsync", lambda *a: _raise(OSError(errno.EIO, "Input/output error"))),
+    "replace": ("os.replace", lambda src, dst: _raise(IsADirectoryError(
+        errno.EISDIR, "Is a directory", src, dst))),
+}
+
+
+def _raise(e):
+    raise e
+
+
+@pytest.mark.parametrize("where", FAILURES)
+def test_every_failed_save_names_the_target_keeps_the_type_and_leaves_no_temporary_file(
+        where, tmp_path, monkeypatch):
+    """As root, a folder that takes no new files cannot be made with chmod: the calls are
+    patched to fail as they would (mkstemp: PermissionError naming the temporary file)."""
+    from tinyattn import runs
+
+    path = tmp_path / "ck.npz"
+    ta.save({"w": 1}, path)
+    original = path.read_bytes()
+    name, fail = FAILURES[where]
+    module, _, attr = name.partition(".")
+    monkeypatch.setattr(getattr(runs, module), attr, fail)
+    with pytest.raises(OSError) as e:
+        ta.save({"w": 2}, path)
+    cause = e.value.__cause__
+    assert type(e.value) is type(cause) and e.value.errno == cause.errno
+    assert e.value.filename == str(path) and ".tmp-" not in str(e.value), str(e.value)
+    assert str(e.value).endswith(f": '{path}'")
+    monkeypatch.undo()
+    assert path.read_bytes() == original and os.listdir(tmp_path) == ["ck.npz"]
+
+
+def test_a_failed_save_of_another_kind_keeps_its_error_with_a_note_naming_the_target(tmp_path,
+                                                                                     monkeypatch):
+    path = tmp_path / "ck.npz"
+    monkeypatch.setattr(serialization.np, "savez", lambda f, **a: _raise(ValueError("bad")))
+    with pytest.raises(ValueError, match="^bad") as e:
+        ta.save({"w": 1}, path)
+    assert e.value.__notes__ == [f"atomic_write: {path} was not written (the old file, if any, "
+                                 "is kept)"]
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_save_to_a_symlink_writes_through_it_as_torch_save(tmp_path):
+    """The link stays a link and the file it points to gets the new content (the temporary file
+    in that file's folder, so that the rename stays atomic); a link to no file yet creates it."""
+    real = tmp_path / "real"
+    real.mkdir()
+    ta.save({"w": 1}, real / "ck.npz")
+    os.chmod(real / "ck.npz", 0o640)
+    for link, to in [(tmp_path / "abs.npz", real / "ck.npz"),
+                     (tmp_path / "rel.npz", "real/ck.npz"),  # relative to the link's folder
+                     (tmp_path / "chain.npz", tmp_path / "abs.npz")]:  # a link to a link
+        os.symlink(to, link)
+    for i, link in enumerate(["abs.npz", "rel.npz", "chain.npz"]):
+        ta.save({"w": i + 2}, tmp_path / link)
+        assert ta.load(real / "ck.npz") == {"w": i + 2} == ta.load(tmp_path / link)
+    assert all(os.path.islink(tmp_path / n) for n in ["abs.npz", "rel.npz", "chain.npz"])
+    assert os.listdir(real) == ["ck.npz"] and os.stat(real / "ck.npz").st_mode & 0o777 == 0o640
+    os.symlink(real / "new.npz", tmp_path / "dangling.npz")
+    ta.save({"w": 9}, tmp_path / "dangling.npz")
+    assert os.path.islink(tmp_path / "dangling.npz") and ta.load(real / "new.npz") == {"w": 9}
 
 
 # ---- other backends: device arrays are saved from the device, tensors load where asked -------

@@ -105,6 +105,39 @@ def test_add_module_register_parameter_and_to_in_torchs_forms():
     assert m.to(ta.ones(1, dtype=ta.float32)).fc.bias.dtype == np.float32
 
 
+TO_FORMS = [("half", (), {}), ("float", (), {}), ("double", (), {}), ("to", ("cpu",), {}),
+            ("to", (np.float64,), {}), ("to", ("cpu", np.float16), {}),
+            ("to", (), {"dtype": np.float32}), ("cpu", (), {})]
+
+
+def _torch_form(args, kwargs):
+    """A TO_FORMS entry as torch writes it (torch.float64 for np.float64)."""
+    def theirs(a):
+        return getattr(torch, np.dtype(a).name) if isinstance(a, type) else a
+    return [theirs(a) for a in args], {k: theirs(v) for k, v in kwargs.items()}
+
+
+@pytest.mark.parametrize("method,args,kwargs", TO_FORMS)
+def test_to_half_float_double_keep_the_gradients_and_cast_them_as_torch(method, args, kwargs):
+    ours, theirs = pair()
+    ours(ta.tensor(X)).sum().backward()
+    theirs(torch.from_numpy(X)).sum().backward()
+    ours.fc_no_grad = nn.Linear(1, 1)  # a parameter without a gradient stays without one
+    theirs.fc_no_grad = torch.nn.Linear(1, 1)
+    before = {name: p.grad.numpy().copy() for name, p in ours.named_parameters()
+              if p.grad is not None}
+    targs, tkwargs = _torch_form(args, kwargs)
+    assert getattr(ours, method)(*args, **kwargs) is ours
+    assert getattr(theirs, method)(*targs, **tkwargs) is theirs
+    for (name, p), (_, q) in zip(ours.named_parameters(), theirs.named_parameters(), strict=True):
+        assert (p.grad is None) == (q.grad is None), name
+        assert p.dtype == np.dtype(str(q.dtype).removeprefix("torch.")), name
+        if q.grad is not None:  # the same values, cast (torch's: the same up to rounding)
+            assert p.grad.dtype == p.dtype and p.grad.backend is p.backend, name
+            np.testing.assert_array_equal(p.grad.numpy(), before[name].astype(p.dtype))
+            np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-3, atol=1e-6)
+
+
 def test_sequential_from_an_ordered_dict_and_list_like_containers_as_in_torch():
     named = nn.Sequential(OrderedDict([("fc", nn.Linear(2, 3)), ("act", nn.ReLU())]))
     tnamed = torch.nn.Sequential(OrderedDict([("fc", torch.nn.Linear(2, 3)),

@@ -126,6 +126,25 @@ def test_load_state_dict_round_trip_and_errors_change_nothing():
     assert result["missing_keys"] == ["a.bias"]
 
 
+def test_load_state_dict_checks_every_value_before_it_copies_any():
+    """A value of the right shape that does not convert (strings, objects) late in the dict:
+    refused with the others' problems, and the keys before it are not loaded either."""
+    b = Tiny()
+    before = {n: p.numpy().copy() for n, p in b.named_parameters()}
+    fresh = Tiny().state_dict()
+    for bad, dtype in [(np.array(["x", "y"]), "<U1"), (np.array([{}, None]), "object")]:
+        assert list(fresh)[-1] == "norm.bias"  # (the last key: every other one comes first)
+        with pytest.raises(ta.CheckpointError) as err:
+            b.load_state_dict({**fresh, "norm.bias": bad})
+        assert str(err.value).startswith("load_state_dict(Tiny): nothing was loaded; norm.bias: "
+                                         f"the checkpoint has dtype {dtype}, which does not "
+                                         "convert to the model's float32")
+        for n, p in b.named_parameters():
+            np.testing.assert_array_equal(p.numpy(), before[n], n)
+    b.load_state_dict({**fresh, "norm.bias": np.array(["1.5", "2"])})  # text that converts
+    np.testing.assert_array_equal(b.norm.bias.numpy(), [1.5, 2.0])
+
+
 def test_train_eval_and_dropout():
     m = nn.Sequential(nn.Dropout(0.5))
     x = ta.ones(1000)

@@ -387,6 +387,93 @@ def test_load_state_dict_rejects_a_mismatch():
                              "state": {"0.m": np.zeros(4)}})
 
 
+RESUMED = [("Adam", dict(lr=0.01)), ("AdamW", dict(lr=0.01, weight_decay=0.1, amsgrad=True)),
+           ("SGD", dict(lr=0.1, momentum=0.9, weight_decay=0.01))]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+@pytest.mark.parametrize("name,kwargs", RESUMED)
+def test_a_run_resumed_from_a_checkpoint_takes_the_same_steps_to_the_bit(name, kwargs, dtype,
+                                                                         tmp_path):
+    """Three steps, ta.save, ta.load into fresh parameters and optimizer, three more: the same
+    bits as six in a row. Adam keeps float32 moments for float16 weights, and loading must keep
+    them so (cast to float16, g² of these small gradients is 0 and the next step -inf)."""
+    rng = np.random.default_rng(7)
+    start = rng.standard_normal(6).astype(dtype)
+    grads = [(rng.standard_normal(6) * 1e-3).astype(dtype) for _ in range(6)]
+
+    def steps(w, opt, gs):
+        for g in gs:
+            w.grad = ta.tensor(g)
+            opt.step()
+
+    w = ta.nn.Parameter(ta.tensor(start))
+    opt = getattr(optim, name)([w], **kwargs)
+    steps(w, opt, grads)
+    w2 = ta.nn.Parameter(ta.tensor(start))
+    opt2 = getattr(optim, name)([w2], **kwargs)
+    steps(w2, opt2, grads[:3])
+    ta.save({"w": w2, "opt": opt2.state_dict()}, tmp_path / "ck.npz")
+    ck = ta.load(tmp_path / "ck.npz")
+    w3 = ta.nn.Parameter(ck["w"])
+    opt3 = getattr(optim, name)([w3], lr=0.5)  # the checkpoint's settings win
+    opt3.load_state_dict(ck["opt"])
+    assert {k: v.dtype for k, v in opt3.state[id(w3)].items() if hasattr(v, "dtype")} == {
+        k: v.dtype for k, v in opt2.state[id(w2)].items() if hasattr(v, "dtype")}
+    steps(w3, opt3, grads[3:])
+    assert w3.dtype == np.dtype(dtype) and np.isfinite(w3.numpy()).all()
+    np.testing.assert_array_equal(w3.numpy(), w.numpy())
+    # loading copies: stepping on does not write into the dict it was loaded from
+    saved = opt.state_dict()
+    before = {k: np.array(v) for k, v in saved["state"].items()}
+    opt4 = getattr(optim, name)([ta.nn.Parameter(ta.tensor(start))], **kwargs)
+    opt4.load_state_dict(saved)
+    steps(opt4.params()[0], opt4, grads[:1])
+    for k, v in saved["state"].items():
+        np.testing.assert_array_equal(v, before[k])
+
+
+def test_on_cupy_a_model_moved_with_its_gradients_resumes_float16_adamw_to_the_bit(monkeypatch):
+    """The same resume on the "cupy" backend (tests/support/fake_cupy.py): .to("cuda") keeps
+    the gradients (moved with their parameters), and the state loads as float32 there too."""
+    import fake_cupy  # tests/support
+
+    fake_cupy.install(monkeypatch, kernels=False)
+    grads = [np.full(4, 1e-3 * (i + 1), np.float16) for i in range(4)]
+
+    def run(resume_at=None):
+        model = ta.nn.Linear(4, 1, bias=False).half()
+        model.weight.data[...] = 1.0
+        opt = optim.AdamW(model.parameters())
+        for i, g in enumerate(grads):
+            model.weight.grad = ta.tensor(g.reshape(1, 4), device=model.weight.backend.name)
+            if i == 0:
+                model.to("cuda")  # between backward and step: the gradient comes along
+                assert model.weight.grad.backend.name == "cupy"
+            if i == resume_at:
+                saved = opt.state_dict()
+                opt = optim.AdamW(model.parameters())
+                opt.load_state_dict(saved)
+                assert opt.state[id(model.weight)]["v"].dtype == np.float32
+            opt.step()
+        return model.weight.numpy()
+
+    np.testing.assert_array_equal(run(resume_at=2), run())
+    assert np.isfinite(run(resume_at=2)).all()
+
+
+def test_load_state_dict_refuses_state_it_cannot_read_and_changes_nothing():
+    w = ta.nn.Parameter(ta.ones(3))
+    opt = optim.Adam([w], lr=0.1)
+    for state, message in [({"0.m": np.array(["a", "b", "c"])}, "state 0.m is not a number"),
+                           ({"x.m": np.zeros(3)}, "state x.m does not match"),
+                           ({"-1.m": np.zeros(3)}, "state -1.m does not match"),
+                           ({"0": np.zeros(3)}, "state 0 does not match")]:
+        with pytest.raises(ta.CheckpointError, match=f"Adam.load_state_dict: {message}"):
+            opt.load_state_dict({"steps": 4, "groups": [{"lr": 0.5}], "state": state})
+        assert opt.lr == 0.1 and opt.steps == 0 and opt.state == {}
+
+
 def test_adamw_on_float16_weights_keeps_float32_moments_and_stays_finite():
     """g² underflows float16 and eps = 1e-8 is 0 there: the moments must be float32."""
     ta.manual_seed(0)

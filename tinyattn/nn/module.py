@@ -372,22 +372,30 @@ class Module:
 
     def to(self, *args, dtype=None, device=None, non_blocking=False):
         """Move every parameter and buffer to a backend ("numpy"/"cpu", "cupy"/"cuda"), and/or
-        cast the floating ones to a float dtype, in place: torch's forms, to(device),
-        to(dtype), to(device, dtype), to(tensor), dtype= and device= (returns self)."""
+        cast the floating ones to a float dtype, in place, their gradients with them (kept, as
+        torch keeps them): torch's forms, to(device), to(dtype), to(device, dtype), to(tensor),
+        dtype= and device= (returns self)."""
         device, dtype = to_args(args, device, dtype)
         if dtype is not None and np.dtype(dtype).kind != "f":
             raise DTypeError(f"Module.to: a module can only be cast to a float dtype, got "
                              f"{np.dtype(dtype)}")
         be = None if device is None else backends.backend(device)
+        dtype = None if dtype is None else np.dtype(dtype)
         for t in [*self.parameters(), *self.buffers()]:
-            if be is not None and be is not t.backend:
-                t.data = be.asarray(t.backend.to_numpy(t.data))
-                t.backend = be
-            if dtype is not None and t.dtype.kind == "f":  # integer buffers keep their dtype
-                t.data = t.data.astype(np.dtype(dtype))
-            if isinstance(t, Parameter):
-                t.grad = None
+            self._moved(t, be, dtype)
+            if t.grad is not None:  # kept, moved and cast with its tensor (torch's rule)
+                self._moved(t.grad, be, dtype)
         return self
+
+    @staticmethod
+    def _moved(t, be, dtype):
+        """Put tensor `t` on backend `be` and cast it to `dtype` if it is floating (integer
+        buffers keep theirs), in place; None: no change there."""
+        if be is not None and be is not t.backend:
+            t.data = be.asarray(t.backend.to_numpy(t.data))
+            t.backend = be
+        if dtype is not None and t.dtype.kind == "f":
+            t.data = t.data.astype(dtype)
 
     def cpu(self):
         return self.to("cpu")
@@ -444,15 +452,10 @@ class Module:
             problems.append(f"missing keys: {', '.join(missing)}")
         if strict and unexpected:
             problems.append(f"unexpected keys: {', '.join(unexpected)}")
-        values = {}
+        values = {}  # every value checked and converted before any is copied
         for key, value in state.items():
-            if key not in params:
-                continue
-            array = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
-            if array.shape != params[key].shape:
-                problems.append(f"{key}: the checkpoint has shape {fmt_shape(array.shape)}, the "
-                                f"model {fmt_shape(params[key].shape)}")
-            values[key] = array
+            if key in params:
+                values[key] = self._loadable(key, value, params[key], problems)
         if problems:
             raise CheckpointError(f"load_state_dict({type(self).__name__}): nothing was loaded; "
                                   + "; ".join(problems))
@@ -461,6 +464,29 @@ class Module:
             p.backend.xp.copyto(p.data, p.backend.asarray(array), casting="unsafe")
             bump_version(p)
         return IncompatibleKeys(missing, unexpected)
+
+    @staticmethod
+    def _loadable(key, value, p, problems):
+        """`value` as an array that copies into `p` (a parameter or buffer) without fail:
+        numbers as they are (a cast between numbers cannot fail), anything else converted to
+        p's dtype now; or None, with what is wrong added to `problems`."""
+        try:
+            array = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
+        except (TypeError, ValueError) as e:
+            problems.append(f"{key}: the checkpoint's value is not an array ({e})")
+            return None
+        if array.shape != p.shape:
+            problems.append(f"{key}: the checkpoint has shape {fmt_shape(array.shape)}, the "
+                            f"model {fmt_shape(p.shape)}")
+            return None
+        if array.dtype.kind in "biuf":
+            return array
+        try:
+            return array.astype(p.dtype)
+        except (TypeError, ValueError) as e:
+            problems.append(f"{key}: the checkpoint has dtype {array.dtype}, which does not "
+                            f"convert to the model's {p.dtype} ({e})")
+            return None
 
     def __repr__(self):
         lines = [f"{type(self).__name__}({self.extra_repr()}"]

@@ -151,28 +151,73 @@ class Optimizer:
         return {"steps": self.steps, "groups": groups, "state": state}
 
     def load_state_dict(self, saved):
-        params = self.params()
+        """Settings, step count and state from `state_dict()`, as copies (nothing changes if
+        any entry does not fit). Each state array comes back in the dtype this optimizer's step
+        keeps it in, not the parameter's (Adam: float32 moments for float16 weights): a resumed
+        run takes the same steps, to the bit, as one never interrupted."""
         groups = saved["groups"]
         if len(groups) != len(self.param_groups):
             raise CheckpointError(f"{type(self).__name__}.load_state_dict: the checkpoint has "
                                   f"{len(groups)} parameter groups, this optimizer "
                                   f"{len(self.param_groups)}")
+        settings = [{k: (tuple(v) if isinstance(v, list) else v) for k, v in s.items()}
+                    for s in groups]
+        # every parameter, by position, with the settings it will step with
+        merged = [{**group, **s} for group, s in zip(self.param_groups, settings, strict=True)]
+        params = [(p, group) for group in merged for p in group["params"]]
+        kept = {}  # (group, dtype, backend) -> how a step keeps its state (see _kept_as)
         new_state = {}
         for key, value in saved["state"].items():
-            i, name = key.split(".", 1)
-            i = int(i)
-            if i >= len(params) or np.ndim(value) and np.shape(value) != params[i].shape:
-                raise CheckpointError(f"{type(self).__name__}.load_state_dict: state {key} does "
-                                      "not match this optimizer's parameters")
-            p = params[i]
-            value = np.asarray(value)  # a 0-d entry (a step count) keeps its dtype
-            new_state.setdefault(id(p), {})[name] = p.backend.asarray(
-                value.astype(p.dtype) if value.ndim else value)
-        for group, settings in zip(self.param_groups, groups, strict=True):
-            group.update({k: (tuple(v) if isinstance(v, list) else v)
-                          for k, v in settings.items()})
+            p, group, name = self._state_entry(key, value, params)
+            like = (id(group), p.dtype, p.backend)
+            if like not in kept:
+                kept[like] = self._kept_as(p, group)
+            new_state.setdefault(id(p), {})[name] = self._restored(key, value, p, kept[like], name)
+        for group, s in zip(self.param_groups, settings, strict=True):
+            group.update(s)
         self.state = new_state
         self.steps = int(saved["steps"])
+
+    def _state_entry(self, key, value, params):
+        """(parameter, its settings, state name) that the checkpoint's state `key` ("3.m")
+        is for, its shape checked."""
+        i, _, name = str(key).partition(".")
+        if not (i.isdecimal() and name and int(i) < len(params)) or (
+                np.ndim(value) and np.shape(value) != params[int(i)][0].shape):
+            raise CheckpointError(f"{type(self).__name__}.load_state_dict: state {key} does "
+                                  "not match this optimizer's parameters")
+        return (*params[int(i)], name)
+
+    def _kept_as(self, p, group):
+        """{state name: dtype, or the Python type of a scalar} as this optimizer's step makes
+        its state for a parameter like `p` in `group`: asked of update() itself, on a
+        one-element stand-in, so that every optimizer answers for itself."""
+        xp = p.backend.xp
+        stand_in = type(p)._wrap(xp.ones((1,), dtype=p.dtype), p.backend)
+        state = {}
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self.update(stand_in, xp.ones((1,), dtype=p.dtype), state, group)
+        return {k: getattr(v, "dtype", type(v)) for k, v in state.items()}
+
+    def _restored(self, key, value, p, kept, name):
+        """The saved state `value` as this optimizer keeps it for `p` (a copy: stepping never
+        writes into the dict it was loaded from). State a step does not make (an older
+        checkpoint's) is cast to p's dtype, a 0-d entry kept as it is."""
+        how = kept.get(name)  # (a dtype compares equal to a type: float64 == float)
+        scalar = isinstance(how, type) and issubclass(how, (int, float))
+        if isinstance(how, type) and not scalar:
+            how = None  # (not a number: as state a step does not make)
+        try:
+            if scalar:  # a step count or a running product
+                return how(np.asarray(value).item())
+            value = np.array(value, dtype=how)
+            if how is None and value.ndim:
+                value = value.astype(p.dtype)
+        except (TypeError, ValueError) as e:
+            raise CheckpointError(f"{type(self).__name__}.load_state_dict: state {key} is not "
+                                  f"a number array ({type(e).__name__}: {e})") from None
+        return p.backend.asarray(value)
 
 
 class SGD(Optimizer):
