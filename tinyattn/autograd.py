@@ -182,6 +182,9 @@ class Tracer:
     def forward(self, op, inputs, params, out):
         """After each forward inside the block: `out` is the new tensor (out._node its node)."""
 
+    def backward_begins(self):
+        """When a backward pass (backward(), backward_steps(), grad()) starts inside the block."""
+
     def backward(self, node, g, grads):
         """After each VJP: `g` reached node's output, `grads` went to its inputs."""
 
@@ -592,12 +595,13 @@ def _walk(tensor, gradient, retain_graph, steps, sink=None, more=()):
     for t, g in [(tensor, gradient), *more]:
         _seed(grads, heap, t, g, be)
     tracers = current_tracers()
+    _begin(tracers)
     owned = _owner(tracers, steps)  # the nodes whose gradient so far the walk may add into
     index = 0
     while heap:
         node = heappop(heap)[1]
         g = grads.pop(node)  # every user has sent its part
-        if node.hooks is not None:  # Tensor.register_hook: each may replace the gradient
+        if node.hooks:  # Tensor.register_hook: each may replace the gradient (none left: {})
             g = _run_hooks(node, g, be, owned)
         if node.tensor is not None or sink is not None:
             _deliver(node, g, be, owned, sink)
@@ -638,6 +642,14 @@ def _walk(tensor, gradient, retain_graph, steps, sink=None, more=()):
         if steps:
             yield Step(index, node, g, fitted, grads)
             index += 1
+
+
+def _begin(tracers):
+    """Tell each tracer that has the event (any object may be a tracer) a pass begins."""
+    for tracer in tracers:
+        begins = getattr(tracer, "backward_begins", None)
+        if begins is not None:
+            begins()
 
 
 def _run_hooks(node, g, be, owned):

@@ -108,6 +108,12 @@ class explain(Tracer):  # noqa: N801 - used like no_grad: `with explain():`
 
     # (no forward: explain mode tells the backward pass only)
 
+    def backward_begins(self):
+        """Each pass is told from VJP 0, its contributions counted afresh (as backward_steps)."""
+        self.steps = 0
+        self._uses.clear()
+        self._pending.clear()
+
     def accumulate(self, node, user, total):
         n = self._uses.get(node, 1) + 1
         self._uses[node] = n

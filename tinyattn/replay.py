@@ -105,7 +105,7 @@ def _guard(prog):
     """What must stay as it was recorded for a replay (see the module docstring): each tensor
     read's shape, dtype, array type, graph leaf (requires_grad) and hooks; the module trees and
     their modes; the default dtype (what ta.zeros(...) inside fn makes)."""
-    live = tuple((t.shape, t.dtype, t._node, t._node is None or t._node.hooks is None,
+    live = tuple((t.shape, t.dtype, t._node, t._node is None or not t._node.hooks,
                   t.data.__class__) for t in prog.live)
     return live, (_module._state_version[0], get_default_dtype())
 
@@ -554,7 +554,7 @@ def _unsupported(rec):
         node = t._node
         if _version(t) != version:
             return "a tensor was changed in place inside fn"
-        if node is not None and node.hooks is not None:
+        if node is not None and node.hooks:  # (an empty dict: every hook removed)
             return "a tensor inside fn has a hook (register_hook)"
         if node is not None and node.op is not None and node.tensor is not None:
             return "a tensor inside fn keeps its gradient (retain_grad)"

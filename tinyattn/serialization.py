@@ -17,7 +17,7 @@ import zlib
 import numpy as np
 
 from .errors import CheckpointError, fmt_shape
-from .runs import atomic_write
+from .files import atomic_write
 from .tensor import Tensor
 
 FORMAT = "tinyattn-checkpoint-1"

@@ -23,6 +23,7 @@ from . import display
 from .autograd import Tracer, toposort, tracing
 from .errors import GraphError, TinyattnError, fmt_shape
 from .explain import norm, param_names
+from .files import atomic_write
 from .tensor import Tensor
 
 FORMATS = ("svg", "png", "pdf")  # what `render` asks `dot` for; .dot/.gv files are the text
@@ -173,7 +174,11 @@ def _root_node(root, who):
 
 
 def _q(text):
-    """A DOT double-quoted string ("\\n" in `text` becomes a line break)."""
+    """A DOT double-quoted string ("\\n" in `text` becomes a line break). Characters DOT or
+    UTF-8 cannot carry (NUL and other control characters, lone surrogates) are shown as
+    their escape, e.g. \\x00, so that any name draws."""
+    if not text.isprintable():  # (most names are: one quick check)
+        text = "".join(c if c.isprintable() or c == "\n" else repr(c)[1:-1] for c in text)
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
@@ -544,18 +549,18 @@ def render(root, path, **kwargs):
     Keyword arguments are those of `to_dot`. Returns the path."""
     path = Path(path)
     fmt = path.suffix.lower().lstrip(".")
-    text = to_dot(root, **kwargs)
-    if fmt in ("dot", "gv"):
-        path.write_text(text, encoding="utf-8")
-        return path
-    if fmt not in FORMATS:
+    if fmt not in ("dot", "gv", *FORMATS):
         raise ValueError(f"render: cannot tell the format from {path.name!r}; use a name "
                          f"ending in .svg, .png, .pdf, .dot or .gv")
-    done = subprocess.run([dot_program(), f"-T{fmt}", "-o", str(path)],
-                          input=text.encode("utf-8"), capture_output=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"render: dot failed on {path.name}: "
-                           f"{done.stderr.decode(errors='replace').strip()}")
+    data = to_dot(root, **kwargs).encode("utf-8")
+    if fmt not in ("dot", "gv"):  # dot draws it into memory: the file is written whole or not
+        done = subprocess.run([dot_program(), f"-T{fmt}"], input=data, capture_output=True,
+                              check=False)
+        if done.returncode != 0 or not done.stdout:
+            raise RuntimeError(f"render: dot failed on {path.name}: "
+                               f"{done.stderr.decode(errors='replace').strip()}")
+        data = done.stdout
+    atomic_write(path, lambda f: f.write(data))  # (a failure leaves the old file as it was)
     return path
 
 

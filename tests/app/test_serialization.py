@@ -248,14 +248,14 @@ def test_every_failed_save_names_the_target_keeps_the_type_and_leaves_no_tempora
         where, tmp_path, monkeypatch):
     """As root, a folder that takes no new files cannot be made with chmod: the calls are
     patched to fail as they would (mkstemp: PermissionError naming the temporary file)."""
-    from tinyattn import runs
+    from tinyattn import files
 
     path = tmp_path / "ck.npz"
     ta.save({"w": 1}, path)
     original = path.read_bytes()
     name, fail = FAILURES[where]
     module, _, attr = name.partition(".")
-    monkeypatch.setattr(getattr(runs, module), attr, fail)
+    monkeypatch.setattr(getattr(files, module), attr, fail)
     with pytest.raises(OSError) as e:
         ta.save({"w": 2}, path)
     cause = e.value.__cause__

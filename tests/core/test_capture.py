@@ -1200,3 +1200,19 @@ def test_a_tensor_a_module_holds_is_not_taken_as_an_argument(passed):
             copy(arg.clone())
     assert copy.state == "replaying"
     assert copy(ta.zeros(3)).item() == model(ta.zeros(3)).sum().item()
+
+
+def test_a_tensor_hook_once_removed_no_longer_keeps_the_step_eager():
+    """register_hook then remove(), before the recording or after replays began: the step
+    replays (a removed hook leaves an empty dict, which is no hook)."""
+    model, twin = _model(), _model()
+    handle = model.wte.weight.register_hook(lambda g: None)
+    handle.remove()
+    step = ta.capture(_loss(model))
+    x, y = _batch(np.random.default_rng(0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "has a hook" warning
+        assert _replays_after(step, x, y)
+        model.wte.weight.register_hook(lambda g: g * 2).remove()  # between two replays
+        assert _replays_after(step, x, y, calls=1)
+    _check_against_eager(step, model, twin, x, y)

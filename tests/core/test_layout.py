@@ -1,7 +1,7 @@
 """The package's shape: layers that import one way and no import cycle.
 
 Layers, lowest first (a module may import from its own layer or below, never above):
-  base      errors, dtypes, return_types, display: no tinyattn imports of their own
+  base      errors, dtypes, return_types, display, files: no tinyattn imports of their own
   backends  the array libraries and kernels (they know nothing of tensors or graphs)
   graph     autograd: nodes, apply, backward, grad mode, tracing
   ops       every op's forward and VJP (they call autograd.apply)
@@ -22,7 +22,7 @@ import pytest
 PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "tinyattn"
 
 LAYERS = {
-    "base": ["errors", "dtypes", "return_types", "display"],
+    "base": ["errors", "dtypes", "return_types", "display", "files"],
     "backends": ["backends", "backends.*", "generator", "cuda"],
     "graph": ["autograd"],
     "ops": ["ops", "ops.*"],

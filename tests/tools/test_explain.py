@@ -130,3 +130,21 @@ def test_named_tensors_are_told_by_explain_mode_and_backward_steps():
     assert describe(steps[2]).startswith("[2] softmax -> A:")
     assert repr(steps[3]) == "<Step 3: mul -> S>"
     assert repr(steps[0]) == "<Step 0: sum>"  # an unnamed output: no arrow
+
+
+def test_each_backward_pass_in_one_explain_block_is_told_from_its_first_vjp():
+    """Two passes in one block: the second starts again at [0] and counts its own
+    contributions (as backward_steps numbers each pass), not the first pass's as well."""
+    a = ta.randn(3, requires_grad=True)
+    a.name = "a"
+    loss = (a * 2 + a * 3).sum()
+    out = io.StringIO()
+    with ta.explain(file=out):
+        loss.backward(retain_graph=True)
+        loss.backward()
+    lines = out.getvalue().splitlines()
+    vjps = [line.split("]")[0] + "]" for line in lines if line.startswith("[")]
+    assert vjps == ["[0]", "[1]", "[2]", "[3]"] * 2
+    uses = [line for line in lines if "used more than once" in line]
+    assert len(uses) == 2 and all("contribution 2 comes from mul" in u for u in uses)
+    np.testing.assert_allclose(a.grad.numpy(), 10.0)

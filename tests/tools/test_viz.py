@@ -320,3 +320,42 @@ def test_an_absent_optional_input_is_not_drawn():
     mask = ta.tensor(np.tril(np.ones((4, 4), dtype=bool)))
     masked = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, impl="flash").sum()
     assert "const (4, 4) bool" in viz.to_dot(masked)  # a mask that is there still shows
+
+
+def test_a_failed_render_leaves_the_old_file_and_no_partial_one(tmp_path, monkeypatch):
+    """dot draws into memory and the file is replaced whole: a dot that writes half a picture
+    and fails leaves the old file as it was, and no temporary file."""
+    import sys
+
+    from tinyattn import viz
+
+    loss = (ta.randn(3, requires_grad=True) * 2).sum()
+    path = tmp_path / "graph.svg"
+    viz.render(loss, path)
+    old = path.read_bytes()
+    fake = tmp_path / "fake_dot.py"
+    fake.write_text("import sys\nsys.stdin.read()\nsys.stdout.write('<svg partial')\n"
+                    "sys.stderr.write('out of memory')\nsys.exit(1)\n")
+    monkeypatch.setattr(viz, "dot_program", lambda: sys.executable)
+    real_run = viz.subprocess.run
+    monkeypatch.setattr(viz.subprocess, "run",
+                        lambda args, **kw: real_run([args[0], str(fake), *args[1:]], **kw))
+    with pytest.raises(RuntimeError, match="render: dot failed on graph.svg: out of memory"):
+        viz.render(loss, path)
+    assert path.read_bytes() == old
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fake_dot.py", "graph.svg"]
+
+
+def test_names_dot_cannot_carry_are_drawn_escaped():
+    """A NUL or a lone surrogate in a tensor's name is shown as its escape, not a DOT syntax
+    error or a UnicodeEncodeError from the encoding."""
+    from tinyattn import viz
+
+    x = ta.randn(2, requires_grad=True)
+    x.name = "a\x00b\ud800c"
+    text = viz.to_dot((x * 2).sum())
+    assert "a\\\\x00b\\\\ud800c" in text
+    text.encode("utf-8")  # (a lone surrogate would not encode)
+    assert viz.render((x * 2).sum(), io_path := __import__("pathlib").Path(
+        __import__("tempfile").mkdtemp()) / "n.svg").read_bytes().startswith(b"<?xml")
+    io_path.unlink()
