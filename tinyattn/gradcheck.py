@@ -30,7 +30,10 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, full_limit=4096, n_dir
 
     `inputs` are tensors (those with requires_grad are checked) and any other arguments `fn`
     takes. The full Jacobian is checked when (elements of an input) x (elements of the output)
-    is at most `full_limit`, random directions otherwise.
+    is at most `full_limit`, random directions otherwise: r · J · d for random r and d, one
+    number per direction (torch's fast mode). That number sums every entry, so an error in a
+    few entries of a large Jacobian can hide within rtol of the sum (one entry 1 % off in a
+    100 x 100 elementwise op does); raise `full_limit` to check each entry.
     """
     report = check_gradients(fn, inputs, eps, atol, rtol, full_limit, n_directions, seed)
     if not report.ok:

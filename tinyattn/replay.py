@@ -373,6 +373,10 @@ class CapturedStep:
     # ---- eager calls and recording ---------------------------------------------------------
 
     def _eager(self, args):
+        if not is_grad_enabled():
+            raise GraphError("capture: the step was called inside no_grad(); it runs backward "
+                             "to fill .grad, which needs grad enabled: call it outside "
+                             "no_grad() (or call fn itself for the forward alone)")
         loss, extras, as_tuple = _checked(self.fn(*args))
         loss.backward()
         return _result(loss.detach(), [t.detach() for t in extras], as_tuple)

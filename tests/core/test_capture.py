@@ -267,7 +267,8 @@ def _backward_of(loss):
 
 def test_calls_the_replay_must_not_take():
     """A tracer watching (explain mode, anomaly checks) or grad disabled: the call runs fn
-    eagerly (a forward hook sees it); no_grad then fails as loss.backward() would."""
+    eagerly (a forward hook sees it); under no_grad a step (which runs backward) is refused
+    by name."""
     model = _model()
     seen = _counting_forward(model)
     step = ta.capture(_loss(model))
@@ -277,8 +278,10 @@ def test_calls_the_replay_must_not_take():
     with ta.autograd.tracing(ta.autograd.Tracer()):
         step(x, y)
     assert len(seen) == n + 1
-    with ta.no_grad(), pytest.raises(ta.GraphError, match="does not require grad"):
+    with ta.no_grad(), pytest.raises(ta.GraphError, match=r"capture: the step was called "
+                                                         r"inside no_grad\(\)"):
         step(x, y)
+    assert len(seen) == n + 1  # (refused before fn ran)
 
 
 def test_bad_arguments_are_refused_by_name():
