@@ -19,7 +19,7 @@ from .ops import matmul as mm
 from .ops import nn as nn_ops
 from .ops import shape as sh
 from .ops import softmax as sm
-from .ops.op import broadcast_shape
+from .ops.op import broadcast_shape, dim1
 from .tensor import Tensor, _make, _rand, _seen_read, _values, arange, full, zeros_like
 
 __all__ = [
@@ -228,7 +228,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0):  # noqa: A002
 
 def _picked(x, target, weight, ignore_index, name):
     """x[n, target[n], ...] along the class dim (1, or 0 if 1-D), the weight of each pick
-    (0 where target == ignore_index) as a constant, and the class dim."""
+    (0 where target == ignore_index) as a constant, the class dim, and where the target is
+    not ignored (bool)."""
     t = _t(target, x)
     if t.dtype.kind not in "iu":
         raise DTypeError(f"{name}: target must hold integer class indices, got {t.dtype}; "
@@ -251,7 +252,7 @@ def _picked(x, target, weight, ignore_index, name):
     picked = apply(sh.take_along_dim, x, index, dim=cdim).squeeze(cdim)  # (N, d1, ...)
     w = _values("class_weight", _class_weight, t, weight, ignore_index=ignore_index,
                 dtype=x.dtype)
-    return picked, w, cdim
+    return picked, w, cdim, t != ignore_index
 
 
 def _class_index(t, ignore_index, n_class, cdim, op_name):
@@ -274,9 +275,20 @@ def _class_weight(t, weight, ignore_index, dtype):
 
 
 def _weighted_mean(total, weights):
-    """total / Σ weights: NaN (as PyTorch) when every target is ignored."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return total / weights.sum()
+    """total / Σ weights: NaN (as PyTorch) when every target is ignored, with a gradient of 0
+    then (as PyTorch's; the division is by 1 there, so backward sees no g / 0)."""
+    none = _values("no_weight", _no_weight, weights)
+    return apply(ew.where, none, math.nan, total / _values("total_weight", _total_weight, weights))
+
+
+def _no_weight(w):
+    return w.sum() == 0
+
+
+def _total_weight(w):
+    """Σ w, or 1 if that is 0 (a divisor that gives no inf; the mean is NaN then anyway)."""
+    total = w.sum()
+    return total + (total == 0)
 
 
 def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):  # noqa: A002
@@ -285,8 +297,10 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):  
     _check_reduction(reduction, "nll_loss")
     x = _t(input)
     _floating(x, "nll_loss")
-    picked, w, _ = _picked(x, target, weight, ignore_index, "nll_loss")
-    loss = -picked * w
+    picked, w, _, valid = _picked(x, target, weight, ignore_index, "nll_loss")
+    # an ignored item counts for nothing, even at -inf, and gets a gradient of 0 (not 0 * inf
+    # when 'mean' divides by a total weight of 0: every target ignored), as in torch
+    loss = -apply(ew.where, valid, picked, 0.0) * w
     if reduction == "mean":
         return _weighted_mean(loss.sum(), w)
     return _reduce(loss, reduction, "nll_loss")
@@ -330,9 +344,9 @@ def cross_entropy(logits, target, weight=None, ignore_index=-100, reduction="mea
     nll = nll_loss(logp, target, weight, ignore_index, reduction)
     if not label_smoothing:
         return nll
-    _, w, _ = _picked(logp.detach(), target, weight, ignore_index, "cross_entropy")
-    valid = target != ignore_index
-    smooth = -(logp * class_w).sum(cdim) * valid  # ε/C Σ_c w_c (-log p_c), PyTorch's form
+    _, w, _, valid = _picked(logp.detach(), target, weight, ignore_index, "cross_entropy")
+    # ε/C Σ_c w_c (-log p_c), PyTorch's form; ignored items give 0, and get a gradient of 0
+    smooth = -apply(ew.where, valid, (logp * class_w).sum(cdim), 0.0)
     smooth = _weighted_mean(smooth.sum(), w) if reduction == "mean" else \
         _reduce(smooth, reduction, "cross_entropy")
     return nll * (1 - label_smoothing) + smooth * (label_smoothing / n_class)
@@ -764,10 +778,14 @@ def normalize(x, p=2.0, dim=1, eps=1e-12):
 def glu(x, dim=-1):
     """The gated linear unit: x's first half times sigmoid of its second half, along dim."""
     x = _t(x)
-    if x.ndim == 0 or x.shape[dim] % 2:
+    if x.ndim == 0:
+        raise ShapeError("glu: takes a tensor with at least one dim (halved into the value and "
+                         "its gate), got a 0-d tensor")
+    axis = dim1(dim, x.ndim, "glu")
+    if x.shape[axis] % 2:
         raise ShapeError(f"glu: dim {dim} of {fmt_shape(x.shape)} must have an even size "
                          "(halved into the value and its gate)")
-    a, b = x.chunk(2, dim)
+    a, b = x.chunk(2, axis)  # (an empty dim: two empty halves)
     return a * b.sigmoid()
 
 

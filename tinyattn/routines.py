@@ -9,6 +9,7 @@ import numpy as np
 
 from . import dtypes
 from .autograd import apply
+from .errors import ShapeError, fmt_shape
 from .functional import cat
 from .ops import index as ix
 from .ops.op import broadcast_shape
@@ -178,12 +179,19 @@ def searchsorted(sorted_sequence, values, *, right=False, side=None):
     seq = _t(sorted_sequence)
     side = side or ("right" if right else "left")
     vals = _t(values, seq)
+    if seq.ndim == 0 or seq.ndim > 1 and vals.shape[:-1] != seq.shape[:-1]:
+        raise ShapeError(f"searchsorted: the sorted sequence {fmt_shape(seq.shape)} must be "
+                         f"1-D, or have the leading dims (all but the last) of the values "
+                         f"{fmt_shape(vals.shape)}")
     a, v = seq.backend.to_numpy(seq.data), vals.backend.to_numpy(vals.data)
     if a.ndim == 1:
         out = np.searchsorted(a, v, side=side)
     else:
-        out = np.stack([np.searchsorted(r, w, side=side) for r, w in
-                        zip(a.reshape(-1, a.shape[-1]), v.reshape(-1, v.shape[-1]), strict=True)])
+        rows = int(np.prod(a.shape[:-1]))  # (the leading dims match: checked above)
+        out = np.empty((rows, v.shape[-1]), dtype=np.int64)
+        for i, (r, w) in enumerate(zip(a.reshape(rows, a.shape[-1]),
+                                       v.reshape(rows, v.shape[-1]), strict=True)):
+            out[i] = np.searchsorted(r, w, side=side)
         out = out.reshape(v.shape)
     return Tensor(np.asarray(out, dtype=np.int64), backend=seq.backend)
 

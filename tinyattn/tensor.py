@@ -47,7 +47,7 @@ from .ops import scan as sc
 from .ops import shape as sh
 from .ops import softmax as sm
 from .ops.mask import masked_fill
-from .ops.op import Op, broadcasts_to
+from .ops.op import Op, broadcasts_to, quiet
 from .ops.op import dim1 as _axis
 from .ops.op import dims as _axes
 
@@ -370,10 +370,20 @@ class Tensor(TensorBase):
         return apply(ew.div, self._other(other), self)
 
     def __pow__(self, other):
-        return apply(ew.power, self, self._other(other))
+        other = self._other(other)
+        try:
+            return apply(ew.power, self, other)
+        except ShapeError:
+            _refuse_negative_int_power("pow", self, other)
+            raise
 
     def __rpow__(self, other):
-        return apply(ew.power, self._other(other), self)
+        other = self._other(other)
+        try:
+            return apply(ew.power, other, self)
+        except ShapeError:
+            _refuse_negative_int_power("pow", other, self)
+            raise
 
     def __neg__(self):
         return apply(ew.neg, self)
@@ -470,6 +480,10 @@ class Tensor(TensorBase):
             raise ShapeError(f"{name}: needs a {ndim}-D and a {other_ndim}-D tensor, got "
                              f"{fmt_shape(self.shape)} and {fmt_shape(other.shape)} (matmul "
                              "takes any)")
+        k, k_other = self.shape[-1], other.shape[0 if other_ndim == 1 else -2]
+        if k != k_other:
+            raise ShapeError(f"{name}: {fmt_shape(self.shape)} @ {fmt_shape(other.shape)}: "
+                             f"inner dims {k} and {k_other} differ")
         return self @ other
 
     # ---- comparisons and logic: plain bool tensors, no gradient --------------------------------
@@ -643,7 +657,7 @@ class Tensor(TensorBase):
         return self._in_place("div_", ew.div, self._other(other))
 
     def __ipow__(self, other):
-        return self._in_place("pow_", ew.power, self._other(other))
+        return self.pow_(other)
 
     def __iand__(self, other):
         return self._in_place_bits("&=", operator.and_, other)
@@ -673,7 +687,12 @@ class Tensor(TensorBase):
         return self._in_place("div_", ew.div, self._other(other))
 
     def pow_(self, exponent):
-        return self._in_place("pow_", ew.power, self._other(exponent))
+        exponent = self._other(exponent)
+        try:
+            return self._in_place("pow_", ew.power, exponent)
+        except ShapeError:
+            _refuse_negative_int_power("pow_", self, exponent)
+            raise
 
     def clamp_(self, min=None, max=None):  # noqa: A002 - PyTorch's argument names
         return self._in_place("clamp_", ew.clip, min=min, max=max)
@@ -762,7 +781,9 @@ class Tensor(TensorBase):
     def masked_fill_(self, mask, value):
         """masked_fill, written into this tensor."""
         if isinstance(value, Tensor):
-            value = value.item()
+            mask = _cond(mask, self)
+            return self._in_place_as("masked_fill_", lambda x: x._fill_with_tensor(
+                "masked_fill_", mask, value), value)
         return self._in_place("masked_fill_", masked_fill, _cond(mask, self), value=value)
 
     def maximum(self, other):
@@ -890,9 +911,15 @@ class Tensor(TensorBase):
 
     def std(self, dim=None, unbiased=True, keepdim=False, *, correction=None, axis=None,
             keepdims=None):
+        """The standard deviation, var().sqrt(), with torch's gradient: 0 (not 0 * inf) where
+        the variance is 0, a constant slice."""
         x = self.float() if self.dtype == np.float16 else self  # var past 65504, std within it
-        out = x.var(dim, unbiased, keepdim, correction=correction, axis=axis,
-                    keepdims=keepdims).sqrt()
+        v = x.var(dim, unbiased, keepdim, correction=correction, axis=axis, keepdims=keepdims)
+        if v._node is None:  # no gradient to take care of
+            out = v.sqrt()
+        else:  # sqrt's gradient is inf at 0: take the root of 1 there (and give 0 back)
+            zero = v == 0
+            out = apply(ew.where, zero, 0, apply(ew.where, zero, 1, v).sqrt())
         return out.half() if x is not self else out
 
     def logsumexp(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
@@ -924,10 +951,26 @@ class Tensor(TensorBase):
         return apply(sm.log_softmax, x, dim=dim if axis is None else axis)
 
     def masked_fill(self, mask, value):
-        """value where mask (bool, True = fill) else self; masked entries get no gradient."""
+        """value where mask (bool, True = fill) else self; masked entries get no gradient. A
+        0-d tensor value gets the gradient of every entry it fills (as torch)."""
         if isinstance(value, Tensor):
-            value = value.item()
+            return self._fill_with_tensor("masked_fill", _cond(mask, self), value)
         return apply(masked_fill, self, _cond(mask, self), value=value)
+
+    def _fill_with_tensor(self, name, mask, value):
+        """masked_fill with a 0-d tensor value: where(mask, value, self), value in self's
+        dtype, so that the value's gradient flows (masked_fill's op takes a number)."""
+        if value.ndim != 0:
+            raise ShapeError(f"{name}: the value must be a number or a 0-d tensor, got a "
+                             f"tensor of shape {fmt_shape(value.shape)}")
+        if mask.dtype != np.bool_:
+            raise DTypeError(f"{name}: the mask must be bool, got {mask.dtype} (to add a float "
+                             "mask, write x + mask)")
+        if not broadcasts_to(mask.shape, self.shape):
+            raise ShapeError(f"{name}: mask {fmt_shape(mask.shape)} does not broadcast to x "
+                             f"{fmt_shape(self.shape)}")
+        return apply(ew.where, mask, value if value.dtype == self.dtype else value.to(self.dtype),
+                     self)
 
     # ---- shape -----------------------------------------------------------------------------------
 
@@ -1028,9 +1071,12 @@ class Tensor(TensorBase):
         """Pieces of `split_size` along dim (the last may be smaller), or of the given sizes."""
         axis = _axis(dim, self.ndim, "split")
         n = self.shape[axis]
-        if isinstance(split_size_or_sections, int):
-            step = split_size_or_sections
-            sizes = [min(step, n - s) for s in range(0, n, step)]
+        if isinstance(split_size_or_sections, (int, np.integer)):
+            step = int(split_size_or_sections)
+            if step < 0 or step == 0 < n:
+                raise ValueError(f"split: split_size must be > 0 (0 only for an empty dim), got "
+                                 f"{step} for dim {axis} of size {n}")
+            sizes = [min(step, n - s) for s in range(0, n, step)] if n else [0]
         else:
             sizes = list(split_size_or_sections)
             if sum(sizes) != n:
@@ -1043,7 +1089,18 @@ class Tensor(TensorBase):
         return tuple(pieces)
 
     def chunk(self, chunks, dim=0):
-        n = self.shape[_axis(dim, self.ndim, "chunk")]
+        """At most `chunks` pieces of equal size along dim (the last may be smaller); an
+        empty dim gives `chunks` empty pieces (as torch)."""
+        axis = _axis(dim, self.ndim, "chunk")
+        if not isinstance(chunks, (int, np.integer)) or isinstance(chunks, bool):
+            raise TypeError(f"chunk: chunks must be an int, got {type(chunks).__name__} "
+                            f"{chunks!r}")
+        if chunks <= 0:
+            raise ValueError(f"chunk: chunks must be > 0, got {chunks} (for dim {axis} of a "
+                             f"tensor of shape {fmt_shape(self.shape)})")
+        n = self.shape[axis]
+        if n == 0:
+            return tuple(self[(slice(None),) * axis + (slice(0, 0),)] for _ in range(chunks))
         return self.split(-(-n // chunks), dim)
 
     def __len__(self):
@@ -1240,12 +1297,27 @@ class Tensor(TensorBase):
         return apply(rd.vector_norm, self, ord=p, dim=dim, keepdim=keepdim)
 
     def median(self, dim=None, keepdim=False):
-        """The lower median; with a dim, the named pair (values, indices) as in torch."""
+        """The lower median, NaN where there is a NaN (as torch); with a dim, the named pair
+        (values, indices), the index of the first NaN in a slice with NaNs, the gradient going
+        to that entry. Without a dim (NaN for an empty tensor), the entries equal to the median
+        share its gradient evenly (the NaNs, when it is NaN), as torch's."""
         if dim is None:
-            flat = self.reshape(-1)
-            return flat.kthvalue((flat.shape[0] + 1) // 2, 0).values
-        k = (self.shape[_axis(dim, self.ndim, "median")] + 1) // 2 if self.ndim else 1
-        values, indices = self.kthvalue(k, dim, keepdim)
+            if self.numel() == 0 and self.dtype.kind != "f":
+                raise DimError(f"median: an empty {self.dtype} tensor (shape "
+                               f"{fmt_shape(self.shape)}) has no median")
+            return apply(_MEDIAN_ALL, self)
+        if self.ndim == 0:
+            _axes(dim, 0, "median")
+            return return_types.median(self.clone(), Tensor._wrap(
+                self.backend.xp.zeros((), dtype=np.int64), self.backend))
+        axis = _axis(dim, self.ndim, "median")
+        if self.shape[axis] == 0:
+            raise DimError(f"median: dim {dim} of a tensor of shape {fmt_shape(self.shape)} is "
+                           "empty, so it has no median")
+        indices = _values("median_index", _median_index, self, axis=axis, backend=self.backend)
+        values = apply(sh.take_along_dim, self, indices, dim=axis)
+        if not keepdim:
+            values, indices = values.squeeze(axis), indices.squeeze(axis)
         return return_types.median(values, indices)
 
     def kthvalue(self, k, dim=-1, keepdim=False):
@@ -1280,7 +1352,10 @@ class Tensor(TensorBase):
                      for d, n in enumerate(index.shape))
         x = self[part] if any(n != m for n, m in zip(index.shape, self.shape, strict=True)) \
             else self
-        return apply(sh.take_along_dim, x, index.data, dim=axis)
+        try:
+            return apply(sh.take_along_dim, x, index.data, dim=axis)
+        except DimError:  # (an index out of range: the error names gather, not the op)
+            raise sh.out_of_range("gather", index.data, self.shape, axis) from None
 
     def index_select(self, dim, index):
         """The entries at `index` (1-D integers) along dim."""
@@ -1288,7 +1363,10 @@ class Tensor(TensorBase):
         index = _index_tensor(index, self, "index_select")
         if index.ndim > 1:
             raise ShapeError(f"index_select: index must be 1-D, got {fmt_shape(index.shape)}")
-        return self[(slice(None),) * axis + (index.reshape(-1),)]
+        try:
+            return self[(slice(None),) * axis + (index.reshape(-1),)]
+        except DimError:  # (an index out of range: the error names index_select, not getitem)
+            raise sh.out_of_range("index_select", index.data, self.shape, axis) from None
 
     def take_along_dim(self, indices, dim=None):
         if dim is None:
@@ -1328,6 +1406,7 @@ class Tensor(TensorBase):
                      self._other(src), dim=dim)
 
     def scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
+        ix.check_reduction(reduce)
         return apply(ix.scatter_reduce, self, _index_tensor(index, self, "scatter_reduce").data,
                      self._other(src), dim=dim, reduce=reduce, include_self=include_self)
 
@@ -1472,8 +1551,7 @@ class Tensor(TensorBase):
         """Each entry repeated `repeats` times (an int, or one count per entry) along dim."""
         x = self.reshape(-1) if dim is None else self
         axis = 0 if dim is None else _axis(dim, x.ndim, "repeat_interleave")
-        counts = repeats.numpy() if isinstance(repeats, Tensor) else repeats
-        counts = tuple(int(c) for c in np.ravel(counts)) if np.ndim(counts) else int(counts)
+        counts = _repeat_counts(repeats, x.shape[axis], axis)
         index = _make("repeat_index", _repeat_index, np.int64, False, self.backend,
                       n=x.shape[axis], counts=counts)
         return x.index_select(axis, index)
@@ -1508,8 +1586,17 @@ class Tensor(TensorBase):
         return out
 
     def unflatten(self, dim, sizes):
+        """Dim `dim` split into dims of the given sizes (one may be -1: inferred)."""
         axis = _axis(dim, self.ndim, "unflatten")
-        return self.reshape(self.shape[:axis] + tuple(sizes) + self.shape[axis + 1:])
+        sizes = tuple(int(n) for n in sizes)
+        n, known = self.shape[axis], math.prod(m for m in sizes if m != -1)
+        fits = bool(sizes) and sizes.count(-1) <= 1 and min(sizes) >= -1 and (
+            known == n if -1 not in sizes else known != 0 and n % known == 0)
+        if not fits:
+            raise ShapeError(f"unflatten: sizes {sizes} do not multiply up to the size {n} of "
+                             f"dim {axis} (shape {fmt_shape(self.shape)}); at most one size may "
+                             "be -1 (inferred)")
+        return self.reshape(self.shape[:axis] + sizes + self.shape[axis + 1:])
 
     def diagonal(self, offset=0, dim1=0, dim2=1):
         """The diagonal of dims dim1, dim2 (above it for offset > 0), as the last dim."""
@@ -1528,10 +1615,16 @@ class Tensor(TensorBase):
     def movedim(self, source, destination):
         src = source if isinstance(source, (tuple, list)) else (source,)
         dst = destination if isinstance(destination, (tuple, list)) else (destination,)
-        src = [_axis(d, self.ndim, "movedim") for d in src]
-        dst = [_axis(d, self.ndim, "movedim") for d in dst]
+        src_axes = [_axis(d, self.ndim, "movedim") for d in src]
+        dst_axes = [_axis(d, self.ndim, "movedim") for d in dst]
         if len(src) != len(dst):
             raise ValueError(f"movedim: {len(src)} source dims for {len(dst)} destinations")
+        for name, given, axes in (("source", src, src_axes), ("destination", dst, dst_axes)):
+            if len(set(axes)) != len(axes):
+                raise DimError(f"movedim: repeated dim in {name} {tuple(given)} (dims "
+                               f"{tuple(axes)} of a tensor of shape {fmt_shape(self.shape)}); "
+                               "each dim can be moved once, to one place")
+        src, dst = src_axes, dst_axes
         order = [d for d in range(self.ndim) if d not in src]
         for d, s in sorted(zip(dst, src, strict=True)):
             order.insert(d, s)
@@ -1606,6 +1699,10 @@ class Tensor(TensorBase):
     def select(self, dim, index):
         """The slice at `index` along dim, that dim removed (x.select(1, 2) is x[:, 2])."""
         axis = _axis(dim, self.ndim, "select")
+        n = self.shape[axis]
+        if isinstance(index, (int, np.integer)) and not -n <= index < n:
+            raise DimError(f"select: index {index} is out of range for dim {axis} of size {n} "
+                           f"(shape {fmt_shape(self.shape)})")
         return self[(slice(None),) * axis + (index,)]
 
     def take(self, index):
@@ -1666,10 +1763,19 @@ class Tensor(TensorBase):
         return self.nansum(dim, keepdim, dtype=dtype) / count
 
     def xlogy(self, other):
-        """self * log(other), 0 where self is 0 (unless other is NaN), as torch.xlogy."""
-        other = self._as_tensor(other)
-        zero = (self == 0) & ~other.isnan()
-        return self * other.where(~zero, 1).log()  # log(1) = 0: no inf, no NaN gradient
+        """self * log(other), 0 where self is 0 (unless other is NaN), as torch.xlogy, with
+        torch's gradients: log(other) for self (0 where self is 0 and other <= 0) and
+        self / other for other (NaN at self = other = 0: 0 / 0). (At self = 0, other = inf
+        self's gradient is 0 here, inf in torch.) A number takes a float self's dtype."""
+        if not isinstance(other, Tensor):
+            other = Tensor(other, dtype=self.dtype if self.dtype.kind == "f" and isinstance(
+                other, numbers.Number) else None, backend=self.backend)
+        # log(other), 0 where self = 0 and other <= 0 (or inf): self * that is 0 there, not
+        # 0 * -inf or 0 * NaN, and so is self's gradient (the factor itself); other's,
+        # g * self / other through log's VJP, stays 0 / other there (NaN at 0, as torch's)
+        flat = _values("xlogy_flat", _xlogy_flat, self, other)
+        with quiet():  # the logs of other <= 0 are masked out: no warning for them
+            return self * apply(ew.where, flat, 0, other.log())
 
     def logaddexp2(self, other):
         """log₂(2^self + 2^other)."""
@@ -1965,6 +2071,54 @@ def _truth(a, how, axis, keepdims):
     return out if keepdims else out.squeeze(axis)
 
 
+def _refuse_negative_int_power(name, base, exponent):
+    """After `base ** exponent` failed: a DTypeError saying so if it was an integer base raised
+    to a negative integer power (NumPy's ValueError, torch's RuntimeError)."""
+    def integer(v):
+        return v.dtype.kind in "iub" if isinstance(v, Tensor) else isinstance(v, int)
+
+    if not (integer(base) and integer(exponent)):
+        return
+    negative = bool((exponent.data < 0).any()) if isinstance(exponent, Tensor) else exponent < 0
+    if negative:
+        shown = (f"{exponent.dtype} tensor {fmt_shape(exponent.shape)} with negative entries"
+                 if isinstance(exponent, Tensor) else str(exponent))
+        base_shown = (f"{base.dtype} tensor {fmt_shape(base.shape)}"
+                      if isinstance(base, Tensor) else str(base))
+        raise DTypeError(f"{name}: integers cannot be raised to a negative integer power (base: "
+                         f"{base_shown}, exponent: {shown}), the result would not be an "
+                         "integer; convert the base to float first, e.g. x.float() ** -1")
+
+
+def _repeat_counts(repeats, n, axis):
+    """repeat_interleave's repeats (an int, or one int per entry of a dim of n entries, in a
+    tensor, array or list) checked as torch checks them: an int, or a tuple of ints."""
+    counts = repeats.numpy() if isinstance(repeats, Tensor) else repeats
+    kind = np.asarray(counts).dtype.kind if not isinstance(counts, (bool, int)) else "i"
+    if isinstance(counts, (bool, np.bool_)) or kind == "b" or (
+            kind not in "iu" and np.size(counts) > 0):
+        shown = repeats.dtype if isinstance(repeats, Tensor) else type(repeats).__name__
+        raise DTypeError(f"repeat_interleave: repeats must be an int or integers (an int64 "
+                         f"tensor, a list of ints), got {shown} {repeats!r}")
+    if np.ndim(counts) > 1:
+        raise ShapeError(f"repeat_interleave: repeats must be an int or 1-D, got shape "
+                         f"{fmt_shape(np.shape(counts))}")
+    flat = [int(c) for c in np.ravel(counts)]
+    if any(c < 0 for c in flat):
+        raise ValueError(f"repeat_interleave: repeats must be >= 0, got {min(flat)}")
+    if np.ndim(counts) == 0:
+        return flat[0]
+    if len(flat) not in (1, n):
+        raise ShapeError(f"repeat_interleave: {len(flat)} repeats for the {n} entries of dim "
+                         f"{axis}; give one per entry (or a single int)")
+    return tuple(flat)
+
+
+def _xlogy_flat(x, y):
+    """Where xlogy's x is 0 and y <= 0 or y = inf: its value (and x-gradient) is 0 there."""
+    return (x == 0) & ((y <= 0) | (y == np.inf))
+
+
 def _flat_arg(a, find, keepdim):
     """find (argmax/argmin) over the flattened array, an int64 array (dims kept as 1s)."""
     flat = find(a.reshape(-1), keepdims=True).astype(np.int64)  # (1,): an array, not a scalar
@@ -2148,6 +2302,45 @@ def _argsort(a, axis, descending, backend):
         return xp.argsort(a, axis=axis, kind="stable").astype(np.int64, copy=False)
     order = xp.flip(xp.argsort(xp.flip(a, axis), axis=axis, kind="stable"), axis)
     return (a.shape[axis] - 1 - order).astype(np.int64, copy=False)
+
+
+def _median_index(a, axis, backend):
+    """The index of the lower median along axis (dim kept, int64): the ((n + 1) // 2)-th
+    smallest in stable order, or the first NaN where the slice has one (torch's median)."""
+    xp = backend.xp
+    order = _argsort(a, axis, False, backend)
+    k = (a.shape[axis] - 1) // 2
+    index = order[(slice(None),) * axis + (slice(k, k + 1),)]
+    if a.dtype.kind == "f":
+        nan = xp.isnan(a)
+        first = xp.argmax(nan, axis=axis, keepdims=True).astype(np.int64)
+        index = xp.where(nan.any(axis=axis, keepdims=True), first, index)
+    return index
+
+
+def _median_all(be, x):
+    """out = the lower median of every entry (NaN if one is NaN, or if there is none)"""
+    xp = be.xp
+    flat = x.reshape(-1)
+    if flat.size == 0:
+        return xp.full((), np.nan, dtype=x.dtype), (xp.zeros(x.shape, dtype=bool), 1)
+    out = flat[_median_index(flat, 0, be)].reshape(())
+    ties = x == out
+    if x.dtype.kind == "f" and bool(xp.isnan(out)):
+        ties = xp.isnan(x)
+    return out, (ties, int(ties.sum()))
+
+
+def _median_all_vjp(be, g, saved):
+    ties, count = saved
+    return ((g * ties / count).astype(g.dtype, copy=False),)
+
+
+# median over every entry: one op (not in ops/, which holds the ops with samples and torch
+# parity tables), so that its gradient is shared by the tied entries as in torch's
+_MEDIAN_ALL = Op("median", _median_all, "gx = g / k at the k entries equal to the median "
+                 "(the NaNs, if it is NaN)")
+_MEDIAN_ALL.defvjp(_median_all_vjp)
 
 
 def _running_extreme(a, axis, larger, backend):

@@ -106,6 +106,17 @@ def scatter_add_vjp(be, g, saved, dim):
 REDUCTIONS = ("sum", "mean", "amax", "amin")
 
 
+def check_reduction(reduce):
+    """A ValueError unless `reduce` is one scatter_reduce has (Tensor.scatter_reduce calls this
+    before the op, so that the error stays a ValueError: inside the op it reads as a shape
+    error)."""
+    if reduce not in REDUCTIONS:
+        why = "torch's 'prod' is not implemented in tinyattn" if reduce == "prod" else \
+            "not a reduction scatter_reduce knows"
+        raise ValueError(f"scatter_reduce: reduce must be one of {', '.join(REDUCTIONS)}, got "
+                         f"{reduce!r} ({why})")
+
+
 @op("scatter_reduce", "gx = g * [x counts] / count (amax/amin: x's share of the ties), "
     "gsrc = (g / count)[places] * [src counts]", grads=("gx", None, "gsrc"), nondiff=(1,),
     promote="common",
@@ -120,9 +131,7 @@ REDUCTIONS = ("sum", "mean", "amax", "amin")
 def scatter_reduce(be, x, index, src, dim, reduce, include_self=True):
     """out[index[i, j], j] = reduce(x there (if include_self), every src[i, j] sent there),
     reduce "sum", "mean", "amax" or "amin"; places nothing is sent to keep x"""
-    if reduce not in REDUCTIONS:
-        raise ValueError(f"scatter_reduce: reduce must be one of {', '.join(REDUCTIONS)}, got "
-                         f"{reduce!r} (tinyattn has no 'prod' here)")
+    check_reduction(reduce)
     xp = be.xp
     axis, places, part = scatter_places(be, x, index, src, dim, "scatter_reduce")
     touched = xp.zeros(x.shape, dtype=bool)
@@ -234,9 +243,14 @@ def _einsum_grad(xp, g, out_subs, ins, xs, i):
     gi = xp.einsum(",".join([out_subs] + [ins[j] for j in others]) + "->" + keep, g,
                    *(xs[j] for j in others))
     size = dict(zip(target, xs[i].shape, strict=True))
+    # a dim of size 1 here that broadcast against a longer one elsewhere: the gradient is
+    # summed back over it (and one of size 1 elsewhere is broadcast back below)
+    spread = tuple(a for a, c in enumerate(keep) if size[c] == 1 and gi.shape[a] != 1)
+    if spread:
+        gi = gi.sum(axis=spread, keepdims=True)
     # letters only this operand has were summed away: its gradient is the same along them
-    gi = xp.broadcast_to(gi.reshape([size[c] if c in keep else 1 for c in unique]),
-                         [size[c] for c in unique])
+    got = dict(zip(keep, gi.shape, strict=True))
+    gi = xp.broadcast_to(gi.reshape([got.get(c, 1) for c in unique]), [size[c] for c in unique])
     if len(unique) == len(target):
         return xp.ascontiguousarray(xp.einsum(unique + "->" + target, gi))
     # a repeated letter (a diagonal, "ii"): g goes on the diagonal, zeros elsewhere

@@ -7,7 +7,7 @@ are reshapes, transpose and .T are permutes, split and chunk are getitems.
 
 import numpy as np
 
-from ..errors import ShapeError, fmt_shape
+from ..errors import DimError, ShapeError, fmt_shape
 from .op import broadcasts_to, dim1, op
 from .samples import case, const
 
@@ -144,7 +144,21 @@ def take_along_dim(be, x, indices, dim):
         raise ValueError(f"take_along_dim: indices {fmt_shape(indices.shape)} and input "
                          f"{fmt_shape(x.shape)} need the same number of dims")
     axis = dim1(dim, x.ndim, "take_along_dim")
-    return be.xp.take_along_axis(x, indices, axis=axis), (indices, x.shape, axis)
+    try:
+        out = be.xp.take_along_axis(x, indices, axis=axis)
+    except IndexError:
+        raise out_of_range("take_along_dim", indices, x.shape, axis) from None
+    return out, (indices, x.shape, axis)
+
+
+def out_of_range(name, index, shape, axis):
+    """The DimError for an index array with an entry outside dim `axis` of a tensor of
+    `shape`: names the op, the first such entry, the dim's size and the shapes."""
+    n = shape[axis]
+    bad = index[(index < -n) | (index >= n)]
+    worst = f"index {int(bad.reshape(-1)[0])}" if bad.size else "an index"
+    return DimError(f"{name}: {worst} is out of range for dim {axis} of size {n} (input "
+                    f"{fmt_shape(shape)}, index {fmt_shape(index.shape)})")
 
 
 @take_along_dim.defvjp
