@@ -8,6 +8,7 @@ above its VJP.
 """
 
 from ..errors import DTypeError
+from .elementwise import masked
 from .op import op, quiet
 from .samples import case, unary_grid, vals
 
@@ -175,7 +176,7 @@ def leaky_relu_vjp(be, g, saved, negative_slope=0.01):
     return (be.xp.where(x > 0, g, g * negative_slope),)
 
 
-@op("hardtanh", "gx = g where min_val < x < max_val, else 0", saves={0: 0},
+@op("hardtanh", "gx = g * [not (x <= min_val or x >= max_val)]", saves={0: 0},
     samples=[case((2, 3), min_val=-0.5, max_val=0.3), case(vals([-3.0, 0.2, 7.0]), min_val=0.0,
              max_val=6.0), *unary_grid()])
 def hardtanh(be, x, min_val=-1.0, max_val=1.0):
@@ -187,8 +188,8 @@ def hardtanh(be, x, min_val=-1.0, max_val=1.0):
 
 @hardtanh.defvjp
 def hardtanh_vjp(be, g, saved, min_val=-1.0, max_val=1.0):
-    (x,) = saved  # at the edges: 0, as torch (unlike clamp, which passes g there)
-    return (g * ((x > min_val) & (x < max_val)),)
+    (x,) = saved  # at the edges: 0, as torch (unlike clamp, which passes g there); NaN: g
+    return (masked(be.xp, g, ~((x <= min_val) | (x >= max_val))),)
 
 
 @op("hardsigmoid", "gx = g / 6 where -3 < x < 3, else 0", saves={0: 0},
@@ -202,10 +203,10 @@ def hardsigmoid(be, x):
 @hardsigmoid.defvjp
 def hardsigmoid_vjp(be, g, saved):
     (x,) = saved
-    return (g * ((x > -3) & (x < 3)) / 6,)
+    return (masked(be.xp, g, (x > -3) & (x < 3)) / 6,)
 
 
-@op("hardswish", "gx = 0 where x < -3, g (2x + 3) / 6 where x <= 3, else g", saves={0: 0},
+@op("hardswish", "gx = 0 where x <= -3, g (2x + 3) / 6 where x < 3, else g", saves={0: 0},
     samples=[case(vals([-5.0, -2.0, 0.5, 2.9, 4.0])), *unary_grid()])
 def hardswish(be, x):
     """out = x * clip(x / 6 + 1/2, 0, 1)"""
@@ -215,9 +216,9 @@ def hardswish(be, x):
 
 @hardswish.defvjp
 def hardswish_vjp(be, g, saved):
-    (x,) = saved
+    (x,) = saved  # at -3: 0 and at 3: g, the outer sides' slopes (torch's choice)
     xp = be.xp
-    return (xp.where(x < -3, 0, xp.where(x <= 3, g * (x / 3 + 0.5), g)),)
+    return (xp.where(x <= -3, 0, xp.where(x < 3, g * (x / 3 + 0.5), g)),)
 
 
 OPS = (silu, softplus, mish, elu, selu, celu, logsigmoid, softsign, leaky_relu, hardtanh,

@@ -7,12 +7,22 @@ sums them to each input's shape (`sum_to`). A Python number operand is a constan
 
 import contextlib
 import math
+import operator
 
 import numpy as np
 
 from . import traps
 from .op import is_const, op, quiet
 from .samples import binary_grid, case, const, pos, unary_grid, vals
+
+
+def masked(xp, g, keep):
+    """g where keep, else exactly 0 whatever g holds, as torch selects (g * keep would turn an
+    infinite or NaN g into inf * 0 = NaN where keep is False). The product is exact while g is
+    finite, the common case, and on NumPy ~4x faster than where on a mixed mask; where else."""
+    if xp.isfinite(g).all():
+        return g * keep
+    return xp.where(keep, g, 0)
 
 # ---- arithmetic ---------------------------------------------------------------------------------
 
@@ -118,7 +128,7 @@ def power_vjp(be, g, saved):
             if is_const(y):
                 gx = g * (y * x ** (y - 1)) if y != 0 else xp.zeros_like(g)
             else:  # x^0 is constant in x, even at x = 0 where y * x^(y-1) would be 0 * inf
-                gx = g * xp.where(y == 0, 0, y * x ** (y - 1))
+                gx = xp.where(y == 0, 0, g * (y * x ** (y - 1)))  # (0, not g * 0)
         if not is_const(y):
             # torch's rule: 0 where x = 0 and y >= 0 (0^y is flat there), else x^y log x
             # (-inf at x = 0 with y < 0, NaN for x < 0)
@@ -178,7 +188,8 @@ def sqrt(be, x):
 @sqrt.defvjp
 def sqrt_vjp(be, g, saved):
     (out,) = saved
-    return (g / (2 * out),)
+    with quiet():  # at x = 0: inf (as torch), where a clamp(min=0) or relu before it sends 0
+        return (g / (2 * out),)
 
 
 @op("tanh", "gx = g * (1 - out²)", promote="float", saves_out=0,
@@ -209,7 +220,7 @@ def sigmoid_vjp(be, g, saved):
     return (g * out * (1 - out),)
 
 
-@op("relu", "gx = g * (x > 0)", saves_out=0,
+@op("relu", "gx = g * [x > 0 or x is NaN]", saves_out=0,
     samples=unary_grid())
 def relu(be, x):
     """out = max(x, 0)"""
@@ -219,8 +230,8 @@ def relu(be, x):
 
 @relu.defvjp
 def relu_vjp(be, g, saved):
-    (out,) = saved
-    return (g * (out > 0),)
+    (out,) = saved  # out != 0: x > 0, or NaN (torch's g there too)
+    return (masked(be.xp, g, out != 0),)
 
 
 @op("abs", "gx = g * sign(x)", saves={0: 0},
@@ -239,12 +250,17 @@ def absolute_vjp(be, g, saved):
 # ---- choosing between values --------------------------------------------------------------------
 
 
-def _split_ties(be, g, x_wins, tie):
-    """The gradient of max(x, y) or min(x, y) for x: all of g where x wins, half on a tie."""
-    return be.xp.where(tie, g * 0.5, g * x_wins)
+def _split_ties(be, g, x, y, loses):
+    """The gradients of max(x, y) (loses: <) or min(x, y) (loses: >): g to the winner, exactly
+    0 to the loser, half to each on a tie; a NaN loses to nothing, so both get g (torch's)."""
+    xp = be.xp
+    shared = xp.where(x == y, g * 0.5, g)
+    return (None if is_const(x) else masked(xp, shared, ~loses(x, y)),
+            None if is_const(y) else masked(xp, shared, ~loses(y, x)))
 
 
-@op("maximum", "gx = g * [x > y] (+ g/2 on ties), gy = g - gx", grads=("gx", "gy"), broadcasts=True,
+@op("maximum", "gx = g * [x >= y] (g/2 on ties), gy = g * [y >= x] (g/2 on ties)",
+    grads=("gx", "gy"), broadcasts=True,
     promote="common", saves={0: 0, 1: 1},
     samples=[case(vals([1.0, 2.0, 3.0]), vals([1.0, 0.0, 5.0])), case((2, 3), 0.0), *binary_grid()])
 def maximum(be, x, y):
@@ -255,11 +271,11 @@ def maximum(be, x, y):
 @maximum.defvjp
 def maximum_vjp(be, g, saved):
     x, y = saved
-    gx = _split_ties(be, g, x > y, x == y)
-    return None if is_const(x) else gx, None if is_const(y) else g - gx
+    return _split_ties(be, g, x, y, operator.lt)
 
 
-@op("minimum", "gx = g * [x < y] (+ g/2 on ties), gy = g - gx", grads=("gx", "gy"), broadcasts=True,
+@op("minimum", "gx = g * [x <= y] (g/2 on ties), gy = g * [y <= x] (g/2 on ties)",
+    grads=("gx", "gy"), broadcasts=True,
     promote="common", saves={0: 0, 1: 1},
     samples=[case(vals([1.0, 2.0, 3.0]), vals([1.0, 0.0, 5.0])), case((2, 3), 0.0), *binary_grid()])
 def minimum(be, x, y):
@@ -270,8 +286,7 @@ def minimum(be, x, y):
 @minimum.defvjp
 def minimum_vjp(be, g, saved):
     x, y = saved
-    gx = _split_ties(be, g, x < y, x == y)
-    return None if is_const(x) else gx, None if is_const(y) else g - gx
+    return _split_ties(be, g, x, y, operator.gt)
 
 
 @op("where", "gx = where(cond, g, 0), gy = where(cond, 0, g)",
@@ -312,7 +327,7 @@ def clip_vjp(be, g, saved, min=None, max=None):  # noqa: A002
         inside = x >= min
     if max is not None:
         inside = inside & (x <= max)
-    return (g * inside,)
+    return (masked(be.xp, g, inside),)
 
 
 @op("clone", "gx = g",

@@ -9,6 +9,7 @@ frac's is the identity. Every forward sits directly above its VJP.
 
 import math
 
+from .elementwise import masked
 from .op import is_const, op, quiet
 from .samples import binary_grid, case, pos, unary_grid, vals
 
@@ -271,23 +272,24 @@ def log1p_vjp(be, g, saved):
         return (g / (1 + x),)
 
 
-@op("logaddexp", "gx = g * e^(x - out), gy = g * e^(y - out)",
-    grads=("gx", "gy"), broadcasts=True, promote="float", saves={0: 0, 1: 1}, saves_out=2,
+@op("logaddexp", "gx = g / (1 + e^(y - x)), gy = g / (1 + e^(x - y))",
+    grads=("gx", "gy"), broadcasts=True, promote="float", saves={0: 0, 1: 1},
     samples=[case(vals([1000.0, -1000.0, 0.0]), vals([999.0, -1001.0, 0.0])), case((3,), 2.0),
              *binary_grid()])
 def logaddexp(be, x, y):
     """out = log(e^x + e^y), without overflow"""
-    out = be.xp.logaddexp(x, y)
-    return out, (x, y, out)
+    with quiet():  # (NaN in: NaN out, as torch, without NumPy's warning)
+        return be.xp.logaddexp(x, y), (x, y)
 
 
 @logaddexp.defvjp
 def logaddexp_vjp(be, g, saved):
-    x, y, out = saved
-    xp = be.xp
+    x, y = saved
+    # torch's form: e^(x - out) would be e^(inf - inf) = NaN for x = inf; this gives 1 and 0
+    # there (NaN only for x = y = ±inf, as torch), and e^(y - x) = inf far from 0 gives 0
     with quiet():
-        return (None if is_const(x) else g * xp.exp(x - out),
-                None if is_const(y) else g * xp.exp(y - out))
+        return (None if is_const(x) else g / (1 + be.xp.exp(y - x)),
+                None if is_const(y) else g / (1 + be.xp.exp(x - y)))
 
 
 @op("erf", "gx = g * 2/√π * e^(-x²)", promote="float", saves={0: 0},
@@ -543,14 +545,15 @@ def clamp_vjp(be, g, saved):
     inside = True if lo is None else x >= lo
     if hi is not None:
         inside = inside & (x <= hi)
-    gx = None if is_const(x) else g * inside
+    xp = be.xp  # (each gradient exactly 0 where masked, whatever g is: torch selects)
+    gx = None if is_const(x) else masked(xp, g, inside)
     glo = ghi = None
     if lo is not None and not is_const(lo):
         below = x < lo if hi is None else (x < lo) & (lo < hi)
-        glo = g * below
+        glo = masked(xp, g, below)
     if hi is not None and not is_const(hi):
         above = x > hi if lo is None else (x > hi) | (hi < lo)
-        ghi = g * above
+        ghi = masked(xp, g, above)
     return gx, glo, ghi
 
 

@@ -10,6 +10,7 @@ import math
 from ..backends import stable
 from ..errors import DTypeError
 from . import traps
+from .elementwise import masked
 from .op import acc_dtype, dims, op, quiet, wide, wide_sum
 from .samples import case, vals
 
@@ -74,15 +75,20 @@ def reduce_mean_vjp(be, g, saved, dim=None, keepdim=False):
 
 
 def _extreme_vjp(be, g, saved, keepdim):
-    """Send g to the entries equal to the max (or min); k tied entries get g / k each."""
+    """Send g to the entries equal to the max (or min), exactly 0 to the others whatever g is;
+    k tied entries get g / k each. Where the max is NaN, the NaN entries are the winners (as
+    torch's max())."""
     x, out, axes = saved
+    xp = be.xp
     if not keepdim:
-        out = be.xp.expand_dims(out, axes)
+        out, g = xp.expand_dims(out, axes), xp.expand_dims(g, axes)
     winners = x == out
+    nan_out = xp.isnan(out)  # (reduced: a cheap look)
+    if nan_out.any():
+        winners |= xp.isnan(x) & nan_out
     ties = winners.sum(axis=axes, keepdims=True, dtype=acc_dtype(g.dtype))  # (float16: counted
     # in float32; in float16 a count stops at 2048)
-    share = unreduce(be, g, axes, keepdim, x.shape) / ties
-    return ((share * winners).astype(g.dtype, copy=False),)
+    return (masked(xp, g / ties, winners).astype(g.dtype, copy=False),)
 
 
 @op("max", "gx = g * [x == max] / (number of ties)", saves={0: 0}, saves_out=1,
@@ -166,7 +172,9 @@ def logsumexp(be, x, dim=None, keepdim=False):
     axes = dims(dim, x.ndim, "logsumexp")
     dtype, x = x.dtype, wide(x)  # (float16: summed in float32, as torch)
     out = stable.log_sum_exp(xp, x, axes)  # all -inf: the result is -inf, the gradient 0
-    p = xp.exp(x - stable.shift(xp, out))  # softmax(x) over dim, for the VJP
+    with quiet():  # softmax(x) over dim, for the VJP; a row holding +inf: out = inf, and as in
+        # torch p = e^(inf - inf) = NaN at each inf, e^(x - inf) = 0 elsewhere
+        p = xp.exp(x - xp.where(out == stable.NEG_INF, 0, out))
     if not keepdim:
         out = out.squeeze(axis=axes)
     return out.astype(dtype, copy=False), (p.astype(dtype, copy=False), axes)

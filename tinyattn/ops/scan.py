@@ -7,6 +7,7 @@ gradient goes to the index each running extreme came from, as in torch).
 
 import numpy
 
+from ..backends.stable import NEG_INF
 from .op import dim1, dims, op, quiet, wide
 from .samples import case, vals
 
@@ -96,10 +97,15 @@ def cumprod_vjp(be, g, saved, dim):
 
 def _logcumsumexp(xp, x, axis):
     """log Σ_{i <= j} e^(x_i) along axis, shifted by the row max so that it cannot overflow
-    (rows of -inf give -inf)."""
+    (rows of -inf give -inf; an empty tensor, itself)."""
     dtype, x = x.dtype, wide(x)  # (float16: summed in float32, as torch)
+    if x.size == 0:  # (NumPy's max of nothing is an error)
+        return x.astype(dtype)
     m = x.max(axis=axis, keepdims=True)
-    m = xp.where(xp.isfinite(m), m, 0)
+    if not xp.isfinite(m).all():  # a row of -inf, or holding +inf or NaN: its largest finite
+        # entry, so that the entries before an inf or NaN neither overflow nor turn inf (torch)
+        m = xp.where(xp.isfinite(x), x, NEG_INF).max(axis=axis, keepdims=True)
+        m = xp.where(xp.isfinite(m), m, 0)
     with quiet():
         return (xp.log(xp.cumsum(xp.exp(x - m), axis=axis)) + m).astype(dtype, copy=False)
 
