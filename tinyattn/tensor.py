@@ -371,19 +371,11 @@ class Tensor(TensorBase):
 
     def __pow__(self, other):
         other = self._other(other)
-        try:
-            return apply(ew.power, self, other)
-        except ShapeError:
-            _refuse_negative_int_power("pow", self, other)
-            raise
+        return _power("pow", lambda: apply(ew.power, self, other), self, other)
 
     def __rpow__(self, other):
         other = self._other(other)
-        try:
-            return apply(ew.power, other, self)
-        except ShapeError:
-            _refuse_negative_int_power("pow", other, self)
-            raise
+        return _power("pow", lambda: apply(ew.power, other, self), other, self)
 
     def __neg__(self):
         return apply(ew.neg, self)
@@ -688,11 +680,7 @@ class Tensor(TensorBase):
 
     def pow_(self, exponent):
         exponent = self._other(exponent)
-        try:
-            return self._in_place("pow_", ew.power, exponent)
-        except ShapeError:
-            _refuse_negative_int_power("pow_", self, exponent)
-            raise
+        return _power("pow_", lambda: self._in_place("pow_", ew.power, exponent), self, exponent)
 
     def clamp_(self, min=None, max=None):  # noqa: A002 - PyTorch's argument names
         return self._in_place("clamp_", ew.clip, min=min, max=max)
@@ -2069,6 +2057,16 @@ def _truth(a, how, axis, keepdims):
     """a.any() or a.all() over axis, an array (NumPy gives a scalar for a whole reduction)."""
     out = getattr(a, how)(axis=axis, keepdims=True)
     return out if keepdims else out.squeeze(axis)
+
+
+def _power(name, run, base, exponent):
+    """run() (base ** exponent, in place or not); where an integer base met a negative integer
+    power, the op's ShapeError becomes the DTypeError that says so."""
+    try:
+        return run()
+    except ShapeError:
+        _refuse_negative_int_power(name, base, exponent)
+        raise
 
 
 def _refuse_negative_int_power(name, base, exponent):
