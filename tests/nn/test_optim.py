@@ -388,7 +388,41 @@ def test_load_state_dict_rejects_a_mismatch():
 
 
 RESUMED = [("Adam", dict(lr=0.01)), ("AdamW", dict(lr=0.01, weight_decay=0.1, amsgrad=True)),
-           ("SGD", dict(lr=0.1, momentum=0.9, weight_decay=0.01))]
+           ("SGD", dict(lr=0.1, momentum=0.9, weight_decay=0.01)),
+           ("RMSprop", dict(lr=0.01, momentum=0.5, centered=True)), ("Adagrad", dict(lr=0.1)),
+           ("Adamax", dict(lr=0.01)), ("NAdam", dict(lr=0.01)), ("RAdam", dict(lr=0.01))]
+
+EVERY_OPTIMIZER = RESUMED + [("SGD", dict(lr=0.1, momentum=0.9, nesterov=True)),
+                             ("NAdam", dict(lr=0.01, weight_decay=0.1,
+                                            decoupled_weight_decay=True)),
+                             ("RMSprop", dict(lr=0.01))]
+
+
+@pytest.mark.parametrize("name,kwargs", EVERY_OPTIMIZER)
+def test_every_optimizer_steps_float16_weights_in_float32(name, kwargs):
+    """A float16 weight with a zero or tiny gradient (g² below float16's 6e-8, eps 1e-8 or
+    1e-10 rounding to 0 there) stayed put no more: √v + eps was 0 and the step inf or NaN
+    (RMSprop, Adagrad, Adamax, NAdam). Every optimizer steps a float16 weight as it steps its
+    float32 copy, rounded after each step, and keeps its state in float32."""
+    grads = [np.array([1e-4, 0.0, 1.0, -3e-5, 2.0], np.float16) * (i + 1) for i in range(4)]
+    start = np.array([1.0, -1.0, 0.5, 2.0, -0.25], np.float16)
+    w16 = ta.nn.Parameter(ta.tensor(start))
+    w32 = ta.nn.Parameter(ta.tensor(start.astype(np.float32)))
+    opt16 = getattr(optim, name)([w16], **kwargs)
+    opt32 = getattr(optim, name)([w32], **kwargs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a division by zero or an invalid value is a failure
+        for g in grads:
+            w16.grad, w32.grad = ta.tensor(g), ta.tensor(g.astype(np.float32))
+            opt16.step()
+            opt32.step()
+            w32.data[...] = w32.data.astype(np.float16)  # what the float16 weight keeps
+    assert w16.dtype == np.float16
+    if not kwargs.get("weight_decay", 0.01 if name == "AdamW" else 0):
+        assert w16.numpy()[1] == start[1]  # a zero gradient: only weight decay would move it
+    np.testing.assert_array_equal(w16.numpy(), w32.numpy().astype(np.float16))
+    assert all(v.dtype in (np.float32, np.int64, np.float64)
+               for v in opt16.state_dict()["state"].values())
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32"])

@@ -134,8 +134,22 @@ class Optimizer:
             for p in group["params"]:
                 if p.grad is not None:
                     g = -p.grad.data if group["maximize"] else p.grad.data
-                    self.update(p, g, self.state.setdefault(id(p), {}), group)
+                    self._update(p, g, self.state.setdefault(id(p), {}), group)
                     bump_version(p)  # changed in place: a graph that saved p refuses it
+
+    # a float16 parameter steps in float32, its state kept there (as Adam's kernel does): g²
+    # underflows float16 below 2.4e-4 and eps (1e-8, Adagrad's 1e-10) is 0 there, so √v + eps
+    # was 0 and the step inf or NaN for any tiny or zero gradient
+    steps_half_natively = False
+
+    def _update(self, p, g, state, group):
+        """update(), with a float16 parameter stepped on a float32 copy written back rounded."""
+        if self.steps_half_natively or p.data.dtype != np.float16:
+            return self.update(p, g, state, group)
+        xp = p.backend.xp
+        wide = type(p)._wrap(p.data.astype(xp.float32), p.backend)
+        self.update(wide, g.astype(xp.float32), state, group)
+        xp.copyto(p.data, wide.data, casting="unsafe")
 
     def update(self, p, g, state, group):
         raise TypeError(f"{type(self).__name__} has no update(): an Optimizer subclass defines it")
@@ -197,7 +211,7 @@ class Optimizer:
         state = {}
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            self.update(stand_in, xp.ones((1,), dtype=p.dtype), state, group)
+            self._update(stand_in, xp.ones((1,), dtype=p.dtype), state, group)
         return {k: getattr(v, "dtype", type(v)) for k, v in state.items()}
 
     def _restored(self, key, value, p, kept, name):
@@ -253,6 +267,8 @@ class Adam(Optimizer):
     defaults = {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.0,
                 "amsgrad": False, "decoupled_weight_decay": False}
     positional = ("lr", "betas", "eps", "weight_decay", "amsgrad")
+
+    steps_half_natively = True  # its kernel reads float16 weights beside float32 moments
 
     def update(self, p, g, state, group):
         if "m" not in state:
