@@ -7,6 +7,10 @@
 # Steps, each with its own time limit and log in OUT_DIR (a failing step does not stop the next):
 #   tests      pytest -m gpu tests/backends/test_cupy_backend.py: every kernel vs NumPy (NaN rows and
 #              fully masked rows on every kernel shape included), a training step
+#   sweep      pytest -m gpu tests/backends/test_cupy_sweep.py: every registered op in float64/32/16,
+#              the composite API, nn modules, optimizers, save/load and generation on CuPy
+#              against the NumPy backend (pytest-xdist's -n 8 where installed: CuPy compiles
+#              each new elementwise and reduction kernel on the CPU, on first use)
 #   reference  the default training run with TINYATTN_CUPY_KERNELS=0: the backend's reference
 #              primitives on CuPy train as well (the kernel tests assert their kernels launched,
 #              so with the kernels off they would fail by design)
@@ -30,11 +34,12 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-${OUT:-gpu-results}}"
 shift || true
-steps="${*:-tests reference softmax attention train sanitize profile}"
+steps="${*:-tests sweep reference softmax attention train sanitize profile}"
 mkdir -p "$out"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 py="${PYTHON:-python3}"
 gpu_tests=("$py" -m pytest -p no:cacheprovider -q -m gpu tests/backends/test_cupy_backend.py)
+xdist=$("$py" -c "import xdist" 2>/dev/null && echo "-n 8")
 
 run() {  # run NAME SECONDS COMMAND...: run it, log it, note its exit status and time
     local name=$1 limit=$2
@@ -55,7 +60,9 @@ cat "$out/summary.txt"
 
 for s in $steps; do
     case $s in
-    tests) run gpu_tests 330 "${gpu_tests[@]}" ;;
+    tests) run gpu_tests 330 "${gpu_tests[@]}" $xdist ;;
+    sweep) run gpu_sweep 300 "$py" -m pytest -p no:cacheprovider -q -m gpu --tb=short -rf \
+        tests/backends/test_cupy_sweep.py $xdist ;;
     reference) run gpu_tests_reference 200 env TINYATTN_CUPY_KERNELS=0 "${gpu_tests[@]}" \
         -k "default_training_run" ;;
     softmax)
@@ -92,7 +99,7 @@ for s in $steps; do
         run profile_softmax_f16 120 ncu --clock-control none --target-processes all \
             "${sections[@]}" --kernel-name regex:"tinyattn_softmax_(forward|backward)_(block|warp32)_f16" \
             --launch-count 4 "$py" benchmarks/softmax_gpu.py --dtype float16 --repeats 1 ;;
-    *) echo "unknown step $s (tests reference softmax attention train sanitize profile)" \
+    *) echo "unknown step $s (tests sweep reference softmax attention train sanitize profile)" \
         | tee -a "$out/summary.txt" ;;
     esac
 done

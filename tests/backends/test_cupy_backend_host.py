@@ -242,6 +242,31 @@ def test_scatters_take_ufunc_at_and_cupyx_only_without_it():
         assert calls == want
 
 
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int8", "int32", "uint8"])
+@pytest.mark.parametrize("largest", [True, False])
+def test_scatter_max_and_min_are_exact_in_every_dtype(fake_be, dtype, largest):
+    """scatter_max/min on CuPy go through integer keys that order as the floats do (CuPy's
+    maximum.at refuses float16 and rounded float64 maxima to float32 on an H200): the same as
+    NumPy's maximum.at/minimum.at, with negatives, -0.0, infinities, ties, NaN sent and NaN
+    kept, and values no float32 holds (0.7, 1 + 2**-40)."""
+    xp = fake_be.xp
+    floats = dtype.startswith("float")
+    out = np.array([0.5, -1.0, 2.0, -0.0, 5.0, np.nan, -3.0, 7.0] if floats
+                   else [5, 1, 2, 0, 5, 3, 4, 7]).astype(dtype)
+    index = (np.array([[0, 0, 1, 3], [4, 4, 6, 2], [1, 3, 6, 6]]),)
+    values = np.array([[0.7, 0.7 + 2**-40, -np.inf, 0.0], [np.inf, 1.0, -2.5, np.nan],
+                       [1.0 + 2**-40, -7.0, -3.0, -1e-300]] if floats
+                      else [[7, 6, 1, 0], [9, 1, 2, 8], [3, 4, 0, 2]]).astype(dtype)
+    want = out.copy()
+    (np.maximum if largest else np.minimum).at(want, index, values)
+    got = xp.asarray(out)
+    (fake_be.scatter_max if largest else fake_be.scatter_min)(
+        got, tuple(xp.asarray(i) for i in index), xp.asarray(values))
+    got = fake_be.to_numpy(got)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)  # NaN where NumPy has NaN
+
+
 SOFTMAX = {
     "softmax": lambda t, f, x, m: f.softmax(x, dim=1),
     "log_softmax": lambda t, f, x, m: f.log_softmax(x, dim=-1),

@@ -232,11 +232,28 @@ class _Ufunc:
 
     def at(self, a, indices, b=None):
         args = (unwrap(a), unwrap(indices, host_ok=True)) + (() if b is None else (unwrap(b),))
+        if self._ufunc in (np.maximum, np.minimum):
+            args = _extreme_at_as_cupy(self._ufunc, *args)
         self._ufunc.at(*args)
 
     def __getattr__(self, name):
         attr = getattr(self._ufunc, name)
         return (lambda *a, **k: _call(attr, *a, **k)) if callable(attr) else attr
+
+
+AT_TYPES = ("int32", "int64", "float32", "float64", "uint32", "uint64")
+
+
+def _extreme_at_as_cupy(ufunc, a, indices, b):
+    """maximum.at/minimum.at as CuPy 14.2 did them on an H200: only the dtypes it lists
+    (float16 is a TypeError), and float64 values sent rounded to float32 (0.7 came back
+    0.699999988), so code that needs exact maxima cannot lean on them."""
+    if a.dtype.name not in AT_TYPES:
+        raise TypeError(f"cupy.{ufunc.__name__}.at only supports {', '.join(AT_TYPES)} as "
+                        "data type")
+    if a.dtype == np.float64:
+        b = np.asarray(b).astype(np.float32).astype(np.float64)
+    return a, indices, b
 
 
 # ---- array creation: the only doors from the host to the device --------------------------------
@@ -628,7 +645,8 @@ def make_fake(emulate=False, reverse=False):
         def scatter(a, slices, value):
             if not isinstance(a, FakeArray):
                 raise TypeError(f"cupyx.{name} needs a cupy.ndarray, got {type(a)}")
-            ufunc.at(a._a, unwrap(slices, host_ok=True), unwrap(value))
+            ufunc.at(*_extreme_at_as_cupy(ufunc, a._a, unwrap(slices, host_ok=True),
+                                          unwrap(value)))
         return scatter
 
     cupyx.scatter_max = scatter_reducer(np.maximum, "scatter_max")

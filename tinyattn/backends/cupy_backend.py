@@ -169,10 +169,43 @@ class CupyBackend(Backend):
         _scatter(self.xp.add, self._cupyx.scatter_add, out, index, values)
 
     def scatter_max(self, out, index, values):
-        _scatter(self.xp.maximum, self._cupyx.scatter_max, out, index, values)
+        self._scatter_extreme(self.xp.maximum, self._cupyx.scatter_max, out, index, values)
 
     def scatter_min(self, out, index, values):
-        _scatter(self.xp.minimum, self._cupyx.scatter_min, out, index, values)
+        self._scatter_extreme(self.xp.minimum, self._cupyx.scatter_min, out, index, values)
+
+    def _scatter_extreme(self, ufunc, legacy, out, index, values):
+        """out[index] = max (min) of out[index] and every value sent there, exact in every dtype.
+        CuPy's maximum.at/minimum.at take only 32- and 64-bit numbers, and on an H200 (CuPy
+        14.2) gave float64 maxima rounded to float32 (0.7 came back 0.699999988). So floats go
+        through integer keys that order as the floats do (their bits, the lower bits flipped for
+        negative numbers) and small integers through int64: integer atomics are exact, and a
+        maximum does not depend on the order they land in. A NaN, in out or sent, wins (NumPy)."""
+        xp = self.xp
+        if out.dtype.kind in "iu":
+            if out.dtype.itemsize >= 4:
+                return _scatter(ufunc, legacy, out, index, values)
+            wide = out.astype(xp.int64)
+            _scatter(ufunc, legacy, wide, index, values.astype(xp.int64))
+            out[...] = wide
+            return None
+        real = xp.float32 if out.dtype.itemsize <= 4 else xp.float64
+        bits = xp.int32 if real == xp.float32 else xp.int64
+        flip = int(np.iinfo(bits).max)
+
+        def key(a):
+            k = a.astype(real).view(bits)
+            return k ^ xp.where(k < 0, flip, 0).astype(bits)
+
+        keys = key(out)
+        _scatter(ufunc, legacy, keys, index, key(values))
+        keys ^= xp.where(keys < 0, flip, 0).astype(bits)  # back to the floats' bits
+        result = keys.view(real)
+        result[xp.isnan(out)] = xp.nan
+        sent_nan = xp.isnan(values)
+        result[tuple(xp.broadcast_to(i, values.shape)[sent_nan] for i in index)] = xp.nan
+        out[...] = result.astype(out.dtype)
+        return None
 
     def erf(self, x):
         # cupyx's erf has loops e->d, f->f, d->d: float16 in would give float64 out
