@@ -17,6 +17,8 @@
 #   softmax    benchmarks/softmax_gpu.py, float32 and float16 (GB/s vs copy bandwidth, torch)
 #   attention  benchmarks/attention.py --backend cupy (TFLOP/s vs composed path, torch SDPA)
 #   train      tinyattn train --backend cupy (the default run)
+#   cli        the main job's other paths on the GPU: --capture, a run stopped at 300 steps and
+#              resumed, the shakespeare preset for 200 steps, tinyattn sample from a GPU checkpoint
 #   sanitize   compute-sanitizer memcheck, racecheck, initcheck (shared memory read before any
 #              write) and synccheck on the flash and softmax kernel tests: what the CPU emulator
 #              checks by bookkeeping, on real hardware
@@ -34,7 +36,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-${OUT:-gpu-results}}"
 shift || true
-steps="${*:-tests sweep reference softmax attention train sanitize profile}"
+steps="${*:-tests sweep reference softmax attention train cli sanitize profile}"
 mkdir -p "$out"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 py="${PYTHON:-python3}"
@@ -73,6 +75,18 @@ for s in $steps; do
         run train_cupy 300 "$py" -m tinyattn train --backend cupy --no-progress --force \
             --out "$out/run"
         tail -n 3 "$out/train_cupy.log" ;;
+    cli)
+        train=("$py" -m tinyattn train --backend cupy --no-progress --force)
+        run train_cupy_capture 120 "${train[@]}" --capture --out "$out/capture"
+        run train_cupy_300 120 "${train[@]}" --steps 300 --out "$out/resumed"
+        run train_cupy_resume 120 "$py" -m tinyattn train --backend cupy --no-progress \
+            --resume --steps 600 --out "$out/resumed"
+        run train_cupy_shakespeare 200 "${train[@]}" --task shakespeare --steps 200 \
+            --eval-every 100 --out "$out/shakespeare"
+        run sample_gpu_checkpoint 60 "$py" -m tinyattn sample --checkpoint \
+            "$out/capture/checkpoint.npz" --prompt 12345678 --greedy
+        tail -n 2 "$out"/train_cupy_capture.log "$out"/train_cupy_resume.log \
+            "$out"/train_cupy_shakespeare.log "$out"/sample_gpu_checkpoint.log ;;
     sanitize)
         small="(flash_attention and (70-70 or 130-97) and float32)"
         small+=" or (softmax_forward_and_backward and (4-33 or 5-4097) and float32)"
@@ -99,7 +113,7 @@ for s in $steps; do
         run profile_softmax_f16 120 ncu --clock-control none --target-processes all \
             "${sections[@]}" --kernel-name regex:"tinyattn_softmax_(forward|backward)_(block|warp32)_f16" \
             --launch-count 4 "$py" benchmarks/softmax_gpu.py --dtype float16 --repeats 1 ;;
-    *) echo "unknown step $s (tests sweep reference softmax attention train sanitize profile)" \
+    *) echo "unknown step $s (tests sweep reference softmax attention train cli sanitize profile)" \
         | tee -a "$out/summary.txt" ;;
     esac
 done
