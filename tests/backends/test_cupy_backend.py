@@ -20,6 +20,7 @@ import types
 
 import cuda_emu  # tests/support is on sys.path (tests/conftest.py)
 import fake_cupy
+import gpu  # tests/support: is a real GPU here
 import kernel_refs as kr  # tests/support (tests/conftest.py)
 import numpy as np
 import pytest
@@ -199,18 +200,7 @@ def test_unsupported_inputs_take_the_reference():
 
 # ---- with a GPU ----------------------------------------------------------------------------------
 
-def _gpu_reason():
-    try:
-        import cupy
-    except ImportError:
-        return "CuPy is not installed"
-    try:
-        return None if cupy.is_available() else "CuPy sees no GPU"
-    except Exception as e:  # a CUDA driver error
-        return f"CuPy cannot use a GPU: {e}"
-
-
-GPU_REASON = _gpu_reason()
+GPU_REASON = gpu.reason()
 
 
 def gpu_test(fn):

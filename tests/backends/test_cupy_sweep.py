@@ -19,6 +19,7 @@ Skipped without CuPy and a GPU.
 
 import math
 
+import gpu  # tests/support: is a real GPU here
 import numpy as np
 import pytest
 
@@ -28,20 +29,8 @@ from tinyattn import nn, optim
 from tinyattn.ops import REGISTRY
 from tinyattn.ops import samples as S
 
-
-def _gpu_reason():
-    try:
-        import cupy
-    except ImportError:
-        return "CuPy is not installed"
-    try:
-        return None if cupy.is_available() else "CuPy sees no GPU"
-    except Exception as e:  # a CUDA driver error
-        return f"CuPy cannot use a GPU: {e}"
-
-
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_gpu_reason() is not None,
-                                                  reason=str(_gpu_reason()))]
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(gpu.reason() is not None,
+                                                  reason=str(gpu.reason()))]
 DTYPES = {"float64": np.float64, "float32": np.float32, "float16": np.float16}
 TOL = {np.float64: 1e-9, np.float32: 1e-4, np.float16: 2e-2}
 
