@@ -478,11 +478,22 @@ def lerp_vjp(be, g, saved):
             None if is_const(weight) else g * (end - start))
 
 
+def _nonzero_int_divisor(be, x, y, name):
+    """Integer division by zero is an error (as torch on the CPU); NumPy quietly gives 0."""
+    if _integral(x) and _integral(y) and not be.xp.all(y):
+        raise ZeroDivisionError(f"{name}: integer division by zero")
+
+
+def _integral(v):
+    return v.dtype.kind in "iub" if hasattr(v, "dtype") else isinstance(v, int)
+
+
 @op("remainder", "gx = g, gy = -g * floor(x / y)", grads=("gx", "gy"), broadcasts=True,
     promote="common", saves={0: 0, 1: 1},
     samples=[case((2, 3), 0.7), case(3.5, pos((3,))), *binary_grid(second=pos)])
 def remainder(be, x, y):
     """out = x - y * floor(x / y), with the sign of y (Python's %)"""
+    _nonzero_int_divisor(be, x, y, "remainder")
     with quiet():
         return be.xp.remainder(x, y), (x, y)
 
@@ -499,6 +510,7 @@ def remainder_vjp(be, g, saved):
     samples=[case((2, 3), 0.7), case(-3.5, pos((3,))), *binary_grid(second=pos)])
 def fmod(be, x, y):
     """out = x - y * trunc(x / y), with the sign of x (C's fmod)"""
+    _nonzero_int_divisor(be, x, y, "fmod")
     with quiet():
         return be.xp.fmod(x, y), (x, y)
 
@@ -514,6 +526,7 @@ def fmod_vjp(be, g, saved):
     samples=[case((2, 3), 0.7), case(3.5, pos((3,))), *binary_grid(second=pos)])
 def floor_divide(be, x, y):
     """out = floor(x / y) (Python's //); flat almost everywhere, so zero gradients"""
+    _nonzero_int_divisor(be, x, y, "floor_divide")
     with quiet():
         return be.xp.floor_divide(x, y), (is_const(x), is_const(y))
 
