@@ -148,25 +148,17 @@ def _first_bad(a):
 
 
 def _has(a, test):
+    """Whether an input (an array, or a Python number) holds a value `test` finds."""
+    if isinstance(a, float):
+        return bool(test(a))
     return hasattr(a, "dtype") and a.dtype.kind == "f" and bool(test(a).any())
 
 
 def _forward_message(op, label, arrays, params, out):
     """Why the output of `op` is not finite and what it was given; None if that is fine."""
-    nan_in = [i for i, a in enumerate(arrays) if _has(a, np.isnan)]
-    inf_in = [i for i, a in enumerate(arrays) if _has(a, np.isinf)] + \
-        [k for k, v in params.items() if isinstance(v, float) and math.isinf(v)]
-    has_nan = bool(np.isnan(out).any())
-    if has_nan and nan_in:
-        what = (f"input {nan_in[0]} already holds NaN: it came from outside the anomaly-checked "
-                "code (the data, or a tensor made before detect_anomaly); check it with "
-                ".isnan()")
-    elif has_nan:
-        what = "it produced NaN from inputs without NaN"
-    elif inf_in:
-        return None  # infinities in, infinities out: a -inf mask doing its job
-    else:
-        what = "it produced Inf from finite inputs (an overflow, or log or division of zero)"
+    what = _why_not_finite(arrays, params, out)
+    if what is None:
+        return None
     hint = ""
     if out.dtype == np.float16:
         hint = (f" float16 overflows above {float(np.finfo(np.float16).max):g} (exp above "
@@ -178,6 +170,23 @@ def _forward_message(op, label, arrays, params, out):
     if params:
         lines.append(f"  params: {_params(params)}")
     return "\n".join(lines)
+
+
+def _why_not_finite(arrays, params, out):
+    """What the inputs say about a non-finite output, in words; None for infinities that came
+    in (a -inf mask doing its job)."""
+    nan_in = [i for i, a in enumerate(arrays) if _has(a, np.isnan)]
+    inf_in = [i for i, a in enumerate(arrays) if _has(a, np.isinf)] + \
+        [k for k, v in params.items() if isinstance(v, float) and math.isinf(v)]
+    if not np.isnan(out).any():
+        return None if inf_in else ("it produced Inf from finite inputs (an overflow, or log or "
+                                    "division of zero)")
+    if not nan_in:
+        return "it produced NaN from inputs without NaN"
+    if isinstance(arrays[nan_in[0]], float):
+        return f"input {nan_in[0]} is the number nan, given to the op as a Python float"
+    return (f"input {nan_in[0]} already holds NaN: it came from outside the anomaly-checked code "
+            "(the data, or a tensor made before detect_anomaly); check it with .isnan()")
 
 
 def _backward_message(node, g, grads, bad):

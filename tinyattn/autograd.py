@@ -13,7 +13,9 @@ Grad mode and the module name scope are contextvars, so threads and tasks do not
 import contextlib
 import contextvars
 import functools
+import inspect
 import itertools
+import operator
 import threading
 import weakref
 from heapq import heappop, heappush  # (names, not heapq.x: backward calls them per node)
@@ -42,9 +44,11 @@ class TensorBase:
     """The part of a tensor the graph reads and writes: its array, backend, .grad, name, node
     and version counter. tinyattn.Tensor (tensor.py) adds the methods, and makes itself the
     class apply's outputs and every .grad are made of (`use_tensor_class`): the graph never
-    imports the module that defines the ops' user-facing methods."""
+    imports the module that defines the ops' user-facing methods. (.grad lives in `_grad`: the
+    graph writes that directly, a user's assignment goes through the checks of `grad`.)"""
 
-    __slots__ = ("data", "backend", "grad", "_name", "_node", "_version_counter", "__weakref__")
+    __slots__ = ("data", "backend", "_grad", "_name", "_node", "_version_counter",
+                 "__weakref__")
 
     @classmethod
     def _wrap(cls, array, be):
@@ -52,7 +56,7 @@ class TensorBase:
         t = cls.__new__(cls)
         t.data = array
         t.backend = be
-        t.grad = None
+        t._grad = None
         t._name = None
         t._node = None
         t._version_counter = None  # [count, sharers], made on first use (version_of)
@@ -73,6 +77,33 @@ class TensorBase:
         self._name = value
         if self._node is not None:
             self._node.name = value
+
+    def _set_grad(self, value):
+        """`t.grad = g`, with torch's checks: g is None or a tensor of t's shape, dtype and
+        backend (backward adds into it; another shape or dtype would be a later, obscure
+        error, or a silently broadcast gradient)."""
+        if value is not None:
+            if not isinstance(value, TensorBase):
+                raise TypeError(f".grad: expected a Tensor or None, got {type(value).__name__} "
+                                "(as torch; wrap an array with tinyattn.tensor(...))")
+            if value.backend is not self.backend:
+                raise BackendError(f".grad: assigned a gradient on the {value.backend.name} "
+                                   f"backend to a tensor on {self.backend.name}; move it with "
+                                   f".to('{self.backend.name}') first")
+            if value.data.shape != self.data.shape:
+                raise ShapeError(f".grad: assigned a gradient of shape "
+                                 f"{fmt_shape(value.data.shape)} to a tensor of shape "
+                                 f"{fmt_shape(self.data.shape)}; a gradient has its tensor's "
+                                 "shape (as torch)")
+            if value.data.dtype != self.data.dtype:
+                raise DTypeError(f".grad: assigned a {value.data.dtype} gradient to a "
+                                 f"{self.data.dtype} tensor; a gradient has its tensor's dtype "
+                                 f"(as torch): convert it with .to({self.data.dtype}) first")
+        self._grad = value
+
+    # (the getter is C code, as fast as the slot itself: optimizers read it every step)
+    grad = property(operator.attrgetter("_grad"), _set_grad, doc="The gradient backward "
+                    "filled in (leaves and retain_grad tensors), or None.")
 
 
 Tensor = TensorBase  # the class outputs are made of; tensor.py replaces it with tinyattn.Tensor
@@ -99,24 +130,44 @@ def is_grad_enabled():
 
 
 class _GradMode:
-    """A context manager (and decorator) that sets grad mode for its block."""
+    """A context manager (and decorator) that sets grad mode for its block.
+
+    As torch's: `@no_grad()` and bare `@no_grad` both decorate; a decorated generator function
+    runs its body in the mode each time it resumes, the caller's mode holding in between."""
 
     enabled = True
+    _bare = True  # `@no_grad` without parentheses decorates (set_grad_enabled needs its mode)
+
+    def __new__(cls, *args, **kwargs):
+        if cls._bare and len(args) == 1 and not kwargs and callable(args[0]):
+            return cls()(args[0])  # used bare as a decorator: the decorated function
+        return super().__new__(cls)
 
     def __init__(self):
         self._tokens = []
 
+    def _mode(self):
+        return self.enabled
+
     def __enter__(self):
-        self._tokens.append(_grad_enabled.set(self.enabled))
+        self._tokens.append(_grad_enabled.set(self._mode()))
         return self
 
     def __exit__(self, *exc):
         _grad_enabled.reset(self._tokens.pop())
 
     def __call__(self, fn):
+        again = self._again
+        if inspect.isgeneratorfunction(fn):
+            @functools.wraps(fn)
+            def generator(*args, **kwargs):
+                return _in_mode(again, fn(*args, **kwargs))
+
+            return generator
+
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            with self._again():
+            with again():
                 return fn(*args, **kwargs)
 
         return wrapper
@@ -124,6 +175,30 @@ class _GradMode:
     def _again(self):
         """A manager of the same mode for one call of a decorated function."""
         return type(self)()
+
+
+def _in_mode(manager, gen):
+    """Run generator `gen` with each resumption (next, send, throw, close) inside a fresh
+    `manager()`, so that the caller's grad mode holds between them (torch's wrapping of a
+    decorated generator)."""
+    try:
+        with manager():
+            response = gen.send(None)
+        while True:
+            try:
+                request = yield response
+            except GeneratorExit:
+                with manager():
+                    gen.close()
+                raise
+            except BaseException as e:  # (handed on to gen, which may catch it)
+                with manager():
+                    response = gen.throw(e)
+            else:
+                with manager():
+                    response = gen.send(request)
+    except StopIteration as e:
+        return e.value
 
 
 class no_grad(_GradMode):  # noqa: N801 - PyTorch's name
@@ -142,13 +217,15 @@ class inference_mode(_GradMode):  # noqa: N801 - PyTorch's name
     """`with inference_mode():` as no_grad (torch's faster no_grad); inference_mode(False)
     leaves the mode as it is."""
 
+    def __new__(cls, mode=True):
+        return super().__new__(cls, *(() if isinstance(mode, bool) else (mode,)))
+
     def __init__(self, mode=True):
         super().__init__()
         self.mode = bool(mode)
 
-    def __enter__(self):
-        self._tokens.append(_grad_enabled.set(False if self.mode else _grad_enabled.get()))
-        return self
+    def _mode(self):
+        return False if self.mode else _grad_enabled.get()
 
     def _again(self):
         return inference_mode(self.mode)
@@ -156,15 +233,35 @@ class inference_mode(_GradMode):  # noqa: N801 - PyTorch's name
 
 class set_grad_enabled(_GradMode):  # noqa: N801 - PyTorch's name
     """set_grad_enabled(mode): grad mode on or off from this call on, or, as
-    `with set_grad_enabled(mode):`, for the block only (the mode before comes back after it)."""
+    `with set_grad_enabled(mode):`, for the block only (the mode before comes back after it).
+    As a decorator (torch's rule) it puts the mode before back at once and sets `mode` in the
+    decorated function's calls only; entered again, it sets its mode again."""
+
+    _bare = False
 
     def __init__(self, mode):
         super().__init__()
         self.enabled = bool(mode)
-        self._tokens.append(_grad_enabled.set(self.enabled))  # the call itself sets it (torch)
+        self._prev = _grad_enabled.get()
+        self._made = _grad_enabled.set(self.enabled)  # the call itself sets it (torch)
 
-    def __enter__(self):
-        return self
+    def __exit__(self, *exc):
+        super().__exit__(*exc)
+        self._undo_call()
+
+    def __call__(self, fn):
+        self._undo_call()
+        return super().__call__(fn)
+
+    def _undo_call(self):
+        """Put back the mode from before this object was made (once: a later `with` restores
+        the mode at its own start)."""
+        made, self._made = self._made, None
+        if made is not None:
+            try:
+                _grad_enabled.reset(made)
+            except ValueError:  # made in another thread or task: its mode, not this one's
+                _grad_enabled.set(self._prev)
 
     def _again(self):
         return enable_grad() if self.enabled else no_grad()
@@ -423,7 +520,7 @@ def apply(op, *inputs, **params):
     # a view of it; its node, if a gradient will flow through it
     t = _new(Tensor)
     t.data, t.backend = out, be
-    t.grad = t._name = t._node = t._version_counter = None
+    t._grad = t._name = t._node = t._version_counter = None
     if op.view and _is_view_of(out, xs[0]):
         share_version(inputs[0], t)
     if needs_grad and _grad_enabled.get():
@@ -535,9 +632,21 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=False, create_graph=Fa
                          "tinyattn's VJPs run on arrays, outside the graph")
     outputs, inputs, grad_outputs = _grad_args(outputs, inputs, grad_outputs)
     sink = {x._node: None for x in inputs}
-    for _ in _walk(outputs[0], grad_outputs[0], retain_graph, False, sink,
-                   list(zip(outputs[1:], grad_outputs[1:], strict=True))):
-        pass
+    keep = _between([_root(y) for y in outputs], sink)
+    # the outputs that lead to an input (as torch, nothing else runs: no VJP, no hook)
+    starts = []
+    for y, g in zip(outputs, grad_outputs, strict=True):
+        if y._node in keep or y._node in sink:
+            starts.append((y, g))
+        else:
+            _seed_gradient(y, g, y.backend)  # (its grad_output checked all the same)
+    if starts:
+        token = _grad_enabled.set(False)  # (as in backward)
+        try:
+            for _ in _walk(*starts[0], retain_graph, False, sink, starts[1:], keep):
+                pass
+        finally:
+            _grad_enabled.reset(token)
     found = []
     for i, x in enumerate(inputs):
         g = sink[x._node]
@@ -547,6 +656,32 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=False, create_graph=Fa
         found.append(None if g is None else
                      _wrap(x.backend.xp.array(g, dtype=x.dtype, copy=True), x.backend))
     return tuple(found)
+
+
+def _between(roots, sink):
+    """{node: its parents, None for each that leads to no node of `sink`} for the nodes that
+    `roots` reach and that lead to a sink node through a parent: the part of the graph grad()
+    runs (a sink node not in it is where the walk stops). A node older than every sink node
+    leads to none (a node's parents are older than it), so the search stops there."""
+    oldest = max(node.seq for node in sink)  # (seq counts down: older is larger)
+    leads = {}  # node -> whether it is, or leads to, a sink node
+    keep = {}
+    stack = list(roots)
+    while stack:
+        node = stack[-1]
+        if node in leads:
+            stack.pop()
+            continue
+        todo = [p for p in node.parents if p is not None and p.seq <= oldest and p not in leads]
+        if todo:
+            stack.extend(todo)
+            continue
+        stack.pop()
+        parents = tuple(p if p is not None and leads.get(p) else None for p in node.parents)
+        if any(p is not None for p in parents):
+            keep[node] = parents
+        leads[node] = node in keep or node in sink
+    return keep
 
 
 def _grad_args(outputs, inputs, grad_outputs):
@@ -572,28 +707,33 @@ def backward(tensor, gradient=None, retain_graph=False):
     newer than it, so by the time a node comes up, all the gradient it will get has arrived.
     A node enters the heap when it first receives gradient, so there is no separate graph walk.
     A sum of parts the walk made itself takes later parts in place (see _add_part).
+    Grad mode is off during the pass (torch's, without create_graph): hooks record no graph.
     """
-    for _ in _walk(tensor, gradient, retain_graph, False):
-        pass
+    token = _grad_enabled.set(False)
+    try:
+        for _ in _walk(tensor, gradient, retain_graph, False):
+            pass
+    finally:
+        _grad_enabled.reset(token)
 
 
 def backward_steps(tensor, gradient=None, retain_graph=False):
-    """backward() one VJP at a time: a generator of Steps (for notebooks and explain mode)."""
-    return _walk(tensor, gradient, retain_graph, True)
+    """backward() one VJP at a time: a generator of Steps (for notebooks and explain mode);
+    each step runs with grad mode off, as backward(), the caller's mode holding in between."""
+    return _in_mode(no_grad, _walk(tensor, gradient, retain_graph, True))
 
 
-def _walk(tensor, gradient, retain_graph, steps, sink=None, more=()):
+def _walk(tensor, gradient, retain_graph, steps, sink=None, more=(), keep=None):
     """The walk behind backward(), backward_steps() and grad(): pop the newest node, write its
     .grad if it is a tensor's, run its VJP and send each input its part (summed with the parts
     the input's other users sent); with `steps`, yield a Step after each VJP. With `sink` (a
-    dict whose keys are nodes), no .grad is written: each of those nodes' gradient goes into
-    it. `more`: further (tensor, gradient) pairs to start from. (The VJP call is written out
-    here, as the forward is in apply: a helper per node cost 1-2 % a node.)"""
+    dict whose keys are nodes), no leaf's .grad is written: each of those nodes' gradient goes
+    into it, and only the nodes in `keep` (node -> its parents that lead to a sink node, None
+    for the others: see _between) run their VJP and pass on to those parents. `more`: further
+    (tensor, gradient) pairs to start from. (The VJP call is written out here, as the forward
+    is in apply: a helper per node cost 1-2 % a node.)"""
     be = tensor.backend
-    grads = {}  # node -> its gradient summed so far
-    heap = []
-    for t, g in [(tensor, gradient), *more]:
-        _seed(grads, heap, t, g, be)
+    grads, heap = _start(tensor, gradient, more, be)  # node -> its gradient summed so far
     tracers = current_tracers()
     _begin(tracers)
     owned = _owner(tracers, steps)  # the nodes whose gradient so far the walk may add into
@@ -603,26 +743,26 @@ def _walk(tensor, gradient, retain_graph, steps, sink=None, more=()):
         g = grads.pop(node)  # every user has sent its part
         if node.hooks:  # Tensor.register_hook: each may replace the gradient (none left: {})
             g = _run_hooks(node, g, be, owned)
-        if node.tensor is not None or sink is not None:
-            _deliver(node, g, be, owned, sink)
+        if node.tensor is not None or sink is not None:  # a leaf, retain_grad, or grad()
+            if _deliver(node, g, be, owned, sink, keep):  # a leaf, or where grad() stops
+                continue
         op, saved = node.op, node.saved
-        if op is None:  # a leaf: nothing to pass on
-            continue
+        parents = node.parents if keep is None else keep[node]
         if saved is None or node.versions:
             _check_saved(node)
         if op.add_into is not None and owned.adds:  # getitem: no zero-filled part
-            _add_into(node, g, be, grads, heap, owned, retain_graph)
+            _add_into(node, parents[0], g, be, grads, heap, owned, retain_graph)
             continue
         params = node.params  # (as in apply: no `**` for the commonest, empty params)
         gs = op.vjp(be, g, saved, **params) if params else op.vjp(be, g, saved)
         if not retain_graph:
             node.saved = None
-        if len(gs) != len(node.parents):
+        if len(gs) != len(parents):
             raise GraphError(f"{op.name}: the VJP returned {len(gs)} gradients for "
-                             f"{len(node.parents)} inputs")
+                             f"{len(parents)} inputs")
         fitted = []
         # (no strict=: a keyword to zip costs 3 % per op, and the lengths were checked above)
-        for parent, gx in zip(node.parents, gs):  # noqa: B905
+        for parent, gx in zip(parents, gs):  # noqa: B905
             if parent is None or gx is None:
                 fitted.append(None)
                 continue
@@ -654,7 +794,10 @@ def _begin(tracers):
 
 def _run_hooks(node, g, be, owned):
     """The gradient after the node's hooks, in the order they were registered: each gets it
-    as a tensor and may return a replacement of the same shape (or None to keep it)."""
+    as a tensor and may return a replacement of the same shape (or None to keep it). The walk
+    owns neither: a hook may keep what it saw or returned, which a later backward adding into
+    a leaf's .grad in place must not change (so .grad takes a copy)."""
+    owned.discard(node)
     for hook in list(node.hooks.values()):
         out = hook(_wrap(g, be))
         if out is None:
@@ -664,7 +807,6 @@ def _run_hooks(node, g, be, owned):
             raise ShapeError(f"register_hook: a hook returned a gradient {fmt_shape(new.shape)} "
                              f"{new.dtype} for a tensor {fmt_shape(g.shape)} {g.dtype}")
         g = new
-        owned.discard(node)  # the hook's array: the caller may hold it, never add into it
     return g
 
 
@@ -728,10 +870,10 @@ def _add_part(grads, owned, parent, prev, gx, user, tracers):
         tracer.accumulate(parent, user, total)
 
 
-def _add_into(node, g, be, grads, heap, owned, retain_graph):
-    """Send input 0 of a node whose op has add_into (getitem) its gradient by adding g at its
-    place in the input's running sum, made (zeros) or copied first if the walk owns none."""
-    parent = node.parents[0]
+def _add_into(node, parent, g, be, grads, heap, owned, retain_graph):
+    """Send input 0 of a node whose op has add_into (getitem), `parent` (None: it gets none),
+    its gradient by adding g at its place in the input's running sum, made (zeros) or copied
+    first if the walk owns none."""
     if parent is not None:
         _refresh_leaf(parent)
         acc = grads.get(parent)
@@ -746,6 +888,17 @@ def _add_into(node, g, be, grads, heap, owned, retain_graph):
         node.saved = None
 
 
+def _start(tensor, gradient, more, be):
+    """The walk's gradients so far and its heap, seeded from tensor (and the pairs in `more`);
+    retain_grad tensors changed in place since are followed to their nodes first."""
+    if _retained:
+        _follow_retained()
+    grads, heap = {}, []
+    for t, g in [(tensor, gradient), *more]:
+        _seed(grads, heap, t, g, be)
+    return grads, heap
+
+
 def _seed(grads, heap, tensor, gradient, be):
     """Start the walk at tensor's node with `gradient` (added to what an earlier start gave it)."""
     node, seed = _root(tensor), _seed_gradient(tensor, gradient, be)
@@ -756,12 +909,18 @@ def _seed(grads, heap, tensor, gradient, be):
         heappush(heap, (node.seq, node))
 
 
-def _deliver(node, g, be, owned, sink):
-    """A node's whole gradient, popped: into its tensor's .grad, or for grad(), into `sink`."""
+def _deliver(node, g, be, owned, sink, keep):
+    """A node's whole gradient, popped: into its tensor's .grad, or for grad(), into `sink`
+    (and into a retain_grad tensor's .grad, as torch's grad() fills those too, never a
+    leaf's). Whether the walk stops there: at a leaf, or for grad() at a node not in `keep`."""
     if sink is None:
         _write_grad(node, g, be, node in owned)
-    elif node in sink:
+        return node.op is None
+    if node in sink:
         sink[node] = g
+    if node.tensor is not None and node.op is not None:
+        _write_grad(node, g, be, False)
+    return node not in keep
 
 
 def _root(tensor):
@@ -788,7 +947,7 @@ def _changed_error(node, version, seen, i):
     """The refusal to run a VJP on arrays changed in place after the forward pass saved them:
     the gradient would be computed from the wrong values (PyTorch's version check)."""
     what = "its output" if i is None else f"its input {i}"
-    shape = node.saved[node.op.saves_out].shape if i is None else node.shapes[i]
+    shape = node.shape if i is None else node.shapes[i]
     return GraphError(f"backward: {node.op.name} saved {what} (shape {fmt_shape(shape)}) to "
                       f"compute its gradient, and that tensor was changed in place afterwards "
                       f"(it is at version {version[0]}, {node.op.name} needs version {seen}); "
@@ -848,23 +1007,44 @@ def zero_grads(tensors, set_to_none=True):
 
 _grad_lock = threading.Lock()  # backward in two threads into one shared leaf loses no update
 
+# retain_grad: id(tensor) -> weakref to it, for the tensors that asked (and are alive). Each
+# walk first points their nodes now at them: an in-place op gives a tensor a new node, and its
+# .grad is the gradient of the tensor as it is now (torch moves retain_grad to the new node).
+_retained = {}
+
+
+def retain(tensor):
+    """Tensor.retain_grad() of a non-leaf: its node writes its .grad, after in-place ops too."""
+    key = id(tensor)
+    _retained[key] = ref = weakref.ref(tensor, lambda _: _retained.pop(key, None))
+    tensor._node.tensor = ref
+
+
+def _follow_retained():
+    for ref in list(_retained.values()):
+        t = ref()
+        node = None if t is None else t._node
+        if node is not None and node.op is not None and node.tensor is not ref:
+            node.tensor = ref
+
 
 def _write_grad(node, g, be, owned):
     """Add `g` to the tensor's `.grad`, as PyTorch does: the first time as an array of its own,
     never one shared with the graph or the caller (a copy, unless g is a leaf's gradient the walk
     `owned`: made by it or by a fresh VJP, held by nobody else), then a leaf's .grad is added to
     in place (a .grad the user holds sees the sum) and a retain_grad tensor's is replaced by a
-    new sum."""
+    new sum. A retain_grad tensor changed in place since this node made it takes the gradient
+    of its new node instead."""
     t = node.tensor()
-    if t is None:
+    if t is None or (node.op is not None and t._node is not node):
         return
     with _grad_lock:
-        held = t.grad
+        held = t._grad
         if held is None:
             if owned and node.op is None and g.dtype == t.dtype and getattr(g, "ndim", 0):
-                t.grad = _wrap(g, be)
+                t._grad = _wrap(g, be)
             else:  # xp.array, not astype: a 0-d gradient is often a NumPy scalar
-                t.grad = _wrap(be.xp.array(g, dtype=t.dtype, copy=True), be)
+                t._grad = _wrap(be.xp.array(g, dtype=t.dtype, copy=True), be)
         elif node.op is None and _addable(held.data, t):
             held.data += g
         elif not _fits(held.shape, getattr(g, "shape", ())):
@@ -872,7 +1052,7 @@ def _write_grad(node, g, be, owned):
                              f"but its new gradient has shape {fmt_shape(g.shape)} (was its "
                              ".data replaced by another shape?); set .grad = None first")
         else:
-            t.grad = _wrap(held.data + g, be)
+            t._grad = _wrap(held.data + g, be)
 
 
 def _fits(held, new):

@@ -18,9 +18,11 @@ forward runs without recording a graph and returns one tensor; backward gets the
 that output and returns one gradient per input of forward (None for an input that gets none, and
 for non-tensor inputs). Each Function subclass becomes one Op (ops/op.py) that autograd.apply
 runs like any other: graph pictures, explain mode and backward_steps show it by its class name.
+As for the built-in ops, an input or the output saved with save_for_backward and changed in
+place before backward makes backward raise; an integer or bool output requires no grad.
 """
 
-from .autograd import apply, is_grad_enabled, no_grad
+from .autograd import _is_view_of, apply, is_grad_enabled, no_grad, version_of
 from .errors import GraphError, ShapeError, fmt_shape
 from .ops.op import Op
 from .tensor import Tensor
@@ -57,7 +59,38 @@ class Function:
             raise TypeError(f"{cls.__name__}.apply: needs at least one Tensor input")
         needs = tuple(isinstance(a, Tensor) and a.requires_grad and is_grad_enabled()
                       for a in args)
-        return apply(_op_of(cls), *args, fn=cls, needs=needs)
+        out = apply(_op_of(cls), *args, fn=cls, needs=needs)
+        if out._node is not None:
+            if out.dtype.kind != "f":  # an index or a mask: no gradient flows through it
+                out._node = None
+            else:
+                _watch_saved(out, args)
+        return out
+
+
+def _watch_saved(out, args):
+    """Give out's node the version counters of the inputs (and of the output) whose memory
+    ctx.save_for_backward kept, as the built-in ops' nodes have theirs: backward refuses them
+    once changed in place (autograd._check_saved)."""
+    node = out._node
+    ctx = node.saved[0]
+    found = ()
+    for s in ctx.saved_tensors:
+        if not isinstance(s, Tensor):
+            continue
+        if _holds(s, out):
+            v = version_of(out)
+            found += ((v, v[0], None),)
+        for i, a in enumerate(args):
+            if isinstance(a, Tensor) and _holds(s, a):
+                v = version_of(a)
+                found += ((v, v[0], i),)
+    node.versions += found
+
+
+def _holds(saved, t):
+    """Whether the saved tensor's array is t's, or a view of its memory."""
+    return saved.data is t.data or _is_view_of(saved.data, t.data)
 
 
 def _op_of(cls):

@@ -151,7 +151,10 @@ class Tensor(TensorBase):
             self._node = None
 
     def requires_grad_(self, flag=True):
-        self.requires_grad = flag
+        """Set requires_grad in place and return self; on a tensor that requires grad already
+        (a non-leaf too) requires_grad_(True) changes nothing (torch)."""
+        if not (flag and self._node is not None):
+            self.requires_grad = flag
         return self
 
     @property
@@ -325,13 +328,12 @@ class Tensor(TensorBase):
         return RemovableHandle(node.hooks, hook)
 
     def retain_grad(self):
-        """Keep this non-leaf tensor's gradient in .grad after backward()."""
+        """Keep this non-leaf tensor's gradient in .grad after backward() (and grad()); after
+        an in-place op it is the gradient of the tensor as changed (torch)."""
         if self._node is None:
             raise GraphError("retain_grad: this tensor does not require grad")
         if self._node.op is not None:
-            import weakref
-
-            self._node.tensor = weakref.ref(self)
+            ag.retain(self)
 
     # ---- arithmetic (Python numbers are constants; anything else becomes a tensor) -------------
 
@@ -971,10 +973,17 @@ class Tensor(TensorBase):
     view = reshape
 
     def flatten(self, start_dim=0, end_dim=-1):
+        """Dims start_dim..end_dim joined into one; a 0-d tensor becomes (1,) (its one implicit
+        dim is 0 or -1), as torch."""
         if self.ndim == 0:
+            _axes(start_dim, 0, "flatten")  # (an error for any other dim)
+            _axes(end_dim, 0, "flatten")
             return self.reshape(1)
         s = _axis(start_dim, self.ndim, "flatten")
         e = _axis(end_dim, self.ndim, "flatten")
+        if s > e:  # (a reshape would read it as nothing to join, and insert a dim)
+            raise DimError(f"flatten: start_dim {start_dim} cannot come after end_dim {end_dim} "
+                           f"(dims {s} and {e} of a tensor of shape {fmt_shape(self.shape)})")
         return self.reshape(self.shape[:s] + (-1,) + self.shape[e + 1:])
 
     def unsqueeze(self, dim):

@@ -59,7 +59,8 @@ def test_only_one_node_is_kept_for_the_block():
     block = _block()
     x = ta.randn(3, 4, dtype=ta.float64, requires_grad=True)
     out = checkpoint(block, x)
-    assert out._node.op.name == "Checkpoint" and _nodes(out) == 3  # it, x's leaf, its anchor
+    # it, x's leaf and the leaves of the block's 4 parameters (its inputs too, see below)
+    assert out._node.op.name == "Checkpoint" and _nodes(out) == 6
     assert _nodes(block(x)) > 8
 
 
@@ -209,3 +210,114 @@ def test_on_cupy_the_recomputation_replays_the_device_streams_draws(monkeypatch)
     np.testing.assert_allclose(got[1], want[1], rtol=1e-12)
     for mine, ref in zip(got[2], want[2], strict=True):
         np.testing.assert_allclose(mine, ref, rtol=1e-12)
+
+
+# ---- the parameters inside the block are inputs of its node; inputs changed in place ----------
+
+
+def test_autograd_grad_through_a_checkpoint_reaches_the_parameters_and_writes_no_grad():
+    """As torch: grad() returns the gradients of the parameters the block uses and of its
+    inputs, and fills no .grad (the recomputation's backward goes to grad(), not to .grad)."""
+    block = _block()
+    params = list(block.parameters())
+    x = ta.tensor(np.random.default_rng(6).standard_normal((3, 4)), requires_grad=True)
+    ta.manual_seed(5)
+    y = checkpoint(block, x)
+    got = ta.autograd.grad((y ** 2).sum(), [x, *params])
+    assert x.grad is None and all(p.grad is None for p in params)
+    want = _grads(block, block, x)
+    np.testing.assert_allclose(got[0].numpy(), want[1], rtol=1e-12)
+    for g, w in zip(got[1:], want[2], strict=True):
+        np.testing.assert_allclose(g.numpy(), w, rtol=1e-12)
+
+
+def test_autograd_grad_for_the_parameters_alone_through_a_checkpoint():
+    w = ta.tensor(np.random.default_rng(7).standard_normal((4, 4)), requires_grad=True)
+    x = ta.tensor(np.random.default_rng(8).standard_normal((2, 4)))  # needs no gradient
+    y = checkpoint(lambda t: (t @ w).tanh(), x)
+    (gw,) = ta.autograd.grad(y.sum(), [w])
+    assert w.grad is None
+    (want,) = ta.autograd.grad((x @ w).tanh().sum(), [w])
+    np.testing.assert_allclose(gw.numpy(), want.numpy(), rtol=1e-12)
+
+
+def test_keyword_and_closure_tensors_get_their_gradients():
+    """Tensors the block reads other than its positional arguments (a keyword argument, a
+    non-leaf from a closure) get their gradients as in the plain call."""
+    rng = np.random.default_rng(9)
+    w = ta.tensor(rng.standard_normal((4, 4)), requires_grad=True)
+    s = ta.tensor(2.0, dtype=ta.float64, requires_grad=True)
+    x = ta.tensor(rng.standard_normal((2, 4)), requires_grad=True)
+
+    def run(ck):
+        for t in (w, s, x):
+            t.grad = None
+        scale = s * 3.0  # a non-leaf the block reads from its closure
+        block = lambda a, *, shift: (a @ w).tanh() * scale + shift  # noqa: E731
+        y = checkpoint(block, x, shift=s) if ck else block(x, shift=s)
+        (y ** 2).sum().backward()
+        return [t.grad.numpy().copy() for t in (w, s, x)]
+
+    for got, want in zip(run(True), run(False), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_a_parameters_hook_runs_once_per_backward_through_a_checkpoint():
+    w = ta.tensor(np.ones((2, 2)), requires_grad=True)
+    calls = []
+    w.register_hook(lambda g: calls.append(g.numpy().copy()))
+    checkpoint(lambda t: t @ w, ta.ones(1, 2, dtype=ta.float64)).sum().backward()
+    assert len(calls) == 1
+    np.testing.assert_array_equal(w.grad.numpy(), np.ones((2, 2)))
+
+
+def test_an_input_changed_in_place_after_the_forward_is_refused():
+    """Recomputing from the new values would give a silently wrong gradient (torch raises)."""
+    block = _block(dropout=0.0)
+    x = ta.randn(3, 4, dtype=ta.float64, requires_grad=True)
+    h = x * 1.0
+    y = checkpoint(block, h)
+    with ta.no_grad():
+        h.add_(1.0)
+    with pytest.raises(ta.GraphError, match=r"backward: Checkpoint saved its input 0 \(shape "
+                                            r"\(3, 4\)\) to compute its gradient, and that "
+                                            "tensor was changed in place afterwards"):
+        y.sum().backward()
+
+
+def test_a_parameter_changed_in_place_after_the_forward_is_refused():
+    block = _block(dropout=0.0)
+    y = checkpoint(block, ta.randn(3, 4, dtype=ta.float64))
+    with ta.no_grad():
+        block[0].weight.mul_(2.0)  # as the plain block's matmul would, backward refuses
+    with pytest.raises(ta.GraphError, match="was changed in place afterwards"):
+        y.sum().backward()
+
+
+def test_gradcheck_graph_checks_a_checkpoint_node_and_its_parameters():
+    """A tool that runs the node again on copies of its inputs (float64, perturbed) sees the
+    block computed from those copies, the parameters' too."""
+    ta.manual_seed(0)
+    lin = nn.Linear(4, 3).double()
+    x = ta.tensor(np.random.default_rng(10).standard_normal((2, 4)), requires_grad=True)
+    with ta.record():
+        loss = (checkpoint(lambda t: lin(t).tanh(), x) ** 2).sum()
+    report = ta.gradcheck_graph(loss)
+    (check,) = [c for c in report.checks if c.label.startswith("Checkpoint#")]
+    assert report.ok and check.case.startswith("(2, 4), (3, 4), (3,), ")  # x, weight, bias
+    assert lin.weight.grad is None and lin.weight._node.op is None  # left as they were
+
+
+def test_autograd_grad_through_nested_checkpoints():
+    w = ta.tensor(np.random.default_rng(11).standard_normal((3, 3)), requires_grad=True)
+    x = ta.tensor(np.random.default_rng(12).standard_normal((2, 3)), requires_grad=True)
+
+    def inner(t):
+        return (t @ w).tanh()
+
+    y = checkpoint(lambda t: checkpoint(inner, t).sin() @ w, x)
+    got = ta.autograd.grad(y.sum(), [x, w])
+    assert w.grad is None and x.grad is None
+    want = ta.autograd.grad((inner(x).sin() @ w).sum(), [x, w])
+    for g, v in zip(got, want, strict=True):
+        np.testing.assert_allclose(g.numpy(), v.numpy(), rtol=1e-12)

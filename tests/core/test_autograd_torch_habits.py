@@ -1,0 +1,429 @@
+"""Autograd features that a PyTorch user leans on, checked against torch's behaviour: custom
+Functions and saved tensors changed in place, grad-mode decorators (bare, on generators,
+set_grad_enabled), autograd.grad with non-leaf inputs, grad mode during backward, hooks and the
+arrays they see, retain_grad through in-place ops, assigning .grad, gradcheck's torch forms,
+and anomaly messages that say what their inputs hold."""
+
+import numpy as np
+import pytest
+
+import tinyattn as ta
+
+
+def leaf(values, dtype=np.float64):
+    return ta.tensor(np.asarray(values, dtype=dtype), requires_grad=True)
+
+
+class Square(ta.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 2 * x * g
+
+
+class Exp(ta.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = x.exp()
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * y
+
+
+# ---- custom Functions: saved tensors changed in place ------------------------------------------
+
+
+def test_a_function_refuses_a_saved_input_changed_in_place():
+    """As the built-in ops (and torch): backward would compute from the new values."""
+    x = leaf([1.0, 2.0, 3.0])
+    h = x * 1.0
+    y = Square.apply(h)
+    with ta.no_grad():
+        h.add_(100.0)
+    with pytest.raises(ta.GraphError, match=r"backward: Square saved its input 0 \(shape "
+                                            r"\(3,\)\) to compute its gradient, and that tensor "
+                                            r"was changed in place afterwards \(it is at version "
+                                            r"1, Square needs version 0\)"):
+        y.sum().backward()
+
+
+def test_a_function_refuses_its_saved_output_changed_in_place():
+    x = leaf([0.0, 1.0])
+    y = Exp.apply(x)
+    z = y.sum()
+    with ta.no_grad():
+        y.mul_(0.0)
+    with pytest.raises(ta.GraphError, match=r"backward: Exp saved its output \(shape \(2,\)\)"):
+        z.backward()
+
+
+def test_a_function_whose_saved_tensors_are_untouched_still_backpropagates():
+    x = leaf([1.0, 2.0])
+    h = x * 1.0
+    y = Square.apply(h)
+    other = h + 0.0  # h used elsewhere, not changed
+    (y.sum() + other.sum()).backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 5.0])
+
+
+def test_a_function_with_an_integer_or_bool_output_does_not_require_grad():
+    class Argmax(ta.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.argmax()
+
+        @staticmethod
+        def backward(ctx, g):
+            return None
+
+    class Positive(ta.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x > 0
+
+        @staticmethod
+        def backward(ctx, g):
+            return None
+
+    x = leaf([1.0, -3.0, 2.0])
+    for out in (Argmax.apply(x), Positive.apply(x)):
+        assert not out.requires_grad and out.grad_fn is None
+        with pytest.raises(ta.GraphError, match="does not require grad"):
+            out.sum().backward()
+
+
+# ---- grad-mode decorators ---------------------------------------------------------------------
+
+
+def test_set_grad_enabled_as_a_decorator_leaves_the_mode_alone():
+    """torch: constructing it sets the mode (the statement form), decorating puts the mode
+    back, and only calls of the decorated function run in it."""
+    @ta.set_grad_enabled(False)
+    def double(t):
+        return t * 2, ta.is_grad_enabled()
+
+    assert ta.is_grad_enabled()
+    x = leaf([1.0])
+    assert (x * 2).requires_grad
+    out, mode = double(x)
+    assert mode is False and not out.requires_grad
+    assert ta.is_grad_enabled()
+
+    ta.set_grad_enabled(False)  # the statement form still switches the mode
+    try:
+        assert not ta.is_grad_enabled()
+        out, mode = ta.set_grad_enabled(True)(lambda t: (t * 2, ta.is_grad_enabled()))(x)
+        assert mode is True and out.requires_grad
+        assert not ta.is_grad_enabled()  # decorating under no grad leaves it off
+    finally:
+        ta.set_grad_enabled(True)
+
+
+def test_a_set_grad_enabled_object_entered_again_sets_its_mode_again():
+    manager = ta.set_grad_enabled(False)
+    assert not ta.is_grad_enabled()
+    with manager:
+        assert not ta.is_grad_enabled()
+    assert ta.is_grad_enabled()  # the mode before it was made
+    with manager:
+        assert not ta.is_grad_enabled()
+    assert ta.is_grad_enabled()
+
+
+@pytest.mark.parametrize("make", [lambda f: ta.no_grad(f), lambda f: ta.no_grad()(f),
+                                  lambda f: ta.inference_mode(f),
+                                  lambda f: ta.inference_mode()(f)],
+                         ids=["no_grad", "no_grad()", "inference_mode", "inference_mode()"])
+def test_no_grad_and_inference_mode_decorate_bare_and_called(make):
+    double = make(lambda t: t * 2)
+    x = leaf([1.0, 2.0])
+    out = double(x)
+    assert isinstance(out, ta.Tensor) and not out.requires_grad
+    np.testing.assert_array_equal(out.numpy(), [2.0, 4.0])
+    assert ta.is_grad_enabled()
+
+
+def test_enable_grad_decorates_bare_and_called():
+    x = leaf([1.0])
+    for decorated in (ta.enable_grad(lambda t: t * 2), ta.enable_grad()(lambda t: t * 2)):
+        with ta.no_grad():
+            assert decorated(x).requires_grad
+            assert not ta.is_grad_enabled()
+
+
+@pytest.mark.parametrize("mode", ["no_grad", "no_grad()", "enable_grad", "inference_mode",
+                                  "set_grad_enabled(False)"])
+def test_a_decorated_generator_runs_its_body_in_the_mode_at_every_resumption(mode):
+    """torch's decorators wrap a generator: its body runs in the mode each time it resumes
+    (next and send), and the caller's mode is back in between."""
+    decorate = {"no_grad": ta.no_grad, "no_grad()": ta.no_grad(),
+                "enable_grad": ta.enable_grad, "inference_mode": ta.inference_mode,
+                "set_grad_enabled(False)": ta.set_grad_enabled(False)}[mode]
+    inside = mode == "enable_grad"
+    x = leaf([1.0])
+
+    @decorate
+    def steps(t):
+        got = yield (t * 2).requires_grad, ta.is_grad_enabled()
+        yield (t * got).requires_grad, ta.is_grad_enabled()
+        return "done"
+
+    outside = not inside
+    ta.set_grad_enabled(outside)
+    try:
+        gen = steps(x)
+        assert next(gen) == (inside, inside)
+        assert ta.is_grad_enabled() is outside
+        assert gen.send(3.0) == (inside, inside)
+        assert ta.is_grad_enabled() is outside
+        with pytest.raises(StopIteration) as info:
+            next(gen)
+        assert info.value.value == "done"
+        assert ta.is_grad_enabled() is outside
+    finally:
+        ta.set_grad_enabled(True)
+
+
+# ---- autograd.grad with a non-leaf input ------------------------------------------------------
+
+
+def test_grad_wrt_a_non_leaf_leaves_the_graph_below_it_alone():
+    """torch runs only the part of the graph between the outputs and the inputs: the nodes
+    below h are neither run nor freed, and hooks there are not called."""
+    x = leaf([0.1, 0.2, 0.3])
+    calls = []
+    x.register_hook(lambda g: calls.append("x"))
+    h = x.exp()
+    (gh,) = ta.autograd.grad((h * h).sum(), h)
+    np.testing.assert_allclose(gh.numpy(), 2 * np.exp([0.1, 0.2, 0.3]))
+    assert calls == [] and x.grad is None
+    h.sum().backward()  # exp's saved output was not freed
+    np.testing.assert_allclose(x.grad.numpy(), np.exp([0.1, 0.2, 0.3]))
+    assert calls == ["x"]
+
+
+def test_grad_leaves_branches_that_lead_to_no_input_alone():
+    x, z = leaf([1.0, 2.0]), leaf([3.0, 4.0])
+    calls = []
+    z2 = z * 1.0
+    z2.register_hook(lambda g: calls.append("z2"))
+    h = x * 2.0
+    e = z2.exp()
+    y = (h * h).sum() + e.sum()
+    (gh,) = ta.autograd.grad(y, h)
+    np.testing.assert_array_equal(gh.numpy(), [4.0, 8.0])
+    assert calls == []
+    e.sum().backward()  # exp and z2's mul were neither run nor freed
+    np.testing.assert_allclose(z.grad.numpy(), np.exp([3.0, 4.0]))
+    assert calls == ["z2"]
+
+
+def test_grad_wrt_an_input_and_one_below_it_goes_through_both():
+    x = leaf([0.5, 1.5])
+    h = x.sin()
+    y = (h * x).sum()
+    gh, gx = ta.autograd.grad(y, [h, x])
+    np.testing.assert_allclose(gh.numpy(), x.numpy())
+    np.testing.assert_allclose(gx.numpy(), np.sin(x.numpy()) + x.numpy() * np.cos(x.numpy()))
+
+
+def test_grad_runs_the_hooks_of_its_inputs_as_torch():
+    x = leaf([1.0, 2.0])
+    h = x * 2.0
+    h.register_hook(lambda g: g * 100)
+    (gh,) = ta.autograd.grad(h.sum(), h)
+    np.testing.assert_array_equal(gh.numpy(), [100.0, 100.0])
+
+
+def test_retain_grad_is_filled_by_autograd_grad_as_torch():
+    x = leaf([1.0, 2.0])
+    h = x * 2.0
+    h.retain_grad()
+    ta.autograd.grad((h * h).sum(), x)
+    np.testing.assert_array_equal(h.grad.numpy(), [4.0, 8.0])
+    assert x.grad is None
+
+
+# ---- grad mode during backward ----------------------------------------------------------------
+
+
+def test_grad_mode_is_off_inside_hooks_and_backward():
+    modes = []
+    x = leaf([1.0, 2.0])
+    x.register_hook(lambda g: modes.append(ta.is_grad_enabled()))
+    h = x * 2.0
+    h.register_hook(lambda g: modes.append((x * 2).requires_grad))  # ops record no graph
+    (h * 3.0).sum().backward()
+    assert modes == [False, False]
+    assert ta.is_grad_enabled()
+    ta.autograd.grad((x * 2.0).sum(), x)
+    assert modes == [False, False, False] and ta.is_grad_enabled()
+    for _ in (x * 2.0).sum().backward_steps():
+        assert ta.is_grad_enabled()  # (the caller's mode between steps)
+    assert modes[-1] is False
+
+
+def test_a_hook_on_a_leaf_can_update_it_in_place():
+    p = ta.ones(3, dtype=ta.float64, requires_grad=True)
+
+    def step(g):
+        p.sub_(0.1 * g)
+
+    p.register_hook(step)
+    (p * 2.0).sum().backward()
+    np.testing.assert_allclose(p.detach().numpy(), [0.8, 0.8, 0.8])
+    np.testing.assert_array_equal(p.grad.numpy(), [2.0, 2.0, 2.0])
+
+
+def test_grad_mode_is_back_after_a_backward_that_raised():
+    x = leaf([1.0])
+
+    def fail(g):
+        raise RuntimeError("a hook failed")
+
+    x.register_hook(fail)
+    with pytest.raises(RuntimeError, match="a hook failed"):
+        (x * 2.0).sum().backward()
+    assert ta.is_grad_enabled()
+
+
+# ---- hooks and the arrays they see ------------------------------------------------------------
+
+
+def test_a_gradient_a_hook_saw_is_not_changed_by_a_later_backward():
+    x = leaf([1.0, 2.0])
+    seen = []
+    x.register_hook(lambda g: seen.append(g))
+    (x * 3.0).sum().backward()
+    (x * 3.0).sum().backward()
+    np.testing.assert_array_equal(seen[0].numpy(), [3.0, 3.0])
+    np.testing.assert_array_equal(seen[1].numpy(), [3.0, 3.0])
+    np.testing.assert_array_equal(x.grad.numpy(), [6.0, 6.0])
+
+
+def test_a_gradient_a_hook_returned_is_not_changed_by_a_later_backward():
+    x = leaf([1.0, 2.0])
+    made = []
+
+    def hook(g):
+        made.append(g * 1.0)
+        return made[-1]
+
+    x.register_hook(hook)
+    (x * 3.0).sum().backward()
+    (x * 3.0).sum().backward()
+    for g in made:
+        np.testing.assert_array_equal(g.numpy(), [3.0, 3.0])
+    np.testing.assert_array_equal(x.grad.numpy(), [6.0, 6.0])
+
+
+# ---- retain_grad and in-place ops -------------------------------------------------------------
+
+
+def test_retain_grad_follows_the_tensor_through_an_in_place_op():
+    """torch: h.grad is the gradient of h as it is now (after mul_), not as it was."""
+    x = leaf([1.0, 2.0, 3.0])
+    h = x * 2.0
+    h.retain_grad()
+    h.mul_(3.0)
+    (h * h).sum().backward()
+    np.testing.assert_array_equal(h.grad.numpy(), [12.0, 24.0, 36.0])
+    np.testing.assert_array_equal(x.grad.numpy(), [72.0, 144.0, 216.0])
+
+
+# ---- requires_grad_ and .grad -----------------------------------------------------------------
+
+
+def test_requires_grad_true_on_a_non_leaf_that_requires_grad_is_a_no_op():
+    x = leaf([1.0])
+    h = x * 2.0
+    assert h.requires_grad_(True) is h and h.requires_grad_() is h
+    assert h.grad_fn is not None
+    with pytest.raises(ta.GraphError, match="leaf"):
+        h.requires_grad_(False)
+
+
+def test_assigning_a_grad_of_another_shape_dtype_backend_or_type_raises():
+    z = ta.tensor([1.0, 2.0, 3.0], requires_grad=True)  # float32
+    with pytest.raises(ta.ShapeError, match=r"\.grad: assigned a gradient of shape \(2, 3\) to "
+                                            r"a tensor of shape \(3,\)"):
+        z.grad = ta.zeros(2, 3)
+    with pytest.raises(ta.ShapeError, match="shape"):
+        z.grad = ta.zeros(1, 3)
+    with pytest.raises(ta.DTypeError, match=r"\.grad: assigned a float64 gradient to a float32 "
+                                            "tensor"):
+        z.grad = ta.zeros(3, dtype=ta.float64)
+    with pytest.raises(ta.DTypeError, match="int64"):
+        z.grad = ta.zeros(3, dtype=ta.int64)
+    with pytest.raises(TypeError, match=r"\.grad: expected a Tensor or None, got ndarray"):
+        z.grad = np.zeros(3, dtype=np.float32)
+    assert z.grad is None
+    z.grad = ta.ones(3)  # the right shape and dtype
+    (z * 2).sum().backward()
+    np.testing.assert_array_equal(z.grad.numpy(), [3.0, 3.0, 3.0])
+    z.grad = None
+    assert z.grad is None
+
+
+# ---- gradcheck in torch's forms ---------------------------------------------------------------
+
+
+class _Wrong(ta.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.sin()
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * x.cos() * 1.1
+
+
+def test_gradcheck_takes_a_single_tensor_as_its_inputs():
+    x = ta.randn(3, dtype=ta.float64, requires_grad=True)
+    assert ta.gradcheck(lambda t: t.exp(), x) is True
+    with pytest.raises(ta.GradcheckError, match="gradcheck failed: input 0"):
+        ta.gradcheck(_Wrong.apply, x)
+
+
+def test_gradcheck_raise_exception_false_returns_false():
+    x = ta.randn(3, dtype=ta.float64, requires_grad=True)
+    assert ta.gradcheck(_Wrong.apply, (x,), raise_exception=False) is False
+    assert ta.gradcheck(lambda t: t.exp(), (x,), eps=1e-6, atol=1e-5, rtol=1e-3,
+                        raise_exception=False) is True
+    with pytest.raises(ta.GradcheckError):
+        ta.gradcheck(_Wrong.apply, (x,), raise_exception=True)
+
+
+# ---- anomaly messages -------------------------------------------------------------------------
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_anomaly_says_when_a_nan_came_in_as_a_number():
+    class NanBackward(ta.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * float("nan")
+
+    x = leaf([0.0, 1.0])
+    with ta.detect_anomaly():
+        y = NanBackward.apply(x).exp()
+        with pytest.raises(ta.AnomalyError) as info:
+            y.sum().backward()
+    message = str(info.value)
+    assert "without NaN" not in message
+    assert "input 1 is the number nan" in message
