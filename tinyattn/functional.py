@@ -312,21 +312,19 @@ def cross_entropy(logits, target, weight=None, ignore_index=-100, reduction="mea
     if 1-D).
 
     `target` holds class indices (integers; entries equal to `ignore_index` count for nothing)
-    or class probabilities (floats, the logits' shape). `weight` (C,) weighs each class; with
-    indices, 'mean' divides by the summed weights of the targets. `label_smoothing` ε mixes the
-    target with the uniform distribution: (1-ε) target + ε/C.
+    or class probabilities (floats, the logits' shape; no ignore_index then). `weight` (C,)
+    weighs each class; with indices, 'mean' divides by the summed weights of the targets.
+    `label_smoothing` ε in [0, 1] mixes the target with the uniform distribution: (1-ε) target
+    + ε/C.
     """
     logits = _t(logits)
     target = _t(target, logits)
     probs = target.dtype.kind == "f" and target.shape == logits.shape and logits.ndim > 0
+    _check_cross_entropy(reduction, label_smoothing, probs, ignore_index)
     if weight is None and not probs:  # the common case: one fused op
         return apply(sm.cross_entropy, logits, target, ignore_index=ignore_index,
                      reduction=reduction, label_smoothing=float(label_smoothing))
-    _check_reduction(reduction, "cross_entropy")
     _floating(logits, "cross_entropy", "logits")
-    if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got "
-                         f"{label_smoothing}")
     cdim = 1 if logits.ndim > 1 else 0
     n_class = logits.shape[cdim]
     logp = log_softmax(logits, dim=cdim)
@@ -350,6 +348,18 @@ def cross_entropy(logits, target, weight=None, ignore_index=-100, reduction="mea
     smooth = _weighted_mean(smooth.sum(), w) if reduction == "mean" else \
         _reduce(smooth, reduction, "cross_entropy")
     return nll * (1 - label_smoothing) + smooth * (label_smoothing / n_class)
+
+
+def _check_cross_entropy(reduction, label_smoothing, probs, ignore_index):
+    """cross_entropy's settings, checked on every path before the fused op (inside an op a
+    ValueError would read as a ShapeError)."""
+    _check_reduction(reduction, "cross_entropy")
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got "
+                         f"{label_smoothing}")
+    if probs and ignore_index >= 0:  # (a negative one names no class: torch takes it too)
+        raise ValueError(f"cross_entropy: ignore_index={ignore_index} is not supported for "
+                         "floating point target (class probabilities: every class counts)")
 
 
 def binary_cross_entropy(input, target, weight=None, reduction="mean"):  # noqa: A002

@@ -173,3 +173,35 @@ def test_two_values_a_channel_are_enough_to_train_and_group_norms_eps_counts():
     x = np.random.default_rng(7).standard_normal((2, 4, 3))
     for got, want in zip(_step(ta, ours, x), _step(torch, theirs, x), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+
+
+def test_a_checkpoint_without_num_batches_tracked_loads_as_torchs():
+    """torch's checkpoints from before 0.4.1 have no num_batches_tracked: they load, strict or
+    not, reporting nothing missing; the count is the module's own (0 for a new one), as in torch
+    2.13 (its _load_from_state_dict fills the key with the module's count)."""
+    rng = np.random.default_rng(8)
+    old = {"0.weight": rng.standard_normal(3), "0.bias": rng.standard_normal(3),
+           "0.running_mean": rng.standard_normal(3), "0.running_var": rng.uniform(1, 2, 3)}
+    for strict in (True, False):
+        ours = nn.Sequential(nn.BatchNorm1d(3, dtype=ta.float64))
+        theirs = torch.nn.Sequential(torch.nn.BatchNorm1d(3)).double()
+        got = ours.load_state_dict(old, strict=strict)
+        want = theirs.load_state_dict({k: torch.tensor(v) for k, v in old.items()},
+                                      strict=strict)
+        assert (got.missing_keys, got.unexpected_keys) == (want.missing_keys,
+                                                           want.unexpected_keys) == ([], [])
+        assert ours[0].num_batches_tracked.item() == theirs[0].num_batches_tracked.item() == 0
+        np.testing.assert_array_equal(ours[0].running_mean.numpy(), old["0.running_mean"])
+    assert "0.num_batches_tracked" not in old  # the caller's dict is left as it was
+    trained, their_trained = _pair("BatchNorm1d", 3)
+    for _ in range(2):
+        x = rng.standard_normal((4, 3))
+        trained(ta.tensor(x)), their_trained(torch.tensor(x))
+    state = {k[2:]: v for k, v in old.items()}
+    trained.load_state_dict(state)
+    their_trained.load_state_dict({k: torch.tensor(v) for k, v in state.items()})
+    assert trained.num_batches_tracked.item() == their_trained.num_batches_tracked.item() == 2
+    untracked = nn.BatchNorm1d(3, track_running_stats=False)  # nothing to fill: none is added
+    assert untracked.load_state_dict({"weight": np.ones(3), "bias": np.zeros(3)}) == ([], [])
+    with pytest.raises(ta.CheckpointError, match="missing keys: running_var"):
+        nn.BatchNorm1d(3).load_state_dict({k: v for k, v in state.items() if k != "running_var"})

@@ -1,5 +1,6 @@
-"""nn.init (distributions checked by their statistics and against torch's formulas) and
-nn.utils.clip_grad_norm_ / clip_grad_value_ (matched with torch)."""
+"""nn.init (distributions checked by their statistics and against torch's formulas; zero-element
+tensors and a Linear without inputs as torch's) and nn.utils.clip_grad_norm_ /
+clip_grad_value_ (matched with torch)."""
 
 import math
 
@@ -109,6 +110,35 @@ def test_fans_need_two_dims():
         init.xavier_uniform_(ta.zeros(5))
     with raises(ValueError, "kaiming_normal_", "mode", "'fan'"):
         init.kaiming_normal_(ta.zeros(2, 2), mode="fan")
+
+
+@pytest.mark.parametrize("fn", ["kaiming_uniform_", "kaiming_normal_", "xavier_uniform_",
+                                "xavier_normal_"])
+@pytest.mark.parametrize("shape", [(3, 0), (0, 3), (0, 0), (2, 0, 5)])
+def test_a_zero_element_tensor_is_returned_with_torchs_warning(fn, shape):
+    w = ta.zeros(*shape)
+    with pytest.warns(UserWarning, match="Initializing zero-element tensors is a no-op"):
+        assert getattr(init, fn)(w) is w
+    assert w.shape == shape
+    if fn.startswith("kaiming"):  # torch's too, checked before the mode and the dims
+        with pytest.warns(UserWarning, match="zero-element"):
+            init.kaiming_uniform_(ta.zeros(0), mode="fan_out")
+
+
+@pytest.mark.filterwarnings("ignore:Initializing zero-element")  # torch's, from its kaiming_
+def test_a_linear_layer_without_inputs_builds_as_torchs():
+    torch = pytest.importorskip("torch")
+    for n_in, n_out in [(0, 3), (3, 0), (0, 0)]:
+        ours = nn.Linear(n_in, n_out)
+        theirs = torch.nn.Linear(n_in, n_out)
+        assert [(k, p.shape) for k, p in ours.named_parameters()] == \
+            [(k, tuple(p.shape)) for k, p in theirs.named_parameters()]
+    assert not nn.Linear(0, 3).bias.numpy().any()  # bound 0 when fan_in is 0: zeros, as torch
+    assert nn.Linear(3, 0)(ta.zeros(2, 3)).shape == (2, 0)
+    layer, x = nn.Linear(0, 3), ta.zeros(2, 4, 0, requires_grad=True)  # the forward, batched
+    layer(x).sum().backward()
+    assert layer(x).shape == (2, 4, 3) and x.grad.shape == (2, 4, 0)
+    assert layer.bias.grad.numpy().tolist() == [8.0, 8.0, 8.0] and layer.weight.grad.shape == (3, 0)
 
 
 # ---- clipping ----------------------------------------------------------------------------------

@@ -113,6 +113,50 @@ def test_cross_entropy_all_ignored_is_nan_like_torch():
     assert np.isnan(loss.item())
 
 
+CE_PATHS = [(IDS, None), (IDS, W5), (TARGET_P, None), (TARGET_P, W5)]
+CE_PATH_IDS = ["fused", "weighted", "probabilities", "weighted-probabilities"]
+
+
+@pytest.mark.parametrize("target,weight", CE_PATHS, ids=CE_PATH_IDS)
+def test_cross_entropy_refuses_a_bad_label_smoothing_or_reduction_on_every_path(target, weight):
+    """The fused op (indices, no weight) used to compute with label_smoothing 1.5 and to call a
+    bad reduction a ShapeError: every path says ValueError, as the composed ones did."""
+    x, t = ta.tensor(X), ta.tensor(target)
+    w = None if weight is None else ta.tensor(weight)
+    for smoothing in (1.5, -0.1, float("nan")):
+        with raises(ValueError, "cross_entropy", "label_smoothing", r"\[0, 1\]", str(smoothing)):
+            F.cross_entropy(x, t, w, label_smoothing=smoothing)
+        with raises(ValueError, "cross_entropy", "label_smoothing"):
+            nn.CrossEntropyLoss(w, label_smoothing=smoothing)(x, t)
+    for reduction in ("avg", "batchmean"):
+        with raises(ValueError, "cross_entropy", "reduction", repr(reduction)) as info:
+            F.cross_entropy(x, t, w, reduction=reduction)
+        assert type(info.value) is ValueError  # not a ShapeError: no shape is wrong
+        with raises(ValueError, "cross_entropy", "reduction", repr(reduction)):
+            nn.CrossEntropyLoss(w, reduction=reduction)(x, t)
+    for smoothing in (0.0, 1.0):  # the ends are allowed
+        assert np.isfinite(F.cross_entropy(x, t, w, label_smoothing=smoothing).item())
+
+
+def test_cross_entropy_with_probabilities_refuses_an_ignore_index_as_torch():
+    torch = pytest.importorskip("torch")
+    x, p = ta.tensor(X), ta.tensor(TARGET_P)
+    for ignore_index in (0, 2):
+        with raises(ValueError, "cross_entropy", f"ignore_index={ignore_index}",
+                    "not supported for floating point target"):
+            F.cross_entropy(x, p, ignore_index=ignore_index)
+        with raises(ValueError, "cross_entropy", "ignore_index"):
+            nn.CrossEntropyLoss(ignore_index=ignore_index)(x, p)
+        with pytest.raises(RuntimeError, match="ignore_index is not supported"):
+            torch.nn.functional.cross_entropy(torch.tensor(X), torch.tensor(TARGET_P),
+                                              ignore_index=ignore_index)
+    for ignore_index in (-100, -1):  # no class: torch takes it, and so does tinyattn
+        got = F.cross_entropy(x, p, ignore_index=ignore_index).item()
+        want = torch.nn.functional.cross_entropy(torch.tensor(X), torch.tensor(TARGET_P),
+                                                 ignore_index=ignore_index).item()
+        assert got == pytest.approx(want, rel=1e-12)
+
+
 def test_binary_cross_entropy_clamps_the_log_at_minus_100():
     torch = pytest.importorskip("torch")
     x, t = np.array([0.0, 1.0, 0.5]), np.array([1.0, 0.0, 1.0])

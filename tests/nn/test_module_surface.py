@@ -1,8 +1,8 @@
 """What a user sees of the nn modules: every loss module with its defaults and its settings
-against torch's (values and state-dict keys), Unflatten's splits and refusals against torch, the
-printed module tree, deleting attributes, the Kaiming initialisers' defaults and errors, slices of
-Sequential and ModuleList, load_state_dict(strict=False)'s named pair, get_submodule and
-get_parameter."""
+against torch's (values and state-dict keys), Flatten's (and Tensor.flatten's) and Unflatten's
+dims and refusals against torch, the printed module tree, deleting attributes, the Kaiming
+initialisers' defaults and errors, slices of Sequential and ModuleList,
+load_state_dict(strict=False)'s named pair, get_submodule and get_parameter."""
 
 import math
 
@@ -72,7 +72,43 @@ def test_loss_module_defaults_and_settings_match_torch(name, kwargs, args):
     assert ours.reduction == theirs.reduction
 
 
-# ---- Unflatten ---------------------------------------------------------------------------------
+# ---- Flatten and Unflatten ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("start,end", [(2, 1), (-1, 0), (1, -3), (-1, -2)])
+def test_flatten_refuses_start_dim_after_end_dim_as_torch(start, end):
+    x = rng.standard_normal((2, 3, 4))
+    with pytest.raises(RuntimeError, match="start_dim cannot come after end_dim"):
+        torch.tensor(x).flatten(start, end)
+    with raises(ta.DimError, "flatten", f"start_dim {start} cannot come after end_dim {end}",
+                r"\(2, 3, 4\)"):
+        ta.tensor(x).flatten(start, end)
+    with raises(ta.DimError, "flatten", "start_dim", "cannot come after end_dim"):
+        nn.Flatten(start, end)(ta.tensor(x))
+
+
+@pytest.mark.parametrize("start,end", [(0, -1), (1, 1), (-2, -1), (0, 0), (2, -1)])
+def test_flatten_joins_the_dims_between_as_torch(start, end):
+    x = rng.standard_normal((2, 3, 4))
+    assert ta.tensor(x).flatten(start, end).shape == tuple(torch.tensor(x).flatten(start,
+                                                                                   end).shape)
+    assert nn.Flatten(start, end)(ta.tensor(x)).shape == \
+        tuple(torch.nn.Flatten(start, end)(torch.tensor(x)).shape)
+
+
+def test_flatten_of_a_0d_tensor_as_torch():
+    for args in [(), (0,), (-1,), (0, -1), (-1, 0)]:  # its one implicit dim: (1,)
+        assert ta.tensor(3.0).flatten(*args).shape == tuple(torch.tensor(3.0).flatten(*args).shape)
+    with pytest.raises(IndexError, match="range of \\[-1, 0\\], but got 1"):
+        torch.nn.Flatten()(torch.tensor(3.0))  # start_dim=1: no such dim
+    with raises(ta.DimError, "flatten", "dim 1", "0 dims", "-1..0"):
+        nn.Flatten()(ta.tensor(3.0))
+    for args in [(1,), (0, 1), (-2, -1)]:
+        with pytest.raises(IndexError):
+            torch.tensor(3.0).flatten(*args)
+        with pytest.raises(IndexError):
+            ta.tensor(3.0).flatten(*args)
+
 
 
 @pytest.mark.parametrize("dim,sizes", [(0, (1, 2)), (0, (2, -1)), (1, (3, 1)), (1, (-1, 3)),

@@ -314,6 +314,13 @@ def test_a_fully_masked_query_attends_to_nothing_zeros_not_nan():
     assert np.isfinite(xs.grad.numpy()).all()
 
 
+def test_multihead_attention_says_a_fully_masked_query_gives_zeros_not_nan():
+    """The difference from torch above is written where the mask conventions are."""
+    doc = " ".join(nn.MultiheadAttention.__doc__.split())
+    assert "every key is masked" in doc and "zero weights" in doc and "NaN" in doc
+    assert "out_proj" in doc  # what the output is then: out_proj's bias
+
+
 @pytest.mark.filterwarnings("ignore:Support for mismatched key_padding_mask")  # torch's
 @pytest.mark.parametrize("ctor,call", MHA_CASES, ids=[str(i) for i in range(len(MHA_CASES))])
 def test_multihead_attention_matches_torch(ctor, call):

@@ -3,7 +3,7 @@
 Shapes: N batch, L target (query) length, S source (key) length, E embed_dim, H heads,
 D = E / H per head. PyTorch's mask conventions hold here: in attn_mask and key_padding_mask a
 bool True means "may NOT attend" (the opposite of F.scaled_dot_product_attention's bool mask),
-a float mask is added to the scores.
+a float mask is added to the scores; a query whose every key is masked gets zeros, not NaN.
 """
 
 import math
@@ -21,7 +21,12 @@ from .module import Module, Parameter
 class MultiheadAttention(Module):
     """Attention from `query` to `key`/`value` with H heads, as torch.nn.MultiheadAttention:
     the same constructor, forward arguments, parameter names (in_proj_weight, in_proj_bias,
-    out_proj.weight, ...) and outputs, so a torch state dict loads as is."""
+    out_proj.weight, ...) and outputs, so a torch state dict loads as is.
+
+    Masks as torch's: in attn_mask and key_padding_mask a bool True means "may NOT attend", a
+    float mask is added to the scores. One difference: a query whose every key is masked gets
+    zero weights and a zero attention result, so its output is out_proj's bias, with finite
+    gradients; torch's gives NaN there (tinyattn's attention is never NaN)."""
 
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False,
                  add_zero_attn=False, kdim=None, vdim=None, batch_first=False, device=None,

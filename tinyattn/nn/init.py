@@ -4,9 +4,11 @@ Each function works under no_grad (so it may fill a Parameter), draws from `gene
 tinyattn.Generator) when one is given, else from the backend's stream (tinyattn.manual_seed
 makes it repeatable), and returns the tensor. fan_in is the
 number of inputs a unit of a (out, in, *kernel) weight sees, fan_out the number of outputs.
+A tensor with no entries is returned as it is by kaiming_* and xavier_*, with torch's warning.
 """
 
 import math
+import warnings
 
 import numpy as np
 
@@ -49,6 +51,14 @@ def _fans(tensor, name):
                          f"(out, in, ...), got {fmt_shape(tensor.shape)}")
     receptive = math.prod(tensor.shape[2:])
     return tensor.shape[1] * receptive, tensor.shape[0] * receptive
+
+
+def _nothing_to_draw(tensor):
+    """True, with torch's warning, for a tensor without entries (its fans may be 0)."""
+    if tensor.numel() == 0:
+        warnings.warn("Initializing zero-element tensors is a no-op", UserWarning, stacklevel=3)
+        return True
+    return False
 
 
 def _fan(tensor, mode, name):
@@ -94,6 +104,8 @@ def eye_(tensor):
 def xavier_uniform_(tensor, gain=1.0, generator=None):
     """U(-a, a) with a = gain √(6 / (fan_in + fan_out)) (Glorot & Bengio, 2010)."""
     fan_in, fan_out = _fans(tensor, "xavier_uniform_")
+    if _nothing_to_draw(tensor):
+        return tensor
     bound = gain * math.sqrt(6.0 / (fan_in + fan_out))
     return uniform_(tensor, -bound, bound, generator)
 
@@ -101,11 +113,15 @@ def xavier_uniform_(tensor, gain=1.0, generator=None):
 def xavier_normal_(tensor, gain=1.0, generator=None):
     """N(0, std²) with std = gain √(2 / (fan_in + fan_out))."""
     fan_in, fan_out = _fans(tensor, "xavier_normal_")
+    if _nothing_to_draw(tensor):
+        return tensor
     return normal_(tensor, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)), generator)
 
 
 def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
     """U(-b, b) with b = gain √(3 / fan) (He et al., 2015); a is leaky_relu's slope."""
+    if _nothing_to_draw(tensor):  # (before the checks of mode and dims, as torch)
+        return tensor
     fan = _fan(tensor, mode, "kaiming_uniform_")
     bound = math.sqrt(3.0) * calculate_gain(nonlinearity, a) / math.sqrt(fan)
     return uniform_(tensor, -bound, bound, generator)
@@ -113,6 +129,8 @@ def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gene
 
 def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
     """N(0, std²) with std = gain / √fan."""
+    if _nothing_to_draw(tensor):
+        return tensor
     fan = _fan(tensor, mode, "kaiming_normal_")
     return normal_(tensor, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(fan), generator)
 

@@ -31,7 +31,7 @@ class Linear(Module):
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
         self.in_features, self.out_features = in_features, out_features
-        bound = 1 / math.sqrt(in_features)
+        bound = 1 / math.sqrt(in_features) if in_features > 0 else 0.0  # (torch's: no inputs)
         self.weight = Parameter(_uniform((out_features, in_features), bound, dtype))
         self.bias = Parameter(_uniform((out_features,), bound, dtype)) if bias else None
         _place(self, device)
@@ -125,7 +125,8 @@ class _BatchNorm(Module):
     """Normalize each channel (dim 1) over the batch and the other dims, then scale and shift
     it. Training: the batch's mean and (biased) variance, and the running statistics move
     toward them by `momentum` (the variance unbiased; momentum=None: the average over every
-    batch so far); eval: the running statistics. torch's arguments, buffers and state keys."""
+    batch so far); eval: the running statistics. torch's arguments, buffers and state keys (a
+    state dict without num_batches_tracked, torch's older checkpoints, loads)."""
 
     _dims = ()  # the input dims allowed (BatchNorm1d: 2 or 3, BatchNorm2d: 4)
 
@@ -161,6 +162,14 @@ class _BatchNorm(Module):
                 momentum = 1 / self.num_batches_tracked.item()
         return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
                             training=batch_stats, momentum=momentum or 0.0, eps=self.eps)
+
+    def _state_defaults(self, prefix, state):
+        """A checkpoint from before torch 0.4.1 has no num_batches_tracked: not missing, the
+        module keeps its own count (0 if new), as torch's loading fills it in."""
+        key = prefix + "num_batches_tracked"
+        if self.track_running_stats and key not in state:
+            return {key: self.num_batches_tracked}
+        return {}
 
     def extra_repr(self):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "

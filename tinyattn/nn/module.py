@@ -1,9 +1,10 @@
 """Module and Parameter: PyTorch's way of holding weights, in a few dozen lines.
 
 Assigning a Parameter or a Module to an attribute registers it, so `named_parameters()` and
-`state_dict()` find it under its dotted path ("blocks.0.attn.qkv.weight"). Calling a module runs
-its `forward` at its path, so the graph nodes it makes know which module made them (graph
-pictures group them). Containers: Sequential, ModuleList, ModuleDict and ParameterList.
+`state_dict()` find it under its dotted path ("blocks.0.attn.qkv.weight"); None keeps its slot,
+empty, as in torch. Calling a module runs its `forward` at its path, so the graph nodes it makes
+know which module made them (graph pictures group them). Containers: Sequential, ModuleList,
+ModuleDict, ParameterList and ParameterDict, with torch's list and dict methods.
 """
 
 import weakref
@@ -85,30 +86,49 @@ class Module:
             _state_version[0] += 1
             object.__setattr__(self, name, value)
             return
+        slot = self._slot(name, value)  # "_parameters", "_modules" or None
         self._buffers.pop(name, None)
-        if name in self._modules or name in self._parameters or isinstance(value, (Module,
-                                                                                   Parameter)):
+        if slot or name in self._modules or name in self._parameters:
             _tree_version[0] += 1
             _state_version[0] += 1
         elif self.__dict__.get(name, _MISSING) is not value:  # a setting (Dropout.p, eps) that
             _state_version[0] += 1  # forward reads: a captured step records again
-        # a replaced parameter or module keeps its place (and its place in the state dict)
+        # a replaced parameter or module keeps its place (and its place in the state dict), and
+        # so does one set to None: the slot stays, empty, as torch's (`m.bias = None`)
+        for kind in ("_parameters", "_modules"):
+            if kind == slot:
+                getattr(self, kind)[name] = value
+            else:
+                getattr(self, kind).pop(name, None)
         if isinstance(value, Parameter):
-            self._parameters[name] = value
             _held[id(value)] = value
-        else:
-            self._parameters.pop(name, None)
-        if isinstance(value, Module):
-            self._modules[name] = value
-        else:
-            self._modules.pop(name, None)
         object.__setattr__(self, name, value)
 
+    def _slot(self, name, value):
+        """Where `value` assigned as `name` is registered: "_parameters", "_modules", or None (a
+        plain attribute). Over a parameter or a child only its own kind or None may go, as in
+        torch: a plain tensor over a weight would silently drop it from the model."""
+        if isinstance(value, Parameter):
+            return "_parameters"
+        if isinstance(value, Module):
+            return "_modules"
+        for kind, what, want in (("_parameters", "parameter", "Parameter"),
+                                 ("_modules", "child module", "Module")):
+            if name in getattr(self, kind):
+                if value is not None:
+                    hint = "; to replace the weight, assign nn.Parameter(value)" \
+                        if kind == "_parameters" else ""
+                    raise TypeError(f"{type(self).__name__}: cannot assign "
+                                    f"'{type(value).__name__}' as {what} {name!r} ({want} or "
+                                    f"None expected){hint}")
+                return kind
+        return None
+
     def __delattr__(self, name):
-        removed = self._parameters.pop(name, None) is not None
+        removed = self._parameters.pop(name, _MISSING) is not _MISSING
         self._buffers.pop(name, None)
         self._non_persistent.discard(name)
-        if self._modules.pop(name, None) is not None or removed:
+        if self._modules.pop(name, _MISSING) is not _MISSING or removed:
             _tree_version[0] += 1
             _state_version[0] += 1
         object.__delattr__(self, name)
@@ -202,24 +222,32 @@ class Module:
         raise TypeError(f"{type(self).__name__} has no forward(): a Module subclass defines it")
 
     def add_module(self, name, module):
-        """Register module (or None) as the child `name`, as assigning the attribute does."""
-        self._check_name("add_module", name)
-        if module is not None and not isinstance(module, Module):
-            raise TypeError(f"add_module: {type(module).__name__} is not a Module subclass")
-        setattr(self, name, module)
+        """Register module (or None, an empty slot) as the child `name`, as assigning the
+        attribute does."""
+        self._add_child("add_module", name, module)
 
     register_module = add_module
+
+    def _add_child(self, where, name, module):
+        self._check_name(where, name)
+        self._check_free(where, name, "_modules")
+        _check_module(where, module)
+        self._set_child(name, module)
+
+    def _set_child(self, name, module):
+        if module is None:  # an empty slot, kept (and skipped by every walk), as torch's
+            self._modules.setdefault(name, None)
+        setattr(self, name, module)
 
     def register_parameter(self, name, param):
         """Register param (a Parameter, or None for an absent one) under `name`."""
         self._check_name("register_parameter", name)
+        self._check_free("register_parameter", name, "_parameters")
         if param is not None and not isinstance(param, Parameter):
             raise TypeError(f"register_parameter: {name!r} must be a Parameter or None, got a "
                             f"{type(param).__name__}")
         if param is None:
-            self._parameters[name] = None
-            object.__setattr__(self, name, None)
-            return
+            self._parameters.setdefault(name, None)
         setattr(self, name, param)
 
     def _check_name(self, where, name):
@@ -227,15 +255,19 @@ class Module:
             raise KeyError(f"{where}: the name must be a non-empty string without '.', got "
                            f"{name!r}")
 
+    def _check_free(self, where, name, kind):
+        """`name` may be registered in `kind` (_parameters, _buffers or _modules): it is one
+        already, or no attribute at all (torch's rule: a child named 'train' would hide the
+        method, a buffer named like a parameter would hide the parameter)."""
+        if name not in getattr(self, kind) and hasattr(self, name):
+            raise KeyError(f"{where}: attribute {name!r} already exists in "
+                           f"{type(self).__name__}; choose another name")
+
     def register_buffer(self, name, tensor, persistent=True):
         """Keep a tensor that is state but not a parameter (running statistics, class weights,
         rotary tables): it moves with `to()` and, if persistent, sits in `state_dict()`."""
-        if not isinstance(name, str) or not name or "." in name:
-            raise KeyError(f"register_buffer: the name must be a non-empty string without '.', "
-                           f"got {name!r}")
-        if name not in self._buffers and name in self.__dict__:
-            raise KeyError(f"register_buffer: {type(self).__name__} already has an attribute "
-                           f"{name!r} that is not a buffer")
+        self._check_name("register_buffer", name)
+        self._check_free("register_buffer", name, "_buffers")
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"register_buffer: {name!r} must be a Tensor or None, got a "
                             f"{type(tensor).__name__}")
@@ -275,7 +307,8 @@ class Module:
             yield path, module
             if module._modules:  # (zero_grad walks this every step: leaves skip the list)
                 dot = path + "." if path else ""
-                stack.extend([(dot + n, m) for n, m in reversed(module._modules.items())])
+                stack.extend([(dot + n, m) for n, m in reversed(module._modules.items())
+                              if m is not None])
 
     def modules(self):
         return (m for _, m in self.named_modules())
@@ -300,10 +333,16 @@ class Module:
         return module._parameters[name]
 
     def children(self):
-        return iter(self._modules.values())
+        return (m for _, m in self.named_children())
 
     def named_children(self):
-        return iter(self._modules.items())
+        """(name, child) for each child, each once: a module held twice comes under its first
+        name (as torch; state_dict() lists it under both)."""
+        seen = set()
+        for name, m in self._modules.items():
+            if m is not None and m not in seen:
+                seen.add(m)
+                yield name, m
 
     def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
         """(dotted path, Parameter) for every parameter, each once (tied weights too); only
@@ -418,19 +457,30 @@ class Module:
     # ---- saving and loading --------------------------------------------------------------------
 
     def state_dict(self, destination=None, prefix="", keep_vars=False):
-        """Every parameter and persistent buffer by its dotted path (tied weights under each of
-        their names), in PyTorch's order: a module's parameters, its buffers, then its children.
-        Keys start with `prefix`; values are detached unless keep_vars; with `destination`, it
-        is filled and returned."""
+        """Every parameter and persistent buffer by its dotted path (tied weights, and a module
+        used twice, under each of their names), in PyTorch's order: a module's parameters, its
+        buffers, then its children. Keys start with `prefix`; values are detached unless
+        keep_vars; with `destination`, it is filled and returned."""
         out = OrderedDict() if destination is None else destination
         for key, t in self._state_tensors().items():
             out[prefix + key] = t if keep_vars else t.detach()
         return out
 
+    def _every_path(self):
+        """(prefix, module) for this module and each inside it at every path that holds it, as
+        torch's state_dict walks them (a module used twice: twice; one inside itself: once,
+        where torch recurses without end)."""
+        stack = [("", self, ())]
+        while stack:
+            prefix, module, above = stack.pop()
+            yield prefix, module
+            above += (module,)
+            stack.extend([(f"{prefix}{n}.", m, above) for n, m in reversed(module._modules.items())
+                          if m is not None and m not in above])
+
     def _state_tensors(self):
         out = OrderedDict()
-        for path, module in self.named_modules():
-            prefix = f"{path}." if path else ""
+        for prefix, module in self._every_path():
             for name, p in module._parameters.items():
                 if p is not None:
                     out[prefix + name] = p
@@ -442,8 +492,10 @@ class Module:
     def load_state_dict(self, state, strict=True):
         """Copy values into the parameters and buffers; on any mismatch raise and change nothing.
 
-        strict=True: keys must match exactly. Shapes must always match.
+        strict=True: keys must match exactly. Shapes must always match. What older checkpoints
+        lack and a module knows how to fill (a BatchNorm's num_batches_tracked) is not missing.
         """
+        state = self._with_defaults(state)
         params = own = self._state_tensors()  # parameters and buffers
         missing = [k for k in own if k not in state]
         unexpected = [k for k in state if k not in own]
@@ -464,6 +516,18 @@ class Module:
             p.backend.xp.copyto(p.data, p.backend.asarray(array), casting="unsafe")
             bump_version(p)
         return IncompatibleKeys(missing, unexpected)
+
+    def _with_defaults(self, state):
+        """`state`, with the entries its modules fill in for an older checkpoint (as torch's
+        _load_from_state_dict hooks); the caller's dict is never changed."""
+        filled = {}
+        for prefix, module in self._every_path():
+            filled.update(module._state_defaults(prefix, state))
+        return {**state, **filled} if filled else state
+
+    def _state_defaults(self, prefix, state):
+        """{key: value} for what `state` lacks of this module and may: none by default."""
+        return {}
 
     @staticmethod
     def _loadable(key, value, p, problems):
@@ -518,8 +582,9 @@ class _Indexed(Module):
         self.extend(modules)
 
     def append(self, module):
+        """Add module (or None, an empty slot, as torch's) at the end."""
         _check_module(type(self).__name__, module)
-        setattr(self, str(len(self._modules)), module)
+        self._set_child(str(len(self._modules)), module)
         return self
 
     def extend(self, modules):
@@ -527,9 +592,15 @@ class _Indexed(Module):
             self.append(m)
         return self
 
+    __iadd__ = extend  # layers += [...] extends in place (as torch's)
+
     def insert(self, index, module):
-        """Put module at index, the ones from there on moving one place up."""
+        """Put module at index (-len..len), the ones from there on moving one place up."""
         _check_module(type(self).__name__, module)
+        n = len(self._modules)
+        if not -n <= index <= n:  # (a list's insert would append or prepend, silently)
+            raise IndexError(f"{type(self).__name__}.insert: index {index} is out of range for "
+                             f"{n} modules (valid: {-n}..{n})")
         items = list(self._modules.values())
         items.insert(index, module)
         self._renumber(items)
@@ -554,7 +625,7 @@ class _Indexed(Module):
         for name in list(self._modules):
             delattr(self, name)
         for n, module in enumerate(items):
-            setattr(self, str(n), module)
+            self._set_child(str(n), module)
 
     keeps_names = False  # whether a slice keeps the modules' names ("1", "2") or counts from 0
 
@@ -565,7 +636,7 @@ class _Indexed(Module):
             part = type(self).__new__(type(self))
             _Indexed.__init__(part)
             for n, (name, module) in enumerate(list(self._modules.items())[i]):
-                setattr(part, name if self.keeps_names else str(n), module)
+                part._set_child(name if self.keeps_names else str(n), module)
             return part
         return list(self._modules.values())[i]
 
@@ -581,8 +652,9 @@ class _Indexed(Module):
 
 
 def _check_module(where, module):
-    if not isinstance(module, Module):
-        raise TypeError(f"{where}: {type(module).__name__} is not a Module subclass")
+    if module is not None and not isinstance(module, Module):
+        raise TypeError(f"{where}: {type(module).__name__} is not a Module subclass (nor None, "
+                        "an empty slot)")
 
 
 class Sequential(_Indexed):
@@ -595,8 +667,7 @@ class Sequential(_Indexed):
         if len(modules) == 1 and isinstance(modules[0], dict):
             Module.__init__(self)
             for name, module in modules[0].items():
-                _check_module("Sequential", module)
-                setattr(self, name, module)
+                self._add_child("Sequential", name, module)
         else:
             super().__init__(modules)
 
@@ -604,6 +675,22 @@ class Sequential(_Indexed):
         for m in self:
             x = m(x)
         return x
+
+    def __mul__(self, n):
+        """A Sequential of these modules n times over: the same module objects, not copies
+        (as torch's)."""
+        if not isinstance(n, int):
+            return NotImplemented
+        if n <= 0:
+            raise ValueError(f"Sequential * {n}: the number of repeats must be positive")
+        return Sequential(*(list(self) * n))
+
+    __rmul__ = __mul__
+
+    def __imul__(self, n):
+        if isinstance(n, int) and n > 0:
+            return self.extend(list(self) * (n - 1))
+        return self.__mul__(n)  # NotImplemented, or the error for n <= 0
 
 
 class ModuleList(_Indexed):
@@ -686,10 +773,10 @@ class ModuleDict(Module):
             self.update(modules)
 
     def __setitem__(self, key, module):
-        if not isinstance(module, Module):
-            raise TypeError(f"ModuleDict: {key!r} must be a Module, got a "
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"ModuleDict: {key!r} must be a Module (or None), got a "
                             f"{type(module).__name__}")
-        setattr(self, key, module)
+        self._add_child("ModuleDict", key, module)
 
     def __getitem__(self, key):
         return self._modules[key]
@@ -715,6 +802,15 @@ class ModuleDict(Module):
     def items(self):
         return self._modules.items()
 
+    def pop(self, key):
+        module = self._modules[key]
+        del self[key]
+        return module
+
+    def clear(self):
+        for key in list(self._modules):
+            del self[key]
+
     def update(self, modules):
         for key, module in (modules.items() if hasattr(modules, "items") else modules):
             self[key] = module
@@ -736,6 +832,8 @@ class ParameterList(Module):
         for p in values:
             self.append(p)
         return self
+
+    __iadd__ = extend  # params += [...] extends in place (as torch's)
 
     def __getitem__(self, i):
         return list(self._parameters.values())[i]
@@ -762,7 +860,10 @@ class ParameterDict(Module):
         if not isinstance(key, str) or not key or "." in key:
             raise KeyError(f"ParameterDict: a key must be a non-empty string without '.', "
                            f"got {key!r}")
-        setattr(self, key, _as_parameter(value))
+        self._check_free("ParameterDict", key, "_parameters")
+        if value is None:  # an empty slot (setdefault's default), as torch's
+            self._parameters.setdefault(key, None)
+        setattr(self, key, None if value is None else _as_parameter(value))
 
     def __getitem__(self, key):
         return self._parameters[key]
@@ -795,6 +896,34 @@ class ParameterDict(Module):
         value = self._parameters[key]
         del self[key]
         return value
+
+    def popitem(self):
+        """The (key, parameter) added last, removed."""
+        if not self._parameters:
+            raise KeyError("ParameterDict.popitem: the dictionary is empty")
+        key = next(reversed(self._parameters))
+        return key, self.pop(key)
+
+    def setdefault(self, key, default=None):
+        """self[key], first set to `default` (made a Parameter; None, an empty slot) if the key
+        is not there."""
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def clear(self):
+        for key in list(self._parameters):
+            del self[key]
+
+    def copy(self):
+        """A new ParameterDict holding the same Parameters, in the same order."""
+        return ParameterDict(OrderedDict(self._parameters))
+
+    @classmethod
+    def fromkeys(cls, keys, default=None):
+        """A new ParameterDict with each of `keys` holding `default` (one Parameter for all
+        when it is one, as torch's)."""
+        return cls((key, default) for key in keys)
 
     def update(self, parameters):
         """Add (key, value) pairs: from pairs or an OrderedDict or ParameterDict in their order,

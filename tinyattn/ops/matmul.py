@@ -6,6 +6,8 @@ gx = g @ yᵀ, gy = xᵀ @ g; broadcast batch dims are summed back by autograd.
 Also here: `linear`, x @ wᵀ + b as one fused node (the layer every model is made of).
 """
 
+import math
+
 from ..errors import ShapeError, fmt_shape
 from .op import op, wide_sum
 from .samples import case
@@ -62,8 +64,10 @@ def matmul_vjp(be, g, saved):
 
 
 def _fold(a):
-    """(..., n) as a 2-D (rows, n) array: the batch dims folded into one BLAS call."""
-    return a.reshape(-1, a.shape[-1])
+    """(..., n) as a 2-D (rows, n) array: the batch dims folded into one BLAS call (n = 0, a
+    Linear with no inputs: rows counted, as -1 cannot be solved for)."""
+    n = a.shape[-1]
+    return a.reshape(-1, n) if n else a.reshape(math.prod(a.shape[:-1]), 0)
 
 
 @op("linear", "gx = g @ w, gw = gᵀ @ x (batch dims folded), gb = Σ g",
