@@ -42,14 +42,17 @@ def cmd_train(args):
     """Train a TinyTransformer on a task; write metrics, checkpoint and plots to a run folder.
     Exit status: 0, or 130 / 143 when Ctrl-C / SIGTERM stopped the run (after it saved)."""
     from .tasks import config
-    from .train import TrainConfig, exit_code, train
+    from .train import LANGUAGE_TASKS, FlagError, TrainConfig, exit_code, train
 
+    if args.text is not None and args.task is None:
+        args.task = "text"  # --text alone means the text task
+    if args.seq_len is not None and (args.task or "reverse") not in LANGUAGE_TASKS:
+        raise FlagError(f"--seq-len is for the text tasks (characters per example); the toy "
+                        f"tasks take --length: got {args.seq_len}")
     if args.keep_memory:
         from .backends import keep_freed_memory
 
         keep_freed_memory()
-    if args.text is not None and args.task is None:
-        args.task = "text"  # --text alone means the text task
     cfg = config(**{k: v for k, v in vars(args).items() if k in TrainConfig.__dataclass_fields__})
     metrics = train(cfg, resume=args.resume, force=args.force, progress=not args.no_progress)
     return exit_code(metrics)
@@ -146,7 +149,10 @@ def _sample_parser(sub):
 def cmd_graph(args):
     """Build an example loss graph, run backward, and render its picture (or its DOT text)."""
     from . import graphs, viz
+    from .train import FlagError
 
+    if args.seed < 0:
+        raise FlagError(f"graph: --seed must be a whole number >= 0: got {args.seed}")
     loss, params, recording = graphs.example(args.model, seed=args.seed)
     collapse = _graph_collapse(args, loss)
     options = dict(params=params, recording=recording, collapse=collapse,
@@ -163,7 +169,8 @@ def cmd_graph(args):
     except viz.GraphvizNotFoundError as e:
         print(f"tinyattn graph: {e}", file=sys.stderr)
         return 1
-    print(f"wrote {path}: the {args.model} loss graph (in an SVG, hover an op for its VJP)")
+    hover = " (hover an op for its VJP)" if str(path).lower().endswith(".svg") else ""
+    print(f"wrote {path}: the {args.model} loss graph{hover}")
     return 0
 
 
@@ -280,6 +287,9 @@ def run():
 
     try:
         return main()
+    except MemoryError as e:  # (the training run's names the sizes to reduce)
+        print(f"tinyattn: error: {e or 'out of memory'}", file=sys.stderr)
+        return 1
     except (TinyattnError, ValueError, OSError) as e:
         print(f"tinyattn: error: {e}", file=sys.stderr)
         return 2

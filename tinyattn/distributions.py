@@ -20,7 +20,8 @@ __all__ = ["Categorical", "Normal"]
 
 class Categorical:
     """Categories 0..K-1 of the last dim of `probs` (weights, normalised here) or of `logits`
-    (log-weights); the dims before it are the batch."""
+    (log-weights); the dims before it are the batch. Like torch (validate_args), bad parameters
+    are refused when made: NaN, inf or negative probs, NaN or +inf logits, impossible rows."""
 
     def __init__(self, probs=None, logits=None, validate_args=None):
         if (probs is None) == (logits is None):
@@ -31,16 +32,16 @@ class Categorical:
         if given.ndim < 1 or given.shape[-1] < 1:
             raise ShapeError(f"Categorical: {'probs' if logits is None else 'logits'} need a "
                              f"last dim of categories, got {fmt_shape(given.shape)}")
+        self.validate_args = validate_args is not False
+        if self.validate_args:
+            _check_categorical(given, "probs" if logits is None else "logits")
         if logits is None:
-            if bool((given.detach() < 0).any()):
-                raise ValueError("Categorical: probs must be >= 0")
             self.probs = given / given.sum(-1, keepdim=True)
             eps = float(np.finfo(self.probs.dtype).eps)  # torch's clamp: log 0 -> log eps
             self.logits = self.probs.clamp(eps, 1 - eps).log()
         else:
             self.logits = given - given.logsumexp(-1, keepdim=True)  # log-probabilities
             self.probs = self.logits.exp()
-        self.validate_args = validate_args is not False
 
     @property
     def batch_shape(self):
@@ -68,6 +69,8 @@ class Categorical:
     def log_prob(self, value):
         """log P(value): value holds category indices, broadcast against batch_shape."""
         value = value if isinstance(value, Tensor) else tensor(value)
+        if value.dtype.kind == "f" and bool((value.detach() == value.detach().round()).all()):
+            value = value.detach().long()  # whole numbers stored as floats (torch takes them)
         if value.dtype.kind not in "iu":
             raise DimError(f"Categorical.log_prob: value must hold category indices (integers), "
                            f"got {value.dtype}")
@@ -89,13 +92,16 @@ class Categorical:
 
 
 class Normal:
-    """N(loc, scale²), loc and scale tensors or numbers that broadcast."""
+    """N(loc, scale²), loc and scale tensors or numbers that broadcast; a NaN loc, or a scale
+    that is not finite and > 0, is refused when made (validate_args=False takes them)."""
 
     def __init__(self, loc, scale, validate_args=None):
         self.loc, self.scale = (x if isinstance(x, Tensor) else tensor(float(x))
                                 for x in (loc, scale))
-        if validate_args is not False and bool((self.scale.detach() <= 0).any()):
-            raise ValueError("Normal: scale must be > 0")
+        if validate_args is not False:
+            _check("Normal", "loc", self.loc, lambda a: ~np.isnan(a), "must not be NaN")
+            _check("Normal", "scale", self.scale, lambda a: np.isfinite(a) & (a > 0),
+                   "must be > 0 and finite")
         self.batch_shape = tuple(np.broadcast_shapes(self.loc.shape, self.scale.shape))
 
     @property
@@ -133,7 +139,34 @@ class Normal:
 
 
 def _shape(sample_shape):
-    if isinstance(sample_shape, numbers.Integral):
-        return (int(sample_shape),)
-    return tuple(int(n) for n in sample_shape)
+    shape = ((int(sample_shape),) if isinstance(sample_shape, numbers.Integral)
+             else tuple(int(n) for n in sample_shape))
+    if any(n < 0 for n in shape):
+        raise ValueError(f"sample: sample_shape must hold sizes >= 0, got {shape}")
+    return shape
+
+
+def _check(dist, name, param, ok, what):
+    """torch's validate_args: a ValueError naming the parameter where `ok` (on its values, a
+    NumPy array) is False anywhere."""
+    values = np.asarray(param.detach().numpy())
+    good = np.asarray(ok(values))  # one per value, or one per row (the last dim)
+    if not good.all():
+        first = values[~good][0] if good.ndim else values  # a bad value, or a bad row
+        raise ValueError(f"{dist}: {name} {what}, got {np.asarray(first).tolist()} "
+                         f"({int((~good).sum())} of {good.size} invalid)")
+
+
+def _check_categorical(given, name):
+    """probs: finite, >= 0, no row of zeros; logits: no NaN or +inf, no row all -inf."""
+    if name == "probs":
+        _check("Categorical", "probs", given, lambda a: np.isfinite(a) & (a >= 0),
+               "must be >= 0 and finite")
+        _check("Categorical", "probs", given, lambda a: a.sum(-1) > 0,
+               "rows must not sum to 0 (no category is possible)")
+    else:
+        _check("Categorical", "logits", given, lambda a: ~np.isnan(a) & (a < np.inf),
+               "must not be NaN or +inf")
+        _check("Categorical", "logits", given, lambda a: (a > -np.inf).any(-1),
+               "rows must not be all -inf (no category is possible)")
 

@@ -89,10 +89,11 @@ def _hatch_masked(ax, keep):
 
 
 def _heatmap(ax, values, keep, tokens, title, cmap="viridis", center=False, annotate=None,
-             show_masked=False):
+             show_masked=False, label_keys=True, label_queries=True):
     """One (T, S) map. Entries where keep is False are hatched grey, not coloured; with
     show_masked, they keep their colour and number under the hatching (values that exist
-    there but that the mask stops, like dL/dA)."""
+    there but that the mask stops, like dL/dA). label_keys / label_queries False: no ticks on
+    that axis (a panel inside a grid, whose neighbours carry the labels)."""
     keep = np.broadcast_to(keep, values.shape)
     shown = values if show_masked else np.ma.masked_where(~keep, values)
     ax.set_facecolor(MASKED)
@@ -111,15 +112,24 @@ def _heatmap(ax, values, keep, tokens, title, cmap="viridis", center=False, anno
         annotate = n_q * n_k <= 64
     if annotate:
         _annotate(ax, image, values, zip(*np.nonzero(drawn), strict=True))
+    _label_tokens(ax, n_q, n_k, tokens, label_keys, label_queries)
+    ax.set_title(title, fontsize=9)
+    return image
+
+
+def _label_tokens(ax, n_q, n_k, tokens, label_keys=True, label_queries=True):
+    """Ticks and labels for each query and key (the tokens, or their positions); none on an
+    axis not to label: each tick costs the layout a text measure (a grid of 8 panels of 64
+    tokens took seconds), so a panel inside a grid gets none."""
     labels_q = tokens if tokens is not None else range(n_q)
     labels_k = tokens if tokens is not None and len(tokens) == n_k else range(n_k)
     size = 7 if max(n_q, n_k) <= 24 else 5  # 64 characters stay readable on a larger panel
-    ax.set_xticks(range(n_k), labels_k, fontsize=size)
-    ax.set_yticks(range(n_q), labels_q, fontsize=size)
-    ax.set_xlabel("key", fontsize=8)
-    ax.set_ylabel("query", fontsize=8)
-    ax.set_title(title, fontsize=9)
-    return image
+    ax.set_xticks(range(n_k) if label_keys else [], labels_k if label_keys else [],
+                  fontsize=size)
+    ax.set_yticks(range(n_q) if label_queries else [], labels_q if label_queries else [],
+                  fontsize=size)
+    ax.set_xlabel("key" if label_keys else "", fontsize=8)
+    ax.set_ylabel("query" if label_queries else "", fontsize=8)
 
 
 # ---- attention maps -----------------------------------------------------------------------------
@@ -145,25 +155,11 @@ def attention_maps(weights, tokens=None, attn_mask=None, causal=False, annotate=
         for head in range(n_heads):
             name = f"head {head}" if n_layers == 1 else f"layer {layer} head {head}"
             image = _heatmap(axes[layer][head], w[layer, head], keep, tokens, name,
-                             annotate=annotate)
-    _label_outer(axes)
+                             annotate=annotate, label_keys=layer == n_layers - 1,
+                             label_queries=head == 0)
     fig.colorbar(image, ax=axes, shrink=0.8, label="attention weight")
     fig.suptitle(_wrap(title or "attention weights (grey: masked)", width), fontsize=10)
     return _finish(fig, path)
-
-
-def _label_outer(axes):
-    """Token labels on the left column and the bottom row only: every panel of a grid shares
-    its queries and keys, and each tick label costs the layout a text measure (an 8-panel map
-    of 16 tokens saved in half the time)."""
-    for row, panels in enumerate(axes):
-        for col, ax in enumerate(panels):
-            if col:
-                ax.tick_params(labelleft=False)
-                ax.set_ylabel("")
-            if row < len(axes) - 1:
-                ax.tick_params(labelbottom=False)
-                ax.set_xlabel("")
 
 
 def _wrap(title, width_inches, fontsize=10):

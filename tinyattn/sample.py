@@ -142,6 +142,13 @@ def sample(checkpoint, prompt=None, max_new_tokens=200, temperature=0.8, top_k=N
            greedy=False, seed=0, top_p=None):
     """The model's output for `prompt` as text (held-out examples when no prompt is given)."""
     check_sampling(temperature, top_k, top_p, max_new_tokens, greedy)
+    if seed is not None and not (_count(seed) or seed == 0):  # (None: a random seed)
+        raise FlagError(f"sample: --seed must be a whole number >= 0: got {seed}")
+    if os.path.isdir(checkpoint):
+        inside = os.path.join(checkpoint, "checkpoint.npz")
+        hint = f" (give {inside})" if os.path.isfile(inside) else ""
+        raise FlagError(f"sample: --checkpoint {checkpoint} is a folder, not a checkpoint "
+                        f"file{hint}")
     model, ck = load_model(checkpoint)
     cfg, vocab = ck["config"], ck["vocab"]
     stoi = {s: i for i, s in enumerate(vocab)}

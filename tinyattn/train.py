@@ -50,6 +50,8 @@ from .tensor import manual_seed, tensor
 
 RUN_FILES = ("checkpoint.npz", "metrics.jsonl", "metrics.json", "loss.png", "attention.png",
              "samples.txt")
+REPORT_FILES = ("metrics.json", "loss.png", "attention.png", "samples.txt")  # (from the checkpoint)
+ATTENTION_POSITIONS = 64  # attention.png draws at most this many query and key positions
 LANGUAGE_TASKS = ("text", "shakespeare")
 # a resume may change these (capture: the same numbers either way)
 RESUMABLE = {"steps", "out", "eval_every", "save_every", "save_seconds", "capture"}
@@ -116,6 +118,31 @@ def _divides_d_model(v, c):
     return not (_int(c.d_model) and c.d_model >= 1) or c.d_model % v == 0
 
 
+def _head_dim(c):
+    """--d-model / --heads, or None while either is bad (their own rules say so)."""
+    ok = _int(c.d_model) and _int(c.heads) and c.d_model >= 1 and c.heads >= 1
+    return c.d_model // c.heads if ok and c.d_model % c.heads == 0 else None
+
+
+def _file_in_the_way(path):
+    """The file (not a folder) at `path` or at the nearest existing folder above it, if any: a
+    run folder cannot be made there."""
+    path = os.path.abspath(path)
+    while not os.path.exists(path):
+        parent = os.path.dirname(path)
+        if parent == path:
+            return None
+        path = parent
+    return None if os.path.isdir(path) else path
+
+
+def _out_problem(c):
+    blocker = _file_in_the_way(c.run_dir())
+    if blocker == os.path.abspath(c.run_dir()):
+        return "must be a folder for the run, not a file"
+    return f"must be a folder for the run: {blocker} is a file"
+
+
 # (field, test(value, config), what the flag must be): one table, checked in order; a flag's
 # first failed rule is its line in the error
 RULES = [
@@ -137,6 +164,8 @@ RULES = [
      f"must be one of {', '.join(ALIASES)}"),
     ("text", lambda v, c: v is None or c.task == "text",
      lambda c: f"is for --task text (alone it implies it), not --task {c.task}"),
+    ("text", lambda v, c: v is None or not os.path.isdir(v),
+     "must be a UTF-8 text file, not a folder"),
     ("length", lambda v, c: v is None or c.task not in LANGUAGE_TASKS,
      "is for the toy tasks (digits per problem); the text tasks take --seq-len"),
     ("length", lambda v, c: v is None or (_int(v) and v >= 1), "must be a whole number >= 1"),
@@ -149,12 +178,16 @@ RULES = [
     ("beta2", lambda v, c: _real(v) and 0 <= v < 1, "must be in [0, 1)"),
     ("min_lr_ratio", lambda v, c: _real(v) and 0 <= v <= 1, "must be in [0, 1]"),
     ("rotary", lambda v, c: isinstance(v, bool), "must be true or false"),
+    ("rotary", lambda v, c: not v or _head_dim(c) is None or _head_dim(c) % 2 == 0,
+     lambda c: f"needs an even head dim (--d-model / --heads = {_head_dim(c)})"),
     ("norm", lambda v, c: v in NORMS, f"must be one of {', '.join(NORMS)}"),
     ("tie", lambda v, c: isinstance(v, bool), "must be true or false"),
     ("qk_norm", lambda v, c: isinstance(v, bool), "must be true or false"),
     ("capture", lambda v, c: isinstance(v, bool), "must be true or false"),
     ("full_corpus", lambda v, c: not v or (c.task in LANGUAGE_TASKS and c.text is None),
      "is for --task shakespeare or text without --text (the whole shipped corpus)"),
+    ("out", lambda v, c: v is None or isinstance(v, (str, os.PathLike)), "must be a folder"),
+    ("out", lambda v, c: _file_in_the_way(c.run_dir()) is None, _out_problem),
 ]
 
 
@@ -210,6 +243,8 @@ class _Run:
         self.be = model.wte.weight.backend
         self.fingerprint = data_fingerprint(task)
         self.step, self.elapsed, self.history = 0, 0.0, []
+        self.saved = False  # whether this run wrote a checkpoint yet
+        self.fresh = False  # a new run (not a resumed one) that cleared the folder for itself
         self.main = distributed.is_main()  # rank 0 (or the only process): the one that writes
         self.captured = capture(_step_loss(model, task.vocab_size)) if cfg.capture else None
 
@@ -228,6 +263,7 @@ class _Run:
               "data": {"fingerprint": self.fingerprint, "position": self.step,
                        "rng": {"seed": cfg.seed, "next_step": self.step}}},
              os.path.join(self.out, "checkpoint.npz"))
+        self.saved = True
 
 
 def train(cfg, resume=False, force=False, progress=True, stop_after=None, stream=None):
@@ -241,7 +277,27 @@ def train(cfg, resume=False, force=False, progress=True, stop_after=None, stream
     """
     distributed.init()
     with distributed.abort_on_error():
-        return _train(cfg, resume, force, progress, stop_after, stream or sys.stdout)
+        try:
+            return _train(cfg, resume, force, progress, stop_after, stream or sys.stdout)
+        except MemoryError as e:
+            if isinstance(e, OutOfMemoryError):
+                raise
+            raise OutOfMemoryError(_out_of_memory(cfg, e)) from None
+
+
+class OutOfMemoryError(TinyattnError, MemoryError):
+    """The model, a batch or the held-out set does not fit in memory: one line naming the
+    sizes to reduce."""
+
+
+def _out_of_memory(cfg, e):
+    """The one line for a MemoryError: what failed and the size flags of the run."""
+    sizes = ["batch_size", "d_model", "heads", "layers",
+             "seq_len" if cfg.task in LANGUAGE_TASKS else "length", "heldout_size"]
+    given = ", ".join(f"{flag(n)} {getattr(cfg, n)}" for n in sizes
+                      if getattr(cfg, n, None) is not None)
+    why = f" ({e})" if str(e) else ""
+    return f"out of memory{why}; make the run smaller: {given}"
 
 
 def _train(cfg, resume, force, progress, stop_after, stream):
@@ -250,18 +306,40 @@ def _train(cfg, resume, force, progress, stop_after, stream):
     if resume and force:
         raise FlagError("--resume continues the run and --force deletes it: give one of them")
     run = _Run(cfg, *build(cfg))
-    with _claim(run.out) if run.main else contextlib.nullcontext():
+    with _claim(run.out) if run.main else contextlib.nullcontext() as lock:
         _prepare_replicas(run, resume, force)
-        stopper = _Stopper()
-        with stopper:
-            interrupted = _loop(run, stopper, progress, stop_after)
-            metrics = _finish(run, interrupted, stopper.signal if interrupted else None)
-        if run.main:
-            written = _write_report(run.out, run.task, run.model, run.history, run.heldout,
-                                    run.be)
-            _summary(stream, metrics, run.out, ["metrics.jsonl", "metrics.json",
-                                                "checkpoint.npz"] + written)
+        try:
+            # signals wait until the checkpoint, the report and the lock's release are done
+            with _Stopper() as stopper:
+                metrics = _train_and_report(run, stopper, progress, stop_after, stream)
+                if lock is not None:
+                    lock.release()
+        except BaseException:
+            _forget_unsaved(run)
+            raise
     return distributed.broadcast_object(metrics)
+
+
+def _train_and_report(run, stopper, progress, stop_after, stream):
+    """Train, save, then write metrics.json and the report (rank 0); the final metrics."""
+    interrupted = _loop(run, stopper, progress, stop_after)
+    stopper.phase = "report"
+    metrics = _finish(run, interrupted, stopper.signal if interrupted else None)
+    if run.main:
+        written = _write_report(run.out, run.task, run.model, run.history, run.heldout, run.be)
+        _summary(stream, metrics, run.out, ["metrics.jsonl", "metrics.json",
+                                            "checkpoint.npz"] + written)
+    return metrics
+
+
+def _forget_unsaved(run):
+    """A new run that failed before its first checkpoint (out of memory in its first step, say)
+    leaves no files: the next run in the folder needs no --force."""
+    if not (run.main and run.fresh) or run.saved:
+        return
+    for name in RUN_FILES:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(os.path.join(run.out, name))
 
 
 # ---- data parallelism: what changes under mpiexec -n N (tinyattn.distributed) ------------------
@@ -353,8 +431,9 @@ def _loop(run, stopper, progress, stop_after):
                 _one_step(run, log, bar, clock)
         except KeyboardInterrupt:  # without handlers (not the main thread), or from a test
             interrupted = True
-        run.elapsed = clock.now()
-        run.checkpoint(log)
+        if run.step > start or interrupted:  # (none: a finished run's report is rewritten)
+            run.elapsed = clock.now()
+            run.checkpoint(log)
     finally:
         log.close()
         if bar is not None:
@@ -427,11 +506,13 @@ def exit_code(metrics):
 
 class _Stopper:
     """SIGINT and SIGTERM (in the main thread) ask the loop to stop after the step in progress;
-    the run then saves. A second signal while saving is told to wait: the save finishes."""
+    the run then saves. A second signal while saving is told to wait: the save finishes, and so
+    do the report and the lock's release (phase "report") before the handlers are restored."""
 
     def __init__(self):
         self.signal = None
         self.old = {}
+        self.phase = "train"
 
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():
@@ -440,7 +521,11 @@ class _Stopper:
         return self
 
     def _handle(self, signum, frame):
-        if self.signal is None:
+        if self.phase == "report":
+            self.signal = self.signal or signum
+            print(f"\n{signal.Signals(signum).name}: writing the report; the run stops as soon "
+                  "as it is written", file=sys.stderr, flush=True)
+        elif self.signal is None:
             self.signal = signum
             print(f"\n{signal.Signals(signum).name}: stopping after this step; saving the "
                   "checkpoint", file=sys.stderr, flush=True)
@@ -500,6 +585,7 @@ def _prepare(run, resume, force):
     for name in RUN_FILES:
         if name in present:
             os.remove(os.path.join(out, name))
+    run.fresh = True  # what the folder holds from here on is this run's
 
 
 def _restore(run, present):
@@ -512,10 +598,14 @@ def _restore(run, present):
     ck = load(path)
     _check_same_run(ck, run, path)
     step = int(ck["step"])
-    if step >= cfg.steps:
+    missing = [name for name in REPORT_FILES if name not in present]
+    if step >= cfg.steps and not missing:
         raise RunFolderError(f"resume: the run in {out} already finished at step {step} "
                              f"(--steps {cfg.steps}); to train it further, resume with --steps "
                              f"M larger than {step}")
+    if step >= cfg.steps:
+        print(f"resume: the run in {out} finished at step {step}; writing its missing "
+              f"{', '.join(missing)} from the checkpoint", file=sys.stderr)
     run.model.load_state_dict(ck["model"])
     run.opt.load_state_dict(ck["optim"])
     run.sched.load_state_dict(ck["sched"])
@@ -529,7 +619,10 @@ def _check_same_run(ck, run, path):
     saved_cfg = ck.get("config") if isinstance(ck, dict) else None
     if not isinstance(saved_cfg, dict) or "step" not in ck:
         raise RunFolderError(f"resume: {path} is not a training checkpoint")
-    changed = [flag(f.name) for f in fields(cfg) if f.name not in RESUMABLE
+    # the text is compared by its contents (the data fingerprint, below), not by its path:
+    # ./corpus.txt, an absolute path or one from another folder name the same data
+    by_data = {"text"} if (ck.get("data") or {}).get("fingerprint") else set()
+    changed = [flag(f.name) for f in fields(cfg) if f.name not in RESUMABLE | by_data
                and saved_cfg.get(f.name, getattr(cfg, f.name)) != getattr(cfg, f.name)]
     if changed:
         raise FlagError(f"resume: the run in {run.out} was trained with a different "
@@ -701,12 +794,13 @@ def _write_report(out, task, model, history, heldout, be):
         _plot_curves(history, os.path.join(out, "loss.png"))
         written.append("loss.png")
     x, _ = heldout
-    example = x[:1]  # (1, T)
+    # the first positions only (causal: their attention does not depend on the later ones)
+    example = x[:1, :ATTENTION_POSITIONS]  # (1, T')
     with no_grad(), eval_mode(model):
         _, maps = model(tensor(example, backend=be), return_attention=True)
-    weights = np.stack([be.to_numpy(w.data)[0] for w in maps])  # (L, H, T, T)
+    weights = np.stack([be.to_numpy(w.data)[0] for w in maps])  # (L, H, T', T')
     _plot_attention(weights, [_label(task.decode([i])) for i in example[0]],
-                    os.path.join(out, "attention.png"), task.name)
+                    os.path.join(out, "attention.png"), task.name, positions=x.shape[1])
     written.append("attention.png")
     _write_text(os.path.join(out, "samples.txt"), samples_text(task, model, heldout, be))
     written.append("samples.txt")
@@ -758,12 +852,18 @@ def _label(token):
     return {"\n": "\\n", " ": "␣", "\t": "\\t"}.get(token, token)
 
 
-def _plot_attention(weights, tokens, path, title):
+def _plot_attention(weights, tokens, path, title, positions=None):
     """Every head of every layer on one example, with a colour bar; the masked (future) half
-    is hatched grey (tinyattn.plots.attention_maps)."""
+    is hatched grey (tinyattn.plots.attention_maps). At most ATTENTION_POSITIONS query and key
+    positions are drawn (a figure of thousands is unreadable and takes minutes); the title
+    says so when the example (`positions` long) had more."""
     from . import plots
 
+    positions = max(positions or 0, weights.shape[-1])
+    shown = min(positions, ATTENTION_POSITIONS)
+    weights, tokens = weights[..., :shown, :shown], list(tokens)[:shown]  # (L, H, T', T')
+    part = f", its first {shown} of {positions} positions" if shown < positions else ""
     fig = plots.attention_maps(weights, tokens=tokens, causal=True, annotate=False,
-                               title=f"{title}: attention on a held-out example (grey: masked, "
-                                     "the future)")
+                               title=f"{title}: attention on a held-out example{part} (grey: "
+                                     "masked, the future)")
     _save_figure(fig, path)

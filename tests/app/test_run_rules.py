@@ -8,6 +8,9 @@ log's repair, --resume/--force rules and the flag table. The real
 import json
 import os
 import signal
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -321,3 +324,196 @@ def test_the_rules_table_is_whole():
                if isinstance(value, (int, float)) and not isinstance(value, bool)}
     assert numeric <= {name for name, *_ in train_mod.RULES}
     assert np.all([callable(test) for _, test, _ in train_mod.RULES])
+
+
+# ---- resume finds the text by its contents ------------------------------------------------------
+
+
+def test_resume_takes_the_same_text_by_another_path_and_refuses_a_changed_one(tmp_path,
+                                                                              monkeypatch):
+    """--text ./short.txt, an absolute path or a path from another folder: the same data (the
+    checkpoint's fingerprint holds the text's sha256), so the run resumes; other contents are
+    refused."""
+    monkeypatch.setattr(train_mod, "_write_report", lambda *args: [])
+    (tmp_path / "short.txt").write_text("abcabcabd " * 60)
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path)
+    base = dict(task="text", seq_len=8, d_model=8, heads=2, layers=1, batch_size=4,
+                heldout_size=8, eval_every=100000)
+    train(TrainConfig(text="short.txt", steps=5, out="run", **base), progress=False,
+          stop_after=1)
+    for steps, text in ((2, "./short.txt"), (3, str(tmp_path / "short.txt"))):
+        metrics = train(TrainConfig(text=text, steps=steps, out="run", **base), resume=True,
+                        progress=False)
+        assert metrics["steps"] == steps and metrics["config"]["text"] == text
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert train(TrainConfig(text="../short.txt", steps=4, out="../run", **base), resume=True,
+                 progress=False)["steps"] == 4
+    (tmp_path / "short.txt").write_text("abcabcabe " * 60)  # other contents, same path
+    with pytest.raises(RunFolderError, match="data changed"):
+        train(TrainConfig(text="../short.txt", steps=5, out="../run", **base), resume=True,
+              progress=False)
+    with pytest.raises(FlagError, match="different --seq-len"):  # other settings still count
+        train(TrainConfig(text="../short.txt", steps=5, out="../run", **{**base, "seq_len": 9}),
+              resume=True, progress=False)
+
+
+# ---- a failed start leaves nothing behind -------------------------------------------------------
+
+
+@pytest.mark.parametrize("error", [MemoryError("Unable to allocate 116. TiB"),
+                                   RuntimeError("something broke in the first step")])
+def test_a_run_that_fails_before_its_first_checkpoint_leaves_nothing(tmp_path, monkeypatch,
+                                                                     error):
+    """A new run whose first step fails (out of memory, or anything else) removes what it wrote
+    and the folder it made: the next plain run there needs no --force."""
+    real_step = train_mod._train_step
+
+    def failing(*args):
+        raise error
+
+    out = tmp_path / "run"
+    monkeypatch.setattr(train_mod, "_train_step", failing)
+    expected = train_mod.OutOfMemoryError if isinstance(error, MemoryError) else RuntimeError
+    with pytest.raises(expected):
+        train(TrainConfig(steps=3, out=str(out), **TINY), progress=False)
+    assert not out.exists()
+    out.mkdir()  # a folder that was there before the run: it stays, empty
+    with pytest.raises(expected):
+        train(TrainConfig(steps=3, out=str(out), **TINY), progress=False)
+    assert list(out.iterdir()) == []
+    monkeypatch.setattr(train_mod, "_train_step", real_step)
+    monkeypatch.setattr(train_mod, "_write_report", lambda *args: [])
+    assert train(TrainConfig(steps=2, out=str(out), **TINY), progress=False)["steps"] == 2
+
+
+def test_a_failure_after_a_checkpoint_or_in_a_resumed_run_keeps_the_run(tmp_path, monkeypatch):
+    monkeypatch.setattr(train_mod, "_write_report", lambda *args: [])
+    real_step, calls = train_mod._train_step, []
+
+    def fails_at_step_4(*args):
+        calls.append(1)
+        if len(calls) == 4:
+            raise MemoryError("Unable to allocate")
+        return real_step(*args)
+
+    monkeypatch.setattr(train_mod, "_train_step", fails_at_step_4)
+    with pytest.raises(MemoryError):
+        train(TrainConfig(steps=9, save_every=2, out=str(tmp_path), **TINY), progress=False)
+    assert ta.load(tmp_path / "checkpoint.npz")["step"] == 2
+    calls.clear()
+    monkeypatch.setattr(train_mod, "_train_step", lambda *args: (_ for _ in ()).throw(
+        MemoryError("Unable to allocate")))
+    with pytest.raises(MemoryError):
+        train(TrainConfig(steps=9, save_every=2, out=str(tmp_path), **TINY), resume=True,
+              progress=False)
+    assert ta.load(tmp_path / "checkpoint.npz")["step"] == 2
+    assert [r["step"] for r in rows(tmp_path)][:2] == [1, 2]
+
+
+# ---- signals while the report is written; a finished run's missing report -----------------------
+
+
+def test_a_second_signal_while_the_report_is_written_waits_for_it(tmp_path, monkeypatch,
+                                                                  capsys):
+    """SIGTERM stops the run; a second SIGTERM while the report and the lock's release are
+    under way waits for them: the report is whole, the lock gone, and the status the first
+    signal's (143). A handler of the caller's own catches a signal that was not deferred."""
+    real_step, real_release = train_mod._train_step, train_mod.RunLock.release
+    calls, seen = [], []
+
+    def step(*args):
+        calls.append(1)
+        if len(calls) == 2:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return real_step(*args)
+
+    def write_report(out, *args):
+        os.kill(os.getpid(), signal.SIGTERM)  # the second signal, during the report
+        (Path(out) / "samples.txt").write_text("written\n")
+        return ["samples.txt"]
+
+    def release(lock):
+        if lock.fd is not None:  # (held: the first call lets it go)
+            seen.append(signal.getsignal(signal.SIGTERM))
+            os.kill(os.getpid(), signal.SIGTERM)  # and a third, while the lock is let go
+        real_release(lock)
+
+    def not_deferred(signum, frame):
+        raise AssertionError("a signal reached the caller before the run was done")
+
+    monkeypatch.setattr(train_mod, "_train_step", step)
+    monkeypatch.setattr(train_mod, "_write_report", write_report)
+    monkeypatch.setattr(train_mod.RunLock, "release", release)
+    before = signal.signal(signal.SIGTERM, not_deferred)
+    try:
+        metrics = train(TrainConfig(steps=50, out=str(tmp_path), **TINY), progress=False)
+        assert signal.getsignal(signal.SIGTERM) is not_deferred  # restored after
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    assert metrics["signal"] == "SIGTERM" and train_mod.exit_code(metrics) == 143
+    assert (tmp_path / "samples.txt").read_text() == "written\n"
+    assert json.loads((tmp_path / "metrics.json").read_text())["steps"] == 2
+    assert not (tmp_path / ".tinyattn.lock").exists()
+    assert seen and seen[0] is not not_deferred
+    err = capsys.readouterr().err
+    assert err.count("SIGTERM: writing the report; the run stops as soon as it is written") == 2
+
+
+def test_resume_of_a_finished_run_rewrites_its_missing_report(tmp_path):
+    """A finished run whose report files are gone (and whose lock a kill -9 left): --resume
+    writes them again from the checkpoint, which stays as it was; with the report whole, the
+    resume says the run is finished."""
+    cfg = TrainConfig(steps=3, out=str(tmp_path), **TINY)
+    train(cfg, progress=False)
+    before = (tmp_path / "checkpoint.npz").read_bytes()
+    report = {name: (tmp_path / name).read_bytes() for name in train_mod.REPORT_FILES}
+    for name in report:
+        (tmp_path / name).unlink()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (tmp_path / ".tinyattn.lock").write_text(json.dumps(
+        {"pid": dead.pid, "host": socket.gethostname(), "started": "then"}))
+    metrics = train(cfg, resume=True, progress=False)
+    assert metrics["steps"] == 3 and not metrics["interrupted"]
+    for name, old in report.items():
+        assert (tmp_path / name).read_bytes()[:8] == old[:8]  # the same kind of file again
+    assert json.loads((tmp_path / "metrics.json").read_text())["accuracy"] == json.loads(
+        report["metrics.json"])["accuracy"]
+    assert (tmp_path / "samples.txt").read_bytes() == report["samples.txt"]
+    assert (tmp_path / "checkpoint.npz").read_bytes() == before
+    assert not (tmp_path / ".tinyattn.lock").exists()
+    with pytest.raises(RunFolderError, match="already finished at step 3"):
+        train(cfg, resume=True, progress=False)
+
+
+# ---- attention.png of a long example ------------------------------------------------------------
+
+
+def test_attention_png_draws_at_most_64_positions_and_says_so(tmp_path, monkeypatch):
+    """--length 1000 makes examples of 2000 positions: the figure shows the first 64 (the
+    model is run on those alone: causal, their attention is the same), titled as such."""
+    from tinyattn import plots
+    from tinyattn.data import make_task
+
+    drawn = []
+    real = plots.attention_maps
+    monkeypatch.setattr(plots, "attention_maps", lambda weights, **kw: (
+        drawn.append((weights.shape, kw["tokens"], kw["title"])) or real(weights[..., :2, :2],
+                                                                         tokens=kw["tokens"][:2])))
+    monkeypatch.setattr(train_mod, "samples_text", lambda *args: "")
+    task = make_task("reverse", length=100)
+    ta.manual_seed(0)
+    model = ta.nn.TinyTransformer(task.vocab_size, 8, 2, 1, max_len=task.seq_len)
+    heldout = task.batch(np.random.default_rng(0), 2, "heldout")
+    assert heldout[0].shape[1] == 200
+    train_mod._write_report(str(tmp_path), task, model, [], heldout, model.wte.weight.backend)
+    ((shape, tokens, title),) = drawn
+    assert shape == (1, 2, 64, 64) and len(tokens) == 64
+    assert title == ("reverse: attention on a held-out example, its first 64 of 200 positions "
+                     "(grey: masked, the future)")
+    drawn.clear()
+    weights = np.full((1, 1, 5, 5), 0.2)  # a short example: every position, the title as ever
+    train_mod._plot_attention(weights, list("abcde"), tmp_path / "a.png", "sort")
+    assert drawn[0][0] == (1, 1, 5, 5)
+    assert drawn[0][2] == "sort: attention on a held-out example (grey: masked, the future)"

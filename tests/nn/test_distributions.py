@@ -83,10 +83,68 @@ def test_normal_matches_torch_and_rsample_carries_the_gradient():
     (lambda: Categorical(logits=ta.tensor(1.0)), ta.ShapeError, "need a last dim of categories"),
     (lambda: Categorical(logits=ta.zeros(3)).log_prob(ta.tensor(3)), ta.DimError,
      r"a value is outside the categories 0..2"),
-    (lambda: Categorical(logits=ta.zeros(3)).log_prob(ta.tensor(1.0)), ta.DimError,
+    (lambda: Categorical(logits=ta.zeros(3)).log_prob(ta.tensor(1.5)), ta.DimError,
      "value must hold category indices"),
     (lambda: Normal(0.0, 0.0), ValueError, "scale must be > 0"),
 ])
 def test_errors(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+NAN, INF = float("nan"), float("inf")
+BAD_PARAMETERS = [
+    ("Normal", {"loc": 0.0, "scale": NAN}, "Normal: scale"),
+    ("Normal", {"loc": 0.0, "scale": INF}, "Normal: scale"),  # (torch takes it: nan later)
+    ("Normal", {"loc": 0.0, "scale": -1.0}, "Normal: scale"),
+    ("Normal", {"loc": [0.0, 1.0], "scale": [1.0, 0.0]}, "Normal: scale"),
+    ("Normal", {"loc": [0.0, NAN], "scale": 1.0}, "Normal: loc"),
+    ("Categorical", {"probs": [[NAN, 1.0]]}, "Categorical: probs"),
+    ("Categorical", {"probs": [[INF, 1.0]]}, "Categorical: probs"),
+    ("Categorical", {"probs": [[-0.1, 1.1]]}, "Categorical: probs"),
+    ("Categorical", {"probs": [[0.5, 0.5], [0.0, 0.0]]}, "Categorical: probs"),
+    ("Categorical", {"logits": [[NAN, 1.0]]}, "Categorical: logits"),
+    ("Categorical", {"logits": [[INF, 1.0]]}, "Categorical: logits"),
+    ("Categorical", {"logits": [[0.0, 1.0], [-INF, -INF]]}, "Categorical: logits"),
+]
+
+
+@pytest.mark.parametrize("name,params,match", BAD_PARAMETERS,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(BAD_PARAMETERS)])
+def test_bad_parameters_are_refused_when_made_as_torch_does(name, params, match):
+    """torch validates its parameters by default (validate_args): so do we, with a ValueError
+    naming the distribution and the parameter; validate_args=False takes them as they are."""
+    if params.get("scale") != INF:
+        with pytest.raises(ValueError):
+            getattr(torch.distributions, name)(**{k: torch.tensor(v) for k, v in params.items()})
+    ours = {k: ta.tensor(v) for k, v in params.items()}
+    with pytest.raises(ValueError, match=match):
+        getattr(ta.distributions, name)(**ours)
+    with np.errstate(all="ignore"):  # (nan probabilities, as torch's)
+        getattr(ta.distributions, name)(**ours, validate_args=False)
+
+
+def test_infinite_loc_and_some_impossible_categories_are_valid():
+    assert Normal(INF, 1.0).loc.item() == INF
+    logits = [[0.0, -INF, 1.0]]
+    ours = Categorical(logits=ta.tensor(logits))
+    theirs = torch.distributions.Categorical(logits=torch.tensor(logits))
+    np.testing.assert_allclose(ours.probs.numpy(), theirs.probs.numpy(), rtol=1e-6)
+
+
+def test_categorical_log_prob_takes_whole_numbers_stored_as_floats():
+    p = [[0.2, 0.3, 0.5], [0.1, 0.1, 0.8]]
+    ours = Categorical(probs=ta.tensor(p)).log_prob(ta.tensor([2.0, 0.0]))
+    theirs = torch.distributions.Categorical(probs=torch.tensor(p)).log_prob(
+        torch.tensor([2.0, 0.0]))
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
+    with pytest.raises(ta.DimError, match="value must hold category indices"):
+        Categorical(probs=ta.tensor(p)).log_prob(ta.tensor([1.5, 0.0]))
+
+
+@pytest.mark.parametrize("shape", [(-1,), (2, -3), -1])
+def test_a_negative_sample_shape_is_refused(shape):
+    with pytest.raises(ValueError, match="sample_shape"):
+        Categorical(probs=ta.ones(2, 4)).sample(shape)
+    with pytest.raises(ValueError, match="sample_shape"):
+        Normal(0.0, 1.0).sample(shape)

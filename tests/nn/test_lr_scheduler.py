@@ -538,3 +538,38 @@ def test_reduce_lr_on_plateau_in_max_mode_with_an_absolute_threshold_and_a_new_g
     listed.step(1.0)
     with pytest.raises(ValueError, match="ReduceLROnPlateau: the optimizer has 3 parameter"):
         listed.step(2.0)
+
+
+SECOND = [("LambdaLR", {"lr_lambda": lambda s: 0.9 ** s}),
+          ("MultiplicativeLR", {"lr_lambda": lambda s: 0.9}),
+          ("StepLR", {"step_size": 3, "gamma": 0.5}),
+          ("MultiStepLR", {"milestones": [2, 6], "gamma": 0.5}),
+          ("ConstantLR", {"factor": 0.25, "total_iters": 4}),
+          ("ConstantLR", {"factor": 0.5, "total_iters": 0}),
+          ("ExponentialLR", {"gamma": 0.9}),
+          ("PolynomialLR", {"total_iters": 6, "power": 2.0}),
+          ("PolynomialLR", {"total_iters": 3}),
+          ("CosineAnnealingLR", {"T_max": 7, "eta_min": 0.001}),
+          ("CosineAnnealingWarmRestarts", {"T_0": 3, "T_mult": 2, "eta_min": 0.001}),
+          ("LinearLR", {"start_factor": 0.2, "total_iters": 5}),
+          ("OneCycleLR", {"max_lr": 1.0, "total_steps": 40})]
+
+
+@pytest.mark.parametrize("name,kwargs", SECOND, ids=[f"{c[0]}-{i}" for i, c in enumerate(SECOND)])
+def test_every_scheduler_after_a_milestone_gives_torchs_lrs(name, kwargs):
+    """From the milestone on, the second scheduler restarts from base_lrs (its closed form at
+    step 0, as torch's step(0)) and then follows torch's sequence, whatever its kind."""
+    def build(mod, opt):
+        return mod.SequentialLR(opt, [mod.LinearLR(opt, start_factor=0.1, total_iters=4),
+                                      getattr(mod, name)(opt, **kwargs)], milestones=[4])
+
+    ours, theirs = _pair(momentum=0.9)
+    s, ts = build(sched, ours), build(torch.optim.lr_scheduler, theirs)
+    got, want = [s.get_last_lr()], [ts.get_last_lr()]
+    for _ in range(25):
+        for x in (ours, theirs, s, ts):
+            x.step()
+        got.append(s.get_last_lr())
+        want.append(ts.get_last_lr())
+    for step, (g, w) in enumerate(zip(got, want, strict=True)):
+        assert g == pytest.approx(w, rel=1e-12, abs=1e-15), f"step {step}"

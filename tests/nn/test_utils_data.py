@@ -212,8 +212,6 @@ def test_samplers():
     assert [b.tolist() for b in loader] == [[0, 1, 2, 3], [4]] and len(loader) == 2
     loader = DataLoader(ds, sampler=[4, 0, 2], batch_size=2)
     assert [b.tolist() for b in loader] == [[4, 0], [2]]
-    with pytest.raises(ValueError, match="cannot draw 6 of 5 samples without replacement"):
-        RandomSampler(ds, num_samples=6)
     with pytest.raises(ValueError, match="num_samples must be an int > 0"):
         RandomSampler(ds, num_samples=0)
 
@@ -296,3 +294,29 @@ def test_a_torch_style_training_loop_fits_a_line():
             opt.step()
     np.testing.assert_allclose(model.weight.item(), 3, atol=1e-3)
     np.testing.assert_allclose(model.bias.item(), -1, atol=1e-3)
+
+
+def test_random_sampler_without_replacement_draws_more_than_the_dataset_as_torch():
+    """num_samples > len without replacement: whole permutations one after another, then the
+    start of one more (torch 2.x); every index as often as the others, give or take one."""
+    ds = list(range(4))
+    draws = list(RandomSampler(ds, num_samples=10, generator=ta.Generator().manual_seed(0)))
+    assert len(draws) == 10 and len(RandomSampler(ds, num_samples=10)) == 10
+    assert sorted(draws[:4]) == sorted(draws[4:8]) == ds and len(set(draws[8:])) == 2
+    torch = pytest.importorskip("torch")
+    theirs = list(torch.utils.data.RandomSampler(ds, num_samples=10))
+    assert len(theirs) == len(draws)
+
+
+@pytest.mark.parametrize("make,name", [
+    (lambda: RandomSampler(range(4), replacement=1), "replacement"),
+    (lambda: RandomSampler(range(4), replacement="yes"), "replacement"),
+    (lambda: BatchSampler(range(10), 3, "yes"), "drop_last"),
+    (lambda: BatchSampler(range(10), 3, None), "drop_last"),
+    (lambda: DataLoader([1, 2], batch_size=1, drop_last=1), "drop_last"),
+])
+def test_a_flag_that_is_not_a_bool_is_refused_as_torch(make, name):
+    with pytest.raises(ValueError, match=f"{name} should be a boolean value, but got {name}="):
+        make()
+    with pytest.raises(TypeError):  # (torch's RandomSampler raises a TypeError: both work)
+        make()

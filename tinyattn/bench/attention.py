@@ -16,7 +16,6 @@ counted as 2 flops each (half of that when causal), backward 2.5 times the forwa
     tinyattn bench attention [same options]
 """
 
-import argparse
 import gc
 import math
 import statistics
@@ -25,6 +24,8 @@ import time
 import tracemalloc
 
 import numpy as np
+
+from .timing import at_least, parser
 
 CPU_T = (256, 512, 1024, 2048)
 GPU_T = (512, 1024, 2048, 4096)
@@ -183,15 +184,15 @@ def gpu_case(cp, be, torch, rng, t, batch, heads, d, repeats):
 
 
 def _parser():
-    ap = argparse.ArgumentParser(prog="tinyattn bench attention",
-                                 description=__doc__.split("\n")[0])
+    ap = parser("attention", __doc__)
     ap.add_argument("--backend", choices=["numpy", "cupy"], default="numpy")
     ap.add_argument("--quick", action="store_true", help="small sizes, 2 repeats (seconds)")
-    ap.add_argument("--t", type=int, nargs="+", default=None, help="sequence lengths")
-    ap.add_argument("--batch", type=int, default=None)
-    ap.add_argument("--heads", type=int, default=None)
-    ap.add_argument("--d", type=int, default=64, help="head dim (kernels: 16, 32, 64, 128)")
-    ap.add_argument("--repeats", type=int, default=None)
+    ap.add_argument("--t", type=at_least(1), nargs="+", default=None, help="sequence lengths")
+    ap.add_argument("--batch", type=at_least(1), default=None)
+    ap.add_argument("--heads", type=at_least(1), default=None)
+    ap.add_argument("--d", type=at_least(1), default=64,
+                    help="head dim (kernels: 16, 32, 64, 128)")
+    ap.add_argument("--repeats", type=at_least(1), default=None)
     ap.add_argument("--no-causal", action="store_true", help="CPU only: full attention")
     return ap
 

@@ -22,6 +22,7 @@ import sys
 import time
 
 from .step import SIZES, make_batch, make_params, tinyattn_setup
+from .timing import at_least, parser
 
 
 def _step(model, opt, idx, tgt, scored):
@@ -103,10 +104,10 @@ def table(results):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="tinyattn bench ddp", description=__doc__.split("\n")[0])
+    ap = parser("ddp", __doc__)
     ap.add_argument("--sizes", nargs="+", default=["small", "medium"], choices=list(SIZES))
-    ap.add_argument("--processes", nargs="+", type=int, default=[1, 2])
-    ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--processes", nargs="+", type=at_least(1), default=[1, 2])
+    ap.add_argument("--repeats", type=at_least(1), default=20)
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:

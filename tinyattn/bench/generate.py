@@ -9,13 +9,12 @@ context. Greedy decoding, so both ways must give the very same tokens (checked b
     tinyattn bench generate [--contexts 64 256] [--repeats 5]
 """
 
-import argparse
 import statistics
 import sys
 
 import numpy as np
 
-from .timing import time_rounds
+from .timing import at_least, parser, time_rounds
 
 VOCAB, D_MODEL, HEADS, LAYERS, PROMPT = 65, 128, 4, 4, 8
 
@@ -55,10 +54,11 @@ def time_context(context, repeats):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--contexts", type=int, nargs="+", default=[64, 256])
-    parser.add_argument("--repeats", type=int, default=5)
-    args = parser.parse_args(argv)
+    ap = parser("generate", __doc__)
+    ap.add_argument("--contexts", type=at_least(PROMPT + 1), nargs="+", default=[64, 256],
+                    help=f"context lengths (> the {PROMPT}-token prompt)")
+    ap.add_argument("--repeats", type=at_least(1), default=5)
+    args = ap.parse_args(argv)
     print(f"greedy generation, {LAYERS} layers x {D_MODEL} wide, {HEADS} heads, vocabulary "
           f"{VOCAB}, batch 1, from {PROMPT} tokens to the context")
     print(f"{'context':>7} {'tokens':>6} {'cache tok/s':>11} {'no cache tok/s':>14} "

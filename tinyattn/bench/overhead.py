@@ -10,14 +10,13 @@ value and the same gradient (checked before timing).
     tinyattn bench overhead [same options]
 """
 
-import argparse
 import os
 import statistics
 import sys
 
 import numpy as np
 
-from .timing import time_rounds
+from .timing import at_least, parser, time_rounds
 
 C_MUL, C_ADD = np.float32(0.999), np.float32(0.001)
 
@@ -90,11 +89,11 @@ def check(n_ops=300, with_torch=True):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ops", type=int, default=2000)
-    parser.add_argument("--repeats", type=int, default=15)
-    parser.add_argument("--no-torch", action="store_true")
-    args = parser.parse_args(argv)
+    ap = parser("overhead", __doc__)
+    ap.add_argument("--ops", type=at_least(1), default=2000)
+    ap.add_argument("--repeats", type=at_least(1), default=15)
+    ap.add_argument("--no-torch", action="store_true")
+    args = ap.parse_args(argv)
     # Between calls, PyTorch's OpenMP threads spin by default, holding the cores that NumPy's
     # BLAS threads need next (and the reverse): on a 2-core machine that distorts an interleaved
     # comparison by up to 2x. Passive waiting gives each library the machine on its turn.

@@ -17,7 +17,6 @@ job on the GPU) runs only when asked for, on a machine whose GPU CuPy sees; else
 keeps the GPU section it has.
 """
 
-import argparse
 import contextlib
 import datetime
 import importlib.util
@@ -35,7 +34,7 @@ import time
 import numpy as np
 
 from . import attention, ddp, generate, overhead, step
-from .timing import fmt_spread, paired_ratios, quartiles, time_rounds
+from .timing import fmt_spread, paired_ratios, parser, quartiles, time_rounds
 
 HEADER = """# Benchmarks
 
@@ -471,7 +470,7 @@ class Context:
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="tinyattn bench report", description=__doc__.splitlines()[0])
+    ap = parser("report", __doc__)
     ap.add_argument("--sections", nargs="+", choices=[*SECTIONS, *ON_REQUEST],
                     default=list(SECTIONS), help="default: every CPU section")
     ap.add_argument("--out", default="docs/benchmarks.md")

@@ -11,7 +11,6 @@ peak resident memory (RSS, measured in a fresh process per library).
     tinyattn bench shakespeare [same options]
 """
 
-import argparse
 import json
 import math
 import os
@@ -20,6 +19,8 @@ import sys
 import time
 
 import numpy as np
+
+from .timing import at_least, parser
 
 # ---- tinyattn: the preset as `tinyattn train --task shakespeare` builds it -----------------------
 
@@ -290,12 +291,12 @@ def measure(steps, memory_steps=20, check_steps=20, **overrides):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=100, help="steps timed (K)")
-    parser.add_argument("--memory-steps", type=int, default=20,
-                        help="steps of each library's memory run (0: skip)")
-    parser.add_argument("--json", default=None, help="write the results to this file")
-    args = parser.parse_args(argv)
+    ap = parser("shakespeare", __doc__)
+    ap.add_argument("--steps", type=at_least(1), default=100, help="steps timed (K)")
+    ap.add_argument("--memory-steps", type=at_least(0), default=20,
+                    help="steps of each library's memory run (0: skip)")
+    ap.add_argument("--json", default=None, help="write the results to this file")
+    args = ap.parse_args(argv)
     # between calls PyTorch's OpenMP threads would spin, holding the cores NumPy needs next
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     cfg = preset_config()

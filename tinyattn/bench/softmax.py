@@ -16,12 +16,13 @@ when the device reports it), and the ratios kernel / composition and kernel / to
     tinyattn bench softmax [same options]
 """
 
-import argparse
 import statistics
 import sys
 import time
 
 import numpy as np
+
+from .timing import at_least, parser
 
 ELEMENTS = 2**26  # 256 MiB of float32 per operand: far beyond any L2
 ATTENTION_T = (256, 512, 1024, 2048, 4096)
@@ -191,11 +192,11 @@ def shapes(quick):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="tinyattn bench softmax", description=__doc__.split(
-        "\n")[0])
+    ap = parser("softmax", __doc__)
     ap.add_argument("--quick", action="store_true", help="small shapes, few repeats")
     ap.add_argument("--dtype", choices=["float32", "float16"], default="float32")
-    ap.add_argument("--repeats", type=int, default=None, help="timed rounds (default 20)")
+    ap.add_argument("--repeats", type=at_least(1), default=None,
+                    help="timed rounds (default 20)")
     args = ap.parse_args(argv)
     cp, be = gpu_or_reason()
     if cp is None:

@@ -11,7 +11,6 @@ times them interleaved in one process and prints medians and ratios.
     tinyattn bench step [same options]                                      (tinyattn, torch)
 """
 
-import argparse
 import os
 import statistics
 import sys
@@ -19,7 +18,7 @@ import tracemalloc
 
 import numpy as np
 
-from .timing import time_rounds
+from .timing import at_least, parser, time_rounds
 
 SIZES = {  # (vocab V, batch B, time T, channels C, heads H)
     "tiny": (64, 16, 32, 64, 4),
@@ -196,11 +195,11 @@ def peak_memory(step):
 
 
 def main(argv=None, floor=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", nargs="+", default=list(SIZES), choices=list(SIZES))
-    parser.add_argument("--repeats", type=int, default=30)
-    parser.add_argument("--no-torch", action="store_true")
-    args = parser.parse_args(argv)
+    ap = parser("step", __doc__)
+    ap.add_argument("--sizes", nargs="+", default=list(SIZES), choices=list(SIZES))
+    ap.add_argument("--repeats", type=at_least(1), default=30)
+    ap.add_argument("--no-torch", action="store_true")
+    args = ap.parse_args(argv)
     # Between calls, PyTorch's OpenMP threads spin by default, holding the cores that NumPy's
     # BLAS threads need next (and the reverse): on a 2-core machine that distorts an interleaved
     # comparison by up to 2x. Passive waiting gives each library the machine on its turn.

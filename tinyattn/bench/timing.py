@@ -5,8 +5,33 @@ a ratio is taken round by round (a/b of the same round) and its median reported,
 steadier than the ratio of two medians taken at different moments.
 """
 
+import argparse
 import statistics
 import time
+
+
+def parser(name, doc):
+    """The option parser of `tinyattn bench NAME`: its usage and error lines name the
+    subcommand (`usage: tinyattn bench step ...`), as the benchmark is run from the CLI."""
+    return argparse.ArgumentParser(prog=f"tinyattn bench {name}",
+                                   description=doc.strip().splitlines()[0])
+
+
+def at_least(low):
+    """An argparse type: a whole number >= low, checked before any benchmark runs (argparse
+    names the flag: "argument --repeats: must be a whole number >= 1: got 0")."""
+    def whole(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"must be a whole number >= {low}: got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be a whole number >= {low}: got {value}")
+        return value
+
+    whole.__name__ = f"whole number >= {low}"
+    return whole
 
 
 def time_rounds(impls, repeats, warmup=3):

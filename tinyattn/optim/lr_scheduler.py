@@ -590,6 +590,11 @@ def _closed_form(s):
     if isinstance(s, CosineAnnealingLR):
         return [s.eta_min + (b - s.eta_min) * (1 + math.cos(math.pi * t / s.T_max)) / 2
                 for b in s.base_lrs]
+    if isinstance(s, ConstantLR):
+        return [b * (s.factor + (t >= s.total_iters) * (1 - s.factor)) for b in s.base_lrs]
+    if isinstance(s, PolynomialLR):
+        return [b * (1.0 - min(s.total_iters, t) / s.total_iters) ** s.power
+                for b in s.base_lrs]
     if isinstance(s, LinearLR):
         return [b * (s.start_factor + (s.end_factor - s.start_factor)
                      * min(s.total_iters, t) / s.total_iters) for b in s.base_lrs]

@@ -163,18 +163,17 @@ class SequentialSampler(Sampler):
 
 
 class RandomSampler(Sampler):
-    """A new random permutation of the indices on each pass (or, with replacement, num_samples
-    indices drawn independently), from `generator` or the global stream."""
+    """A new random permutation of the indices on each pass (num_samples of them: more than
+    the dataset holds takes several permutations; or, with replacement, num_samples indices
+    drawn independently), from `generator` or the global stream."""
 
     def __init__(self, data_source, replacement=False, num_samples=None, generator=None):
         self.data_source, self.replacement, self.generator = data_source, replacement, generator
         self._num_samples = num_samples
+        _boolean("RandomSampler", "replacement", replacement)
         if not isinstance(self.num_samples, numbers.Integral) or self.num_samples <= 0:
             raise ValueError(f"RandomSampler: num_samples must be an int > 0, got "
                              f"{self.num_samples!r}")
-        if num_samples is not None and not replacement and num_samples > len(data_source):
-            raise ValueError(f"RandomSampler: cannot draw {num_samples} of "
-                             f"{len(data_source)} samples without replacement")
 
     @property
     def num_samples(self):
@@ -183,10 +182,12 @@ class RandomSampler(Sampler):
     def __iter__(self):
         n = len(self.data_source)
         if self.replacement:
-            draw = randint(0, n, (self.num_samples,), generator=self.generator)
-        else:
-            draw = randperm(n, generator=self.generator)[:self.num_samples]
-        return iter(draw.tolist())
+            return iter(randint(0, n, (self.num_samples,), generator=self.generator).tolist())
+        # more than n: whole permutations one after another, then part of one more (torch's)
+        whole, part = divmod(self.num_samples, n)
+        draws = [randperm(n, generator=self.generator).tolist() for _ in range(whole)]
+        draws.append(randperm(n, generator=self.generator).tolist()[:part])
+        return itertools.chain.from_iterable(draws)
 
     def __len__(self):
         return self.num_samples
@@ -198,6 +199,7 @@ class BatchSampler(Sampler):
     def __init__(self, sampler, batch_size, drop_last):
         self.sampler, self.drop_last = sampler, drop_last
         self.batch_size = _batch_size(batch_size, "BatchSampler")
+        _boolean("BatchSampler", "drop_last", drop_last)
 
     def __iter__(self):
         it = iter(self.sampler)
@@ -337,6 +339,18 @@ def _check_options(dataset, batch_size, shuffle, sampler, batch_sampler, drop_la
         raise ValueError("DataLoader: drop_last needs a batch_size")
     if batch_size is not None:
         _batch_size(batch_size, "DataLoader")
+        _boolean("DataLoader", "drop_last", drop_last)  # (torch's BatchSampler refuses it)
+
+
+class NotABoolError(TypeError, ValueError):
+    """A flag that must be True or False (torch raises a TypeError for one, a ValueError for
+    another: this is both)."""
+
+
+def _boolean(name, what, value):
+    if not isinstance(value, bool):
+        raise NotABoolError(f"{name}: {what} should be a boolean value, but got "
+                            f"{what}={value!r}")
 
 
 def _batch_size(batch_size, name):
