@@ -7,6 +7,8 @@ float64 tensor stays float32). A Python float counts as the default dtype, a Pyt
 `autograd.apply` calls `promote` for every op that declares `promote=` (DESIGN.md: dtypes).
 """
 
+import functools
+
 import numpy as np
 
 # the floating dtypes, the commonest first: apply's "no promotion needed" test is `in FLOATS`,
@@ -93,11 +95,17 @@ def result_type(*operands):
 def promote(kind, arrays, skip=()):
     """`arrays` (the op's inputs) with every array input cast to the op's result dtype.
 
-    kind "common": the result type of the inputs (add, mul, where, cat, ...); kind "float": the
-    same, but a bool or integer result becomes the default float dtype (true division, exp, ...).
-    Python numbers stay as they are (NumPy keeps them from raising precision, as torch does).
+    kind "common": the result type of the inputs (where, cat, pow, ...); kind "wrap": the same,
+    and a Python int out of an integer result's range wraps into it, as torch's arithmetic has
+    it (int8 + 1000 is int8 + -24; add, sub, mul, //, %); kind "float": the same, but a bool or
+    integer result becomes the default float dtype (true division, exp, ...); kind "sum": bools
+    and integers are summed in int64, as torch's sums and products (uint8 too, not NumPy's
+    uint64), floats stay. Python numbers stay as they are (NumPy keeps them from raising
+    precision, as torch does); one out of an integer result's range is an error but for "wrap".
     Positions in `skip` (masks, indices) take no part.
     """
+    if kind == "sum":
+        return [_summed_in(a) for a in arrays]
     target = result_type(*(a for i, a in enumerate(arrays) if i not in skip))
     if kind == "float" and target is not None and target.kind != "f":
         target = _default
@@ -105,4 +113,34 @@ def promote(kind, arrays, skip=()):
     for i, a in enumerate(arrays):
         if i not in skip and hasattr(a, "dtype") and a.dtype != target:
             out[i] = a.astype(target)
+        elif type(a) is int and not 0 <= a <= 127 and target.kind in "iu":  # (0..127 fit all)
+            out[i] = _int_in(a, target, wrap=kind == "wrap")
     return out
+
+
+def _summed_in(a):
+    """An array to be summed or multiplied up (kind "sum"), unsigned integers in int64: NumPy
+    sums the other integers and bools in int64 already, but uint8 in uint64."""
+    if getattr(a, "dtype", _INT64).kind == "u":
+        return a.astype(_INT64)
+    return a
+
+
+def _int_in(value, dtype, wrap):
+    """A Python int operand of an op whose result is the integer `dtype`: itself if it fits,
+    else wrapped into the dtype's range (torch's arithmetic), or a TypeError (which apply turns
+    into the op's DTypeError) where the op does not wrap, as torch's pow, where, clamp."""
+    lo, hi = int_range(dtype)
+    if lo <= value <= hi:
+        return value
+    if not wrap or not -2**63 <= value < 2**64:  # (torch: "Overflow when unpacking long")
+        raise TypeError(f"the Python int {value} does not fit {dtype} ({lo}..{hi}): value "
+                        "cannot be converted without overflow")
+    return (value - lo) % (hi - lo + 1) + lo
+
+
+@functools.cache
+def int_range(dtype):
+    """(smallest, largest) value of an integer dtype (np.iinfo is slow to make, so kept)."""
+    info = np.iinfo(dtype)
+    return int(info.min), int(info.max)

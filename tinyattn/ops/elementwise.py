@@ -27,7 +27,7 @@ def masked(xp, g, keep):
 # ---- arithmetic ---------------------------------------------------------------------------------
 
 
-@op("add", "gx = g, gy = g", grads=("gx", "gy"), broadcasts=True, promote="common",
+@op("add", "gx = g, gy = g", grads=("gx", "gy"), broadcasts=True, promote="wrap",
     traps=traps.float_mask_added,
     samples=[case((2, 3), 1.5), case(2.0, (3,)), *binary_grid()])
 def add(be, x, y):
@@ -40,7 +40,7 @@ def add_vjp(be, g, saved):
     return g, g
 
 
-@op("sub", "gx = g, gy = -g", grads=("gx", "gy"), broadcasts=True, promote="common",
+@op("sub", "gx = g, gy = -g", grads=("gx", "gy"), broadcasts=True, promote="wrap",
     traps=traps.float_mask_added,
     samples=[case((2, 3), 0.5), case(1.0, (2, 3)), *binary_grid()])
 def sub(be, x, y):
@@ -55,7 +55,7 @@ def sub_vjp(be, g, saved):
 
 
 @op("mul", "gx = g * y, gy = g * x",
-    grads=("gx", "gy"), broadcasts=True, promote="common", saves={0: 0, 1: 1}, fresh=True,
+    grads=("gx", "gy"), broadcasts=True, promote="wrap", saves={0: 0, 1: 1}, fresh=True,
     samples=[case((2, 3), 3.0), case(-2.0, (3,)), *binary_grid()])
 def mul(be, x, y):
     """out = x * y"""

@@ -489,7 +489,7 @@ def _integral(v):
 
 
 @op("remainder", "gx = g, gy = -g * floor(x / y)", grads=("gx", "gy"), broadcasts=True,
-    promote="common", saves={0: 0, 1: 1},
+    promote="wrap", saves={0: 0, 1: 1},
     samples=[case((2, 3), 0.7), case(3.5, pos((3,))), *binary_grid(second=pos)])
 def remainder(be, x, y):
     """out = x - y * floor(x / y), with the sign of y (Python's %)"""
@@ -506,7 +506,7 @@ def remainder_vjp(be, g, saved):
 
 
 @op("fmod", "gx = g, gy = -g * trunc(x / y)", grads=("gx", "gy"), broadcasts=True,
-    promote="common", saves={0: 0, 1: 1},
+    promote="wrap", saves={0: 0, 1: 1},
     samples=[case((2, 3), 0.7), case(-3.5, pos((3,))), *binary_grid(second=pos)])
 def fmod(be, x, y):
     """out = x - y * trunc(x / y), with the sign of x (C's fmod)"""
@@ -522,7 +522,7 @@ def fmod_vjp(be, g, saved):
         return None if is_const(x) else g, None if is_const(y) else -g * be.xp.trunc(x / y)
 
 
-@op("floor_divide", "gx = 0, gy = 0", grads=("gx", "gy"), broadcasts=True, promote="common",
+@op("floor_divide", "gx = 0, gy = 0", grads=("gx", "gy"), broadcasts=True, promote="wrap",
     samples=[case((2, 3), 0.7), case(3.5, pos((3,))), *binary_grid(second=pos)])
 def floor_divide(be, x, y):
     """out = floor(x / y) (Python's //); flat almost everywhere, so zero gradients"""

@@ -43,7 +43,7 @@ def _sum(be, x, axes, keepdim, mean=False):
     return x.mean(axis=axes, keepdims=keepdim) if mean else wide_sum(x, axes, keepdim)
 
 
-@op("sum", "gx = broadcast(g, x.shape)",
+@op("sum", "gx = broadcast(g, x.shape)", promote="sum",
     samples=[case((2, 3, 4)), case((2, 3, 4), dim=1), case((2, 3, 4), dim=(0, 2), keepdim=True),
              case((), dim=0), case((3,), dim=-1), case((2, 3, 4), dim=(1, 2))])
 def reduce_sum(be, x, dim=None, keepdim=False):
@@ -199,7 +199,7 @@ def _others_product(xp, x, axis):
     return left * right
 
 
-@op("prod", "gx = g * Π_{k≠i} x_k over dim (zeros allowed)", saves={0: 0},
+@op("prod", "gx = g * Π_{k≠i} x_k over dim (zeros allowed)", saves={0: 0}, promote="sum",
     samples=[case((2, 3, 4), dim=1), case(vals([[2.0, 0.0, 3.0], [1.5, -1.0, 2.0]]), dim=1),
              case(vals([[0.5, 0.0], [0.0, 2.0]])), case((2, 3), dim=0, keepdim=True)])
 def reduce_prod(be, x, dim=None, keepdim=False):

@@ -38,7 +38,7 @@ def _axis(x, dim, name):
     return dim1(dim, x.ndim, name)
 
 
-@op("cumsum", "gx = reverse_cumsum(g)",
+@op("cumsum", "gx = reverse_cumsum(g)", promote="sum",
     samples=[case((2, 3, 4), dim=1), case((5,), dim=0), case((2, 3), dim=-1), case((), dim=0)])
 def cumsum(be, x, dim):
     """out_j = Σ_{i <= j} x_i along dim"""
@@ -55,7 +55,7 @@ def cumsum_vjp(be, g, saved, dim):
 
 
 @op("cumprod", "gx = out_{i-1} * s_i, s_i = g_i + x_{i+1} s_{i+1} (zeros allowed)",
-    saves={0: 0}, saves_out=1,
+    saves={0: 0}, saves_out=1, promote="sum",
     samples=[case((2, 3, 4), dim=1), case(vals([[2.0, 0.0, 3.0, 0.5], [1.5, -1.0, 0.0, 0.0]]),
                                            dim=1), case((4,), dim=0)])
 def cumprod(be, x, dim):

@@ -1,4 +1,4 @@
-"""Shape ops: reshape permute expand getitem setitem take_along_dim cat stack.
+"""Shape ops: reshape permute expand diagonal getitem setitem take_along_dim cat stack.
 
 They move values around without changing them, so each VJP moves g back the other way.
 The rest of the shape vocabulary is built on these in tensor.py: view/flatten/squeeze/unsqueeze
@@ -64,6 +64,31 @@ def expand(be, x, shape):
 @expand.defvjp
 def expand_vjp(be, g, saved, shape):
     return (g,)  # autograd's sum_to adds up the copies, since expand broadcasts
+
+
+@op("diagonal", "gx = zeros(x.shape); diagonal(gx) = g", view=True,
+    samples=[case((3, 4)), case((4, 3), offset=1), case((3, 5), offset=-2),
+             case((2, 3, 4), offset=-1, dim1=2, dim2=0)])
+def diagonal(be, x, offset=0, dim1=0, dim2=1):
+    """out = the entries x[..., i, i + offset, ...] of dims dim1, dim2, as the last dim (a view)"""
+    return writable_diagonal(x, offset, dim1, dim2), (x.shape,)
+
+
+@diagonal.defvjp
+def diagonal_vjp(be, g, saved, offset=0, dim1=0, dim2=1):
+    (shape,) = saved
+    gx = be.xp.zeros(shape, dtype=g.dtype)
+    writable_diagonal(gx, offset, dim1, dim2)[...] = g
+    return (gx,)
+
+
+def writable_diagonal(a, offset, dim1, dim2):
+    """a.diagonal(...), a view that writes reach `a` through (as torch's). NumPy hands out its
+    diagonal read-only (a choice, not a limit: the memory is a's); CuPy's is writable."""
+    d = a.diagonal(offset, dim1, dim2)
+    if not getattr(d.flags, "writeable", True) and getattr(a.flags, "writeable", True):
+        d.flags.writeable = True
+    return d
 
 
 @op("getitem", "gx = zeros(x.shape); gx[index] += g", view=True,
@@ -176,15 +201,19 @@ def take_along_dim_vjp(be, g, saved, dim):
     samples=[case((2, 3), (2, 4), dim=1), case((1, 3), (2, 3), (3, 3), dim=0),
              case((2, 2, 2), (2, 2, 2), dim=-1)])
 def cat(be, *xs, dim=0):
-    """out = x_1, x_2, ... joined along dim"""
-    axis = dim1(dim, xs[0].ndim, "cat")
-    for x in xs[1:]:
-        if x.ndim != xs[0].ndim or any(
-                a != b for i, (a, b) in enumerate(zip(x.shape, xs[0].shape, strict=True))
+    """out = x_1, x_2, ... joined along dim (empty 1-D ones left out, as torch)"""
+    parts = [x for x in xs if x.shape != (0,)]  # torch's legacy rule: shape (0,) joins anything
+    if not parts:
+        parts = list(xs)
+    axis = dim1(dim, parts[0].ndim, "cat")
+    for x in parts[1:]:
+        if x.ndim != parts[0].ndim or any(
+                a != b for i, (a, b) in enumerate(zip(x.shape, parts[0].shape, strict=True))
                 if i != axis):
             raise ValueError(f"shapes must match except in dim {axis}: got "
-                             f"{fmt_shape(xs[0].shape)} and {fmt_shape(x.shape)}")
-    return be.xp.concatenate(xs, axis=axis), (axis, [x.shape[axis] for x in xs])
+                             f"{fmt_shape(parts[0].shape)} and {fmt_shape(x.shape)}")
+    sizes = [x.shape[axis] if len(parts) == len(xs) or x.shape != (0,) else None for x in xs]
+    return be.xp.concatenate(parts, axis=axis), (axis, sizes)
 
 
 @cat.defvjp
@@ -192,6 +221,9 @@ def cat_vjp(be, g, saved, dim=0):
     axis, sizes = saved
     grads, start = [], 0
     for n in sizes:
+        if n is None:  # an empty 1-D input left out
+            grads.append(be.xp.zeros((0,), dtype=g.dtype))
+            continue
         index = (slice(None),) * axis + (slice(start, start + n),)
         grads.append(g[index])
         start += n
@@ -216,4 +248,4 @@ def stack_vjp(be, g, saved, dim=0):
     return tuple(be.xp.moveaxis(g, axis, 0))
 
 
-OPS = (reshape, permute, expand, getitem, setitem, take_along_dim, cat, stack)
+OPS = (reshape, permute, expand, diagonal, getitem, setitem, take_along_dim, cat, stack)
