@@ -41,11 +41,16 @@ def _gradcheck_row(name, rows, verbose):
 def cmd_train(args):
     """Train a TinyTransformer on a task; write metrics, checkpoint and plots to a run folder.
     Exit status: 0, or 130 / 143 when Ctrl-C / SIGTERM stopped the run (after it saved)."""
+    from . import distributed
     from .tasks import config
-    from .train import LANGUAGE_TASKS, FlagError, TrainConfig, exit_code, train
+    from .train import LANGUAGE_TASKS, FlagError, TrainConfig, check_same_settings, exit_code, train
 
     if args.text is not None and args.task is None:
         args.task = "text"  # --text alone means the text task
+    cfg = config(**{k: v for k, v in vars(args).items() if k in TrainConfig.__dataclass_fields__})
+    # under mpiexec, before anything that could stop one rank alone (the others would wait)
+    distributed.init()
+    check_same_settings(cfg, args.resume, args.force)
     if args.seq_len is not None and (args.task or "reverse") not in LANGUAGE_TASKS:
         raise FlagError(f"--seq-len is for the text tasks (characters per example); the toy "
                         f"tasks take --length: got {args.seq_len}")
@@ -53,7 +58,6 @@ def cmd_train(args):
         from .backends import keep_freed_memory
 
         keep_freed_memory()
-    cfg = config(**{k: v for k, v in vars(args).items() if k in TrainConfig.__dataclass_fields__})
     metrics = train(cfg, resume=args.resume, force=args.force, progress=not args.no_progress)
     return exit_code(metrics)
 

@@ -10,7 +10,8 @@ SIGTERM stop the run after the step in progress, save, and report which signal i
 
 Under `mpiexec -n N` the run is data-parallel (tinyattn.distributed): every rank draws the same
 global batch and computes its rows, the gradients are averaged before clipping, and only rank 0
-touches the run folder; an error on any rank stops all of them.
+touches the run folder; an error on any rank stops all of them, and so do settings or data that
+differ between ranks (each rank compares its own with rank 0's first).
 """
 
 import contextlib
@@ -30,6 +31,7 @@ from . import functional as F
 from .autograd import no_grad
 from .backends import ALIASES, use_backend
 from .data import IGNORE, TASKS, make_task
+from .dtypes import get_default_dtype
 from .errors import TinyattnError
 from .nn import TinyTransformer
 from .nn.transformer import NORMS
@@ -301,11 +303,13 @@ def _out_of_memory(cfg, e):
 
 
 def _train(cfg, resume, force, progress, stop_after, stream):
+    check_same_settings(cfg, resume, force)  # first: a rank with other settings may fail alone
     validate(cfg)
     _check_world(cfg)
     if resume and force:
         raise FlagError("--resume continues the run and --force deletes it: give one of them")
     run = _Run(cfg, *build(cfg))
+    _check_same_data_on_every_rank(run)
     with _claim(run.out) if run.main else contextlib.nullcontext() as lock:
         _prepare_replicas(run, resume, force)
         try:
@@ -343,6 +347,28 @@ def _forget_unsaved(run):
 
 
 # ---- data parallelism: what changes under mpiexec -n N (tinyattn.distributed) ------------------
+
+
+def check_same_settings(cfg, resume=False, force=False):
+    """Under mpiexec, stop every rank (distributed.DisagreementError, the same line on each)
+    unless each was started with rank 0's settings: every TrainConfig field but --text (its
+    contents are compared, by the data fingerprint, once read), --resume, --force and the
+    default dtype. One allgather, before anything else collective; nothing in a world of one."""
+    if distributed.world_size() == 1:
+        return
+    settings = {flag(f.name): getattr(cfg, f.name) for f in fields(cfg) if f.name != "text"}
+    settings.update({"--resume": resume, "--force": force,
+                     "the default dtype": np.dtype(get_default_dtype()).name})
+    distributed.check_same(settings, "settings")
+
+
+def _check_same_data_on_every_rank(run):
+    """Every rank must have read the same data (a --text file by another path is the same data
+    when its contents are): its fingerprint is compared with rank 0's."""
+    if distributed.world_size() == 1:
+        return
+    shown = {"--text": run.cfg.text} if run.cfg.text is not None else {}
+    distributed.check_same({"data fingerprint": run.fingerprint[:16]}, "data", shown)
 
 
 def _check_world(cfg):

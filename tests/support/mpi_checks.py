@@ -1,12 +1,15 @@
 """Run under `mpiexec -n 2` by tests/app/test_distributed.py: tinyattn.distributed's collectives on
 a real MPI world. Each check prints "ok NAME" on rank 0; a failure raises (and aborts both)."""
 
+import os
 import sys
 
 import numpy as np
+import pytest
 
 import tinyattn as ta
 import tinyattn.distributed as dist
+from tinyattn import cli
 
 
 def check_average(fake_cupy=False):
@@ -50,10 +53,88 @@ def check_float32_and_broadcast():
         np.testing.assert_allclose(p.grad.numpy(), 0.5)
 
 
+def check_uninit():
+    """Before init(), under a launcher of 2: every world-dependent call refuses."""
+    p = ta.zeros(3, requires_grad=True)
+    p.grad = ta.ones(3)
+    for call in (dist.rank, lambda: dist.allreduce_gradients([p]),
+                 lambda: dist.broadcast_parameters([p])):
+        with pytest.raises(dist.DistributedError, match=r"call distributed\.init\(\) first"):
+            call()
+
+
+def disagreeing_parameters(case, r):
+    """Parameters (with a .grad) that differ between rank 0 and rank 1 as `case` says."""
+    sizes, dtype = [3], np.float32
+    if case == "count":
+        sizes = [3] * (1 + r)
+    elif case == "shape":
+        sizes = [3 if r == 0 else 5]
+    elif case == "dtype":
+        dtype = np.float32 if r == 0 else np.float64
+    params = [ta.tensor(np.zeros(n, dtype=dtype), requires_grad=True) for n in sizes]
+    for p in params:
+        p.grad = ta.tensor(np.full(p.shape, r + 1.0, dtype=dtype))
+    return params
+
+
+def check_disagree():
+    """Parameters that differ in count, shape or dtype: DisagreementError on every rank, the
+    same message on each, from allreduce_gradients and broadcast_parameters alike."""
+    r = dist.rank()
+    expected = {"count": "rank 1 has 2 parameters",  # (allreduce: "that require grad")
+                "shape": "parameter 0 is float32 (5,) on rank 1 but float32 (3,) on rank 0",
+                "dtype": "parameter 0 is float64 (3,) on rank 1 but float32 (3,) on rank 0"}
+    for case, says in expected.items():
+        params = disagreeing_parameters(case, r)
+        for name, call in (("allreduce_gradients", dist.allreduce_gradients),
+                           ("broadcast_parameters", dist.broadcast_parameters)):
+            with pytest.raises(dist.DisagreementError) as e:
+                call(params)
+            assert str(e.value).startswith(f"{name}: {says}"), (case, str(e.value))
+            if name == "allreduce_gradients":
+                assert str(e.value).endswith(": every rank must hold the same parameters "
+                                             "(build the model the same way on each)")
+        assert [p.grad.numpy()[0] for p in params] == [r + 1.0] * len(params)  # untouched
+    p = ta.zeros(2, requires_grad=True)
+    p.grad = ta.full((2,), float(r))
+    dist.allreduce_gradients([p])  # the world still works
+    assert p.grad.numpy().tolist() == [0.5, 0.5]
+
+
+def check_settings(folder):
+    """`tinyattn train` with other settings or other data on rank 1: every rank stops with the
+    same line, before the run folder exists (and without MPI Abort: the world goes on)."""
+    r = dist.rank()
+    out = ["--out", os.path.join(folder, "run"), "--no-progress"]
+    text = os.path.join(folder, f"text{r}.txt")
+    with open(text, "w") as f:
+        f.write(("to be or not to be\n" if r == 0 else "all the world's a stage\n") * 40)
+    cases = [(["--steps", str(20 - 10 * r)], "rank 1 was started with --steps 10, rank 0 with "
+              "--steps 20: every process must get the same settings"),
+             (["--seq-len", "5"] if r else [], "rank 1 was started with --seq-len 5, rank 0 "
+              "with --seq-len 64: every process must get the same settings"),
+             (["--text", text, "--seq-len", "8", "--steps", "1"], "every process must get the "
+              "same data")]
+    for args, says in cases:
+        with pytest.raises(dist.DisagreementError) as e:
+            cli.main(["train", *out, *args])
+        assert str(e.value).endswith(says), str(e.value)
+        assert str(e.value).startswith("rank 1 was started with"), str(e.value)
+    assert not os.path.exists(out[1])
+
+
 def main():
+    which = sys.argv[1:] or ["average", "float32"]
+    if "uninit" in which:
+        check_uninit()
     dist.init()
     assert dist.world_size() == 2, dist.world_size()
-    which = sys.argv[1:] or ["average", "float32"]
+    if "disagree" in which:
+        check_disagree()
+    if "settings" in which:
+        check_settings(which[which.index("settings") + 1])
+        which.remove(which[which.index("settings") + 1])
     if "average" in which:
         check_average()
     if "float32" in which:
@@ -61,7 +142,6 @@ def main():
     if "fake_cupy" in which:
         sys.path.insert(0, "tests/support")
         import fake_cupy
-        import pytest
 
         with pytest.MonkeyPatch.context() as mp:
             fake_cupy.install(mp, kernels=False)
@@ -72,6 +152,5 @@ def main():
 
 
 if __name__ == "__main__":
-    with dist.abort_on_error():
-        dist.init()
+    with dist.abort_on_error():  # (before init: a world of one, where errors go on as usual)
         main()
