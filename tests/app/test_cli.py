@@ -55,8 +55,12 @@ def test_rotary_with_an_odd_head_dim_is_refused_before_anything_is_built(
 
 
 def test_rotary_with_an_even_head_dim_passes():
-    train_mod.validate(train_mod.TrainConfig(rotary=True, d_model=8, heads=2))
-    train_mod.validate(train_mod.TrainConfig(rotary=False, d_model=6, heads=2))
+    """An even head dim with --rotary, and an odd one without it, are accepted (validate
+    raises a FlagError otherwise, as the odd head dim with --rotary shows)."""
+    assert train_mod.validate(train_mod.TrainConfig(rotary=True, d_model=8, heads=2)) is None
+    assert train_mod.validate(train_mod.TrainConfig(rotary=False, d_model=6, heads=2)) is None
+    with pytest.raises(FlagError, match="--rotary"):
+        train_mod.validate(train_mod.TrainConfig(rotary=True, d_model=6, heads=2))
 
 
 def test_out_must_be_a_folder(tmp_path):
