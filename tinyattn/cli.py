@@ -139,7 +139,8 @@ def _sample_parser(sub):
     p.add_argument("--prompt", default=None, help="digits for a toy task, text for text")
     p.add_argument("--max-new-tokens", dest="max_new_tokens", type=int, default=200)
     p.add_argument("--temperature", type=float, default=0.8,
-                   help="> 0 (with --greedy, unused: 0 is taken too)")
+                   help="> 0 (unused with --greedy and for toy tasks, whose answers are "
+                        "greedy: 0 is taken there)")
     p.add_argument("--top-k", dest="top_k", type=int, default=None,
                    help="sample from the k most likely tokens (k >= 1)")
     p.add_argument("--top-p", dest="top_p", type=float, default=None,

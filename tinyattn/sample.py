@@ -2,8 +2,12 @@
 
 The checkpoint carries the model's configuration and vocabulary, so nothing else is needed
 (not even the text file a text model was trained on). The configuration is checked before a
-model is built, and each weight's shape before it is read: a damaged or forged file is an
-error naming it, never a crash or a huge allocation.
+model is built (the size of its model against the file's, by TinyTransformer.tensor_shapes),
+and each weight's shape before it is read: a damaged or forged file is an error naming it,
+never a crash or a huge allocation.
+
+Toy-task answers are always greedy, so their sampling settings are unused: a temperature of 0
+is taken for them as with --greedy (a text model samples at it, and wants --greedy for 0).
 """
 
 import math
@@ -35,14 +39,30 @@ CONFIG_RULES = [
     ("n_layers", lambda v, mc: _count(v), "a whole number >= 1"),
     ("max_len", lambda v, mc: _count(v), "a whole number >= 1"),
     ("dropout", lambda v, mc: isinstance(v, (int, float)) and 0 <= v < 1, "in [0, 1)"),
-    ("rotary", lambda v, mc: v in (None, True, False), "true or false"),
+    ("rotary", lambda v, mc: v in (None, True, False) and not (v and _head(mc) % 2),
+     "true or false (true needs an even d_model / n_heads: {d_model} / {n_heads})"),
     ("norm", lambda v, mc: v is None or v in NORMS, f"one of {', '.join(NORMS)}"),
     ("tie", lambda v, mc: v in (None, True, False), "true or false"),
     ("bias", lambda v, mc: v in (None, True, False), "true or false"),
     ("qk_norm", lambda v, mc: v in (None, True, False), "true or false"),
 ]
-# and their defaults (older checkpoints lack the later ones)
+# and their defaults (older checkpoints lack the later ones; null is taken as absent)
 OPTIONS = {"rotary": False, "norm": "layer", "tie": True, "bias": True, "qk_norm": False}
+# The rotary tables are computed, not read: the file's size does not bound them. Their bytes
+# (n_layers x max_len x D float64) past this are no model that trains (1 GiB is 12 layers of
+# D = 64 at 2^17 positions, whose T x T attention scores alone would not fit).
+BUFFER_LIMIT = 1 << 30
+BUFFER_ITEMSIZE = 8  # RotaryEmbedding makes its tables in float64
+
+
+def _head(mc):
+    return mc["d_model"] // mc["n_heads"]
+
+
+def _options(mc):
+    """The keyword options of the model of a checked model_config: each absent or null one its
+    default (a null bias is the default bias, not a model without)."""
+    return {k: default if mc.get(k) is None else mc[k] for k, default in OPTIONS.items()}
 
 
 def _check_head(head, checkpoint):
@@ -77,16 +97,36 @@ def _check_model_config(mc, checkpoint):
             ok = False
         if not ok:
             raise CheckpointError(f"sample: {checkpoint} has model_config {key} = "
-                                  f"{mc.get(key)!r}; it must be {what}")
+                                  f"{mc.get(key)!r}; it must be {what.format(**mc)}")
+
+
+def _model_size(mc):
+    """(parameters, buffer elements) of the model of a checked model_config, counted from
+    TinyTransformer.tensor_shapes (no formula of its own to drift from the model). Its blocks
+    are alike: one block's count times n_layers, so a forged n_layers is counted, not listed."""
+    sizes = {k: mc[k] for k in ("vocab_size", "d_model", "n_heads", "max_len")}
+    counts = []
+    for n_layers in (0, 1):
+        params, buffers = TinyTransformer.tensor_shapes(**sizes, n_layers=n_layers,
+                                                        **_options(mc))
+        counts.append([sum(math.prod(s) for s in t.values()) for t in (params, buffers)])
+    (p0, b0), (p1, b1) = counts
+    return p0 + mc["n_layers"] * (p1 - p0), b0 + mc["n_layers"] * (b1 - b0)
 
 
 def _fits_file(mc, checkpoint):
-    """A model the checkpoint's bytes can hold: at least one byte per parameter."""
-    d = mc["d_model"]
-    n = (mc["vocab_size"] + mc["max_len"]) * d + mc["n_layers"] * 12 * d * d
-    if n > os.path.getsize(checkpoint):
+    """A model the checkpoint's bytes can hold (at least one byte per parameter), whose computed
+    buffers (the rotary tables) are no huge allocation."""
+    n, buffered = _model_size(mc)
+    size = os.path.getsize(checkpoint)
+    if n > size:
         raise CheckpointError(f"sample: {checkpoint} declares a model of {n:,} parameters in a "
-                              f"file of {os.path.getsize(checkpoint):,} bytes; it is damaged")
+                              f"file of {size:,} bytes; it is damaged")
+    if buffered * BUFFER_ITEMSIZE > BUFFER_LIMIT:
+        raise CheckpointError(f"sample: {checkpoint} declares max_len {mc['max_len']}: its "
+                              f"model's rotary tables of {buffered * BUFFER_ITEMSIZE:,} bytes "
+                              f"(computed, not read) pass the {BUFFER_LIMIT:,} any model that "
+                              f"trains needs; it is damaged")
 
 
 def load_model(checkpoint):
@@ -95,9 +135,8 @@ def load_model(checkpoint):
     head = load(checkpoint, keys=HEAD)
     mc = _check_head(head, checkpoint)
     _fits_file(mc, checkpoint)
-    options = {k: mc.get(k, v) for k, v in OPTIONS.items()}  # older checkpoints lack them
     model = TinyTransformer(mc["vocab_size"], mc["d_model"], mc["n_heads"], mc["n_layers"],
-                            mc["max_len"], mc["dropout"], **options)
+                            mc["max_len"], mc["dropout"], **_options(mc))
     expected = {f"obj['model'][{k!r}]": tuple(v.shape) for k, v in model.state_dict().items()}
 
     def check(where, shape, dtype):
@@ -141,7 +180,11 @@ def check_sampling(temperature, top_k, top_p, max_new_tokens, greedy=False):
 def sample(checkpoint, prompt=None, max_new_tokens=200, temperature=0.8, top_k=None,
            greedy=False, seed=0, top_p=None):
     """The model's output for `prompt` as text (held-out examples when no prompt is given)."""
-    check_sampling(temperature, top_k, top_p, max_new_tokens, greedy)
+    # Only the checkpoint says whether the temperature is used (a text task samples at it; a
+    # toy task's answers are greedy, so 0 is taken there as with --greedy): a temperature of 0
+    # waits for it, every other setting is checked before a byte is read.
+    zero = _real(temperature) and temperature == 0
+    check_sampling(temperature, top_k, top_p, max_new_tokens, greedy or zero)
     if seed is not None and not (_count(seed) or seed == 0):  # (None: a random seed)
         raise FlagError(f"sample: --seed must be a whole number >= 0: got {seed}")
     if os.path.isdir(checkpoint):
@@ -154,6 +197,7 @@ def sample(checkpoint, prompt=None, max_new_tokens=200, temperature=0.8, top_k=N
     stoi = {s: i for i, s in enumerate(vocab)}
     rng = np.random.default_rng(seed)
     if cfg["task"] in ("text", "shakespeare"):  # a character-level language model
+        check_sampling(temperature, top_k, top_p, max_new_tokens, greedy)  # 0: --greedy only
         prompt = prompt if prompt else vocab[int(rng.integers(len(vocab)))]
         unknown = sorted(set(prompt) - set(stoi))
         if unknown:
@@ -166,7 +210,8 @@ def sample(checkpoint, prompt=None, max_new_tokens=200, temperature=0.8, top_k=N
 
 
 def _answer_toy(model, cfg, prompt, rng):
-    """Greedy answers to a toy-task prompt (or to five held-out problems)."""
+    """Greedy answers to a toy-task prompt (or to five held-out problems): a problem has one
+    right answer, so none is sampled (the sampling settings are unused)."""
     task = make_task(cfg["task"], length=cfg.get("length"))
     if prompt is None:
         x, _ = task.batch(rng, 5, "heldout")

@@ -2,7 +2,9 @@
 each is one CheckpointError naming the file, before any large allocation (issue 17)."""
 
 import io
+import itertools
 import json
+import math
 import zipfile
 
 import numpy as np
@@ -10,7 +12,7 @@ import pytest
 
 import tinyattn as ta
 from tinyattn import cli
-from tinyattn.sample import load_model, sample
+from tinyattn.sample import _fits_file, load_model, sample
 from tinyattn.train import FlagError, TrainConfig, train
 
 
@@ -167,7 +169,7 @@ def test_other_run_files_are_not_a_tinyattn_checkpoint(run, name):
 
 @pytest.mark.parametrize("flags, message", [
     (["--temperature", "-1"], "--temperature must be a finite number > 0"),
-    (["--temperature", "0"], "--temperature must be"),
+    (["--temperature", "inf"], "--temperature must be"),  # (0 is taken: a toy task)
     (["--temperature", "nan"], "--temperature must be"),
     (["--top-k", "-3"], "--top-k must be a whole number >= 1: got -3"),
     (["--top-k", "0"], "--top-k must be"),
@@ -191,3 +193,84 @@ def test_top_p_reaches_the_sampler(tmp_path):
     hot = dict(max_new_tokens=30, temperature=50.0)
     assert sample(ck, "abc", top_p=1e-9, **hot) == greedy  # only the most likely token is left
     assert sample(ck, "abc", **hot) != greedy  # without top_p, a hot sampler wanders
+
+
+# ---- the model a configuration declares: its size, rotary and the options' defaults -----------
+
+OPTION_GRID = [dict(zip(("rotary", "norm", "tie", "bias", "qk_norm"), values, strict=True))
+               for values in itertools.product((False, True), ("layer", "rms"), (True, False),
+                                               (True, False), (False, True))]
+SIZES = [dict(vocab_size=13, d_model=8, n_heads=2, n_layers=1, max_len=7),
+         dict(vocab_size=5, d_model=24, n_heads=3, n_layers=3, max_len=300)]
+
+
+@pytest.mark.parametrize("sizes", SIZES, ids=["small", "deep-long"])
+def test_sample_asks_a_checkpoint_for_the_parameters_of_its_model(tmp_path, sizes):
+    """_fits_file takes a file of as many bytes as the model of the configuration has
+    parameters, and not one byte less: for every option (a rotary model has no position
+    table, an untied head its own weight, bias, norm and qk_norm their gains and biases)."""
+    path = tmp_path / "ck.npz"
+    for options in OPTION_GRID:
+        model = ta.nn.TinyTransformer(**sizes, **options)
+        n = sum(math.prod(p.shape) for p in model.parameters())
+        mc = {**sizes, "dropout": 0.0, **options}
+        with open(path, "wb") as f:
+            f.truncate(n)
+        _fits_file(mc, path)
+        with open(path, "wb") as f:
+            f.truncate(n - 1)
+        with pytest.raises(ta.CheckpointError, match=f"declares a model of {n:,} parameters"):
+            _fits_file(mc, path)
+        params, buffers = ta.nn.TinyTransformer.tensor_shapes(**sizes, **options)
+        assert params == {k: tuple(p.shape) for k, p in model.named_parameters()}, options
+        assert buffers == {k: tuple(b.shape) for k, b in model.named_buffers()}, options
+
+
+def _as_rotary(ck, **config):
+    ck["model_config"].update(rotary=True, **config)
+    ck["model"].pop("wpe.weight")  # a rotary model has no position table
+
+
+def test_a_rotary_checkpoint_with_a_long_context_samples(run, tmp_path):
+    """Its size does not grow with max_len: 65536 positions are no sign of damage."""
+    short = _forge(run, tmp_path, _as_rotary).rename(tmp_path / "short.npz")
+    long = _forge(run, tmp_path, lambda ck: _as_rotary(ck, max_len=65536))
+    assert long.stat().st_size < 65536 * 8  # what a position table of 65536 rows would take
+    model, _ = load_model(long)
+    assert model.config.max_len == 65536 and model.wpe is None
+    assert sample(long, "123") == sample(short, "123")
+
+
+def test_rotary_tables_no_checkpoint_could_use_are_refused_before_allocating(run, tmp_path):
+    path = _forge(run, tmp_path, lambda ck: _as_rotary(ck, max_len=10**12))
+    with pytest.raises(ta.CheckpointError, match=r"max_len 1000000000000.*rotary tables of "
+                                                 r"32,000,000,000,000 bytes"):
+        load_model(path)
+
+
+def test_a_rotary_checkpoint_with_an_odd_head_dim_is_one_error(run, tmp_path):
+    path = _forge(run, tmp_path, lambda ck: _as_rotary(ck, n_heads=8))  # d_model 8: D = 1
+    with pytest.raises(ta.CheckpointError, match="rotary = True; it must be true or false "
+                                                 r"\(true needs an even d_model / n_heads: "
+                                                 r"8 / 8\)"):
+        load_model(path)
+
+
+def test_options_written_as_null_are_their_defaults(run, tmp_path):
+    """null (None) is accepted for each option, as for a checkpoint without it: the default,
+    never a falsy 'no bias' or 'untied' model (or a crash on norm None)."""
+    path = _forge(run, tmp_path, lambda ck: ck["model_config"].update(
+        dict.fromkeys(("rotary", "norm", "tie", "bias", "qk_norm"))))
+    model, _ = load_model(path)
+    assert model.config == load_model(run / "checkpoint.npz")[0].config
+    assert sample(path, "123") == sample(run / "checkpoint.npz", "123")
+
+
+def test_a_toy_checkpoint_takes_a_temperature_of_zero(run, capsys):
+    """A toy task's answers are greedy: the temperature is unused, and 0 is taken as with
+    --greedy (a text checkpoint still wants --greedy for it)."""
+    flags = ["sample", "--checkpoint", str(run / "checkpoint.npz"), "--prompt", "123"]
+    assert cli.main(flags) == 0
+    default = capsys.readouterr().out
+    assert cli.main([*flags, "--temperature", "0"]) == 0
+    assert capsys.readouterr().out == default

@@ -179,3 +179,43 @@ def test_greedy_takes_a_temperature_of_zero(monkeypatch):
     assert main(["sample", "--checkpoint", "ck.npz", "--prompt", "ab", "--greedy",
                  "--temperature", "0", "--max-new-tokens", "2"]) == 0
     assert model.calls[-1][2]["greedy"] is True and model.calls[-1][2]["temperature"] == 0
+
+
+def test_a_toy_task_takes_a_temperature_of_zero(monkeypatch):
+    """A toy task's answers are always greedy, so its temperature is unused, as with --greedy:
+    0 is taken (generate takes 0 as greedy too). A text task samples at the temperature: there
+    0 still needs --greedy; a negative or infinite one is refused for both."""
+    from tinyattn.cli import main
+
+    oracle = use(monkeypatch, Oracle(make_task("reverse", length=4)), "reverse", 4)
+    assert sample("ck.npz", "3141", temperature=0) == "3141>1413"
+    assert sample("ck.npz", "3141", temperature=0.0, top_k=2, top_p=0.5) == "3141>1413"
+    assert main(["sample", "--checkpoint", "ck.npz", "--prompt", "3141",
+                 "--temperature", "0"]) == 0
+    assert all(c[2] == {"greedy": True} for c in oracle.calls)
+    for bad in (-1.0, float("inf"), float("nan")):
+        with pytest.raises(FlagError, match=re.escape(
+                f"sample: --temperature must be a finite number > 0 (or use --greedy): "
+                f"got {bad}")):
+            sample("ck.npz", "3141", temperature=bad)
+    use(monkeypatch, Recorder(), "text")
+    for zero in (0, 0.0):
+        with pytest.raises(FlagError, match=re.escape(
+                f"sample: --temperature must be a finite number > 0 (or use --greedy): "
+                f"got {zero}")):
+            sample("ck.npz", "ab", temperature=zero)
+
+
+def test_a_flag_that_cannot_work_is_refused_before_the_checkpoint_is_read(monkeypatch):
+    """Only a temperature of 0 waits for the checkpoint (its task decides it); every other bad
+    setting is refused first, with no file read."""
+    def unread(path):
+        raise AssertionError("the checkpoint was read")
+
+    monkeypatch.setattr(sample_mod, "load_model", unread)
+    for kw, flag in [({"temperature": -1.0}, "--temperature"), ({"top_k": 0}, "--top-k"),
+                     ({"temperature": 0, "top_p": 2.0}, "--top-p"),
+                     ({"temperature": 0, "max_new_tokens": -1}, "--max-new-tokens"),
+                     ({"temperature": False}, "--temperature")]:
+        with pytest.raises(FlagError, match=re.escape(f"sample: {flag} must be")):
+            sample("ck.npz", "ab", **kw)

@@ -200,6 +200,47 @@ def test_generate_refuses_a_prompt_that_is_not_b_by_t(idx):
     assert model.generate(np.zeros((0, 2), np.int64), 2).shape == (0, 4)  # and B = 0
 
 
+@pytest.mark.parametrize("idx", [ta.tensor([[1.9, 2.0]]), [[1.9, 2.0]], [[1, 2.0]],
+                                 np.array([[1.0, 2.0]], np.float16), [[True, False]],
+                                 ta.tensor([[True, False]]), np.zeros((0, 2))],
+                         ids=["tensor", "list", "mixed", "float16", "bools", "bool-tensor",
+                              "empty"])
+def test_generate_refuses_ids_that_are_not_integers_as_forward_does(idx):
+    """1.9 is no token: forward refuses float (and bool) ids, as torch's embedding does, and
+    so must generate (it truncated them to 1)."""
+    model = _tiny_model()
+    with pytest.raises(ta.errors.DTypeError) as forward:
+        model(idx)
+    assert str(forward.value).startswith("embedding: ids must be integers, got ")
+    for kw in ({"greedy": True}, {"temperature": 0.5, "rng": 0}, {"use_cache": False}):
+        with pytest.raises(ta.errors.DTypeError) as caught:
+            model.generate(idx, 2, **kw)
+        assert str(caught.value) == str(forward.value)
+
+
+def test_generate_takes_integer_ids_of_any_kind():
+    model = _tiny_model()
+    want = model.generate(ta.tensor([[1, 5]]), 3, greedy=True).numpy()
+    for idx in ([[1, 5]], np.array([[1, 5]], np.int32), np.array([[1, 5]], np.uint8),
+                ta.tensor(np.array([[1, 5]], np.int32)), [[np.int64(1), np.int16(5)]]):
+        out = model.generate(idx, 3, greedy=True)
+        assert out.dtype == np.int64
+        np.testing.assert_array_equal(out.numpy(), want)
+
+
+def test_generate_refuses_an_id_out_of_range_outside_the_window_too():
+    """A prompt longer than max_len runs its last max_len tokens; an id the model has no row
+    for is still an error (as forward's), not a token handed back in the output."""
+    model = _tiny_model()  # max_len 8, vocab 12
+    for bad in (12, -1):
+        idx = [[bad] + [1] * 9]
+        with pytest.raises(ta.errors.DimError) as forward:
+            model([[bad, 1]])  # (forward takes at most max_len tokens)
+        with pytest.raises(ta.errors.DimError) as caught:
+            model.generate(idx, 1, greedy=True)
+        assert str(caught.value) == str(forward.value)
+
+
 # ---- next_token_probs: stable tempering, bad logits, top_p rounding, 1-D logits -------------
 
 @pytest.mark.parametrize("logits, temperature, want", [

@@ -4,7 +4,9 @@ Shapes: B batch, T time (tokens), C channels (d_model), H heads, D = C / H per h
 Initialisation follows GPT-2: normal(0, 0.02) weights, zero biases, residual projections scaled
 by 1/√(2·n_layers), and the output head shares its weight with the token embedding. Options
 (TransformerConfig): rotary position embeddings instead of a learned table, RMSNorm instead of
-LayerNorm, an untied head, Linear layers without bias.
+LayerNorm, an untied head, Linear layers without bias. `TinyTransformer.tensor_shapes` gives
+the shapes of the tensors a configuration makes without making them (each class states its own
+next to its constructor), so a checkpoint's configuration can be sized before a model is built.
 """
 
 import math
@@ -39,6 +41,18 @@ class CausalSelfAttention(Module):
         self.rotary = RotaryEmbedding(d_model // n_heads, rotary) if rotary else None
         self.q_norm = RMSNorm(d_model // n_heads, eps=1e-5) if qk_norm else None
         self.k_norm = RMSNorm(d_model // n_heads, eps=1e-5) if qk_norm else None
+
+    @staticmethod
+    def tensor_shapes(d_model, n_heads, rotary=None, bias=True, qk_norm=False):
+        """({parameter: shape}, {buffer: shape}) of the constructor above, none made."""
+        head = d_model // n_heads
+        params = {**_linear_shapes("qkv", d_model, 3 * d_model, bias),
+                  **_linear_shapes("proj", d_model, d_model, bias)}
+        if qk_norm:
+            params.update({"q_norm.weight": (head,), "k_norm.weight": (head,)})  # RMSNorm gains
+        # RotaryEmbedding's cos and sin tables: (max_len, D/2) each, non-persistent buffers
+        buffers = {f"rotary.{t}": (rotary, head // 2) for t in ("cos", "sin")} if rotary else {}
+        return params, buffers
 
     def forward(self, x, return_weights=False, past=None):
         """past (a dict, KVCache's entry for this layer): the keys and values of the tokens
@@ -83,6 +97,12 @@ class MLP(Module):
         self.proj = Linear(ratio * d_model, d_model, bias=bias)
         self.drop = Dropout(dropout)
 
+    @staticmethod
+    def tensor_shapes(d_model, ratio=4, bias=True):
+        """({parameter: shape}, {buffer: shape}) of the constructor above, none made."""
+        return {**_linear_shapes("fc", d_model, ratio * d_model, bias),
+                **_linear_shapes("proj", ratio * d_model, d_model, bias)}, {}
+
     def forward(self, x):
         h = F.gelu(self.fc(x), approximate="tanh")  # (B, T, 4C)
         return self.drop(self.proj(h))  # (B, T, C)
@@ -99,6 +119,15 @@ class TransformerBlock(Module):
         self.ln2 = _norm(norm, d_model)
         self.mlp = MLP(d_model, dropout, bias=bias)
 
+    @staticmethod
+    def tensor_shapes(d_model, n_heads, rotary=None, norm="layer", bias=True, qk_norm=False):
+        """({parameter: shape}, {buffer: shape}) of the constructor above, none made."""
+        return _nest({"ln1": _norm_shapes(norm, d_model),
+                      "attn": CausalSelfAttention.tensor_shapes(d_model, n_heads, rotary, bias,
+                                                                qk_norm),
+                      "ln2": _norm_shapes(norm, d_model),
+                      "mlp": MLP.tensor_shapes(d_model, bias=bias)})
+
     def forward(self, x, return_weights=False, past=None):
         if return_weights:
             a, weights = self.attn(self.ln1(x), return_weights=True, past=past)
@@ -111,10 +140,38 @@ class TransformerBlock(Module):
 NORMS = {"layer": LayerNorm, "rms": RMSNorm}
 
 
-def _norm(kind, d_model):
+def _norm_class(kind):
     if kind not in NORMS:
         raise ValueError(f"TinyTransformer: norm must be one of {', '.join(NORMS)}, got {kind!r}")
-    return NORMS[kind](d_model, eps=1e-5)
+    return NORMS[kind]
+
+
+def _norm(kind, d_model):
+    return _norm_class(kind)(d_model, eps=1e-5)
+
+
+def _norm_shapes(kind, d_model):
+    """({parameter: shape}, {}) of _norm(kind, d_model): LayerNorm a gain and a bias, RMSNorm
+    only a gain."""
+    shapes = {"weight": (d_model,)}
+    if _norm_class(kind) is LayerNorm:
+        shapes["bias"] = (d_model,)
+    return shapes, {}
+
+
+def _linear_shapes(name, in_features, out_features, bias):
+    """The parameters of Linear(in_features, out_features, bias) as the child `name`."""
+    shapes = {f"{name}.weight": (out_features, in_features)}
+    return {**shapes, f"{name}.bias": (out_features,)} if bias else shapes
+
+
+def _nest(children):
+    """{child name: (parameters, buffers)} -> (parameters, buffers) named by dotted path."""
+    params, buffers = {}, {}
+    for child, (p, b) in children.items():
+        params.update({f"{child}.{k}": v for k, v in p.items()})
+        buffers.update({f"{child}.{k}": v for k, v in b.items()})
+    return params, buffers
 
 
 @dataclass
@@ -153,6 +210,25 @@ class TinyTransformer(Module):
         if tie:
             self.lm_head.weight = self.wte.weight  # weight tying, as in GPT-2
         self._init_gpt2(n_layers)
+
+    @staticmethod
+    def tensor_shapes(vocab_size, d_model=64, n_heads=4, n_layers=2, max_len=64, dropout=0.0,
+                      rotary=False, norm="layer", tie=True, bias=True, qk_norm=False):
+        """The shapes of the tensors TinyTransformer(same arguments) makes, none of them made:
+        ({parameter: shape}, {buffer: shape}) named as named_parameters() and named_buffers()
+        name them (a tied head is the token embedding's weight: listed once, as wte.weight).
+        What a checkpoint of a configuration holds, and what its model would allocate, known
+        before it is built (`tinyattn sample` refuses a forged configuration by them)."""
+        children = {"wte": ({"weight": (vocab_size, d_model)}, {})}
+        if not rotary:
+            children["wpe"] = ({"weight": (max_len, d_model)}, {})
+        for i in range(n_layers):
+            children[f"blocks.{i}"] = TransformerBlock.tensor_shapes(
+                d_model, n_heads, max_len if rotary else None, norm, bias, qk_norm)
+        children["ln_f"] = _norm_shapes(norm, d_model)
+        if not tie:
+            children["lm_head"] = ({"weight": (vocab_size, d_model)}, {})  # never a bias
+        return _nest(children)
 
     def _init_gpt2(self, n_layers):
         for name, p in self.named_parameters():
@@ -196,7 +272,8 @@ class TinyTransformer(Module):
     @no_grad()
     def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None, greedy=False,
                  rng=None, top_p=None, use_cache=True):
-        """Extend idx (B, T), T >= 1 (a Tensor, array or nested list of token ids), by
+        """Extend idx (B, T), T >= 1 (a Tensor, array or nested list of integer token ids: any
+        other dtype is forward's DTypeError, an id without an embedding row its error), by
         max_new_tokens: greedy, or sampled at `temperature` from the `top_k` most likely tokens
         and/or the smallest set whose probability reaches `top_p` (see next_token_probs).
         use_cache: keep every layer's keys and values (a KVCache) and feed each new token alone,
@@ -213,10 +290,15 @@ class TinyTransformer(Module):
                              f"{max_new_tokens!r}")
         backend = self.wte.weight.backend
         draw = _sampler(rng, backend)
-        ids = np.asarray(idx.numpy() if hasattr(idx, "numpy") else idx, dtype=np.int64)
+        ids = np.asarray(idx.numpy() if hasattr(idx, "numpy") else idx)
         if ids.ndim != 2 or ids.shape[1] < 1:
             raise ShapeError(f"generate: idx must be (B, T) token ids with T >= 1, got shape "
                              f"{ids.shape}")
+        # the whole prompt through the embedding op's own checks, as forward's: 1.9 (or True)
+        # is no token, nor is an id without a row, even before the last max_len tokens run
+        # (F.embedding, not self.wte: a hook on wte sees only the model's own calls)
+        F.embedding(tensor(ids, backend=backend), self.wte.weight)
+        ids = ids.astype(np.int64)
         cache = KVCache() if use_cache else None
         for _ in range(max_new_tokens):
             if cache is not None and 0 < cache.length < self.config.max_len:
