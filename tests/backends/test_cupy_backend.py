@@ -13,8 +13,6 @@ quietly hands to its reference fails instead of passing on the reference's numbe
 import fnmatch
 import math
 import re
-import shutil
-import subprocess
 import sys
 import types
 
@@ -23,6 +21,7 @@ import fake_cupy
 import gpu  # tests/support: is a real GPU here
 import kernel_refs as kr  # tests/support (tests/conftest.py)
 import numpy as np
+import nvcc_build
 import pytest
 
 import tinyattn
@@ -127,19 +126,16 @@ def arg_type(a):
 
 
 @pytest.fixture(scope="module")
-def ptx_params(tmp_path_factory):
-    """kernel name -> its parameter types, from nvcc's PTX of every .cu file."""
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
+def ptx_params():
+    """kernel name -> its parameter types, from nvcc's PTX of every .cu file (compiled once a
+    session: tests/support/nvcc_build.py)."""
+    if nvcc_build.NVCC is None:
         pytest.skip("nvcc is not on PATH (the CUDA toolkit is absent)")
     params = {}
     for name in ("softmax.cu", "flash.cu"):
-        src = tmp_path_factory.mktemp("ptx") / name
-        src.write_text(cl.kernel_source(name))
-        ptx = src.with_suffix(".ptx")
-        subprocess.run([nvcc, "-ptx", "-arch=sm_90", "-std=c++17", str(src), "-o", str(ptx)],
-                       check=True, capture_output=True)
-        for entry, body in re.findall(r"\.entry\s+(\w+)\(([^)]*)\)", ptx.read_text()):
+        done = nvcc_build.build(name, "sm_90")
+        assert done.returncode == 0, f"{done.command}\n{done.log}"
+        for entry, body in re.findall(r"\.entry\s+(\w+)\(([^)]*)\)", done.ptx):
             params[entry] = re.findall(r"\.param\s+\.(\w+)", body)
     return params
 
@@ -421,13 +417,19 @@ def test_gpu_ops_on_their_kernels(cp_be, name, inputs, params, dtype):
 
 def emulated_is_slow(name, params):
     """Emulated cases that take more than a few seconds on 2 cores (tests/conftest.py marks them
-    slow): the default training run (~3 min) and flash tiles beyond 70 x 70 x 64 (5-55 s each).
-    Every kernel keeps fast emulated cases: flash at 1 x 1 for every head dim and 70 x 70 up to
-    d = 64, in float16 and float32."""
+    slow; .ci/run runs them): the default training run (~3 min), flash tiles beyond one query
+    and key (4-55 s each) but two, and the 300 x 300 softmax but in float32. Every kernel keeps
+    fast emulated cases: flash at 1 x 1 for every head dim in float16 and float32 (every kernel
+    instantiation compiled and run), 70 x 70 at d = 64 in both (several tiles, a partial one)
+    and 130 x 97 at d = 16 in float32 (queries and keys of different lengths)."""
     if name == "test_gpu_default_training_run_learns":
         return True
     if name == "test_gpu_flash_attention":
-        return params["n_q"] * params["n_k"] * params["d"] > 70 * 70 * 64
+        tile = params["n_q"], params["n_k"], params["d"]
+        return tile[:2] != (1, 1) and tile != (70, 70, 64) and (
+            tile != (130, 97, 16) or params["dtype"] != np.float32)
+    if name == "test_gpu_scaled_masked_softmax":
+        return (params["n_q"], params["n_k"]) == (300, 300) and params["dtype"] != np.float32
     return False
 
 

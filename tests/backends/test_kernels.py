@@ -12,13 +12,12 @@
 
 import math
 import re
-import shutil
-import subprocess
 
 import kernel_refs as kr  # tests/support (tests/conftest.py)
 import numpy as np
 import nvrtc  # tests/support is on sys.path (tests/conftest.py)
 import pytest
+from nvcc_build import NVCC, build
 
 import tinyattn
 import tinyattn.functional as F
@@ -33,12 +32,9 @@ TOL = {np.float16: 2e-3, np.float32: 2e-6, np.float64: 1e-13}
 
 # ---- 1. compiling ------------------------------------------------------------------------------
 
-NVCC = shutil.which("nvcc")
 CU_FILES = sorted(p.name for p in cl.KERNEL_DIR.glob("*.cu"))
 EXPECTED_NAMES = {"softmax.cu": cl.softmax_kernel_names(), "flash.cu": cl.flash_kernel_names(),
                   "elementwise.cu": []}
-# nvcc spelling of the options NVRTC gets (CupyBackend's NVRTC_OPTIONS plus CuPy's -ftz=true)
-NVCC_OPTIONS = [o.replace("--std=", "-std=") for o in cl.NVRTC_OPTIONS] + ["-ftz=true"]
 
 
 def test_every_cu_file_is_known():
@@ -56,31 +52,23 @@ def test_sources_need_no_headers(filename):
 # (one architecture in the README's test command; the others are `slow`, which .ci/run runs too)
 @pytest.mark.parametrize("arch", [pytest.param("sm_80", marks=pytest.mark.slow), "sm_90"])
 @pytest.mark.parametrize("filename", CU_FILES)
-def test_compiles_with_nvcc(filename, arch, tmp_path):
-    src = tmp_path / filename
-    src.write_text(cl.kernel_source(filename))
-    ptx = tmp_path / "out.ptx"
-    cmd = [NVCC, "-ptx", f"-arch={arch}", *NVCC_OPTIONS, str(src), "-o", str(ptx)]
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    assert done.returncode == 0, f"{' '.join(cmd)}\n{done.stdout}{done.stderr}"
-    assert "warning" not in done.stderr.lower(), done.stderr
-    entries = set(re.findall(r"\.entry\s+(\w+)", ptx.read_text()))
+def test_compiles_with_nvcc(filename, arch):
+    done = build(filename, arch)  # (once per session: tests/support/nvcc_build.py)
+    assert done.returncode == 0, f"{done.command}\n{done.log}"
+    assert "warning" not in done.log.lower(), done.log
+    entries = set(re.findall(r"\.entry\s+(\w+)", done.ptx))
     assert entries == set(EXPECTED_NAMES[filename])
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH (the CUDA toolkit is absent)")
-def test_flash_kernels_fit_two_blocks_per_sm_without_spills(tmp_path):
+def test_flash_kernels_fit_two_blocks_per_sm_without_spills():
     """ptxas's own numbers for sm_90: every flash kernel keeps <= 128 registers per thread (two
     256-thread blocks per SM, the occupancy the tile sizes are chosen for) and spills nothing
     to local memory (spills in the inner loops would cost more than the vector loads gain)."""
-    src = tmp_path / "flash.cu"
-    src.write_text(cl.kernel_source("flash.cu"))
-    cmd = [NVCC, "-cubin", "-arch=sm_90", *NVCC_OPTIONS, "-Xptxas", "-v", str(src), "-o",
-           str(tmp_path / "flash.cubin")]
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    done = build("flash.cu", "sm_90")
+    assert done.returncode == 0, done.log
     report = re.findall(r"Compiling entry function '(\w+)'.*?(\d+) bytes spill stores.*?"
-                        r"Used (\d+) registers", done.stderr, re.S)
+                        r"Used (\d+) registers", done.log, re.S)
     assert {name for name, *_ in report} == set(cl.flash_kernel_names())
     for name, spills, registers in report:
         assert int(spills) == 0 and int(registers) <= 128, (name, spills, registers)
