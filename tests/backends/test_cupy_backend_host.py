@@ -927,6 +927,7 @@ def fake_emu_be(monkeypatch):
 
 
 @pytest.mark.emulated
+@pytest.mark.slow  # (~10 s of forked emulated launches; .ci/run runs it)
 def test_the_reports_gpu_section_is_written_and_then_kept(fake_emu_be, monkeypatch, tmp_path):
     """`tinyattn bench report --sections gpu` puts the softmax (float32, float16) and attention
     tables and the main job's wall times on the page, with the device; a later CPU-only report
