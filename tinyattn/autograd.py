@@ -99,6 +99,8 @@ class TensorBase:
                 raise DTypeError(f".grad: assigned a {value.data.dtype} gradient to a "
                                  f"{self.data.dtype} tensor; a gradient has its tensor's dtype "
                                  f"(as torch): convert it with .to({self.data.dtype}) first")
+        if _tracers.get() is not None or _everywhere:  # (a captured step's recording refuses)
+            state_changed(self, "grad")
         self._grad = value
 
     # (the getter is C code, as fast as the slot itself: optimizers read it every step)
@@ -297,7 +299,16 @@ class Tracer:
 
     def effect(self, what):
         """When the block calls what changes state outside the ops, which a replay of it would
-        not call again: zero_grad(), an optimizer's or a scheduler's step, manual_seed()."""
+        not call again: zero_grad(), an optimizer's or a scheduler's step, manual_seed() (the
+        global one or a Generator's, seed(), set_state()), a backward pass ("backward()",
+        "backward_steps()", "autograd.grad()": see _begin), a captured step."""
+
+    def changed(self, tensor, what):
+        """When the block changes a tensor other than by an op the tracers see: `what` is
+        "grad" (`.grad = g`), "requires_grad" (switched on or off) or "values" (written in
+        place without a recorded op: x[i] = v, fill_, zero_, copy_ on a tensor needing no grad).
+        Tensors made inside the block are not told of (their .grad None, requires_grad as
+        made)."""
 
     def read(self, tensor, how):
         """When Python reads a tensor's values inside the block: `how` is "item()", "numpy()"
@@ -309,6 +320,16 @@ def side_effect(what):
     if _tracers.get() is not None or _everywhere:
         for tracer in current_tracers():
             tracer.effect(what)
+
+
+def state_changed(tensor, what):
+    """Tell the tracers that `tensor` changed outside the ops (see Tracer.changed). The callers
+    check `_tracers.get() is not None or _everywhere` first: they are on common paths (.grad =,
+    requires_grad, an in-place write), which pay nothing more when no tracer watches."""
+    for tracer in current_tracers():
+        changed = getattr(tracer, "changed", None)  # (any object may be a tracer: see _begin)
+        if changed is not None:
+            changed(tensor, what)
 
 
 def current_tracers():
@@ -613,7 +634,9 @@ class Step:
 
     def __init__(self, index, node, g, grads, pending):
         self.index, self.node, self.g, self.grads = index, node, g, grads
-        self.pending = pending  # node -> gradient summed so far, for nodes not yet reached
+        # node -> gradient summed so far, for the nodes not yet reached: as it was at this
+        # step (a dict of its own per step, so a list of steps shows each step's)
+        self.pending = pending
 
     def __repr__(self):
         made = f" -> {self.node.name}" if self.node.name else ""
@@ -735,7 +758,7 @@ def _walk(tensor, gradient, retain_graph, steps, sink=None, more=(), keep=None):
     be = tensor.backend
     grads, heap = _start(tensor, gradient, more, be)  # node -> its gradient summed so far
     tracers = current_tracers()
-    _begin(tracers)
+    _begin(tracers, steps, sink)
     owned = _owner(tracers, steps)  # the nodes whose gradient so far the walk may add into
     index = 0
     while heap:
@@ -779,14 +802,22 @@ def _walk(tensor, gradient, retain_graph, steps, sink=None, more=(), keep=None):
                 _add_part(grads, owned, parent, prev, gx, node, tracers)
         for tracer in tracers:
             tracer.backward(node, g, fitted)
-        if steps:
-            yield Step(index, node, g, fitted, grads)
+        if steps:  # (pending as it is now: `grads` changes on; the arrays in it do not, as
+            # while steps are watched no sum is added into in place: see _Watched)
+            yield Step(index, node, g, fitted, dict(grads))
             index += 1
 
 
-def _begin(tracers):
-    """Tell each tracer that has the event (any object may be a tracer) a pass begins."""
+def _begin(tracers, steps, sink):
+    """Tell each tracer that has the events (any object may be a tracer) a pass begins: as an
+    effect, named as the user called it (a captured step's recording refuses a pass run inside
+    fn, whose .grad writes or values a replay would not make again), then backward_begins."""
     for tracer in tracers:
+        what = "autograd.grad()" if sink is not None else "backward_steps()" if steps else \
+            "backward()"
+        effect = getattr(tracer, "effect", None)
+        if effect is not None:
+            effect(what)
         begins = getattr(tracer, "backward_begins", None)
         if begins is not None:
             begins()

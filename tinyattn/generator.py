@@ -5,6 +5,9 @@ uniform_, and nn.init's random fills.
 Without a generator, those draw from their backend's own stream, which `tinyattn.manual_seed`
 seeds. A Generator seeded with `manual_seed(s)` gives the same draws whatever else the program
 draws in between, and its state can be saved and restored (`get_state`, `set_state`).
+Reseeding (manual_seed, seed, set_state) is told to the tracers as an effect (autograd's
+side_effect, plugged in by tensor.py: this layer imports nothing of the graph's): a captured
+step refuses it inside fn, where a replay would draw on without it.
 """
 
 import numbers
@@ -15,13 +18,27 @@ from . import backends
 from .errors import BackendError
 
 
+def _no_one(what):
+    """Where reseedings are told until tell_effects_to() plugs in the tracers' side_effect."""
+
+
+_side_effect = _no_one
+
+
+def tell_effects_to(side_effect):
+    """Tell each reseeding to side_effect(what), what being "Generator.manual_seed()",
+    "Generator.seed()" or "Generator.set_state()" (tensor.py passes autograd.side_effect)."""
+    global _side_effect
+    _side_effect = side_effect
+
+
 class Generator:
     """A random stream on one backend (device "cpu" / "numpy", or "cuda" / "cupy"; the default
     backend when none is given), seeded from the operating system until manual_seed."""
 
     def __init__(self, device=None):
         self.backend = backends.get_backend() if device is None else backends.backend(device)
-        self.seed()
+        self._start(_entropy())  # (not seed(): a generator being made is no reseeding)
 
     @property
     def device(self):
@@ -31,13 +48,19 @@ class Generator:
         """Start the stream again from `seed` (an int >= 0); returns the generator, as torch."""
         if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
             raise ValueError(f"Generator.manual_seed: the seed must be an int >= 0, got {seed!r}")
-        self._initial = int(seed)
-        self.rng = self.backend.xp.random.default_rng(self._initial)
-        return self
+        _side_effect("Generator.manual_seed()")
+        return self._start(int(seed))
 
     def seed(self):
         """Seed from the operating system's entropy (63 bits); returns the seed chosen."""
-        return self.manual_seed(int(np.random.SeedSequence().entropy) % 2**63).initial_seed()
+        _side_effect("Generator.seed()")
+        return self._start(_entropy()).initial_seed()
+
+    def _start(self, seed):
+        """Start the stream from `seed` (an int >= 0, checked), telling no tracer."""
+        self._initial = seed
+        self.rng = self.backend.xp.random.default_rng(seed)
+        return self
 
     def initial_seed(self):
         """The seed the stream last started from."""
@@ -62,11 +85,17 @@ class Generator:
         except (TypeError, ValueError, KeyError) as e:
             raise TypeError(f"Generator.set_state: the state of a {self.device} generator is "
                             f"what get_state returned; this one is not ({e})") from e
+        _side_effect("Generator.set_state()")
         self.rng, self._initial = rng, state["initial_seed"]
         return self
 
     def __repr__(self):
         return f"<tinyattn.Generator on {self.device}, initial seed {self._initial}>"
+
+
+def _entropy():
+    """A seed from the operating system's entropy: 63 bits, an int >= 0."""
+    return int(np.random.SeedSequence().entropy) % 2**63
 
 
 def check(generator, be, where):

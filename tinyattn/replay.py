@@ -39,12 +39,17 @@ Refused by recording (the step warns once and stays eager, still right): values 
 Python (item(), float(), bool(), numpy(), printing: a replay would reuse the recording's); a
 tensor made inside fn from values (ta.tensor(...): a replay could not make it again, and one
 equal on two calls may come from the batch; make it outside fn and pass it in); a batch read
-from a closure; in-place changes, tensor hooks, retain_grad, forward hooks, autograd.Function;
-calls a replay would skip: zero_grad(), an optimizer's or scheduler's step, manual_seed() (call
-them outside fn); an argument that a module holds (a buffer, a frozen parameter: fn may read it
-through the module too; pass a copy). Python numbers in fn are constants of the recording (a
-weight that follows a schedule comes in as a tensor), and other Python side effects in fn happen
-on the recording calls only. An argument may not require grad.
+from a closure; in-place changes (x[i] = v, fill_, zero_, copy_, on .grad too), tensor hooks,
+retain_grad, forward hooks, autograd.Function; calls and changes a replay would skip (call or
+make them outside fn): zero_grad(), an optimizer's or scheduler's step, manual_seed() (global or
+a Generator's, seed(), set_state()), a backward pass of fn's own (backward(), backward_steps(),
+autograd.grad(), another captured step: return the loss, the step runs its backward), setting
+.grad (p.grad = None), switching requires_grad, replacing a tensor's .data; an argument that a
+module holds (a buffer, a frozen parameter: fn may read it through the module too; pass a
+copy). Python numbers in fn are constants of the recording (a weight that follows a schedule
+comes in as a tensor), and other Python side effects in fn happen on the recording calls only
+(writes into an array itself, t.data[...] = v, too: capture cannot see them). An argument may
+not require grad.
 """
 
 import warnings
@@ -203,8 +208,9 @@ class _Recorder(Tracer):
     def __init__(self, args):
         self.prog = _Program()
         self.refused = None
-        # id(tensor) -> (kind, index, the tensor (kept: ids stay unique), its version then)
-        self.where = {id(a): (ARG, k, a, _version(a)) for k, a in enumerate(args)}
+        # id(tensor) -> (kind, index, the tensor (kept: ids stay unique), its version then, its
+        # array then: one replaced, t.data = ..., is a change a replay would not make)
+        self.where = {id(a): (ARG, k, a, _version(a), a.data) for k, a in enumerate(args)}
         # id(array) -> (kind, index): a tensor around the same array (detach()) is that input
         self.arrays = {id(a.data): (ARG, k) for k, a in enumerate(args)}
         self.nodes = set()  # id() of the recorded ops' nodes (the tensors in `where` keep them)
@@ -253,7 +259,7 @@ class _Recorder(Tracer):
         self.prog.instrs.append(instr)
 
     def _note(self, t, kind, i):
-        self.where[id(t)] = (kind, i, t, _version(t))
+        self.where[id(t)] = (kind, i, t, _version(t), t.data)
         self.arrays.setdefault(id(t.data), (kind, i))
 
     def output(self, t):
@@ -269,7 +275,10 @@ class _Recorder(Tracer):
 
     def effect(self, what):
         self.refuse(f"fn called {what}, which a replay would not call again (the Python in fn "
-                    "runs only while recording); call it outside fn")
+                    f"runs only while recording); {_INSTEAD.get(what, 'call it outside fn')}")
+
+    def changed(self, tensor, what):
+        self.refuse(_CHANGES[what])
 
     def read(self, tensor, how):
         self.refuse(f"fn read a tensor's values into Python ({how}), which a replay would take "
@@ -303,6 +312,27 @@ class _Recorder(Tracer):
         self.prog.live.append(x)
         self._note(x, LIVE, i)
         return LIVE, i
+
+
+# what to do instead of an effect (Tracer.effect) in fn, where "call it outside fn" is not it
+_PASS = ("return the loss (the step runs its backward: for two losses, return their sum), or "
+         "call fn uncaptured")
+_INSTEAD = {"backward()": _PASS, "backward_steps()": _PASS,
+            "autograd.grad()": "call fn uncaptured (a replay runs no grad() and makes no "
+                               "tensor from one)",
+            "a captured step": "call its fn instead, adding its loss into the one fn returns "
+                               "(the step runs one backward for both), or call fn uncaptured"}
+
+# why a change to a tensor outside the ops (Tracer.changed) is refused
+_CHANGES = {
+    "grad": "fn set a tensor's .grad (p.grad = None, say), which a replay would not do again "
+            "(the Python in fn runs only while recording); set it outside fn (the step adds "
+            "into .grad as backward() does)",
+    "requires_grad": "fn changed a tensor's requires_grad, which a replay would not change "
+                     "again (the Python in fn runs only while recording); change it outside fn "
+                     "(the step records again after such a change)",
+    "values": "a tensor was changed in place inside fn",
+}
 
 
 def _version(t):
@@ -361,6 +391,8 @@ class CapturedStep:
                 raise GraphError(f"capture: argument {k} requires grad; a captured step fills "
                                  ".grad of the tensors fn reads (parameters), not of arguments")
         watched = ag._tracers.get() is not None or ag._everywhere
+        if watched:  # (inside another step's fn: its backward is one a replay of that would skip)
+            ag.side_effect("a captured step")
         if watched or not is_grad_enabled() or self.state.startswith("eager"):
             return self._eager(args)
         sig = _signature(args)
@@ -392,13 +424,14 @@ class CapturedStep:
                               "(x.clone())")
                 return self._eager(args)
         rec = _Recorder(args)
+        arrays = self._arrays_read(sig)
         with tracing(rec):
             loss, extras, as_tuple = _checked(self.fn(*args))
         found = [rec.output(t) for t in (loss, *extras)]
         if None in found or loss._node is None:
             rec.refuse("fn returned a tensor that is not the output of an op it ran (the loss "
                        "on the graph)")
-        rec.refuse(_unsupported(rec))
+        rec.refuse(_unsupported(rec, arrays))
         loss.backward()  # eager, outside the tracer: the same walk as any backward()
         self.state = "recording"
         out = _result(loss.detach(), [t.detach() for t in extras], as_tuple)
@@ -428,6 +461,12 @@ class CapturedStep:
             if self._tries[sig] >= MAX_RECORDINGS:
                 self._give_up(why)
         return out
+
+    def _arrays_read(self, sig):
+        """{id(tensor): its array now} for the tensors the last recording read: as this call
+        begins, to tell one fn gives another array (t.data = ...) before reading it."""
+        last = self._last.get(sig)
+        return {id(t): t.data for t in last[0].live} if last is not None else {}
 
     def _restarted(self, last_guard, guard):
         """Count a fresh start; at RESTARTS_TO_WARN in a row, say once why nothing replays."""
@@ -550,14 +589,18 @@ def _owned_sum(acc, own, slot, shape, dtype, be):
     return total
 
 
-def _unsupported(rec):
+def _unsupported(rec, arrays):
     """Why the recorded call cannot be replayed, or None: a tensor it saw was changed in place
-    (a replay would not make that change), or has a hook or retain_grad (which a replay would
-    not run or fill)."""
-    for _, _, t, version in rec.where.values():
+    or given another array (t.data = ...), after fn read it, or before (`arrays`: the array of
+    each tensor the last recording read, as this call began): a replay would not make that
+    change; or it has a hook or retain_grad (which a replay would not run or fill)."""
+    for _, _, t, version, array in rec.where.values():
         node = t._node
         if _version(t) != version:
             return "a tensor was changed in place inside fn"
+        if t.data is not array or arrays.get(id(t), array) is not array:
+            return ("fn replaced a tensor's .data (t.data = ...), which a replay would not do "
+                    "again (the Python in fn runs only while recording); do it outside fn")
         if node is not None and node.hooks:  # (an empty dict: every hook removed)
             return "a tensor inside fn has a hook (register_hook)"
         if node is not None and node.op is not None and node.tensor is not None:

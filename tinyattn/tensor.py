@@ -37,7 +37,7 @@ from .autograd import (
 from .dtypes import category, get_default_dtype, int_range, promote_types, result_type
 from .errors import DimError, DTypeError, GraphError, ShapeError, fmt_shape
 from .generator import check as check_generator
-from .generator import rng_of
+from .generator import rng_of, tell_effects_to
 from .ops import elementwise as ew
 from .ops import index as ix
 from .ops import matmul as mm
@@ -84,12 +84,12 @@ class Tensor(TensorBase):
         be = backends.get_backend() if backend is None else backends.backend(backend)
         self.data = _to_array(data, dtype, be)
         self.backend = be
-        self.grad = None
-        self._name = None
+        self._grad = None  # (new tensors set their state directly: a tracer is told only of
+        self._name = None  # changes to tensors that were there before, see Tracer.changed)
         self._node = None
         self._version_counter = None  # [count, sharers], made on first use (see autograd)
         if requires_grad:
-            self.requires_grad = True
+            self._require(True)
 
     # ---- what it is ----------------------------------------------------------------------------
 
@@ -145,6 +145,13 @@ class Tensor(TensorBase):
 
     @requires_grad.setter
     def requires_grad(self, flag):
+        had = self._node is not None
+        self._require(flag)
+        if (ag._tracers.get() is not None or ag._everywhere) and had != (self._node is not None):
+            ag.state_changed(self, "requires_grad")  # (a captured step's recording refuses it)
+
+    def _require(self, flag):
+        """requires_grad = flag, told to no tracer: for a tensor just made (see __init__)."""
         if self._node is not None and self._node.op is not None:
             raise GraphError("requires_grad can only be changed on a leaf tensor (one not made "
                              "by an op); use .detach() to make a leaf")
@@ -220,7 +227,7 @@ class Tensor(TensorBase):
         if be is self.backend:
             return self
         moved = Tensor._wrap(be.asarray(self.backend.to_numpy(self.data)), be)
-        moved.requires_grad = self.requires_grad
+        moved._require(self.requires_grad)
         return moved
 
     def _to_dtype(self, dtype):
@@ -235,10 +242,10 @@ class Tensor(TensorBase):
                              "deep-copied, not one computed on the graph; detach() it first")
         new = type(self)._wrap(self.data.copy(), self.backend)
         memo[id(self)] = new
-        new.requires_grad = self.requires_grad
+        new._require(self.requires_grad)
         new._name = self._name
-        if self.grad is not None:
-            new.grad = Tensor._wrap(self.grad.data.copy(), self.backend)
+        if self.grad is not None:  # (a copy of a .grad: its shape, dtype and backend are right)
+            new._grad = Tensor._wrap(self.grad.data.copy(), self.backend)
         return new
 
     def __reduce_ex__(self, protocol):
@@ -269,7 +276,7 @@ class Tensor(TensorBase):
 
     def _new(self, make, args, dtype, requires_grad):
         t = make(*args, dtype=self.dtype if dtype is None else dtype, backend=self.backend)
-        t.requires_grad = requires_grad
+        t._require(requires_grad)
         return t
 
     def new_zeros(self, *size, dtype=None, requires_grad=False):
@@ -580,6 +587,8 @@ class Tensor(TensorBase):
         record = is_grad_enabled() and (self._node is not None or any(
             isinstance(a, Tensor) and a._node is not None for a in args))
         if not record:
+            if ag._tracers.get() is not None or ag._everywhere:  # (a captured step's recording
+                ag.state_changed(self, "values")  # refuses it: a replay would not write it)
             if write is not None:
                 write()
             else:
@@ -2081,6 +2090,7 @@ class Tensor(TensorBase):
 
 
 use_tensor_class(Tensor)  # apply's outputs and every .grad are Tensors
+tell_effects_to(ag.side_effect)  # a Generator reseeded inside a captured fn: refused by name
 _PLAIN = frozenset((int, float, Tensor))  # what _other passes through as it is
 
 
@@ -2090,7 +2100,7 @@ _TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int6
 
 def _unpickle(cls, values, backend_name, requires_grad, name):
     t = cls._wrap(backends.backend(backend_name).asarray(values), backends.backend(backend_name))
-    t.requires_grad = requires_grad
+    t._require(requires_grad)
     t._name = name
     return t
 
@@ -2491,7 +2501,7 @@ def _make(name, fill, dtype, requires_grad, backend, **settings):
     be = backends.get_backend() if backend is None else backends.backend(backend)
     dtype = get_default_dtype() if dtype is None else np.dtype(dtype)
     t = Tensor._wrap(fill(be, dtype, **settings), be)
-    t.requires_grad = requires_grad
+    t._require(requires_grad)
     if not requires_grad and (ag._tracers.get() is not None or ag._everywhere):
         _seen_made(name, fill, t, dtype=dtype, **settings)
     return t

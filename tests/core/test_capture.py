@@ -1219,3 +1219,133 @@ def test_a_tensor_hook_once_removed_no_longer_keeps_the_step_eager():
         model.wte.weight.register_hook(lambda g: g * 2).remove()  # between two replays
         assert _replays_after(step, x, y, calls=1)
     _check_against_eager(step, model, twin, x, y)
+
+
+def _as_eager(fn):
+    """fn run as a captured step's eager call runs it: fn(x), then backward, the loss back."""
+    return lambda x: _backward_of(fn(x))
+
+
+def _against_eager(make, calls=5):
+    """make() -> (fn, w): a function of x and a tensor whose .grad it fills, made afresh for
+    each run. The captured step and the eager one, each on its own make(), called `calls`
+    times: [(loss, w.grad)] per call, for each; and the warnings the captured one gave."""
+    runs = []
+    for step_of in (ta.capture, _as_eager):
+        fn, w = make()
+        step = step_of(fn)
+        got = []
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            for _ in range(calls):
+                loss = step(ta.ones(3))
+                got.append((loss.item(), None if w.grad is None else w.grad.numpy().tolist()))
+        runs.append(got)
+        if step_of is ta.capture:
+            said = [str(r.message) for r in seen if issubclass(r.category, UserWarning)]
+            state = step.state
+    return runs[0], runs[1], said, state
+
+
+def _backward_in_fn(how):
+    """make() for a fn that runs a backward pass of its own (`how`) besides the step's."""
+    def make():
+        w = ta.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        inner = ta.capture(lambda x: (w * x * x).sum())
+
+        def fn(x):
+            loss = (w * x).sum()
+            if how == "backward()":
+                (w * w).sum().backward()
+            elif how == "backward_steps()":
+                for _ in (w * w).sum().backward_steps():
+                    pass
+            elif how == "autograd.grad()":  # its gradient used as a value of the loss
+                (gw,) = ta.autograd.grad((w * w).sum(), [w])
+                loss = loss + (gw.detach() * x).sum()
+            elif how == "a captured step":  # one captured step called by another's fn
+                loss = loss + inner(x) * 0.0
+            return loss
+
+        return fn, w
+    return make
+
+
+@pytest.mark.parametrize("how", ["backward()", "backward_steps()", "autograd.grad()",
+                                 "a captured step"])
+def test_a_backward_pass_inside_fn_is_refused_by_name(how):
+    """backward() (backward_steps(), autograd.grad(), a captured step of its own) inside fn
+    fills .grad or computes values on the recording calls only: a replay skipped it, and the
+    gradients silently changed from the third call on. Refused by name: fn stays eager, right
+    on every call, with one warning."""
+    got, want, said, state = _against_eager(_backward_in_fn(how))
+    assert got == want
+    assert state.startswith("eager")
+    assert len(said) == 1
+    assert said[0].startswith(f"capture: fn called {how}, which a replay would not call again")
+
+
+def _state_change_in_fn(how):
+    """make() for a fn that changes, besides its ops, state a replay would not change again."""
+    def make():
+        w = ta.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        v = ta.tensor([0.5, 0.5, 0.5], requires_grad=True)
+        buf, src = ta.zeros(3), ta.zeros(3)
+
+        def fn(x):
+            if how == ".grad = None":  # set_to_none inside fn: each call's gradient alone
+                w.grad = None
+            elif how == ".grad.zero_()":
+                if w.grad is not None:
+                    w.grad.zero_()
+            elif how == "requires_grad_()":  # on for the ops, off after them
+                v.requires_grad_(True)
+            elif how == "copy_() into a buffer":  # the buffer read after, the source moving
+                src.data += 1.0  # (as a schedule outside fn would move it between calls)
+                buf.copy_(src)
+            elif how == ".data =":
+                w.data = w.data * 2
+            loss = (w * x * buf.exp()).sum() + (v * x).sum()
+            if how == "requires_grad_()":
+                v.requires_grad_(False)
+            return loss
+
+        return fn, w
+    return make
+
+
+@pytest.mark.parametrize("how,message", [
+    (".grad = None", "fn set a tensor's .grad"),
+    (".grad.zero_()", "a tensor was changed in place inside fn"),
+    ("requires_grad_()", "fn changed a tensor's requires_grad"),
+    ("copy_() into a buffer", "a tensor was changed in place inside fn"),
+    (".data =", "fn replaced a tensor's .data"),
+])
+def test_a_state_change_inside_fn_is_refused_by_name(how, message):
+    """Setting .grad (p.grad = None), zeroing it in place, switching requires_grad, writing
+    into a tensor fn has not read yet, replacing a tensor's .data: each is Python a replay
+    would skip (gradients piled up, a buffer went stale, a replay crashed). fn stays eager,
+    right on every call, with one warning that says what it did."""
+    got, want, said, state = _against_eager(_state_change_in_fn(how))
+    assert got == want
+    assert state.startswith("eager")
+    assert len(said) == 1 and said[0].startswith(f"capture: {message}")
+
+
+def test_what_fn_makes_for_itself_is_no_state_change():
+    """A tensor made inside fn with its .grad None and requires_grad off, a Generator made
+    and never reseeded, .grad read: none of these changes state a replay skips; the step
+    replays."""
+    w = ta.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    g = ta.Generator().manual_seed(0)
+
+    def fn(x):
+        scale = ta.ones(3, requires_grad=False) * 2
+        scale.requires_grad_(False)
+        assert w.grad is None or w.grad.shape == (3,)
+        return (w * x * scale * ta.rand(3, generator=g)).sum()
+
+    step = ta.capture(fn)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _replays_after(step, ta.ones(3), calls=4)

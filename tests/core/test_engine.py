@@ -820,3 +820,23 @@ def test_a_leafs_grad_is_added_to_in_place_only_when_it_fits():
             x.grad = mine
         assert x.grad is held
         np.testing.assert_array_equal(mine.numpy(), np.ones(mine.shape))
+
+
+def test_each_backward_step_keeps_the_pending_gradients_of_its_moment():
+    """Step.pending is the gradients summed so far as they were at that step, not the walk's
+    live dict (every step collected in a list showed the final, empty one); the arrays in it
+    are never added into later (a sum a later step shows is a new array)."""
+    x = leaf([1.0, 2.0])
+    a = x * 3
+    loss = (a * a).sum() + a.sum()
+    live = [(s.index, {n: np.array(v, copy=True) for n, v in s.pending.items()})
+            for s in loss.backward_steps(retain_graph=True)]
+    steps = list(loss.backward_steps(retain_graph=True))
+    assert [len(s.pending) for s in steps] == [len(p) for _, p in live] == [2, 2, 2, 1, 1]
+    assert len({id(s.pending) for s in steps}) == len(steps)
+    for step, (_, pending) in zip(steps, live, strict=True):
+        assert list(step.pending) == list(pending)
+        for node, value in pending.items():
+            np.testing.assert_array_equal(step.pending[node], value)
+    np.testing.assert_array_equal(steps[3].pending[a._node], [7.0, 13.0])  # 2a + 1, summed
+    np.testing.assert_array_equal(steps[4].pending[x._node], [21.0, 39.0])

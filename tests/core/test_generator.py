@@ -229,3 +229,58 @@ def test_on_cupy_the_state_is_the_device_streams_own_and_brings_it_back(monkeypa
     with pytest.raises(TypeError, match="Generator.set_state: the state of a cupy generator "
                                         "is what get_state returned"):
         g.set_state({**state, "bit_generator": {"state": 1}})
+
+
+@pytest.mark.parametrize("reseed", ["manual_seed", "seed", "set_state"])
+def test_reseeding_a_generator_inside_a_captured_step_is_refused_by_name(reseed):
+    """g.manual_seed(0) (seed(), set_state()) inside fn, for the same noise on every call:
+    a replay skipped it and drew on from where g was (other losses from the third call on).
+    Refused by name, as the global manual_seed(): fn stays eager and right on every call."""
+    w = ta.tensor(np.linspace(-1, 1, 4, dtype=np.float32), requires_grad=True)
+    made = []
+
+    def make():
+        g = ta.Generator().manual_seed(3)
+        start = g.get_state()
+
+        def fn(x):
+            if reseed == "manual_seed":
+                g.manual_seed(0)
+            elif reseed == "seed":
+                g.seed()
+            else:
+                g.set_state(start)
+            made.append(g.initial_seed())
+            return (x * w * ta.randn(4, generator=g)).sum()
+        return fn
+
+    step, eager = ta.capture(make()), make()
+    with pytest.warns(UserWarning) as seen:
+        for _ in range(5):
+            got = step(ta.ones(4))
+            if reseed != "seed":  # (seed(): a new seed each call, which eager draws too)
+                assert got.item() == eager(ta.ones(4)).item()
+    assert step.state.startswith("eager")
+    assert [str(r.message) for r in seen] == [
+        f"capture: fn called Generator.{reseed}(), which a replay would not call again (the "
+        "Python in fn runs only while recording); call it outside fn; running fn eagerly from "
+        "now on"]
+    assert len(made) == 10 if reseed != "seed" else len(made) == 5  # fn ran on every call
+
+
+def test_a_generator_made_inside_fn_is_not_a_reseeding():
+    """Generator() seeds itself when made: not a call of seed() on a generator fn reads."""
+    from tinyattn.autograd import Tracer, tracing
+
+    class Effects(Tracer):
+        def __init__(self):
+            self.seen = []
+
+        def effect(self, what):
+            self.seen.append(what)
+
+    with tracing(Effects()) as effects:
+        g = ta.Generator()
+        ta.Generator(device="cpu").manual_seed(0)
+    assert effects.seen == ["Generator.manual_seed()"]
+    assert isinstance(g.initial_seed(), int)
