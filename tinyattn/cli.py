@@ -152,16 +152,29 @@ def _sample_parser(sub):
 
 
 def cmd_graph(args):
-    """Build an example loss graph, run backward, and render its picture (or its DOT text)."""
+    """Build an example loss graph, run backward, and render its picture (or its DOT text),
+    or with --html write the explorer page (which refuses the options only a picture takes)."""
     from . import graphs, viz
     from .train import FlagError
 
     if args.seed < 0:
         raise FlagError(f"graph: --seed must be a whole number >= 0: got {args.seed}")
+    # --html with an option only a picture takes: named, not dropped silently (the page draws
+    # the gradients' direction, --direction backward, and shows every value in its panel)
+    picture = [flag for flag, on in (("--out", args.out is not None),
+                                     ("--direction forward", args.direction == "forward"),
+                                     ("--no-values", args.no_values), ("--saved", args.saved))
+               if on and args.html]
+    if picture:
+        one = len(picture) == 1
+        raise FlagError(f"graph: --html writes the backward-pass explorer, which draws the "
+                        f"gradients flowing backward, shows values in its panel and no saved "
+                        f"arrays; {' and '.join(picture)} {'is' if one else 'are'} for a "
+                        f"picture (--out): drop {'it' if one else 'them'} or --html")
     loss, params, recording = graphs.example(args.model, seed=args.seed)
     collapse = _graph_collapse(args, loss)
     options = dict(params=params, recording=recording, collapse=collapse,
-                   direction=args.direction, show_values=not args.no_values,
+                   direction=args.direction or "forward", show_values=not args.no_values,
                    show_saved=args.saved)
     try:
         if args.html:  # the interactive page instead of a picture
@@ -170,7 +183,7 @@ def cmd_graph(args):
             print(f"wrote {page.path}: step through the {args.model} backward pass "
                   f"({page.steps} VJPs) in a browser")
             return 0
-        path = viz.render(loss, args.out, **options)
+        path = viz.render(loss, args.out or "graph.svg", **options)
     except viz.GraphvizNotFoundError as e:
         print(f"tinyattn graph: {e}", file=sys.stderr)
         return 1
@@ -219,21 +232,26 @@ def _graph_parser(sub):
                                    "small MLP, or one attention call), run backward, and draw "
                                    "it: values, gradient norms, VJP formulas, module clusters.")
     p.add_argument("--model", choices=["tiny", "mlp", "attention"], default="tiny")
-    p.add_argument("--out", default="graph.svg",
-                   help="output file: .svg, .png or .pdf (needs Graphviz's dot), or .dot text")
+    p.add_argument("--out", default=None,
+                   help="output file: .svg, .png or .pdf (needs Graphviz's dot), or .dot text "
+                        "(default graph.svg)")
     fold = p.add_mutually_exclusive_group()
     fold.add_argument("--collapse", nargs="*", default=None, metavar="MODULE",
                       help="fold these module paths or patterns (blocks.*.attn) into one box "
                            "each; alone (the default): every sublayer of each block")
     fold.add_argument("--expand", action="store_true", help="draw every op, nothing folded")
-    p.add_argument("--direction", choices=["forward", "backward"], default="forward",
-                   help="arrows along the data (forward) or the gradients (backward)")
+    p.add_argument("--direction", choices=["forward", "backward"], default=None,
+                   help="arrows along the data (forward, the default) or the gradients "
+                        "(backward, as --html always draws them)")
     p.add_argument("--no-values", dest="no_values", action="store_true",
-                   help="shapes only, no value summaries")
-    p.add_argument("--saved", action="store_true", help="show what each op saved for backward")
+                   help="shapes only, no value summaries (a picture only, not --html)")
+    p.add_argument("--saved", action="store_true",
+                   help="show what each op saved for backward (a picture only, not --html)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--html", metavar="PAGE",
-                   help="write the interactive backward-pass explorer (one HTML file) instead")
+                   help="write the interactive backward-pass explorer (one HTML file) instead "
+                        "of a picture: --out, --no-values, --saved and --direction forward are "
+                        "refused with it")
     p.set_defaults(fn=cmd_graph)
 
 

@@ -3,13 +3,16 @@
 `viz.explore(loss)` lays the graph out with Graphviz and hands the SVG here; `build` runs the
 backward pass one VJP at a time (`backward_steps`, the walk explain mode tells) and writes every
 forward value, every g and every gradient each VJP sends into the page as JSON, beside the
-page's own script and style (tinyattn/assets/explore.*). No server, no network: the file works
-from file:// and offline, and `Explorer` shows itself in Jupyter as an IFrame.
+page's own script and style (tinyattn/assets/explore.*). The walk runs the tensors' hooks as
+backward would (or none, with hooks=False) and shows the gradient on both sides of them. No
+server, no network: the file works from file:// and offline, is written whole or not at all
+(files.atomic_write), and `Explorer` shows itself in Jupyter as an IFrame.
 `screenshot` and `load_ms` drive the page in headless Chromium (Playwright) for docs and tests.
 """
 
 import base64
 import contextlib
+import functools
 import html
 import json
 import os
@@ -24,6 +27,7 @@ import numpy as np
 from .autograd import Tracer, backward_steps, toposort, tracing
 from .errors import GraphError
 from .explain import describe, grad_names, norm, param_names
+from .files import atomic_write
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 SMALL = 16  # tensors with at most this many elements show every number
@@ -102,13 +106,17 @@ def payload(a):
 
 
 class _Sums(Tracer):
-    """Collects the accumulations ("+=") the backward walk makes while one VJP sends its parts."""
+    """Collects the accumulations ("+=") the backward walk makes while one VJP sends its parts:
+    those of the graph's own nodes (`index`) only. A VJP that runs a backward pass of its own
+    (checkpoint recomputing its block) makes sums of nodes the page does not draw."""
 
-    def __init__(self):
+    def __init__(self, index):
+        self.index = index
         self.events = []  # (node, user node, the sum so far)
 
     def accumulate(self, node, user, total):
-        self.events.append((node, user, total))
+        if node in self.index:
+            self.events.append((node, user, total))
 
 
 def _module_types(params):
@@ -154,24 +162,30 @@ def _node_info(node, tensor, root, index, names, recording):
             "place": name.rpartition(".")[0] if kind == "param" else node.scope}
     if node.op is not None:
         info.update(_op_info(node, index))
-    value = (tensor.data, tensor.backend) if tensor is not None else None
-    if value is None and recording is not None:
-        value = recording.values.get(node)
+    if recording is not None:  # as recorded (viz.Recording.value_of), with a note if changed
+        value, note = recording.value_of(node, tensor)
+    elif tensor is not None and tensor._node is node:  # (a tensor changed in place: moved on)
+        value, note = (tensor.data, tensor.backend), None
+    else:
+        value, note = None, None
     info["value"] = None if value is None else payload(_host(value))
+    if note is not None:  # values changed in place since the forward pass
+        info["value_note"] = note
     return info
 
 
 def _steps(loss, index, sums):
     """Run the backward pass one VJP at a time: per step the node, g, each input's gradient,
-    the explain line and the sums made; and each node's total gradient (host arrays)."""
+    the explain line and the sums made; and each node's sum of the parts it got, before its
+    hooks ran (host arrays)."""
     steps = []
     totals = {0: np.ones_like(_host((loss.data, loss.backend)))}  # the seed (a leaf root's all)
     with tracing(sums):
         for step in backward_steps(loss, retain_graph=True):
             k = index[step.node]
-            totals[k] = _host((step.g, loss.backend))
+            g = _host((step.g, loss.backend))  # (after the node's hooks, as its VJP got it)
             grads = [None if gx is None else _host((gx, loss.backend)) for gx in step.grads]
-            steps.append({"node": k, "g": payload(totals[k]), "explain": describe(step),
+            steps.append({"node": k, "g": payload(g), "explain": describe(step),
                           "grads": [None if gx is None else payload(gx) for gx in grads],
                           "sums": [{"node": index[n], "from": index[u], "shape": list(t.shape),
                                     "norm": _g3(norm(t))} for n, u, t in sums.events]})
@@ -181,6 +195,36 @@ def _steps(loss, index, sums):
                     p = index[parent]
                     totals[p] = gx if p not in totals else totals[p] + gx
     return steps, totals
+
+
+@contextlib.contextmanager
+def _hooks_for_walk(nodes, run):
+    """Inside, the nodes' hooks (Tensor.register_hook) run as backward runs them, followed by
+    one of ours that keeps the gradient they leave, or with run=False none runs (each node's
+    are put aside, and back after). Yields {node: (number of the user's hooks, the gradient
+    after them: a host array, filled in as the walk reaches the node)}."""
+    hooked = {n: [len(n.hooks), None] for n in nodes if n.hooks}
+    ours = object()  # (a key no RemovableHandle uses)
+    held = {}
+    try:
+        for n in hooked:
+            if run:
+                n.hooks[ours] = functools.partial(_keep_after, hooked[n])
+            else:
+                held[n], n.hooks = n.hooks, None
+        yield hooked
+    finally:
+        for n in hooked:
+            if run:
+                n.hooks.pop(ours, None)
+            else:
+                n.hooks = held.get(n, n.hooks)
+
+
+def _keep_after(record, g):
+    """Our last hook on a node: keep a copy of the gradient the user's hooks left (returning
+    None, it changes nothing)."""
+    record[1] = np.array(_host((g.data, g.backend)), copy=True)
 
 
 def _graph_of(loss):
@@ -216,21 +260,32 @@ def _grads_kept(tensors):
             t.grad = grad
 
 
-def walk(loss, params=None, recording=None):
+def walk(loss, params=None, recording=None, hooks=True):
     """Everything the page shows, as plain data: {"nodes": [...], "steps": [...]}. Nodes are
     numbered in `toposort` order (viz.to_dot's t<k>/o<k> boxes); steps follow the backward
-    pass. Runs the backward pass with retain_graph=True and leaves every .grad as it was."""
+    pass. Runs the backward pass with retain_graph=True and leaves every .grad as it was.
+    hooks: run the tensors' hooks as backward does (their side effects too), so that each g
+    and each leaf's total is what backward makes it; False runs none, and the numbers are
+    those of a backward pass without them. Either way a node with hooks says how many, whether
+    they ran, and the sum of its parts before them ("hooks")."""
     nodes = _graph_of(loss)
     root = nodes[0]
     index = {node: k for k, node in enumerate(nodes)}
-    names = param_names(params)
+    names = param_names(params, "explore")
     tensors = [loss if n is root else _tensor_of(n) for n in nodes]
     infos = [_node_info(n, t, root, index, names, recording)
              for n, t in zip(nodes, tensors, strict=True)]
-    with _grads_kept([t for t in tensors if t is not None]):
-        steps, totals = _steps(loss, index, _Sums())
-    for k, info in enumerate(infos):  # a leaf's whole gradient (its .grad)
-        info["total"] = payload(totals[k]) if k in totals and nodes[k].op is None else None
+    with _grads_kept([t for t in tensors if t is not None]), \
+            _hooks_for_walk(nodes, hooks) as hooked:
+        steps, totals = _steps(loss, index, _Sums(index))
+    for k, info in enumerate(infos):
+        before = payload(totals[k]) if k in totals else None  # the sum of the parts it got
+        count, after = hooked.get(nodes[k], (0, None))
+        info["hooks"] = {"count": count, "ran": bool(hooks), "before": before} if count else None
+        if nodes[k].op is None:  # a leaf's whole gradient: its .grad, after its hooks
+            info["total"] = payload(after) if after is not None else before
+        else:
+            info["total"] = None
     return {"nodes": infos, "steps": steps, "types": _module_types(params)}
 
 
@@ -269,8 +324,11 @@ class Explorer:
         self.html, self.steps, self.path = html_text, steps, path
 
     def save(self, path):
+        """Write the page to `path` whole, or leave the file there as it was (an OSError
+        naming `path`)."""
         path = Path(path)
-        path.write_text(self.html, encoding="utf-8")
+        data = self.html.encode("utf-8")
+        atomic_write(path, lambda f: f.write(data))
         self.path = path
         return path
 
@@ -284,9 +342,10 @@ class Explorer:
         return f"<Explorer: {self.steps} backward steps, {len(self.html) / 1e3:.0f} kB{where}>"
 
 
-def build(loss, dot_text, dot, path=None, params=None, recording=None, collapse=()):
+def build(loss, dot_text, dot, path=None, params=None, recording=None, collapse=(),
+          hooks=True):
     """The explorer page for `loss` (see viz.explore), written to `path` when given."""
-    data = walk(loss, params, recording)
+    data = walk(loss, params, recording, hooks)
     data["collapse"] = [collapse] if isinstance(collapse, str) else list(collapse)
     explorer = Explorer(page(svg_of(dot_text, dot), data), len(data["steps"]))
     if path is not None:
@@ -344,8 +403,9 @@ def screenshot(html_path, png_path, steps=0, select=None, size=(1280, 800), brow
         view.evaluate("([n, k]) => { window.tinyattn.goto(n);"
                       " if (k !== null) window.tinyattn.select(k); }", [steps, select])
         view.wait_for_timeout(400)  # the colours' 0.2 s transitions end
-        view.screenshot(path=str(png_path))
+        png = view.screenshot()  # (into memory: the file is written whole or not at all)
         view.close()
+    atomic_write(png_path, lambda f: f.write(png))
     return Path(png_path)
 
 

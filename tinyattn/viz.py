@@ -4,7 +4,8 @@
 plain DOT text, no graphviz package needed: tensor boxes (name, shape, dtype, values, gradient
 norm), op ellipses (the VJP formula on hover, fused ops double-ringed) and one cluster per module
 path, which `collapse` can fold into a single box. Leaves, the root and retain_grad tensors always
-show their values; interior values and gradients appear when the pass ran inside `with record():`.
+show their values; interior values and gradients appear when the pass ran inside `with record():`,
+which keeps each value as it was computed (a copy: a later in-place op does not change it).
 `draw_graph` wraps the text in a graphviz.Digraph; `render` writes SVG/PNG/PDF with `dot`;
 `explore` makes the interactive backward-pass page (tinyattn/explore.py).
 """
@@ -20,9 +21,9 @@ from pathlib import Path
 import numpy as np
 
 from . import display
-from .autograd import Tracer, toposort, tracing
+from .autograd import Tracer, toposort, tracing, version_of
 from .errors import GraphError, TinyattnError, fmt_shape
-from .explain import norm, param_names
+from .explain import named_params, norm, param_names
 from .files import atomic_write
 from .tensor import Tensor
 
@@ -44,31 +45,96 @@ class GraphvizNotFoundError(TinyattnError, RuntimeError):
 # ---- recording the values an ordinary graph does not keep --------------------------------------
 
 
+KEEP_COPY = 1 << 16  # record() copies arrays up to this many elements; bigger ones it watches
+
+CHANGED = "changed in place later: not kept"  # what a value kept by reference became
+NOW = "changed in place since the forward pass: its values now"  # a live tensor's, then
+
+
+def _version(t):
+    """How many in-place changes tensor `t` has seen (0 until its counter is made)."""
+    v = t._version_counter
+    return 0 if v is None else v[0]
+
+
+def _kept(x):
+    """What record() keeps of input or output `x`: (array, backend, None, version) for a
+    copy, or (array, backend, version counter, version) for an array too big to copy, which
+    is shown only while no in-place op has changed it (the array is shared with the graph:
+    a snapshot taken when the counter moves would be too late, the values gone by then).
+    A Python number is (x, None, None, 0); a NumPy array (a mask passed as it is) is copied
+    when small, and kept as it is when big (it has no counter)."""
+    if isinstance(x, Tensor):
+        a = x.data
+        if a.size <= KEEP_COPY:
+            return a.copy(), x.backend, None, _version(x)
+        v = version_of(x)
+        return a, x.backend, v, v[0]
+    if isinstance(x, np.ndarray) and x.size <= KEEP_COPY:
+        return x.copy(), None, None, 0
+    return x, None, None, 0
+
+
+def _unkept(kept):
+    """(value, backend) from what _kept kept, or CHANGED."""
+    value, be, counter, seen = kept
+    if counter is not None and counter[0] != seen:
+        return CHANGED
+    return value, be
+
+
 class Recording(Tracer):
     """What ran inside `with record():` — each node's output value, its constant inputs, and
-    (when backward ran inside too) the norm of the gradient that reached it."""
+    (when backward ran inside too) the norm of the gradient that reached it. Values are kept
+    as they were computed: copied, or for arrays above KEEP_COPY elements watched for
+    in-place changes (`value` then says CHANGED)."""
 
     def __init__(self):
-        self.values = weakref.WeakKeyDictionary()  # node -> (output array, backend)
-        self.constants = weakref.WeakKeyDictionary()  # node -> {input position: value}
+        self.values = weakref.WeakKeyDictionary()  # node -> _kept(output)
+        self.constants = weakref.WeakKeyDictionary()  # node -> {input position: _kept(input)}
         self.grad_norms = weakref.WeakKeyDictionary()  # node -> ‖d root / d output‖
 
     def forward(self, op, inputs, params, out):
         node = out._node
         if node is None:
             return
-        self.values[node] = (out.data, out.backend)
+        self.values[node] = _kept(out)
         for x in inputs:  # leaves too, so the picture has their values even once they are gone
             if isinstance(x, Tensor) and x._node is not None and x._node.op is None:
-                self.values[x._node] = (x.data, x.backend)
+                kept = self.values.get(x._node)  # (a weight read by many ops: kept once, and
+                if kept is None or kept[3] != _version(x):  # again after an optimizer step)
+                    self.values[x._node] = _kept(x)
         pairs = enumerate(zip(inputs, node.parents, strict=True))
-        consts = {i: (x.data, x.backend) if isinstance(x, Tensor) else (x, None)
-                  for i, (x, parent) in pairs if parent is None}
+        consts = {i: _kept(x) for i, (x, parent) in pairs if parent is None}
         if consts:
             self.constants[node] = consts
 
     def backward(self, node, g, grads):
         self.grad_norms[node] = norm(g)
+
+    def value(self, node):
+        """(array, backend) of node's output as it was computed, None if not recorded, or
+        CHANGED (an array too big to copy, changed in place since)."""
+        kept = self.values.get(node)
+        return None if kept is None else _unkept(kept)
+
+    def constant_inputs(self, node):
+        """{input position: (value, backend) or CHANGED} of node's inputs off the graph."""
+        return {i: _unkept(kept) for i, kept in self.constants.get(node, {}).items()}
+
+    def value_of(self, node, tensor):
+        """(value, note) for a node's box (to_dot's, the explorer's panel): its output as
+        recorded, ((array, backend), None); else the live `tensor`'s values (None: none is
+        alive) while that tensor is still this node's output (one changed by an in-place op
+        has moved on to a newer node), noted NOW when the recording saw them change since;
+        else (None, CHANGED) when they changed and no tensor shows them, (None, None) when
+        nothing is known of them."""
+        kept = self.value(node)
+        if kept is not None and kept is not CHANGED:
+            return kept, None
+        if tensor is not None and tensor._node is node:
+            return (tensor.data, tensor.backend), (NOW if kept is CHANGED else None)
+        return None, kept
 
 
 def record():
@@ -204,7 +270,7 @@ class _Graph:
 
     def __init__(self, root, params, recording, show_values, show_grads, show_saved):
         self.root = root
-        self.names = param_names(params)
+        self.names = param_names(params, "to_dot")
         self.types = _module_types(params)
         self.rec = recording if recording is not None else Recording()
         self.show_values, self.show_grads, self.show_saved = show_values, show_grads, show_saved
@@ -264,9 +330,11 @@ class _Graph:
         """The value summary and the gradient norm, as far as they are shown and known."""
         lines = []
         if self.show_values:
-            value = (t.data, t.backend) if t is not None else self.rec.values.get(node)
+            value, note = self.rec.value_of(node, t)
             if value is not None:
                 lines.append(summarize(_host(value)))
+            if note is not None:
+                lines.append(note)
         if self.show_grads:
             grad = t.grad if t is not None else None
             grad_norm = norm(grad.data) if grad is not None else self.rec.grad_norms.get(node)
@@ -292,7 +360,7 @@ class _Graph:
         oid = f"o{k}"
         self.items[oid] = _Item("op", node.scope, attrs, op)
         self.edges.append((oid, tid))
-        consts = self.rec.constants.get(node, {})
+        consts = self.rec.constant_inputs(node)
         shapes, dtypes = node.shapes, node.dtypes  # (computed: once a node, not once an input)
         for i, parent in enumerate(node.parents):
             if parent is not None:
@@ -303,14 +371,14 @@ class _Graph:
     def _add_const(self, node, k, i, value, oid, shape, dtype):
         """A dashed box for input i of an op that is no tensor on the graph: a number, or an
         array (a mask, class indices) with its shape and, when recorded, its values."""
-        if value is not None and value[1] is None:
+        if value is not None and value is not CHANGED and value[1] is None:
             label = repr(value[0])
         else:
             label = "const"
             if dtype is not None:  # an array (else a number, or None)
                 label += f" {fmt_shape(shape)} {dtype}"
             if value is not None and self.show_values:
-                label += "\n" + summarize(_host(value))
+                label += "\n" + (CHANGED if value is CHANGED else summarize(_host(value)))
         cid = f"c{k}_{i}"
         self.items[cid] = _Item("const", node.scope, {"label": label, "style": "filled,dashed",
                                                   "fontsize": 9, "fillcolor": _STYLE["const"]})
@@ -327,7 +395,7 @@ class _Graph:
 def _absent(shape, value):
     """Whether an input was None (an optional input left out, as a missing mask): its recorded
     shape is None, or the recorded value is."""
-    return shape is None or (value is not None and value[0] is None)
+    return shape is None or (value is not None and value is not CHANGED and value[0] is None)
 
 
 # ---- collapsing modules into one box -------------------------------------------------------------
@@ -386,10 +454,10 @@ def _layout(graph, collapse):
         else:
             rep[iid] = "m:" + g
             modules.setdefault(g, []).append(iid)
-    return rep, placed, modules, _shown_edges(edges, rep, item_group)
+    return rep, placed, modules, _shown_edges(edges, rep, item_group, graph.items)
 
 
-def _shown_edges(edges, rep, item_group):
+def _shown_edges(edges, rep, item_group, items):
     """The edges between the boxes drawn: none inside a collapsed module, one arrow per pair of
     boxes into or out of one, and every arrow between boxes drawn as they are (x * x: two)."""
     shown, seen = [], set()
@@ -397,8 +465,11 @@ def _shown_edges(edges, rep, item_group):
         ra, rb = rep[a], rep[b]
         if ra == rb:
             continue  # both ends inside one collapsed module
-        if ra == a and item_group[a] is not None and rb == "m:" + item_group[a]:
-            continue  # a module's own output flowing back into it: an arrow both ways reads worse
+        if (ra == a and item_group[a] is not None and rb == "m:" + item_group[a]
+                and items[a].kind in ("value", "root")):
+            # a module's own output flowing back into it: an arrow both ways reads worse (its
+            # parameters are no output: one read outside too, tied, still points into it)
+            continue
         if ra == a and rb == b:
             shown.append((a, b))
         elif (ra, rb) not in seen:
@@ -503,8 +574,10 @@ def to_dot(root, show_values=True, show_grads=True, show_saved=False, collapse=(
     show_values / show_grads: value summaries and gradient norms on tensor boxes. show_saved:
     what each op saved for its VJP. collapse: module paths or fnmatch patterns ("blocks.*.attn")
     whose ops fold into one box. direction: "forward" (data flow) or "backward" (gradient
-    flow, edges reversed). params: a Module (or {name: tensor}) that names the parameters.
-    recording: from `with record() as rec:`, for interior values and gradients.
+    flow, edges reversed). params: a Module, a {name: tensor} dict or (name, tensor) pairs
+    (module.named_parameters()) that name the parameters; anything else is a TypeError.
+    recording: from `with record() as rec:`, for interior values (as they were computed)
+    and gradients.
     """
     graph_attr, node_attr, edge_attr, body = _build(root, show_values, show_grads, show_saved,
                                                     collapse, direction, params, recording)
@@ -564,16 +637,28 @@ def render(root, path, **kwargs):
     return path
 
 
-def explore(loss, path=None, params=None, recording=None, collapse=()):
+def explore(loss, path=None, params=None, recording=None, collapse=(), hooks=True):
     """An interactive backward-pass explorer: one self-contained HTML page (no network, works
     from file://) with the graph laid out by `dot`, a panel per node (formula, values,
     gradients) and controls to step the backward pass, play it, undo and jump. Written to
-    `path` when given; the returned object shows itself inline in Jupyter. params, recording:
-    as for `to_dot`; collapse: module patterns folded when the page opens (click to open).
-    The walk runs with retain_graph=True and leaves every .grad as it was."""
+    `path` when given, whole or not at all (a failed write leaves the old file and names
+    `path`); the returned object shows itself inline in Jupyter. params, recording: as for
+    `to_dot`; collapse: module patterns folded when the page opens (fnmatch, as to_dot; click
+    to open). The walk runs the backward pass once more, with retain_graph=True, and leaves
+    every .grad as it was.
+
+    hooks: the tensors' hooks (Tensor.register_hook, a module's backward hooks) change the
+    gradients backward computes, and only running them tells by how much. With hooks=True
+    (the default) the walk runs each of them once, as backward would, side effects included
+    (a hook that counts or logs its calls sees one more), so that the page shows each g and
+    each leaf's .grad as backward makes them, and beside them the sum of the parts before the
+    hooks. hooks=False runs none of the user's code: the page then shows a backward pass
+    without hooks, and every node with hooks says that its hooks did not run and that its
+    numbers are those before them."""
     from . import explore as explorer
 
+    params = named_params(params, "explore")  # (pairs, a generator, read once for both)
     text = to_dot(loss, show_values=False, show_grads=False, direction="backward",
                   params=params, recording=recording)
     return explorer.build(loss, text, dot_program(), path=path, params=params,
-                          recording=recording, collapse=collapse)
+                          recording=recording, collapse=collapse, hooks=hooks)

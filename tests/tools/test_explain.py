@@ -148,3 +148,56 @@ def test_each_backward_pass_in_one_explain_block_is_told_from_its_first_vjp():
     uses = [line for line in lines if "used more than once" in line]
     assert len(uses) == 2 and all("contribution 2 comes from mul" in u for u in uses)
     np.testing.assert_allclose(a.grad.numpy(), 10.0)
+
+
+def test_a_checkpoint_inside_the_pass_keeps_the_numbers_and_marks_its_own_pass():
+    """checkpoint's backward recomputes its block and runs a backward pass of its own: that
+    pass is told as nested steps [k.0], [k.1]... inside the step k of the checkpoint (indented),
+    and the outer pass keeps counting its steps and each tensor's contributions."""
+    from tinyattn.utils.checkpoint import checkpoint
+
+    x = ta.tensor(np.array([[0.5, -1.0, 2.0], [0.1, 0.2, -0.3]]), requires_grad=True)
+    x.name = "x"
+    y = x.exp()
+    y.name = "y"
+    c = checkpoint(lambda t: t.tanh() * 2, y)  # the oldest user of y
+    loss = (c + y.sin() + y.cos()).sum()  # y used twice more
+    order = [s.node.op.name for s in loss.backward_steps(retain_graph=True)]
+    lines = run(loss)
+    outer = [re.match(r"\[(\d+)\] (\w+)", line) for line in lines if line.startswith("[")]
+    assert [int(m.group(1)) for m in outer] == list(range(len(outer)))
+    assert [m.group(2) for m in outer] == order == \
+        ["sum", "add", "cos", "add", "sin", "Checkpoint", "exp"]
+    nested = [line for line in lines if line.startswith("    [")]
+    assert [line.split(":")[0] for line in nested] == ["    [5.0] mul", "    [5.1] tanh"]
+    assert lines.index(nested[-1]) + 1 == lines.index(outer[5].string)  # just before step 5
+    uses = [line for line in lines if "used more than once" in line]
+    assert [u.split(":")[1].split(",")[0] for u in uses] == \
+        [" contribution 2 comes from sin", " contribution 3 comes from Checkpoint"]
+
+
+def test_nested_passes_in_one_step_count_on_and_a_new_pass_starts_again():
+    from tinyattn.utils.checkpoint import checkpoint
+
+    x = ta.randn(3, requires_grad=True)
+    a = checkpoint(lambda t: checkpoint(lambda u: u.sin(), t) * 2, x)  # two levels deep
+    loss = (a + checkpoint(lambda t: t.exp(), x)).sum()
+    out = io.StringIO()
+    with ta.explain(file=out):
+        loss.backward(retain_graph=True)
+        loss.backward()
+    steps = [m.group(1) for line in out.getvalue().splitlines()
+             if (m := re.match(r" *(\[[\d.]+\]) ", line))]
+    one = ["[0]", "[1]", "[2.0]", "[2]", "[3.0]", "[3.1.0]", "[3.1]", "[3]"]
+    assert steps == one * 2
+
+
+def test_params_may_be_named_pairs_and_a_list_of_tensors_is_refused():
+    lin = ta.nn.Linear(3, 3, bias=False)
+    x = ta.randn(2, 3)
+    loss = (lin(x) + x @ lin.weight).sum()  # the weight is used twice
+    lines = run(loss, params=lin.named_parameters())
+    assert any(line.startswith("      + weight is used more than once") for line in lines)
+    with pytest.raises(TypeError, match=r"^explain: params must be a Module, a \{name: tensor\} "
+                                        r"dict or \(name, tensor\) pairs"):
+        ta.explain(params=list(lin.parameters()))

@@ -213,3 +213,168 @@ def test_in_jupyter_explore_shows_inline(tmp_path):
     assert shown.output_type == "execute_result"
     page = html.unescape(re.match(r'<iframe srcdoc="([^"]*)"', shown.data["text/html"]).group(1))
     assert [n["op"] for n in data_of(page)["nodes"]] == ["sum", "mul", "tanh", "leaf"]
+
+
+# ---- a checkpoint, hooks, in-place changes, the page's file, params, the graph command -----------
+
+
+def test_a_checkpoint_that_reuses_a_value_is_explored_as_backward_runs_it():
+    """checkpoint's backward runs a backward pass of its own (the block again, then grad()):
+    its sums are of nodes the page does not draw and stay off it; the page's steps, sums and
+    leaf gradient are those of the outer pass, as explain mode and backward give them."""
+    from tinyattn.utils.checkpoint import checkpoint
+
+    x = ta.tensor(np.array([[0.5, -1.0, 2.0], [0.1, 0.2, -0.3]]), requires_grad=True)
+    x.name = "x"
+
+    def block(t):
+        h = t.tanh()
+        return h * h  # h used twice inside the checkpointed block: a "+=" in the inner pass
+
+    loss = (checkpoint(block, x) + x.sin()).sum()
+    data = explore.walk(loss)
+    assert [data["nodes"][s["node"]]["op"] for s in data["steps"]] == \
+        ["sum", "add", "sin", "Checkpoint"]
+    (event,) = [e for s in data["steps"] for e in s["sums"]]  # x: from sin, then Checkpoint
+    assert data["nodes"][event["node"]]["name"] == "x"
+    assert data["nodes"][event["from"]]["op"] == "Checkpoint"
+    loss.backward(retain_graph=True)
+    leaf = next(n for n in data["nodes"] if n["name"] == "x")
+    assert leaf["total"]["norm"] == f"{np.linalg.norm(x.grad.numpy()):.3g}"
+    page = viz.explore(loss)
+    assert page.steps == 4
+
+
+def hooked():
+    """x with a hook that makes its .grad ten times the sum of its parts, and one on an
+    intermediate that triples the g its op gets; `calls` lists the hooks that ran."""
+    calls = []
+    x = ta.tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
+    x.name = "x"
+    x.register_hook(lambda g: (calls.append("x"), g * 10)[1])
+    h = x * x
+    h.name = "h"
+    h.register_hook(lambda g: (calls.append("h"), g * 3)[1])
+    return h.sum(), x, calls
+
+
+def test_the_page_shows_grads_after_hooks_as_backward_makes_them():
+    """By default the walk runs the hooks once, as backward would (documented): a leaf's
+    total is its .grad after its hooks, and the sum of its parts before them is shown too."""
+    loss, x, calls = hooked()
+    data = explore.walk(loss)
+    assert calls == ["h", "x"]  # each once, as one backward runs them
+    mul = next(n for n in data["nodes"] if n["op"] == "mul")
+    assert mul["hooks"] == {"count": 1, "ran": True, "before": explore.payload(np.ones(3))}
+    assert data["steps"][1]["g"]["text"] == "[3., 3., 3.]"  # mul's g: after h's hook
+    leaf = next(n for n in data["nodes"] if n["name"] == "x")
+    assert leaf["hooks"]["count"] == 1 and leaf["hooks"]["before"]["text"] == "[ 6., 12., 18.]"
+    assert x.grad is None
+    loss.backward(retain_graph=True)
+    assert leaf["total"]["text"] == "[ 60., 120., 180.]" == \
+        np.array2string(x.grad.numpy(), precision=4, separator=", ", suppress_small=True)
+
+
+def test_hooks_false_runs_no_hook_and_says_so():
+    loss, x, calls = hooked()
+    data = explore.walk(loss, hooks=False)
+    page = viz.explore(loss, hooks=False)
+    assert calls == []  # drawing the page ran none of the user's code
+    leaf = next(n for n in data["nodes"] if n["name"] == "x")
+    assert leaf["hooks"] == {"count": 1, "ran": False, "before": leaf["total"]}
+    assert leaf["total"]["text"] == "[2., 4., 6.]"  # before the hooks: not what .grad will be
+    assert data["steps"][1]["g"]["text"] == "[1., 1., 1.]"
+    assert data_of(page.html)["nodes"] == data["nodes"]
+    loss.backward()  # the hooks are all still there
+    assert calls == ["h", "x"] and x.grad.numpy().tolist() == [60.0, 120.0, 180.0]
+
+
+def test_a_value_changed_in_place_later_is_shown_as_it_was_computed(monkeypatch):
+    x = ta.tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
+    for keep in (viz.KEEP_COPY, 2):  # copied; watched (an array above KEEP_COPY elements)
+        monkeypatch.setattr(viz, "KEEP_COPY", keep)
+        with viz.record() as rec:
+            y = x * 2  # [2, 4, 6]
+            y.retain_grad()  # (y's own .grad: y stays the tensor of the mul node)
+            y += 100  # in place: y is [102, 104, 106], the output of a new add node
+            loss = y.sum()
+        nodes = {n["op"]: n for n in explore.walk(loss, recording=rec)["nodes"]}
+        assert nodes["add"]["value"]["text"] == "[102., 104., 106.]"
+        if keep > 2:
+            assert nodes["mul"]["value"]["text"] == "[2., 4., 6.]"
+        else:
+            assert nodes["mul"]["value"] is None
+            assert nodes["mul"]["value_note"] == viz.CHANGED
+    bare = {n["op"]: n["value"] for n in explore.walk(loss)["nodes"]}
+    assert bare["mul"] is None  # no recording: y's values now are not the mul's
+
+
+def test_a_failed_write_keeps_the_old_page_and_names_it(tmp_path):
+    """The page is written through a temporary file and renamed: a write that fails part-way
+    (a full disk, a quota: here a file-size limit) leaves the old page whole and no
+    temporary file, and the error names the page."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "page.html"
+    path.write_text("OLD PAGE\n")
+    script = ("import resource, signal, sys, numpy as np, tinyattn as ta\n"
+              "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+              "x = ta.tensor(np.ones((8, 8)), requires_grad=True)\n"
+              "loss = (x.softmax(-1) * x).sum()\n"
+              "resource.setrlimit(resource.RLIMIT_FSIZE, (5000, resource.RLIM_INFINITY))\n"
+              "try:\n"
+              "    ta.viz.explore(loss, sys.argv[1])\n"
+              "except OSError as e:\n"
+              "    print(type(e).__name__, e)\n")
+    done = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True,
+                          text=True, check=True, cwd=Path(__file__).resolve().parents[2])
+    assert done.stdout.startswith("OSError") and str(path) in done.stdout, done.stdout
+    assert path.read_text() == "OLD PAGE\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["page.html"]
+
+
+def test_explorer_save_is_atomic_too(tmp_path, monkeypatch):
+    loss, _, rec = three_ops()
+    page = viz.explore(loss, recording=rec)
+    path = tmp_path / "p.html"
+    path.write_text("OLD")
+    monkeypatch.setattr(explore.os, "fsync", lambda fd: (_ for _ in ()).throw(OSError(5, "EIO")))
+    with pytest.raises(OSError) as caught:
+        page.save(path)
+    assert caught.value.filename == str(path)
+    assert path.read_text() == "OLD" and [p.name for p in tmp_path.iterdir()] == ["p.html"]
+
+
+def test_params_may_be_named_pairs_once_and_anything_else_is_refused():
+    lin = ta.nn.Linear(3, 2)
+    loss = lin(ta.randn(1, 3)).sum()
+    page = viz.explore(loss, params=lin.named_parameters())  # a generator: read once
+    kinds = {n["name"]: n["kind"] for n in data_of(page.html)["nodes"]}
+    assert kinds["weight"] == kinds["bias"] == "param"
+    for bad in (lin.parameters(), list(lin.parameters()), {lin.weight: "weight"}):
+        with pytest.raises(TypeError, match=r"explore: params must be a Module, a \{name: "
+                                            r"tensor\} dict or \(name, tensor\) pairs"):
+            viz.explore(loss, params=bad)
+
+
+@pytest.mark.parametrize("flags", [["--no-values"], ["--saved"], ["--direction", "forward"],
+                                   ["--out", "g.svg"], ["--saved", "--no-values"]])
+def test_graph_html_refuses_the_options_of_a_picture(tmp_path, monkeypatch, flags):
+    from tinyattn.train import FlagError
+
+    monkeypatch.setattr(graphs, "example", lambda *a, **k: pytest.fail("built the graph"))
+    with pytest.raises(FlagError) as caught:
+        main(["graph", "--html", str(tmp_path / "p.html"), *flags])
+    message = str(caught.value)
+    assert message.startswith("graph: --html writes the backward-pass explorer")
+    for flag in flags:
+        if flag.startswith("--"):
+            assert flag in message
+    assert not (tmp_path / "p.html").exists()
+
+
+def test_graph_html_takes_direction_backward(tmp_path):
+    out = tmp_path / "page.html"
+    assert main(["graph", "--model", "mlp", "--html", str(out), "--direction", "backward"]) == 0
+    assert data_of(out.read_text(encoding="utf-8"))["steps"]

@@ -265,3 +265,61 @@ def test_under_ci_a_run_that_skipped_for_want_of_chromium_fails(monkeypatch, cap
     conftest.pytest_sessionfinish(Session, 0)
     assert Session.exitstatus == 1
     assert "1 test(s) skipped because chromium is missing" in capsys.readouterr().out
+
+
+FNMATCH_PATTERNS = [
+    "*", "?", "**", "a*b", "*.attn", "blocks.?.attn", "blocks.[0].attn", "blocks.[!0].*",
+    "blocks.[0-1].mlp", "[ab]c", "[!ab]c", "[]]", "[!]]", "[]a]", "[a-c]x", "[c-a]x", "[a-]",
+    "[-a]", "[!]", "[!-]", "[", "a[", "[[]", "[\\]", "a\\b", "[^a]", "[a^]", "a.b", "a+b", "(x)",
+    "{1}", "$", "[a-c-e]", "[!a-c]*", "[&&a]", "[|~]", "[z-a-c]", "?*?", "[é-ê]", "😀?", "\n*",
+    "[!x]?*", "[a-cx-z]",
+]
+FNMATCH_NAMES = [
+    "", "a", "b", "ab", "ac", "bc", "cc", "]", "!", "-", "^", "[", "a[", "[!]", "\\", "a\\b",
+    "a.b", "axb", "a+b", "aab", "(x)", "{1}", "$", "d", "x", "bx", "dx", "&", "|", "~", "é",
+    "ê", "😀", "😀a", "\n", "\nq", "blocks.0.attn", "blocks.1.attn", "blocks.10.attn",
+    "blocks.1.mlp", "blocks.0.mlp.fc", "ay", "cz",
+]
+
+
+def test_collapse_patterns_match_as_pythons_fnmatch(browser, tmp_path):
+    """The page folds the modules to_dot folds: its pattern matching is fnmatch.fnmatchcase's
+    ([seq] and [!seq] sets, ranges, ] first in a set, a lone [), checked on many patterns."""
+    import fnmatch
+    import re
+
+    loss, params, rec = graphs.example("tiny")
+    patterns = ["blocks.[0].attn", "blocks.[!0].mlp", "l?_f"]
+    page = Page(browser, loss, tmp_path / "fold.html", params=params, recording=rec,
+                collapse=patterns)
+    folded = page.js("[...document.querySelectorAll('#graph g.cluster.collapsed > title')]"
+                     ".map(t => t.textContent.replace(/^cluster_/, ''))")
+    drawn = re.findall(r'"m:([^"]+)" \[', viz.to_dot(loss, params=params, collapse=patterns))
+    assert sorted(folded) == sorted(drawn) == ["blocks.0.attn", "blocks.1.mlp", "ln_f"]
+    pairs = [[name, pattern] for pattern in FNMATCH_PATTERNS for name in FNMATCH_NAMES]
+    got = page.js("pairs => pairs.map(([n, p]) => window.tinyattn.fnmatch(n, p))", pairs)
+    wrong = [(p, n) for (n, p), g in zip(pairs, got, strict=True)
+             if g != fnmatch.fnmatchcase(n, p)]
+    assert wrong == []
+    page.close()
+
+
+def test_a_leaf_with_a_hook_shows_its_grad_after_it_and_the_sum_before(browser, tmp_path):
+    import tinyattn as ta
+
+    x = ta.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    x.name = "x"
+    x.register_hook(lambda g: g * 10)
+    loss = (x * x).sum()
+    for hooks, total, words in ((True, "‖74.8‖", "its hook (register_hook) ran"),
+                                (False, "‖7.48‖", "its hook (register_hook) did not run")):
+        page = Page(browser, loss, tmp_path / f"hook{hooks}.html", hooks=hooks)
+        leaf = next(n["k"] for n in page.data["nodes"] if n["name"] == "x")
+        page.js("window.tinyattn.finish()")
+        page.js(f"window.tinyattn.select({leaf})")
+        assert "‖" + page.field("g-norm") + "‖" == total
+        assert page.field("hooks").startswith(words)
+        mul = next(n["k"] for n in page.data["nodes"] if n["op"] == "mul")
+        page.js(f"window.tinyattn.select({mul})")
+        assert page.field("value-note").startswith("not recorded: ")
+        page.close()

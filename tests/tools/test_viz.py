@@ -359,3 +359,98 @@ def test_names_dot_cannot_carry_are_drawn_escaped():
     assert viz.render((x * 2).sum(), io_path := __import__("pathlib").Path(
         __import__("tempfile").mkdtemp()) / "n.svg").read_bytes().startswith(b"<?xml")
     io_path.unlink()
+
+
+
+def test_recorded_values_are_kept_as_computed_through_later_in_place_changes(monkeypatch):
+    """record() copies what it keeps: an op's output changed in place afterwards (y += 100)
+    still shows the values the op made, and a constant changed afterwards the values it had.
+    An array too big to copy (above viz.KEEP_COPY elements) is kept by reference: once changed
+    in place it says so instead of showing values it no longer holds."""
+    x = ta.tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
+    for keep in (viz.KEEP_COPY, 2):
+        monkeypatch.setattr(viz, "KEEP_COPY", keep)
+        mask = ta.tensor(np.array([1.0, 0.0, 1.0]))
+        with viz.record() as rec:
+            y = x * 2  # [2, 4, 6]
+            y += 100  # [102, 104, 106]: y is now the output of an add node
+            loss = (y * mask).sum()
+        mask.data[...] = 7.0  # (no op: its version counter does not move)
+        mask += 1.0  # an in-place op on the constant
+        nodes, edges, _ = parse(viz.to_dot(loss, recording=rec))
+        add = by_label(nodes, "add")
+        (made,) = [a for a, b in edges if b == add and a.startswith("t")]  # x * 2's box
+        (after,) = [b for a, b in edges if a == add]
+        assert nodes[after]["label"].split("\n")[1] == "[102., 104., 106.]"
+        const = next(a["label"] for a in nodes.values() if a["label"].startswith("const"))
+        if keep > 2:
+            assert nodes[made]["label"].split("\n")[1] == "[2., 4., 6.]"
+            assert const == "const (3,) float64\n[1., 0., 1.]"
+        else:
+            assert nodes[made]["label"].split("\n")[1] == "changed in place later: not kept"
+            assert const == "const (3,) float64\nchanged in place later: not kept"
+            with ta.no_grad():
+                x += 1.0  # a leaf updated in place (an optimizer step): it shows its values now
+            nodes, _, _ = parse(viz.to_dot(loss, recording=rec))
+            assert nodes[by_label(nodes, "leaf")]["label"].split("\n")[2:] == \
+                ["[2., 3., 4.]", viz.NOW]
+
+
+def test_a_collapsed_module_keeps_the_arrow_from_its_own_tied_parameter():
+    """A parameter read inside its module and outside it (tied weights) is drawn outside the
+    folded module: it has an arrow into the module's box and one to the op outside."""
+
+    class Net(ta.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = ta.nn.Linear(3, 3, bias=False)
+
+        def forward(self, x):
+            return self.emb(x).tanh() @ self.emb.weight  # emb.weight: inside emb, and here
+
+    net = Net()
+    loss = net(ta.randn(2, 3)).sum()
+    nodes, edges, _ = parse(viz.to_dot(loss, params=net, collapse=["emb"]))
+    weight, matmul = by_label(nodes, "emb.weight"), by_label(nodes, "matmul")
+    assert sorted(b for a, b in edges if a == weight) == sorted(["m:emb", matmul])
+    out = [b for a, b in edges if a == "m:emb"]  # emb's output, on to tanh
+    assert len(out) == 1 and ("m:emb", weight) not in edges
+    # a value made inside a module that flows back into it still draws no arrow back
+    model, loss2, rec = small_model()
+    _, edges2, _ = parse(viz.to_dot(loss2, params=model, collapse=["blocks.*"]))
+    assert len(edges2) == len(set(edges2))
+
+
+def test_params_are_a_module_a_dict_or_named_pairs():
+    lin = ta.nn.Linear(3, 2)
+    loss = lin(ta.randn(1, 3)).sum()
+    for params in (lin, dict(lin.named_parameters()), lin.named_parameters(),
+                   list(lin.named_parameters())):
+        nodes, _, _ = parse(viz.to_dot(loss, params=params))
+        assert nodes[by_label(nodes, "weight")]["fillcolor"] == viz._STYLE["param"]
+    message = (r"to_dot: params must be a Module, a \{name: tensor\} dict or \(name, tensor\) "
+               r"pairs \(as module.named_parameters\(\) gives\), got ")
+    for bad, what in ((lin.parameters(), r"a generator whose item 0 is a Parameter of shape "
+                                         r"\(2, 3\); pass the module, or its named_parameters"),
+                      (list(lin.parameters()), "a list whose item 0 is a Parameter"),
+                      ([lin.weight[:2]], "a list whose item 0 is a Tensor"),  # 2 rows: unpacks
+                      ({lin.weight: "w"}, "a dict whose key 0 is a Parameter"),
+                      ({"w": np.ones(2)}, "a dict whose value for 'w' is an? ndarray"),
+                      ([("w", np.ones(2))], r"a list whose item 0 is \('w', ndarray\)"),
+                      (lin.weight, "a Parameter"), ("weight", "a str")):
+        with pytest.raises(TypeError, match=message + what):
+            viz.to_dot(loss, params=bad)
+
+
+def test_a_leaf_updated_between_two_forward_passes_shows_the_values_the_last_one_used():
+    w = ta.tensor(np.array([1.0, 2.0]), requires_grad=True)
+    with viz.record() as rec:
+        (w * 3.0).sum().backward()
+        with ta.no_grad():
+            w -= 0.5  # an optimizer step: w is [0.5, 1.5]
+        loss = (w * w).sum()  # read twice: kept once
+    nodes, _, _ = parse(viz.to_dot(loss, recording=rec))
+    assert nodes[by_label(nodes, "leaf")]["label"].split("\n")[2] == "[0.5, 1.5]"
+    del w  # gone: the recording still has what the last pass read
+    nodes, _, _ = parse(viz.to_dot(loss, recording=rec))
+    assert nodes[by_label(nodes, "leaf")]["label"].split("\n")[2] == "[0.5, 1.5]"

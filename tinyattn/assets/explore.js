@@ -12,6 +12,8 @@
                     (a node's panel has a "run to here" button: the steps until it is done)
      select(k)      show node k in the panel (#panel gets data-node="k")
      play(), pause()
+     fnmatch(name, pattern)  whether a module path matches a collapse pattern, as Python's
+                    fnmatch.fnmatchcase (the folds to_dot draws): * ? [seq] [!seq]
    Every node's box in the SVG carries data-node (its number), data-op (op name or "leaf") and
    data-state ("waiting" | "partial" | "done"); an op's ellipse carries data-vjp, data-op and
    data-state too. */
@@ -128,6 +130,83 @@
   const logLo = Math.min(...logs, 0);
   const logHi = Math.max(...logs, logLo + 1);
 
+  // ---- collapse patterns: Python's fnmatch ------------------------------------------------------
+
+  // A pattern as the regular expression CPython's fnmatch.translate makes of it, step for step
+  // (so the page folds exactly what to_dot folds): * any run, ? one character, [seq] one of
+  // seq (ranges a-z, a ] first is in the set), [!seq] one not in it, a [ with no ] itself; no
+  // escaping. Indexes count code points, as Python's do; the "u" flag matches them so.
+  const STAR = {};
+
+  function globSource(pattern) {
+    const p = [...pattern];
+    const n = p.length;
+    const text = (a, b) => p.slice(a, b).join("");
+    const literal = (c) => c.replace(/[\\^$.*+?()[\]{}|/]/g, "\\$&");
+    const inSet = (c) => c.replace(/[\\\]]/g, "\\$&"); // (Python's `[]]`: JS reads `[]` as empty)
+    const res = [];
+    let i = 0;
+    while (i < n) {
+      const c = p[i++];
+      if (c === "*") {
+        if (res[res.length - 1] !== STAR) res.push(STAR);
+      } else if (c === "?") {
+        res.push(".");
+      } else if (c === "[") {
+        let j = i;
+        if (j < n && p[j] === "!") j++;
+        if (j < n && p[j] === "]") j++;
+        while (j < n && p[j] !== "]") j++;
+        if (j >= n) {
+          res.push("\\[");
+          continue;
+        }
+        let stuff;
+        if (!p.slice(i, j).includes("-")) {
+          stuff = inSet(text(i, j));
+        } else {
+          const chunks = [];
+          let k = p[i] === "!" ? i + 2 : i + 1;
+          for (;;) {
+            k = p.indexOf("-", k);
+            if (k < 0 || k >= j) break;
+            chunks.push(text(i, k));
+            i = k + 1;
+            k += 3;
+          }
+          const chunk = text(i, j);
+          if (chunk) chunks.push(chunk); else chunks[chunks.length - 1] += "-";
+          for (let m = chunks.length - 1; m > 0; m--) { // an empty range (z-a) goes
+            const a = [...chunks[m - 1]];
+            const b = [...chunks[m]];
+            if (a[a.length - 1].codePointAt(0) > b[0].codePointAt(0)) {
+              chunks[m - 1] = a.slice(0, -1).join("") + b.slice(1).join("");
+              chunks.splice(m, 1);
+            }
+          }
+          stuff = chunks.map((s) => inSet(s).replace(/-/g, "\\-")).join("-");
+        }
+        i = j + 1;
+        if (!stuff) res.push("(?!)"); // an empty set: never matches
+        else if (stuff === "!") res.push("."); // a negated empty set: any character
+        else {
+          if (stuff[0] === "!") stuff = "^" + stuff.slice(1);
+          else if (stuff[0] === "^" || stuff[0] === "[") stuff = "\\" + stuff;
+          res.push(`[${stuff}]`);
+        }
+      } else {
+        res.push(literal(c));
+      }
+    }
+    return res.map((r) => (r === STAR ? ".*" : r)).join("");
+  }
+
+  function glob(pattern) {
+    return new RegExp(`^(?:${globSource(pattern)})$`, "su");
+  }
+
+  const fnmatch = (name, pattern) => glob(pattern).test(name);
+
   // ---- module clusters: click to fold ---------------------------------------------------------
 
   const layer = svg.querySelector("g.graph") || svg;
@@ -144,8 +223,6 @@
     return { el, path, members, summary, collapsed: false };
   });
   const anchor = clusters.length ? clusters[clusters.length - 1].el.nextSibling : null;
-  const glob = (pattern) => new RegExp("^" + pattern.replace(/[.+^${}()|[\]\\]/g, "\\$&")
-    .replace(/\*/g, ".*").replace(/\?/g, ".") + "$");
   const folded = (data.collapse || []).map(glob);
   for (const c of clusters) {
     c.collapsed = folded.some((re) => re.test(c.path));
@@ -352,14 +429,24 @@
       out.push(el("div", {}, run));
     }
     if (state !== "done") return out;
-    if (n.op === "leaf") return out.concat([el("div", {}, "its gradient (.grad):"), n.total ? value(n.total, "g-norm") : null]);
+    const after = n.hooks ? (n.hooks.ran ? ", after its hooks" : ", its hooks not run") : "";
+    if (n.op === "leaf") return out.concat([el("div", {}, `its gradient (.grad${after}):`), n.total ? value(n.total, "g-norm") : null, ...hooksSection(n)]);
     const st = steps[stepOf[k]];
-    out.push(el("div", {}, "g, the gradient of its output:"), value(st.g, "g-norm"));
+    out.push(el("div", {}, `g, the gradient of its output${after}:`), value(st.g, "g-norm"), ...hooksSection(n));
     st.grads.forEach((gr, i) => {
       if (gr) out.push(el("div", {}, `${n.grads[i]}, sent to `, n.inputs[i].parent === null ? "a constant" : link(n.inputs[i].parent), ":"), value(gr, `grad-norm-${i}`));
     });
     out.push(el("div", { class: "meta" }, "explain mode says:"), el("pre", { class: "explain", "data-field": "explain" }, st.explain));
     return out;
+  }
+
+  function hooksSection(n) { // what the node's hooks (register_hook) did to its gradient
+    const h = n.hooks;
+    if (!h) return [];
+    const count = h.count === 1 ? "its hook" : `its ${h.count} hooks`;
+    const words = h.ran ? `${count} (register_hook) ran on the sum of its parts, as backward runs them; the sum before them:`
+      : `${count} (register_hook) did not run here (the page was made with hooks=False): these are the numbers before them, and backward's will differ`;
+    return [el("div", { class: "meta", "data-field": "hooks" }, words), h.ran && h.before ? value(h.before, "before-hooks-norm") : null];
   }
 
   function panel() {
@@ -369,10 +456,11 @@
     const state = nodeState(selected, cur);
     p.dataset.node = selected;
     p.dataset.state = state;
-    const forward = n.value ? value(n.value, "value-norm")
-      : el("div", { class: "meta" }, "not recorded: run the forward pass inside `with viz.record() as rec:` and pass recording=rec");
+    const forward = n.value ? value(n.value, "value-norm") : null;
+    const note = n.value_note || (n.value ? null : "not recorded: run the forward pass inside `with viz.record() as rec:` and pass recording=rec");
     const parts = [...header(n), ...(n.op === "leaf" ? [] : opSection(n)),
-      el("h3", {}, "forward value"), forward, ...backwardSection(selected, state)];
+      el("h3", {}, "forward value"), forward, note ? el("div", { class: "meta", "data-field": "value-note" }, note) : null,
+      ...backwardSection(selected, state)];
     p.replaceChildren(...parts.filter((x) => x !== null));
   }
 
@@ -438,7 +526,7 @@
   });
 
   window.tinyattn = { steps: steps.length, data, step, back, reset, finish, goto, select, play, pause,
-    state: () => cur };
+    state: () => cur, fnmatch };
   if ($("graph").clientWidth < width * 4 / 3) { // wider than the window: fit, but stay readable
     fit();
     setZoom(Math.max(zoom, 0.8));
