@@ -1,11 +1,11 @@
 """tinyattn.autograd.functional (torch.autograd.functional): whole Jacobians and their products
 with a vector, from reverse mode: jacobian, vjp, jvp.
 
-`jacobian(F.softmax, x)` is the matrix diag(y) - y yᵀ that the softmax VJP never builds: one
-backward pass per output entry, each with a one-hot cotangent. vjp is one backward pass; jvp
-(J v) is computed from the Jacobian's rows, so it costs one pass per output entry too (forward
-mode would take one: tinyattn has none). Gradients of gradients (create_graph, hessian) are not
-available: tinyattn's VJPs run on arrays, off the graph.
+`jacobian(lambda x: F.softmax(x, -1), x)` is the matrix diag(y) - y yᵀ that the softmax VJP
+never builds: one backward pass per output entry, each with a one-hot cotangent. vjp is one
+backward pass; jvp (J v) is computed from the Jacobian's rows, so it costs one pass per output
+entry too (forward mode would take one: tinyattn has none). Gradients of gradients
+(create_graph, hessian) are not available: tinyattn's VJPs run on arrays, off the graph.
 """
 
 from .autograd import enable_grad, grad

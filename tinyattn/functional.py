@@ -19,7 +19,7 @@ from .ops import matmul as mm
 from .ops import nn as nn_ops
 from .ops import shape as sh
 from .ops import softmax as sm
-from .ops.op import broadcast_shape, dim1
+from .ops.op import Op, acc_dtype, broadcast_shape, dim1, quiet
 from .tensor import Tensor, _make, _rand, _seen_read, _values, arange, full, zeros_like
 
 __all__ = [
@@ -104,13 +104,39 @@ def _cast(x, dtype):
     return _t(x) if dtype is None else _t(x).to(dtype)
 
 
-def softmax(x, dim=-1, dtype=None):
-    """exp(x) / Σ exp(x) over dim; with dtype, x is converted to it first (as torch)."""
-    return apply(sm.softmax, _cast(x, dtype), dim=dim)
+def _softmax_input(x, dtype, name):
+    """softmax's x (converted to dtype first, if given), floating point as torch requires: an
+    integer or bool x needs dtype= (softmax(x, 0, dtype=ta.float32) is torch's form)."""
+    x = _cast(x, dtype)
+    if x.dtype.kind != "f":
+        raise DTypeError(f"{name}: input must be floating point, got {x.dtype}; pass "
+                         "dtype=ta.float32 (or another float dtype) to convert it first")
+    return x
 
 
-def log_softmax(x, dim=-1, dtype=None):
-    return apply(sm.log_softmax, _cast(x, dtype), dim=dim)
+def _softmax_dim(dim, ndim, name, stacklevel=3):
+    """dim, or for dim=None torch's legacy implicit dim (0 for 0-, 1- and 3-D inputs, else 1:
+    (C,), (N, C) and (N, C, H, W) put the classes there, (T, N, C) was read as (C, H, W)) with
+    torch's deprecation warning; `stacklevel` counts from the caller of this helper."""
+    if dim is not None:
+        return dim
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
+                  "to include dim=X as an argument.", UserWarning, stacklevel=stacklevel)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(x, dim=None, dtype=None):
+    """exp(x) / Σ exp(x) over dim; with dtype, x is converted to it first (as torch). x must
+    be floating point (or made so by dtype). Give dim: without one (dim=None), as torch, the
+    legacy implicit dim (0 for 0-, 1- and 3-D x, else 1, not the last) with a UserWarning."""
+    x = _softmax_input(x, dtype, "softmax")
+    return apply(sm.softmax, x, dim=_softmax_dim(dim, x.ndim, "softmax"))
+
+
+def log_softmax(x, dim=None, dtype=None):
+    """x - logsumexp(x) over dim; dtype and dim=None as softmax's."""
+    x = _softmax_input(x, dtype, "log_softmax")
+    return apply(sm.log_softmax, x, dim=_softmax_dim(dim, x.ndim, "log_softmax"))
 
 
 def logsumexp(x, dim=None, keepdim=False):
@@ -319,7 +345,9 @@ def cross_entropy(logits, target, weight=None, ignore_index=-100, reduction="mea
     """
     logits = _t(logits)
     target = _t(target, logits)
-    probs = target.dtype.kind == "f" and target.shape == logits.shape and logits.ndim > 0
+    if logits.ndim == 0:  # (checked here for every path: the fused op checks it too)
+        sm.check_class_dim(logits.shape, target.shape)
+    probs = target.dtype.kind == "f" and target.shape == logits.shape
     _check_cross_entropy(reduction, label_smoothing, probs, ignore_index)
     if weight is None and not probs:  # the common case: one fused op
         return apply(sm.cross_entropy, logits, target, ignore_index=ignore_index,
@@ -363,8 +391,11 @@ def _check_cross_entropy(reduction, label_smoothing, probs, ignore_index):
 
 
 def binary_cross_entropy(input, target, weight=None, reduction="mean"):  # noqa: A002
-    """-w [t log x + (1 - t) log(1 - x)] for probabilities x; each log is clamped at -100 as in
-    PyTorch, so x = 0 or 1 gives a finite loss (and no gradient through the clamped log)."""
+    """-w [t log x + (1 - t) log(1 - x)] for probabilities x, with torch's values and gradients
+    everywhere in [0, 1]: each log is clamped at -100 (x = 0 or 1 gives a finite loss), the
+    gradient for x is g w (x - t) / max(x (1 - x), 1e-12) (at x = 0 with t > 0: -t 1e12 g w, not
+    the clamped log's 0), and for the target g w (log(1 - x) - log x), unclamped (±inf at x = 0
+    or 1, as torch's). One fused node, _BCE below."""
     _check_reduction(reduction, "binary_cross_entropy")
     x, t = _pair(input, target, "binary_cross_entropy", same_shape=True)
     weight = _weight(weight, x.shape, "binary_cross_entropy")
@@ -373,13 +404,42 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):  # noqa:
         raise ValueError(f"binary_cross_entropy: input values must be probabilities in [0, 1], "
                          f"got values in [{float(x.data.min()):g}, {float(x.data.max()):g}]; "
                          "for logits use binary_cross_entropy_with_logits")
-    tiny = math.exp(-100)  # keeps the log finite (and its VJP free of 0/0) where it is clamped
-
-    def clamped_log(p):
-        return p.clip(min=tiny).log().clip(min=-100.0)
-
-    loss = -(t * clamped_log(x) + (1 - t) * clamped_log(1 - x))
+    loss = apply(_BCE, x, t)
     return _reduce(loss if weight is None else loss * weight, reduction, "binary_cross_entropy")
+
+
+# One op, not the clamped logs composed: their derivative is 0 where a log is clamped and
+# ±inf next to it, and no product of finite values gives torch's finite x-gradient with the
+# clamped value, nor its infinite target gradient at x = 0 or 1. (An op of this function only,
+# as _values' are: the registered ops in ops/ are the ones torch's functions are matched with.)
+_BCE_EPS = float(np.float32(1e-12))  # torch's 1e-12 is a float32 constant: 9.99999996e-13
+
+
+def _bce_forward(be, x, t):
+    """out = -(t max(log x, -100) + (1 - t) max(log(1 - x), -100))"""
+    xp = be.xp
+    with quiet():  # (log 0 = -inf, clamped: no NumPy warning)
+        log_x = xp.maximum(xp.log(x), -100)
+        log_1mx = xp.maximum(xp.log1p(-x), -100)  # (log1p(-x), torch's: exact for tiny x)
+    return -(t * log_x + (1 - t) * log_1mx), (x, t)
+
+
+def _bce_vjp(be, g, saved):
+    x, t = saved
+    xp = be.xp
+    # float16: in float32, where 1e-12 is not 0 (the gradient may still overflow float16)
+    wide = acc_dtype(x.dtype)
+    xw = x.astype(wide, copy=False)
+    with quiet():
+        gx = g * ((xw - t) / xp.maximum(xw * (1 - xw), _BCE_EPS)).astype(x.dtype)
+        gt = g * (xp.log1p(-x) - xp.log(x))
+    return gx, gt
+
+
+_BCE = Op("binary_cross_entropy", _bce_forward,
+          "gx = g (x - t) / max(x (1 - x), 1e-12); gt = g (log(1 - x) - log x)",
+          grads=("gx", "gt"), fused=True, promote="common", saves={0: 0, 1: 1}, fresh=True)
+_BCE.defvjp(_bce_vjp)
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean",  # noqa: A002
@@ -419,6 +479,11 @@ def one_hot(tensor, num_classes=-1):
     if ids.dtype.kind not in "iu":
         raise DTypeError(f"one_hot: the input must hold integer class indices, got {ids.dtype}; "
                          "convert with .long()")
+    if not isinstance(num_classes, (int, np.integer)) or isinstance(num_classes, bool):
+        raise DTypeError(f"one_hot: num_classes must be an int, got {num_classes!r}")
+    if num_classes < -1:  # (below -1 it would read as 0 classes: every id out of range)
+        raise ValueError(f"one_hot: num_classes must be -1 (the largest id + 1) or at least 0, "
+                         f"got {num_classes}")
     if num_classes == -1:
         if ids.data.size == 0:
             raise ValueError("one_hot: cannot infer num_classes from an empty tensor; pass "
@@ -498,13 +563,25 @@ def linear(x, weight, bias=None):
 
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
-    """Normalize over the last dims (`normalized_shape`), then scale by weight, shift by bias."""
+    """Normalize over the last dims (`normalized_shape`, at least one), then scale by weight,
+    shift by bias. x must be floating point (as torch's)."""
     x = _t(x)
-    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    if x.shape[x.ndim - len(shape):] != shape or len(shape) > x.ndim:
-        raise ShapeError(f"layer_norm: normalized_shape {fmt_shape(shape)} is not the end of "
-                         f"the input shape {fmt_shape(x.shape)}")
+    _floating(x, "layer_norm")
+    shape = _normalized_shape(normalized_shape, x, "layer_norm")
     return apply(nn_ops.layer_norm, x, weight, bias, n_dims=len(shape), eps=eps)
+
+
+def _normalized_shape(normalized_shape, x, name):
+    """normalized_shape as a tuple: the last dims of x, at least one (over none, each entry
+    would be normalized alone, to 0: torch refuses it too)."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if not shape:
+        raise ShapeError(f"{name}: normalized_shape must name at least one dim (the last ones "
+                         f"of the input {fmt_shape(x.shape)}), got ()")
+    if len(shape) > x.ndim or x.shape[x.ndim - len(shape):] != shape:
+        raise ShapeError(f"{name}: normalized_shape {fmt_shape(shape)} is not the end of "
+                         f"the input shape {fmt_shape(x.shape)}")
+    return shape
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002
@@ -512,10 +589,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002
     machine epsilon (as torch.nn.functional.rms_norm)."""
     x = _t(input)
     _floating(x, "rms_norm")
-    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    if len(shape) > x.ndim or x.shape[x.ndim - len(shape):] != shape:
-        raise ShapeError(f"rms_norm: normalized_shape {fmt_shape(shape)} is not the end of "
-                         f"the input shape {fmt_shape(x.shape)}")
+    shape = _normalized_shape(normalized_shape, x, "rms_norm")
     eps = float(np.finfo(x.dtype).eps) if eps is None else float(eps)
     return apply(nn_ops.rms_norm, x, weight, n_dims=len(shape), eps=eps)  # (..., *shape)
 
@@ -524,10 +598,11 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                momentum=0.1, eps=1e-5):
     """Normalize each channel (dim 1) over the batch and the other dims: with training, by the
     batch's mean and biased variance, and running_mean / running_var (if given) move toward
-    them by momentum in place (the variance unbiased); else by the running statistics."""
+    them by momentum in place (the variance unbiased); else by the running statistics.
+    Every size is checked first, as torch's: a call that fails moves nothing."""
     x = _t(input)
-    if x.ndim < 2:
-        raise ShapeError(f"batch_norm: expected input (N, C, ...), got {fmt_shape(x.shape)}")
+    weight, bias = (None if a is None else _t(a, x) for a in (weight, bias))
+    _check_batch_norm(x, running_mean, running_var, weight, bias)
     dims = (0, *range(2, x.ndim))  # every dim but the channels'
     shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
     if training:
@@ -551,13 +626,45 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     return y if bias is None else y + bias.reshape(shape)
 
 
+def _check_batch_norm(x, running_mean, running_var, weight, bias):
+    """batch_norm's input and sizes, all before the running statistics move in place: C
+    entries in each of weight, bias (any shape, as torch) and the running statistics (1-D)."""
+    _floating(x, "batch_norm")
+    if x.ndim < 2:
+        raise ShapeError(f"batch_norm: expected input (N, C, ...), got {fmt_shape(x.shape)}")
+    c = x.shape[1]
+    given = (("weight", weight), ("bias", bias), ("running_mean", running_mean),
+             ("running_var", running_var))
+    for what, t in given:
+        if t is not None and t.numel() != c:
+            raise ShapeError(f"batch_norm: {what} should contain {c} elements (one per channel "
+                             f"of input {fmt_shape(x.shape)}), not {t.numel()}")
+    for what, t in given[2:]:  # (updated in place with C values: (1, C) would not take them)
+        if t is not None and t.ndim != 1:
+            raise ShapeError(f"batch_norm: {what} must be 1-D ({c},), got {fmt_shape(t.shape)}")
+
+
+def _check_num_groups(num_groups, name):
+    """num_groups an int >= 1 (group_norm and nn.GroupNorm: 0 would divide by zero)."""
+    if not isinstance(num_groups, (int, np.integer)) or isinstance(num_groups, bool):
+        raise DTypeError(f"{name}: num_groups must be an int, got {num_groups!r}")
+    if num_groups < 1:
+        raise ValueError(f"{name}: num_groups must be at least 1, got {num_groups}")
+
+
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):  # noqa: A002
     """Normalize each sample over groups of channels (dim 1) and every dim after them, then
-    scale and shift each channel."""
+    scale and shift each channel (weight and bias: (C,)). x must be floating point."""
     x = _t(input)
+    _floating(x, "group_norm")
+    _check_num_groups(num_groups, "group_norm")
     if x.ndim < 2 or x.shape[1] % num_groups:
         raise ShapeError(f"group_norm: expected input (N, C, ...) with C divisible by "
                          f"num_groups {num_groups}, got {fmt_shape(x.shape)}")
+    for what, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != x.shape[1:2]:
+            raise ShapeError(f"group_norm: {what} must be {fmt_shape(x.shape[1:2])}, one per "
+                             f"channel of input {fmt_shape(x.shape)}, got {fmt_shape(t.shape)}")
     groups = x.reshape(x.shape[0], num_groups, -1)
     y = layer_norm(groups, groups.shape[-1:], eps=eps).reshape(x.shape)
     shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
@@ -594,6 +701,10 @@ def embedding(input, weight, padding_idx=None):  # noqa: A002 - PyTorch's argume
 
 
 def _padding_index(padding_idx, n, name):
+    """padding_idx as a row of the n-row table (negatives count from the end)."""
+    # (1.5 would compare and then match no id: every row would get gradients; torch: TypeError)
+    if not isinstance(padding_idx, (int, np.integer)) or isinstance(padding_idx, bool):
+        raise DTypeError(f"{name}: padding_idx must be an int, got {padding_idx!r}")
     if not -n <= padding_idx < n:
         raise DimError(f"{name}: padding_idx {padding_idx} is out of range for {n} embeddings "
                        f"(valid: {-n}..{n - 1})")
@@ -645,7 +756,9 @@ def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_caus
     """softmax(q kᵀ * scale + mask) @ v over the last two dims: q (..., T, d), k (..., S, d),
     v (..., S, dv) -> (..., T, dv).
 
-    attn_mask: bool (True = may attend) or float (added to the scores), broadcast to (..., T, S).
+    attn_mask: bool (True = may attend) or float (added to the scores), broadcast to (..., T, S);
+    an integer one is refused (as torch: pass mask.bool()). q, k, v: floating point, their
+    leading dims broadcasting together.
     is_causal: query i attends keys 0..i. scale: 1/√d by default. A query that may attend no
     key gives zeros (output and gradients), never NaN. dropout_p: drop attention weights with
     that probability (always, as torch: pass 0.0 in eval mode). enable_gqa: k and v may have
@@ -661,6 +774,7 @@ def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_caus
         k, v = _share_kv_heads(q, k, v)
     attn.check_qkv(q, k, v)  # before anything reads q.shape[-2]
     mask = None if attn_mask is None else _t(attn_mask, q)
+    attn.check_mask_dtype(mask)  # (before float_mask below reads an integer mask as float)
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
     float_mask = mask is not None and mask.dtype != bool
     if impl == "flash" and float_mask:
@@ -773,9 +887,10 @@ def hardswish(x, inplace=False):
     return _pointwise(act.hardswish, x, inplace, "hardswish")
 
 
-def softmin(x, dim=-1, dtype=None):
-    """softmax(-x, dim) (computed in `dtype` if given)."""
-    return softmax(-_cast(x, dtype), dim)
+def softmin(x, dim=None, dtype=None):
+    """softmax(-x, dim) (computed in `dtype` if given); dtype and dim=None as softmax's."""
+    x = _softmax_input(x, dtype, "softmin")
+    return softmax(-x, _softmax_dim(dim, x.ndim, "softmin"))
 
 
 def normalize(x, p=2.0, dim=1, eps=1e-12):
@@ -801,51 +916,98 @@ def glu(x, dim=-1):
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """Σ x1 x2 / (max(‖x1‖, eps) max(‖x2‖, eps)) along dim (the inputs broadcast first)."""
-    x1 = _t(x1)
-    x2 = _t(x2, x1)
-    shape = broadcast_shape(x1.shape, x2.shape)
+    x1, x2, shape = _broadcast_pair(x1, x2, "cosine_similarity")
     x1, x2 = x1.expand(shape), x2.expand(shape)
     return (normalize(x1, 2.0, dim, eps) * normalize(x2, 2.0, dim, eps)).sum(dim)
 
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     """‖x1 - x2 + eps‖_p over the last dim (eps keeps the gradient finite at x1 = x2)."""
-    x1 = _t(x1)
-    return (x1 - _t(x2, x1) + eps).norm(p, dim=-1, keepdim=keepdim)
+    x1, x2, _ = _broadcast_pair(x1, x2, "pairwise_distance")
+    return (x1 - x2 + eps).norm(p, dim=-1, keepdim=keepdim)
 
 
-def pad(x, pad, mode="constant", value=0.0):  # noqa: A002 - torch's names
+def _broadcast_pair(x1, x2, name):
+    """x1 and x2 as tensors and the shape they broadcast to; shapes that do not are an error
+    naming the function called (not NumPy's, nor the op inside it)."""
+    x1 = _t(x1, x2 if isinstance(x2, Tensor) else None)
+    x2 = _t(x2, x1)
+    try:
+        return x1, x2, broadcast_shape(x1.shape, x2.shape)
+    except ValueError:
+        raise ShapeError(f"{name}: x1 {fmt_shape(x1.shape)} and x2 {fmt_shape(x2.shape)} do "
+                         "not broadcast together (from the right, each pair of dims must be "
+                         "equal or one of them 1)") from None
+
+
+def pad(x, pad, mode="constant", value=None):  # noqa: A002 - torch's names
     """Pad the last dims: pad = (left, right) for the last dim, then (left, right) for the one
-    before, ... mode "constant" (with value), "reflect", "replicate" or "circular"; negative
-    amounts crop."""
+    before, ... mode "constant" (with value; None, the default, pads with 0 as torch's),
+    "reflect", "replicate" or "circular" (these take no value); negative amounts crop.
+
+    As torch: reflect and replicate map each place of the result to the uncropped dim (pad
+    (-1, 3) reflects about the dim's last entry), and refuse amounts they cannot fill (reflect:
+    each below the dim's size; replicate: an empty dim); circular crops first and wraps at most
+    once around what is left.
+    """
     x = _t(x)
+    _check_pad(x, pad, mode, value)
+    for k in range(len(pad) // 2):
+        x = _pad_dim(x, x.ndim - 1 - k, int(pad[2 * k]), int(pad[2 * k + 1]), mode,
+                     0.0 if value is None else value)
+    return x
+
+
+def _check_pad(x, pad, mode, value):  # noqa: A002
+    """pad()'s arguments, checked before any dim is padded."""
     if len(pad) % 2 or len(pad) // 2 > x.ndim:
         raise ShapeError(f"pad: needs (left, right) pairs for at most {x.ndim} dims of "
                          f"{fmt_shape(x.shape)}, got {tuple(pad)}")
     if mode not in ("constant", "reflect", "replicate", "circular"):
         raise ValueError(f"pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', "
                          f"got {mode!r}")
-    for k in range(len(pad) // 2):
-        x = _pad_dim(x, x.ndim - 1 - k, int(pad[2 * k]), int(pad[2 * k + 1]), mode, value)
-    return x
+    # int() would truncate 1.5 to 1, a padding nobody asked for (torch: a TypeError)
+    if not all(isinstance(n, (int, np.integer)) and not isinstance(n, bool) for n in pad):
+        raise DTypeError(f"pad: the amounts must be ints, got {tuple(pad)}")
+    if mode != "constant" and value is not None and value != 0:  # (0 is torch's no-op too)
+        raise ValueError(f"pad: mode {mode!r} takes no value (got value={value!r}); it pads "
+                         "with the input's own entries, only mode 'constant' with value")
 
 
 def _pad_dim(x, axis, left, right, mode, value):
-    """pad() along one dim: crop for negative amounts, then pad."""
+    """pad() along one dim: constant and circular crop for negative amounts, then pad;
+    reflect and replicate take each place from the uncropped dim (crop and pad in one)."""
     n = x.shape[axis]
-    if left < 0 or right < 0:  # crop first
+    crop_first = mode in ("constant", "circular")  # (torch's order for these two)
+    if n + left + right < 0 or crop_first and max(-left, 0) + max(-right, 0) > n:
+        raise ShapeError(f"pad: ({left}, {right}) crops dim {axis} of {fmt_shape(x.shape)} to "
+                         "a negative size")
+    if crop_first and (left < 0 or right < 0):
         x = x.narrow(axis, max(-left, 0), n - max(-left, 0) - max(-right, 0))
         left, right, n = max(left, 0), max(right, 0), x.shape[axis]
     if not left and not right:
         return x
     if mode == "constant":
         return cat([_full(x, axis, left, value), x, _full(x, axis, right, value)], dim=axis)
-    if mode == "reflect" and (left >= n or right >= n):
-        raise ShapeError(f"pad: reflect padding ({left}, {right}) must be below the size "
-                         f"{n} of dim {axis} (shape {fmt_shape(x.shape)})")
+    _check_pad_source(x, axis, left, right, mode)
     source = _make("pad_source", _pad_source, np.int64, False, x.backend, n=n, left=left,
                    right=right, mode=mode)
     return x.index_select(axis, source)
+
+
+def _check_pad_source(x, axis, left, right, mode):
+    """Refuse, as torch does, the amounts that reflect, replicate or circular cannot fill from
+    dim `axis` of x (else they would wrap twice or read an empty dim)."""
+    n, shape = x.shape[axis], fmt_shape(x.shape)
+    if mode == "reflect" and (left >= n or right >= n):
+        raise ShapeError(f"pad: reflect padding ({left}, {right}) must be below the size "
+                         f"{n} of dim {axis} (shape {shape})")
+    if mode == "replicate" and n == 0:
+        raise ShapeError(f"pad: replicate padding ({left}, {right}) needs entries to copy, dim "
+                         f"{axis} of {shape} is empty")
+    if mode == "circular" and (left > n or right > n):
+        raise ShapeError(f"pad: circular padding ({left}, {right}) wraps around dim {axis} of "
+                         f"{shape} more than once (each amount must be at most {n})")
 
 
 def _pad_source(be, dtype, n, left, right, mode):
@@ -854,6 +1016,8 @@ def _pad_source(be, dtype, n, left, right, mode):
 
 
 def _pad_places(n, left, right, mode):
+    """The places -left .. n + right - 1 of the dim (a negative amount starts or ends inside
+    it: a crop), each moved into 0..n-1 as the mode says."""
     where = np.arange(-left, n + right)
     if mode == "reflect":
         period = 2 * (n - 1) if n > 1 else 1

@@ -1,5 +1,8 @@
 """The activation modules (nn/activation.py) and the functional `inplace=` and `dtype=`
-arguments, against torch: values, gradients, reprs and in-place semantics."""
+arguments, against torch: values, gradients, reprs and in-place semantics; the softmax
+family's implicit dim (dim=None) and its refusal of integer inputs."""
+
+import warnings
 
 import numpy as np
 import pytest
@@ -110,3 +113,69 @@ def test_softplus_returns_x_past_its_default_threshold_as_torch():
     got, want = nn.Softplus()(ta.tensor(x)).numpy(), torch.nn.Softplus()(torch.tensor(x)).numpy()
     assert got[0] == want[0] == 20.5  # beta x > 20: x itself, exactly
     np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+SOFTMAXES = [("Softmax", "softmax"), ("LogSoftmax", "log_softmax"), ("Softmin", "softmin")]
+
+
+@pytest.mark.parametrize("module, fn", SOFTMAXES)
+@pytest.mark.parametrize("ndim", [0, 1, 2, 3, 4])
+def test_softmax_without_dim_takes_torchs_implicit_dim_and_warns(module, fn, ndim):
+    """dim=None (nn.Softmax's default, F.softmax's too): torch's legacy choice, dim 0 for 0-,
+    1- and 3-D inputs, else 1, with torch's deprecation warning naming the function."""
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(ndim).standard_normal((2, 3, 4, 5)[:ndim])
+    want_dim = 0 if ndim in (0, 1, 3) else 1
+    with pytest.warns(UserWarning) as theirs:
+        want = getattr(torch.nn, module)()(torch.tensor(x)).numpy()
+    calls = [lambda: getattr(nn, module)()(ta.tensor(x)),
+             lambda: getattr(F, fn)(ta.tensor(x)),
+             lambda: getattr(F, fn)(ta.tensor(x), dim=None)]
+    for call in calls:
+        with pytest.warns(UserWarning, match=rf"^Implicit dimension choice for {fn} has been "
+                                             r"deprecated. Change the call to include dim=X "
+                                             r"as an argument.$") as ours:
+            got = call()
+        assert str(ours[0].message) == str(theirs[0].message)
+        assert ours[0].filename == __file__  # (stacklevel: the warning points at the caller)
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(
+            got.numpy(), getattr(F, fn)(ta.tensor(x), dim=want_dim).numpy(), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("module", [m for m, _ in SOFTMAXES])
+def test_softmax_modules_default_to_dim_none_as_torch(module):
+    torch = pytest.importorskip("torch")
+    assert repr(getattr(nn, module)()) == repr(getattr(torch.nn, module)()) == \
+        f"{module}(dim=None)"
+    assert getattr(nn, module)().dim is None
+    x = X[None]  # 3-D: the implicit dim is 0, not the last
+    with pytest.warns(UserWarning):
+        ours = getattr(nn, module)()
+        got = ours(ta.tensor(x, requires_grad=True))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a dim given: no warning
+        getattr(nn, module)(dim=-1)(ta.tensor(x))
+    assert got.shape == x.shape
+
+
+@pytest.mark.parametrize("fn", ["softmax", "log_softmax", "softmin"])
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.bool_])
+def test_softmax_family_refuses_integer_input_without_a_float_dtype(fn, dtype):
+    torch = pytest.importorskip("torch")
+    x = np.arange(6).reshape(2, 3).astype(dtype)
+    with pytest.raises((NotImplementedError, RuntimeError)):  # (softmin of bools: -x fails)
+        getattr(torch.nn.functional, fn)(torch.tensor(x), 0)
+    name = np.dtype(dtype).name
+    with pytest.raises(ta.DTypeError, match=rf"^{fn}: input must be floating point, got "
+                                            rf"{name}; pass dtype="):
+        getattr(F, fn)(ta.tensor(x), 0)
+    with pytest.raises(ta.DTypeError, match=rf"^{fn}: input must be floating point, got int64"):
+        getattr(F, fn)(ta.tensor(x.astype(np.float32)), 0, dtype=np.int64)
+    # an integer input with a float dtype= is converted first, as torch's
+    got = getattr(F, fn)(ta.tensor(x), 0, dtype=np.float64)
+    # (torch's softmin negates before converting, which bools refuse; ours converts first)
+    tx = torch.tensor(x.astype(np.int64) if fn == "softmin" else x)
+    want = getattr(torch.nn.functional, fn)(tx, 0, dtype=torch.float64)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)

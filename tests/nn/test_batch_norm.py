@@ -1,6 +1,7 @@
 """nn.BatchNorm1d, BatchNorm2d and GroupNorm against torch's: outputs and gradients in train
 and eval mode, the running statistics step by step (momentum, momentum=None, no tracking, no
-affine), the state dict's keys, and the errors."""
+affine), the state dict's keys, and the errors (the functional norms' too: sizes checked
+before anything moves in place, integer inputs, an empty normalized_shape)."""
 
 import numpy as np
 import pytest
@@ -205,3 +206,102 @@ def test_a_checkpoint_without_num_batches_tracked_loads_as_torchs():
     assert untracked.load_state_dict({"weight": np.ones(3), "bias": np.zeros(3)}) == ([], [])
     with pytest.raises(ta.CheckpointError, match="missing keys: running_var"):
         nn.BatchNorm1d(3).load_state_dict({k: v for k, v in state.items() if k != "running_var"})
+
+
+# ---- bad sizes refused up front (nothing moved in place), integer inputs, empty shapes -------
+
+BN_BAD = [
+    ({"weight": np.ones(4)}, r"^batch_norm: weight should contain 3 elements \(one per "
+                             r"channel of input \(4, 3\)\), not 4"),
+    ({"bias": np.ones(4)}, r"^batch_norm: bias should contain 3 elements .*not 4"),
+    ({"rm": np.ones(4), "rv": np.ones(4)}, r"^batch_norm: running_mean should contain 3 "
+                                           r"elements .*not 4"),
+    ({"rv": np.ones(4)}, r"^batch_norm: running_var should contain 3 elements .*not 4"),
+    ({"rm": np.zeros((1, 3)), "rv": np.ones((1, 3))},
+     r"^batch_norm: running_mean must be 1-D \(3,\), got \(1, 3\)"),
+    ({"rv": np.ones((3, 1))}, r"^batch_norm: running_var must be 1-D \(3,\), got \(3, 1\)"),
+]
+
+
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("bad, match", BN_BAD, ids=["weight", "bias", "running_mean",
+                                                    "running_var", "running (1, 3)",
+                                                    "running_var (3, 1)"])
+def test_batch_norm_checks_every_size_before_moving_the_running_stats(bad, match, training):
+    TF = torch.nn.functional  # noqa: N806
+    x = np.random.default_rng(0).standard_normal((4, 3))
+    args = {"rm": np.ones(3), "rv": np.ones(3), "weight": None, "bias": None, **bad}
+    theirs = {k: None if v is None else torch.tensor(v) for k, v in args.items()}
+    with pytest.raises(RuntimeError):
+        TF.batch_norm(torch.tensor(x), theirs["rm"], theirs["rv"], theirs["weight"],
+                      theirs["bias"], training=training)
+    ours = {k: None if v is None else ta.tensor(v.copy()) for k, v in args.items()}
+    with pytest.raises(ta.ShapeError, match=match):
+        ta.functional.batch_norm(ta.tensor(x), ours["rm"], ours["rv"], ours["weight"],
+                                 ours["bias"], training=training)
+    for k in ("rm", "rv"):  # a failed call changes nothing
+        np.testing.assert_array_equal(ours[k].numpy(), args[k])
+
+
+def test_batch_norm_takes_a_weight_of_c_elements_in_any_shape_as_torch():
+    TF = torch.nn.functional  # noqa: N806
+    rng = np.random.default_rng(1)
+    x, w = rng.standard_normal((4, 3)), rng.standard_normal((1, 3))
+    xx, tx = ta.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    got = ta.functional.batch_norm(xx, None, None, ta.tensor(w), training=True)
+    want = TF.batch_norm(tx, None, None, torch.tensor(w), training=True)
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("call, torch_call, match", [
+    (lambda f, x: f.group_norm(x, 0), lambda tf, x: tf.group_norm(x, 0),
+     r"^group_norm: num_groups must be at least 1, got 0"),
+    (lambda f, x: f.group_norm(x, -2), lambda tf, x: tf.group_norm(x, -2),
+     r"^group_norm: num_groups must be at least 1, got -2"),
+    (lambda f, x: f.group_norm(x, 2, weight=ta.ones(3)),
+     lambda tf, x: tf.group_norm(x, 2, weight=torch.ones(3)),
+     r"^group_norm: weight must be \(4,\), one per channel of input \(2, 4, 3\), got \(3,\)"),
+    (lambda f, x: f.group_norm(x, 2, bias=ta.ones(1, 4)),
+     lambda tf, x: tf.group_norm(x, 2, bias=torch.ones(1, 4)),
+     r"^group_norm: bias must be \(4,\), one per channel of input \(2, 4, 3\), got \(1, 4\)"),
+], ids=["0 groups", "negative groups", "weight", "bias"])
+def test_group_norm_checks_its_groups_and_affine_sizes(call, torch_call, match):
+    x = np.random.default_rng(2).standard_normal((2, 4, 3))
+    with pytest.raises((RuntimeError, ZeroDivisionError)):
+        torch_call(torch.nn.functional, torch.tensor(x))
+    with pytest.raises(ValueError, match=match):  # (ShapeError, a ValueError, for the sizes)
+        call(ta.functional, ta.tensor(x))
+
+
+def test_group_norm_module_refuses_no_groups():
+    with pytest.raises(ValueError, match=r"^GroupNorm: num_groups must be at least 1, got 0"):
+        nn.GroupNorm(0, 4)
+    with pytest.raises(ta.DTypeError, match=r"^group_norm: num_groups must be an int, got 2.0"):
+        ta.functional.group_norm(ta.ones(2, 4, 3), 2.0)
+
+
+@pytest.mark.parametrize("name, call", [
+    ("layer_norm", lambda f, x: f.layer_norm(x, (3,))),
+    ("group_norm", lambda f, x: f.group_norm(x.reshape(2, 3, 1), 3)),
+    ("batch_norm", lambda f, x: f.batch_norm(x, None, None, training=True)),
+    ("rms_norm", lambda f, x: f.rms_norm(x, (3,))),
+], ids=["layer_norm", "group_norm", "batch_norm", "rms_norm"])
+def test_norms_refuse_integer_inputs_as_torch(name, call):
+    x = np.arange(6).reshape(2, 3)
+    with pytest.raises((NotImplementedError, RuntimeError)):
+        call(torch.nn.functional, torch.tensor(x))
+    with pytest.raises(ta.DTypeError, match=rf"^{name}: input must be floating point, got "
+                                            "int64"):
+        call(ta.functional, ta.tensor(x))
+
+
+@pytest.mark.parametrize("name", ["layer_norm", "rms_norm"])
+@pytest.mark.parametrize("shape", [(), []])
+def test_an_empty_normalized_shape_is_refused_as_torch(name, shape):
+    x = np.random.default_rng(3).standard_normal((2, 5))
+    with pytest.raises(RuntimeError, match="at least 1-dimensional"):
+        getattr(torch.nn.functional, name)(torch.tensor(x), shape)
+    with pytest.raises(ta.ShapeError, match=rf"^{name}: normalized_shape must name at least "
+                                            r"one dim \(the last ones of the input \(2, 5\)\), "
+                                            r"got \(\)"):
+        getattr(ta.functional, name)(ta.tensor(x), shape)

@@ -248,3 +248,89 @@ def test_bad_inputs_name_the_loss_and_the_shapes():
         F.one_hot(ta.tensor([0, 3]), 3)
     with raises(ta.DTypeError, "one_hot", "integer", "float32"):
         F.one_hot(ta.tensor([0.0, 1.0]))
+
+
+# ---- binary_cross_entropy at the edges: torch's values and gradients --------------------------
+
+EDGE_X = np.array([0.0, 1.0, 0.0, 1.0, 0.0, 0.5, 1e-13, 1 - 1e-13, 1e-300, 0.3])
+EDGE_T = np.array([0.0, 1.0, 1.0, 0.0, 0.3, 1.0, 0.0, 0.6, 0.2, 0.7])
+EDGE_W = rng.uniform(0.5, 2.0, EDGE_X.shape)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_binary_cross_entropy_at_0_and_1_matches_torch(reduction, weighted):
+    """x exactly 0 or 1 (and within 1e-12 of them): each log clamped at -100 in the value,
+    and torch's gradients: g w (x - t) / max(x (1 - x), 1e-12) for x, g w (max(log(1-x), -100)
+    - max(log x, -100)) for the (soft) target, never 0 or of the wrong sign."""
+    torch = pytest.importorskip("torch")
+    x = ta.tensor(EDGE_X, requires_grad=True)
+    t = ta.tensor(EDGE_T, requires_grad=True)
+    tx, tt = (torch.tensor(a, requires_grad=True) for a in (EDGE_X, EDGE_T))
+    w = {"weight": ta.tensor(EDGE_W)} if weighted else {}
+    tw = {"weight": torch.tensor(EDGE_W)} if weighted else {}
+    got = F.binary_cross_entropy(x, t, reduction=reduction, **w)
+    want = torch.nn.functional.binary_cross_entropy(tx, tt, reduction=reduction, **tw)
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-12)
+    cot = rng.standard_normal(got.shape)
+    got.backward(ta.tensor(cot))
+    want.backward(torch.tensor(cot))
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(t.grad.numpy(), tt.grad.numpy(), rtol=1e-12)
+
+
+def test_binary_cross_entropy_gradients_check_inside_0_1_and_keep_float32():
+    """The gradient (torch's formula, carried by a term that is 0 in the forward) against finite
+    differences in float64 for x and a soft target, with weights and each reduction."""
+    for kwargs in ({}, {"reduction": "sum", "weight": ta.tensor(W5)}, {"reduction": "none"}):
+        x = ta.tensor(PROBS, requires_grad=True)
+        t = ta.tensor(SOFT, requires_grad=True)
+        report = check_gradients(lambda a, b, kw=kwargs: F.binary_cross_entropy(a, b, **kw),
+                                 [x, t])
+        assert report.ok, report.message
+    x32 = ta.tensor(EDGE_X.astype(np.float32), requires_grad=True)
+    loss = F.binary_cross_entropy(x32, ta.tensor(EDGE_T.astype(np.float32)), reduction="none")
+    assert loss.dtype == np.float32 and np.isfinite(loss.numpy()).all()
+    loss.sum().backward()
+    assert x32.grad.dtype == np.float32 and np.isfinite(x32.grad.numpy()).all()
+
+
+def test_binary_cross_entropy_of_float16_edges_stays_finite():
+    x = ta.tensor(np.array([0.0, 1.0, 6e-8, 0.5], dtype=np.float16), requires_grad=True)
+    loss = F.binary_cross_entropy(x, ta.tensor(np.array([1.0, 0.0, 0.0, 1.0], np.float16)),
+                                  reduction="sum")
+    assert loss.dtype == np.float16 and np.isfinite(loss.item())
+    loss.backward()
+    assert not np.isnan(x.grad.numpy()).any()
+
+
+# ---- cross_entropy of 0-d logits, one_hot's num_classes ---------------------------------------
+
+
+@pytest.mark.parametrize("target, weight", [(np.array(0), None), (np.array(0), np.ones(1)),
+                                            (np.array(1.0), None)],
+                         ids=["fused", "weighted", "probabilities"])
+def test_cross_entropy_of_0d_logits_says_it_needs_a_dim(target, weight):
+    torch = pytest.importorskip("torch")
+    with pytest.raises((RuntimeError, IndexError)):
+        torch.nn.functional.cross_entropy(torch.tensor(1.0), torch.tensor(target))
+    kw = {} if weight is None else {"weight": ta.tensor(weight)}
+    with raises(ta.ShapeError, r"^cross_entropy: input must have at least 1 dim \(classes in "
+                               r"dim 1, or 0 if 1-D\), got input \(\) and target \(\)"):
+        F.cross_entropy(ta.tensor(np.array(1.0)), ta.tensor(target), **kw)
+    with raises(ta.ShapeError, r"^cross_entropy: input must have at least 1 dim"):
+        from tinyattn.ops import softmax as sm
+        sm.cross_entropy(ta.tensor(np.array(1.0)), ta.tensor(np.array(0)))
+
+
+@pytest.mark.parametrize("num_classes", [-2, -7])
+def test_one_hot_refuses_num_classes_below_minus_1(num_classes):
+    torch = pytest.importorskip("torch")
+    with pytest.raises(RuntimeError):
+        torch.nn.functional.one_hot(torch.tensor([1]), num_classes)
+    with raises(ValueError, rf"^one_hot: num_classes must be -1 \(the largest id \+ 1\) or at "
+                            rf"least 0, got {num_classes}$"):
+        F.one_hot(ta.tensor([1]), num_classes)
+    with raises(ta.DimError, r"one_hot: class ids must be in 0..-1 for num_classes=0"):
+        F.one_hot(ta.tensor([1]), 0)  # (0 is a number of classes: no id fits)
+    assert F.one_hot(ta.tensor(np.zeros(0, dtype=np.int64)), 0).shape == (0, 0)

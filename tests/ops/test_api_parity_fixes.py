@@ -1,9 +1,12 @@
 """Parity fixes found by comparing with PyTorch: xlogy's gradients, masked_fill with a tensor
 value, std of a constant slice, nll_loss with every target ignored, median with NaN, movedim's
-repeated dims, einsum's broadcast gradients, glu and chunk on empty dims, and error messages
-that name the op the user called. Each compares with torch in float64 where torch has the op."""
+repeated dims, einsum's broadcast gradients, glu and chunk on empty dims, error messages
+that name the op the user called, F.pad's default value and the paddings torch refuses,
+similarities of shapes that do not broadcast, and embedding's padding_idx. Each compares with
+torch in float64 where torch has the op."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -448,3 +451,142 @@ def test_repeat_interleave_checks_tensor_counts_and_keeps_the_good_forms():
         want = x.repeat_interleave(torch.as_tensor(repeats)).tolist()
         assert ta.tensor([1.0, 2.0]).repeat_interleave(repeats).tolist() == want
     assert ta.tensor([1.0, 2.0]).repeat_interleave(ta.tensor([1, 2])).tolist() == [1.0, 2.0, 2.0]
+
+
+# ---- 9. F.pad: torch's default value, and the paddings torch refuses ------------------------
+
+
+def test_pad_value_none_pads_with_zeros_as_torch():
+    x, tx = pair([[[1.0, 2.0, 3.0, 4.0]]])
+    for kwargs in ({"value": None}, {}, {"mode": "constant", "value": None}):
+        out, want = F.pad(x, (1, 2), **kwargs), TF.pad(tx, (1, 2), **kwargs)
+        same(out, want)
+    assert F.pad(x, (1, 1), mode="reflect", value=None).tolist() == \
+        TF.pad(tx, (1, 1), mode="reflect", value=None).tolist()
+
+
+@pytest.mark.parametrize("mode, amounts", [
+    ("reflect", (-1, 3)), ("reflect", (3, -1)), ("reflect", (1, -2)), ("reflect", (-4, 1)),
+    ("reflect", (3, 3)), ("replicate", (-5, 2)), ("replicate", (-1, 3)), ("circular", (4, 4)),
+    ("circular", (-1, 2)), ("circular", (2, -1)), ("constant", (-4, 1)), ("constant", (2, -2)),
+])
+def test_pad_with_crops_and_edges_matches_torch_with_gradients(mode, amounts):
+    """reflect and replicate take their places from the uncropped dim (as torch: (-1, 3)
+    reflects about the last entry), circular from the cropped one; index_select's VJP is
+    gradient-checked on each."""
+    a = np.random.default_rng(3).standard_normal((2, 1, 4))
+    x, tx = pair(a)
+    out, want = F.pad(x, amounts, mode=mode), TF.pad(tx, amounts, mode=mode)
+    same(out, want)
+    g = np.random.default_rng(4).standard_normal(want.shape)
+    out.backward(ta.tensor(g))
+    want.backward(torch.tensor(g))
+    same(x.grad, tx.grad)
+    assert ta.gradcheck(lambda z: F.pad(z, amounts, mode=mode), [ta.tensor(a, requires_grad=True)])
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda x: F.pad(x, (1, 1), mode="reflect", value=9.0), ValueError,
+     r"^pad: mode 'reflect' takes no value \(got value=9.0\)"),
+    (lambda x: F.pad(x, (1, 1), mode="circular", value=-1), ValueError,
+     r"^pad: mode 'circular' takes no value \(got value=-1\)"),
+    (lambda x: F.pad(x, (1.5, 1)), ta.DTypeError,
+     r"^pad: the amounts must be ints, got \(1.5, 1\)"),
+    (lambda x: F.pad(x, (1.0, 1)), ta.DTypeError, r"^pad: the amounts must be ints"),
+    (lambda x: F.pad(x, (True, 1)), ta.DTypeError, r"^pad: the amounts must be ints"),
+    (lambda x: F.pad(x, (5, 5), mode="circular"), ta.ShapeError,
+     r"^pad: circular padding \(5, 5\) wraps around dim 2 of \(1, 1, 4\) more than once"),
+    (lambda x: F.pad(x, (-3, 4), mode="circular"), ta.ShapeError,
+     r"^pad: circular padding \(0, 4\) wraps around dim 2 of \(1, 1, 1\) more than once"),
+    (lambda x: F.pad(x, (4, 0), mode="reflect"), ta.ShapeError,
+     r"^pad: reflect padding \(4, 0\) must be below the size 4 of dim 2 \(shape \(1, 1, 4\)\)"),
+    (lambda x: F.pad(x, (-3, -3)), ta.ShapeError,
+     r"^pad: \(-3, -3\) crops dim 2 of \(1, 1, 4\) to a negative size"),
+    (lambda x: F.pad(x, (-5, -1), mode="replicate"), ta.ShapeError,
+     r"^pad: \(-5, -1\) crops dim 2 of \(1, 1, 4\) to a negative size"),
+    (lambda x: F.pad(x, (-5, 2)), ta.ShapeError,
+     r"^pad: \(-5, 2\) crops dim 2 of \(1, 1, 4\) to a negative size"),
+    (lambda x: F.pad(x, (2, -5), mode="circular"), ta.ShapeError,
+     r"^pad: \(2, -5\) crops dim 2 of \(1, 1, 4\) to a negative size"),
+    (lambda x: F.pad(x[..., :0], (1, 1), mode="replicate"), ta.ShapeError,
+     r"^pad: replicate padding \(1, 1\) needs entries to copy, dim 2 of \(1, 1, 0\) is empty"),
+    (lambda x: F.pad(x[..., :0], (1, 0), mode="circular"), ta.ShapeError,
+     r"^pad: circular padding \(1, 0\) wraps around dim 2 of \(1, 1, 0\) more than once"),
+    (lambda x: F.pad(x[..., :0], (1, 1), mode="reflect"), ta.ShapeError,
+     r"^pad: reflect padding \(1, 1\) must be below the size 0 of dim 2"),
+], ids=["reflect value", "circular value", "float amount", "whole float", "bool",
+        "circular twice", "circular twice cropped", "reflect size", "over-crop",
+        "over-crop replicate", "crop past the end", "circular crop past the end",
+        "replicate empty", "circular empty", "reflect empty"])
+def test_pad_refuses_what_torch_refuses_by_name(call, error, match):
+    x = ta.tensor(np.arange(4.0).reshape(1, 1, 4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (no NumPy divide-by-zero warning on the way)
+        with pytest.raises(error, match=match):
+            call(x)
+
+
+def test_pad_keeps_what_torch_takes():
+    x, tx = pair(np.arange(4.0).reshape(1, 1, 4))
+    same(F.pad(x, (1, 1), mode="reflect", value=0.0), TF.pad(tx, (1, 1), mode="reflect",
+                                                            value=0.0))
+    same(F.pad(x, (np.int64(1), 2), value=3), TF.pad(tx, (1, 2), value=3))
+    same(F.pad(x, [1, 1, 1, 0]), TF.pad(tx, [1, 1, 1, 0]))
+    empty, tempty = pair(np.zeros((1, 1, 0)))
+    same(F.pad(empty, (1, 2), value=2.0), TF.pad(tempty, (1, 2), value=2.0))
+    same(F.pad(empty, (0, 0), mode="circular"), TF.pad(tempty, (0, 0), mode="circular"))
+
+
+# ---- 10. shapes that do not fit, named by the function called --------------------------------
+
+
+@pytest.mark.parametrize("fn", ["cosine_similarity", "pairwise_distance"])
+def test_similarities_of_shapes_that_do_not_broadcast_name_the_function(fn):
+    a, b = ta.ones(3, 4), ta.ones(3, 5)
+    with pytest.raises(RuntimeError):
+        getattr(TF, fn)(torch.ones(3, 4), torch.ones(3, 5))
+    with pytest.raises(ta.ShapeError, match=rf"^{fn}: x1 \(3, 4\) and x2 \(3, 5\) do not "
+                                            "broadcast together"):
+        getattr(F, fn)(a, b)
+    with pytest.raises(ta.ShapeError, match=rf"^{fn}: x1 \(3, 4\) and x2 \(2, 4\)"):
+        getattr(F, fn)(a, ta.ones(2, 4))
+
+
+@pytest.mark.parametrize("fn", ["cosine_similarity", "pairwise_distance"])
+def test_similarities_that_broadcast_still_match_torch(fn):
+    rng = np.random.default_rng(5)
+    x1, t1 = pair(rng.standard_normal((3, 4)))
+    x2, t2 = pair(rng.standard_normal((1, 4)))
+    out, want = getattr(F, fn)(x1, x2), getattr(TF, fn)(t1, t2)
+    same(out, want)
+    out.sum().backward()
+    want.sum().backward()
+    same(x1.grad, t1.grad)
+    same(x2.grad, t2.grad)
+
+
+# ---- 11. embedding's padding_idx ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("padding_idx", [1.5, 1.0, True, "1"])
+def test_embedding_padding_idx_must_be_an_int(padding_idx):
+    ids, w = ta.tensor([1, 2]), ta.randn(6, 3)
+    with pytest.raises(TypeError):
+        TF.embedding(torch.tensor([1, 2]), torch.randn(6, 3), padding_idx=padding_idx)
+    with pytest.raises(ta.DTypeError, match=rf"^embedding: padding_idx must be an int, got "
+                                            rf"{padding_idx!r}"):
+        F.embedding(ids, w, padding_idx=padding_idx)
+    with pytest.raises(ta.DTypeError, match=r"^Embedding: padding_idx must be an int"):
+        ta.nn.Embedding(6, 3, padding_idx=padding_idx)
+
+
+def test_embedding_padding_idx_of_numpy_ints_and_negatives_still_works():
+    w, tw = pair(np.random.default_rng(6).standard_normal((6, 3)))
+    for padding_idx in (np.int64(1), -5):
+        out = F.embedding(ta.tensor([1, 2, 1]), w, padding_idx=padding_idx)
+        want = TF.embedding(torch.tensor([1, 2, 1]), tw, padding_idx=int(padding_idx))
+        same(out, want)
+        out.sum().backward()
+        want.sum().backward()
+        same(w.grad, tw.grad)
+        w.grad, tw.grad = None, None

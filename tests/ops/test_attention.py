@@ -13,6 +13,7 @@ import pytest
 
 import tinyattn as ta
 import tinyattn.functional as F
+from tinyattn.ops import attention as attn_ops
 
 torch = pytest.importorskip("torch")
 
@@ -219,3 +220,87 @@ def test_float16_attention_with_large_inputs_matches_float32_without_overflow(im
         assert np.isfinite(d.numpy()).all()
         np.testing.assert_allclose(d.numpy().astype(np.float32), w.numpy(), rtol=0,
                                    atol=float(np.abs(w.numpy()).max()) * 2e-2 + 1e-3)
+
+
+# ---- what torch refuses: integer masks and inputs, heads and batches that do not fit ---------
+
+IMPLS = ["composite", "flash", "auto"]
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint8])
+@pytest.mark.parametrize("impl", IMPLS + ["dropout", "attention_weights", "op"])
+def test_integer_masks_are_refused_on_every_path(impl, dtype):
+    """A 0/1 integer mask is neither a bool mask nor an additive one: torch refuses it, and so
+    does every entry point (not add it to the scores as a float mask)."""
+    q, k, v = qkv((2, 4, 3), (2, 4, 3), 3)
+    keep = np.tril(np.ones((4, 4))).astype(dtype)
+    with pytest.raises(RuntimeError, match="Expected attn_mask dtype to be bool or float"):
+        torch.nn.functional.scaled_dot_product_attention(
+            *map(torch.tensor, (q, k, v)), attn_mask=torch.tensor(keep))
+    name = np.dtype(dtype).name
+    match = (rf"^scaled_dot_product_attention: attn_mask must be bool \(True = may attend\) or "
+             rf"float \(added to the scores\), got {name}")
+    tq, tk, tv = map(ta.tensor, (q, k, v))
+    calls = {
+        "dropout": lambda: F.scaled_dot_product_attention(tq, tk, tv, ta.tensor(keep),
+                                                          dropout_p=0.5),
+        "attention_weights": lambda: F.attention_weights(tq, tk, ta.tensor(keep)),
+        "op": lambda: attn_ops.attention_weights(tq, tk, ta.tensor(keep)),
+    }
+    call = calls.get(impl, lambda: F.scaled_dot_product_attention(tq, tk, tv, ta.tensor(keep),
+                                                                  impl=impl))
+    with pytest.raises(ta.DTypeError, match=match):
+        call()
+
+
+@pytest.mark.parametrize("which", ["q", "k", "v", "all"])
+@pytest.mark.parametrize("impl", IMPLS)
+def test_integer_q_k_v_are_refused(which, impl):
+    arrays = dict(zip("qkv", qkv((2, 4, 3), (2, 4, 3), 3), strict=True))
+    for name in "qkv" if which == "all" else which:
+        arrays[name] = np.arange(24).reshape(2, 4, 3)
+    with pytest.raises(RuntimeError):
+        torch.nn.functional.scaled_dot_product_attention(
+            *(torch.tensor(arrays[n]) for n in "qkv"))
+    first = "q" if which == "all" else which
+    with pytest.raises(ta.DTypeError, match=rf"^scaled_dot_product_attention: {first} must be "
+                                            r"floating point, got int64"):
+        F.scaled_dot_product_attention(*(ta.tensor(arrays[n]) for n in "qkv"), impl=impl)
+    if which in ("q", "k"):
+        with pytest.raises(ta.DTypeError, match=rf"^scaled_dot_product_attention: {first} must "
+                                                "be floating point"):
+            F.attention_weights(ta.tensor(arrays["q"]), ta.tensor(arrays["k"]))
+
+
+@pytest.mark.parametrize("shapes, fragment", [
+    (((2, 6, 4, 5), (2, 2, 6, 5), (2, 2, 6, 5)), "pass enable_gqa=True"),
+    (((2, 6, 4, 5), (2, 4, 6, 5), (2, 4, 6, 5)), "pass enable_gqa=True"),
+    (((2, 6, 4, 5), (3, 6, 6, 5), (3, 6, 6, 5)), "do not broadcast"),
+    (((2, 6, 4, 5), (2, 6, 6, 5), (3, 6, 6, 5)), "do not broadcast"),
+], ids=["fewer kv heads", "heads not dividing", "batch", "v's batch"])
+@pytest.mark.parametrize("impl", IMPLS)
+def test_heads_and_batches_that_do_not_fit_are_named(shapes, fragment, impl):
+    rng = np.random.default_rng(7)
+    arrays = [rng.standard_normal(s) for s in shapes]
+    with pytest.raises(RuntimeError):
+        torch.nn.functional.scaled_dot_product_attention(*map(torch.tensor, arrays))
+    q, k, v = (fmt.replace("(", r"\(").replace(")", r"\)") for fmt in map(str, shapes))
+    with pytest.raises(ta.ShapeError, match=rf"^scaled_dot_product_attention: q {q}, k {k}, v "
+                                            rf"{v}: .*{fragment}"):
+        F.scaled_dot_product_attention(*map(ta.tensor, arrays), impl=impl)
+
+
+@pytest.mark.parametrize("shapes", [((2, 6, 4, 5), (1, 6, 6, 5), (1, 6, 6, 5)),
+                                    ((2, 6, 4, 5), (6, 6, 5), (6, 6, 5)),
+                                    ((6, 4, 5), (2, 6, 6, 5), (2, 6, 6, 5)),
+                                    ((2, 6, 4, 5), (2, 1, 6, 5), (2, 1, 6, 5))],
+                         ids=["batch 1", "no batch", "q without batch", "one kv head"])
+@pytest.mark.parametrize("impl", ["composite", "flash"])
+def test_batches_and_heads_that_broadcast_still_match_torch(shapes, impl):
+    rng = np.random.default_rng(8)
+    q, k, v = (rng.standard_normal(s) for s in shapes)
+    out_shape = np.broadcast_shapes(q.shape[:-2], k.shape[:-2]) + (4, 5)
+    g = rng.standard_normal(out_shape)
+    got, want = ours(q, k, v, g, impl=impl), theirs(q, k, v, g)
+    for name, a, b in zip(("out", "gq", "gk", "gv"), got, want, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12, err_msg=name)

@@ -41,7 +41,8 @@ class _NoSettings(_Activation):
 
 
 class _Dim(_Activation):
-    """An activation along one dim (softmax and its kin): dim=-1, the last, by default."""
+    """An activation along one dim (GLU; softmax and its kin, via _ImplicitDim): dim=-1, the
+    last, by default."""
 
     settings = ("dim",)
 
@@ -142,15 +143,30 @@ class Softsign(_NoSettings):
     fn = staticmethod(F.softsign)
 
 
-class Softmax(_Dim):
+class _ImplicitDim(_Dim):
+    """Softmax and its kin: dim=None by default, as torch's modules, which then take torch's
+    legacy implicit dim (0 for 0-, 1- and 3-D inputs, else 1; F.softmax's rule) with its
+    deprecation warning. Give dim (dim=-1: the last) to choose."""
+
+    def __init__(self, dim=None):
+        super().__init__(dim)
+
+    def forward(self, x):
+        fn = type(self).fn
+        # (stacklevel 4: the warning points at the line that called the module)
+        dim = F._softmax_dim(self.dim, F._t(x).ndim, fn.__name__, stacklevel=4)
+        return fn(x, dim)
+
+
+class Softmax(_ImplicitDim):
     fn = staticmethod(F.softmax)
 
 
-class LogSoftmax(_Dim):
+class LogSoftmax(_ImplicitDim):
     fn = staticmethod(F.log_softmax)
 
 
-class Softmin(_Dim):
+class Softmin(_ImplicitDim):
     fn = staticmethod(F.softmin)
 
 

@@ -195,6 +195,7 @@ class GroupNorm(Module):
     def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None,
                  dtype=None, *, bias=True):
         super().__init__()
+        F._check_num_groups(num_groups, "GroupNorm")
         if num_channels % num_groups:
             raise ShapeError(f"GroupNorm: num_channels ({num_channels}) must be divisible by "
                              f"num_groups ({num_groups})")

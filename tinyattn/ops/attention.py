@@ -4,8 +4,10 @@ The composite path is the op-by-op graph a learner can read node by node: a matm
 scores, one fused scaled-masked softmax, a matmul with v. The flash path is one fused op that
 never builds the T×S matrix: it saves q, k, v, the output and each row's log-sum-exp, and its VJP
 recomputes probabilities tile by tile (backends/flash.py). Masks follow PyTorch: a bool mask is
-True where a query may attend; a float mask is added to the scaled scores; `is_causal` lets query
-i see keys 0..i. A query with no key to attend gives a zero output row and zero gradients.
+True where a query may attend; a float mask is added to the scaled scores (an integer one is
+refused); `is_causal` lets query i see keys 0..i. A query with no key to attend gives a zero
+output row and zero gradients. The checks every path shares (check_qkv, check_mask_dtype) live
+here too.
 """
 
 import math
@@ -75,19 +77,65 @@ OPS = (flash_attention,)
 
 
 def check_qkv(q, k, v):
-    """q (..., T, d), k (..., S, d), v (..., S, dv): the shapes attention needs."""
+    """q (..., T, d), k (..., S, d), v (..., S, dv), floating point, whose leading (batch, head)
+    dims broadcast together: what attention needs, checked before a matmul can fail on it
+    (NumPy's message names neither attention nor enable_gqa). Shapes and dtypes only."""
     if q.ndim < 2 or k.ndim < 2 or v.ndim < 2:
         raise ShapeError(f"scaled_dot_product_attention: q, k, v need at least 2 dims (T, d), "
                          f"got {fmt_shape(q.shape)}, {fmt_shape(k.shape)}, {fmt_shape(v.shape)}")
-    if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
-        raise ShapeError(f"scaled_dot_product_attention: q {fmt_shape(q.shape)}, k "
-                         f"{fmt_shape(k.shape)}, v {fmt_shape(v.shape)}: q and k need the same "
-                         "last dim (d), k and v the same number of keys (S)")
+    if q.dtype.kind != "f" or k.dtype.kind != "f" or v.dtype.kind != "f":
+        _refuse_dtypes(q, k, v)
+    qs, ks, vs = q.shape, k.shape, v.shape
+    if qs[-1] != ks[-1] or ks[-2] != vs[-2]:
+        raise ShapeError(f"scaled_dot_product_attention: q {fmt_shape(qs)}, k {fmt_shape(ks)}, "
+                         f"v {fmt_shape(vs)}: q and k need the same last dim (d), k and v the "
+                         "same number of keys (S)")
+    if ks[:-2] != qs[:-2] or vs[:-2] != qs[:-2]:  # (equal: the common case, no more work)
+        _check_lead_dims(q, k, v)
+
+
+def _refuse_dtypes(q, k, v):
+    """The first of q, k, v that is not floating point, named (as torch: attention of integers
+    would be promoted, or wrap around)."""
+    name, x = next((n, x) for n, x in (("q", q), ("k", k), ("v", v)) if x.dtype.kind != "f")
+    raise DTypeError(f"scaled_dot_product_attention: {name} must be floating point, got "
+                     f"{x.dtype}; convert it with .float()")
+
+
+def _check_lead_dims(q, k, v):
+    """q's, k's and v's dims before (T, d) broadcast together, or an error saying why: k and v
+    with a head count (dim -3) of their own, not q's, point to enable_gqa (grouped-query
+    attention), anything else to the batch dims."""
+    try:
+        broadcast_shape(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+        return
+    except ValueError:
+        pass
+    shapes = f"q {fmt_shape(q.shape)}, k {fmt_shape(k.shape)}, v {fmt_shape(v.shape)}"
+    heads = (q.shape[-3], k.shape[-3], v.shape[-3]) if min(q.ndim, k.ndim, v.ndim) > 2 else ()
+    if heads and heads[1] == heads[2] != heads[0] and 1 not in heads:
+        raise ShapeError(f"scaled_dot_product_attention: {shapes}: q has {heads[0]} heads (dim "
+                         f"-3), k and v {heads[1]}; for grouped-query attention pass "
+                         "enable_gqa=True (with q's heads a multiple of k's), else give them "
+                         "the same heads")
+    raise ShapeError(f"scaled_dot_product_attention: {shapes}: their leading (batch, head) "
+                     "dims do not broadcast together (from the right, each pair equal or one "
+                     "of them 1)")
+
+
+def check_mask_dtype(attn_mask):
+    """attn_mask bool (True = may attend) or float (added to the scores), as torch: a 0/1
+    integer mask is neither, and would be added to the scores as if it were a float one."""
+    if attn_mask is not None and attn_mask.dtype != bool and attn_mask.dtype.kind != "f":
+        raise DTypeError(f"scaled_dot_product_attention: attn_mask must be bool (True = may "
+                         f"attend) or float (added to the scores), got {attn_mask.dtype}; for "
+                         "a 0/1 mask of the keys each query may attend, pass mask.bool()")
 
 
 def attention_weights(q, k, attn_mask=None, is_causal=False, scale=None):
     """The attention probabilities softmax(q kᵀ * scale, masked): (..., T, S)."""
     check_qkv(q, k, k)
+    check_mask_dtype(attn_mask)
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
     if q.dtype == "float16" and k.dtype == "float16":
         # q·k passes float16's 65504 already for entries near 64 at d = 16 (even scaled by √scale

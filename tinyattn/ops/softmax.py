@@ -200,6 +200,7 @@ def _rows(be, x, target):
         kind = getattr(target, "dtype", type(target).__name__)
         raise DTypeError(f"cross_entropy: target must hold integer class indices, got {kind}; "
                          "convert with target.long()")
+    check_class_dim(x.shape, target.shape)
     want = x.shape[:1] + x.shape[2:] if x.ndim > 1 else ()
     if target.shape != want:
         raise ShapeError(f"cross_entropy: logits {fmt_shape(x.shape)} (classes in dim "
@@ -207,6 +208,14 @@ def _rows(be, x, target):
                          f"got {fmt_shape(target.shape)}")
     rows = xp.moveaxis(x, 1, -1) if x.ndim > 2 else x
     return rows.reshape(-1, x.shape[1 if x.ndim > 1 else 0]), target.reshape(-1), target.shape
+
+
+def check_class_dim(x_shape, target_shape):
+    """cross_entropy's logits need a class dim: 0-d ones are an error naming both shapes."""
+    if not x_shape:
+        raise ShapeError(f"cross_entropy: input must have at least 1 dim (classes in dim 1, or "
+                         f"0 if 1-D), got input {fmt_shape(x_shape)} and target "
+                         f"{fmt_shape(target_shape)}")
 
 
 def _unrows(be, gx, x_shape):
