@@ -36,6 +36,7 @@ from .errors import (
     GradcheckError,
     GraphError,
     ShapeError,
+    StateDictError,
     TinyattnError,
 )
 from .explain import explain
@@ -328,6 +329,7 @@ __all__ = [
     "get_backend", "set_backend", "use_backend", "nn", "optim", "save", "load", "TinyattnError",
     "ShapeError", "DimError",
     "DTypeError", "BackendError", "GraphError", "GradcheckError", "CheckpointError",
+    "StateDictError",
     "viz", "explain", "autograd", "Function", "FunctionCtx",
     "detect_anomaly", "AnomalyError", "AnomalyWarning", "record", "gradcheck_graph", "check_graph",
     "capture", "CapturedStep", "Generator", "utils", "distributions", "cuda", "testing",

@@ -38,6 +38,12 @@ class CheckpointError(TinyattnError, ValueError):
     """A checkpoint file that is corrupt, truncated, of the wrong kind, or not for this model."""
 
 
+class StateDictError(CheckpointError, RuntimeError):
+    """A state dict that does not fit the module it is loaded into (missing or unexpected keys,
+    shapes): a CheckpointError (a ValueError) and, as torch's load_state_dict raises, a
+    RuntimeError, so both kinds of `except` work."""
+
+
 def fmt_shape(shape):
     """(2, 3) -> '(2, 3)', () -> '()': shapes in messages always read like tuples."""
     return "(" + ", ".join(str(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"

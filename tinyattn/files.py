@@ -1,9 +1,11 @@
 """Files that are never half written: `atomic_write` replaces a file through a temporary file
 beside it, so a crash leaves the old file or the new one, never a mix (checkpoints, metrics,
-figures, graph pictures); `remove_temporaries` clears what a killed write left behind.
+figures, graph pictures); `remove_temporaries` clears what a killed write left behind;
+`refuse_folder_path` refuses a path that names a folder ("runs/"), as open() does.
 """
 
 import contextlib
+import errno
 import os
 import tempfile
 
@@ -16,8 +18,10 @@ def atomic_write(path, write, mode="wb"):
     Ctrl-C) the temporary file is removed, the old `path` is untouched, and the error names
     `path`: an OSError as the same type with `path` as its filename (the original chained),
     any other exception with a note. A symlink is written through, as open() would: the file
-    it points to is replaced (the temporary file beside that one), the link stays."""
+    it points to is replaced (the temporary file beside that one), the link stays. A path that
+    ends in a separator is refused, as open() refuses it (see refuse_folder_path)."""
     path = os.fspath(path)
+    refuse_folder_path(path)
     target = os.path.realpath(path)
     folder = os.path.dirname(target)
     tmp = None
@@ -40,6 +44,16 @@ def atomic_write(path, write, mode="wb"):
             e.add_note(f"atomic_write: {path} was not written (the old file, if any, is kept)")
         raise
     _fsync_folder(folder)
+
+
+def refuse_folder_path(path):
+    """Refuse a path that ends in a separator ("runs/"), as open(path, "w") does (an
+    IsADirectoryError naming it): realpath drops the separator, so the write would make or
+    replace a file of the folder's name."""
+    path = os.fspath(path)
+    seps = (os.sep, os.altsep) if os.altsep else (os.sep,)
+    if path.endswith(tuple(os.fsencode(c) for c in seps) if isinstance(path, bytes) else seps):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
 
 
 def _naming(e, path):

@@ -1,23 +1,38 @@
-"""save(obj, path) and load(path): checkpoints as plain .npz files that can never run code.
+"""save(obj, f) and load(f): checkpoints as plain .npz files that can never run code.
 
 `obj` is any nesting of dicts (string keys), lists, tuples, tensors, NumPy arrays, numbers,
-strings, bools and None. Arrays go into the .npz as entries; the structure around them goes in
-as JSON text. Saving writes a temporary file beside the target and renames it over the target,
-so a crash mid-save leaves the previous checkpoint intact. Loading never unpickles, reads only
-the entries asked for, and checks each entry's declared shape against the bytes the file holds
-before it allocates anything.
+strings, bools and None, at most MAX_DEPTH containers deep (as deep as load reads: save refuses
+deeper, and a container that holds itself, naming the place). Arrays go into the .npz as
+entries; the structure around them goes in as JSON text. A tensor keeps requires_grad, its class
+(an nn.Parameter comes back as one) and the device it was saved from (for a map_location dict);
+one tensor (or array) saved at several places is stored once and comes back as one object, and
+tensors over one array (a state dict's tied weights) come back sharing one array. Views are
+saved as copies: a slice of another saved tensor comes back with memory of its own (torch keeps
+both in one storage). Files written before these were kept load as they did (plain tensors, one
+object per place), and older versions read the files written now (they ignore what they lack).
+
+`f` is a path or, as torch's, a binary file object (io.BytesIO, a file opened "wb" / "rb").
+Saving to a path writes a temporary file beside the target and renames it over the target, so a
+crash mid-save leaves the previous checkpoint intact; to a file object it writes the whole
+checkpoint in one write, or nothing. Loading never unpickles, reads only the entries asked for,
+and checks each entry's declared shape against the bytes the file holds before it allocates
+anything.
 """
 
+import io
 import json
 import math
 import os
+import struct
 import zipfile
 import zlib
 
 import numpy as np
 
-from .errors import CheckpointError, fmt_shape
-from .files import atomic_write
+from .autograd import share_version
+from .errors import BackendError, CheckpointError, fmt_shape
+from .files import atomic_write, refuse_folder_path
+from .nn.module import Parameter
 from .tensor import Tensor
 
 FORMAT = "tinyattn-checkpoint-1"
@@ -27,66 +42,164 @@ MAX_DEPTH = 100  # nesting of the saved structure
 MAX_DEFLATE_RATIO = 1100  # deflate cannot expand data more than ~1032 times
 
 
-def save(obj, path):
-    """Write `obj` to `path` (.npz) atomically."""
-    arrays = {}
-    structure = _flatten(obj, arrays)
+def save(obj, f):
+    """Write `obj` to `f`: a path (.npz, written atomically) or a binary file object."""
+    writer = _Writer()
+    structure = writer.flatten(obj)
+    arrays = writer.arrays
     arrays[_META] = np.array(json.dumps({"format": FORMAT, "structure": structure}))
-    path = os.fspath(path)
+    if not _is_path(f):
+        _file_object(f, "save")
+        buf = io.BytesIO()  # (whole first: a failure writes nothing into f)
+        np.savez(buf, **arrays)
+        f.write(buf.getvalue())
+        return
+    path = os.fspath(f)
+    refuse_folder_path(path)  # ("ck/": before a folder is made for it)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    atomic_write(path, lambda f: np.savez(f, **arrays))
+    atomic_write(path, lambda out: np.savez(out, **arrays))
 
 
-def load(path, backend=None, keys=None, check=None, *, map_location=None, weights_only=True):
-    """Read what `save` wrote; tensors come back as tensors (on `backend`, default NumPy).
+def load(f, backend=None, keys=None, check=None, *, map_location=None, weights_only=True):
+    """Read what `save` wrote (from a path or a binary file object); tensors come back as
+    tensors (on `backend`, default NumPy).
 
     keys: of a saved dict, load only these entries (the others are never read); one the dict
     lacks is a KeyError (MissingKeysError) that names it.
     check(where, shape, dtype): called before each array is read (where: "obj['model'][...]");
     it may raise to refuse an array before its memory is allocated.
-    map_location: torch's name for the backend ("cpu", "cuda", "cuda:0"). weights_only: as
-    torch's default, and always so here: a checkpoint holds arrays and plain values, never
-    code to run.
+    map_location: torch's: a device ("cpu", "cuda", "cuda:0", or a device object such as
+    torch.device("cpu")) for every tensor, or a dict from the device a tensor was saved from
+    to where it goes ({"cuda:0": "cpu"}; a tensor saved from a device the dict does not name
+    stays there, one from the host as it would without map_location; device indexes are not
+    told apart). weights_only: as torch's default, and always so here: a checkpoint holds
+    arrays and plain values, never code to run.
     """
-    if map_location is not None:
-        if backend is not None:
-            raise TypeError("load: give backend or map_location, not both")
-        backend = str(map_location).split(":")[0]
-    path = os.fspath(path)
+    place = _placement(backend, map_location)
+    source, name, start = _source(f)
     try:
-        with zipfile.ZipFile(path) as zf:
-            reader = _Reader(zf, path, check)
+        size = _size(source)
+        with zipfile.ZipFile(source) as zf:
+            reader = _Reader(zf, name, check, size)
             structure = reader.structure()
             if keys is not None:
-                structure = _select(structure, keys, path)
-            return _unflatten(structure, reader, backend)
-    except (FileNotFoundError, IsADirectoryError, PermissionError, CheckpointError):
+                structure = _select(structure, keys, name)
+            return _Builder(reader, place).build(structure)
+    except (FileNotFoundError, IsADirectoryError, PermissionError, CheckpointError,
+            BackendError):  # (BackendError: a device map_location named that is not here)
         raise
     except zipfile.BadZipFile as e:
-        raise CheckpointError(_not_a_zip(path, e)) from None
-    except (ValueError, OSError, EOFError, KeyError, TypeError, NotImplementedError,
-            zlib.error) as e:
-        raise CheckpointError(f"load: {path} is not a readable checkpoint (corrupt, truncated or "
+        raise CheckpointError(_not_a_zip(source, name, start, e)) from None
+    # what else a damaged zip or .npy entry raises: zipfile's RuntimeError for an entry flagged
+    # encrypted, NotImplementedError for an unknown compression, zlib.error for bad deflate
+    # data, EOFError, struct.error and OverflowError for cut or forged headers
+    except (ValueError, OSError, EOFError, KeyError, TypeError, RuntimeError, OverflowError,
+            struct.error, zlib.error) as e:
+        raise CheckpointError(f"load: {name} is not a readable checkpoint (corrupt, truncated or "
                               f"not written by tinyattn.save): {type(e).__name__}: {e}") from None
 
 
-def _not_a_zip(path, e):
-    with open(path, "rb") as f:
-        head = f.read(8)
+def _is_path(f):
+    return isinstance(f, (str, bytes, os.PathLike))
+
+
+def _file_object(f, fn):
+    """Refuse what is neither a path nor a binary file object `fn` (save, load) can use."""
+    method = "write" if fn == "save" else "read"
+    if isinstance(f, io.TextIOBase):
+        raise TypeError(f"{fn}: {_name_of(f)} is opened in text mode; a checkpoint is binary: "
+                        f"open it with '{method[0]}b'")
+    if not callable(getattr(f, method, None)):
+        raise TypeError(f"{fn}: expected a path (str, bytes or os.PathLike) or a binary file "
+                        f"object with {method}(), got {type(f).__name__}")
+
+
+def _name_of(f):
+    """A file object's name in messages: its path if it has one, else <BytesIO> and the like."""
+    name = getattr(f, "name", None)
+    return name if isinstance(name, str) else f"<{type(f).__name__}>"
+
+
+def _source(f):
+    """(what zipfile reads, its name in messages, where the checkpoint starts in it): a path,
+    or a file object (read into memory first if it cannot seek, as a pipe)."""
+    if _is_path(f):
+        path = os.fspath(f)
+        return path, path, 0
+    _file_object(f, "load")
+    name = _name_of(f)
+    seekable = callable(getattr(f, "seek", None)) and (
+        not callable(getattr(f, "seekable", None)) or f.seekable())
+    if not seekable:
+        data = f.read()
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"load: {name} read() gave {type(data).__name__}, not bytes: open "
+                            "it in binary mode ('rb')")
+        f = io.BytesIO(data)
+    return f, name, f.tell()
+
+
+def _size(source):
+    """The bytes a checkpoint's file holds (no entry can store more)."""
+    if isinstance(source, (str, bytes)):
+        return os.stat(source).st_size
+    at = source.tell()
+    end = source.seek(0, io.SEEK_END)
+    source.seek(at)
+    return end
+
+
+def _device(d, what):
+    """A device's backend name as map_location gives it: "cuda:0" -> "cuda", a device object
+    (torch.device) by its .type; anything else refused."""
+    if isinstance(d, str):
+        return d.split(":")[0]
+    if isinstance(getattr(d, "type", None), str):
+        return d.type
+    raise TypeError(f"load: map_location must be a device ('cpu', 'cuda', 'cuda:0', or a device "
+                    "object such as torch.device) or a dict {saved device: device} of those; "
+                    f"got {what}{d!r:.60} ({type(d).__name__}); a function as torch's is not "
+                    "taken (tinyattn moves arrays, not storages)")
+
+
+def _placement(backend, map_location):
+    """place(saved device) -> the backend a tensor saved from that device loads on (None: the
+    default, NumPy), from load's backend= or map_location=."""
+    if map_location is None:
+        return lambda saved: backend
+    if backend is not None:
+        raise TypeError("load: give backend or map_location, not both")
+    if not isinstance(map_location, dict):
+        name = _device(map_location, "")
+        return lambda saved: name
+    table = {_device(k, "the dict key "): _device(v, "the dict value ")
+             for k, v in map_location.items()}
+    # (torch's rule: a device the dict does not name stays; the host, where a tensor loads
+    # without map_location)
+    return lambda saved: table.get(saved, None if saved == "cpu" else saved)
+
+
+def _not_a_zip(source, name, start, e):
+    if isinstance(source, (str, bytes)):
+        with open(source, "rb") as f:
+            head = f.read(8)
+    else:
+        source.seek(start)
+        head = source.read(8)
     if head.startswith(b"\x93NUMPY"):
-        return (f"load: {path} holds a single .npy array, not a checkpoint; load it with "
+        return (f"load: {name} holds a single .npy array, not a checkpoint; load it with "
                 "numpy.load, or write checkpoints with tinyattn.save")
     if head.startswith(b"PK"):
-        return f"load: {path} is not a readable checkpoint (a damaged or truncated zip: {e})"
-    return (f"not a tinyattn checkpoint: {path} (not a readable checkpoint: a checkpoint is an "
+        return f"load: {name} is not a readable checkpoint (a damaged or truncated zip: {e})"
+    return (f"not a tinyattn checkpoint: {name} (not a readable checkpoint: a checkpoint is an "
             f".npz zip written by tinyattn.save; this file starts with {head!r})")
 
 
 class _Reader:
     """Reads a checkpoint's entries one at a time, each checked before it is allocated."""
 
-    def __init__(self, zf, path, check):
-        self.zf, self.path, self.check = zf, path, check
+    def __init__(self, zf, path, check, size):
+        self.zf, self.path, self.check, self.size = zf, path, check, size
 
     def structure(self):
         """The saved structure (the JSON in the __tinyattn__ entry), format checked."""
@@ -125,6 +238,14 @@ class _Reader:
         except KeyError:
             raise CheckpointError(f"load: {self.path} has a damaged structure entry: {where} "
                                   f"names entry {key!r}, which the file lacks") from None
+        # the zip's own sizes, which a forged directory may declare at will: what is stored
+        # must fit in the file, and a stored (not deflated) entry is as large as it holds
+        if info.compress_size > self.size or (info.compress_type == zipfile.ZIP_STORED
+                                              and info.file_size != info.compress_size):
+            raise CheckpointError(
+                f"load: {self.path}: {where} declares {info.file_size} bytes, "
+                f"{info.compress_size} stored, in a file of {self.size} bytes; the checkpoint is "
+                "damaged or forged")
         with self.zf.open(info) as f:
             shape, fortran, dtype = self._header(f, where)
             size = math.prod(shape) * dtype.itemsize
@@ -134,7 +255,12 @@ class _Reader:
                     f"load: {self.path}: {where} declares shape {fmt_shape(shape)} of {dtype} "
                     f"({size} bytes), but the file holds {held} bytes for it "
                     f"({info.compress_size} stored); the checkpoint is damaged or forged")
-            buf = bytearray(size)
+            try:
+                buf = bytearray(size)
+            except MemoryError:
+                raise CheckpointError(
+                    f"load: {self.path}: {where} needs {size} bytes, more than can be "
+                    "allocated now (too little free memory, or a forged file)") from None
             if f.readinto(buf) != size:
                 raise EOFError(f"{where} is cut short")
         return np.frombuffer(buf, dtype=dtype).reshape(shape, order="F" if fortran else "C")
@@ -185,70 +311,155 @@ def _select(structure, keys, path):
     return {"dict": {k: v for k, v in held.items() if k in keys}}
 
 
-def _flatten(obj, arrays, where="obj"):
-    """A JSON-able description of obj; arrays are moved into `arrays` under fresh keys.
-    `where` is obj's place in what is being saved (obj['model'][2]), for the error messages."""
-    if isinstance(obj, Tensor):
-        key = f"a{len(arrays)}"
-        arrays[key] = obj.numpy()
-        return {"tensor": key}
-    if isinstance(obj, np.ndarray) or hasattr(obj, "__cuda_array_interface__"):
-        return {"array": _store_array(obj, arrays, where)}
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, dict):
-        return {"dict": _flatten_dict(obj, arrays, where)}
-    if isinstance(obj, (list, tuple)):
-        return {"list" if isinstance(obj, list) else "tuple":
-                [_flatten(v, arrays, f"{where}[{i}]") for i, v in enumerate(obj)]}
-    if obj is None or isinstance(obj, (bool, int, float, str)):
-        return obj
-    hint = ("; save its .state_dict() instead" if hasattr(obj, "state_dict") else
-            " (use tensors, arrays, numbers, strings, None, and lists, tuples and dicts with "
-            "string keys of those)")
-    raise TypeError(f"save: cannot store a {type(obj).__name__} at {where}{hint}")
+class _Writer:
+    """What save writes: `flatten(obj)` gives obj's structure (JSON-able) and puts its arrays in
+    `arrays` under fresh keys, each array object once."""
 
+    def __init__(self):
+        self.arrays = {}
+        self.keys = {}  # id(array) -> (array, its key): (held, so that no id is reused meanwhile)
+        self.tensors = {}  # id(tensor) -> (tensor, its node, its number): one saved twice is
+        # one object
+        self.above = {}  # id(container) -> its place: the containers around what is flattened
 
-def _store_array(a, arrays, where):
-    """Put a NumPy (or CuPy, brought to the host) array in `arrays`: its key."""
-    key = f"a{len(arrays)}"
-    arrays[key] = np.asarray(a.get() if hasattr(a, "get") else a)
-    if arrays[key].dtype.kind not in "biufU":
-        raise TypeError(f"save: cannot store {where}, an array of dtype {arrays[key].dtype}")
-    return key
+    def flatten(self, obj, where="obj", depth=0):
+        """A JSON-able description of obj. `where` is obj's place in what is being saved
+        (obj['model'][2]), `depth` the containers around it, as load counts them."""
+        if depth > MAX_DEPTH:
+            shown = where if len(where) <= 160 else f"{where[:90]} ... {where[-60:]}"
+            raise CheckpointError(f"save: {shown} is nested {depth} levels deep; load reads at "
+                                  f"most {MAX_DEPTH} (serialization.MAX_DEPTH), so the file "
+                                  "would not load: flatten that part (a string, or fewer levels)")
+        if isinstance(obj, Tensor):
+            return self._tensor(obj)
+        if isinstance(obj, np.ndarray) or hasattr(obj, "__cuda_array_interface__"):
+            return {"array": self._store_array(obj, where)}
+        if isinstance(obj, np.generic):  # (its Python value, where JSON holds one)
+            value = obj.item()
+            if isinstance(value, (bool, int, float, str)):
+                return value
+        elif isinstance(obj, (dict, list, tuple)):
+            return self._container(obj, where, depth)
+        elif obj is None or isinstance(obj, (bool, int, float, str)):
+            return obj
+        hint = ("; save its .state_dict() instead" if hasattr(obj, "state_dict") else
+                " (use tensors, arrays, numbers, strings, None, and lists, tuples and dicts with "
+                "string keys of those)")
+        raise TypeError(f"save: cannot store a {type(obj).__name__} at {where}{hint}")
 
+    def _container(self, obj, where, depth):
+        if id(obj) in self.above:
+            raise CheckpointError(f"save: {where} is {self.above[id(obj)]} itself: a container "
+                                  "that holds itself cannot be saved (load could not rebuild it)")
+        self.above[id(obj)] = where
+        try:
+            if isinstance(obj, dict):
+                for k in obj:
+                    if not isinstance(k, str):
+                        raise TypeError(f"save: dict keys must be strings; {where} has the "
+                                        f"{type(k).__name__} key {k!r}")
+                return {"dict": {k: self.flatten(v, f"{where}[{k!r}]", depth + 1)
+                                 for k, v in obj.items()}}
+            return {"list" if isinstance(obj, list) else "tuple":
+                    [self.flatten(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(obj)]}
+        finally:
+            del self.above[id(obj)]
 
-def _flatten_dict(obj, arrays, where):
-    for k in obj:
-        if not isinstance(k, str):
-            raise TypeError(f"save: dict keys must be strings; {where} has the "
-                            f"{type(k).__name__} key {k!r}")
-    return {k: _flatten(v, arrays, f"{where}[{k!r}]") for k, v in obj.items()}
-
-
-def _unflatten(node, reader, backend, where="obj", depth=0):
-    """The object a structure node describes; arrays are read as they are reached."""
-    if depth > MAX_DEPTH:
-        raise CheckpointError(f"load: {reader.path} has a damaged structure entry: nested "
-                              f"deeper than {MAX_DEPTH} levels")
-    if not isinstance(node, dict):
+    def _tensor(self, t):
+        """{"tensor": key}, with "requires_grad", "parameter" (an nn.Parameter), "device" (not
+        the host) where they apply; the same node (with an "object" tag) for a tensor met
+        again, so that load makes one object of it."""
+        seen = self.tensors.get(id(t))
+        if seen is not None:
+            seen[1]["object"] = seen[2]
+            return seen[1]
+        node = {"tensor": self._key(t.data, t.numpy)}
+        if t.requires_grad:
+            node["requires_grad"] = True
+        if isinstance(t, Parameter):
+            node["parameter"] = True
+        if t.device != "cpu":
+            node["device"] = t.device
+        self.tensors[id(t)] = (t, node, len(self.tensors))
         return node
-    if "tensor" in node:
-        return Tensor(reader.array(node["tensor"], where), backend=backend)
-    if "array" in node:
-        return reader.array(node["array"], where)
-    return _unflatten_container(node, reader, backend, where, depth)
+
+    def _key(self, a, host):
+        """The key of array `a` (its host copy `host()` stored under a fresh one, the first
+        time): tensors over one array (tied weights) share one entry."""
+        if id(a) not in self.keys:
+            key = f"a{len(self.arrays)}"
+            self.arrays[key] = host()
+            self.keys[id(a)] = (a, key)
+        return self.keys[id(a)][1]
+
+    def _store_array(self, a, where):
+        """Put a NumPy (or CuPy, brought to the host) array in `arrays`: its key."""
+        key = self._key(a, lambda: np.asarray(a.get() if hasattr(a, "get") else a))
+        if self.arrays[key].dtype.kind not in "biufU":
+            raise TypeError(f"save: cannot store {where}, an array of dtype "
+                            f"{self.arrays[key].dtype}")
+        return key
 
 
-def _unflatten_container(node, reader, backend, where, depth):
-    kind = next((k for k in ("dict", "list", "tuple") if k in node), None)
-    body = node.get(kind)
-    if not isinstance(body, dict if kind == "dict" else list):
-        raise CheckpointError(f"load: {reader.path} has a damaged structure entry: {where} is "
-                              f"{str(node)[:60]}")
-    if kind == "dict":
-        return {k: _unflatten(v, reader, backend, f"{where}[{k!r}]", depth + 1)
-                for k, v in body.items()}
-    items = [_unflatten(v, reader, backend, f"{where}[{i}]", depth + 1)
-             for i, v in enumerate(body)]
-    return items if kind == "list" else tuple(items)
+class _Builder:
+    """What load makes of a structure: the objects it describes, arrays read as they are reached,
+    each entry once (a tensor saved at several places is one object, tensors over one entry
+    share one array)."""
+
+    def __init__(self, reader, place):
+        self.reader, self.place = reader, place
+        self.objects = {}  # "object" tag -> the tensor
+        self.shared = {}  # (entry, backend) -> the first tensor over it
+        self.host = {}  # entry -> the array (saved as an array)
+
+    def build(self, node, where="obj", depth=0):
+        """The object a structure node describes."""
+        if depth > MAX_DEPTH:
+            raise CheckpointError(f"load: {self.reader.path} has a damaged structure entry: "
+                                  f"nested deeper than {MAX_DEPTH} levels")
+        if not isinstance(node, dict):
+            return node
+        if "tensor" in node:
+            return self._tensor(node, where)
+        if "array" in node:
+            key = node["array"]
+            if not isinstance(key, str) or key not in self.host:
+                self.host[key] = self.reader.array(key, where)
+            return self.host[key]
+        return self._container(node, where, depth)
+
+    def _tensor(self, node, where):
+        tag = node.get("object")
+        if (tag is not None and not isinstance(tag, int)) or not isinstance(
+                node.get("device", "cpu"), str):
+            raise CheckpointError(f"load: {self.reader.path} has a damaged structure entry: "
+                                  f"{where} is {str(node)[:60]}")
+        if tag in self.objects:
+            return self.objects[tag]
+        key, backend = node["tensor"], self.place(node.get("device", "cpu"))
+        first = self.shared.get((key, backend)) if isinstance(key, str) else None
+        if first is None:
+            data = Tensor(self.reader.array(key, where), backend=backend)
+            t = Parameter._wrap(data.data, data.backend) if node.get("parameter") is True \
+                else data
+            self.shared[(key, backend)] = t
+        else:
+            cls = Parameter if node.get("parameter") is True else Tensor
+            t = cls._wrap(first.data, first.backend)
+            share_version(first, t)
+        if node.get("requires_grad") is True:
+            t._require(True)
+        if tag is not None:
+            self.objects[tag] = t
+        return t
+
+    def _container(self, node, where, depth):
+        kind = next((k for k in ("dict", "list", "tuple") if k in node), None)
+        body = node.get(kind)
+        if not isinstance(body, dict if kind == "dict" else list):
+            raise CheckpointError(f"load: {self.reader.path} has a damaged structure entry: "
+                                  f"{where} is {str(node)[:60]}")
+        if kind == "dict":
+            return {k: self.build(v, f"{where}[{k!r}]", depth + 1) for k, v in body.items()}
+        items = [self.build(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(body)]
+        return items if kind == "list" else tuple(items)

@@ -1,6 +1,7 @@
 """Checkpoints: round trips, no pickle ever, clear errors, and a failed save loses nothing."""
 
 import errno
+import io
 import json
 import os
 import zipfile
@@ -417,3 +418,334 @@ def test_an_entry_may_inflate_to_the_ratio_times_its_stored_bytes_plus_4_kib(tmp
     ta.save({"a": np.zeros(4096 - 127, np.uint8)}, path)
     with pytest.raises(ta.CheckpointError, match="damaged or forged"):
         ta.load(path)
+
+
+# ---- nesting save refuses (load would call the file damaged); containers that hold themselves --
+
+
+def _deep(levels, kind):
+    node = 1  # a value `levels` containers down
+    for _ in range(levels):
+        node = {"c": node} if kind == "dict" else [node]
+    return node
+
+
+@pytest.mark.parametrize("kind", ["dict", "list"])
+def test_nesting_load_would_refuse_is_refused_at_save_and_the_old_file_kept(tmp_path, kind):
+    path = tmp_path / "ck.npz"
+    ok = _deep(serialization.MAX_DEPTH, kind)
+    ta.save(ok, path)  # as deep as load reads: saved, and loads back
+    assert ta.load(path) == ok
+    original = path.read_bytes()
+    where = r"obj\['cfg'\]\['c'\]" if kind == "dict" else r"obj\['cfg'\]\[0\]"
+    with pytest.raises(ValueError, match=f"^save: {where}.* is nested {serialization.MAX_DEPTH + 1}"
+                                         f" levels deep; load reads at most "
+                                         f"{serialization.MAX_DEPTH}") as e:
+        ta.save({"w": ta.ones(2), "cfg": _deep(serialization.MAX_DEPTH, kind)}, path)
+    assert isinstance(e.value, ta.CheckpointError)
+    assert path.read_bytes() == original and os.listdir(tmp_path) == ["ck.npz"]
+
+
+def test_a_container_that_holds_itself_is_refused_by_its_place(tmp_path):
+    loop = {}
+    loop["self"] = loop
+    inner = {"x": []}
+    inner["x"].append(inner)
+    for obj, message in [(loop, "save: obj['self'] is obj itself"),
+                         ({"a": [inner]}, "save: obj['a'][0]['x'][0] is obj['a'][0] itself")]:
+        with pytest.raises(ValueError) as e:
+            ta.save(obj, tmp_path / "ck.npz")
+        assert str(e.value).startswith(message), str(e.value)
+        assert "a container that holds itself" in str(e.value)
+    assert os.listdir(tmp_path) == []
+    shared = [1, 2]  # the same list twice (not inside itself) is fine: saved as two copies
+    ta.save({"a": shared, "b": shared}, tmp_path / "ck.npz")
+    assert ta.load(tmp_path / "ck.npz") == {"a": [1, 2], "b": [1, 2]}
+
+
+# ---- what a tensor is besides its values: requires_grad, Parameter, one object saved twice ----
+
+
+def test_requires_grad_and_parameters_come_back_as_torchs(tmp_path):
+    torch = pytest.importorskip("torch")
+
+    def saved(lib, nn, x):
+        frozen = nn.Parameter(lib.ones(2))
+        frozen.requires_grad_(False)
+        return {"param": nn.Parameter(lib.ones(2)), "leaf": x, "nonleaf": x * 2,
+                "frozen": frozen, "plain": lib.ones(2)}
+
+    def kinds(back):
+        return {k: (type(v).__name__, v.requires_grad, v.is_leaf) for k, v in back.items()}
+
+    ta.save(saved(ta, ta.nn, ta.ones(2, requires_grad=True)), tmp_path / "ck.npz")
+    back = ta.load(tmp_path / "ck.npz")
+    buf = io.BytesIO()
+    torch.save(saved(torch, torch.nn, torch.ones(2, requires_grad=True)), buf)
+    buf.seek(0)
+    assert kinds(back) == kinds(torch.load(buf)) == {
+        "param": ("Parameter", True, True), "leaf": ("Tensor", True, True),
+        "nonleaf": ("Tensor", True, True), "frozen": ("Parameter", False, True),
+        "plain": ("Tensor", False, True)}
+    np.testing.assert_array_equal(back["nonleaf"].numpy(), [2.0, 2.0])
+    old = ta.load(_forged(tmp_path, {"dict": {"w": {"tensor": "a0"}}}, a0=np.ones(2)))
+    assert type(old["w"]) is ta.Tensor and not old["w"].requires_grad  # a file from before
+
+
+def test_a_tensor_saved_twice_is_stored_once_and_comes_back_as_one(tmp_path):
+    torch = pytest.importorskip("torch")
+    s = ta.tensor([0.0, 1.0, 2.0, 3.0], requires_grad=True)
+    a = np.arange(3)
+    ta.save({"a": s, "b": s, "list": [s, a], "again": a}, tmp_path / "ck.npz")
+    with zipfile.ZipFile(tmp_path / "ck.npz") as zf:
+        assert len(zf.namelist()) == 3  # s, a and the structure
+    back = ta.load(tmp_path / "ck.npz")
+    assert back["a"] is back["b"] is back["list"][0] and back["a"].requires_grad
+    assert back["list"][1] is back["again"]
+    only = ta.load(tmp_path / "ck.npz", keys=["list"])  # reached first where it was not first
+    np.testing.assert_array_equal(only["list"][0].numpy(), [0.0, 1.0, 2.0, 3.0])
+    x, y, z = ta.ones(1), ta.zeros(1), ta.full((1,), 2.0)  # each twice: three objects
+    ta.save([x, y, z, z, y, x], tmp_path / "three.npz")
+    back = ta.load(tmp_path / "three.npz")
+    assert back[0] is back[5] and back[1] is back[4] and back[2] is back[3]
+    assert [t.item() for t in back[:3]] == [1.0, 0.0, 2.0]
+
+    class Tied(ta.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = ta.nn.Linear(2, 2, bias=False), ta.nn.Linear(2, 2, bias=False)
+            self.b.weight = self.a.weight
+
+    ta.save(Tied().state_dict(), tmp_path / "tied.npz")  # two tensors over one memory
+    back = ta.load(tmp_path / "tied.npz")
+    assert back["a.weight"] is not back["b.weight"]
+    assert np.shares_memory(back["a.weight"].data, back["b.weight"].data)
+    back["a.weight"].data[0, 0] = 5.0
+    assert back["b.weight"].numpy()[0, 0] == 5.0
+    # torch's, the same: one storage under both keys
+    tied = torch.nn.Module()
+    tied.a, tied.b = torch.nn.Linear(2, 2, bias=False), torch.nn.Linear(2, 2, bias=False)
+    tied.b.weight = tied.a.weight
+    buf = io.BytesIO()
+    torch.save(tied.state_dict(), buf)
+    buf.seek(0)
+    theirs = torch.load(buf)
+    assert theirs["a.weight"].data_ptr() == theirs["b.weight"].data_ptr()
+
+
+def test_a_view_is_saved_as_a_copy_of_its_values(tmp_path):
+    """Documented: a view of another saved tensor is saved as its own values (torch keeps the
+    two sharing one storage; here they share nothing after a load)."""
+    s = ta.tensor([0.0, 1.0, 2.0, 3.0])
+    ta.save({"s": s, "view": s[1:3]}, tmp_path / "ck.npz")
+    back = ta.load(tmp_path / "ck.npz")
+    back["s"].data[1] = 100.0
+    assert back["view"].numpy().tolist() == [1.0, 2.0]
+    assert "views are saved as copies" in " ".join(serialization.__doc__.lower().split())
+
+
+# ---- file objects, as torch.save / torch.load take them --------------------------------------
+
+
+class _Unseekable(io.RawIOBase):
+    """A stream read once, front to back (a pipe, a socket): no seek."""
+
+    def __init__(self, data):
+        self._data = io.BytesIO(data)
+
+    def readable(self):
+        return True
+
+    def readinto(self, b):
+        return self._data.readinto(b)
+
+
+def test_save_and_load_take_binary_file_objects(tmp_path):
+    obj = {"w": ta.tensor([1.0, 2.0]), "n": 3}
+    buf = io.BytesIO()
+    ta.save(obj, buf)
+    buf.seek(0)
+    assert ta.load(buf)["w"].numpy().tolist() == [1.0, 2.0]
+    with open(tmp_path / "ck.npz", "wb") as f:
+        ta.save(obj, f)
+    with open(tmp_path / "ck.npz", "rb") as f:
+        assert ta.load(f)["n"] == 3
+    assert ta.load(tmp_path / "ck.npz")["n"] == 3  # the same bytes as a save to the path
+    assert ta.load(_Unseekable(buf.getvalue()))["n"] == 3
+    before = buf.getvalue()
+    with pytest.raises(TypeError, match="cannot store a set"):
+        ta.save({"x": {1, 2}}, buf)  # a failed save writes nothing into the file
+    assert buf.getvalue() == before
+    with open(tmp_path / "text.npz", "w") as f, pytest.raises(
+            TypeError, match="save: .* text mode.*'wb'"):
+        ta.save(obj, f)
+    with open(tmp_path / "ck.npz") as f, pytest.raises(TypeError, match="load: .* text mode"):
+        ta.load(f)
+    for bad, fn in [(3, ta.save), (3, ta.load)]:
+        args = (obj, bad) if fn is ta.save else (bad,)
+        with pytest.raises(TypeError, match=f"^{fn.__name__}: .*a path .* or a binary file "
+                                            "object.*got int"):
+            fn(*args)
+    with pytest.raises(ta.CheckpointError, match="not a tinyattn checkpoint: <BytesIO>"):
+        ta.load(io.BytesIO(b"garbage, not a zip"))
+
+
+# ---- map_location as torch takes it: a device, a string, a dict of locations -----------------
+
+
+class _Device:
+    """A device object as torch.device: its type and index."""
+
+    def __init__(self, kind):
+        self.type, self.index = kind, 0
+
+
+def test_map_location_takes_devices_and_a_dict_and_refuses_other_kinds(tmp_path, cupy_be):
+    path = tmp_path / "ck.npz"
+    ta.save({"host": ta.tensor([1.0]), "gpu": ta.tensor([2.0], backend="cupy")}, path)
+
+    def where(**kwargs):
+        back = ta.load(path, **kwargs)
+        return back["host"].device, back["gpu"].device
+
+    assert where() == ("cpu", "cpu")  # (as before: NumPy unless asked)
+    assert where(map_location={"cuda:0": "cpu"}) == ("cpu", "cpu")
+    assert where(map_location={"cpu": "cuda:0"}) == ("cuda", "cuda")  # unmapped: where saved
+    assert where(map_location={"cuda": "cpu", "cpu": "cuda"}) == ("cuda", "cpu")
+    assert where(map_location={}) == ("cpu", "cuda")
+    assert where(map_location=_Device("cuda")) == ("cuda", "cuda")
+    assert where(map_location={"cuda:0": _Device("cpu")}) == ("cpu", "cpu")
+    assert where(map_location="cpu") == ("cpu", "cpu")
+    for bad in (lambda storage, location: storage, 3, ["cpu"], {0: "cpu"}, {"cpu": 1}):
+        with pytest.raises(TypeError, match=r"^load: map_location must be a device \('cpu', "
+                                            r"'cuda', 'cuda:0'.*a dict .*got "):
+            ta.load(path, map_location=bad)
+    old = ta.load(_forged(tmp_path, {"tensor": "a0"}, a0=np.ones(1)),
+                  map_location={"cpu": "cuda"})  # a file from before: saved from the host
+    assert old.device == "cuda"
+
+
+def test_map_location_as_a_torch_device(tmp_path):
+    torch = pytest.importorskip("torch")
+    ta.save({"w": ta.ones(2)}, tmp_path / "ck.npz")
+    for ml in (torch.device("cpu"), {"cuda:0": torch.device("cpu")}, {"cuda:0": "cpu"}):
+        assert ta.load(tmp_path / "ck.npz", map_location=ml)["w"].device == "cpu"
+
+
+# ---- NumPy scalars JSON cannot hold; a path that names a folder ------------------------------
+
+
+@pytest.mark.parametrize("value", [np.complex64(1), np.datetime64("2020-01-01"),
+                                   np.timedelta64(3, "s"), np.bytes_(b"x"), np.void(b"ab"),
+                                   np.longdouble(1.5), 1 + 2j, b"bytes"])
+def test_a_value_json_cannot_hold_is_named_by_its_place(tmp_path, value):
+    path = tmp_path / "ck.npz"
+    ta.save({"w": 1}, path)
+    with pytest.raises(TypeError, match=rf"^save: cannot store a {type(value).__name__} at "
+                                        r"obj\['x'\]\['y'\] \(use tensors"):
+        ta.save({"x": {"y": value}}, path)
+    assert ta.load(path) == {"w": 1} and os.listdir(tmp_path) == ["ck.npz"]
+
+
+def test_a_path_ending_in_a_slash_is_refused_as_open_refuses_it(tmp_path):
+    from tinyattn.files import atomic_write
+
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "file").write_bytes(b"kept")
+    for name in ("new", "folder", "file"):
+        target = f"{tmp_path / name}/"
+        with pytest.raises(OSError) as opened:
+            open(target, "wb")  # noqa: SIM115 - (what open() says of it)
+        for write in (lambda target=target: ta.save({"w": 1}, target),
+                      lambda target=target: atomic_write(target, lambda f: f.write("x"), "w")):
+            with pytest.raises(type(opened.value)) as e:
+                write()
+            assert e.value.errno == opened.value.errno and e.value.filename == target
+    assert sorted(os.listdir(tmp_path)) == ["file", "folder"]
+    assert (tmp_path / "file").read_bytes() == b"kept" and os.listdir(tmp_path / "folder") == []
+
+
+# ---- damage: every error a damaged zip raises is a CheckpointError ----------------------------
+
+
+def test_a_zip_entry_flagged_encrypted_is_a_checkpoint_error(tmp_path):
+    path = tmp_path / "ck.npz"
+    ta.save({"w": ta.ones(4)}, path)
+    data = bytearray(path.read_bytes())
+    data[data.find(b"PK\x01\x02") + 8] |= 1  # the first central directory entry: encrypted
+    path.write_bytes(data)
+    with pytest.raises(ta.CheckpointError, match="not a readable checkpoint.*encrypted"):
+        ta.load(path)
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_any_one_damaged_byte_is_a_checkpoint_error_or_loads_the_same(tmp_path, compressed):
+    """Every byte of a small checkpoint set to 0, to 255 and flipped in its lowest bit (stored,
+    and deflated as numpy.savez_compressed writes it: zlib's errors too)."""
+    path = tmp_path / "ck.npz"
+    obj = {"w": ta.tensor(np.arange(16, dtype=np.float32)), "meta": {"step": 5}}
+    ta.save(obj, path)
+    if compressed:
+        with zipfile.ZipFile(path) as zf:
+            entries = {n: zf.read(n) for n in zf.namelist()}
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+            for name, entry in entries.items():
+                zf.writestr(name, entry)
+    data = path.read_bytes()
+    raw = {}
+    for k in range(len(data)):
+        for value in {0, 255, data[k] ^ 1} - {data[k]}:
+            damaged = bytearray(data)
+            damaged[k] = value
+            path.write_bytes(damaged)
+            try:
+                back = ta.load(path)
+            except ta.CheckpointError:
+                continue
+            except Exception as e:  # noqa: BLE001 - (what the test looks for)
+                raw.setdefault(type(e).__name__, (k, value, str(e)[:100]))
+                continue
+            assert back["meta"] == {"step": 5}, (k, value)
+            np.testing.assert_array_equal(back["w"].numpy(), np.arange(16))
+    assert raw == {}
+
+
+def test_sizes_a_forged_zip_directory_declares_are_refused_before_allocating(tmp_path,
+                                                                             monkeypatch):
+    """The directory's sizes are the forger's to write: an entry declaring 2 GB (stored, its
+    .npy header agreeing) in a file of a few hundred bytes is refused without asking for the
+    memory; an allocation that fails is a CheckpointError too."""
+    asked = []
+
+    def spy(size):
+        asked.append(size)
+        if size > 1 << 20:
+            raise MemoryError
+        return bytearray(size)
+
+    monkeypatch.setattr(serialization, "bytearray", spy, raising=False)
+    header = io.BytesIO()
+    n = (0x7FFFFF00 - 128) // 4
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f4", "fortran_order": False,
+                                                  "shape": (n,)})
+    assert len(header.getvalue()) == 128
+    path = tmp_path / "forged.npz"
+    meta = json.dumps({"format": serialization.FORMAT, "structure": {"tensor": "a0"}})
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as zf:
+        buf = io.BytesIO()
+        np.save(buf, np.array(meta))
+        zf.writestr("__tinyattn__.npy", buf.getvalue())
+        zf.writestr("a0.npy", header.getvalue() + bytes(16))
+    data = bytearray(path.read_bytes())
+    entry = data.rfind(b"PK\x01\x02")  # a0's central directory entry (the last)
+    declared = 128 + 4 * n
+    data[entry + 20:entry + 28] = declared.to_bytes(4, "little") * 2  # compressed, uncompressed
+    path.write_bytes(data)
+    with pytest.raises(ta.CheckpointError, match=f"declares {declared} bytes, {declared} stored, "
+                                                 f"in a file of {len(data)} bytes"):
+        ta.load(path)
+    assert all(size < 1 << 20 for size in asked)
+    ta.save({"w": ta.zeros(1 << 19)}, tmp_path / "ck.npz")  # 2 MiB: more than spy allows
+    with pytest.raises(ta.CheckpointError, match=r"obj\['w'\] needs 2097152 bytes, more than can "
+                                                 "be allocated"):
+        ta.load(tmp_path / "ck.npz")

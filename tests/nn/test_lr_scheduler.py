@@ -573,3 +573,40 @@ def test_every_scheduler_after_a_milestone_gives_torchs_lrs(name, kwargs):
         want.append(ts.get_last_lr())
     for step, (g, w) in enumerate(zip(got, want, strict=True)):
         assert g == pytest.approx(w, rel=1e-12, abs=1e-15), f"step {step}"
+
+
+@pytest.mark.parametrize("together", [False, True])
+def test_a_deep_copied_scheduler_drives_a_copied_optimizer_with_its_state(together):
+    """copy.deepcopy of a scheduler copies its optimizer (as torch's): the copy's state must
+    follow the copied parameters, and the copied scheduler set the copied optimizer's lr."""
+    import copy
+
+    ta.manual_seed(0)
+    model = ta.nn.Linear(3, 2)
+    opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    s = sched.SequentialLR(opt, [sched.LinearLR(opt, 0.5, total_iters=2),
+                                 sched.StepLR(opt, step_size=2, gamma=0.5)], milestones=[2])
+    x = ta.randn(4, 3)
+
+    def step(model, opt, s):
+        opt.zero_grad()
+        (model(x) ** 2).sum().backward()
+        opt.step()
+        s.step()
+
+    step(model, opt, s)
+    if together:
+        model2, opt2, s2 = copy.deepcopy((model, opt, s))
+    else:
+        s2 = copy.deepcopy(s)
+        opt2 = s2.optimizer
+        model2 = ta.nn.Linear(3, 2)  # the copied parameters, in a model of their own
+        model2.weight, model2.bias = opt2.params()
+    assert opt2 is not opt and all(sub.optimizer is opt2 for sub in s2._schedulers)
+    assert set(opt2.state) == {id(p) for p in opt2.params()}
+    for _ in range(3):
+        step(model, opt, s)
+        step(model2, opt2, s2)
+        assert opt2.lr == opt.lr
+    for p, q in zip(model.parameters(), model2.parameters(), strict=True):
+        np.testing.assert_array_equal(p.numpy(), q.numpy())

@@ -475,3 +475,93 @@ def test_hooks_need_callables_named_by_their_register_function_and_no_grad_skips
         m.register_full_backward_hook(lambda *a, k=k: order.append(k))
     m(ta.ones(1, 2, requires_grad=True)).sum().backward()
     assert order == [0, 1, 2] and len(seen) == 1
+
+
+# ---- load_state_dict as torch's: what it takes, assign=True, the errors it raises -------------
+
+
+def test_load_state_dict_of_something_not_dict_like_is_torchs_type_error():
+    ours, theirs = pair()
+    for bad in ([("0.weight", 1)], "0.weight", 3):
+        with pytest.raises(TypeError, match=f"Expected state_dict to be dict-like, got "
+                                            f"{type(bad)}") as e:
+            ours.load_state_dict(bad)
+        assert str(e.value).startswith("load_state_dict(Sequential): ")
+        with pytest.raises(TypeError, match=f"Expected state_dict to be dict-like, got "
+                                            f"{type(bad)}"):
+            theirs.load_state_dict(bad)
+
+
+def test_load_state_dict_mismatches_are_runtime_errors_as_torchs_and_still_value_errors():
+    ours, theirs = pair()
+    for change in (lambda s: s.pop("0.bias"), lambda s: s.update({"9.weight": np.ones(2)}),
+                   lambda s: s.update({"0.weight": np.ones((3, 3), np.float32)})):
+        mine = {k: v.numpy() for k, v in ours.state_dict().items()}
+        change(mine)
+        for exc in (RuntimeError, ValueError, ta.CheckpointError):
+            with pytest.raises(exc, match="nothing was loaded"):
+                ours.load_state_dict(mine)
+        with pytest.raises(RuntimeError):
+            theirs.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in mine.items()})
+
+
+def test_load_state_dict_assign_makes_the_given_tensors_the_parameters_as_torchs():
+    ours, theirs = pair()
+    ours[0].weight.requires_grad_(False)
+    theirs[0].weight.requires_grad_(False)
+    given = {k: ta.tensor(v.numpy() + 1.0) for k, v in ours.state_dict().items()}
+    given["2.bias"] = nn.Parameter(given["2.bias"])
+    bias = given["2.bias"]
+    assert ours.load_state_dict(given, assign=True) == ([], [])
+    for key, p in ours.named_parameters():
+        assert type(p) is nn.Parameter, key
+        assert np.shares_memory(p.data, given[key].data), key  # the given memory, not a copy
+    assert ours[2].bias is bias  # a Parameter given is the parameter itself
+    assert not ours[0].weight.requires_grad and ours[2].weight.requires_grad  # as they were
+    np.testing.assert_array_equal(ours[0].bias.numpy(), given["0.bias"].numpy())
+    # torch's, the same
+    tgiven = {k: torch.from_numpy(v.numpy().copy()) for k, v in given.items()}
+    tgiven["2.bias"] = torch.nn.Parameter(tgiven["2.bias"])
+    theirs.load_state_dict(tgiven, assign=True)
+    assert type(theirs[0].bias) is torch.nn.Parameter and theirs[2].bias is tgiven["2.bias"]
+    assert not theirs[0].weight.requires_grad and theirs[2].weight.requires_grad
+    # a float64 value brings its dtype (torch's assign keeps the given tensor's)
+    ours.load_state_dict({**given, "0.bias": ta.tensor(np.zeros(4))}, assign=True)
+    assert ours[0].bias.dtype == np.float64 and type(ours[0].bias) is nn.Parameter
+    x = ta.randn(2, 3)
+    ours(x)  # (the model still runs)
+
+
+def test_load_state_dict_assign_refuses_a_mismatch_and_assigns_nothing():
+    ours, _ = pair()
+    before = {k: v for k, v in ours.named_parameters()}
+    given = {k: ta.tensor(v.numpy()) for k, v in ours.state_dict().items()}
+    for change, message in [(lambda s: s.update({"0.weight": ta.ones(3, 3)}),
+                             r"0\.weight: the checkpoint has shape \(3, 3\)"),
+                            (lambda s: s.pop("2.bias"), "missing keys: 2.bias"),
+                            (lambda s: s.update({"2.bias": ta.tensor([1, 2])}), "2.bias")]:
+        bad = dict(given)
+        change(bad)
+        with pytest.raises(RuntimeError, match=message):
+            ours.load_state_dict(bad, assign=True)
+        assert all(p is before[k] for k, p in ours.named_parameters())
+
+
+def test_load_state_dict_assign_sets_buffers_and_keeps_tied_weights_tied():
+    bn = nn.BatchNorm1d(3)
+    state = {k: ta.tensor(v.numpy().copy()) for k, v in bn.state_dict().items()}
+    bn.load_state_dict(state, assign=True)
+    assert bn.running_mean is state["running_mean"] and bn.num_batches_tracked is \
+        state["num_batches_tracked"]
+    assert type(bn.running_mean) is ta.Tensor and list(bn.state_dict()) == list(state)
+
+    class Tied(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Linear(2, 2, bias=False), nn.Linear(2, 2, bias=False)
+            self.b.weight = self.a.weight
+
+    m = Tied()
+    w = ta.ones(2, 2)
+    m.load_state_dict({"a.weight": w, "b.weight": w}, assign=True)
+    assert m.a.weight is m.b.weight and np.shares_memory(m.a.weight.data, w.data)

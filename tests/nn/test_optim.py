@@ -576,3 +576,164 @@ def test_the_newer_adams_keep_the_state_they_need():
         opt.step()
         assert set(opt.state[id(w)]) == keys, name
     optim.Adam([w], betas=(0.0, 0.9))  # β = 0 is allowed, as in torch
+
+
+# ---- copies of an optimizer, and state dicts that do not fit --------------------------------
+
+
+def _model_and_adam(seed=0):
+    ta.manual_seed(seed)
+    model = ta.nn.Sequential(ta.nn.Linear(3, 4), ta.nn.Linear(4, 2))
+    return model, optim.Adam(model.parameters(), lr=0.1, amsgrad=True)
+
+
+def _step(model, opt, x):
+    opt.zero_grad()
+    (model(x) ** 2).sum().backward()
+    opt.step()
+
+
+@pytest.mark.parametrize("how", ["deepcopy", "pickle"])
+def test_a_copied_model_and_optimizer_keep_the_state_on_the_copied_parameters(how):
+    """The state is keyed by id(parameter): a copy must key it by the copies' ids (as torch's
+    state follows its copied parameters), or the copy steps from fresh moments."""
+    import copy
+    import pickle
+
+    copier = copy.deepcopy if how == "deepcopy" else (lambda o: pickle.loads(pickle.dumps(o)))
+    model, opt = _model_and_adam()
+    x = ta.randn(5, 3)
+    _step(model, opt, x)
+    model2, opt2 = copier((model, opt))
+    params2 = list(model2.parameters())
+    assert all(a is b for a, b in zip(opt2.params(), params2, strict=True))
+    assert set(opt2.state) == {id(p) for p in params2}  # no entry left for the originals
+    for p, q in zip(model.parameters(), params2, strict=True):
+        assert opt2.state[id(q)]["m"] is not opt.state[id(p)]["m"]  # copies, not shared
+        np.testing.assert_array_equal(opt2.state[id(q)]["m"], opt.state[id(p)]["m"])
+    for _ in range(2):
+        _step(model, opt, x)
+        _step(model2, opt2, x)
+    for p, q in zip(model.parameters(), model2.parameters(), strict=True):
+        np.testing.assert_array_equal(p.numpy(), q.numpy())
+    alone = copier(opt)  # an optimizer alone: its parameters are copied with it
+    assert all(a is not b for a, b in zip(alone.params(), opt.params(), strict=True))
+    assert set(alone.state) == {id(p) for p in alone.params()}
+    assert alone.state_dict()["state"].keys() == opt.state_dict()["state"].keys()
+
+
+def test_a_copied_model_and_optimizer_step_as_torchs_copies_do():
+    torch = pytest.importorskip("torch")
+    import copy
+
+    model, opt = _model_and_adam()
+    theirs = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Linear(4, 2)).double()
+    model.to(np.float64)
+    with torch.no_grad():
+        for p, q in zip(model.parameters(), theirs.parameters(), strict=True):
+            q.copy_(torch.from_numpy(p.numpy()))
+    their_opt = torch.optim.Adam(theirs.parameters(), lr=0.1, amsgrad=True)
+    x = np.random.default_rng(0).standard_normal((5, 3))
+    _step(model, opt, ta.tensor(x))
+    their_opt.zero_grad()
+    (theirs(torch.from_numpy(x)) ** 2).sum().backward()
+    their_opt.step()
+    model2, opt2 = copy.deepcopy((model, opt))
+    theirs2, their_opt2 = copy.deepcopy((theirs, their_opt))
+    for _ in range(3):
+        _step(model2, opt2, ta.tensor(x))
+        their_opt2.zero_grad()
+        (theirs2(torch.from_numpy(x)) ** 2).sum().backward()
+        their_opt2.step()
+    for p, q in zip(model2.parameters(), theirs2.parameters(), strict=True):
+        np.testing.assert_allclose(p.numpy(), q.detach().numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_state_dict_keeps_each_groups_parameter_indices_as_torchs():
+    model, _ = _model_and_adam()
+    layers = list(model.parameters())
+    opt = optim.SGD([{"params": layers[:2]}, {"params": layers[2:], "lr": 0.5}], lr=0.01)
+    assert [g["params"] for g in opt.state_dict()["groups"]] == [[0, 1], [2, 3]]
+    assert opt.param_groups[0]["params"] == layers[:2]  # (the groups themselves keep tensors)
+
+
+def test_load_state_dict_refuses_groups_of_another_size_or_split_as_torch():
+    torch = pytest.importorskip("torch")
+    model, opt = _model_and_adam()
+    _step(model, opt, ta.randn(2, 3))
+    saved = opt.state_dict()
+    bigger = ta.nn.Sequential(ta.nn.Linear(3, 4), ta.nn.Linear(4, 2), ta.nn.Linear(2, 2))
+    for other in (optim.Adam(bigger.parameters(), lr=0.1),
+                  optim.Adam(list(model.parameters())[:2], lr=0.1)):
+        with pytest.raises(ValueError, match="doesn't match the size of optimizer's group") as e:
+            other.load_state_dict(saved)
+        assert isinstance(e.value, ta.CheckpointError) and other.state == {}
+        message = str(e.value)
+        assert message.startswith("Adam.load_state_dict: ")
+        assert "group 0 has 4 parameters in the checkpoint" in message
+    p = list(model.parameters())
+    one = optim.SGD([{"params": p[:2]}, {"params": p[2:], "lr": 0.5}], lr=0.01)
+    other = optim.SGD([{"params": p[:1]}, {"params": p[1:], "lr": 0.5}], lr=0.01)
+    with pytest.raises(ValueError, match="doesn't match the size of optimizer's group"):
+        other.load_state_dict(one.state_dict())
+    assert [g["lr"] for g in other.param_groups] == [0.01, 0.5]  # nothing changed
+    with pytest.raises(ValueError, match="different number of parameter groups"):
+        optim.SGD(p, lr=0.01).load_state_dict(one.state_dict())
+    # torch refuses the same two
+    tp = [torch.zeros(2, requires_grad=True) for _ in range(4)]
+    t_one = torch.optim.SGD([{"params": tp[:2]}, {"params": tp[2:], "lr": 0.5}], lr=0.01)
+    t_other = torch.optim.SGD([{"params": tp[:1]}, {"params": tp[1:], "lr": 0.5}], lr=0.01)
+    with pytest.raises(ValueError, match="doesn't match the size of optimizer's group"):
+        t_other.load_state_dict(t_one.state_dict())
+    with pytest.raises(ValueError, match="different number of parameter groups"):
+        torch.optim.SGD(tp, lr=0.01).load_state_dict(t_one.state_dict())
+
+
+def test_a_checkpoint_from_before_the_group_indices_loads_into_a_matching_optimizer(tmp_path):
+    model, opt = _model_and_adam()
+    x = ta.randn(2, 3)
+    _step(model, opt, x)
+    saved = opt.state_dict()
+    for group in saved["groups"]:
+        del group["params"]  # as an older tinyattn wrote it
+    ta.save({"opt": saved}, tmp_path / "old.npz")
+    model2, opt2 = _model_and_adam()
+    model2.load_state_dict(model.state_dict())
+    opt2.load_state_dict(ta.load(tmp_path / "old.npz")["opt"])
+    _step(model, opt, x)
+    _step(model2, opt2, x)
+    for p, q in zip(model.parameters(), model2.parameters(), strict=True):
+        np.testing.assert_array_equal(p.numpy(), q.numpy())
+
+
+def test_load_state_dict_takes_torchs_layout_and_names_the_keys_it_needs():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(1)
+    w0, grads = rng.standard_normal((3, 4)), [rng.standard_normal((3, 4)) for _ in range(4)]
+    for name, kwargs in [("Adam", dict(lr=0.1, amsgrad=True)), ("SGD", dict(lr=0.1,
+                                                                            momentum=0.9)),
+                         ("RMSprop", dict(lr=0.01, centered=True, momentum=0.5)),
+                         ("Adamax", dict(lr=0.01)), ("NAdam", dict(lr=0.01)),
+                         ("RAdam", dict(lr=0.01)), ("Adagrad", dict(lr=0.1))]:
+        tw = torch.tensor(w0, requires_grad=True)
+        topt = getattr(torch.optim, name)([tw], **kwargs)
+        for g in grads[:2]:
+            tw.grad = torch.tensor(g)
+            topt.step()
+        w = ta.tensor(tw.detach().numpy().copy(), requires_grad=True)
+        opt = getattr(optim, name)([w], **kwargs)
+        opt.load_state_dict(topt.state_dict())
+        for g in grads[2:]:
+            tw.grad = torch.tensor(g)
+            topt.step()
+            w.grad = ta.tensor(g)
+            opt.step()
+        np.testing.assert_allclose(w.numpy(), tw.detach().numpy(), rtol=1e-12, atol=1e-12,
+                                   err_msg=name)
+    opt = optim.Adam([ta.zeros(2, requires_grad=True)])
+    for bad in ({"state": {}}, {"groups": []}, {"lr": 0.1}):
+        with pytest.raises(ta.CheckpointError, match=r"Adam.load_state_dict: .*'groups'.*"
+                           r"'state'.*'param_groups'"):
+            opt.load_state_dict(bad)
+    with pytest.raises(TypeError, match="Adam.load_state_dict: expected a state dict"):
+        opt.load_state_dict([("state", {})])

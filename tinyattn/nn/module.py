@@ -9,6 +9,7 @@ ModuleDict, ParameterList and ParameterDict, with torch's list and dict methods.
 
 import weakref
 from collections import OrderedDict, namedtuple
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -21,9 +22,10 @@ from ..autograd import (
     current_scope,
     current_tracers,
     is_grad_enabled,
+    share_version,
     zero_grads,
 )
-from ..errors import CheckpointError, DTypeError, ShapeError, fmt_shape
+from ..errors import DTypeError, ShapeError, StateDictError, fmt_shape
 from ..tensor import Tensor, to_args
 
 
@@ -489,33 +491,86 @@ class Module:
                     out[prefix + name] = b
         return out
 
-    def load_state_dict(self, state, strict=True):
+    def load_state_dict(self, state, strict=True, assign=False):
         """Copy values into the parameters and buffers; on any mismatch raise and change nothing.
 
         strict=True: keys must match exactly. Shapes must always match. What older checkpoints
         lack and a module knows how to fill (a BatchNorm's num_batches_tracked) is not missing.
+        assign=True (torch's): the given tensors become the parameters and buffers instead of
+        being copied into them (their memory, dtype and backend; a tensor given for a parameter
+        is wrapped as a Parameter that shares it, a Parameter given is used itself; either keeps
+        the old parameter's requires_grad); a tensor given under two keys becomes one parameter.
+        An optimizer made before holds the old parameters: make it after, as with torch.
+        A mismatch is a StateDictError: a CheckpointError (ValueError) and a RuntimeError, as
+        torch's.
         """
+        where = f"load_state_dict({type(self).__name__})"
+        if not isinstance(state, Mapping):
+            raise TypeError(f"{where}: Expected state_dict to be dict-like, got {type(state)}.")
         state = self._with_defaults(state)
         params = own = self._state_tensors()  # parameters and buffers
-        missing = [k for k in own if k not in state]
-        unexpected = [k for k in state if k not in own]
-        problems = []
-        if strict and missing:
-            problems.append(f"missing keys: {', '.join(missing)}")
-        if strict and unexpected:
-            problems.append(f"unexpected keys: {', '.join(unexpected)}")
-        values = {}  # every value checked and converted before any is copied
+        missing, unexpected, problems = _key_problems(own, state, strict)
+        convert = self._assignable if assign else self._loadable
+        values = {}  # every value checked and converted before any is copied (or assigned)
         for key, value in state.items():
             if key in params:
-                values[key] = self._loadable(key, value, params[key], problems)
+                values[key] = convert(key, value, params[key], problems)
         if problems:
-            raise CheckpointError(f"load_state_dict({type(self).__name__}): nothing was loaded; "
-                                  + "; ".join(problems))
+            raise StateDictError(f"{where}: nothing was loaded; " + "; ".join(problems))
+        if assign:
+            self._assign(values, own)
+            return IncompatibleKeys(missing, unexpected)
         for key, array in values.items():  # into the parameters' own memory, as torch's copy_
             p = params[key]
             p.backend.xp.copyto(p.data, p.backend.asarray(array), casting="unsafe")
             bump_version(p)
         return IncompatibleKeys(missing, unexpected)
+
+    def _assign(self, values, own):
+        """Put each value load_state_dict(assign=True) checked in its module's slot (each, for
+        a module used twice): a parameter's as a Parameter, a buffer's as it is."""
+        owners = {}
+        for prefix, module in self._every_path():
+            for name in (*module._parameters, *module._buffers):
+                owners.setdefault(prefix + name, []).append((module, name))
+        made = {}  # id(given tensor) -> the Parameter it became: a tensor under two keys is one
+        for key, value in values.items():
+            old = own[key]
+            if isinstance(old, Parameter):
+                new = made.get(id(value))
+                if new is None and isinstance(value, Parameter):
+                    new = value
+                    new.requires_grad = old.requires_grad  # (torch's: the old one's setting)
+                elif new is None:  # the given memory as a Parameter, as torch's Parameter(t)
+                    new = Parameter._wrap(value.data, value.backend)
+                    share_version(value, new)
+                    new._require(old.requires_grad)
+                made[id(value)] = new
+            else:  # a buffer: the tensor itself (a Parameter's memory as a plain tensor)
+                new = value.detach() if isinstance(value, Parameter) else value
+            for module, name in owners[key]:
+                setattr(module, name, new)
+
+    @staticmethod
+    def _assignable(key, value, p, problems):
+        """`value` as the tensor that takes `p`'s place (assign=True): a tensor as it is (its
+        memory, dtype and backend, as torch's), an array as a tensor on p's backend; or None,
+        with what is wrong added to `problems`."""
+        if not isinstance(value, Tensor):
+            try:
+                value = Tensor(value, backend=p.backend)
+            except (TypeError, ValueError) as e:
+                problems.append(f"{key}: the checkpoint's value is not an array ({e})")
+                return None
+        if value.shape != p.shape:
+            problems.append(f"{key}: the checkpoint has shape {fmt_shape(value.shape)}, the "
+                            f"model {fmt_shape(p.shape)}")
+            return None
+        if isinstance(p, Parameter) and p.requires_grad and value.dtype.kind != "f":
+            problems.append(f"{key}: the checkpoint has dtype {value.dtype}, which cannot become "
+                            "a parameter that requires grad (only floating-point tensors can)")
+            return None
+        return value
 
     def _with_defaults(self, state):
         """`state`, with the entries its modules fill in for an older checkpoint (as torch's
@@ -561,6 +616,18 @@ class Module:
 
     def extra_repr(self):
         return ""
+
+
+def _key_problems(own, state, strict):
+    """(missing keys, unexpected keys, what load_state_dict refuses of them: both if strict)."""
+    missing = [k for k in own if k not in state]
+    unexpected = [k for k in state if k not in own]
+    problems = []
+    if strict and missing:
+        problems.append(f"missing keys: {', '.join(missing)}")
+    if strict and unexpected:
+        problems.append(f"unexpected keys: {', '.join(unexpected)}")
+    return missing, unexpected, problems
 
 
 class IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):

@@ -3,12 +3,15 @@ schedule with warm-up, clip_grad_norm; PyTorch's schedulers live in optim.lr_sch
 
 Like PyTorch: an optimizer takes parameters (or groups of them, dicts with their own settings),
 `step()` updates them in place from their `.grad`, and `state_dict()` / `load_state_dict()`
-carry everything needed to resume exactly. Adam's update is a backend primitive
+carry everything needed to resume exactly (load_state_dict takes torch's state dicts too, and
+refuses groups of another number or size, as torch's); copy.deepcopy and pickle of an optimizer
+keep its state with the copied parameters. Adam's update is a backend primitive
 (`be.adam_update`), so the CuPy backend can run it as one fused kernel.
 """
 
 import math
 import warnings
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -19,6 +22,14 @@ from . import lr_scheduler  # noqa: F401 - optim.lr_scheduler, as in torch
 # torch's switches for how a step runs (multi-tensor, fused kernel, CUDA graphs): the same math,
 # so accepted and ignored here
 _HOW_TO_RUN = frozenset(("foreach", "fused", "capturable"))
+# what a checkpoint's group holds besides settings: its parameters' positions, and torch's
+# switches (differentiable too), which are no settings here
+_NOT_SETTINGS = _HOW_TO_RUN | {"params", "differentiable"}
+
+
+def _index(i):
+    """Whether `i` is a parameter position (a whole number >= 0, not a bool)."""
+    return isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_)) and i >= 0
 
 
 class Optimizer:
@@ -154,10 +165,42 @@ class Optimizer:
     def update(self, p, g, state, group):
         raise TypeError(f"{type(self).__name__} has no update(): an Optimizer subclass defines it")
 
+    # ---- copies: the state follows the copied parameters ----------------------------------
+
+    def __getstate__(self):
+        """pickle and copy.deepcopy: the state keyed by parameter position, not by id(), so that
+        the copy keys it by its own (copied) parameters' ids (as torch's state follows them);
+        by id() the copy's state belonged to the originals and the copy stepped from fresh
+        moments."""
+        d = dict(self.__dict__)
+        at = {id(p): i for i, p in enumerate(self.params())}
+        state = d.pop("state")
+        d["_state_at"] = {at[k]: v for k, v in state.items() if k in at}
+        return d
+
+    def __setstate__(self, d):
+        d = dict(d)
+        by_position = d.pop("_state_at", None)
+        self.__dict__.update(d)
+        if by_position is not None:  # (a pickle from before: its state as it was)
+            params = self.params()
+            self.state = {id(params[i]): v for i, v in by_position.items()}
+
     # ---- checkpoints: settings, step count and state, by parameter position ----------------
 
+    # the state names torch's optimizer of the same name keeps where they are not ours
+    # (None: state this step does not keep): load_state_dict takes torch's state dicts
+    torch_state_names = {}
+
     def state_dict(self):
-        groups = [{k: v for k, v in g.items() if k != "params"} for g in self.param_groups]
+        """{"steps", "groups", "state"}: each group's settings and, as torch's "params", the
+        positions of its parameters (so a load can tell another split into groups); the state
+        by parameter position and name ("3.m")."""
+        groups, start = [], 0
+        for g in self.param_groups:
+            groups.append({**{k: v for k, v in g.items() if k != "params"},
+                           "params": list(range(start, start + len(g["params"])))})
+            start += len(g["params"])
         state = {}
         for i, p in enumerate(self.params()):
             for name, value in self.state.get(id(p), {}).items():
@@ -165,23 +208,26 @@ class Optimizer:
         return {"steps": self.steps, "groups": groups, "state": state}
 
     def load_state_dict(self, saved):
-        """Settings, step count and state from `state_dict()`, as copies (nothing changes if
-        any entry does not fit). Each state array comes back in the dtype this optimizer's step
-        keeps it in, not the parameter's (Adam: float32 moments for float16 weights): a resumed
-        run takes the same steps, to the bit, as one never interrupted."""
-        groups = saved["groups"]
-        if len(groups) != len(self.param_groups):
-            raise CheckpointError(f"{type(self).__name__}.load_state_dict: the checkpoint has "
-                                  f"{len(groups)} parameter groups, this optimizer "
-                                  f"{len(self.param_groups)}")
-        settings = [{k: (tuple(v) if isinstance(v, list) else v) for k, v in s.items()}
-                    for s in groups]
-        # every parameter, by position, with the settings it will step with
+        """Settings, step count and state from `state_dict()` (or from torch's optimizer of the
+        same name: its "state" and "param_groups"), as copies (nothing changes if any entry
+        does not fit). Groups must match in number and size, as torch's (a checkpoint from
+        before groups kept their parameters' positions: in number). Each state array comes
+        back in the dtype this optimizer's step keeps it in, not the parameter's (Adam: float32
+        moments for float16 weights): a resumed run takes the same steps, to the bit, as one
+        never interrupted."""
+        steps, groups, positions, saved_state = self._layout(saved)
+        self._check_groups(groups, positions)
+        settings = [{k: (tuple(v) if isinstance(v, list) else v) for k, v in s.items()
+                     if k not in _NOT_SETTINGS} for s in groups]
+        # every parameter, by its position in the checkpoint, with the settings it will step with
         merged = [{**group, **s} for group, s in zip(self.param_groups, settings, strict=True)]
         params = [(p, group) for group in merged for p in group["params"]]
+        at = range(len(params)) if positions is None else [int(i) for ids in positions
+                                                             for i in ids]
+        params = dict(zip(at, params, strict=True))
         kept = {}  # (group, dtype, backend) -> how a step keeps its state (see _kept_as)
         new_state = {}
-        for key, value in saved["state"].items():
+        for key, value in saved_state.items():
             p, group, name = self._state_entry(key, value, params)
             like = (id(group), p.dtype, p.backend)
             if like not in kept:
@@ -190,17 +236,100 @@ class Optimizer:
         for group, s in zip(self.param_groups, settings, strict=True):
             group.update(s)
         self.state = new_state
-        self.steps = int(saved["steps"])
+        self.steps = steps
+
+    def _layout(self, saved):
+        """(steps, group settings, each group's parameter positions or None, state by "i.name")
+        of tinyattn's state dict, or of torch's (its nested state renamed to ours)."""
+        name = f"{type(self).__name__}.load_state_dict"
+        if not isinstance(saved, Mapping):
+            raise TypeError(f"{name}: expected a state dict (a dict, as state_dict() returns), "
+                            f"got {type(saved).__name__}")
+        ours = {"steps", "groups", "state"} <= saved.keys()
+        if not (ours or {"state", "param_groups"} <= saved.keys()):
+            raise CheckpointError(f"{name}: a state dict has the keys 'groups', 'state' and "
+                                  "'steps' (tinyattn's) or 'state' and 'param_groups' (torch's); "
+                                  f"this one has {sorted(map(str, saved))}")
+        groups, state = saved["groups" if ours else "param_groups"], saved["state"]
+        if not (isinstance(groups, (list, tuple)) and all(isinstance(g, Mapping) for g in groups)
+                and isinstance(state, Mapping)):
+            raise CheckpointError(f"{name}: the state dict's groups are not a list of dicts or "
+                                  "its state not a dict")
+        positions = self._positions(groups)
+        if not ours:
+            steps, state = self._from_torch(state)
+            return steps, groups, positions, state
+        try:
+            return int(saved["steps"]), groups, positions, state
+        except (TypeError, ValueError):
+            raise CheckpointError(f"{name}: steps is {saved['steps']!r:.60}, not a "
+                                  "number") from None
+
+    def _positions(self, groups):
+        """Each saved group's parameter positions (torch's "params"), or None where the groups
+        have none (a checkpoint from before they were kept)."""
+        if not all("params" in g for g in groups):
+            return None
+        positions = [g["params"] for g in groups]
+        if not all(isinstance(ids, (list, tuple)) and all(_index(i) for i in ids)
+                   for ids in positions):
+            raise CheckpointError(f"{type(self).__name__}.load_state_dict: a group's params are "
+                                  f"not a list of parameter positions: {positions!r:.200}")
+        return positions
+
+    def _from_torch(self, state):
+        """torch's state ({position: {name: value}}) as ours ({"position.name": value}, torch's
+        names translated, None and what this step does not keep left out) and the step count:
+        the most steps a parameter took (torch keeps no count of its own)."""
+        flat, steps = {}, 0
+        for i, entries in state.items():
+            if not isinstance(entries, Mapping):
+                raise CheckpointError(f"{type(self).__name__}.load_state_dict: torch's state "
+                                      f"[{i!r}] is {type(entries).__name__}, not a dict")
+            for key, value in entries.items():
+                if hasattr(value, "detach") and hasattr(value, "numpy"):  # a torch tensor
+                    value = value.detach().cpu().numpy()
+                if key == "step":
+                    try:
+                        steps = max(steps, int(np.asarray(value).item()))
+                    except (TypeError, ValueError):
+                        raise CheckpointError(f"{type(self).__name__}.load_state_dict: torch's "
+                                              f"state [{i!r}]['step'] is not a number") from None
+                name = self.torch_state_names.get(key, key)
+                if name is not None and value is not None:
+                    flat[f"{i}.{name}"] = value
+        return steps, flat
+
+    def _check_groups(self, groups, positions):
+        """The checkpoint's groups against this optimizer's: as many, each as large (torch's
+        rules and words), and no parameter position twice."""
+        name = f"{type(self).__name__}.load_state_dict"
+        if len(groups) != len(self.param_groups):
+            raise CheckpointError(f"{name}: loaded state dict has a different number of "
+                                  f"parameter groups: the checkpoint has {len(groups)} parameter "
+                                  f"groups, this optimizer {len(self.param_groups)}")
+        if positions is None:  # (a checkpoint from before groups kept their parameters)
+            return
+        for i, (ids, group) in enumerate(zip(positions, self.param_groups, strict=True)):
+            if len(ids) != len(group["params"]):
+                raise CheckpointError(
+                    f"{name}: loaded state dict contains a parameter group that doesn't match "
+                    f"the size of optimizer's group: group {i} has {len(ids)} parameters in the "
+                    f"checkpoint, {len(group['params'])} in this optimizer")
+        every = [int(i) for ids in positions for i in ids]
+        if len(set(every)) < len(every):
+            raise CheckpointError(f"{name}: the checkpoint's groups list a parameter position "
+                                  f"twice: {[list(ids) for ids in positions]!r:.200}")
 
     def _state_entry(self, key, value, params):
         """(parameter, its settings, state name) that the checkpoint's state `key` ("3.m")
-        is for, its shape checked."""
+        is for, its shape checked; `params`: (parameter, settings) by checkpoint position."""
         i, _, name = str(key).partition(".")
-        if not (i.isdecimal() and name and int(i) < len(params)) or (
-                np.ndim(value) and np.shape(value) != params[int(i)][0].shape):
+        found = params.get(int(i)) if i.isdecimal() else None
+        if not (found and name) or (np.ndim(value) and np.shape(value) != found[0].shape):
             raise CheckpointError(f"{type(self).__name__}.load_state_dict: state {key} does "
                                   "not match this optimizer's parameters")
-        return (*params[int(i)], name)
+        return (*found, name)
 
     def _kept_as(self, p, group):
         """{state name: dtype, or the Python type of a scalar} as this optimizer's step makes
@@ -241,6 +370,7 @@ class SGD(Optimizer):
     defaults = {"lr": 0.01, "momentum": 0.0, "dampening": 0.0, "nesterov": False,
                 "weight_decay": 0.0}
     positional = ("lr", "momentum", "dampening", "weight_decay", "nesterov")
+    torch_state_names = {"momentum_buffer": "momentum"}
 
     def check(self, group):
         super().check(group)
@@ -267,6 +397,7 @@ class Adam(Optimizer):
     defaults = {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.0,
                 "amsgrad": False, "decoupled_weight_decay": False}
     positional = ("lr", "betas", "eps", "weight_decay", "amsgrad")
+    torch_state_names = {"exp_avg": "m", "exp_avg_sq": "v", "max_exp_avg_sq": "v_max"}
 
     steps_half_natively = True  # its kernel reads float16 weights beside float32 moments
 
@@ -307,6 +438,7 @@ class RMSprop(Optimizer):
     defaults = {"lr": 1e-2, "alpha": 0.99, "eps": 1e-8, "weight_decay": 0.0, "momentum": 0.0,
                 "centered": False}
     positional = ("lr", "alpha", "eps", "weight_decay", "momentum", "centered")
+    torch_state_names = {"step": None}  # (torch counts steps; this step needs no count)
 
     def update(self, p, g, state, group):
         xp = p.backend.xp
@@ -358,6 +490,8 @@ class Adagrad(Optimizer):
 class _Moments(Optimizer):
     """What Adamax, NAdam and RAdam share: the parameter's own step count t, the first moment
     m (and second v), weight decay added to g or, decoupled, applied to p first."""
+
+    torch_state_names = {"exp_avg": "m", "exp_avg_sq": "v", "exp_inf": "u"}
 
     def _moments(self, p, g, state, group, second=True):
         xp = p.backend.xp
