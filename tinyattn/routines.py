@@ -12,6 +12,7 @@ from .autograd import apply
 from .errors import ShapeError, fmt_shape
 from .functional import cat
 from .ops import index as ix
+from .ops import pointwise as pw
 from .ops.op import broadcast_shape
 from .tensor import Tensor
 
@@ -209,14 +210,12 @@ def cdist(x1, x2, p=2.0):
 
 
 def logit(input, eps=None):  # noqa: A002
-    """log(p / (1 - p)); with eps, p clamped to [eps, 1 - eps] first."""
-    x = _t(input)
-    if eps is not None:
-        x = x.clamp(eps, 1 - eps)
-    return (x / (1 - x)).log()
+    """log(p / (1 - p)); with eps, p clamped to [eps, 1 - eps] first (ops/pointwise.py: its
+    gradient is torch's, inf at p = 0 and 1)."""
+    return apply(pw.logit, _t(input), eps=eps)
 
 
-def var_mean(input, dim=None, unbiased=True, keepdim=False, *, correction=None):  # noqa: A002
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
     """(var, mean) over dim (torch's arguments: var_mean(x, 1, False) is the biased one)."""
     x = _t(input)
     if isinstance(dim, bool):
@@ -224,7 +223,7 @@ def var_mean(input, dim=None, unbiased=True, keepdim=False, *, correction=None):
     return x.var(dim, unbiased, keepdim, correction=correction), x.mean(dim, keepdim)
 
 
-def std_mean(input, dim=None, unbiased=True, keepdim=False, *, correction=None):  # noqa: A002
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
     """(std, mean) over dim (the std as Tensor.std takes it: float16's in float32)."""
     x = _t(input)
     if isinstance(dim, bool):
@@ -263,4 +262,4 @@ def meshgrid(*tensors, indexing="ij"):
 
 
 __all__ = [name for name in dir() if not name.startswith("_") and name not in (
-    "apply", "ix", "Tensor", "cat", "np", "dtypes", "broadcast_shape")]
+    "apply", "ix", "pw", "Tensor", "cat", "np", "dtypes", "broadcast_shape")]

@@ -403,18 +403,30 @@ class Tensor(TensorBase):
         return apply(ew.absolute, self)
 
     def __matmul__(self, other):
-        return apply(mm.matmul, self, self._as_tensor(other))
+        return apply(mm.matmul, self, self._operand(other))
 
     def __rmatmul__(self, other):
-        return apply(mm.matmul, self._as_tensor(other), self)
+        return apply(mm.matmul, self._operand(other), self)
 
     def dot(self, other):
         """Σ self * other over two 1-D tensors of one length (torch.dot): a 0-d tensor."""
-        other = self._as_tensor(other)
+        other = self._operand(other)
         if self.ndim != 1 or other.shape != self.shape:
             raise ShapeError(f"dot: needs two 1-D tensors of the same length, got "
                              f"{fmt_shape(self.shape)} and {fmt_shape(other.shape)}")
+        mm.same_dtype("dot", self, other)
         return self @ other
+
+    def _operand(self, other):
+        """A matrix product's other operand as a tensor: a list of numbers takes this tensor's
+        dtype where it fits (x @ [1.0, 2.0] with float64 x: the products need one dtype, and
+        the list's float32 would be refused); an array or a tensor keeps its own."""
+        if isinstance(other, Tensor):
+            return other
+        made = Tensor(other, backend=self.backend)
+        if not hasattr(other, "dtype") and category(made.dtype) <= category(self.dtype):
+            made = Tensor._wrap(made.data.astype(self.dtype), self.backend)
+        return made
 
     def _as_tensor(self, other):
         return other if isinstance(other, Tensor) else Tensor(other, backend=self.backend)
@@ -487,7 +499,7 @@ class Tensor(TensorBase):
     ger = outer
 
     def _product(self, name, other, ndim, other_ndim):
-        other = self._as_tensor(other)
+        other = self._operand(other)
         if self.ndim != ndim or other.ndim != other_ndim:
             raise ShapeError(f"{name}: needs a {ndim}-D and a {other_ndim}-D tensor, got "
                              f"{fmt_shape(self.shape)} and {fmt_shape(other.shape)} (matmul "
@@ -496,6 +508,7 @@ class Tensor(TensorBase):
         if k != k_other:
             raise ShapeError(f"{name}: {fmt_shape(self.shape)} @ {fmt_shape(other.shape)}: "
                              f"inner dims {k} and {k_other} differ")
+        mm.same_dtype(name, self, other)
         return self @ other
 
     # ---- comparisons and logic: plain bool tensors, no gradient --------------------------------
@@ -701,8 +714,13 @@ class Tensor(TensorBase):
     def mul_(self, other):
         return self._in_place("mul_", ew.mul, self._other(other))
 
-    def div_(self, other):
-        return self._in_place("div_", ew.div, self._other(other))
+    def div_(self, other, *, rounding_mode=None):
+        """self / other in place; rounding_mode "floor" or "trunc" as div's (an integer
+        tensor can take a rounded quotient, not a true one)."""
+        if rounding_mode is None:
+            return self._in_place("div_", ew.div, self._other(other))
+        return self._in_place_as("div_", lambda x: x.div(other, rounding_mode=rounding_mode),
+                                 other)
 
     def pow_(self, exponent):
         exponent = self._other(exponent)
@@ -742,12 +760,13 @@ class Tensor(TensorBase):
         return self.copy_(self.backend.xp.where(values >= b, below, values))
 
     def any(self, dim=None, keepdim=False):
-        """Whether any entry (over dim) is nonzero: a bool tensor."""
+        """Whether any entry (over dim) is nonzero: a bool tensor (uint8 for a uint8 tensor,
+        as torch's)."""
         axes = _axes(dim, self.ndim, "any")
         return _values("any", _truth, self, how="any", axis=axes, keepdims=keepdim)
 
     def all(self, dim=None, keepdim=False):
-        """Whether every entry (over dim) is nonzero: a bool tensor."""
+        """Whether every entry (over dim) is nonzero: a bool tensor (uint8 for uint8)."""
         axes = _axes(dim, self.ndim, "all")
         return _values("all", _truth, self, how="all", axis=axes, keepdims=keepdim)
 
@@ -920,23 +939,26 @@ class Tensor(TensorBase):
             return self.clone()
         return apply(sh.take_along_dim, self, indices, dim=dim)
 
-    def var(self, dim=None, unbiased=True, keepdim=False, *, correction=None, axis=None,
+    def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None,
             keepdims=None):
         """The variance over dim with torch's arguments: x.var(1, False) is the biased one
-        (unbiased=False, i.e. correction=0), x.var(False) over every entry."""
+        (unbiased=False, i.e. correction=0), x.var(False) over every entry; unbiased and
+        correction together are refused, as torch (which one would win?)."""
         if isinstance(dim, bool):  # torch's var(unbiased)
             dim, unbiased = None, dim
-        if correction is None:
-            correction = 1 if unbiased else 0
+        correction = _correction("var", unbiased, correction)
         return apply(rd.reduce_var, self, correction=correction,
                      **_reduce_args(dim, keepdim, axis, keepdims))
 
-    def std(self, dim=None, unbiased=True, keepdim=False, *, correction=None, axis=None,
+    def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None,
             keepdims=None):
         """The standard deviation, var().sqrt(), with torch's gradient: 0 (not 0 * inf) where
         the variance is 0, a constant slice."""
+        if isinstance(dim, bool):  # torch's std(unbiased)
+            dim, unbiased = None, dim
+        correction = _correction("std", unbiased, correction)
         x = self.float() if self.dtype == np.float16 else self  # var past 65504, std within it
-        v = x.var(dim, unbiased, keepdim, correction=correction, axis=axis, keepdims=keepdims)
+        v = x.var(dim, None, keepdim, correction=correction, axis=axis, keepdims=keepdims)
         if v._node is None:  # no gradient to take care of
             out = v.sqrt()
         else:  # sqrt's gradient is inf at 0: take the root of 1 there (and give 0 back)
@@ -1264,7 +1286,14 @@ class Tensor(TensorBase):
         return _values("isfinite", self.backend.xp.isfinite, self)
 
     def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-        """|self - other| <= atol + rtol |other| elementwise (torch.isclose), a bool tensor."""
+        """|self - other| <= atol + rtol |other| elementwise (torch.isclose), a bool tensor.
+        A tensor other must have self's dtype, as torch's (float32 against float64 would be
+        judged at float64's rounding, not at the precision the values were made in)."""
+        if isinstance(other, Tensor) and other.dtype != self.dtype:
+            raise DTypeError(f"isclose: self is {self.dtype} {fmt_shape(self.shape)} but other "
+                             f"is {other.dtype} {fmt_shape(other.shape)}: torch compares "
+                             "tensors of one dtype only; convert one first, e.g. "
+                             f"other.to({self.dtype})")
         return _values("isclose", self.backend.xp.isclose, self, other, rtol=rtol, atol=atol,
                        equal_nan=equal_nan)
 
@@ -1369,17 +1398,24 @@ class Tensor(TensorBase):
                           backend=self.backend)
         return getattr(return_types, name)(self._along(indices, axis), indices)
 
-    def prod(self, dim=None, keepdim=False):
-        return apply(rd.reduce_prod, self, dim=dim, keepdim=keepdim)
+    def prod(self, dim=None, keepdim=False, *, dtype=None):
+        """Π over dim (integers and bools in int64, as torch); with dtype, of the tensor cast
+        to it first, and in that dtype (as sum's)."""
+        if dtype is None:
+            return apply(rd.reduce_prod, self, dim=dim, keepdim=keepdim)
+        return _in_dtype(apply(rd.reduce_prod, self.to(dtype), dim=dim, keepdim=keepdim), dtype)
 
-    def norm(self, p="fro", dim=None, keepdim=False):
-        """The vector p-norm over dim (all entries by default; "fro" is the 2-norm)."""
+    def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
+        """The vector p-norm over dim (all entries by default; "fro" is the 2-norm); with dtype,
+        of the tensor cast to it first (torch's dtype=, e.g. a float32 tensor's norm in
+        float64)."""
         if p == "fro":
             p = 2
         if isinstance(p, str):
             raise ValueError(f"norm: p={p!r} is a matrix norm tinyattn does not have; use a "
                              "number (2, 1, inf, ...)")
-        return apply(rd.vector_norm, self, ord=p, dim=dim, keepdim=keepdim)
+        x = self if dtype is None else self.to(dtype)
+        return apply(rd.vector_norm, x, ord=p, dim=dim, keepdim=keepdim)
 
     def median(self, dim=None, keepdim=False):
         """The lower median, NaN where there is a NaN (as torch); with a dim, the named pair
@@ -1820,7 +1856,9 @@ class Tensor(TensorBase):
             x = apply(sh.cat, *parts, dim=axis)
         lead = (slice(None),) * axis
         for _ in range(n):
-            x = x[lead + (slice(1, None),)] - x[lead + (slice(None, -1),)]
+            later, earlier = x[lead + (slice(1, None),)], x[lead + (slice(None, -1),)]
+            # bools: torch's diff is their logical xor (NumPy cannot subtract bools)
+            x = later ^ earlier if x.dtype == bool else later - earlier
         return x
 
     def addcmul(self, tensor1, tensor2, *, value=1):
@@ -1828,8 +1866,15 @@ class Tensor(TensorBase):
         return self + self._other(tensor1) * tensor2 * value
 
     def addcdiv(self, tensor1, tensor2, *, value=1):
-        """self + value * tensor1 / tensor2."""
-        return self + self._other(tensor1) / tensor2 * value
+        """self + value * tensor1 / tensor2 (a true division: two integer tensors are refused,
+        as torch refuses them, rather than divided into floats self may not hold)."""
+        t1, t2 = self._other(tensor1), self._other(tensor2)
+        if all(isinstance(t, Tensor) and t.dtype.kind in "iub" for t in (t1, t2)):
+            raise DTypeError(f"addcdiv: tensor1 ({t1.dtype}) and tensor2 ({t2.dtype}) are both "
+                             "integers: torch no longer divides integers in addcdiv (its old "
+                             "rounding division is gone); for a true division convert one to "
+                             "float, for a rounded one use div(rounding_mode=)")
+        return self + t1 / t2 * value
 
     # ---- more of torch's methods, each made of the ops above (their VJPs give the gradients)
 
@@ -1838,7 +1883,11 @@ class Tensor(TensorBase):
         return self.where(~self.isnan(), 0).sum(dim, keepdim, dtype=dtype)
 
     def nanmean(self, dim=None, keepdim=False, *, dtype=None):
-        """The mean over dim of the entries that are not NaN (NaN where all are)."""
+        """The mean over dim of the entries that are not NaN (NaN where all are); floating
+        point only, as torch's nanmean (and mean): an integer tensor is refused."""
+        if self.dtype.kind != "f":
+            raise DTypeError(f"nanmean: needs a floating-point input, got {self.dtype} (torch's "
+                             "rule too; integers hold no NaN, use mean of x.float())")
         kept = ~self.isnan()
         count = kept.sum(dim, keepdim).to(self.dtype if dtype is None else dtype)
         return self.nansum(dim, keepdim, dtype=dtype) / count
@@ -1911,21 +1960,36 @@ class Tensor(TensorBase):
         if not broadcasts_to(self.shape, product.shape):
             raise ShapeError(f"{name}: this tensor {fmt_shape(self.shape)} does not broadcast "
                              f"to the product's shape {fmt_shape(product.shape)}")
+        if name == "addr":  # (torch's addr promotes self with the vectors; the others refuse)
+            dtype = promote_types(self.dtype, product.dtype)
+        else:
+            dtype = product.dtype
+            if self.dtype != dtype:
+                raise DTypeError(f"{name}: this tensor is {self.dtype} "
+                                 f"{fmt_shape(self.shape)} but the product is {dtype} "
+                                 f"{fmt_shape(product.shape)}: they must have the same dtype "
+                                 "(torch's rule); convert one first")
+        _check_int_scalars(name, dtype, beta=beta, alpha=alpha)
         if alpha != 1:
             product = product * alpha
-        if beta == 0:
-            return product
-        return product + (self if beta == 1 else self * beta)
+        if beta != 0:
+            return product + (self if beta == 1 else self * beta)
+        if self._node is None or not is_grad_enabled():
+            return product if product.dtype == dtype else product.to(dtype)
+        # beta = 0: self's values are ignored (NaN and inf too, as torch), but it stays in the
+        # graph with a zero gradient, as torch's (out.requires_grad, self.grad zeros, not None)
+        return product + apply(ew.where, np.zeros((), dtype=bool), self, 0)
 
     def inner(self, other):
         """Σ over the last dim of both: shape self.shape[:-1] + other.shape[:-1] (a product
         with a 0-d tensor)."""
-        other = self._as_tensor(other)
+        other = self._operand(other)
         if self.ndim == 0 or other.ndim == 0:
             return self * other
         if self.shape[-1] != other.shape[-1]:
             raise ShapeError(f"inner: the last dims differ: {fmt_shape(self.shape)} and "
                              f"{fmt_shape(other.shape)}")
+        mm.same_dtype("inner", self, other)  # (torch: "both inputs should have same dtype")
         n = self.shape[-1]
         flat = self.reshape(-1, n) @ other.reshape(-1, n).T
         return flat.reshape(self.shape[:-1] + other.shape[:-1])
@@ -2025,13 +2089,21 @@ class Tensor(TensorBase):
                                     self.amax(dim=() if dim is None else dim, keepdim=keepdim))
 
     def fmax(self, other):
-        """The larger of the two, where a NaN counts as missing (the other value is taken)."""
+        """The larger of the two, where a NaN counts as missing (the other value is taken).
+        The gradient goes to the one taken, on a tie to self (torch's fmax: self >= other),
+        not split as maximum's."""
         other = self._as_tensor(other)
-        return self.maximum(other).where(~other.isnan(), self).where(~self.isnan(), other)
+        return self._pick(other, self.ge(other))
 
     def fmin(self, other):
+        """The smaller of the two, NaN counting as missing; a tie's gradient goes to self."""
         other = self._as_tensor(other)
-        return self.minimum(other).where(~other.isnan(), self).where(~self.isnan(), other)
+        return self._pick(other, self.le(other))
+
+    def _pick(self, other, self_wins):
+        """self where self_wins or other is NaN, else other: one where, so the gradient goes
+        whole to the value taken (fmax, fmin; with both NaN, to self, as torch's)."""
+        return apply(ew.where, self_wins | other.isnan(), self, other)
 
     # ---- conversions and display ---------------------------------------------------------------
 
@@ -2134,6 +2206,31 @@ def _check_alpha(name, x, other, alpha):
                          "alpha, or convert to float first")
 
 
+def _correction(name, unbiased, correction):
+    """var's and std's correction from torch's two spellings, unbiased (True: 1, False: 0, the
+    default True) or correction; both given is a TypeError, as torch's."""
+    if unbiased is not None and correction is not None:
+        raise TypeError(f"{name}: got both unbiased={unbiased!r} and correction="
+                        f"{correction!r}; give one (unbiased=False is correction=0)")
+    if correction is not None:
+        return correction
+    return 1 if unbiased is None or unbiased else 0
+
+
+def _check_int_scalars(name, dtype, **scalars):
+    """torch's rule for the scalars of addmm and its kin: with an integer (or bool) result,
+    beta and alpha must be ints (torch's addr refuses a float one; its addmm would cut 0.5
+    to 0 silently, where NumPy would make the result a float)."""
+    if dtype.kind not in "iub":
+        return
+    for key, v in scalars.items():
+        if isinstance(v, (float, np.floating)):
+            raise DTypeError(f"{name}: {key}={v!r} is a float, but the inputs are {dtype}: for "
+                             f"integral input tensors, argument {key} must not be a floating "
+                             f"point number (torch's rule); give an int {key}, or convert the "
+                             "tensors to float first")
+
+
 def _in_dtype(out, dtype):
     """A sum's result in the dtype= asked for: an integer or bool one is summed in int64 (NumPy
     and the ops do), then cut back, which wraps exactly as torch's sum in that dtype does."""
@@ -2192,8 +2289,11 @@ def _compared(a, b, test):
 
 
 def _truth(a, how, axis, keepdims):
-    """a.any() or a.all() over axis, an array (NumPy gives a scalar for a whole reduction)."""
+    """a.any() or a.all() over axis, an array (NumPy gives a scalar for a whole reduction);
+    uint8 in, uint8 0/1 out, as torch keeps it (the old byte masks)."""
     out = getattr(a, how)(axis=axis, keepdims=True)
+    if a.dtype == np.uint8:
+        out = out.astype(np.uint8)
     return out if keepdims else out.squeeze(axis)
 
 

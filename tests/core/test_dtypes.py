@@ -143,3 +143,188 @@ def test_gradients_keep_their_inputs_dtype_after_promotion():
     w = z * s
     w.sum().backward()
     assert w.dtype == np.float32 and s.grad.dtype == np.float64 and s.grad.item() == 3.0
+
+
+# ---- what torch refuses: mixed dtypes in matrix products, lerp, isclose; integer addcdiv ------
+
+PRODUCTS = {  # name -> fn(lib, a (2, 2), b (2, 2))
+    "matmul": lambda lib, a, b: a @ b,
+    "matmul()": lambda lib, a, b: lib.matmul(a, b) if lib is torch else a.matmul(b),
+    "mm": lambda lib, a, b: lib.mm(a, b),
+    "mv": lambda lib, a, b: lib.mv(a, b[0]),
+    "dot": lambda lib, a, b: lib.dot(a[0], b[0]),
+    "bmm": lambda lib, a, b: lib.bmm(a[None], b[None]),
+    "einsum": lambda lib, a, b: lib.einsum("ij,jk->ik", a, b),
+    "einsum 3 operands": lambda lib, a, b: lib.einsum("ij,jk,kl->il", a, a, b),
+    "inner": lambda lib, a, b: lib.inner(a, b),
+}
+MIXED = [("float32", "float64"), ("float64", "float32"), ("int64", "float64"),
+         ("float16", "float32"), ("int32", "int64")]
+
+
+@pytest.mark.parametrize("name", sorted(PRODUCTS))
+@pytest.mark.parametrize("dtypes", MIXED, ids=["-".join(d) for d in MIXED])
+def test_matrix_products_refuse_two_dtypes_as_torch(name, dtypes):
+    fn = PRODUCTS[name]
+    a, b = (np.arange(1, 5).reshape(2, 2).astype(d) for d in dtypes)
+    with pytest.raises(RuntimeError):
+        fn(torch, torch.from_numpy(a), torch.from_numpy(b))
+    with pytest.raises(ta.DTypeError) as info:
+        fn(ta, ta.tensor(a), ta.tensor(b))
+    message = str(info.value)
+    assert dtypes[0] in message and dtypes[1] in message, message
+    assert message.split(":")[0] in name.replace("()", "") + " matmul", message  # the op
+
+
+@pytest.mark.parametrize("name", sorted(PRODUCTS))
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int64"])
+def test_matrix_products_of_one_dtype_keep_it_as_torch(name, dtype):
+    a = np.arange(1, 5).reshape(2, 2).astype(dtype)
+    b = a[::-1].copy()
+    got = PRODUCTS[name](ta, ta.tensor(a), ta.tensor(b))
+    want = PRODUCTS[name](torch, torch.from_numpy(a), torch.from_numpy(b))
+    assert str(got.dtype) == str(want.dtype).replace("torch.", "")
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_matrix_products_take_lists_in_the_tensors_dtype_and_refuse_bools():
+    x = ta.tensor([[1.0, 2.0]], dtype=ta.float64)
+    assert (x @ [[1.0], [2.0]]).dtype == np.float64  # a list is no dtype of its own
+    assert ([[1.0, 2.0]] @ x.T).dtype == np.float64 and x[0].dot([3, 4]).item() == 11.0
+    with pytest.raises(ta.DTypeError, match="matmul: bool operands"):
+        ta.tensor([[True]]) @ ta.tensor([[False]])  # torch: not implemented for 'Bool'
+    # a 0-d einsum operand may have its own dtype (torch takes it, and promotes)
+    out = ta.einsum(",i->i", ta.tensor(2.0, dtype=ta.float64), ta.ones(3))
+    want = torch.einsum(",i->i", torch.tensor(2.0, dtype=torch.float64), torch.ones(3))
+    assert out.dtype == np.float64 and str(want.dtype) == "torch.float64"
+
+
+def test_addmm_and_kin_refuse_a_self_of_another_dtype_as_torch():
+    f32 = np.ones((2, 2), np.float32)
+    for make in (lambda lib, c, m: lib.addmm(c, m, m), lambda lib, c, m: lib.addmv(c[0], m, m[0]),
+                 lambda lib, c, m: lib.baddbmm(c[None], m[None], m[None]),
+                 lambda lib, c, m: lib.addbmm(c, m[None], m[None]),
+                 lambda lib, c, m: lib.addmm(c, m, m, beta=0)):
+        with pytest.raises(RuntimeError):
+            make(torch, torch.ones(2, 2, dtype=torch.float64), torch.from_numpy(f32))
+        with pytest.raises(ta.DTypeError, match="float64.*float32"):
+            make(ta, ta.ones(2, 2, dtype=ta.float64), ta.tensor(f32))
+    # addr promotes self with the vectors, as torch's
+    got = ta.addr(ta.ones(2, 2, dtype=ta.float64), ta.ones(2), ta.ones(2))
+    want = torch.addr(torch.ones(2, 2, dtype=torch.float64), torch.ones(2), torch.ones(2))
+    assert got.dtype == np.float64 and str(want.dtype) == "torch.float64"
+
+
+@pytest.mark.parametrize("name, make", [
+    ("addmm", lambda lib, c, **kw: lib.addmm(c, c, c, **kw)),
+    ("addmv", lambda lib, c, **kw: lib.addmv(c[0], c, c[0], **kw)),
+    ("addr", lambda lib, c, **kw: lib.addr(c, c[0], c[0], **kw)),
+    ("baddbmm", lambda lib, c, **kw: lib.baddbmm(c[None], c[None], c[None], **kw)),
+    ("addbmm", lambda lib, c, **kw: lib.addbmm(c, c[None], c[None], **kw)),
+])
+def test_integer_addmm_and_kin_want_integer_beta_and_alpha(name, make):
+    c = np.array([[1, 2], [3, 4]])
+    for kw in ({"beta": 0.5}, {"alpha": 0.5}, {"beta": 1.0}):
+        # (torch's addr refuses a float beta or alpha for integers, its docs ask for ints; the
+        # others cut 0.5 to 0; tinyattn gave a float32 result, 7.5 and 11)
+        with pytest.raises(ta.DTypeError, match=f"{name}: {next(iter(kw))}=.* is a float.*int64"):
+            make(ta, ta.tensor(c), **kw)
+    got, want = make(ta, ta.tensor(c), beta=2, alpha=3), make(torch, torch.tensor(c), beta=2,
+                                                                 alpha=3)
+    assert got.dtype == np.int64 and got.tolist() == want.tolist()
+    assert make(ta, ta.tensor(c), beta=0).tolist() == make(torch, torch.tensor(c),
+                                                           beta=0).tolist()
+
+
+def test_lerp_wants_one_float_dtype_as_torch():
+    f16, f32, f64 = (np.ones(2, d) for d in ("float16", "float32", "float64"))
+    refused = [(f16, f32, 0.5), (f32, f64, 0.5), (f32, np.array(2.0), 0.5),
+               (f32, f32, f64), (np.array([1, 2]), np.array([3, 4]), 0.5)]
+    for s, e, w in refused:
+        with pytest.raises((RuntimeError, NotImplementedError)):
+            torch.lerp(torch.from_numpy(s), torch.from_numpy(e),
+                       torch.from_numpy(w) if isinstance(w, np.ndarray) else w)
+        with pytest.raises(ta.DTypeError, match="lerp: "):
+            ta.lerp(ta.tensor(s), ta.tensor(e), ta.tensor(w) if isinstance(w, np.ndarray) else w)
+    with pytest.raises(ta.DTypeError, match="lerp: end is float64"):
+        ta.ones(2).lerp_(ta.ones(2, dtype=ta.float64), 0.5)
+    # a 0-d weight may be another float dtype, a Python number anything: start's dtype stays
+    out = ta.lerp(ta.tensor(f32), ta.tensor(f32 * 3), ta.tensor(0.5, dtype=ta.float64))
+    assert out.dtype == np.float32 and out.tolist() == [2.0, 2.0]
+    assert ta.lerp(ta.tensor(f16), ta.tensor(f16 * 3), 1).dtype == np.float16
+
+
+def test_isclose_addcdiv_nanmean_refuse_what_torch_refuses():
+    f32, f64 = ta.ones(2), ta.ones(2, dtype=ta.float64)
+    for fn in (lambda lib, a, b: lib.isclose(a, b), lambda lib, a, b: lib.allclose(a, b)):
+        with pytest.raises(RuntimeError):
+            fn(torch, torch.ones(2), torch.ones(2, dtype=torch.float64))
+        with pytest.raises(ta.DTypeError, match="isclose: self is float32 .* other is float64"):
+            fn(ta, f32, f64)
+        with pytest.raises(ta.DTypeError, match="isclose: .*int64"):
+            fn(ta, f32, ta.tensor([1, 1]))
+    assert ta.isclose(ta.tensor([1, 2]), ta.tensor([1, 3])).tolist() == [True, False]
+    assert ta.isclose(f32, 1.0).tolist() == [True, True]  # (a number: fine)
+    ints = ta.tensor([1, 2]), ta.tensor([3, 4]), ta.tensor([2, 2])
+    with pytest.raises(RuntimeError, match="Integer division with addcdiv"):
+        torch.addcdiv(*(torch.tensor(t.numpy()) for t in ints))
+    with pytest.raises(ta.DTypeError, match=r"addcdiv: tensor1 \(int64\) and tensor2 \(int64\)"):
+        ta.addcdiv(*ints)
+    with pytest.raises(ta.DTypeError, match="addcdiv"):
+        f32.addcdiv(ints[1], ints[2])
+    got = ta.addcdiv(ints[0].float(), ints[1], ints[2].float())  # one float: a true division
+    assert got.tolist() == torch.addcdiv(torch.tensor([1.0, 2.0]), torch.tensor([3, 4]),
+                                         torch.tensor([2.0, 2.0])).tolist()
+    for x in (ta.tensor([1, 2]), ta.tensor([True, False])):
+        with pytest.raises(ta.DTypeError, match=f"nanmean: needs a floating-point input, got "
+                                                 f"{x.dtype}"):
+            x.nanmean()
+    assert ta.tensor([1.0, float("nan"), 3.0]).nanmean().item() == 2.0
+
+
+@pytest.mark.parametrize("name", ["var", "std", "var_mean", "std_mean"])
+def test_var_and_std_refuse_unbiased_and_correction_together_as_torch(name):
+    x = np.array([1.0, 2.0, 4.0])
+    for args, kwargs in (((0, True), {"correction": 0}), ((0,), {"unbiased": True,
+                                                                 "correction": 0}),
+                         ((), {"unbiased": False, "correction": 1})):
+        for lib in (ta, torch):
+            with pytest.raises(TypeError):
+                getattr(lib, name)(lib.tensor(x), *args, **kwargs)
+    for args, kwargs in (((0,), {"correction": 0}), ((0, False), {}), ((), {"unbiased": False}),
+                         ((), {}), ((0,), {"correction": 2})):
+        got, want = (getattr(lib, name)(lib.tensor(x), *args, **kwargs) for lib in (ta, torch))
+        for g, w in zip(*((v,) if not isinstance(v, tuple) else v for v in (got, want)),
+                        strict=True):
+            np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6)
+    if name in ("var", "std"):  # the method, and torch's positional x.var(False)
+        assert getattr(ta.tensor(x), name)(False).item() == pytest.approx(
+            getattr(torch.tensor(x), name)(False).item())
+
+
+# ---- result dtypes: torch's ---------------------------------------------------------------------
+
+
+def test_result_dtypes_of_all_any_square_diff_as_torch():
+    cases = [
+        ("uint8 all", lambda lib: lib.tensor([1, 2], dtype=lib.uint8).all()),
+        ("uint8 any dim", lambda lib: lib.tensor([[0, 2], [0, 0]], dtype=lib.uint8).any(1)),
+        ("uint8 all keepdim", lambda lib: lib.all(lib.tensor([[1, 0]], dtype=lib.uint8), 1,
+                                                  keepdim=True)),
+        ("int8 all", lambda lib: lib.tensor([1, 2], dtype=lib.int8).all()),
+        ("float any", lambda lib: lib.tensor([0.0, 0.5]).any()),
+        ("bool square", lambda lib: lib.tensor([True, False]).square()),
+        ("int8 square", lambda lib: lib.tensor([3, -4], dtype=lib.int8).square()),
+        ("uint8 square", lambda lib: lib.square(lib.tensor([3], dtype=lib.uint8))),
+        ("diff bool", lambda lib: lib.diff(lib.tensor([True, False, False, True]))),
+        ("diff bool n=2", lambda lib: lib.tensor([True, False, False, True]).diff(n=2)),
+        ("diff bool 2-d", lambda lib: lib.tensor([[True, False], [True, True]]).diff(dim=0)),
+        ("diff bool prepend", lambda lib: lib.diff(lib.tensor([True, False]),
+                                                   prepend=lib.tensor([True]))),
+        ("diff bool prepend int", lambda lib: lib.diff(lib.tensor([True, False]),
+                                                       prepend=lib.tensor([1]))),
+    ]
+    for name, make in cases:
+        got, want = make(ta), make(torch)
+        assert str(got.dtype) == str(want.dtype).replace("torch.", ""), name
+        assert got.tolist() == want.tolist(), name

@@ -464,3 +464,35 @@ def test_torchs_dtype_names_leave_pythons_own_in_the_package():
     assert ta.float is not float and ta.int is not int and ta.bool is not bool
     assert not hasattr(tinyattn.tensor, "long")  # bound in tinyattn/__init__.py only
     assert ta.tensor([1.5]).item() == 1.5 and isinstance(ta.tensor([3]).item(), int)
+
+
+def test_torchs_dtype_and_rounding_mode_keywords_are_taken():
+    """x.prod(dim, dtype=), norm(dtype=) and div_(rounding_mode=) raised TypeError; as torch,
+    the tensor is cast to dtype first, and div_ rounds the quotient it writes."""
+    x = np.array([[1.0, -2.0], [3.0, 4.0]], dtype=np.float32)
+    cases = [
+        lambda lib, t: t.prod(1, dtype=lib.float64),
+        lambda lib, t: t.prod(dtype=lib.float64),
+        lambda lib, t: lib.prod(t, 0, keepdim=True, dtype=lib.float64),
+        lambda lib, t: lib.tensor([[1, 2], [3, 4]], dtype=lib.int32).prod(0, dtype=lib.int8),
+        lambda lib, t: lib.norm(t, dtype=lib.float64),
+        lambda lib, t: t.norm(1, 1, True, lib.float64),
+        lambda lib, t: t.clone().div_(2, rounding_mode="floor"),
+        lambda lib, t: t.clone().div_(-3, rounding_mode="trunc"),
+        lambda lib, t: lib.tensor([7, -7]).div_(lib.tensor([2, 2]), rounding_mode="floor"),
+        lambda lib, t: lib.tensor([7, -7]).div_(2, rounding_mode="trunc"),
+    ]
+    for i, make in enumerate(cases):
+        got, want = make(ta, ta.tensor(x)), make(torch, torch.tensor(x))
+        assert str(got.dtype) == str(want.dtype).replace("torch.", ""), i
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, err_msg=str(i))
+    # the gradient flows through the cast back to the float32 tensor
+    t, u = ta.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    t.prod(1, dtype=ta.float64).sum().backward()
+    u.prod(1, dtype=torch.float64).sum().backward()
+    assert t.grad.dtype == np.float32
+    np.testing.assert_allclose(t.grad.numpy(), u.grad.numpy())
+    with pytest.raises(ta.DTypeError, match="div_"):  # a true quotient into integers: torch too
+        ta.tensor([7, -7]).div_(2)
+    with pytest.raises(ValueError, match="rounding_mode"):
+        ta.tensor([7.0]).div_(2, rounding_mode="round")

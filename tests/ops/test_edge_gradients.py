@@ -288,3 +288,136 @@ def test_empty_logsumexp_softmax_logcumsumexp(shape, dim):
 
 def test_empty_logsumexp_over_every_dim():
     check(lambda t: t.logsumexp((0, 1)), lambda t: t.logsumexp((0, 1)), [np.zeros((2, 0))])
+
+
+# ---- 6. 0/0 and sgn(NaN) in VJPs, and lerp's two forms: torch's values -------------------------
+
+
+def test_atan2_at_the_origin_has_zero_gradients_as_torch():
+    # x² + y² = 0 (or underflowing to 0): torch takes 1 / (x² + y²) as 0 there, not 0 * inf;
+    # a subnormal x² + y² (1e-160, 0) still gives inf and NaN, as torch's
+    y = [0.0, -0.0, 0.0, 1e-200, 1.0, 1e-160, 0.0, NAN, 2.0]
+    x = [0.0, 0.0, -0.0, 1e-200, 1.0, 0.0, 1e-160, 1.0, -3.0]
+    check(method("atan2"), torch.atan2, [y, x], np.arange(1.0, 10.0))
+    check(lambda a, b: ta.arctan2(a, b), torch.atan2, [[0.0], [0.0]], [INF])
+
+
+def test_hypot_at_the_origin_is_nan_as_torch():
+    # (torch's hypot gradient is x / out: 0 / 0 = NaN at the origin; kept, and quiet)
+    check(method("hypot"), torch.hypot, [[0.0, 3.0, 0.0], [0.0, 4.0, -2.0]])
+
+
+def test_abs_l1_and_norm1_give_a_nan_entry_zero_gradient_as_torch():
+    # torch's sgn(NaN) = 0: |x|'s gradient there is 0, not NaN
+    x = [NAN, 0.0, -0.0, -2.0, INF, -INF, 3.0]
+    check(method("abs"), torch.abs, [x], np.arange(1.0, 8.0))
+    check(lambda t: ta.abs(t).sum(), lambda t: torch.abs(t).sum(), [[[NAN, 1.0], [-1.0, 2.0]]])
+    check(lambda t: F.l1_loss(t, ta.zeros(3, dtype=ta.float64)),
+          lambda t: TF.l1_loss(t, torch.zeros(3, dtype=torch.float64)), [[NAN, -1.0, 2.0]])
+    check(method("norm", 1), method("norm", 1), [[NAN, 0.0, -2.0]])
+    check(method("norm", 1, dim=1), method("norm", 1, dim=1), [[[NAN, -1.0], [2.0, -3.0]]])
+
+
+@pytest.mark.parametrize("p", [INF, -INF])
+def test_inf_norms_with_nan_give_zero_gradients_as_torch(p):
+    # torch counts the NaN entry among the maxima, and its sgn(NaN) = 0 gives it nothing
+    for x in ([1.0, NAN], [3.0, NAN, -3.0], [NAN, NAN]):
+        check(method("norm", p), method("norm", p), [x])
+    check(method("norm", p, dim=1), method("norm", p, dim=1), [[[1.0, NAN], [2.0, -3.0]]],
+          [1.0, 2.0])
+    check(method("norm", p), method("norm", p), [[2.0, -2.0, 1.0]])  # (ties: unchanged)
+
+
+NORM_INPUTS = [[3.0, 0.0, 1.0], [0.0, 0.0], [0.0, -0.0, -2.0], [INF, 1.0], [3.0, -4.0, 1.0],
+               [[3.0, 0.0], [0.0, 0.0]]]
+
+
+@pytest.mark.parametrize("p", [0.5, 0.3, -1.0, -2.0, -0.5, 1.5, 3.0])
+def test_norm_with_zero_and_infinite_entries_matches_torch(p):
+    # p < 1: |x|^(p-1) is inf at x = 0, where torch's gradient is 0 (and all of it is 0 where
+    # the norm is 0: any zero entry for p < 0, an all-zero input for any p)
+    for x in NORM_INPUTS:
+        check(method("norm", p), method("norm", p), [x])
+    check(method("norm", p, dim=1), method("norm", p, dim=1), [NORM_INPUTS[-1]], [1.0, 2.0])
+    check(lambda t: ta.norm(t, p, dim=0, keepdim=True),
+          lambda t: torch.norm(t, p, dim=0, keepdim=True), [NORM_INPUTS[-1]], [[1.0, 2.0]])
+
+
+def test_logit_at_0_and_1_has_torchs_infinite_gradient():
+    x = [0.0, 1.0, 0.5, -0.1, 1.1, NAN, 0.25, 1e-300]
+    check(lambda t: ta.logit(t), torch.logit, [x])
+    # with eps: clamped, so flat (gradient 0) outside [eps, 1 - eps], finite at its ends
+    check(lambda t: ta.logit(t, eps=0.1), lambda t: torch.logit(t, eps=0.1),
+          [[0.0, 1.0, 0.5, 0.05, 0.1, 0.9, 0.95, -1.0]])
+    check(lambda t: ta.logit(t, 0.25), lambda t: torch.logit(t, 0.25), [[0.0, 0.3, 1.0]])
+
+
+@pytest.mark.parametrize("name", ["fmax", "fmin"])
+def test_fmax_fmin_give_a_tie_to_self_as_torch(name):
+    # torch's fmax sends g to self where self >= other (or other is NaN), not half each
+    x = [1.0, 2.0, NAN, 1.0, NAN, 3.0, -0.0, INF]
+    y = [1.0, 1.0, NAN, NAN, 2.0, 4.0, 0.0, INF]
+    check(method(name), getattr(torch, name), [x, y], np.arange(1.0, 9.0))
+    check(lambda a, b: getattr(ta, name)(a, b), getattr(torch, name), [[[1.0, 2.0]], [5.0, 2.0]])
+
+
+@pytest.mark.parametrize("name", ["maximum", "minimum"])
+def test_maximum_minimum_still_split_a_tie_as_torch(name):
+    check(method(name), getattr(torch, name), [[1.0, 2.0, 3.0], [1.0, 1.0, 3.0]])
+
+
+LERP_START = [1e16, INF, 1.0, 3.0, 0.1, -2.0, 1.0, 1.0, -INF]
+LERP_END = [1.0, 1.0, INF, 7.0, 0.7, 5.0, 2.0, 1e16, 2.0]
+
+
+@pytest.mark.parametrize("w", [0.0, 0.3, 0.4999, 0.5, 0.75, 1.0, 1.5, -0.6])
+def test_lerp_takes_torchs_form_for_each_weight(w):
+    # |w| < 0.5: start + w (end - start); else end - (end - start)(1 - w): lerp(1e16, 1, 1) is
+    # 1 (it was 0), and the infinities come out as torch's, without NumPy's warnings
+    check(method("lerp", w), lambda s, e: torch.lerp(s, e, w), [LERP_START, LERP_END])
+
+
+def test_lerp_with_a_weight_tensor_matches_torch():
+    w = [1.0, 0.5, 0.75, 1.0, 0.9, 0.3, -0.6, 0.2, 0.5]
+    check(lambda s, e, t: s.lerp(e, t), torch.lerp, [LERP_START, LERP_END, w],
+          np.arange(1.0, 10.0))
+    check(lambda s, e, t: ta.lerp(s, e, t), torch.lerp, [[[0.0, 1e16]], [1.0, 1.0], [[1.0], [0.2]]])
+    # in place, as its out-of-place twin
+    a, b = ta.tensor([1e16, 3.0]), ta.tensor([1.0, 7.0])
+    assert a.lerp_(b, 1.0).tolist() == [1.0, 7.0]
+    s = ta.tensor([1e16, 3.0], dtype=ta.float64)
+    s.lerp_(ta.tensor([1.0, 7.0], dtype=ta.float64), ta.tensor([1.0, 0.75], dtype=ta.float64))
+    assert s.tolist() == torch.lerp(torch.tensor([1e16, 3.0], dtype=torch.float64),
+                                    torch.tensor([1.0, 7.0], dtype=torch.float64),
+                                    torch.tensor([1.0, 0.75], dtype=torch.float64)).tolist()
+
+
+@pytest.mark.parametrize("name, make", [
+    ("addmm", lambda lib, c: lib.addmm(c, lib.ones(2, 3, dtype=lib.float64),
+                                       lib.ones(3, 2, dtype=lib.float64), beta=0)),
+    ("addmv", lambda lib, c: lib.addmv(c[0], lib.ones(2, 3, dtype=lib.float64),
+                                       lib.ones(3, dtype=lib.float64), beta=0.0)),
+    ("addr", lambda lib, c: lib.addr(c, lib.ones(2, dtype=lib.float64),
+                                     lib.ones(2, dtype=lib.float64), beta=0, alpha=2)),
+    ("baddbmm", lambda lib, c: lib.baddbmm(c, lib.ones(1, 2, 3, dtype=lib.float64),
+                                           lib.ones(1, 3, 2, dtype=lib.float64), beta=0)),
+    ("addbmm", lambda lib, c: lib.addbmm(c, lib.ones(4, 2, 3, dtype=lib.float64),
+                                         lib.ones(4, 3, 2, dtype=lib.float64), beta=0)),
+])
+def test_plus_product_with_beta_0_keeps_self_in_the_graph_as_torch(name, make):
+    # beta = 0: self's values are ignored (NaN, inf), but it still requires grad through the
+    # result and gets a zero gradient (torch's), not None and a result off the graph
+    got = {}
+    for lib in (ta, torch):
+        c = lib.tensor([[NAN, INF], [1.0, -INF]], dtype=lib.float64, requires_grad=True)
+        out = make(lib, c)
+        assert out.requires_grad, (name, lib.__name__)
+        out.backward(lib.ones(out.shape, dtype=lib.float64) * 2)
+        assert c.grad is not None, (name, lib.__name__)
+        got[lib] = (out.detach().numpy(), c.grad.numpy())
+    for ours, theirs in zip(got[ta], got[torch], strict=True):
+        _same(ours, theirs, name, 1e-12)
+    # beta = 0 with no gradient wanted: the product alone (nothing added)
+    with ta.no_grad():
+        c = ta.tensor([[NAN, INF], [1.0, -INF]], dtype=ta.float64, requires_grad=True)
+        np.testing.assert_array_equal(make(ta, c).numpy(), got[ta][0])

@@ -167,3 +167,32 @@ def test_adam_steps_float16_weights_in_float32_with_float32_moments():
     assert p.dtype == np.float16 and m.dtype == np.float32
     np.testing.assert_array_equal(p, np.float16(np.float32(1) - np.float32(1e-3)))
     np.testing.assert_allclose(m, 0.05, rtol=1e-6)
+
+
+# ---- float32 scans are carried in float64, as torch's CPU scans ------------------------------
+
+
+@pytest.mark.parametrize("name, make", [
+    ("cumsum", lambda lib, x: x.cumsum(0)),
+    ("cumsum dim 1", lambda lib, x: x.reshape(2, -1).cumsum(1)),
+    ("cumsum dtype", lambda lib, x: x.cumsum(0, dtype=lib.float32)),
+    ("cumprod", lambda lib, x: (x * 0.0001 + 1).cumprod(0)),
+    ("logcumsumexp", lambda lib, x: (x * 10).logcumsumexp(0)),
+])
+def test_float32_scans_carry_float64_as_torch(name, make):
+    # a million float32 0.1s summed one after another in float32 drift to 100958 (torch:
+    # 100000); the gradient (a reverse running sum) drifts the same way
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0.05, 0.15, 10**6).astype(np.float32)
+    w = rng.uniform(0.5, 1.5, 10**6).astype(np.float32)
+    with torch.no_grad():
+        shape = make(torch, torch.tensor(x)).shape
+    w = w.reshape(shape)
+    ours, theirs = _run(ta, make, x, w, torch), _run(torch, make, x, w, torch)
+    exact = _run(torch, make, x.astype(np.float64), w.astype(np.float64), torch)
+    for got, half, want, what in zip(ours, theirs, exact, ("value", "gradient"), strict=True):
+        assert got.dtype == np.float32, (name, what)
+        err, torch_err = np.abs(got - want).max(), np.abs(half - want).max()
+        scale = float(np.abs(want).max())
+        assert err <= 2 * torch_err + 1e-6 * scale, (name, what, err, torch_err, scale)

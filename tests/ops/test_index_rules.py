@@ -107,3 +107,26 @@ def test_einsum_subscripts_that_do_not_fit_name_the_equation():
     with pytest.raises(ValueError, match=r"'ij' do not fit an operand of shape \(2, 3, 4\) in "
                                          r"'ij,jk->ik'"):
         ta.einsum("ij,jk->ik", ta.ones(2, 3, 4), ta.ones(3, 4))
+
+
+@pytest.mark.parametrize("equation, shapes", [
+    (",i->i", [(), (3,)]),  # a 0-d operand: its gradient was (1,), refused by backward
+    ("i,->i", [(3,), ()]),
+    (",->", [(), ()]),
+    ("->", [()]),
+    ("ij,->", [(2, 3), ()]),
+    (",ij,j->i", [(), (2, 3), (3,)]),
+])
+def test_einsum_of_0d_operands_matches_torch_forward_and_backward(equation, shapes):
+    rng = np.random.default_rng(7)
+    values = [rng.standard_normal(s) for s in shapes]
+    ours = [ta.tensor(v, requires_grad=True) for v in values]
+    theirs = [torch.tensor(v, requires_grad=True) for v in values]
+    out, expected = ta.einsum(equation, *ours), torch.einsum(equation, *theirs)
+    np.testing.assert_allclose(out.numpy(), expected.detach().numpy(), rtol=1e-12)
+    weight = rng.standard_normal(expected.shape)
+    (out * ta.tensor(weight)).sum().backward()
+    (expected * torch.tensor(weight)).sum().backward()
+    for a, b in zip(ours, theirs, strict=True):
+        assert a.grad.shape == a.shape
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-12)

@@ -234,7 +234,7 @@ def relu_vjp(be, g, saved):
     return (masked(be.xp, g, out != 0),)
 
 
-@op("abs", "gx = g * sign(x)", saves={0: 0},
+@op("abs", "gx = g * sgn(x) (0 at NaN, as torch)", saves={0: 0},
     samples=unary_grid())
 def absolute(be, x):
     """out = |x|"""
@@ -244,7 +244,17 @@ def absolute(be, x):
 @absolute.defvjp
 def absolute_vjp(be, g, saved):
     (x,) = saved
-    return (g * be.xp.sign(x),)
+    return (g * sgn(be.xp, x),)
+
+
+def sgn(xp, x):
+    """sign(x) with torch's sgn(NaN) = 0: the gradient of |x| (and of the norms made of it) at
+    a NaN entry is 0, as torch's, not NaN. The signs' sum is NaN exactly when one is (they
+    are -1, 0, 1 otherwise), a pass with no array made: the NaN-free case pays only that."""
+    s = xp.sign(x)
+    if xp.isnan(s.sum()):
+        return xp.where(xp.isnan(s), 0, s).astype(s.dtype, copy=False)
+    return s
 
 
 # ---- choosing between values --------------------------------------------------------------------

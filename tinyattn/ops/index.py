@@ -11,7 +11,9 @@ of g with the others.
 
 import string
 
+from ..dtypes import promote_types
 from ..errors import fmt_shape
+from .matmul import same_dtype
 from .op import dim1, op
 from .samples import case, const, vals
 
@@ -208,16 +210,33 @@ def _spell_operand(subs, shape, ell, equation):
 MAX_OPERANDS = 8  # saved holds each operand in a place of its own (the in-place check reads it)
 
 
+def _einsum_dtypes(xs):
+    """The operands in one dtype: those with dims must have it already (torch's rule, as for
+    matmul: float32 with float64, or int64 with float32, is an error); a 0-d operand of
+    another dtype is promoted with them, as torch's einsum takes one (',i->i' of a float64
+    number and a float32 vector is float64)."""
+    shaped = [x for x in xs if x.ndim]
+    if shaped:
+        same_dtype("einsum", *shaped)
+    if all(x.dtype == xs[0].dtype for x in xs):
+        return xs
+    common = xs[0].dtype
+    for x in xs[1:]:
+        common = promote_types(common, x.dtype)
+    return tuple(x.astype(common) for x in xs)
+
+
 @op("einsum", "g_i = einsum(g, the other operands -> operand i's subscripts)", grads=(),
-    promote="common", saves={i: i for i in range(MAX_OPERANDS)},
+    saves={i: i for i in range(MAX_OPERANDS)},
     samples=[case((2, 3), (3, 4), equation="ij,jk->ik"),
              case((2, 3, 4), (2, 4, 5), equation="...ij,...jk->...ik"),
              case((3, 3), equation="ii->i"), case((3,), (4,), (2, 3), equation="i,j,ki->jk"),
-             case((2, 3), equation="ij")])
+             case((2, 3), equation="ij"), case((), (3,), equation=",i->i")])
 def einsum(be, *xs, equation):
     """out = Σ over the letters not in the output of the product of the operands' entries"""
     if not 1 <= len(xs) <= MAX_OPERANDS:
         raise ValueError(f"einsum: takes 1 to {MAX_OPERANDS} operands, got {len(xs)}")
+    xs = _einsum_dtypes(xs)
     ins, out_subs = parse_einsum(equation, [x.shape for x in xs])
     spelled = ",".join(ins) + "->" + out_subs
     padding = (None,) * (MAX_OPERANDS - len(xs))
@@ -252,9 +271,15 @@ def _einsum_grad(xp, g, out_subs, ins, xs, i):
     got = dict(zip(keep, gi.shape, strict=True))
     gi = xp.broadcast_to(gi.reshape([got.get(c, 1) for c in unique]), [size[c] for c in unique])
     if len(unique) == len(target):
-        return xp.ascontiguousarray(xp.einsum(unique + "->" + target, gi))
+        return _in_order(xp, xp.einsum(unique + "->" + target, gi))
     # a repeated letter (a diagonal, "ii"): g goes on the diagonal, zeros elsewhere
     return _onto_diagonals(xp, gi, unique, target, size, "".join(ins) + out_subs)
+
+
+def _in_order(xp, a):
+    """a as a contiguous array of its own shape: ascontiguousarray alone makes a 0-d operand's
+    gradient (1,) (its result has a dim at least), which backward refuses."""
+    return xp.ascontiguousarray(a) if a.ndim else xp.asarray(a)
 
 
 def _onto_diagonals(xp, gi, unique, target, size, taken):

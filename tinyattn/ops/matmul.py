@@ -2,18 +2,38 @@
 
 (..., n, k) @ (..., k, m) -> (..., n, m). A 1-D left operand is a row (1, k) and a 1-D right
 operand a column (k, 1), each dropped again from the result. The VJP is the textbook pair
-gx = g @ yᵀ, gy = xᵀ @ g; broadcast batch dims are summed back by autograd.
-Also here: `linear`, x @ wᵀ + b as one fused node (the layer every model is made of).
+gx = g @ yᵀ, gy = xᵀ @ g; broadcast batch dims are summed back by autograd. The operands
+must share one dtype, as in torch (no promotion: float32 @ float64 is a DTypeError).
+Also here: `linear`, x @ wᵀ + b as one fused node (the layer every model is made of); it still
+promotes mixed dtypes (a float64 input to a float32 layer), which modules rely on.
 """
 
 import math
 
-from ..errors import ShapeError, fmt_shape
+from ..errors import DTypeError, ShapeError, fmt_shape
 from .op import op, wide_sum
 from .samples import case
 
 
+def same_dtype(name, *arrays, what="operands"):
+    """torch's rule for matrix products: the operands have one dtype (float32 @ float64 and
+    int64 @ float32 are errors, not promoted), and it is not bool. (Promoting would hide a
+    float64 input that doubles a model's cost, or compute a float16 product in float32.)"""
+    first = arrays[0].dtype
+    for a in arrays:
+        if a.dtype != first:
+            shown = ", ".join(f"{b.dtype} {fmt_shape(b.shape)}" for b in arrays)
+            raise DTypeError(f"{name}: the {what} must have the same dtype, got {shown} "
+                             "(torch's rule for matrix products: no promotion); convert one "
+                             f"first, e.g. with .to({a.dtype}) or .to({first})")
+    if first == bool:
+        raise DTypeError(f"{name}: bool {what} cannot be multiplied (torch has no bool matrix "
+                         "product); convert them with .long() or .float() first")
+
+
 def _check(x, y):
+    if x.dtype != y.dtype or x.dtype == bool:  # (the common case: one compare)
+        same_dtype("matmul", x, y)
     if x.ndim == 0 or y.ndim == 0:
         raise ShapeError(f"matmul: {fmt_shape(x.shape)} @ {fmt_shape(y.shape)}: both operands "
                          "need at least one dim (use * for scalars)")
@@ -23,7 +43,7 @@ def _check(x, y):
                          f"{k_x} and {k_y} differ")
 
 
-@op("matmul", "gx = g @ yᵀ, gy = xᵀ @ g", grads=("gx", "gy"), broadcasts=True, promote="common",
+@op("matmul", "gx = g @ yᵀ, gy = xᵀ @ g", grads=("gx", "gy"), broadcasts=True,
     saves={0: 0, 1: 1}, fresh=True,
     samples=[case((3, 4), (4, 2)), case((2, 3, 4), (4, 5)), case((2, 3, 4), (2, 4, 5)),
              case((4,), (4, 3)), case((3, 4), (4,)), case((4,), (4,)),

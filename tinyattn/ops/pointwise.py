@@ -1,5 +1,6 @@
 """Pointwise math beyond the basics: trigonometry, logs and exponentials in other bases,
-rounding, and the binary functions atan2, hypot, logaddexp, copysign, lerp, remainder, fmod.
+rounding, logit, and the binary functions atan2, hypot, logaddexp, copysign, lerp, remainder,
+fmod.
 
 Integers become the default float dtype where the result is a real function (sin of an int
 tensor is float), and stay integers for rounding, sign, square and the integer remainders, as
@@ -9,9 +10,10 @@ frac's is the identity. Every forward sits directly above its VJP.
 
 import math
 
+from ..errors import DTypeError, fmt_shape
 from .elementwise import masked
-from .op import is_const, op, quiet
-from .samples import binary_grid, case, pos, unary_grid, vals
+from .op import is_const, op, quiet, wide
+from .samples import binary_grid, case, pos, unary_grid, vals, within
 
 LN2, LN10 = math.log(2), math.log(10)
 TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
@@ -113,9 +115,14 @@ def atan2(be, x, y):
 @atan2.defvjp
 def atan2_vjp(be, g, saved):
     x, y = saved
+    xp = be.xp
     with quiet():
-        r = g / (x * x + y * y)
-    return None if is_const(x) else r * y, None if is_const(y) else -r * x
+        den = x * x + y * y
+        # at the origin (or where x² + y² underflows to 0) torch takes 1 / (x² + y²) as 0,
+        # so both gradients are 0 there, not 0 * inf = NaN; a subnormal x² + y² still gives
+        # inf, as torch's
+        r = g * xp.where(den == 0, 0, 1 / den)
+        return None if is_const(x) else r * y, None if is_const(y) else -r * x
 
 
 # ---- hyperbolic functions ----------------------------------------------------------------------
@@ -305,13 +312,39 @@ def erf_vjp(be, g, saved):
     return (g * TWO_OVER_SQRT_PI * be.xp.exp(-x * x),)
 
 
+@op("logit", "gx = g / (x (1 - x)) (0 outside [eps, 1 - eps] with eps; NaN outside [0, 1])",
+    promote="float", saves={0: 0},
+    samples=[case(within((2, 3), 0.05, 0.95)), case(within((3,), 0.05, 0.95), eps=0.2),
+             case(vals([0.05, 0.5, 0.7]), eps=0.1)])
+def logit(be, x, eps=None):
+    """out = log(x / (1 - x)), x clamped to [eps, 1 - eps] first when eps is given"""
+    xp = be.xp
+    z = x if eps is None else xp.clip(x, eps, 1 - eps)
+    with quiet():  # (±inf at 0 and 1, NaN outside [0, 1], as torch)
+        return xp.log(z / (1 - z)), (x,)
+
+
+@logit.defvjp
+def logit_vjp(be, g, saved, eps=None):
+    (x,) = saved
+    xp = be.xp
+    with quiet():  # torch's: inf at x = 0 and 1 (g / 0), not NaN
+        gx = g / (x * (1 - x))
+    if eps is None:  # outside [0, 1] the function is NaN, and so is its gradient (torch's)
+        return (xp.where((x < 0) | (x > 1), float("nan"), gx),)
+    return (xp.where((x < eps) | (x > 1 - eps), 0, gx),)  # clamped: flat there
+
+
 # ---- powers --------------------------------------------------------------------------------------
 
 
 @op("square", "gx = 2 * g * x", saves={0: 0},
     samples=unary_grid())
 def square(be, x):
-    """out = x² (integers stay integers, as in torch)"""
+    """out = x² (integers stay integers, as in torch; bools become int64, as torch's
+    pow(x, 2), where NumPy's x * x would be their logical and)"""
+    if x.dtype == bool:
+        x = x.astype("int64")
     return x * x, (x,)
 
 
@@ -439,9 +472,9 @@ def hypot(be, x, y):
 @hypot.defvjp
 def hypot_vjp(be, g, saved):
     x, y, out = saved
-    with quiet():
+    with quiet():  # (at the origin 0 / 0 = NaN, torch's gradient there too)
         r = g / out
-    return None if is_const(x) else r * x, None if is_const(y) else r * y
+        return None if is_const(x) else r * x, None if is_const(y) else r * y
 
 
 @op("copysign", "gx = g * sign(x) * sign(out), gy = 0", grads=("gx", "gy"), broadcasts=True,
@@ -461,21 +494,57 @@ def copysign_vjp(be, g, saved):
     return None if is_const(x) else gx, None if y_const else xp.zeros_like(g)
 
 
+def _lerp_dtypes(start, end, weight):
+    """torch's rule for lerp: floating-point tensors of one dtype. end, if a tensor, must have
+    start's dtype (0-d too), and so must a weight tensor with dims; a 0-d weight and Python
+    numbers may be of any float dtype. (Promoting instead would compute float16 lerps in
+    float32 and hand back a dtype the caller did not ask for.)"""
+    if start.dtype.kind != "f":
+        raise DTypeError(f"lerp: needs floating-point tensors, got start {start.dtype} (torch "
+                         "has no integer lerp); convert it with .float()")
+    for name, v in (("end", end), ("weight", weight)):
+        dtype = getattr(v, "dtype", None)
+        if dtype is None or dtype == start.dtype or name == "weight" and v.ndim == 0 \
+                and dtype.kind == "f":
+            continue
+        raise DTypeError(f"lerp: {name} is {dtype} {fmt_shape(v.shape)} but start is "
+                         f"{start.dtype} {fmt_shape(start.shape)}: expected dtype "
+                         f"{start.dtype} for {name} (torch's rule: start, end and a weight "
+                         f"tensor share one dtype); convert one with .to()")
+
+
 @op("lerp", "gs = g * (1 - w), ge = g * w, gw = g * (end - start)",
-    grads=("gs", "ge", "gw"), broadcasts=True, promote="common", saves={0: 0, 1: 1, 2: 2},
+    grads=("gs", "ge", "gw"), broadcasts=True, saves={0: 0, 1: 1, 2: 2},
     samples=[case((2, 3), (2, 3), 0.3), case((3,), (2, 3), (2, 1)), case((), (3,), ()),
-             case((2, 1), (3,), 0.75)])
+             case((2, 1), (3,), 0.75),
+             case((2, 3), (2, 3), vals([[0.2, 0.7, -0.6], [1.0, 0.49, 1.5]]))])
 def lerp(be, start, end, weight):
-    """out = start + weight * (end - start)"""
-    return start + weight * (end - start), (start, end, weight)
+    """out = start + weight * (end - start) where |weight| < 0.5, else
+    end - (end - start) * (1 - weight): torch's two forms, each exact at its own end (so
+    lerp(1e16, 1, 1) is 1, not 1e16 + (1 - 1e16) = 0); float16 computed in float32"""
+    _lerp_dtypes(start, end, weight)
+    dtype = start.dtype
+    if getattr(weight, "ndim", None) == 0 and weight.dtype != dtype:
+        weight = weight.astype(dtype)  # (a 0-d float64 weight must not widen the result)
+    s, e, w = wide(start), wide(end) if hasattr(end, "dtype") else end, weight
+    if hasattr(w, "dtype"):
+        w = wide(w)
+    with quiet():  # (inf - inf in end - start: NaN, as torch, without NumPy's warning)
+        diff = e - s
+        if is_const(w):  # one form for the whole tensor
+            out = s + w * diff if abs(w) < 0.5 else e - diff * (1 - w)
+        else:
+            out = be.xp.where(be.xp.abs(w) < 0.5, s + w * diff, e - diff * (1 - w))
+    return out.astype(dtype, copy=False), (start, end, weight)
 
 
 @lerp.defvjp
 def lerp_vjp(be, g, saved):
     start, end, weight = saved
-    return (None if is_const(start) else g * (1 - weight),
-            None if is_const(end) else g * weight,
-            None if is_const(weight) else g * (end - start))
+    with quiet():  # (end - start of infinities: NaN, as torch)
+        return (None if is_const(start) else g * (1 - weight),
+                None if is_const(end) else g * weight,
+                None if is_const(weight) else g * (end - start))
 
 
 def _nonzero_int_divisor(be, x, y, name):
@@ -571,5 +640,5 @@ def clamp_vjp(be, g, saved):
 
 
 OPS = (sin, cos, tan, asin, acos, atan, atan2, sinh, cosh, asinh, acosh, atanh, exp2, expm1,
-       log2, log10, log1p, logaddexp, erf, square, rsqrt, reciprocal, floor, ceil, trunc,
+       log2, log10, log1p, logaddexp, erf, logit, square, rsqrt, reciprocal, floor, ceil, trunc,
        round_even, sign, frac, hypot, copysign, lerp, remainder, fmod, floor_divide, clamp)

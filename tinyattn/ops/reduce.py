@@ -10,7 +10,7 @@ import math
 from ..backends import stable
 from ..errors import DTypeError
 from . import traps
-from .elementwise import masked
+from .elementwise import masked, sgn
 from .op import acc_dtype, dims, op, quiet, wide, wide_sum
 from .samples import case, vals
 
@@ -220,13 +220,15 @@ def reduce_prod_vjp(be, g, saved, dim=None, keepdim=False):
     return (unreduce(be, g, axes, keepdim, x.shape) * others,)
 
 
-@op("vector_norm", "gx = g * x / out (ord 2; 0 where out = 0); g sign(x) |x|^(p-1) / out^(p-1)",
+@op("vector_norm", "gx = g * x / out (ord 2; 0 where out = 0); g sgn(x) |x|^(p-1) / out^(p-1) "
+    "(0 at x = 0 for p < 1)",
     saves={0: 0}, saves_out=1,
     samples=[case((2, 3, 4)), case((2, 3), dim=1), case((3, 4), ord=1, dim=0, keepdim=True),
              case((2, 5), ord=3.0, dim=-1), case(vals([[1.0, -3.0, 2.0], [0.5, 0.25, -4.0]]),
                                                  ord=float("inf"), dim=1),
              case(vals([[1.0, -3.0, 2.0], [0.5, 0.25, -4.0]]), ord=float("-inf"), dim=1),
-             case((2, 3), ord=0)])
+             case((2, 3), ord=0), case((2, 3), ord=0.5, dim=1), case((2, 3), ord=-1.5),
+             case(vals([[3.0, 0.0, 1.0], [0.5, -2.0, 0.25]]), ord=0.5, dim=1)])
 def vector_norm(be, x, ord=2, dim=None, keepdim=False):  # noqa: A002 - torch's name
     """out = (Σ |x|^ord)^(1/ord) over dim (inf: max |x|, -inf: min |x|, 0: the count of
     nonzeros)"""
@@ -264,16 +266,22 @@ def vector_norm_vjp(be, g, saved, ord=2, dim=None, keepdim=False):  # noqa: A002
         out, g = xp.expand_dims(out, axes), xp.expand_dims(g, axes)
     if ord == 0:
         return (xp.zeros(x.shape, dtype=g.dtype),)
-    if ord == 1:
-        return (g * xp.sign(x),)
+    if ord == 1:  # (a NaN entry gets 0, torch's sgn(NaN))
+        return (g * sgn(xp, x),)
     if ord in (float("inf"), float("-inf")):  # ties share g evenly, as in torch
         winners = xp.abs(x) == out
+        if xp.isnan(out).any():  # (reduced: a cheap look) torch counts a NaN entry among the
+            winners |= xp.isnan(x)  # winners, and its sgn(NaN) = 0 gives it nothing: 0, not NaN
         ties = winners.sum(axis=axes, keepdims=True, dtype=acc_dtype(g.dtype))
-        return ((g * xp.sign(x) * winners / ties).astype(g.dtype, copy=False),)
+        return ((sgn(xp, x) * masked(xp, g / ties, winners)).astype(g.dtype, copy=False),)
     safe = xp.where(out == 0, 1, out)
     if ord == 2:
         return (xp.where(out == 0, 0, g * x / safe),)
     with quiet():
+        if ord < 1:  # torch's form: |x|^(p-1) is inf at x = 0 (0 there, as torch), and the
+            # factor out^(1-p) makes the whole gradient 0 where out = 0 (p < 0: any x = 0)
+            scaled = xp.where(x == 0, 0, xp.sign(x) * xp.abs(x) ** (ord - 1))
+            return (scaled * (g * out ** (1 - ord)),)
         scale = xp.where(out == 0, 0, g / safe ** (ord - 1))
         return (scale * xp.sign(x) * xp.abs(x) ** (ord - 1),)
 

@@ -17,11 +17,19 @@ def _along(axis, part):
     return (slice(None),) * axis + (part,)
 
 
+# the dtype a running sum or product of each float dtype is carried in, as torch's CPU scans
+# carry it (acc_type): float16 in float32 (a running sum of ones stops at 2048 in float16,
+# where 2048 + 1 rounds to 2048) and float32 in float64 (a million float32 0.1s summed one
+# after another in float32 drift to 100958, torch's give 100000). The result is handed back
+# in the input's dtype. (Unlike a sum, which NumPy adds pairwise, a scan adds in order.)
+_CARRY = {numpy.dtype(numpy.float16): numpy.float32, numpy.dtype(numpy.float32): numpy.float64}
+
+
 def _cumsum(xp, a, axis):
-    """xp.cumsum along axis, float16 summed in float32 and given back in float16 (as torch: in
-    float16 a running sum of ones stops at 2048, where 2048 + 1 rounds to 2048)."""
-    if a.dtype == numpy.float16:
-        return xp.cumsum(a, axis=axis, dtype=numpy.float32).astype(numpy.float16)
+    """xp.cumsum along axis, carried in the wider dtype of _CARRY and given back in a's."""
+    carry = _CARRY.get(a.dtype)
+    if carry is not None:
+        return xp.cumsum(a, axis=axis, dtype=carry).astype(a.dtype)
     return xp.cumsum(a, axis=axis)
 
 
@@ -63,8 +71,9 @@ def cumprod(be, x, dim):
     axis = _axis(x, dim, "cumprod")
     if axis is None:
         return x.copy(), (x, x, None)
-    if x.dtype == numpy.float16:  # multiplied in float32, as torch
-        out = be.xp.cumprod(x, axis=axis, dtype=numpy.float32).astype(numpy.float16)
+    carry = _CARRY.get(x.dtype)  # (float16 multiplied in float32, float32 in float64)
+    if carry is not None:
+        out = be.xp.cumprod(x, axis=axis, dtype=carry).astype(x.dtype)
     else:
         out = be.xp.cumprod(x, axis=axis)
     return out, (x, out, axis)
@@ -106,8 +115,8 @@ def _logcumsumexp(xp, x, axis):
         # entry, so that the entries before an inf or NaN neither overflow nor turn inf (torch)
         m = xp.where(xp.isfinite(x), x, NEG_INF).max(axis=axis, keepdims=True)
         m = xp.where(xp.isfinite(m), m, 0)
-    with quiet():
-        return (xp.log(xp.cumsum(xp.exp(x - m), axis=axis)) + m).astype(dtype, copy=False)
+    with quiet():  # (the running sum of e^(x - m) carried as _cumsum carries float32's)
+        return (xp.log(_cumsum(xp, xp.exp(x - m), axis)) + m).astype(dtype, copy=False)
 
 
 @op("logcumsumexp", "gx = Σ_{j>=i} g_j e^(x_i - out_j)", promote="float",
