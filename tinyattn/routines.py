@@ -2,14 +2,15 @@
 
 Each is the Tensor method of the same name called on its first argument (made a tensor if it
 is not one), so it records the same op and has the same gradient. The few with no method of
-their own (einsum, meshgrid, std_mean, var_mean) are written out below.
+their own (einsum, meshgrid, std_mean, var_mean, the stacks, repeat_interleave of repeats
+alone) are written out below.
 """
 
 import numpy as np
 
 from . import dtypes
 from .autograd import apply
-from .errors import ShapeError, fmt_shape
+from .errors import DTypeError, ShapeError, fmt_shape
 from .functional import cat
 from .ops import index as ix
 from .ops import pointwise as pw
@@ -106,8 +107,8 @@ moveaxis, swapdims = movedim, swapaxes
 narrow, unbind, split, chunk, flip, roll = (_method(n) for n in (
     "narrow", "unbind", "split", "chunk", "flip", "roll"))
 select, take, diff, diag = _method("select"), _method("take"), _method("diff"), _method("diag")
-tril, triu, diagonal, repeat_interleave, tile = (_method(n) for n in (
-    "tril", "triu", "diagonal", "repeat_interleave", "tile"))
+tril, triu, diagonal, tile, diag_embed, ravel = (_method(n) for n in (
+    "tril", "triu", "diagonal", "tile", "diag_embed", "ravel"))
 gather, index_select, take_along_dim, masked_select, nonzero = (_method(n) for n in (
     "gather", "index_select", "take_along_dim", "masked_select", "nonzero"))
 argwhere = _method("argwhere")
@@ -131,15 +132,69 @@ def broadcast_tensors(*tensors):
     return tuple(t.expand(*shape) for t in tensors)
 
 
-def hstack(tensors):
-    """Joined along dim 1 (dim 0 for 1-D tensors)."""
+def repeat_interleave(input, repeats=None, dim=None):  # noqa: A002 - torch's argument name
+    """input.repeat_interleave(repeats, dim); or, given a 1-D integer tensor of repeats alone
+    (torch.repeat_interleave(repeats)), each index i repeated repeats[i] times: [2, 0, 1] gives
+    [0, 0, 2], in the repeats' dtype."""
+    if repeats is not None:
+        return _t(input).repeat_interleave(repeats, dim)
+    counts = _t(input)
+    if counts.dtype.kind not in "iu":
+        raise DTypeError(f"repeat_interleave: repeats alone must be an integer tensor, got "
+                         f"{counts.dtype}")
+    if counts.ndim != 1:
+        raise ShapeError(f"repeat_interleave: repeats alone must be 1-D, got "
+                         f"{fmt_shape(counts.shape)}")
+    index = Tensor(np.arange(counts.shape[0], dtype=counts.dtype), backend=counts.backend)
+    return index.repeat_interleave(counts)
+
+
+def _at_least(tensors, ndim, name):
+    """The tensors (made tensors) with dims added as torch's atleast_1d/2d/3d add them: a 0-d
+    one becomes (1,)*ndim, 1-D (n,) becomes (1, n) and, for 3 dims, (1, n, 1); 2-D (m, n)
+    becomes (m, n, 1)."""
     tensors = [_t(x) for x in tensors]
+    if not tensors:
+        raise ShapeError(f"{name}: needs at least one tensor, got an empty list")
+    return [_with_dims(x, ndim) for x in tensors]
+
+
+def _with_dims(x, ndim):
+    """x with at least ndim dims, added as _at_least says."""
+    if x.ndim >= ndim:
+        return x
+    if x.ndim == 0:
+        return x.reshape((1,) * ndim)
+    if x.ndim == 1:  # (ndim is 2 or 3 here)
+        return x.reshape((1, -1, 1)[:ndim])
+    return x.reshape(x.shape + (1,))  # 2-D, for 3 dims
+
+
+def hstack(tensors):
+    """Joined along dim 1 (dim 0 for 1-D tensors; 0-d ones count as 1-D)."""
+    tensors = _at_least(tensors, 1, "hstack")
     return cat(tensors, dim=0 if tensors[0].ndim == 1 else 1)
 
 
 def vstack(tensors):
-    """Joined along dim 0, 1-D tensors as rows."""
-    return cat([x.reshape(1, -1) if x.ndim == 1 else x for x in map(_t, tensors)], dim=0)
+    """Joined along dim 0, 1-D tensors as rows (0-d ones as (1, 1))."""
+    return cat(_at_least(tensors, 2, "vstack"), dim=0)
+
+
+row_stack = vstack
+
+
+def dstack(tensors):
+    """Joined along dim 2 (depth), after atleast_3d: (n,) is (1, n, 1), (m, n) is (m, n, 1)."""
+    return cat(_at_least(tensors, 3, "dstack"), dim=2)
+
+
+def column_stack(tensors):
+    """Joined along dim 1, 0-d and 1-D tensors as columns ((n,) becomes (n, 1))."""
+    tensors = [_t(x) for x in tensors]
+    if not tensors:
+        raise ShapeError("column_stack: needs at least one tensor, got an empty list")
+    return cat([x.reshape(-1, 1) if x.ndim <= 1 else x for x in tensors], dim=1)
 
 
 def numel(input):  # noqa: A002

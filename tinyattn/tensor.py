@@ -15,6 +15,7 @@ import inspect
 import math
 import numbers
 import operator
+import warnings
 
 import numpy as np
 
@@ -996,10 +997,17 @@ class Tensor(TensorBase):
 
     def masked_fill(self, mask, value):
         """value where mask (bool, True = fill) else self; masked entries get no gradient. A
-        0-d tensor value gets the gradient of every entry it fills (as torch)."""
+        0-d tensor value gets the gradient of every entry it fills (as torch). A mask with more
+        dims than self makes the result their broadcast shape (torch's; masked_fill_ refuses)."""
+        mask = _cond(mask, self)
         if isinstance(value, Tensor):
-            return self._fill_with_tensor("masked_fill", _cond(mask, self), value)
-        return apply(masked_fill, self, _cond(mask, self), value=value)
+            return self._with_mask_shape("masked_fill", mask)._fill_with_tensor(
+                "masked_fill", mask, value)
+        try:  # the op takes a mask that broadcasts to x: the common case, at no extra cost
+            return apply(masked_fill, self, mask, value=value)
+        except ShapeError:  # a mask with more (or longer) dims: x broadcasts to it first
+            return apply(masked_fill, self._with_mask_shape("masked_fill", mask), mask,
+                         value=value)
 
     def _fill_with_tensor(self, name, mask, value):
         """masked_fill with a 0-d tensor value: where(mask, value, self), value in self's
@@ -1103,9 +1111,22 @@ class Tensor(TensorBase):
 
     def transpose(self, dim0=-2, dim1=-1):
         dims = list(range(self.ndim))
-        a, b = _axis(dim0, self.ndim, "transpose"), _axis(dim1, self.ndim, "transpose")
+        try:
+            a, b = _axis(dim0, self.ndim, "transpose"), _axis(dim1, self.ndim, "transpose")
+        except DimError:
+            if self.ndim:
+                raise
+            return self._same_0d("transpose", dim0, dim1)
         dims[a], dims[b] = dims[b], dims[a]
         return apply(sh.permute, self, dims=tuple(dims))
+
+    def _same_0d(self, name, *dims):
+        """This 0-d tensor, for a transpose or movedim of its one implicit dim (0 or -1) with
+        itself, as torch; any other dim is out of range."""
+        for d in dims:
+            for one in d if isinstance(d, (tuple, list)) else (d,):
+                _axes(one, 0, name)
+        return self
 
     @property
     def T(self):  # noqa: N802 - PyTorch's name
@@ -1130,6 +1151,14 @@ class Tensor(TensorBase):
     def expand_as(self, other):
         return self.expand(other.shape)
 
+    def broadcast_to(self, *shape):
+        """expand(shape): broadcast_to((2, 3)) and broadcast_to(2, 3) alike (a view)."""
+        return self.expand(*shape)
+
+    def ravel(self):
+        """The entries as a 1-D tensor: a view where the memory allows, else a copy (reshape)."""
+        return self.reshape(-1)
+
     def __getitem__(self, index):
         steps = _index_steps(_index(index, self.backend))
         out = self
@@ -1139,7 +1168,7 @@ class Tensor(TensorBase):
 
     def __setitem__(self, index, value):
         """x[index] = value, in place (see _in_place); value broadcasts and takes x's dtype."""
-        steps = _index_steps(_index(index, self.backend))
+        steps = _index_steps(_index(index, self.backend, "setitem"))
         if isinstance(value, (list, tuple)):
             value = Tensor(value, backend=self.backend)
         elif not isinstance(value, (Tensor, numbers.Number)):  # an array
@@ -1473,21 +1502,17 @@ class Tensor(TensorBase):
                      for d, n in enumerate(index.shape))
         x = self[part] if any(n != m for n, m in zip(index.shape, self.shape, strict=True)) \
             else self
-        try:
-            return apply(sh.take_along_dim, x, index.data, dim=axis)
-        except DimError:  # (an index out of range: the error names gather, not the op)
-            raise sh.out_of_range("gather", index.data, self.shape, axis) from None
+        _check_slots("gather", index, self.shape, axis)  # (before the op, which takes -1)
+        return apply(sh.take_along_dim, x, index.data, dim=axis)
 
     def index_select(self, dim, index):
-        """The entries at `index` (1-D integers) along dim."""
+        """The entries at `index` (1-D integers, 0..n-1 as in torch) along dim."""
         axis = _axis(dim, self.ndim, "index_select")
         index = _index_tensor(index, self, "index_select")
         if index.ndim > 1:
             raise ShapeError(f"index_select: index must be 1-D, got {fmt_shape(index.shape)}")
-        try:
-            return self[(slice(None),) * axis + (index.reshape(-1),)]
-        except DimError:  # (an index out of range: the error names index_select, not getitem)
-            raise sh.out_of_range("index_select", index.data, self.shape, axis) from None
+        _check_slots("index_select", index, self.shape, axis)  # (x[i] takes -1: torch's not)
+        return self[(slice(None),) * axis + (index.reshape(-1),)]
 
     def take_along_dim(self, indices, dim=None):
         if dim is None:
@@ -1549,8 +1574,10 @@ class Tensor(TensorBase):
 
     def index_add(self, dim, index, source, *, alpha=1):
         """A copy with alpha * source[..., k, ...] added into slice index[k] along dim
-        (repeated indices add up)."""
+        (repeated indices add up; an integer tensor takes alpha's integer part, as torch)."""
         axis, idx = self._slices_at("index_add", dim, index, source)
+        if alpha != 1 and self.dtype.kind in "iu":
+            alpha = int(alpha)  # (source * 2.5 would be float, which this tensor cannot take)
         return self.scatter_add(axis, idx, source if alpha == 1 else source * alpha)
 
     def index_copy(self, dim, index, source):
@@ -1577,6 +1604,78 @@ class Tensor(TensorBase):
     def index_fill_(self, dim, index, value):
         return self._in_place_as("index_fill_", lambda x: x.index_fill(dim, index, value))
 
+    def index_put(self, indices, values, accumulate=False):
+        """A copy with `values` written at self[indices] (indices: a tuple or list of index
+        tensors, one per leading dim); accumulate=True adds them instead, a place named twice
+        getting both. Built on setitem and index_add, whose VJPs give the gradients."""
+        if not isinstance(indices, (tuple, list)):
+            raise TypeError(f"index_put: indices must be a tuple or list of tensors, got "
+                            f"{type(indices).__name__}")
+        if not isinstance(values, Tensor):
+            raise TypeError(f"index_put: values must be a Tensor, got {type(values).__name__}")
+        _same_dtype("index_put", "values", values, self)
+        steps = _index_steps(_index(tuple(indices), self.backend, "index_put"))
+        if not accumulate:
+            return apply(sh.setitem, self, values, steps=steps)
+        try:  # the flat place of every entry self[indices] picks, in its shape
+            places = _make("index_places", _index_places, np.int64, False, self.backend,
+                           shape=self.shape, steps=steps)
+        except IndexError as e:
+            raise DimError(f"index_put: {e} (tensor of shape {fmt_shape(self.shape)})") from None
+        try:
+            values = values.expand(places.shape)
+        except ShapeError:
+            raise ShapeError(f"index_put: values {fmt_shape(values.shape)} do not broadcast to "
+                             f"the {fmt_shape(places.shape)} entries the indices pick") from None
+        flat = self.reshape(-1).index_add(0, places.reshape(-1), values.reshape(-1))
+        return flat.reshape(self.shape)
+
+    def index_put_(self, indices, values, accumulate=False):
+        return self._in_place_as("index_put_", lambda x: x.index_put(indices, values, accumulate),
+                                 values)
+
+    def unfold(self, dimension, size, step):
+        """Every window of `size` entries along dim `dimension`, `step` apart, as a new last
+        dim: dim becomes the (n - size) // step + 1 windows. torch's is a view; this is a copy
+        (a getitem, whose VJP adds up an entry's share of overlapping windows)."""
+        size, step = operator.index(size), operator.index(step)
+        if self.ndim == 0:  # its one implicit dim (0 or -1), as torch: windows of (1,)
+            _axes(dimension, 0, "unfold")
+            x, axis = self.reshape(1), 0
+        else:
+            x, axis = self, _axis(dimension, self.ndim, "unfold")
+        n = x.shape[axis]
+        if size < 0:
+            raise ValueError(f"unfold: size must be >= 0, got {size}")
+        if size > n:
+            raise ShapeError(f"unfold: size {size} is larger than dim {axis} of size {n} (shape "
+                             f"{fmt_shape(self.shape)})")
+        if step <= 0:
+            raise ValueError(f"unfold: step must be > 0, got {step}")
+        windows = _make("unfold_index", _window_index, np.int64, False, self.backend,
+                        count=(n - size) // step + 1, size=size, step=step)
+        out = x[(slice(None),) * axis + (windows.data,)].movedim(axis + 1, -1)
+        return out.reshape(size) if self.ndim == 0 else out
+
+    def diag_embed(self, offset=0, dim1=-2, dim2=-1):
+        """Each vector along the last dim as the diagonal (above it for offset > 0) of a
+        square matrix in dims dim1, dim2 of the result (one more dim), zeros elsewhere."""
+        if self.ndim == 0:
+            raise DimError("diag_embed: needs at least 1 dim (the vectors to put on diagonals), "
+                           "got a 0-d tensor")
+        a, b = (_axis(d, self.ndim + 1, "diag_embed") for d in (dim1, dim2))
+        if a == b:
+            raise DimError(f"diag_embed: dim1 and dim2 are both {a}")
+        offset, be = operator.index(offset), self.backend
+        k = self.shape[-1]
+        n = k + abs(offset)
+        # made as ops, so a captured step makes them again on each replay (as diag's)
+        zeros = _make("zeros", _zeros, self.dtype, False, be, shape=self.shape[:-1] + (n, n))
+        rows, cols = (_make("arange", _arange, np.int64, False, be, start=start, end=start + k,
+                            step=1) for start in (max(-offset, 0), max(offset, 0)))
+        square = apply(sh.setitem, zeros, self, steps=((Ellipsis, rows.data, cols.data),))
+        return square.movedim((-2, -1), (a, b))
+
     def _slice_index(self, name, index):
         index = _index_tensor(index, self, name)
         if index.ndim > 1:
@@ -1590,31 +1689,48 @@ class Tensor(TensorBase):
         index = self._slice_index(name, index)
         if not isinstance(source, Tensor):
             raise TypeError(f"{name}: source must be a Tensor, got {type(source).__name__}")
+        _same_dtype(name, "source", source, self)
         want = self.shape[:axis] + (index.shape[0],) + self.shape[axis + 1:]
         if source.shape != want:
             raise ShapeError(f"{name}: source has shape {fmt_shape(source.shape)} but this "
                              f"tensor {fmt_shape(self.shape)} with {index.shape[0]} indices "
                              f"along dim {axis} needs {fmt_shape(want)}")
+        _check_slots(name, index, self.shape, axis)
         spread = [1] * self.ndim
         spread[axis] = -1
         return axis, index.reshape(*spread).expand(*source.shape)
 
     def masked_scatter(self, mask, source):
-        """A copy whose entries where mask is True (mask broadcasts to this shape) take
-        source's entries in order (row-major)."""
+        """A copy whose entries where mask is True take source's entries in order (row-major);
+        mask and this tensor broadcast together (the result has their shape, as torch's)."""
         mask = _cond(mask, self)
         if not isinstance(source, Tensor):
             raise TypeError(f"masked_scatter: source must be a Tensor, got "
                             f"{type(source).__name__}")
-        where = _values("masked_positions", _flat_positions, mask, shape=self.shape,
+        _same_dtype("masked_scatter", "source", source, self)
+        x = self._with_mask_shape("masked_scatter", mask)
+        where = _values("masked_positions", _flat_positions, mask, shape=x.shape,
                         backend=self.backend)
         n = where.shape[0]
         if source.numel() < n:
             raise ShapeError(f"masked_scatter: the mask picks {n} entries but source "
                              f"{fmt_shape(source.shape)} has only {source.numel()}")
-        flat = apply(sh.setitem, self.reshape(-1), source.reshape(-1)[:n],
+        flat = apply(sh.setitem, x.reshape(-1), source.reshape(-1)[:n],
                      steps=((where.data,),))
-        return flat.reshape(self.shape)
+        return flat.reshape(x.shape)
+
+    def _with_mask_shape(self, name, mask):
+        """This tensor expanded to its broadcast shape with `mask`: torch's out-of-place masked
+        ops give that shape, larger than this tensor where the mask has more (or longer) dims.
+        (The in-place ones refuse such a mask: the result would not fit this tensor.)"""
+        if mask.shape == self.shape:
+            return self
+        try:
+            shape = np.broadcast_shapes(self.shape, mask.shape)
+        except ValueError:
+            raise ShapeError(f"{name}: mask {fmt_shape(mask.shape)} does not broadcast to x "
+                             f"{fmt_shape(self.shape)}, nor the two together") from None
+        return self if shape == self.shape else self.expand(shape)
 
     def masked_scatter_(self, mask, source):
         return self._in_place_as("masked_scatter_", lambda x: x.masked_scatter(mask, source),
@@ -1651,7 +1767,8 @@ class Tensor(TensorBase):
         n, m = self.shape[-2:]
         keep = _make("triangle", _triangle_keep, np.bool_, False, self.backend, n=n, m=m,
                      diagonal=diagonal, lower=name == "tril")
-        return apply(ew.where, keep, self, 0)
+        # zeros of self's dtype: a Python 0 would make a bool tensor's triangle int64
+        return apply(ew.where, keep, self, False if self.dtype == np.bool_ else 0)
 
     def repeat(self, *sizes):
         """The tensor tiled sizes[i] times along dim i (new leading dims where sizes is longer)."""
@@ -1663,8 +1780,12 @@ class Tensor(TensorBase):
         x = self.reshape(shape)
         spread = tuple(v for n in shape for v in (1, n))  # (1, n0, 1, n1, ...)
         tiled = tuple(v for r, n in zip(sizes, shape, strict=True) for v in (r, n))
-        return x.reshape(spread).expand(tiled).reshape(tuple(
+        out = x.reshape(spread).expand(tiled).reshape(tuple(
             r * n for r, n in zip(sizes, shape, strict=True)))
+        if out is self or (out._version_counter is not None
+                           and out._version_counter is self._version_counter):
+            out = out.clone()  # (counts of 1: the reshapes were views) new memory, as torch's
+        return out
 
     def tile(self, *dims):
         dims = _shape_args(dims, "tile")
@@ -1689,8 +1810,7 @@ class Tensor(TensorBase):
         axes = _axes(dims, self.ndim, "flip")
         if not axes:
             return self.clone()
-        return self[tuple(slice(None, None, -1) if d in axes else slice(None)
-                          for d in range(self.ndim))]
+        return apply(sh.flip, self, dims=axes)  # new memory, as torch's (x[::-1] is a view)
 
     def roll(self, shifts, dims=None):
         """Entries moved `shifts` places along dims (wrapping around); no dims: the flat tensor."""
@@ -1730,6 +1850,8 @@ class Tensor(TensorBase):
         return apply(sh.diagonal, self, offset=operator.index(offset), dim1=a, dim2=b)
 
     def movedim(self, source, destination):
+        if self.ndim == 0:
+            return self._same_0d("movedim", source, destination)
         src = source if isinstance(source, (tuple, list)) else (source,)
         dst = destination if isinstance(destination, (tuple, list)) else (destination,)
         src_axes = [_axis(d, self.ndim, "movedim") for d in src]
@@ -2030,11 +2152,12 @@ class Tensor(TensorBase):
         return self.flip(0)
 
     def rot90(self, k=1, dims=(0, 1)):
-        """Turned by 90° k times, from the first of dims toward the second."""
+        """Turned by 90° k times, from the first of dims toward the second (new memory)."""
         if len(dims) != 2:
             raise ValueError(f"rot90: dims must name two dims, got {dims}")
-        a, b = _axes(dims, self.ndim, "rot90")  # (two different dims)
-        k %= 4
+        _axes(dims, self.ndim, "rot90")  # (two different dims; it sorts them, so only checks)
+        a, b = (_axis(d, self.ndim, "rot90") for d in dims)  # in the order given: (1, 0) turns
+        k %= 4  # the other way from (0, 1)
         if k == 0:
             return self.clone()
         if k == 2:
@@ -2299,7 +2422,7 @@ def _truth(a, how, axis, keepdims):
 
 def _power(name, run, base, exponent):
     """run() (base ** exponent, in place or not); where an integer base met a negative integer
-    power, the op's ShapeError becomes the DTypeError that says so."""
+    number as its power, the op's ShapeError becomes the DTypeError that says so."""
     try:
         return run()
     except ShapeError:
@@ -2308,22 +2431,16 @@ def _power(name, run, base, exponent):
 
 
 def _refuse_negative_int_power(name, base, exponent):
-    """After `base ** exponent` failed: a DTypeError saying so if it was an integer base raised
-    to a negative integer power (NumPy's ValueError, torch's RuntimeError)."""
-    def integer(v):
-        return v.dtype.kind in "iub" if isinstance(v, Tensor) else isinstance(v, int)
-
-    if not (integer(base) and integer(exponent)):
+    """After `base ** exponent` failed: a DTypeError saying so if it was an integer tensor raised
+    to a negative Python int (NumPy's ValueError, torch's RuntimeError). A tensor of negative
+    integer exponents is computed, as torch computes it (ops/elementwise.py power)."""
+    if not (isinstance(base, Tensor) and base.dtype.kind in "iub" and type(exponent) is int):
         return
-    negative = bool((exponent.data < 0).any()) if isinstance(exponent, Tensor) else exponent < 0
-    if negative:
-        shown = (f"{exponent.dtype} tensor {fmt_shape(exponent.shape)} with negative entries"
-                 if isinstance(exponent, Tensor) else str(exponent))
-        base_shown = (f"{base.dtype} tensor {fmt_shape(base.shape)}"
-                      if isinstance(base, Tensor) else str(base))
+    if exponent < 0:
         raise DTypeError(f"{name}: integers cannot be raised to a negative integer power (base: "
-                         f"{base_shown}, exponent: {shown}), the result would not be an "
-                         "integer; convert the base to float first, e.g. x.float() ** -1")
+                         f"{base.dtype} tensor {fmt_shape(base.shape)}, exponent: {exponent}), "
+                         "the result would not be an integer; convert the base to float first, "
+                         "e.g. x.float() ** -1")
 
 
 def _repeat_counts(repeats, n, axis):
@@ -2379,11 +2496,11 @@ def _cond(mask, like):
     return Tensor(mask, backend=like.backend)
 
 
-def _index(index, be):
+def _index(index, be, name="getitem"):
     """Tensors and lists inside an index become backend arrays; the rest stays as it is."""
     if isinstance(index, tuple):
-        return tuple(_index_part(p, be) for p in index)
-    return _index_part(index, be)
+        return tuple(_index_part(p, be, name) for p in index)
+    return _index_part(index, be, name)
 
 
 def _viewable(shape, strides, new_shape):
@@ -2437,7 +2554,10 @@ def _index_steps(index):
         return (index,)
     ints = [isinstance(p, (int, np.integer)) and not isinstance(p, (bool, np.bool_))
             for p in index]
-    arrays = [hasattr(p, "ndim") and p.ndim > 0 for p in index]
+    # arrays, and 0-d bools (True: a new dim of size 1, False: of size 0), which both NumPy and
+    # torch count as array indices: x[1, :, True] is (4, 5, 1) in torch, (1, 4, 5) in NumPy
+    arrays = [hasattr(p, "ndim") and (p.ndim > 0 or p.dtype == np.bool_) or type(p) is bool
+              for p in index]
     if not any(ints) or not any(arrays):
         return (index,)
     first, rest = [], []
@@ -2450,9 +2570,18 @@ def _index_steps(index):
             first.append(p)
             rest.append(p)
         else:  # a slice or an array: it keeps its dims through the first step
-            first.extend([slice(None)] * (p.ndim if is_array and p.dtype == bool else 1))
+            first.extend([slice(None)] * _dims_spanned(p, is_array))
             rest.append(p)
     return tuple(first), tuple(rest)
+
+
+def _dims_spanned(p, is_array):
+    """How many of the indexed tensor's dims an index part other than an int spans: a bool
+    mask its own number of dims (a 0-d one, or True or False, none: it adds a dim), any other
+    part one."""
+    if type(p) is bool:
+        return 0
+    return p.ndim if is_array and p.dtype == np.bool_ else 1
 
 
 def _can_store(src, dst):
@@ -2471,19 +2600,62 @@ def _index_tensor(index, like, name):
     return index
 
 
-def _index_part(p, be):
+def _check_slots(name, index, shape, axis):
+    """A DimError naming `name` unless every entry of the integer tensor `index` is in 0..n-1
+    along dim `axis` of `shape`: torch's gather, index_select, index_add and index_copy refuse
+    negative indices (x[i], take_along_dim and index_fill count them from the end)."""
+    a = index.data
+    if a.size and (int(a.min()) < 0 or int(a.max()) >= shape[axis]):
+        raise sh.out_of_range(name, a, shape, axis, negatives=False)
+
+
+def _same_dtype(name, what, source, like):
+    """A DTypeError unless `source` has `like`'s dtype: torch's index_add, index_copy,
+    index_put and masked_scatter write it unconverted (no promotion, no cast)."""
+    if source.dtype != like.dtype:
+        raise DTypeError(f"{name}: {what} {'are' if what.endswith('s') else 'is'} "
+                         f"{source.dtype} but this tensor is {like.dtype}; they must be the same "
+                         f"dtype, as in torch (convert one: {what}.to({like.dtype}))")
+
+
+_INDEX_DTYPES = frozenset((np.dtype(np.int64), np.dtype(np.int32)))  # positions, as torch's
+
+
+def _index_part(p, be, name="getitem"):
     if isinstance(p, Tensor):
-        kind = p.dtype.kind
-        if kind not in "iub":
-            raise DTypeError(f"getitem: index tensors must be integer or bool, got {p.dtype}")
-        if kind == "i" and p.data.ndim == 0:  # an int, as in torch: x[t] is a view, and its
-            return p.__index__()  # dims go where an int's go (NumPy's 0-d array is an array)
-        return p.data
+        dtype = p.dtype
+        if dtype in _INDEX_DTYPES:  # (the common case first: one set lookup)
+            # 0-d: an int, as in torch: x[t] is a view, and its dims go where an int's go
+            # (NumPy's 0-d array is an array)
+            return p.__index__() if p.data.ndim == 0 else p.data
+        kind = dtype.kind
+        if kind == "b":
+            return p.data
+        if dtype == np.uint8:  # torch's old byte masks: a mask still, not positions
+            return _byte_mask(p.data, name)
+        if kind not in "iu":
+            raise DTypeError(f"{name}: index tensors must be integer or bool, got {dtype}")
+        if p.data.ndim == 0:  # (any 0-d integer is an int, as in torch)
+            return p.__index__()
+        raise DTypeError(f"{name}: index tensors must be int64, int32, uint8 (a mask) or bool, "
+                         f"got {dtype} (torch: tensors used as indices must be long, int, byte "
+                         "or bool tensors); convert it with .long()")
     if isinstance(p, (list, np.ndarray)):
         if isinstance(p, list) and not p:  # [] picks nothing (NumPy reads it as float64)
             return be.xp.zeros(0, dtype=np.int64)
+        if getattr(p, "dtype", None) == np.uint8:  # (a uint8 array: a mask too, as torch)
+            return _byte_mask(be.asarray(p), name)
         return be.asarray(p)
     return p
+
+
+def _byte_mask(a, name):
+    """A uint8 index read as the bool mask torch reads it as (with torch's warning); NumPy would
+    read its 0s and 1s as positions."""
+    warnings.warn(f"{name}: indexing with dtype uint8 is deprecated, please use a dtype bool "
+                  "instead (as in torch: it is read as a mask, not as positions)", UserWarning,
+                  stacklevel=5)
+    return a.astype(np.bool_)
 
 
 def _to_array(data, dtype, be):
@@ -2715,6 +2887,18 @@ def _triangle_keep(be, dtype, n, m, diagonal, lower):
     xp = be.xp
     offset = xp.arange(m)[None, :] - xp.arange(n)[:, None]
     return offset <= diagonal if lower else offset >= diagonal
+
+
+def _window_index(be, dtype, count, size, step):
+    """(count, size): row i holds i * step .. i * step + size - 1, the places of window i."""
+    return be.asarray(np.arange(count)[:, None] * step + np.arange(size)).astype(dtype)
+
+
+def _index_places(be, dtype, shape, steps):
+    """The flat (row-major) place in a tensor of `shape` of every entry the index `steps`
+    picks, in the shape of the pick (index_put's accumulate)."""
+    places = be.xp.arange(math.prod(shape), dtype=dtype).reshape(shape)
+    return be.xp.asarray(sh._place(places, steps)[steps[-1]])
 
 
 def _roll_index(be, dtype, n, shift):

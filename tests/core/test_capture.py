@@ -160,7 +160,8 @@ def test_small_functions_replay_promotion_broadcasting_and_views_as_eager():
 
     def fn(x):
         h = (m * w + x).tanh()  # x is float64: promoted
-        spread = m.scatter(0, index, x[:1])  # promoted, but not the int64 index (nondiff)
+        # src cast to m's dtype (scatter takes no other, as torch); the int64 index is nondiff
+        spread = m.scatter(0, index, x[:1].to(m.dtype))
         return (h.T @ h)[1:].sum() + (m[0] * w).exp().mean() + w.sum() + (spread ** 2).sum()
 
     step = ta.capture(fn)

@@ -2,8 +2,11 @@
 value, std of a constant slice, nll_loss with every target ignored, median with NaN, movedim's
 repeated dims, einsum's broadcast gradients, glu and chunk on empty dims, error messages
 that name the op the user called, F.pad's default value and the paddings torch refuses,
-similarities of shapes that do not broadcast, and embedding's padding_idx. Each compares with
-torch in float64 where torch has the op."""
+similarities of shapes that do not broadcast, embedding's padding_idx, rot90's dim order, flips
+and rotations as new memory, tril/triu of bools, stacks of 0-d tensors, the torch APIs that
+were missing (unfold, diag_embed, index_put, broadcast_to, ravel, dstack, column_stack,
+row_stack, repeat_interleave of repeats alone) and integer powers. Each compares with torch in
+float64 where torch has the op."""
 
 import math
 import warnings
@@ -364,18 +367,19 @@ def test_searchsorted_with_mismatched_leading_dims():
     assert ta.searchsorted(ta.zeros(2, 0, 3), ta.zeros(2, 0, 5)).shape == (2, 0, 5)
 
 
-@pytest.mark.parametrize("power", [lambda: ta.tensor([2, 3]) ** -1,
-                                   lambda: ta.tensor([2, 3]) ** ta.tensor([-1, 1]),
-                                   lambda: 2 ** ta.tensor([-1, 1]),
-                                   lambda: ta.pow(ta.tensor([2, 3]), -2),
-                                   lambda: ta.tensor([2, 3]).pow_(-1)],
-                         ids=["number", "tensor", "reflected", "function", "in place"])
-def test_integer_to_a_negative_power_is_a_dtype_error(power):
+@pytest.mark.parametrize("power", [lambda lib: lib.tensor([2, 3]) ** -1,
+                                   lambda lib: lib.pow(lib.tensor([2, 3]), -2),
+                                   lambda lib: lib.tensor([2, 3]).pow_(-1),
+                                   lambda lib: lib.tensor([2, 3]).pow(-1)],
+                         ids=["number", "function", "in place", "method"])
+def test_integer_to_a_negative_number_power_is_a_dtype_error(power):
+    """torch refuses an integer tensor to a negative Python int power; to a tensor of negative
+    integers it gives values (test_integer_tensor_to_a_negative_integer_tensor_power_as_torch)."""
     with pytest.raises(RuntimeError, match="negative integer powers"):
-        torch.tensor([2, 3]) ** -1
+        power(torch)
     with pytest.raises(ta.DTypeError, match=r"pow_?: integers cannot be raised to a negative "
                        r"integer power \(base: .*, exponent: .*\).*float"):
-        power()
+        power(ta)
 
 
 def test_pow_keeps_its_other_errors_and_results():
@@ -590,3 +594,329 @@ def test_embedding_padding_idx_of_numpy_ints_and_negatives_still_works():
         want.sum().backward()
         same(w.grad, tw.grad)
         w.grad, tw.grad = None, None
+
+
+# ---- 12. rot90 turns from the first dim given toward the second ---------------------------------
+
+
+def _grads_match(ours, theirs, x, tx, seed=0):
+    """Backward through both with the same random weights: x and tx get the same gradient."""
+    g = np.random.default_rng(seed).standard_normal(theirs.shape)
+    ours.backward(ta.tensor(g))
+    theirs.backward(torch.tensor(g))
+    same(x.grad, tx.grad)
+
+
+@pytest.mark.parametrize("shape, k, dims", [
+    ((2, 3), 1, (1, 0)), ((2, 3), 1, (-1, 0)), ((2, 3), 3, (1, 0)), ((2, 3), -1, (1, 0)),
+    ((2, 3, 4), 1, (2, 0)), ((2, 3, 4), 3, (2, 0)), ((2, 3, 4), 2, (2, 1)),
+    ((2, 3, 4), 1, (0, -1)), ((2, 3), 1, (0, 1)), ((2, 3), 0, (1, 0)), ((2, 3, 4), 5, (-1, -2)),
+])
+def test_rot90_with_dims_in_either_order_matches_torch(shape, k, dims):
+    """rot90(1, (1, 0)) turned the wrong way: its dims were sorted into (0, 1) first."""
+    x, tx = pair(np.arange(float(np.prod(shape))).reshape(shape))
+    out, want = x.rot90(k, dims), tx.rot90(k, dims)
+    same(out, want)
+    same(ta.rot90(x, k, dims), torch.rot90(tx, k, dims))
+    _grads_match(out, want, x, tx)
+    z = ta.tensor(np.random.default_rng(1).standard_normal(shape), requires_grad=True)
+    assert ta.gradcheck(lambda t: t.rot90(k, dims), [z])
+
+
+# ---- 13. flips, rotations and repeats are new memory, as torch's ---------------------------------
+
+
+FRESH_MEMORY = {
+    "flip": lambda x: x.flip(0), "flip of two dims": lambda x: x.flip(-1, 0),
+    "ta.flip": lambda x: (ta if isinstance(x, ta.Tensor) else torch).flip(x, (1,)),
+    "fliplr": lambda x: x.fliplr(), "flipud": lambda x: x.flipud(),
+    "rot90": lambda x: x.rot90(), "rot90 k=2": lambda x: x.rot90(2),
+    "rot90 k=3": lambda x: x.rot90(3, (1, 0)), "rot90 k=4": lambda x: x.rot90(4),
+    "repeat(1, 1)": lambda x: x.repeat(1, 1), "repeat(1, 1, 1)": lambda x: x.repeat(1, 1, 1),
+    "tile((1,))": lambda x: x.tile((1,)), "tile((1, 1, 1))": lambda x: x.tile((1, 1, 1)),
+}
+
+
+@pytest.mark.parametrize("name", list(FRESH_MEMORY))
+def test_flips_rotations_and_unit_repeats_do_not_share_memory_as_torch(name):
+    """They were views (a negative-step slice, reshapes): y.zero_() changed x."""
+    fn = FRESH_MEMORY[name]
+    x, tx = pair([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=False)
+    y, ty = fn(x), fn(tx)
+    same(y, ty)
+    y.zero_()
+    ty.zero_()
+    same(x, tx)
+    assert x.tolist() == [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
+
+
+@pytest.mark.parametrize("name", list(FRESH_MEMORY))
+def test_flips_rotations_and_unit_repeats_take_in_place_changes_in_the_graph(name):
+    """As views of a tensor in the graph, an in-place change to them was refused (shared
+    memory), and zeroing them under no_grad broke the backward of the tensor they came from."""
+    fn = FRESH_MEMORY[name]
+    x, tx = pair([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    a, ta_ = x * 1, tx * 1
+    b, tb = fn(a), fn(ta_)
+    b.mul_(2)
+    tb.mul_(2)
+    (a.sum() + (b * b).sum()).backward()
+    (ta_.sum() + (tb * tb).sum()).backward()
+    same(x.grad, tx.grad)
+    z = ta.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype=ta.float64, requires_grad=True)
+    e = z.exp()  # exp keeps its output for backward
+    with ta.no_grad():
+        fn(e).zero_()
+    e.sum().backward()
+    same(z.grad, np.exp(z.numpy()))
+
+
+@pytest.mark.parametrize("shape, dims", [((2, 3, 4), (0, 2)), ((2, 3, 4), (-1,)), ((5,), (0,)),
+                                         ((2, 3), (1, 0)), ((2, 0, 3), (1,)), ((), ())])
+def test_flip_gradient_is_a_flip_as_torch(shape, dims):
+    x, tx = pair(np.random.default_rng(4).standard_normal(shape))
+    out, want = x.flip(dims), tx.flip(dims)
+    same(out, want)
+    _grads_match(out, want, x, tx)
+    z = ta.tensor(np.random.default_rng(5).standard_normal(shape), requires_grad=True)
+    assert z.numel() == 0 or ta.gradcheck(lambda t: t.flip(dims), [z])  # (none to perturb)
+
+
+def test_a_negative_step_slice_is_still_a_view():
+    """x[::-1] stays a view (a kept difference: torch refuses negative steps); only the
+    methods that torch documents as copies stopped being built on it."""
+    x = ta.arange(5.0)
+    y = x[::-1]
+    y[0] = 10.0
+    assert x.tolist() == [0.0, 1.0, 2.0, 3.0, 10.0]
+
+
+# ---- 14. tril and triu keep the dtype (bool included) --------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int32", "int64", "float16", "float64"])
+def test_tril_and_triu_keep_the_dtype_as_torch(dtype):
+    m = ta.ones(3, 4, dtype=getattr(ta, dtype))
+    tm = torch.ones(3, 4, dtype=getattr(torch, dtype))
+    for ours, theirs in ((m.tril(), tm.tril()), (m.triu(1), tm.triu(1)),
+                         (ta.tril(m, -1), torch.tril(tm, -1))):
+        assert str(ours.dtype) == str(theirs.dtype).removeprefix("torch.")  # bool was int64
+        assert ours.tolist() == theirs.tolist()
+    m.tril_()  # bool: refused (an int64 result cannot be stored in a bool tensor)
+    tm.tril_()
+    assert m.tolist() == tm.tolist() and str(m.dtype) == dtype
+
+
+# ---- 15. stacking 0-d tensors, transposing one --------------------------------------------------
+
+
+STACKS = {
+    "hstack of 0-d": lambda lib, a, b: lib.hstack([a, b]),
+    "vstack of 0-d": lambda lib, a, b: lib.vstack([a, b]),
+    "hstack 0-d and 1-D": lambda lib, a, b: lib.hstack([a, b.reshape(1).expand(3) * 2]),
+    "vstack 1-D and 0-d": lambda lib, a, b: lib.vstack([a.reshape(1), b]),
+    "row_stack": lambda lib, a, b: lib.row_stack([a, b]),
+    "dstack of 0-d": lambda lib, a, b: lib.dstack([a, b]),
+    "dstack of 1-D": lambda lib, a, b: lib.dstack([a.expand(2) * 1, b.expand(2) * 3]),
+    "dstack of 2-D": lambda lib, a, b: lib.dstack([a.expand(2, 3) * 1, b.expand(2, 3) * 3]),
+    "dstack of 3-D": lambda lib, a, b: lib.dstack([a.expand(2, 3, 1) * 1, b.expand(2, 3, 2)]),
+    "column_stack of 0-d": lambda lib, a, b: lib.column_stack([a, b]),
+    "column_stack 1-D and 2-D": lambda lib, a, b: lib.column_stack([a.expand(2) * 1,
+                                                                    b.expand(2, 2) * 3]),
+    "column_stack 3-D": lambda lib, a, b: lib.column_stack([a.expand(2, 1, 2), b.expand(2, 1, 2)]),
+    "transpose of 0-d": lambda lib, a, b: a.transpose(0, -1) * b.swapaxes(0, 0),
+    "movedim of 0-d": lambda lib, a, b: a.movedim(0, -1) + b.movedim((0,), (0,)),
+}
+
+
+@pytest.mark.parametrize("name", list(STACKS))
+def test_stacks_and_transposes_of_0d_tensors_match_torch(name):
+    """hstack and vstack of 0-d tensors raised (torch makes them 1-D or 2-D first, as
+    atleast_1d and atleast_2d); a 0-d tensor's transpose(0, -1) raised (torch: the tensor)."""
+    a, ta_ = pair(1.5)
+    b, tb = pair(-2.0)
+    out, want = STACKS[name](ta, a, b), STACKS[name](torch, ta_, tb)
+    same(out, want)
+    g = np.random.default_rng(0).standard_normal(tuple(want.shape))
+    out.backward(ta.tensor(g))
+    want.backward(torch.tensor(g))
+    same(a.grad, ta_.grad)
+    same(b.grad, tb.grad)
+
+
+def test_a_0d_tensor_has_one_dim_to_transpose_and_no_more():
+    with pytest.raises(IndexError):
+        torch.tensor(1.0).transpose(0, 1)
+    with pytest.raises(ta.DimError, match="transpose: dim 1 is out of range for a tensor with 0 "
+                                          "dims"):
+        ta.tensor(1.0).transpose(0, 1)
+    with pytest.raises(RuntimeError, match="non-empty"):
+        torch.dstack([])
+    with pytest.raises(ValueError, match="dstack: needs at least one tensor"):
+        ta.dstack([])
+
+
+# ---- 16. torch APIs that were missing: unfold, diag_embed, index_put, broadcast_to, ravel, ------
+# ---- repeat_interleave(repeats) ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape, dim, size, step", [
+    ((7,), 0, 3, 2), ((7,), 0, 2, 1), ((7,), 0, 7, 3), ((7,), -1, 0, 1), ((3, 4), 1, 2, 1),
+    ((3, 4), 0, 2, 1), ((2, 5, 3), 1, 3, 2), ((0, 3), 1, 2, 1), ((0,), 0, 0, 1), ((), 0, 1, 1),
+    ((4,), 0, 1, 5),
+])
+def test_unfold_matches_torch_with_gradients(shape, dim, size, step):
+    x, tx = pair(np.random.default_rng(2).standard_normal(shape))
+    out, want = x.unfold(dim, size, step), tx.unfold(dim, size, step)
+    same(out, want)
+    _grads_match(out, want, x, tx)  # overlapping windows add up
+    z = ta.tensor(np.random.default_rng(3).standard_normal(shape), requires_grad=True)
+    assert 0 in out.shape or ta.gradcheck(lambda t: t.unfold(dim, size, step), [z])
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda x: x.unfold(0, 8, 1), r"unfold: size 8 is larger than dim 0 of size 7"),
+    (lambda x: x.unfold(0, 2, 0), r"unfold: step must be > 0, got 0"),
+    (lambda x: x.unfold(0, -1, 1), r"unfold: size must be >= 0, got -1"),
+    (lambda x: x.unfold(1, 2, 1), r"unfold: dim 1 is out of range"),
+])
+def test_unfold_refuses_what_torch_refuses(call, match):
+    with pytest.raises((RuntimeError, IndexError)):
+        call(torch.zeros(7))
+    with pytest.raises((ta.ShapeError, ValueError, ta.DimError), match=match):
+        call(ta.zeros(7))
+
+
+@pytest.mark.parametrize("shape, offset, dim1, dim2", [
+    ((2, 3), 0, -2, -1), ((2, 3), 1, -2, -1), ((2, 3), -2, 0, 2), ((2, 3), 0, 2, 0),
+    ((2, 3), 0, -1, -2), ((4,), 0, 0, 1), ((4,), -1, 1, 0), ((2, 1, 3), 2, 1, 3),
+])
+def test_diag_embed_matches_torch_with_gradients(shape, offset, dim1, dim2):
+    x, tx = pair(np.random.default_rng(6).standard_normal(shape))
+    out, want = x.diag_embed(offset, dim1, dim2), tx.diag_embed(offset, dim1, dim2)
+    same(out, want)
+    same(ta.diag_embed(x, offset, dim1, dim2), torch.diag_embed(tx, offset, dim1, dim2))
+    _grads_match(out, want, x, tx)
+    z = ta.tensor(np.random.default_rng(7).standard_normal(shape), requires_grad=True)
+    assert ta.gradcheck(lambda t: t.diag_embed(offset, dim1, dim2), [z])
+    assert ta.tensor([1, 2]).diag_embed().tolist() == [[1, 0], [0, 2]]
+
+
+def test_diag_embed_refuses_what_torch_refuses():
+    with pytest.raises(ta.DimError, match="diag_embed: dim1 and dim2 are both 1"):
+        ta.zeros(2, 3).diag_embed(0, 1, 1)
+    with pytest.raises(ta.DimError, match="diag_embed: dim 3 is out of range"):
+        ta.zeros(2, 3).diag_embed(0, 0, 3)
+    with pytest.raises(ta.DimError, match="diag_embed"):
+        ta.tensor(1.0).diag_embed()
+
+
+INDEX_PUT = {
+    "repeats accumulate": ((lambda lib: (lib.tensor([0, 1, 0]), lib.tensor([2, 2, 2]))), (3,),
+                           True),
+    "repeats of rows": ((lambda lib: (lib.tensor([1, 1, -1]),)), (3,), True),
+    "a bool mask": ((lambda lib: (lib.tensor([[True, False, True], [False, True, False]]),)),
+                    (), True),
+    "an int and a list": ((lambda lib: (lib.tensor(1), lib.tensor([2, 0]))), (2,), False),
+    "distinct, overwrite": ((lambda lib: (lib.tensor([1, 0]), lib.tensor([0, 2]))), (2,), False),
+    "rows, overwrite": ((lambda lib: [lib.tensor([1])]), (1, 3), False),
+}
+
+
+@pytest.mark.parametrize("name", list(INDEX_PUT))
+@pytest.mark.parametrize("in_place", [False, True])
+def test_index_put_matches_torch_with_gradients(name, in_place):
+    """index_put and index_put_: accumulate=True adds every value sent to one place (a
+    repeated index counts each time); the values get the gradient of the places they fill."""
+    indices, value_shape, accumulate = INDEX_PUT[name]
+    rng = np.random.default_rng(8)
+    x, tx = pair(rng.standard_normal((2, 3)))
+    v, tv = pair(rng.standard_normal(value_shape))
+    if in_place:
+        out, want = (x * 1).index_put_(indices(ta), v, accumulate), \
+            (tx * 1).index_put_(indices(torch), tv, accumulate)
+    else:
+        out = x.index_put(indices(ta), v, accumulate=accumulate)
+        want = tx.index_put(indices(torch), tv, accumulate=accumulate)
+    same(out, want)
+    g = rng.standard_normal((2, 3))
+    out.backward(ta.tensor(g))
+    want.backward(torch.tensor(g))
+    same(x.grad, tx.grad)
+    same(v.grad, tv.grad)
+    if accumulate:
+        z = ta.tensor(rng.standard_normal((2, 3)), requires_grad=True)
+        w = ta.tensor(rng.standard_normal(value_shape), requires_grad=True)
+        assert ta.gradcheck(lambda a, b: a.index_put(indices(ta), b, accumulate=True), [z, w])
+
+
+def test_index_put_refuses_what_torch_refuses():
+    x = ta.zeros(2, 3)
+    with pytest.raises(ta.DTypeError, match=r"index_put: values are float64 but this tensor is "
+                                            r"float32"):
+        x.index_put((ta.tensor([0]),), ta.tensor(5.0, dtype=ta.float64))
+    with pytest.raises(TypeError, match="index_put: indices must be a tuple or list of tensors"):
+        x.index_put(ta.tensor([0]), ta.tensor(5.0))
+    with pytest.raises(TypeError, match="index_put: values must be a Tensor"):
+        x.index_put((ta.tensor([0]),), 5.0)
+    with pytest.raises(ta.DimError, match="index_put"):
+        x.index_put((ta.tensor([2]),), ta.tensor(5.0), accumulate=True)
+    y = ta.zeros(3)
+    assert y.index_put_((ta.tensor([1]),), ta.tensor(2.0)) is y and y.tolist() == [0, 2, 0]
+
+
+def test_broadcast_to_and_ravel_methods_match_torch():
+    x, tx = pair(np.arange(6.0).reshape(3, 2, 1))
+    for shape in ((3, 2, 4), (2, 3, 2, 4), (-1, 2, 5)):
+        out, want = x.broadcast_to(shape), tx.broadcast_to(shape)
+        same(out, want)
+    same(x.broadcast_to(2, 3, 2, 4), tx.broadcast_to(2, 3, 2, 4))
+    out, want = x.broadcast_to(2, 3, 2, 4), tx.broadcast_to(2, 3, 2, 4)
+    _grads_match(out, want, x, tx)
+    y, ty = pair(np.arange(6.0).reshape(2, 3))
+    for ours, theirs in ((y.ravel(), ty.ravel()), (y.T.ravel(), ty.T.ravel()),
+                         (ta.ravel(y), torch.ravel(ty)), (ta.tensor(2.0).ravel(),
+                                                          torch.tensor(2.0).ravel())):
+        same(ours, theirs)
+    out, want = y.T.ravel(), ty.T.ravel()
+    _grads_match(out, want, y, ty)
+
+
+@pytest.mark.parametrize("repeats, dtype", [([2, 0, 1], "int64"), ([1, 3], "int32"), ([], "int64"),
+                                            ([0, 0], "int64")])
+def test_repeat_interleave_of_repeats_alone_as_torch(repeats, dtype):
+    """torch.repeat_interleave(repeats): each index i repeated repeats[i] times."""
+    got = ta.repeat_interleave(ta.tensor(np.array(repeats, dtype=dtype)))
+    want = torch.repeat_interleave(torch.tensor(np.array(repeats, dtype=dtype)))
+    assert got.tolist() == want.tolist() and str(got.dtype) == dtype
+
+
+def test_repeat_interleave_of_repeats_alone_refuses_what_torch_refuses():
+    for bad, error in ((ta.tensor([2.0, 1.0]), ta.DTypeError), (ta.tensor(2), ta.ShapeError),
+                       (ta.tensor([[1, 2]]), ta.ShapeError), (ta.tensor([2, -1]), ValueError)):
+        with pytest.raises(error, match="repeat_interleave: "):
+            ta.repeat_interleave(bad)
+    x, tx = pair([1.0, 2.0])  # the other forms are unchanged
+    same(ta.repeat_interleave(x, 2), torch.repeat_interleave(tx, 2))
+    same(ta.repeat_interleave(x, repeats=ta.tensor([1, 2]), dim=0),
+         torch.repeat_interleave(tx, repeats=torch.tensor([1, 2]), dim=0))
+
+
+# ---- 17. integer ** negative integer: refused for a number exponent, computed for a tensor -------
+
+
+@pytest.mark.parametrize("base, exponent", [
+    ([1, 2, -1], [-1, -1, -1]), ([1, 2, -1, 0, 3, -1], [-2, -2, -3, -1, 0, -4]),
+    ([2, 3], -1), ([[2], [-1]], [-1, -2, 3]),
+], ids=["reported", "every case", "0-d exponent", "broadcast"])
+def test_integer_tensor_to_a_negative_integer_tensor_power_as_torch(base, exponent):
+    """torch computes it (1 ** -n = 1, (-1) ** -n = ±1, anything else 0, the integer part of
+    1 / x ** n); tinyattn refused it. A Python number exponent stays refused (below)."""
+    ours = ta.tensor(base) ** ta.tensor(exponent)
+    theirs = torch.tensor(base) ** torch.tensor(exponent)
+    assert ours.dtype == np.int64 and ours.tolist() == theirs.tolist()
+    assert (2 ** ta.tensor([-1, 1])).tolist() == (2 ** torch.tensor([-1, 1])).tolist()
+    assert ta.tensor([2, 3]).pow_(ta.tensor([-1, 1])).tolist() == [0, 3]
+    small = ta.tensor(np.array([2, -1], dtype=np.int32)) ** ta.tensor(np.array([-1, -1],
+                                                                             dtype=np.int32))
+    assert small.dtype == np.int32 and small.tolist() == [0, -1]

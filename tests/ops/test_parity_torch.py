@@ -144,6 +144,7 @@ TORCH = {
     "permute": torch.permute,
     "expand": lambda x, shape: x.expand(shape),
     "diagonal": lambda x, offset=0, dim1=0, dim2=1: torch.diagonal(x, offset, dim1, dim2),
+    "flip": lambda x, dims: torch.flip(x, dims),
     "getitem": _getitem,
     "setitem": _setitem,
     "take_along_dim": lambda x, indices, dim: torch.take_along_dim(x, indices.long(), dim),

@@ -112,10 +112,32 @@ def power(be, x, y):
     """out = x ** y"""
     if _whole_power(y):  # x², x³, ...: no inf or NaN to come from the power itself
         out = x**y
+    elif _integer_exponents(x, y):
+        out = _integer_power(be.xp, x, y)
     else:
         with quiet():  # 0 ** -1 is inf, (-1) ** 0.5 is NaN, as in torch
             out = x**y
     return out, (x, y, out)
+
+
+def _integer_exponents(x, y):
+    """Whether y is an integer array (not a number) and x an integer too: torch computes such a
+    power even where y < 0, which NumPy refuses. (A negative number exponent stays refused by
+    NumPy, and Tensor.pow turns that into torch's error.)"""
+    return (hasattr(y, "dtype") and y.dtype.kind in "iu"
+            and (x.dtype.kind in "iu" if hasattr(x, "dtype") else isinstance(x, int)))
+
+
+def _integer_power(xp, x, y):
+    """x ** y for integers, with torch's values where y < 0: 1 for x = 1, ±1 by y's parity for
+    x = -1, and 0 for any other x (1 / x^-y truncated toward zero; 0 ** -1 too, as torch)."""
+    negative = y < 0
+    out = x ** xp.where(negative, 0, y)
+    if not negative.any():
+        return out
+    sign = xp.where(y % 2 != 0, -1, 1)  # (-1) ** y
+    small = xp.where(x == 1, 1, xp.where(x == -1, sign, 0))
+    return xp.where(negative, small, out).astype(out.dtype, copy=False)
 
 
 @power.defvjp

@@ -2,17 +2,20 @@
 
 scatter(x, index, src, dim) sends src[i][j] to out[index[i][j]][j] (dim 0; the other dims the
 same way). The index has the input's number of dims and is no larger than src, nor than x
-outside dim; only the part of src the index covers is read. The gathers (gather, index_select,
+outside dim; only the part of src the index covers is read. As in torch the index runs over
+0..n-1 (no negatives), a tensor src has x's dtype (no promotion) and a number src is cast to it;
+the result keeps x's dtype (an integer mean is floor-divided). The gathers (gather, index_select,
 take_along_dim) read instead of write: they are Tensor methods built on getitem and
 take_along_dim (ops/shape.py), whose VJPs are the scatter-adds.
 einsum contracts any number of operands by an equation; its VJP for each operand is the einsum
 of g with the others.
 """
 
+import math
 import string
 
-from ..dtypes import promote_types
-from ..errors import fmt_shape
+from ..dtypes import int_range, promote_types
+from ..errors import DimError, DTypeError, fmt_shape
 from .matmul import same_dtype
 from .op import dim1, op
 from .samples import case, const, vals
@@ -31,10 +34,12 @@ def scatter_places(be, x, index, src, dim, name):
                          f"input {fmt_shape(x.shape)} and be no larger than it outside dim "
                          f"{axis}, nor larger than src "
                          f"{fmt_shape(src_shape) if src_shape is not None else '(a number)'}")
+    if src_shape is not None and src.dtype != x.dtype:
+        raise DTypeError(f"{name}: src is {src.dtype} but this tensor is {x.dtype}; they must "
+                         f"be the same dtype, as in torch (convert one: src.to({x.dtype}))")
     _check_in_range(index, x.shape[axis], axis, x.shape, name)
-    n = x.shape[axis]
     places = list(xp.ix_(*(xp.arange(m) for m in index.shape)))
-    places[axis] = index % n
+    places[axis] = index
     part = tuple(slice(0, m) for m in index.shape)
     return axis, tuple(places), None if src_shape is None else src[part]
 
@@ -51,10 +56,25 @@ def _index_fits(index_shape, x_shape, src_shape, axis):
 
 
 def _check_in_range(index, n, axis, x_shape, name):
-    if index.size and (int(index.min()) < -n or int(index.max()) >= n):
-        worst = int(index.min()) if int(index.min()) < -n else int(index.max())
-        raise IndexError(f"{name}: index {worst} is out of range for dim {axis} of size {n} "
-                         f"(input {fmt_shape(x_shape)})")
+    """A DimError unless every entry of index is in 0..n-1: torch's scatter ops (and gather,
+    index_select, index_add, index_copy) refuse negative indices rather than count them from
+    the end."""
+    if index.size and (int(index.min()) < 0 or int(index.max()) >= n):
+        worst = int(index.min()) if int(index.min()) < 0 else int(index.max())
+        raise DimError(f"{name}: index {worst} is out of range for dim {axis} of size {n} "
+                       f"(input {fmt_shape(x_shape)}); {name} takes indices 0..{n - 1} (negative "
+                       "ones do not count from the end here, as in torch)")
+
+
+def _check_number_fits(value, dtype, name):
+    """A DTypeError unless the number `value` (its integer part) fits the integer `dtype`, as
+    torch refuses 300 for int8 ("value cannot be converted without overflow")."""
+    if dtype.kind not in "iu":
+        return
+    lo, hi = int_range(dtype)
+    if not (math.isfinite(value) and lo <= int(value) <= hi):
+        raise DTypeError(f"{name}: the value {value!r} cannot be held by this {dtype} tensor "
+                         f"({lo}..{hi}): value cannot be converted without overflow")
 
 
 def _src_grad(be, g, places, src_shape):
@@ -66,16 +86,19 @@ def _src_grad(be, g, places, src_shape):
 
 
 @op("scatter", "gx = g with g[places] = 0, gsrc = g[places]", grads=("gx", None, "gsrc"),
-    nondiff=(1,), promote="common",
+    nondiff=(1,),
     samples=[case((3, 4), const([[0, 2], [1, 0]]), (2, 3), dim=1),
              case((3, 4), const([[2, 0, 1, 0]]), (2, 4), dim=0),
              case((2, 3), const([[1], [0]]), 5.0, dim=-1)])
 def scatter(be, x, index, src, dim):
     """out = x with out[index[i, j], j] = src[i, j] (dim 0; likewise along any dim); src may be
-    a number. Where the index repeats a place, which src lands there is unspecified (torch)."""
+    a number (cast to x's dtype: 2.5 into int64 is 2, as torch). Where the index repeats a
+    place, which src lands there is unspecified (torch)."""
     axis, places, part = scatter_places(be, x, index, src, dim, "scatter")
+    if part is None:
+        _check_number_fits(src, x.dtype, "scatter")
     out = x.copy()
-    out[places] = src if part is None else part
+    out[places] = src if part is None else part  # (NumPy casts a number to out's dtype)
     return out, (places, None if part is None else src.shape)
 
 
@@ -88,7 +111,6 @@ def scatter_vjp(be, g, saved, dim):
 
 
 @op("scatter_add", "gx = g, gsrc = g[places]", grads=("gx", None, "gsrc"), nondiff=(1,),
-    promote="common",
     samples=[case((3, 4), const([[0, 2, 2], [1, 0, 0]]), (2, 3), dim=1),  # repeats add up
              case((3, 4), const([[2, 0, 2, 0], [2, 1, 1, 1]]), (3, 4), dim=0)])
 def scatter_add(be, x, index, src, dim):
@@ -121,7 +143,6 @@ def check_reduction(reduce):
 
 @op("scatter_reduce", "gx = g * [x counts] / count (amax/amin: x's share of the ties), "
     "gsrc = (g / count)[places] * [src counts]", grads=("gx", None, "gsrc"), nondiff=(1,),
-    promote="common",
     samples=[case((3, 4), const([[0, 2, 2], [1, 0, 0]]), (2, 3), dim=1, reduce="sum"),
              case((3, 4), const([[0, 2, 2], [1, 0, 0]]), (2, 3), dim=1, reduce="mean",
                   include_self=False),
@@ -145,10 +166,10 @@ def scatter_reduce(be, x, index, src, dim, reduce, include_self=True):
         count = (~dropped).astype(x.dtype)
         be.scatter_add(count, places, xp.ones(part.shape, dtype=x.dtype))
         if reduce == "mean":
-            out = xp.where(touched, out / xp.maximum(count, 1), x)
+            out = xp.where(touched, _mean_of(out, xp.maximum(count, 1)), x)
         return out, (places, src.shape, None, count, dropped)
-    fill = float("-inf") if reduce == "amax" else float("inf")
-    out = xp.where(dropped, fill, x).astype(x.dtype, copy=False)
+    start = _reduction_start(x.dtype, reduce == "amax")
+    out = xp.where(dropped, start, x).astype(x.dtype, copy=False)
     (be.scatter_max if reduce == "amax" else be.scatter_min)(out, places, part)
     # ties share the gradient evenly, x's entry among them (torch's rule)
     self_wins = (x == out) & ~dropped
@@ -156,6 +177,19 @@ def scatter_reduce(be, x, index, src, dim, reduce, include_self=True):
     count = self_wins.astype(x.dtype)
     be.scatter_add(count, places, src_wins.astype(x.dtype))
     return out, (places, src.shape, src_wins, xp.maximum(count, 1), ~self_wins)
+
+
+def _mean_of(total, count):
+    """total / count in total's dtype: floor-divided for integers, as torch's integer mean."""
+    return total // count if total.dtype.kind in "iu" else total / count
+
+
+def _reduction_start(dtype, largest):
+    """Where amax (largest) or amin starts a place whose own value is left out: -inf or inf, or
+    the integer dtype's own ends (a cast of inf to an integer is undefined)."""
+    if dtype.kind in "iu":
+        return int_range(dtype)[0 if largest else 1]
+    return float("-inf") if largest else float("inf")
 
 
 @scatter_reduce.defvjp

@@ -1,8 +1,9 @@
-"""Shape ops: reshape permute expand diagonal getitem setitem take_along_dim cat stack.
+"""Shape ops: reshape permute expand diagonal flip getitem setitem take_along_dim cat stack.
 
 They move values around without changing them, so each VJP moves g back the other way.
 The rest of the shape vocabulary is built on these in tensor.py: view/flatten/squeeze/unsqueeze
-are reshapes, transpose and .T are permutes, split and chunk are getitems.
+are reshapes, transpose and .T are permutes, split and chunk are getitems, fliplr/flipud/rot90
+are flips (with a permute).
 """
 
 import numpy as np
@@ -91,6 +92,20 @@ def writable_diagonal(a, offset, dim1, dim2):
     return d
 
 
+@op("flip", "gx = flip(g, dims)",
+    samples=[case((2, 3, 4), dims=(0, 2)), case((5,), dims=(0,)), case((2, 3), dims=(-1,))])
+def flip(be, x, dims):
+    """out = x with its entries in reverse order along dims (new memory, as torch's flip)"""
+    # a copy, not the negative-step view x[::-1]: torch's flip (and fliplr, flipud, rot90)
+    # return new memory, so that writing into the result leaves x alone
+    return be.xp.flip(x, dims).copy(), ()
+
+
+@flip.defvjp
+def flip_vjp(be, g, saved, dims):
+    return (be.xp.flip(g, dims),)
+
+
 @op("getitem", "gx = zeros(x.shape); gx[index] += g", view=True,
     samples=[case((4, 5), index=(slice(1, 3), 2)),
              case((4, 5), index=(slice(None, None, 2), slice(4, 0, -1))),
@@ -129,16 +144,26 @@ def getitem_add_into(be, acc, g, saved, index):
                                             (slice(None), np.array([1, 2]))))])
 def setitem(be, x, value, steps):
     """out = x with out[index] = value (`steps`: the index, or an int part then the rest)"""
-    out = x.copy()
+    out = _own_copy(be, x)
     _place(out, steps)[steps[-1]] = value
-    return out, ()
+    return out, (getattr(value, "ndim", 0),)
 
 
 @setitem.defvjp
 def setitem_vjp(be, g, saved, steps):
-    gx = g.copy()
+    (value_ndim,) = saved
+    gx = _own_copy(be, g)
     _place(gx, steps)[steps[-1]] = 0  # overwritten entries do not depend on x
-    return gx, _place(g, steps)[steps[-1]]
+    gv = _place(g, steps)[steps[-1]]
+    if value_ndim > gv.ndim:  # a value (1, 2, 3) written into a (2, 3) place: NumPy (and torch)
+        gv = gv.reshape((1,) * (value_ndim - gv.ndim) + gv.shape)  # drop its leading 1s
+    return gx, gv  # (a value that broadcast is summed back to its shape by autograd)
+
+
+def _own_copy(be, a):
+    """A writable copy of `a`: a 0-d tensor's values can be a NumPy scalar, whose copy() is
+    another scalar that cannot be written into (y[...] = 7 on a 0-d y in the graph)."""
+    return a.copy() if getattr(a, "ndim", 0) else be.xp.array(a)
 
 
 def _place(a, steps):
@@ -154,14 +179,17 @@ def _is_advanced(index):
     return any(hasattr(p, "shape") and p.ndim > 0 or isinstance(p, list) for p in parts)
 
 
-@op("take_along_dim", "gx = zeros(x.shape); gx[indices along dim] += g",
+@op("take_along_dim", "gx = zeros(x.shape); gx[indices along dim] += g (summed over the dims "
+    "x was broadcast along)",
     grads=("gx", None), nondiff=(1,),
     saves={1: 0},
     samples=[case((3, 4), const([[3, 0, 1, 2], [0, 1, 2, 3], [2, 2, 0, 0]]), dim=1),
              case((2, 3), const([[1, 0, 1]]), dim=0),  # repeats collect both
-             case((2, 3, 4), const(np.zeros((2, 3, 1), dtype=np.int64)), dim=-1)])
+             case((2, 3, 4), const(np.zeros((2, 3, 1), dtype=np.int64)), dim=-1),
+             case((3, 1), const([[0, 1, 2, 0], [2, 2, 1, 0]]), dim=0)])  # x broadcasts
 def take_along_dim(be, x, indices, dim):
-    """out[..., i, ...] = x[..., indices[..., i, ...], ...] along dim (sort, topk, gather)"""
+    """out[..., i, ...] = x[..., indices[..., i, ...], ...] along dim (sort, topk, gather);
+    outside dim, x and the indices broadcast against each other (as torch)"""
     if getattr(indices, "dtype", None) is None or indices.dtype.kind not in "iu":
         raise TypeError(f"take_along_dim: indices must be integers, got "
                         f"{getattr(indices, 'dtype', type(indices).__name__)}")
@@ -169,6 +197,7 @@ def take_along_dim(be, x, indices, dim):
         raise ValueError(f"take_along_dim: indices {fmt_shape(indices.shape)} and input "
                          f"{fmt_shape(x.shape)} need the same number of dims")
     axis = dim1(dim, x.ndim, "take_along_dim")
+    _check_broadcast("take_along_dim", x.shape, indices.shape, axis)
     try:
         out = be.xp.take_along_axis(x, indices, axis=axis)
     except IndexError:
@@ -176,14 +205,31 @@ def take_along_dim(be, x, indices, dim):
     return out, (indices, x.shape, axis)
 
 
-def out_of_range(name, index, shape, axis):
+def _check_broadcast(name, x_shape, index_shape, axis):
+    """torch's rule: outside `axis` the input and the indices broadcast against each other
+    (x (3, 1) with indices (2, 4) along dim 0 reads x as (3, 4)); a ShapeError if not."""
+    try:
+        np.broadcast_shapes(x_shape[:axis] + x_shape[axis + 1:],
+                            index_shape[:axis] + index_shape[axis + 1:])
+    except ValueError:
+        raise ShapeError(f"{name}: indices {fmt_shape(index_shape)} and input "
+                         f"{fmt_shape(x_shape)} do not broadcast outside dim {axis}: there each "
+                         "dim must be equal, or 1 in one of them") from None
+
+
+def out_of_range(name, index, shape, axis, negatives=True):
     """The DimError for an index array with an entry outside dim `axis` of a tensor of
-    `shape`: names the op, the first such entry, the dim's size and the shapes."""
+    `shape`: names the op, the first such entry, the dim's size and the shapes. negatives:
+    whether -n..-1 count from the end (False: they are out of range too, as in torch's gather,
+    scatter, index_select...)."""
     n = shape[axis]
-    bad = index[(index < -n) | (index >= n)]
+    bad = index[(index < (-n if negatives else 0)) | (index >= n)]
     worst = f"index {int(bad.reshape(-1)[0])}" if bad.size else "an index"
+    why = "" if negatives or not bad.size or bad.reshape(-1)[0] >= n else (
+        f"; {name} takes indices 0..{n - 1} (negative ones do not count from the end here, "
+        "as in torch)")
     return DimError(f"{name}: {worst} is out of range for dim {axis} of size {n} (input "
-                    f"{fmt_shape(shape)}, index {fmt_shape(index.shape)})")
+                    f"{fmt_shape(shape)}, index {fmt_shape(index.shape)}){why}")
 
 
 @take_along_dim.defvjp
@@ -192,8 +238,13 @@ def take_along_dim_vjp(be, g, saved, dim):
     xp = be.xp
     where = list(xp.ix_(*(xp.arange(n) for n in g.shape)))  # every position of g ...
     where[axis] = xp.broadcast_to(indices, g.shape)  # ... sent to its index along dim
-    gx = xp.zeros(shape, dtype=g.dtype)
+    # the input as the forward read it: broadcast to g's shape outside dim
+    wide = g.shape[:axis] + (shape[axis],) + g.shape[axis + 1:]
+    gx = xp.zeros(wide, dtype=g.dtype)
     be.scatter_add(gx, tuple(where), g)  # an index picked twice collects both
+    if wide != shape:  # x (3, 1) read as (3, 4): its column collects the whole row
+        spread = tuple(d for d, (n, m) in enumerate(zip(shape, wide, strict=True)) if n != m)
+        gx = gx.sum(axis=spread, keepdims=True)
     return gx, None
 
 
@@ -248,4 +299,4 @@ def stack_vjp(be, g, saved, dim=0):
     return tuple(be.xp.moveaxis(g, axis, 0))
 
 
-OPS = (reshape, permute, expand, diagonal, getitem, setitem, take_along_dim, cat, stack)
+OPS = (reshape, permute, expand, diagonal, flip, getitem, setitem, take_along_dim, cat, stack)
