@@ -47,14 +47,30 @@ class TensorBase:
     imports the module that defines the ops' user-facing methods. (.grad lives in `_grad`: the
     graph writes that directly, a user's assignment goes through the checks of `grad`.)"""
 
-    __slots__ = ("data", "backend", "_grad", "_name", "_node", "_version_counter",
+    __slots__ = ("_data", "backend", "_grad", "_name", "_node", "_version_counter",
                  "__weakref__")
+
+    def _set_data(self, value):
+        """`t.data = v`: v's array becomes t's, as torch's .data assignment swaps the values a
+        tensor holds (another shape or dtype too) without touching the graph. A Tensor gives
+        its array (and its backend); a backend array is taken as it is."""
+        if isinstance(value, TensorBase):
+            self._data, self.backend = value._data, value.backend
+        elif hasattr(value, "dtype") and hasattr(value, "shape"):
+            self._data = value
+        else:
+            raise TypeError(f".data: a tensor's data is a tensor (or a backend array), got a "
+                            f"{type(value).__name__}; wrap it first: ta.tensor(...)")
+
+    # (the getter is C code, barely slower than the slot: every op reads .data; apply and
+    # _wrap read and write `_data` itself)
+    data = property(operator.attrgetter("_data"), _set_data)
 
     @classmethod
     def _wrap(cls, array, be):
         """A tensor around an existing backend array, with no graph (no copy)."""
         t = cls.__new__(cls)
-        t.data = array
+        t._data = array
         t.backend = be
         t._grad = None
         t._name = None
@@ -507,7 +523,7 @@ def apply(op, *inputs, **params):
             elif x.backend is not be:
                 raise BackendError(f"{op.name}: inputs live on two backends, {be.name} and "
                                    f"{x.backend.name}: move one with .to('{be.name}') first")
-            a, node = x.data, x._node
+            a, node = x._data, x._node
             dt = a.dtype
             if node is not None:
                 needs_grad = True
@@ -540,7 +556,7 @@ def apply(op, *inputs, **params):
     # the output (TensorBase._wrap, written out), sharing input 0's version counter if it is
     # a view of it; its node, if a gradient will flow through it
     t = _new(Tensor)
-    t.data, t.backend = out, be
+    t._data, t.backend = out, be
     t._grad = t._name = t._node = t._version_counter = None
     if op.view and _is_view_of(out, xs[0]):
         share_version(inputs[0], t)

@@ -840,3 +840,19 @@ def test_each_backward_step_keeps_the_pending_gradients_of_its_moment():
             np.testing.assert_array_equal(step.pending[node], value)
     np.testing.assert_array_equal(steps[3].pending[a._node], [7.0, 13.0])  # 2a + 1, summed
     np.testing.assert_array_equal(steps[4].pending[x._node], [21.0, 39.0])
+
+
+def test_data_assigned_a_tensor_takes_its_values_as_torch():
+    # torch's `p.data = other` swaps the values a tensor holds (p stays the same leaf); a tensor
+    # stored inside the tensor made every later op fail with unrelated errors
+    w = ta.ones(2, requires_grad=True)
+    w.data = ta.tensor([3.0, 4.0])
+    assert isinstance(w.data, np.ndarray) and w.is_leaf and w.requires_grad
+    (w * w).sum().backward()
+    assert w.grad.tolist() == [6.0, 8.0]
+    p = ta.nn.Linear(2, 1).weight
+    p.data = ta.zeros(1, 2, dtype=ta.float64)  # another dtype, as torch allows
+    assert type(p).__name__ == "Parameter" and p.dtype == np.float64 and p.sum().item() == 0
+    with pytest.raises(TypeError, match=r"\.data: .*list"):
+        w.data = [1.0, 2.0]  # torch: "Variable data has to be a tensor"
+    assert w.tolist() == [3.0, 4.0]
