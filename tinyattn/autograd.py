@@ -17,6 +17,7 @@ import inspect
 import itertools
 import operator
 import threading
+import warnings
 import weakref
 from heapq import heappop, heappush  # (names, not heapq.x: backward calls them per node)
 
@@ -119,9 +120,22 @@ class TensorBase:
             state_changed(self, "grad")
         self._grad = value
 
-    # (the getter is C code, as fast as the slot itself: optimizers read it every step)
-    grad = property(operator.attrgetter("_grad"), _set_grad, doc="The gradient backward "
-                    "filled in (leaves and retain_grad tensors), or None.")
+    def _get_grad(self):
+        """The gradient backward filled in (leaves and retain_grad tensors), or None; reading
+        it on a tensor made by an op that keeps none warns, as torch (a common slip: the
+        gradient wanted is the leaf's, or retain_grad() was missing)."""
+        g = self._grad
+        if g is None:
+            node = self._node
+            if node is not None and node.op is not None and node.tensor is None:
+                warnings.warn(
+                    "The .grad of a tensor that is not a leaf is being read: backward does not "
+                    "fill it in. Call .retain_grad() on it before backward to keep its "
+                    "gradient, or read the .grad of the leaf tensor you meant", UserWarning,
+                    stacklevel=2)
+        return g
+
+    grad = property(_get_grad, _set_grad)
 
 
 Tensor = TensorBase  # the class outputs are made of; tensor.py replaces it with tinyattn.Tensor

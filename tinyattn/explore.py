@@ -250,7 +250,7 @@ def _tensor_of(node):
 @contextlib.contextmanager
 def _grads_kept(tensors):
     """Inside, every tensor's .grad starts as None; after, each has its own .grad back."""
-    held = [(t, t.grad) for t in tensors]
+    held = [(t, t._grad) for t in tensors]  # (_grad: no warning for a tensor an op changed)
     for t, _ in held:
         t.grad = None
     try:

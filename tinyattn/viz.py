@@ -336,7 +336,7 @@ class _Graph:
             if note is not None:
                 lines.append(note)
         if self.show_grads:
-            grad = t.grad if t is not None else None
+            grad = t._grad if t is not None else None  # (_grad: no non-leaf warning)
             grad_norm = norm(grad.data) if grad is not None else self.rec.grad_norms.get(node)
             if grad_norm is not None:
                 lines.append(f"‖grad‖ {_g(grad_norm)}")

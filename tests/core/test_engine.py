@@ -8,6 +8,7 @@ input's dtype, a float32 graph never computes in float64, integer tensors never 
 
 import asyncio
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -61,7 +62,11 @@ def test_grad_accumulates_across_backward_calls_and_only_on_leaves():
     y.sum().backward()
     (x * x).sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), 3.0 + 2 * np.array([1.0, 2.0]))
-    assert y.grad is None  # interior tensors keep no gradient unless they ask
+    with pytest.warns(UserWarning, match="not a leaf"):  # (as torch: a common slip)
+        assert y.grad is None  # interior tensors keep no gradient unless they ask
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert x.grad is not None and (x * 1).detach().grad is None  # leaves: no warning
 
 
 def test_constants_and_detached_inputs_get_no_gradient():
@@ -386,7 +391,8 @@ def test_retain_grad_keeps_an_interior_gradient():
     (other * 2.0).sum().backward()
     np.testing.assert_array_equal(h.grad.numpy(), [2.0, 2.0, 2.0])
     np.testing.assert_array_equal(x.grad.numpy(), 4 * x.numpy())
-    assert other.grad is None
+    with pytest.warns(UserWarning, match="retain_grad"):
+        assert other.grad is None
 
 
 def test_retain_grad_on_a_leaf_is_harmless_and_without_grad_is_an_error():

@@ -424,7 +424,7 @@ class Module:
         dtype = None if dtype is None else np.dtype(dtype)
         for t in [*self.parameters(), *self.buffers()]:
             self._moved(t, be, dtype)
-            if t.grad is not None:  # kept, moved and cast with its tensor (torch's rule)
+            if t._grad is not None:  # kept, moved and cast with its tensor (torch's rule)
                 self._moved(t.grad, be, dtype)
         return self
 
