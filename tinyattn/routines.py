@@ -3,7 +3,7 @@
 Each is the Tensor method of the same name called on its first argument (made a tensor if it
 is not one), so it records the same op and has the same gradient. The few with no method of
 their own (einsum, meshgrid, std_mean, var_mean, the stacks, repeat_interleave of repeats
-alone) are written out below.
+alone) are written out below, with torch's finfo, iinfo and can_cast, which describe dtypes.
 """
 
 import numpy as np
@@ -314,6 +314,64 @@ def meshgrid(*tensors, indexing="ij"):
         place = order.index(i)
         grids.append(x.reshape((1,) * place + (-1,) + (1,) * (n - 1 - place)).expand(shape))
     return tuple(grids)
+
+
+# ---- describing dtypes: torch.finfo, torch.iinfo, torch.can_cast --------------------------------
+
+
+def _dtype_of(name, value):
+    """np.dtype(value), or a DTypeError naming the function that was given something else."""
+    try:
+        return np.dtype(value)
+    except TypeError:
+        raise DTypeError(f"{name}: takes a dtype (tinyattn.float32, ...), got "
+                         f"{type(value).__name__} {value!r}") from None
+
+
+class finfo:  # noqa: N801 - torch's name
+    """A floating-point dtype's limits, as torch.finfo: bits, eps (the gap above 1.0), max,
+    min, tiny (= smallest_normal), resolution (10 ** -decimal digits) and dtype (its name,
+    "float32"). finfo() describes the default dtype."""
+
+    def __init__(self, type=None):  # noqa: A002 - torch's argument name
+        dtype = dtypes.get_default_dtype() if type is None else _dtype_of("finfo", type)
+        if dtype.kind != "f":
+            raise DTypeError(f"finfo: takes a floating-point dtype, got {dtype}; use "
+                             "tinyattn.iinfo for integer dtypes")
+        info = np.finfo(dtype)
+        self.bits, self.dtype = int(info.bits), dtype.name
+        self.eps, self.max, self.min = float(info.eps), float(info.max), float(info.min)
+        self.tiny = self.smallest_normal = float(info.smallest_normal)
+        self.resolution = 10.0 ** -int(info.precision)  # (torch's 1e-06, not float32's)
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, "
+                f"eps={self.eps:g}, smallest_normal={self.tiny:g}, tiny={self.tiny:g}, "
+                f"dtype={self.dtype})")
+
+
+class iinfo:  # noqa: N801 - torch's name
+    """An integer dtype's limits, as torch.iinfo: bits, max, min and dtype (its name). Not
+    bool (torch refuses it too)."""
+
+    def __init__(self, type):  # noqa: A002 - torch's argument name
+        dtype = _dtype_of("iinfo", type)
+        if dtype.kind not in "iu":
+            raise DTypeError(f"iinfo: takes an integer dtype, got {dtype}; use tinyattn.finfo "
+                             "for floating-point dtypes")
+        self.bits, self.dtype = dtype.itemsize * 8, dtype.name
+        self.min, self.max = dtypes.int_range(dtype)
+
+    def __repr__(self):
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+
+
+def can_cast(from_, to):
+    """torch.can_cast: whether values of dtype `from_` may be written into a `to` tensor in
+    place, by category (bool < integer < float: float64 into float16 yes, a float into an
+    integer no), and only bools into a bool tensor."""
+    src, dst = _dtype_of("can_cast", from_), _dtype_of("can_cast", to)
+    return src.kind == "b" if dst.kind == "b" else dtypes.category(src) <= dtypes.category(dst)
 
 
 __all__ = [name for name in dir() if not name.startswith("_") and name not in (

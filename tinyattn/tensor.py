@@ -83,7 +83,7 @@ class Tensor(TensorBase):
 
     def __init__(self, data, dtype=None, requires_grad=False, backend=None):
         be = backends.get_backend() if backend is None else backends.backend(backend)
-        self.data = _to_array(data, dtype, be)
+        self._data = _to_array(data, dtype, be)
         self.backend = be
         self._grad = None  # (new tensors set their state directly: a tracer is told only of
         self._name = None  # changes to tensors that were there before, see Tracer.changed)
@@ -122,6 +122,30 @@ class Tensor(TensorBase):
 
     def element_size(self):
         return int(self.data.itemsize)
+
+    def stride(self, dim=None):
+        """The step between neighbours along each dim, in elements, as torch's x.stride():
+        NumPy's byte strides over the itemsize (a view shares its base's memory as torch's
+        does: x.t().stride() is swapped, an expanded dim's is 0). A dim of size 1 may show
+        another step than torch's, which never reads it."""
+        steps = tuple(s // self.data.itemsize for s in self.data.strides)
+        if dim is None:
+            return steps
+        try:
+            return steps[dim]
+        except (IndexError, TypeError):
+            n = self.ndim
+            raise DimError(f"stride: dim {dim!r} is out of range for a tensor with {n} dims" + (
+                f" (valid: {-n}..{n - 1})" if n else "")) from None
+
+    def storage_offset(self):
+        """Where this tensor's first entry sits in the memory it shares with the tensor it is
+        a view of, in elements (torch's): x[1].storage_offset() is 4 for a (3, 4) x, and 0 for
+        a tensor with memory of its own."""
+        base = self.data
+        while getattr(base, "base", None) is not None and hasattr(base.base, "strides"):
+            base = base.base  # (the array that owns the memory)
+        return (_address(self.data) - _address(base)) // self.data.itemsize
 
     @property
     def itemsize(self):
@@ -218,6 +242,8 @@ class Tensor(TensorBase):
         A dtype change is an op (gradients flow back, in the original dtype). A backend move
         copies the values to a new leaf that keeps `requires_grad`. Nothing to change: self
         (a copy with copy=True)."""
+        if args and type(args[-1]) is bool:  # torch's positional non_blocking (and copy)
+            args, copy = _to_flags(args, copy)
         device, dtype = to_args(args, device, dtype)
         out = self if device is None else self._to_backend(backends.backend(device))
         if dtype is not None and np.dtype(dtype) != out.dtype:
@@ -268,12 +294,16 @@ class Tensor(TensorBase):
     def is_floating_point(self):
         return self.dtype.kind == "f"
 
-    def type(self, dtype=None):
-        """With a dtype, this tensor converted to it (as .to); without, torch's type name
-        ("tinyattn.FloatTensor" for float32)."""
-        if dtype is not None:
-            return self.to(dtype)
-        return f"tinyattn.{_TYPE_NAMES.get(self.dtype.name, self.dtype.name)}Tensor"
+    def type(self, dtype=None, non_blocking=False):
+        """With a dtype, this tensor converted to it (as .to): a dtype, or a type name as
+        torch's ("torch.DoubleTensor", "tinyattn.LongTensor", "torch.cuda.FloatTensor" also
+        moves it to the GPU); without, its type name ("tinyattn.FloatTensor" for float32)."""
+        if dtype is None:
+            return f"tinyattn.{_TYPE_NAMES.get(self.dtype.name, self.dtype.name)}Tensor"
+        if isinstance(dtype, str):
+            device, dtype = _type_named(dtype)
+            return self.to(device, dtype) if device is not None else self.to(dtype)
+        return self.to(dtype)
 
     def _new(self, make, args, dtype, requires_grad):
         t = make(*args, dtype=self.dtype if dtype is None else dtype, backend=self.backend)
@@ -532,17 +562,26 @@ class Tensor(TensorBase):
     def __ge__(self, other):
         return self._compare(other, operator.ge, "ge")
 
+    # == and != with what is no operand (None, a str, a dict): NotImplemented, so Python falls
+    # back to identity, False for == and True for !=, as torch (`if t == None:` ran elementwise
+    # into "the truth value ... is ambiguous" before)
+
     def __eq__(self, other):
+        if type(other) not in _PLAIN and not _comparable(other):
+            return NotImplemented
         return self._compare(other, operator.eq, "eq")
 
     def __ne__(self, other):
+        if type(other) not in _PLAIN and not _comparable(other):
+            return NotImplemented
         return self._compare(other, operator.ne, "ne")
 
     def eq(self, other):
-        return self == other
+        """self == other elementwise; what is no operand is refused (torch's TypeError)."""
+        return self._compare(_operand_of("eq", other), operator.eq, "eq")
 
     def ne(self, other):
-        return self != other
+        return self._compare(_operand_of("ne", other), operator.ne, "ne")
 
     def lt(self, other):
         return self < other
@@ -696,11 +735,162 @@ class Tensor(TensorBase):
     def __ixor__(self, other):
         return self._in_place_bits("^=", operator.xor, other)
 
+    # (without these Python ran `x = x // y`: a new tensor, which views and optimizers never
+    # saw, and which a leaf that requires grad let through; torch has no __imatmul__, so
+    # `x @= y` rebinds x there too)
+
+    def __ifloordiv__(self, other):
+        return self._in_place("floor_divide_", pw.floor_divide, self._other(other))
+
+    def __imod__(self, other):
+        return self._in_place("remainder_", pw.remainder, self._other(other))
+
+    def __ilshift__(self, other):
+        return self._in_place_bits("<<=", operator.lshift, other)
+
+    def __irshift__(self, other):
+        return self._in_place_bits(">>=", operator.rshift, other)
+
     def _in_place_bits(self, name, fn, other):
-        """&=, |=, ^= on bool or integer tensors (no gradients: these never require grad)."""
-        self._store(name, self._compare(other, fn).data)
+        """&=, |=, ^=, <<=, >>= and their methods (bitwise_and_, ...) on bool or integer
+        tensors (no gradients: these never require grad)."""
+        values = self._bits(other, fn, name).data
+        if ag._tracers.get() is not None or ag._everywhere:  # (as _in_place: a replay would
+            ag.state_changed(self, "values")  # not write it)
+        self._store(name, values)
         bump_version(self)
         return self
+
+    def _in_place_values(self, name, compute, *args):
+        """x.name_(...) for a comparison or logical op: its truth values, in x's dtype, written
+        into x (torch's eq_, logical_and_, ...: 1 and 0 in a float tensor), with _in_place's
+        rules; the values have no gradient, so a recorded x leaves the graph (torch's
+        gradient through them is 0)."""
+        return self._in_place_as(name, lambda x: compute(x, *args).to(x.dtype), *args)
+
+    # in-place forms of the methods below (see _in_place): x.tan_() makes x tan(x) in its memory
+
+    def floor_divide_(self, other):
+        return self._in_place("floor_divide_", pw.floor_divide, self._other(other))
+
+    def remainder_(self, other):
+        return self._in_place("remainder_", pw.remainder, self._other(other))
+
+    def fmod_(self, other):
+        return self._in_place("fmod_", pw.fmod, self._other(other))
+
+    def atan2_(self, other):
+        return self._in_place("atan2_", pw.atan2, self._other(other))
+
+    def hypot_(self, other):
+        return self._in_place("hypot_", pw.hypot, self._other(other))
+
+    def copysign_(self, other):
+        return self._in_place("copysign_", pw.copysign, self._other(other))
+
+    def round_(self, decimals=0):
+        return self._in_place("round_", pw.round_even, decimals=decimals)
+
+    def xlogy_(self, other):
+        return self._in_place_as("xlogy_", lambda x: x.xlogy(other), other)
+
+    def float_power_(self, exponent):
+        """self ** exponent in float64, in place: as torch, only into a float64 tensor."""
+        if self.dtype != np.float64:
+            raise DTypeError(f"float_power_: this {self.dtype} tensor cannot hold the float64 "
+                             "result in place (torch's rule); convert it first with .double(), "
+                             "or write x = x.float_power(y)")
+        return self._in_place_as("float_power_", lambda x: x.float_power(exponent), exponent)
+
+    def deg2rad_(self):
+        return self._in_place_as("deg2rad_", Tensor.deg2rad)
+
+    def rad2deg_(self):
+        return self._in_place_as("rad2deg_", Tensor.rad2deg)
+
+    def sinc_(self):
+        return self._in_place_as("sinc_", Tensor.sinc)
+
+    def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
+        return self._in_place_as("nan_to_num_", lambda x: x.nan_to_num(nan, posinf, neginf))
+
+    def cumsum_(self, dim, *, dtype=None):
+        return self._in_place_as("cumsum_", lambda x: x.cumsum(dim, dtype=dtype))
+
+    def cumprod_(self, dim, *, dtype=None):
+        return self._in_place_as("cumprod_", lambda x: x.cumprod(dim, dtype=dtype))
+
+    def addmm_(self, mat1, mat2, *, beta=1, alpha=1):
+        return self._in_place_as("addmm_", lambda x: x.addmm(mat1, mat2, beta=beta,
+                                                              alpha=alpha), mat1, mat2)
+
+    def addmv_(self, mat, vec, *, beta=1, alpha=1):
+        return self._in_place_as("addmv_", lambda x: x.addmv(mat, vec, beta=beta, alpha=alpha),
+                                 mat, vec)
+
+    def addr_(self, vec1, vec2, *, beta=1, alpha=1):
+        return self._in_place_as("addr_", lambda x: x.addr(vec1, vec2, beta=beta, alpha=alpha),
+                                 vec1, vec2)
+
+    def baddbmm_(self, batch1, batch2, *, beta=1, alpha=1):
+        return self._in_place_as("baddbmm_", lambda x: x.baddbmm(batch1, batch2, beta=beta,
+                                                                  alpha=alpha), batch1, batch2)
+
+    def addbmm_(self, batch1, batch2, *, beta=1, alpha=1):
+        return self._in_place_as("addbmm_", lambda x: x.addbmm(batch1, batch2, beta=beta,
+                                                                alpha=alpha), batch1, batch2)
+
+    def bitwise_and_(self, other):
+        return self._in_place_bits("bitwise_and_", operator.and_, other)
+
+    def bitwise_or_(self, other):
+        return self._in_place_bits("bitwise_or_", operator.or_, other)
+
+    def bitwise_xor_(self, other):
+        return self._in_place_bits("bitwise_xor_", operator.xor, other)
+
+    def bitwise_left_shift_(self, other):
+        return self._in_place_bits("bitwise_left_shift_", operator.lshift, other)
+
+    def bitwise_right_shift_(self, other):
+        return self._in_place_bits("bitwise_right_shift_", operator.rshift, other)
+
+    def bitwise_not_(self):
+        _check_bits("bitwise_not_", self)
+        return self._in_place_values("bitwise_not_", Tensor.bitwise_not)
+
+    def eq_(self, other):
+        return self._in_place_values("eq_", Tensor.eq, other)
+
+    def ne_(self, other):
+        return self._in_place_values("ne_", Tensor.ne, other)
+
+    def lt_(self, other):
+        return self._in_place_values("lt_", Tensor.lt, other)
+
+    def le_(self, other):
+        return self._in_place_values("le_", Tensor.le, other)
+
+    def gt_(self, other):
+        return self._in_place_values("gt_", Tensor.gt, other)
+
+    def ge_(self, other):
+        return self._in_place_values("ge_", Tensor.ge, other)
+
+    def logical_not_(self):
+        return self._in_place_values("logical_not_", Tensor.logical_not)
+
+    def logical_and_(self, other):
+        return self._in_place_values("logical_and_", Tensor.logical_and, other)
+
+    def logical_or_(self, other):
+        return self._in_place_values("logical_or_", Tensor.logical_or, other)
+
+    def logical_xor_(self, other):
+        return self._in_place_values("logical_xor_", Tensor.logical_xor, other)
+
+    greater_, greater_equal_, less_, less_equal_, not_equal_ = gt_, ge_, lt_, le_, ne_
+    arctan2_ = atan2_
 
     def add_(self, other, *, alpha=1):
         if type(alpha) is not int:
@@ -722,6 +912,11 @@ class Tensor(TensorBase):
             return self._in_place("div_", ew.div, self._other(other))
         return self._in_place_as("div_", lambda x: x.div(other, rounding_mode=rounding_mode),
                                  other)
+
+    subtract_, multiply_, divide_ = sub_, mul_, div_
+
+    def true_divide_(self, other):
+        return self._in_place("true_divide_", ew.div, self._other(other))
 
     def pow_(self, exponent):
         exponent = self._other(exponent)
@@ -747,11 +942,15 @@ class Tensor(TensorBase):
 
     def normal_(self, mean=0.0, std=1.0, *, generator=None):
         """Overwrite with samples of N(mean, std²) from `generator` or the backend's stream."""
+        _float_draws("normal_", self.dtype)
+        _check_std("normal_", std)
         draw = randn(*self.shape, generator=generator, dtype=self.dtype, backend=self.backend)
         return self.copy_(draw.data * std + mean)
 
     def uniform_(self, a=0.0, b=1.0, *, generator=None):  # noqa: A002
         """Overwrite with samples of U[a, b) from `generator` or the backend's stream."""
+        _float_draws("uniform_", self.dtype)
+        _check_uniform(self.dtype, a, b)
         draw = rand(*self.shape, generator=generator, dtype=self.dtype, backend=self.backend)
         if self.dtype != np.float16:
             return self.copy_(draw.data * (b - a) + a)
@@ -809,7 +1008,17 @@ class Tensor(TensorBase):
                                     _in_place_unary(pw.trunc), _in_place_unary(pw.sign))
     sin_, cos_, log1p_, expm1_ = (_in_place_unary(pw.sin), _in_place_unary(pw.cos),
                                   _in_place_unary(pw.log1p), _in_place_unary(pw.expm1))
-    negative_, absolute_ = neg_, abs_
+    tan_, asin_, acos_, atan_ = (_in_place_unary(pw.tan), _in_place_unary(pw.asin),
+                                 _in_place_unary(pw.acos), _in_place_unary(pw.atan))
+    sinh_, cosh_, asinh_, acosh_, atanh_ = (
+        _in_place_unary(pw.sinh), _in_place_unary(pw.cosh), _in_place_unary(pw.asinh),
+        _in_place_unary(pw.acosh), _in_place_unary(pw.atanh))
+    exp2_, log2_, log10_, erf_, frac_ = (_in_place_unary(pw.exp2), _in_place_unary(pw.log2),
+                                         _in_place_unary(pw.log10), _in_place_unary(pw.erf),
+                                         _in_place_unary(pw.frac))
+    negative_, absolute_, fix_ = neg_, abs_, trunc_
+    arcsin_, arccos_, arctan_, arcsinh_, arccosh_, arctanh_ = (asin_, acos_, atan_, asinh_,
+                                                                acosh_, atanh_)
 
     def clamp_min_(self, min):  # noqa: A002
         return self.clamp_(min=min)
@@ -1382,13 +1591,7 @@ class Tensor(TensorBase):
 
     def _bits(self, other, fn, name):
         """A bitwise op on integer or bool tensors (and Python ints), as torch allows."""
-        for v in (self, other):
-            kind = v.dtype.kind if isinstance(v, Tensor) else "b" if isinstance(v, bool) \
-                else "i" if isinstance(v, int) else "f"
-            if kind not in "biu":
-                shown = v.dtype if isinstance(v, Tensor) else type(v).__name__
-                raise DTypeError(f"{name}: takes integer or bool tensors, got {shown}; "
-                                 "use logical_and/or/xor for truth values of floats")
+        _check_bits(name, self, other)
         return self._compare(other, fn, name)
 
     # scans and more reductions
@@ -2231,8 +2434,23 @@ class Tensor(TensorBase):
     # ---- conversions and display ---------------------------------------------------------------
 
     def __array__(self, dtype=None, copy=None):
+        """NumPy's protocol, which NumPy 2 trusts: copy=True (np.array(t)) a copy, never the
+        tensor's memory; copy=None (np.asarray(t)) shared where no cast or transfer is needed,
+        as t.numpy(); copy=False shared, or a ValueError where a copy cannot be avoided."""
         a = self.numpy()
-        return a if dtype is None else a.astype(dtype)
+        if dtype is not None and np.dtype(dtype) != a.dtype:
+            if copy is False:
+                raise ValueError(f"__array__: Unable to avoid copy while creating an array as "
+                                 f"requested (copy=False): this {a.dtype} tensor becomes "
+                                 f"{np.dtype(dtype)} only in a copy")
+            return a.astype(dtype)
+        if self.backend.name != "numpy":  # (to_numpy copied it off the device)
+            if copy is False:
+                raise ValueError(f"__array__: Unable to avoid copy while creating an array as "
+                                 f"requested (copy=False): the tensor is on "
+                                 f"{self.backend.name}, and only a copy reaches the host")
+            return a
+        return a.copy() if copy else a
 
     def __float__(self):
         return float(self.item())
@@ -2293,6 +2511,26 @@ _TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int6
                "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
 
 
+_TYPE_DTYPES = {name: np.dtype(dtype) for dtype, name in _TYPE_NAMES.items()}
+
+
+def _type_named(name):
+    """(device or None, dtype) for Tensor.type's string: torch's type names ("torch.DoubleTensor",
+    "torch.cuda.LongTensor", and "tinyattn." for "torch.") or a NumPy dtype name ("float64")."""
+    head, _, kind = name.rpartition(".")
+    if head in ("torch", "tinyattn", "torch.cuda", "tinyattn.cuda") and kind.endswith("Tensor") \
+            and kind[:-len("Tensor")] in _TYPE_DTYPES:
+        return ("cuda" if head.endswith("cuda") else None), _TYPE_DTYPES[kind[:-len("Tensor")]]
+    try:
+        dtype = np.dtype(name)
+    except TypeError:
+        dtype = None
+    if dtype is None or dtype.kind not in "biuf":
+        raise DTypeError(f"type: invalid type {name!r}; give a dtype or a type name such as "
+                         "'torch.FloatTensor' or 'tinyattn.LongTensor'")
+    return None, dtype
+
+
 def _unpickle(cls, values, backend_name, requires_grad, name):
     t = cls._wrap(backends.backend(backend_name).asarray(values), backends.backend(backend_name))
     t._require(requires_grad)
@@ -2313,6 +2551,49 @@ def to_args(args, device, dtype):
         else:
             dtype = arg
     return device, dtype
+
+
+def _comparable(other):
+    """Whether == compares `other` elementwise: a tensor, a number, an array (NumPy's, CuPy's)
+    or nested lists of numbers; not None, a str, a dict or any other object."""
+    return isinstance(other, (Tensor, numbers.Number, list, tuple)) or (
+        hasattr(other, "dtype") and not isinstance(other, type))  # (np.float32 is no array)
+
+
+def _operand_of(name, other):
+    """`other` if comparisons take it (see _comparable), else a DTypeError naming `name`."""
+    if type(other) not in _PLAIN and not _comparable(other):
+        raise DTypeError(f"{name}: cannot compare a tensor with a {type(other).__name__} "
+                         f"({other!r:.40}); give a tensor or a number")
+    return other
+
+
+def _check_bits(name, *values):
+    """A bitwise op's operands: integer or bool tensors and Python ints, as torch allows."""
+    for v in values:
+        kind = v.dtype.kind if isinstance(v, Tensor) else "b" if isinstance(v, bool) \
+            else "i" if isinstance(v, int) else "f"
+        if kind not in "biu":
+            shown = v.dtype if isinstance(v, Tensor) else type(v).__name__
+            raise DTypeError(f"{name}: takes integer or bool tensors, got {shown}; "
+                             "use logical_and/or/xor for truth values of floats")
+
+
+def _to_flags(args, copy):
+    """Tensor.to's arguments without the bools after them, torch's positional non_blocking
+    and copy: (the rest, copy)."""
+    k = next(i for i, a in enumerate(args) if type(a) is bool)
+    flags = args[k:]
+    if len(flags) > 2 or any(type(a) is not bool for a in flags):
+        raise TypeError(f"to: takes a device and a dtype, then non_blocking and copy, got "
+                        f"{args!r}")
+    return args[:k], flags[1] if len(flags) == 2 else copy
+
+
+def _address(array):
+    """Where a NumPy or CuPy array's first entry is in memory (for storage_offset)."""
+    pointer = getattr(array.data, "ptr", None)  # (CuPy's MemoryPointer)
+    return array.__array_interface__["data"][0] if pointer is None else pointer
 
 
 def _check_alpha(name, x, other, alpha):
@@ -2487,6 +2768,27 @@ def _shape_args(args, name="shape"):
         return tuple(map(operator.index, args))  # ints, NumPy ints, integer 0-d tensors
     except TypeError:
         raise DTypeError(f"{name}: sizes must be ints, got {tuple(args)!r}") from None
+
+
+def _sizes(args, name):
+    """A new tensor's shape, read as _shape_args reads it; a negative size is a ShapeError
+    naming the function (NumPy's was "negative dimensions are not allowed")."""
+    shape = _shape_args(args, name)
+    if shape and min(shape) < 0:
+        raise ShapeError(f"{name}: sizes must be >= 0, got {fmt_shape(shape)}")
+    return shape
+
+
+def _count(name, what, n, message=None):
+    """An int count (eye's n and m, linspace's steps, randperm's n) >= 0, as torch checks."""
+    try:
+        n = operator.index(n)
+    except TypeError:
+        raise DTypeError(f"{name}: {what} must be an int, got {type(n).__name__} {n!r}") \
+            from None
+    if n < 0:
+        raise ShapeError(f"{name}: {message or what + ' must be >= 0'}, got {n}")
+    return n
 
 
 def _cond(mask, like):
@@ -2680,9 +2982,21 @@ def _to_array(data, dtype, be):
                          "convert the data to numbers first")
     try:
         return be.xp.array(data, dtype=dtype, copy=True)
-    except OverflowError as e:  # tensor(300, dtype=uint8)
-        raise DTypeError(f"tensor: a value does not fit {np.dtype(dtype)} ({e}); value cannot "
-                         "be converted without overflow (as torch)") from None
+    except (OverflowError, ValueError) as e:  # tensor(300, dtype=uint8), tensor(nan, int64)
+        raise _conversion_error(e, np.dtype(dtype)) from None
+
+
+def _conversion_error(e, dtype):
+    """The error for NumPy's `e` while making a `dtype` array of data: a value the dtype cannot
+    hold (300 in uint8, NaN or inf in int64: torch's overflow error), ragged lists, or data
+    that are not numbers."""
+    if isinstance(e, OverflowError) or "NaN" in str(e):
+        return DTypeError(f"tensor: a value does not fit {dtype} ({e}); value cannot be "
+                          "converted without overflow (as torch)")
+    if "inhomogeneous" in str(e) or "sequence" in str(e):
+        return ShapeError(f"tensor: the nested lists are ragged ({e}); give every row the "
+                          "same length (pad the short ones)")
+    return DTypeError(f"tensor: the data cannot be made {dtype} ({e}); give numbers or bools")
 
 
 def _list_dtype(data, found):
@@ -2692,7 +3006,9 @@ def _list_dtype(data, found):
     head = data[0] if type(data) is list and data else data
     if type(head) is not float:
         head = _first(head)
-    return get_default_dtype() if type(head) is float else _infer(data, found)
+    if type(head) is float or head is None and found.kind == "f":
+        return get_default_dtype()  # (no number at all, [] or [[], []]: torch's default dtype)
+    return _infer(data, found)
 
 
 def _first(data):
@@ -2985,13 +3301,13 @@ def _randperm(be, dtype, n, generator=None):
 @_takes_device
 def zeros(*shape, dtype=None, requires_grad=False, backend=None):
     return _make("zeros", _zeros, dtype, requires_grad, backend,
-                 shape=_shape_args(shape, "zeros"))
+                 shape=_sizes(shape, "zeros"))
 
 
 @_takes_device
 def ones(*shape, dtype=None, requires_grad=False, backend=None):
     return _make("ones", _ones, dtype, requires_grad, backend,
-                 shape=_shape_args(shape, "ones"))
+                 shape=_sizes(shape, "ones"))
 
 
 @_takes_device
@@ -3009,7 +3325,7 @@ def full(shape, fill_value, dtype=None, requires_grad=False, backend=None):
         dtype = np.int64
     dtype = get_default_dtype() if dtype is None else np.dtype(dtype)
     return _make("full", _full_of, dtype, requires_grad, backend,
-                 shape=_shape_args((shape,), "full"), value=_fill_value(fill_value, dtype))
+                 shape=_sizes((shape,), "full"), value=_fill_value(fill_value, dtype))
 
 
 @functools.cache
@@ -3046,17 +3362,49 @@ def _fill_value(value, dtype):
 def randn(*shape, generator=None, dtype=None, requires_grad=False, backend=None):
     """Standard normal samples from `generator` (a tinyattn.Generator) or the backend's own
     stream (see manual_seed)."""
-    return _make("randn", _randn, dtype, requires_grad, backend,
-                 shape=_shape_args(shape, "randn"),
+    return _make("randn", _randn, _float_draws("randn", dtype), requires_grad, backend,
+                 shape=_sizes(shape, "randn"),
                  **_drawing(generator, backend, "randn"))
 
 
 @_takes_device
 def rand(*shape, generator=None, dtype=None, requires_grad=False, backend=None):
     """Uniform [0, 1) samples from `generator` or the backend's own stream."""
-    return _make("rand", _rand, dtype, requires_grad, backend,
-                 shape=_shape_args(shape, "rand"),
+    return _make("rand", _rand, _float_draws("rand", dtype), requires_grad, backend,
+                 shape=_sizes(shape, "rand"),
                  **_drawing(generator, backend, "rand"))
+
+
+def _float_draws(name, dtype):
+    """The dtype of random floats (randn, rand, normal...): the default, or a floating-point
+    one; torch has no kernel that draws them into integers or bools (nor has NumPy)."""
+    dtype = get_default_dtype() if dtype is None else np.dtype(dtype)
+    if dtype.kind != "f":
+        raise DTypeError(f"{name}: draws floating-point values, not {dtype} (torch: not "
+                         "implemented for integer and bool dtypes); give a float dtype, or "
+                         "draw integers with randint")
+    return dtype
+
+
+def _check_std(name, std):
+    """normal's std, as torch checks it: >= 0 (NaN refused), in every element of a tensor."""
+    if isinstance(std, Tensor):
+        if not bool((std.data >= 0).all()):  # (NaN >= 0 is False too)
+            raise ValueError(f"{name}: expects all elements of std >= 0.0 (std of shape "
+                             f"{fmt_shape(std.shape)} holds a negative or NaN one)")
+    elif not std >= 0:
+        raise ValueError(f"{name}: expects std >= 0.0, but found std {std}")
+
+
+def _check_uniform(dtype, a, b):
+    """uniform_'s bounds, as torch checks them: finite values of the dtype, a <= b."""
+    top = _largest(dtype)
+    for what, v in (("from", a), ("to", b)):
+        if not -top <= v <= top:
+            raise ValueError(f"uniform_: {what}={v} is out of bounds for {dtype}")
+    if a > b:
+        raise ValueError(f"uniform_: expects to return a [from, to) range, but found from={a} "
+                         f"> to={b}")
 
 
 def _drawing(generator, backend, where):
@@ -3074,29 +3422,45 @@ def arange(start, end=None, step=1, dtype=None, requires_grad=False, backend=Non
     0-d tensor counts as its number, as in torch)."""
     if end is None:
         start, end = 0, start
-    if not (type(start) is int and type(end) is int and type(step) is int and step):
+    if not (type(start) is int and type(end) is int and type(step) is int and step) or \
+            dtype is not None:
         start, end, step, dtype = _arange_args(start, end, step, dtype)
-    elif dtype is None:
+    else:
         dtype = np.int64
+    if (start > end) if step > 0 else (start < end):
+        raise ShapeError(f"arange: upper bound and lower bound inconsistent with step sign: "
+                         f"from {start} to {end} needs a {'negative' if step > 0 else 'positive'}"
+                         f" step, got {step}")
     return _make("arange", _arange, dtype, requires_grad, backend, start=start, end=end,
                  step=step)
 
 
 def _arange_args(start, end, step, dtype):
-    """arange's arguments other than three ints, checked as torch: a 0-d tensor counts as its
-    number; the step must not be 0, nor become 0 as an integer dtype; no NaN or inf."""
+    """arange's arguments other than three ints alone (no dtype), checked as torch: a 0-d
+    tensor counts as its number; the step must not be 0, nor become 0 as an integer dtype; no
+    NaN or inf; no bool dtype."""
     if isinstance(start, Tensor) or isinstance(end, Tensor) or isinstance(step, Tensor):
         start, end, step = (_number("arange", v) for v in (start, end, step))
+    dtype = _arange_dtype(start, end, step, dtype)
+    if not (math.isfinite(start) and math.isfinite(end) and math.isfinite(step)):
+        raise ShapeError(f"arange: unsupported range {start} -> {end} (step {step})")
+    if step == 0 or dtype.kind != "f" and int(step) == 0:
+        raise ShapeError(f"arange: step must be nonzero, got {step}" + (
+            f", which is 0 as {dtype}" if step != 0 else ""))
+    return start, end, step, dtype
+
+
+def _arange_dtype(start, end, step, dtype):
+    """arange's dtype: int64 for whole numbers, else the default dtype, unless given; not
+    bool (torch: "arange_cpu" not implemented for 'Bool')."""
     if dtype is None:
         whole = not any(isinstance(v, (float, np.floating)) for v in (start, end, step))
         dtype = np.int64 if whole else get_default_dtype()
     dtype = np.dtype(dtype)
-    if not (math.isfinite(start) and math.isfinite(end) and math.isfinite(step)):
-        raise ValueError(f"arange: unsupported range {start} -> {end} (step {step})")
-    if step == 0 or dtype.kind != "f" and int(step) == 0:
-        raise ValueError(f"arange: step must be nonzero, got {step}" + (
-            f", which is 0 as {dtype}" if step != 0 else ""))
-    return start, end, step, dtype
+    if dtype.kind == "b":
+        raise DTypeError("arange: cannot count in bools (torch: \"arange_cpu\" not implemented "
+                         "for 'Bool'); give an integer or float dtype")
+    return dtype
 
 
 def _number(name, v):
@@ -3133,18 +3497,21 @@ def manual_seed(seed):
 @_takes_device
 def empty(*shape, dtype=None, requires_grad=False, backend=None):
     """A tensor of `shape` (tinyattn fills it with zeros: no uninitialised memory)."""
+    _sizes(shape, "empty")  # (its errors name empty)
     return zeros(*shape, dtype=dtype, requires_grad=requires_grad, backend=backend)
 
 
 @_takes_device
 def eye(n, m=None, dtype=None, requires_grad=False, backend=None):
     """The (n, m) identity matrix: ones on the diagonal."""
+    n, m = _count("eye", "n", n), None if m is None else _count("eye", "m", m)
     return _make("eye", _eye, dtype, requires_grad, backend, n=n, m=m)
 
 
 @_takes_device
 def linspace(start, end, steps, dtype=None, requires_grad=False, backend=None):
     """`steps` evenly spaced values from start to end, both included."""
+    steps = _count("linspace", "steps", steps, "number of steps must be non-negative")
     return _make("linspace", _linspace, dtype, requires_grad, backend, start=start, end=end,
                  steps=steps)
 
@@ -3152,6 +3519,7 @@ def linspace(start, end, steps, dtype=None, requires_grad=False, backend=None):
 @_takes_device
 def logspace(start, end, steps, base=10.0, dtype=None, requires_grad=False, backend=None):
     """base ** linspace(start, end, steps)."""
+    steps = _count("logspace", "steps", steps, "number of steps must be non-negative")
     return _make("logspace", _linspace, dtype, requires_grad, backend, start=start, end=end,
                  steps=steps, base=base)
 
@@ -3169,18 +3537,21 @@ def empty_like(t, dtype=None, requires_grad=False, backend=None):
 
 @_takes_device
 def rand_like(t, dtype=None, requires_grad=False, backend=None):
+    _float_draws("rand_like", dtype or t.dtype)
     return rand(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad,
                 backend=backend or t.backend)
 
 
 @_takes_device
 def randn_like(t, dtype=None, requires_grad=False, backend=None):
+    _float_draws("randn_like", dtype or t.dtype)
     return randn(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad,
                  backend=backend or t.backend)
 
 
 @_takes_device
-def randint(low, high=None, size=None, *, generator=None, dtype=None, backend=None):
+def randint(low, high=None, size=None, *, generator=None, dtype=None, requires_grad=False,
+            backend=None):
     """Random integers in [low, high) (randint(high, size) means low = 0), int64 by default;
     bounds the dtype cannot hold are an error, as torch's."""
     if size is None and isinstance(high, (tuple, list)):  # randint(high, size), as torch
@@ -3193,8 +3564,8 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, backend=No
         raise ValueError(f"randint: high ({high}) must be above low ({low})")
     dtype = np.dtype(dtype or np.int64)
     _randint_bounds(low, high, dtype)
-    return _make("randint", _randint, dtype, False, backend, low=low, high=high,
-                 shape=_shape_args((size,), "randint"), **_drawing(generator, backend,
+    return _make("randint", _randint, dtype, requires_grad, backend, low=low, high=high,
+                 shape=_sizes((size,), "randint"), **_drawing(generator, backend,
                                                                     "randint"))
 
 
@@ -3225,20 +3596,46 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, backend=
         if size is None:
             raise TypeError("normal: with a number for mean and for std, give size, e.g. "
                             "normal(0.0, 1.0, (3,))")
-        shape, dtype = _shape_args((size,), "normal"), dtype or get_default_dtype()
+        shape, dtype = _sizes((size,), "normal"), dtype or get_default_dtype()
     else:
         shape = np.broadcast_shapes(*(t.shape for t in (mean, std) if isinstance(t, Tensor)))
         dtype, backend = dtype or like.dtype, backend or like.backend
+    _float_draws("normal", dtype)
+    _check_std("normal", std)
     with no_grad():
         z = randn(*shape, generator=generator, dtype=dtype, backend=backend)
         return (z * std + mean).detach()
 
 
 @_takes_device
-def randperm(n, *, generator=None, dtype=None, backend=None):
-    """A random permutation of 0..n-1 (int64)."""
-    return _make("randperm", _randperm, dtype or np.int64, False, backend, n=n,
+def randperm(n, *, generator=None, dtype=None, requires_grad=False, backend=None):
+    """A random permutation of 0..n-1 (int64, or `dtype` where it holds them all exactly)."""
+    n = _count("randperm", "n", n)
+    dtype = np.dtype(dtype or np.int64)
+    _check_permutation(n, dtype)
+    return _make("randperm", _randperm, dtype, requires_grad, backend, n=n,
                  **_drawing(generator, backend, "randperm"))
+
+
+_EXACT_UP_TO = {"float16": 2049, "float32": 2**24 + 1, "float64": 2**53 + 1}  # torch's limits
+
+
+def _check_permutation(n, dtype):
+    """randperm's dtype must hold 0..n-1, as torch checks (uint8 wrapped 300 into 0..255)."""
+    if dtype.kind == "b":
+        raise DTypeError("randperm: cannot make a permutation of bools (torch: \"randperm\" "
+                         "not implemented for 'Bool'); give an integer or float dtype")
+    if dtype.kind == "f":
+        if n > _EXACT_UP_TO[dtype.name]:
+            raise DTypeError(f"randperm: n = {n} is too many for {dtype}: n cannot be greater "
+                             f"than {_EXACT_UP_TO[dtype.name]} (past it, not every whole number "
+                             "is exact)")
+        return
+    lo, hi = int_range(dtype)
+    if n - 1 > hi:
+        raise DTypeError(f"randperm: n = {n} does not fit {dtype} (its values are {lo}..{hi}, a "
+                         f"permutation of n needs 0..{n - 1}); value cannot be converted "
+                         "without overflow")
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None):  # noqa: A002
@@ -3248,14 +3645,34 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):  # no
     draws anew on each replay)."""
     p = input if isinstance(input, Tensor) else Tensor(input)
     check_generator(generator, p.backend, "multinomial")
+    _check_multinomial(p, num_samples, replacement)
+    if p.ndim == 2 and p.shape[0] == 0:  # no rows: nothing to draw (torch's (0, n))
+        return Tensor._wrap(p.backend.xp.zeros((0, num_samples), np.int64), p.backend)
+    return _values("multinomial", _multinomial, p, n=num_samples, replacement=replacement,
+                   backend=p.backend, generator=generator)
+
+
+def _check_multinomial(p, num_samples, replacement):
+    """multinomial's arguments, checked as torch checks them (a negative num_samples drew
+    from a negative slice, and 0 gave an empty tensor, before)."""
+    if not isinstance(num_samples, numbers.Integral) or isinstance(num_samples, bool):
+        raise DTypeError(f"multinomial: num_samples must be an int, got "
+                         f"{type(num_samples).__name__} {num_samples!r}")
+    if num_samples <= 0:
+        raise ShapeError(f"multinomial: cannot sample n_sample <= 0 samples "
+                         f"(num_samples={num_samples})")
+    if p.dtype.kind != "f":
+        raise DTypeError(f"multinomial: the weights must be floating-point (torch's rule), "
+                         f"got {p.dtype}; convert them with .float()")
     if p.ndim not in (1, 2):
         raise ShapeError(f"multinomial: takes 1-D or 2-D weights, got {fmt_shape(p.shape)}")
     k = p.shape[-1]
+    if k == 0 and (p.ndim == 1 or p.shape[0]):  # (no rows at all: nothing to draw, below)
+        raise ShapeError(f"multinomial: the weights {fmt_shape(p.shape)} have no categories to "
+                         "draw from")
     if not replacement and num_samples > k:
         raise ValueError(f"multinomial: cannot draw {num_samples} samples from {k} categories "
                          "without replacement; pass replacement=True")
-    return _values("multinomial", _multinomial, p, n=num_samples, replacement=replacement,
-                   backend=p.backend, generator=generator)
 
 
 def _multinomial(weights, n, replacement, backend, generator):

@@ -405,6 +405,19 @@ def test_gradcheck_raise_exception_false_returns_false():
         ta.gradcheck(_Wrong.apply, (x,), raise_exception=True)
 
 
+def test_gradcheck_of_inputs_with_no_elements_passes_as_torch():
+    # a ZeroDivisionError before (the Jacobian's index came from divmod by 0)
+    empty = ta.zeros(0, dtype=ta.float64, requires_grad=True)
+    assert ta.gradcheck(lambda t: t * 2, [empty]) is True
+    assert ta.gradcheck(lambda t: t.sum(), [ta.zeros(2, 0, dtype=ta.float64,
+                                                     requires_grad=True)]) is True
+    x = ta.randn(3, dtype=ta.float64, requires_grad=True)
+    assert ta.gradcheck(lambda e, t: e.sum() + t.exp(), [empty, x]) is True
+    assert ta.gradcheck(lambda t: t[:0] * 2, [x]) is True  # no output elements
+    with pytest.raises(ta.GradcheckError, match="input 1"):
+        ta.gradcheck(lambda e, t: e.sum() + _Wrong.apply(t), [empty, x])
+
+
 # ---- anomaly messages -------------------------------------------------------------------------
 
 

@@ -1,6 +1,7 @@
 """tinyattn.Generator (torch.Generator): a random stream of its own for every function that takes
 generator=, reproducible from its seed, apart from the global stream, with its state saved and
-restored; bad generators are errors that name the function."""
+restored; bad generators are errors that name the function; and the arguments of the random
+functions checked as torch checks them (multinomial's samples, normal's std, uniform_'s bounds)."""
 
 import warnings
 
@@ -284,3 +285,58 @@ def test_a_generator_made_inside_fn_is_not_a_reseeding():
         ta.Generator(device="cpu").manual_seed(0)
     assert effects.seen == ["Generator.manual_seed()"]
     assert isinstance(g.initial_seed(), int)
+
+
+def test_multinomial_refuses_what_torch_refuses():
+    p = ta.tensor([1.0, 1.0, 1.0])
+    for n in (0, -1):  # gave [0, 2] for -1 (a negative slice) and an empty tensor for 0
+        with pytest.raises(ta.ShapeError, match=rf"multinomial: cannot sample n_sample <= 0 "
+                           rf"samples \(num_samples={n}\)"):
+            ta.multinomial(p, n, replacement=n == 0)
+    for bad in (1.5, True):  # torch: TypeError ... must be int
+        with pytest.raises(ta.DTypeError, match=r"multinomial: num_samples must be an int"):
+            ta.multinomial(p, bad)
+    with pytest.raises(ta.DTypeError, match=r"multinomial: .*floating-point.*int64"):
+        ta.multinomial(ta.tensor([1, 2]), 1)  # torch: only supports floating-point dtypes
+    for weights in ([1.0, float("nan")], [1.0, float("inf")], [1.0, -1.0], [0.0, 0.0]):
+        with pytest.raises(ValueError, match=r"multinomial: weights must be finite, >= 0"):
+            ta.multinomial(ta.tensor(weights), 1)
+    assert ta.multinomial(ta.ones(0, 3), 2).shape == (0, 2)  # no rows: torch's (0, 2)
+    for weights in (ta.zeros(2, 0), ta.zeros(0)):  # (a reshape error before)
+        with pytest.raises(ta.ShapeError, match=r"multinomial: the weights .* no categories"):
+            ta.multinomial(weights, 1, replacement=True)
+
+
+def test_multinomial_without_replacement_draws_impossible_categories_last_as_torch():
+    # torch 2.13 (CPU) does not refuse more samples than possible categories: it draws the
+    # categories of weight 0 after the others
+    for _ in range(20):
+        got = ta.multinomial(ta.tensor([1.0, 0.0, 1.0, 0.0]), 4).tolist()
+        assert sorted(got[:2]) == [0, 2] and sorted(got[2:]) == [1, 3]
+
+
+def test_normal_refuses_a_negative_or_nan_std_as_torch():
+    with pytest.raises(ValueError, match=r"normal: expects std >= 0.0, but found std -1.0"):
+        ta.normal(0.0, -1.0, (3,))
+    with pytest.raises(ValueError, match=r"normal: expects all elements of std >= 0.0"):
+        ta.normal(ta.zeros(3), -ta.ones(3))
+    with pytest.raises(ValueError, match=r"normal: expects all elements of std >= 0.0"):
+        ta.normal(1.0, ta.tensor([1.0, float("nan")]))
+    with pytest.raises(ValueError, match=r"normal: expects std >= 0.0, but found std nan"):
+        ta.normal(ta.zeros(2), float("nan"))
+    for std in (-1.0, float("nan")):
+        with pytest.raises(ValueError, match=r"normal_: expects std >= 0.0"):
+            ta.zeros(3).normal_(0.0, std)
+    assert ta.normal(0.0, 0.0, (2,)).tolist() == [0.0, 0.0]
+    assert ta.normal(ta.zeros(2), ta.tensor([0.0, 0.0])).tolist() == [0.0, 0.0]
+    assert ta.zeros(2).normal_(1.0, 0.0).tolist() == [1.0, 1.0]
+
+
+def test_uniform_refuses_bounds_torch_refuses():
+    with pytest.raises(ValueError, match=r"uniform_: expects to return a \[from, to\) range, "
+                       r"but found from=1.0 > to=0.0"):
+        ta.zeros(3).uniform_(1.0, 0.0)
+    for a, b in ((float("nan"), 1.0), (0.0, float("inf")), (-1e39, 1.0)):
+        with pytest.raises(ValueError, match=r"uniform_: .* out of bounds for float32"):
+            ta.zeros(3).uniform_(a, b)
+    assert ta.zeros(2).uniform_(0.5, 0.5).tolist() == [0.5, 0.5]

@@ -3,6 +3,8 @@
 `p -= lr * p.grad` under no_grad changes the parameter itself; an in-place change to a tensor a
 graph saved makes backward refuse (the version check); recorded in-place ops on non-leaf tensors
 give torch's gradients; the cases torch refuses are refused with a message that says what to do.
+Every augmented assignment torch has (//=, %=, <<=, >>= too) and the in-place method forms
+(x.tan_(), x.eq_(y), x.addmm_(...), ...) change the tensor itself.
 Each is compared with torch where torch is installed.
 """
 
@@ -86,6 +88,135 @@ def test_bool_and_int_in_place_bit_ops():
     np.testing.assert_array_equal(m.numpy(), [True, True, False])
     with pytest.raises(ta.DTypeError, match=r"\|=.*int64.*bool tensor"):
         m |= ta.tensor([1, 0, 0])
+
+
+def test_floordiv_mod_and_shift_assignments_change_the_same_tensor_as_torch():
+    a = ta.tensor([5.0, 7.0])
+    alias, held = a.detach(), a.data  # shares a's memory
+    a //= 2  # rebound `a` to a new tensor before: the alias kept [5.0, 7.0]
+    a %= 2
+    assert alias.tolist() == a.tolist() == [0.0, 1.0]  # torch: [0.0, 1.0] for both
+    assert a.data is held and a._version == 2
+    i = ta.tensor([5, -7])
+    j = i
+    i <<= 1
+    assert j.tolist() == [10, -14]
+    i >>= ta.tensor([2, 2])
+    assert j is i and j.tolist() == [2, -4] and i._version == 2  # torch's arithmetic shift
+    m = ta.tensor([5, -7]) % ta.tensor([3, 3])
+    m //= -2
+    assert m.tolist() == [-1, -1]
+    f = ta.tensor([1.0, 2.0])
+    with pytest.raises(ta.DTypeError, match=r"<<=: takes integer or bool tensors, got float32"):
+        f <<= 1  # torch: "lshift_cpu" not implemented for 'Float'
+    with pytest.raises(ta.DTypeError, match=r"floor_divide_: the result is float32.*int64"):
+        i //= 2.5  # torch: result type Float can't be cast to the desired output type Long
+    assert f.tolist() == [1.0, 2.0] and i.tolist() == [2, -4]
+
+
+def test_floordiv_and_mod_assignments_on_a_leaf_that_requires_grad_are_refused():
+    w = leaf([5.0, 7.0])
+    for change in (lambda: w.__ifloordiv__(2), lambda: w.__imod__(2),
+                   lambda: w.floor_divide_(2), lambda: w.remainder_(2), lambda: w.tan_(),
+                   lambda: w.atan2_(ta.ones(2, dtype=ta.float64)), lambda: w.eq_(5.0)):
+        with pytest.raises(ta.GraphError, match=r"leaf that requires grad.*no_grad\(\)"):
+            change()  # torch: a leaf Variable that requires grad is being used in an in-place
+    assert w.tolist() == [5.0, 7.0] and w.is_leaf and w._version == 0
+    with ta.no_grad():
+        w //= 2
+    assert w.tolist() == [2.0, 3.0] and w.is_leaf
+
+
+def _forms_base(lib, kind):
+    values = {"unit": [[0.3, -0.6, 0.5], [0.9, -0.1, 0.0]],
+              "pos": [[0.3, 1.6, 2.5], [0.9, 4.1, 1.0]],
+              "big": [[1.3, 1.6, 2.5], [1.9, 4.1, 1.0]],
+              "int": [[5, -7, 12], [0, 3, -1]]}[kind]
+    return lib.tensor(values, dtype=lib.int64 if kind == "int" else lib.float64)
+
+
+IN_PLACE_FORMS = {  # name: (kind of self, lambda lib: args), for x.name_(*args) as torch
+    **{n: ("unit", lambda lib: ()) for n in [
+        "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "atanh", "exp2", "erf", "frac",
+        "arcsin", "arccos", "arctan", "arcsinh", "arctanh", "fix", "deg2rad", "rad2deg", "sinc",
+        "round", "nan_to_num", "logical_not"]},
+    **{n: ("pos", lambda lib: ()) for n in ["log2", "log10"]},
+    **{n: ("big", lambda lib: ()) for n in ["acosh", "arccosh"]},
+    **{n: ("unit", lambda lib: (0.3,)) for n in [
+        "floor_divide", "remainder", "fmod", "divide", "multiply", "subtract", "true_divide",
+        "copysign", "eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less",
+        "less_equal", "not_equal"]},
+    **{n: ("unit", lambda lib: (lib.tensor([[0.5, -0.6, 0.0], [2.0, 0.0, 1.0]],
+                                           dtype=lib.float64),)) for n in [
+        "atan2", "arctan2", "hypot", "logical_and", "logical_or", "logical_xor", "eq", "lt"]},
+    "xlogy": ("unit", lambda lib: (2.0,)),
+    "float_power": ("unit", lambda lib: (2,)),
+    "cumsum": ("unit", lambda lib: (1,)),
+    "cumprod": ("unit", lambda lib: (0,)),
+    "addmm": ("unit", lambda lib: (lib.ones(2, 4, dtype=lib.float64),
+                                   lib.ones(4, 3, dtype=lib.float64) / 2)),
+    "addr": ("unit", lambda lib: (lib.tensor([1.0, 2.0], dtype=lib.float64),
+                                  lib.tensor([1.0, -1.0, 3.0], dtype=lib.float64))),
+    "addbmm": ("unit", lambda lib: (lib.ones(5, 2, 4, dtype=lib.float64),
+                                    lib.ones(5, 4, 3, dtype=lib.float64))),
+    **{n: ("int", lambda lib: (lib.tensor([[3, 3, 6], [1, 1, 2]]),)) for n in [
+        "bitwise_and", "bitwise_or", "bitwise_xor"]},
+    **{n: ("int", lambda lib: (2,)) for n in ["bitwise_left_shift", "bitwise_right_shift"]},
+    "bitwise_not": ("int", lambda lib: ()),
+}
+
+
+@pytest.mark.parametrize("name", sorted(IN_PLACE_FORMS))
+def test_in_place_method_forms_write_into_the_tensor_as_torch(name):
+    torch = _torch()
+    kind, args = IN_PLACE_FORMS[name]
+    x, tx = _forms_base(ta, kind), _forms_base(torch, kind)
+    alias = x.detach()
+    assert getattr(x, name + "_")(*args(ta)) is x  # AttributeError before
+    getattr(tx, name + "_")(*args(torch))
+    assert str(x.dtype) == str(tx.dtype).replace("torch.", "") and x._version == 1
+    np.testing.assert_allclose(x.numpy(), tx.numpy(), rtol=1e-12)
+    np.testing.assert_array_equal(alias.numpy(), x.numpy())
+
+
+def test_in_place_forms_refuse_what_torch_refuses():
+    with pytest.raises(ta.DTypeError, match="float_power_: .*float32.*float64"):
+        ta.ones(2).float_power_(2)  # torch: the base ... has dtype Float but ... requires Double
+    with pytest.raises(ta.DTypeError, match=r"bitwise_left_shift_: .*float32"):
+        ta.ones(2).bitwise_left_shift_(1)
+    with pytest.raises(ta.DTypeError, match=r"floor_divide_: the result is float32.*int64"):
+        ta.tensor([5, 7]).floor_divide_(2.5)
+
+
+RECORDED_FORMS = {
+    "h.tan_()": lambda h, b: h.tan_(),
+    "h.atan2_(b)": lambda h, b: h.atan2_(b),
+    "h.hypot_(b)": lambda h, b: h.hypot_(b),
+    "h.xlogy_(b)": lambda h, b: h.xlogy_(b),
+    "h.cumsum_(1)": lambda h, b: h.cumsum_(1),
+    "h.addmm_(b.T, b)": lambda h, b: h.addmm_(b[:, :3].T, b, beta=0.5, alpha=2.0),
+    "h.copysign_(b - 1)": lambda h, b: h.copysign_(b - 1.0),
+    "h %= 0.7": lambda h, b: h.__imod__(0.7),
+}
+
+
+@pytest.mark.parametrize("what", sorted(RECORDED_FORMS))
+def test_recorded_in_place_forms_backpropagate_as_torch(what):
+    torch = _torch()
+    rng = np.random.default_rng(4)
+    av, bv = rng.standard_normal((4, 4)), rng.uniform(0.5, 2.0, (3, 4))
+    av = av[:3]
+    a, b = leaf(av), leaf(bv)
+    ta_, tb = (torch.tensor(v, requires_grad=True) for v in (av, bv))
+    h, th = a.exp() * 1.0, ta_.exp() * 1.0
+    RECORDED_FORMS[what](h, b)
+    RECORDED_FORMS[what](th, tb)
+    (h * h).sum().backward()
+    (th * th).sum().backward()
+    np.testing.assert_allclose(h.numpy(), th.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(a.grad.numpy(), ta_.grad.numpy(), rtol=1e-10, atol=1e-12)
+    if tb.grad is not None:
+        np.testing.assert_allclose(b.grad.numpy(), tb.grad.numpy(), rtol=1e-10, atol=1e-12)
 
 
 def test_views_share_memory_and_version():

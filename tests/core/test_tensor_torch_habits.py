@@ -1,6 +1,7 @@
 """Tensor basics that used to differ from torch 2.13: views that write through (diagonal, view),
 view's refusal where torch refuses, indices, sums in a dtype, float16 draws below 1, running
-maxima over NaN, arange, formatting, `in`, creation checks and the smaller habits. The expected
+maxima over NaN, arange, formatting, `in`, creation checks and the smaller habits, NumPy's copy
+protocol (np.array copies), comparisons with None, finfo/iinfo, strides. The expected
 values are torch's (written out: these run without torch); the last section runs the same on the
 fake CuPy (tests/support/fake_cupy.py), which the CuPy backend's Python code meets on a GPU.
 """
@@ -370,7 +371,7 @@ def test_sizes_must_be_ints_as_torch():
     for call, name in ((lambda: ta.zeros(2.0), "zeros"), (lambda: ta.zeros((2.0,)), "zeros"),
                        (lambda: ta.zeros(2, 3.0), "zeros"), (lambda: ta.ones(2.5), "ones"),
                        (lambda: ta.rand(2.0), "rand"), (lambda: ta.randn((2.0, 3)), "randn"),
-                       (lambda: ta.empty(2.0), "zeros"),
+                       (lambda: ta.empty(2.0), "empty"),
                        (lambda: ta.zeros(2).reshape(2.0), "reshape"),
                        (lambda: ta.randint(0, 5, (2.0,)), "randint")):
         with pytest.raises(ta.DTypeError, match=rf"^{name}: sizes must be ints"):
@@ -455,6 +456,182 @@ def test_cat_leaves_out_empty_1d_tensors():
     assert a.grad.shape == (0,) and b.grad.tolist() == [[2.0] * 3] * 2
 
 
+# ---- conversions, creation checks and comparisons with anything (torch 2.13's answers) -------
+
+
+def test_np_array_copies_and_np_asarray_shares_as_torch():
+    t = ta.tensor([1.0, 2.0, 3.0])
+    a = np.array(t)  # np.array copies by default (NumPy 2 asks __array__ for copy=True)
+    a[0] = 99.0
+    b = np.array(t, copy=True)
+    b[1] = 99.0
+    assert t.tolist() == [1.0, 2.0, 3.0]  # torch: [1.0, 2.0, 3.0] (both wrote into t before)
+    c = np.asarray(t)  # shares, as np.asarray of a torch CPU tensor and t.numpy() do
+    c[2] = 5.0
+    assert t.tolist() == [1.0, 2.0, 5.0]
+    assert np.shares_memory(np.array(t, copy=False), t.numpy())
+    d = np.asarray(t, dtype=np.float64)  # a cast is a copy
+    d[0] = -1.0
+    assert d.dtype == np.float64 and t.tolist()[0] == 1.0
+    with pytest.raises(ValueError, match=r"Unable to avoid copy.*int64.*float32"):
+        np.array(ta.tensor([1, 2]), dtype=np.float32, copy=False)
+    assert np.array(ta.tensor([1, 2]), dtype=np.int64, copy=False).tolist() == [1, 2]
+
+
+def test_empty_lists_make_default_dtype_tensors_as_torch():
+    assert ta.tensor([]).dtype == np.float32 and ta.tensor([]).shape == (0,)  # was float64
+    assert ta.tensor([[], []]).dtype == np.float32 and ta.tensor([[], []]).shape == (2, 0)
+    assert ta.as_tensor([]).dtype == np.float32 and ta.tensor(()).dtype == np.float32
+    assert (ta.tensor([]) + ta.zeros(0)).dtype == np.float32
+    assert ta.tensor([], dtype=ta.int64).dtype == np.int64
+    assert ta.tensor(np.array([])).dtype == np.float64  # an array keeps its dtype (torch too)
+    ta.set_default_dtype(ta.float64)
+    try:
+        assert ta.tensor([]).dtype == np.float64
+    finally:
+        ta.set_default_dtype(ta.float32)
+
+
+def test_arange_refuses_bounds_against_the_step_sign_as_torch():
+    for args in [(5, 0), (0, 5, -1), (0.0, 5.0, -1.0), (5, 0, 0.5), (0.0, -1.0)]:
+        with pytest.raises(ta.ShapeError, match=r"arange: upper bound and lower bound "
+                           r"inconsistent with step sign"):
+            ta.arange(*args)  # torch: RuntimeError (tinyattn returned an empty tensor)
+    with pytest.raises(ta.ShapeError, match=r"arange: step must be nonzero, got 0"):
+        ta.arange(0, 5, 0)
+    assert ta.arange(5, 5, -1).shape == (0,) and ta.arange(0, 0).shape == (0,)
+    assert ta.arange(5, 0, -1).tolist() == [5, 4, 3, 2, 1]
+    assert ta.arange(1.0, 0.0, -0.5).tolist() == [1.0, 0.5]
+    with pytest.raises(ta.DTypeError, match=r"arange: cannot count in bools"):
+        ta.arange(0, 2, dtype=ta.bool)  # torch: "arange_cpu" not implemented for 'Bool'
+    assert ta.arange(250, 257, dtype=ta.uint8).tolist() == [250, 251, 252, 253, 254, 255, 0]
+    assert ta.arange(3, dtype=ta.float64).dtype == np.float64  # (torch wraps, as above)
+
+
+def test_randperm_refuses_n_beyond_its_dtype_as_torch():
+    with pytest.raises(ta.DTypeError, match=r"randperm: n = 300 does not fit uint8.*0\.\.255"):
+        ta.randperm(300, dtype=ta.uint8)  # torch: value cannot be converted ... overflow
+    assert sorted(ta.randperm(256, dtype=ta.uint8).tolist()) == list(range(256))
+    assert sorted(ta.randperm(128, dtype=ta.int8).tolist()) == list(range(128))
+    with pytest.raises(ta.DTypeError, match=r"randperm: n = 129 does not fit int8"):
+        ta.randperm(129, dtype=ta.int8)
+    assert len(set(ta.randperm(2049, dtype=ta.float16).tolist())) == 2049
+    with pytest.raises(ta.DTypeError, match=r"randperm: n = 2050 .*float16.*2049"):
+        ta.randperm(2050, dtype=ta.float16)  # torch: n cannot be greater than 2049 for Half
+    with pytest.raises(ta.DTypeError, match=r"randperm: .*bool"):
+        ta.randperm(2, dtype=ta.bool)  # torch: "randperm" not implemented for 'Bool'
+    with pytest.raises(ta.ShapeError, match=r"randperm: n must be >= 0, got -1"):
+        ta.randperm(-1)
+    assert ta.randperm(0).shape == (0,)
+
+
+def test_creation_refuses_negative_sizes_and_steps_by_name():
+    for name, call in [("zeros", lambda: ta.zeros(-1)), ("zeros", lambda: ta.zeros(2, -3)),
+                       ("ones", lambda: ta.ones((-1,))), ("empty", lambda: ta.empty(-1)),
+                       ("randn", lambda: ta.randn(-1)), ("rand", lambda: ta.rand(3, -1)),
+                       ("full", lambda: ta.full((-1,), 1.0)),
+                       ("randint", lambda: ta.randint(0, 3, (-1,))),
+                       ("normal", lambda: ta.normal(0.0, 1.0, (-2,)))]:
+        with pytest.raises(ta.ShapeError, match=rf"^{name}: sizes must be >= 0, got \(.*-"):
+            call()  # raw NumPy "negative dimensions are not allowed" before
+    with pytest.raises(ta.ShapeError, match=r"eye: n must be >= 0, got -1"):
+        ta.eye(-1)
+    with pytest.raises(ta.ShapeError, match=r"eye: m must be >= 0, got -2"):
+        ta.eye(2, -2)
+    for name in ("linspace", "logspace"):
+        with pytest.raises(ta.ShapeError, match=rf"{name}: number of steps must be "
+                           r"non-negative, got -1"):
+            getattr(ta, name)(0, 1, -1)
+    assert ta.zeros(0, 3).shape == (0, 3) and ta.linspace(0, 1, 0).shape == (0,)
+
+
+def test_random_floats_into_an_integer_dtype_are_refused_by_name():
+    # torch: NotImplementedError "normal_kernel_cpu" / "check_uniform_bounds" not implemented
+    # for 'Long' (raw NumPy TypeErrors before)
+    for name, call in [("randn", lambda: ta.randn(2, dtype=ta.int64)),
+                       ("rand", lambda: ta.rand(2, dtype=ta.int64)),
+                       ("randn", lambda: ta.randn(2, dtype=ta.bool)),
+                       ("randn_like", lambda: ta.randn_like(ta.zeros(2, dtype=ta.int32))),
+                       ("normal", lambda: ta.normal(ta.zeros(2, dtype=ta.int64), 1.0)),
+                       ("normal_", lambda: ta.zeros(2, dtype=ta.int64).normal_()),
+                       ("uniform_", lambda: ta.zeros(2, dtype=ta.int64).uniform_())]:
+        with pytest.raises(ta.DTypeError, match=rf"^{name}: .*floating-point.*(int|bool)"):
+            call()
+
+
+def test_tensor_refuses_nan_and_inf_for_an_integer_dtype_as_torch():
+    for value in ([float("nan")], float("nan"), [1.0, float("inf")]):
+        with pytest.raises(ta.DTypeError, match=r"tensor: a value does not fit int64.*"
+                           r"without overflow"):
+            ta.tensor(value, dtype=ta.int64)  # raw "cannot convert float NaN to integer"
+    assert ta.tensor([1.5, -2.5], dtype=ta.int64).tolist() == [1, -2]  # cut toward 0, as torch
+
+
+def test_type_takes_torchs_type_names():
+    x = ta.ones(2)
+    assert x.type() == "tinyattn.FloatTensor"
+    for name, dtype in [("tinyattn.DoubleTensor", np.float64), ("torch.DoubleTensor", np.float64),
+                        ("torch.LongTensor", np.int64), ("tinyattn.ByteTensor", np.uint8),
+                        ("torch.BoolTensor", np.bool_), ("torch.HalfTensor", np.float16)]:
+        assert x.type(name).dtype == dtype, name
+        assert x.type(name).type() == name.replace("torch.", "tinyattn."), name
+    assert x.type(ta.float64).dtype == np.float64 and x.type("tinyattn.FloatTensor") is x
+    with pytest.raises(ta.DTypeError, match=r"type: invalid type 'torch\.Blah'"):
+        x.type("torch.Blah")  # torch: ValueError invalid type: 'torch.Blah'
+
+
+def test_equal_to_none_or_a_string_is_false_as_torch():
+    t = ta.ones(3)
+    assert (t == None) is False and (t != None) is True  # noqa: E711 - the habit under test
+    assert (t == "a") is False and (t != "a") is True and (t == {1: 2}) is False
+    if t == None:  # noqa: E711 - raised "the truth value ... is ambiguous" before
+        pytest.fail("t == None is False")
+    assert t in [None, t] and [None, "x"].count(t) == 0
+    assert (t == [1, 1, 1]).tolist() == [True] * 3  # numbers, arrays, lists: elementwise
+    assert (t == np.ones(3)).tolist() == [True] * 3 and (t == 1).tolist() == [True] * 3
+    with pytest.raises(TypeError, match="eq"):
+        t.eq(None)  # torch: TypeError (the method form refuses)
+    with pytest.raises(TypeError):
+        t < None  # noqa: B015 - torch: TypeError
+
+
+def test_smaller_habits_to_positional_non_blocking_finfo_can_cast_stride():
+    x = ta.tensor([1.0, 2.0])
+    assert x.to("cpu", ta.float64, True).dtype == np.float64  # (device, dtype, non_blocking)
+    assert x.to(ta.float32, False, True) is not x  # (dtype, non_blocking, copy)
+    assert x.to(ta.float32, False) is x
+    with pytest.raises(TypeError, match="to: takes at most a device and a dtype"):
+        x.to("cpu", "cpu", "float64")
+    r = ta.randint(0, 3, (2,), dtype=ta.float32, requires_grad=True)
+    assert r.requires_grad and r.is_leaf
+    assert ta.randperm(3, dtype=ta.float64, requires_grad=True).requires_grad
+    with pytest.raises(ta.DTypeError, match="only floating-point tensors can require grad"):
+        ta.randperm(3, requires_grad=True)  # torch refuses an int64 one too
+    f = ta.finfo(ta.float32)
+    assert (f.bits, f.eps, f.max, f.min, f.tiny, f.resolution, f.dtype) == (
+        32, 1.1920928955078125e-07, 3.4028234663852886e+38, -3.4028234663852886e+38,
+        1.1754943508222875e-38, 1e-06, "float32")
+    assert ta.finfo().dtype == "float32" and ta.finfo(ta.float16).max == 65504.0
+    assert ta.finfo(ta.float64).smallest_normal == 2.2250738585072014e-308
+    i = ta.iinfo(ta.uint8)
+    assert (i.bits, i.max, i.min, i.dtype) == (8, 255, 0, "uint8")
+    assert ta.iinfo(ta.int64).max == 2**63 - 1
+    with pytest.raises(TypeError, match="finfo"):
+        ta.finfo(ta.int32)
+    with pytest.raises(TypeError, match="iinfo"):
+        ta.iinfo(ta.bool)
+    assert ta.can_cast(ta.float64, ta.float16) and ta.can_cast(ta.int64, ta.uint8)
+    assert ta.can_cast(ta.bool, ta.int8) and not ta.can_cast(ta.float32, ta.int64)
+    assert not ta.can_cast(ta.int32, ta.bool)
+    m = ta.zeros(3, 4)
+    assert m.stride() == (4, 1) and m.t().stride() == (1, 4) and m.stride(-1) == 1
+    assert m[1].storage_offset() == 4 and m[1:, 2:].storage_offset() == 6
+    assert m.diagonal().stride() == (5,) and m.diagonal(1).storage_offset() == 1
+    assert m.unsqueeze(0).expand(2, 3, 4).stride() == (0, 4, 1) and m.storage_offset() == 0
+    with pytest.raises(ta.DimError, match="stride"):
+        m.stride(2)
+
+
 # ---- the same on the fake CuPy ---------------------------------------------------------------
 
 
@@ -501,3 +678,25 @@ def test_creation_on_the_fake_cupy(cupy_be):
     assert ta.arange(ta.tensor(3, backend=cupy_be), backend=cupy_be).tolist() == [0, 1, 2]
     assert ta.tensor(5.0, backend=cupy_be).nonzero().shape == (1, 0)
     assert ta.full((2,), -1, dtype=np.uint8, backend=cupy_be).tolist() == [255, 255]
+
+
+def test_conversions_and_creation_checks_on_the_fake_cupy(cupy_be):
+    t = ta.tensor([1.0, 2.0], backend=cupy_be)
+    a = np.array(t)
+    a[0] = 9.0
+    assert t.tolist() == [1.0, 2.0] and np.asarray(t).tolist() == [1.0, 2.0]
+    with pytest.raises(ValueError, match=r"Unable to avoid copy.*on cupy"):
+        np.array(t, copy=False)  # (the values reach the host only in a copy)
+    m = ta.zeros(3, 4, backend=cupy_be)
+    assert m.t().stride() == (1, 4) and m[1].storage_offset() == 4
+    assert ta.tensor([], backend=cupy_be).dtype == np.float32
+    assert ta.multinomial(ta.ones(0, 3, backend=cupy_be), 2).shape == (0, 2)
+    with pytest.raises(ValueError, match="normal: expects all elements of std >= 0.0"):
+        ta.normal(ta.zeros(2, backend=cupy_be), -ta.ones(2, backend=cupy_be))
+    with pytest.raises(ta.DTypeError, match="randperm: n = 300 does not fit uint8"):
+        ta.randperm(300, dtype=ta.uint8, backend=cupy_be)
+    x = ta.tensor([5, 7], backend=cupy_be)
+    alias = x.detach()
+    x //= 2
+    x %= 2
+    assert alias.tolist() == [0, 1] and (x == None) is False  # noqa: E711
