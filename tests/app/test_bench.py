@@ -26,7 +26,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "benchmarks
 from numpy_floor import numpy_step  # noqa: E402 - the floor is a reference in benchmarks/
 
 
-@pytest.mark.parametrize("size", ["tiny", "small"])
+@pytest.mark.parametrize("size", ["tiny", pytest.param("small", marks=pytest.mark.slow)])
 def test_step_implementations_agree(size):
     names = step.check(size, floor=numpy_step)
     assert {"numpy", "tinyattn", "captured"} <= set(names)
@@ -268,6 +268,7 @@ def test_the_train_section_runs_each_flag_in_turn_and_counts_page_faults(monkeyp
 
 
 @pytest.mark.skipif(allocator._glibc() is None, reason="keep_freed_memory needs glibc")
+@pytest.mark.slow  # (~8 s: a fresh process builds and times a step; .ci/run runs it)
 def test_the_kept_memory_step_runs_in_a_process_of_its_own(tmp_path):
     """The step section's second table: the check and one round per size in a fresh process
     that keeps freed memory; the report's own process keeps malloc's settings."""

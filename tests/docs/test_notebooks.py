@@ -92,6 +92,7 @@ def test_every_solved_notebook_says_correct_at_every_checker(monkeypatch):
     assert {"text/html", "image/svg+xml", "image/png"} <= shown, shown
 
 
+@pytest.mark.slow  # (~7 s of kernels: the solved ones run in the README's command, this in CI)
 def test_every_blank_notebook_runs_and_says_not_yet_at_every_checker(monkeypatch):
     results = run_all([NOTEBOOKS / p.name for p in SOLUTIONS], monkeypatch)
     for name, (cells, printed) in results.items():
