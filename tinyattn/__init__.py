@@ -42,7 +42,7 @@ from .errors import (
 from .explain import explain
 from .function import Function, FunctionCtx
 from .functional import cat, log_softmax, matmul, softmax, stack, where  # torch.cat and friends
-from .generator import Generator
+from .generator import Generator, default_generator
 from .gradcheck import check_gradients, gradcheck
 from .graphcheck import check_graph, gradcheck_graph, record
 from .replay import CapturedStep, capture
@@ -340,7 +340,8 @@ __all__ = [
     "StateDictError",
     "viz", "explain", "autograd", "Function", "FunctionCtx",
     "detect_anomaly", "AnomalyError", "AnomalyWarning", "record", "gradcheck_graph", "check_graph",
-    "capture", "CapturedStep", "Generator", "utils", "distributions", "cuda", "testing",
+    "capture", "CapturedStep", "Generator", "default_generator", "utils", "distributions", "cuda",
+    "testing",
     # creation (tensor.py) and torch's module-level functions (routines.py)
     "as_tensor", "bernoulli", "empty", "empty_like", "eye", "from_numpy", "full_like", "linspace",
     "logspace", "multinomial", "normal", "rand_like", "randint", "randn_like", "randperm",

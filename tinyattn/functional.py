@@ -20,7 +20,7 @@ from .ops import nn as nn_ops
 from .ops import shape as sh
 from .ops import softmax as sm
 from .ops.op import Op, acc_dtype, broadcast_shape, dim1, quiet
-from .tensor import Tensor, _make, _rand, _seen_read, _values, arange, full, zeros_like
+from .tensor import Tensor, _make, _one_dim, _rand, _seen_read, _values, arange, full, zeros_like
 
 __all__ = [
     "relu", "tanh", "sigmoid", "gelu", "where", "masked_fill", "softmax", "log_softmax",
@@ -119,7 +119,7 @@ def _softmax_dim(dim, ndim, name, stacklevel=3):
     (C,), (N, C) and (N, C, H, W) put the classes there, (T, N, C) was read as (C, H, W)) with
     torch's deprecation warning; `stacklevel` counts from the caller of this helper."""
     if dim is not None:
-        return dim
+        return _one_dim(name, dim)
     warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
                   "to include dim=X as an argument.", UserWarning, stacklevel=stacklevel)
     return 0 if ndim in (0, 1, 3) else 1
@@ -399,13 +399,21 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):  # noqa:
     _check_reduction(reduction, "binary_cross_entropy")
     x, t = _pair(input, target, "binary_cross_entropy", same_shape=True)
     weight = _weight(weight, x.shape, "binary_cross_entropy")
-    xp = x.backend.xp
-    if x.data.size and bool(xp.any((x.data < 0) | (x.data > 1))):
-        raise ValueError(f"binary_cross_entropy: input values must be probabilities in [0, 1], "
-                         f"got values in [{float(x.data.min()):g}, {float(x.data.max()):g}]; "
-                         "for logits use binary_cross_entropy_with_logits")
+    _probabilities(x, "input", "; for logits use binary_cross_entropy_with_logits")
+    _probabilities(t, "target", "")
     loss = apply(_BCE, x, t)
     return _reduce(loss if weight is None else loss * weight, reduction, "binary_cross_entropy")
+
+
+def _probabilities(a, which, hint):
+    """binary_cross_entropy's input or target (`which`) checked as torch checks them on the
+    CPU: every entry in [0, 1], NaN not (a loss computed from it would be silently wrong)."""
+    xp = a.backend.xp
+    if a.data.size and not bool(xp.all((a.data >= 0) & (a.data <= 1))):
+        shown = ("a NaN" if bool(xp.isnan(a.data).any()) else
+                 f"values in [{float(a.data.min()):g}, {float(a.data.max()):g}]")
+        raise ValueError(f"binary_cross_entropy: {which} values must be probabilities in [0, 1], "
+                         f"got {shown}{hint}")
 
 
 # One op, not the clamped logs composed: their derivative is 0 where a log is clamped and

@@ -3,8 +3,10 @@
 uniform_, and nn.init's random fills.
 
 Without a generator, those draw from their backend's own stream, which `tinyattn.manual_seed`
-seeds. A Generator seeded with `manual_seed(s)` gives the same draws whatever else the program
-draws in between, and its state can be saved and restored (`get_state`, `set_state`).
+seeds; `default_generator` is the NumPy backend's stream as a Generator (torch.default_generator),
+which manual_seed returns. A Generator seeded with `manual_seed(s)` gives the same draws whatever
+else the program draws in between, and its state can be saved and restored (`get_state`,
+`set_state`).
 Reseeding (manual_seed, seed, set_state) is told to the tracers as an effect (autograd's
 side_effect, plugged in by tensor.py: this layer imports nothing of the graph's): a captured
 step refuses it inside fn, where a replay would draw on without it.
@@ -91,6 +93,44 @@ class Generator:
 
     def __repr__(self):
         return f"<tinyattn.Generator on {self.device}, initial seed {self._initial}>"
+
+
+class _DefaultGenerator(Generator):
+    """The NumPy backend's own stream as a Generator (torch.default_generator, the CPU's): the
+    one draws without generator= take and tinyattn.manual_seed seeds, which returns it. Its
+    manual_seed, seed and set_state move that stream itself (the CuPy backend's stays)."""
+
+    def __init__(self):
+        self._initial = None  # (the seed tinyattn.manual_seed or this one's methods last gave)
+
+    @property
+    def backend(self):  # (looked up when used: `import tinyattn` makes no backend)
+        return backends.backend("numpy")
+
+    @property
+    def rng(self):
+        return self.backend.rng
+
+    @rng.setter
+    def rng(self, rng):
+        self.backend.rng = rng
+
+    def initial_seed(self):
+        """The seed the stream last started from (an unseeded one: its system entropy)."""
+        if self._initial is None:
+            return int(self.rng.bit_generator.seed_seq.entropy)
+        return self._initial
+
+    def _seeded(self, seed):
+        """tinyattn.manual_seed(seed) has just seeded the stream: remember the seed."""
+        self._initial = seed
+        return self
+
+    def __repr__(self):
+        return f"<tinyattn.default_generator on numpy, initial seed {self.initial_seed()}>"
+
+
+default_generator = _DefaultGenerator()
 
 
 def _entropy():

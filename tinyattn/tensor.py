@@ -5,7 +5,8 @@ the Tensor itself holds only `data` (a NumPy or CuPy array), `backend`, `grad`, 
 `name`, and `_node` (the autograd node, or None when the tensor needs no gradient).
 dtypes: lists and Python floats get the default dtype (float32 unless set_default_dtype says
 otherwise), NumPy arrays keep theirs, and only floating-point tensors can require grad.
-In-place ops (`+=`, `add_`, `x[i] = v`, ...) follow PyTorch's rules; see `Tensor._in_place`.
+In-place ops (`+=`, `add_`, `x[i] = v`, ...) follow PyTorch's rules; see `Tensor._in_place`
+(and `Tensor._in_place_view` for t_, transpose_, squeeze_ and unsqueeze_, which change the shape).
 `t.data` is the raw array: writing into it (`t.data[...] = v`) changes the values with no
 version bump and no graph, the explicit escape hatch PyTorch's `.data` also is.
 """
@@ -38,7 +39,7 @@ from .autograd import (
 from .dtypes import category, get_default_dtype, int_range, promote_types, result_type
 from .errors import DimError, DTypeError, GraphError, ShapeError, fmt_shape
 from .generator import check as check_generator
-from .generator import rng_of, tell_effects_to
+from .generator import default_generator, rng_of, tell_effects_to
 from .ops import elementwise as ew
 from .ops import index as ix
 from .ops import matmul as mm
@@ -63,6 +64,19 @@ def _unary(op):
     method.__name__ = method.__qualname__ = op.name
     method.__doc__ = op.doc
     return method
+
+
+def _one_dim(name, dim):
+    """softmax's dim as torch takes it: one int, or an int-like (a NumPy int, a 0-d integer
+    tensor), never None (Tensor.softmax has no default dim), a bool, a float or a tuple."""
+    if dim is not None and not isinstance(dim, bool):
+        try:
+            return operator.index(dim)
+        except TypeError:
+            pass
+    why = "" if dim is not None else (f"; torch's Tensor.{name} has no default dim (x.{name}(-1) "
+                                      "is over the last one)")
+    raise TypeError(f"{name}: dim must be one int, got {dim!r}{why}")
 
 
 def _in_place_unary(op):
@@ -670,17 +684,56 @@ class Tensor(TensorBase):
         return self._become(name, compute(self._before()))  # (the ops may keep x's values)
 
     def _refuse_in_place(self, name):
-        if self._node is not None and self._node.op is None:
-            raise GraphError(f"{name}: this tensor {fmt_shape(self.shape)} is a leaf that "
-                             "requires grad, and an in-place change while the graph is being "
-                             "recorded would lose its gradient; do the update inside `with "
-                             "tinyattn.no_grad():` (as PyTorch requires)")
+        self._refuse_leaf(name)
         if others_alive(self):
             raise GraphError(f"{name}: this tensor {fmt_shape(self.shape)} shares its memory "
                              "with another live tensor (a view made by indexing, reshape, "
                              "permute, expand or detach), whose gradient would not see this "
                              "change; compute a new tensor instead (x = x + y, or x[i] = "
                              "x[i] + y) or make the change under no_grad()")
+
+    def _refuse_leaf(self, name):
+        if self._node is not None and self._node.op is None:
+            raise GraphError(f"{name}: this tensor {fmt_shape(self.shape)} is a leaf that "
+                             "requires grad, and an in-place change while the graph is being "
+                             "recorded would lose its gradient; do the update inside `with "
+                             "tinyattn.no_grad():` (as PyTorch requires)")
+
+    def _in_place_view(self, name, op, **params):
+        """x.name_(...) for a view op (squeeze_, unsqueeze_, t_, transpose_: torch's in-place
+        view ops): x becomes the view op(x), its own memory seen in another shape. The values
+        stay (a view made before keeps its shape, and sees writes as before) and the version
+        moves on, as torch's: a graph that saved x refuses it in backward.
+        Recorded (grad enabled, x requires grad): x takes the op's node, as if `x = op(x)` had
+        run; a leaf that requires grad is refused (others sharing the memory are not, as their
+        values do not change). Not recorded (no_grad, or x needs no grad): a leaf keeps its
+        node (its gradient takes the new shape), as in torch; a tensor made by a recorded op is
+        refused, unlike torch, whose backward then fails on the gradient's shape or, for a
+        square matrix, sends it back untransposed (here it would be reshaped, silently)."""
+        record = is_grad_enabled() and self._node is not None
+        if record:
+            self._refuse_leaf(name)
+            out = apply(op, self, **params)
+        else:
+            if self._node is not None and self._node.op is not None:
+                raise GraphError(f"{name}: this tensor {fmt_shape(self.shape)} was made by a "
+                                 "recorded op (it requires grad), and under no_grad its new "
+                                 "shape would not be recorded: a gradient flowing back to it "
+                                 f"would no longer fit its graph; call {name} with grad enabled "
+                                 "(recorded then), or on a .detach() of it")
+            if ag._tracers.get() is not None or ag._everywhere:  # (as _in_place: a replay
+                ag.state_changed(self, "values")  # would not change it)
+            with no_grad():
+                out = apply(op, self, **params)
+        # (out's array is a view of x's: a permute, or a reshape adding or dropping 1s, never
+        # copies)
+        self.data = out.data
+        bump_version(self)
+        if record:
+            self._node = out._node
+            if self._name is not None:
+                self._node.name = self._name  # the tensor keeps its name through the change
+        return self
 
     def _before(self):
         """This tensor's values now, in memory of their own, on its node (for ops that keep
@@ -1196,13 +1249,16 @@ class Tensor(TensorBase):
 
     # ---- softmax and masking -------------------------------------------------------------------
 
-    def softmax(self, dim=-1, dtype=None, *, axis=None):
+    def softmax(self, dim=None, dtype=None, *, axis=None):
+        """softmax over dim, which torch's Tensor.softmax needs: one int (no default)."""
         x = self if dtype is None else self.to(dtype)
-        return apply(sm.softmax, x, dim=dim if axis is None else axis)
+        return apply(sm.softmax, x, dim=_one_dim("softmax", dim if axis is None else axis))
 
-    def log_softmax(self, dim=-1, dtype=None, *, axis=None):
+    def log_softmax(self, dim=None, dtype=None, *, axis=None):
+        """log_softmax over dim, which torch's Tensor.log_softmax needs: one int (no default)."""
         x = self if dtype is None else self.to(dtype)
-        return apply(sm.log_softmax, x, dim=dim if axis is None else axis)
+        dim = _one_dim("log_softmax", dim if axis is None else axis)
+        return apply(sm.log_softmax, x, dim=dim)
 
     def masked_fill(self, mask, value):
         """value where mask (bool, True = fill) else self; masked entries get no gradient. A
@@ -1304,30 +1360,57 @@ class Tensor(TensorBase):
         return self.reshape(self.shape[:s] + (-1,) + self.shape[e + 1:])
 
     def unsqueeze(self, dim):
-        axis = _axis(dim, self.ndim + 1, "unsqueeze")
-        return self.reshape(self.shape[:axis] + (1,) + self.shape[axis:])
+        return self.reshape(self._unsqueezed(dim, "unsqueeze"))
+
+    def unsqueeze_(self, dim):
+        """unsqueeze, in place: this tensor gets a dim of size 1 at dim (see _in_place_view)."""
+        return self._in_place_view("unsqueeze_", sh.reshape,
+                                   shape=self._unsqueezed(dim, "unsqueeze_"))
+
+    def _unsqueezed(self, dim, name):
+        axis = _axis(dim, self.ndim + 1, name)
+        return self.shape[:axis] + (1,) + self.shape[axis:]
 
     def squeeze(self, dim=None):
+        return self.reshape(self._squeezed(dim, "squeeze"))
+
+    def squeeze_(self, dim=None):
+        """squeeze, in place: this tensor loses its dims of size 1 (all, or those in dim)."""
+        return self._in_place_view("squeeze_", sh.reshape, shape=self._squeezed(dim, "squeeze_"))
+
+    def _squeezed(self, dim, name):
         if dim is None:
-            return self.reshape(tuple(n for n in self.shape if n != 1))
-        axes = set(_axes(dim, self.ndim, "squeeze"))
-        return self.reshape(tuple(n for i, n in enumerate(self.shape)
-                                  if not (i in axes and n == 1)))
+            return tuple(n for n in self.shape if n != 1)
+        axes = set(_axes(dim, self.ndim, name))
+        return tuple(n for i, n in enumerate(self.shape) if not (i in axes and n == 1))
 
     def permute(self, *dims):
         dims = _shape_args(dims, "permute")
         return apply(sh.permute, self, dims=tuple(_axis(d, self.ndim, "permute") for d in dims))
 
     def transpose(self, dim0=-2, dim1=-1):
+        dims = self._swapped(dim0, dim1, "transpose")
+        return self if dims is None else apply(sh.permute, self, dims=dims)
+
+    def transpose_(self, dim0, dim1):
+        """transpose, in place: this tensor with dims dim0 and dim1 swapped (see
+        _in_place_view)."""
+        return self._in_place_view("transpose_", sh.permute,
+                                   dims=self._swapped(dim0, dim1, "transpose_") or ())
+
+    def _swapped(self, dim0, dim1, name):
+        """The permutation that swaps dims dim0 and dim1; None for a 0-d tensor, whose one
+        implicit dim (0 or -1) swaps with itself, as torch (any other dim is an error)."""
         dims = list(range(self.ndim))
         try:
-            a, b = _axis(dim0, self.ndim, "transpose"), _axis(dim1, self.ndim, "transpose")
+            a, b = _axis(dim0, self.ndim, name), _axis(dim1, self.ndim, name)
         except DimError:
             if self.ndim:
                 raise
-            return self._same_0d("transpose", dim0, dim1)
+            self._same_0d(name, dim0, dim1)
+            return None
         dims[a], dims[b] = dims[b], dims[a]
-        return apply(sh.permute, self, dims=tuple(dims))
+        return tuple(dims)
 
     def _same_0d(self, name, *dims):
         """This 0-d tensor, for a transpose or movedim of its one implicit dim (0 or -1) with
@@ -1343,6 +1426,16 @@ class Tensor(TensorBase):
 
     @property
     def mT(self):  # noqa: N802 - PyTorch's name
+        """The last two dims swapped (a batch of matrices transposed); as torch, a 1-D tensor
+        is an error and a 0-d one itself, with torch's deprecation warning."""
+        if self.ndim < 2:
+            if self.ndim == 0:
+                warnings.warn("Tensor.mT is deprecated on 0-D tensors. This function is the "
+                              "identity in these cases.", UserWarning, stacklevel=2)
+                return self
+            raise ShapeError(f"mT: takes matrices or batches of matrices (at least 2 dims), got "
+                             f"a tensor of shape {fmt_shape(self.shape)}; for a 1-D tensor, .T "
+                             "or the tensor itself")
         return self.transpose(-2, -1)
 
     def expand(self, *sizes):
@@ -2093,10 +2186,18 @@ class Tensor(TensorBase):
 
     def t(self):
         """The transpose of a matrix (a tensor with at most 2 dims)."""
-        if self.ndim > 2:
-            raise ShapeError(f"t: takes a tensor with at most 2 dims, got {fmt_shape(self.shape)}"
-                             "; use transpose(dim0, dim1) or .mT")
+        self._at_most_2d("t")
         return self if self.ndim < 2 else self.transpose(0, 1)
+
+    def t_(self):
+        """t, in place: a matrix becomes its transpose (see _in_place_view); fewer dims stay."""
+        self._at_most_2d("t_")
+        return self._in_place_view("t_", sh.permute, dims=tuple(reversed(range(self.ndim))))
+
+    def _at_most_2d(self, name):
+        if self.ndim > 2:
+            raise ShapeError(f"{name}: takes a tensor with at most 2 dims, got "
+                             f"{fmt_shape(self.shape)}; use transpose(dim0, dim1) or .mT")
 
     def contiguous(self):
         """A tensor whose array is laid out in C order (self when it already is)."""
@@ -3486,9 +3587,11 @@ def ones_like(t, dtype=None, requires_grad=False, backend=None):
 
 
 def manual_seed(seed):
-    """Seed the generators of every backend (randn, rand, dropout), now and when made later."""
+    """Seed the generators of every backend (randn, rand, dropout), now and when made later;
+    returns tinyattn.default_generator (the NumPy backend's stream), as torch returns its own."""
     ag.side_effect("manual_seed()")
     backends.manual_seed(seed)
+    return default_generator._seeded(seed)
 
 
 # ---- more ways to make a tensor (torch's names) --------------------------------------------------

@@ -157,6 +157,8 @@ PRODUCTS = {  # name -> fn(lib, a (2, 2), b (2, 2))
     "einsum": lambda lib, a, b: lib.einsum("ij,jk->ik", a, b),
     "einsum 3 operands": lambda lib, a, b: lib.einsum("ij,jk,kl->il", a, a, b),
     "inner": lambda lib, a, b: lib.inner(a, b),
+    "linear": lambda lib, a, b: lib.nn.functional.linear(a, b),  # (promoted them before)
+    "linear bias": lambda lib, a, b: lib.nn.functional.linear(a, a, b[0]),
 }
 MIXED = [("float32", "float64"), ("float64", "float32"), ("int64", "float64"),
          ("float16", "float32"), ("int32", "int64")]

@@ -80,6 +80,27 @@ def test_one_generator_goes_on_drawing_and_its_state_brings_it_back():
     assert g.initial_seed() == 2
 
 
+def test_manual_seed_returns_the_default_generator_as_torch():
+    """torch.manual_seed(s) returns torch.default_generator, the CPU's global stream: so does
+    ta.manual_seed (it returned None), and that generator is the stream draws without
+    generator= take: seeding it, drawing from it and restoring its state move that stream."""
+    torch = pytest.importorskip("torch")
+    assert torch.manual_seed(3) is torch.default_generator
+    g = ta.manual_seed(3)
+    assert g is ta.default_generator and isinstance(g, ta.Generator)
+    assert g.initial_seed() == 3 and g.device == "numpy"
+    want = ta.randn(4).numpy()
+    ta.manual_seed(3)
+    np.testing.assert_array_equal(ta.randn(4, generator=g).numpy(), want)  # the same stream
+    assert g.manual_seed(3) is g and g.initial_seed() == 3
+    np.testing.assert_array_equal(ta.randn(4).numpy(), want)  # g.manual_seed reseeded it
+    state = g.get_state()
+    first = ta.rand(3).numpy()
+    assert g.set_state(state) is g
+    np.testing.assert_array_equal(ta.rand(3).numpy(), first)
+    assert ta.manual_seed(5).initial_seed() == 5 and g.initial_seed() == 5
+
+
 def test_seed_and_initial_seed():
     g = ta.Generator()
     s = g.seed()

@@ -576,6 +576,100 @@ def test_setitem_into_a_plain_tensor_builds_a_graph():
     np.testing.assert_array_equal(x.grad.numpy(), [8.0, 16.0, 24.0])
 
 
+# ---- in place, shape only: squeeze_, unsqueeze_, t_, transpose_ ----------------------------------
+
+SHAPE_FORMS = {  # what: (the starting shape, x -> x.name_(...))
+    "squeeze_()": ((1, 3, 1), lambda x: x.squeeze_()),
+    "squeeze_(0)": ((1, 3, 1), lambda x: x.squeeze_(0)),
+    "squeeze_(dim=1)": ((1, 3, 1), lambda x: x.squeeze_(dim=1)),
+    "squeeze_((0, 2))": ((1, 3, 1), lambda x: x.squeeze_((0, 2))),
+    "unsqueeze_(1)": ((2, 3), lambda x: x.unsqueeze_(1)),
+    "unsqueeze_(-1)": ((2, 3), lambda x: x.unsqueeze_(-1)),
+    "t_() 2-D": ((2, 3), lambda x: x.t_()),
+    "t_() 1-D": ((3,), lambda x: x.t_()),
+    "transpose_(0, 2)": ((2, 3, 4), lambda x: x.transpose_(0, 2)),
+    "transpose_(-1, 0)": ((2, 3), lambda x: x.transpose_(-1, 0)),
+}
+
+
+@pytest.mark.parametrize("what", sorted(SHAPE_FORMS))
+def test_in_place_shape_methods_change_the_tensor_itself_as_torch(what):
+    """x.t_() is x with another shape over the same memory (torch's in-place view ops): the
+    same object back, its version moved on, a view made before keeps its own shape and still
+    sees the values written through x. (These methods were missing: AttributeError.)"""
+    torch = _torch()
+    shape, change = SHAPE_FORMS[what]
+    values = np.arange(float(np.prod(shape))).reshape(shape)
+    x, tx = ta.tensor(values.copy()), torch.tensor(values.copy())
+    alias = x.detach()
+    assert change(x) is x
+    change(tx)
+    assert x.shape == tuple(tx.shape) and x._version == tx._version == 1
+    np.testing.assert_array_equal(x.numpy(), tx.numpy())
+    assert alias.shape == shape and alias._version == 1
+    x[(0,) * x.ndim] = -1.0
+    assert alias.numpy().flat[0] == -1.0
+
+
+def test_recorded_in_place_shape_methods_backpropagate_as_torch():
+    torch = _torch()
+    av = np.random.default_rng(5).standard_normal((2, 3))
+    w = np.arange(6.0).reshape(1, 3, 2, 1)
+    grads = []
+    for lib, a in ((ta, leaf(av)), (torch, torch.tensor(av, requires_grad=True))):
+        h = a.exp() * 1.0  # (2, 3), recorded
+        h.t_()  # (3, 2)
+        h.unsqueeze_(0).unsqueeze_(-1)  # (1, 3, 2, 1)
+        h.transpose_(0, 3).squeeze_(0)  # (3, 2, 1)
+        (h * lib.tensor(w[0], dtype=lib.float64)).sum().backward()
+        assert tuple(h.shape) == (3, 2, 1) and not h.is_leaf and h.requires_grad
+        grads.append(a.grad.numpy())
+    np.testing.assert_allclose(*grads, rtol=1e-12)
+
+
+def test_in_place_shape_methods_follow_the_in_place_rules():
+    """A leaf that requires grad is refused while grad is recorded and changed under no_grad
+    (torch's rule); a graph that saved the tensor refuses it in backward (its version moved);
+    a bad dim is an error that names the method."""
+    torch = _torch()
+    tw, w = torch.ones(1, 2, requires_grad=True), leaf(np.ones((1, 2)))
+    for name, args in (("squeeze_", ()), ("unsqueeze_", (0,)), ("t_", ()),
+                       ("transpose_", (0, 1))):
+        with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+            getattr(tw, name)(*args)
+        with pytest.raises(ta.GraphError, match=rf"^{name}: .*leaf that requires grad.*no_grad"):
+            getattr(w, name)(*args)
+    assert w.shape == (1, 2) and w._version == 0
+    with ta.no_grad():
+        w.t_()
+    assert w.shape == (2, 1) and w.is_leaf and w._version == 1
+    (w * 3.0).sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), [[3.0], [3.0]])
+
+    h = leaf([[1.0, 2.0]]) * 1.0
+    z = h * h  # mul keeps h
+    h.t_()
+    with pytest.raises(ta.GraphError, match="changed"):
+        z.sum().backward()
+    # under no_grad, a tensor made by a recorded op would keep a node of the old shape: torch's
+    # backward then fails on the gradient's shape (sends a square one back untransposed), and
+    # tinyattn's would reshape it silently, so the change is refused up front
+    with ta.no_grad(), pytest.raises(ta.GraphError, match=r"^t_: .*made by a recorded op"):
+        h.t_()
+    assert h.shape == (2, 1)
+
+    x = ta.zeros(2, 3, 4)
+    with pytest.raises(ta.ShapeError, match=r"^t_: .*at most 2 dims.*\(2, 3, 4\)"):
+        x.t_()
+    with pytest.raises(ta.DimError, match=r"^transpose_: dim 3 is out of range"):
+        x.transpose_(0, 3)
+    with pytest.raises(ta.DimError, match=r"^unsqueeze_: dim 4 is out of range"):
+        x.unsqueeze_(4)
+    with pytest.raises(ta.DimError, match=r"^squeeze_: dim -4 is out of range"):
+        x.squeeze_(-4)
+    assert x.shape == (2, 3, 4) and x._version == 0
+
+
 # ---- threads -------------------------------------------------------------------------------------
 
 

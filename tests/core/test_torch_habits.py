@@ -142,6 +142,27 @@ def test_softmax_log_softmax_squeeze_of_a_0d_tensor(dim):
     assert values.item() == 2.0 and index.item() == 0 and x.argmax(dim).item() == 0
 
 
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_softmax_methods_need_one_int_dim_as_torch(name):
+    """torch's Tensor.softmax(dim, dtype=None) has no default dim and takes one int (or an
+    int-like: a NumPy int, a 0-d integer tensor): x.softmax() ran over the last dim, and a
+    tuple (1,) was taken; no dim, None, a float, a bool or a tuple are TypeErrors."""
+    values = np.arange(6.0).reshape(2, 3)
+    x, tx = ta.tensor(values), torch.tensor(values)
+    for args in ((), (None,), (1.0,), (True,), ((1,),)):
+        with pytest.raises(TypeError):
+            getattr(tx, name)(*args)
+        with pytest.raises(TypeError, match=rf"^{name}: .*dim"):
+            getattr(x, name)(*args)
+    with pytest.raises(TypeError, match=rf"^{name}: .*dim"):
+        getattr(x, name)(dim=None)
+    for dim, tdim in ((0, 0), (-1, -1), (np.int64(1), np.int64(1)),
+                      (ta.tensor(0), torch.tensor(0))):
+        assert_same(getattr(x, name)(dim), getattr(tx, name)(tdim))
+    assert_same(getattr(x, name)(1, ta.float32), getattr(tx, name)(1, torch.float32), 1e-6)
+    assert_same(getattr(x, name)(axis=0), getattr(tx, name)(0))  # (NumPy's keyword, kept)
+
+
 # ---- degenerate variance, powers at 0 ------------------------------------------------------------
 
 

@@ -250,6 +250,22 @@ def test_bad_inputs_name_the_loss_and_the_shapes():
         F.one_hot(ta.tensor([0.0, 1.0]))
 
 
+@pytest.mark.parametrize("which, bad", [("target", 1.5), ("target", -0.1), ("target", np.nan),
+                                        ("input", 1.5), ("input", -0.5), ("input", np.nan)])
+def test_binary_cross_entropy_refuses_values_outside_0_1_as_torch(which, bad):
+    """torch (CPU): "all elements of target should be between 0 and 1" (of input too), NaN
+    included; tinyattn computed a loss for such targets (and for a NaN input)."""
+    torch = pytest.importorskip("torch")
+    x, t = np.array([0.2, 0.7, 0.5]), np.array([1.0, 0.0, 0.3])
+    (x if which == "input" else t)[1] = bad
+    with pytest.raises(RuntimeError, match=f"all elements of {which} should be between 0 and 1"):
+        torch.nn.functional.binary_cross_entropy(torch.tensor(x), torch.tensor(t))
+    shown = "a NaN" if np.isnan(bad) else f"{bad:g}"
+    for call in (F.binary_cross_entropy, nn.BCELoss()):
+        with raises(ValueError, "^binary_cross_entropy", f"{which} values", r"\[0, 1\]", shown):
+            call(ta.tensor(x), ta.tensor(t))
+
+
 # ---- binary_cross_entropy at the edges: torch's values and gradients --------------------------
 
 EDGE_X = np.array([0.0, 1.0, 0.0, 1.0, 0.0, 0.5, 1e-13, 1 - 1e-13, 1e-300, 0.3])

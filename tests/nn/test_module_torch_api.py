@@ -528,8 +528,14 @@ def test_load_state_dict_assign_makes_the_given_tensors_the_parameters_as_torchs
     # a float64 value brings its dtype (torch's assign keeps the given tensor's)
     ours.load_state_dict({**given, "0.bias": ta.tensor(np.zeros(4))}, assign=True)
     assert ours[0].bias.dtype == np.float64 and type(ours[0].bias) is nn.Parameter
-    x = ta.randn(2, 3)
-    ours(x)  # (the model still runs)
+    theirs.load_state_dict({**tgiven, "0.bias": torch.zeros(4, dtype=torch.float64)},
+                           assign=True)
+    assert theirs[0].bias.dtype == torch.float64
+    # and the layer then refuses float32 inputs, as torch's (tinyattn's promoted them)
+    with pytest.raises(RuntimeError, match="same dtype"):
+        theirs(torch.randn(2, 3))
+    with pytest.raises(ta.DTypeError, match=r"^linear: .*float32 \(2, 3\).*float64 \(4,\)"):
+        ours(ta.randn(2, 3))
 
 
 def test_load_state_dict_assign_refuses_a_mismatch_and_assigns_nothing():

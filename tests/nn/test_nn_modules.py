@@ -382,7 +382,7 @@ def test_multihead_attention_in_eval_mode_has_no_dropout():
 def test_multihead_attention_in_training_returns_the_weights_after_dropout():
     """As torch: the weights returned are the ones that multiplied v (dropped and rescaled),
     so output = out_proj(weights @ v) holds for what the caller sees."""
-    m = nn.MultiheadAttention(8, 2, dropout=0.5, batch_first=True)
+    m = nn.MultiheadAttention(8, 2, dropout=0.5, batch_first=True).double()  # (x's dtype)
     x = ta.tensor(np.random.default_rng(11).standard_normal((2, 5, 8)))
     m.eval()
     _, plain = m(x, x, x, need_weights=True, average_attn_weights=False)  # (N, H, L, S)

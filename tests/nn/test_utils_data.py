@@ -196,8 +196,10 @@ def test_samplers():
                                generator=ta.Generator().manual_seed(0)))
     assert len(draws) == 50 and set(draws) <= set(ds) and len(set(draws)) > 1
     assert set(draws) == set(ds)  # (0 included: a draw from [0, 5))
-    with_gen = [list(RandomSampler(ds, True, 20, ta.Generator().manual_seed(4)))
-                for seed in (1, 2) if ta.manual_seed(seed) is None]
+    with_gen = []
+    for seed in (1, 2):
+        ta.manual_seed(seed)
+        with_gen.append(list(RandomSampler(ds, True, 20, ta.Generator().manual_seed(4))))
     assert with_gen[0] == with_gen[1]  # the generator's draws, whatever the global seed
     assert sorted(RandomSampler(ds)) == ds and len(RandomSampler(ds, num_samples=3)) == 3
     assert sorted(RandomSampler(ds, num_samples=5)) == ds

@@ -756,6 +756,24 @@ def test_a_0d_tensor_has_one_dim_to_transpose_and_no_more():
         ta.dstack([])
 
 
+def test_mT_needs_a_matrix_as_torch():  # noqa: N802 - the property's name
+    """torch: x.mT of a 1-D tensor is an error under mT's name (tinyattn's named transpose and
+    its dim -2), of a 0-d one the tensor itself with a deprecation warning (tinyattn raised)."""
+    with pytest.raises(RuntimeError, match="mT is only supported on matrices"):
+        _ = torch.ones(3).mT
+    with pytest.raises(ta.ShapeError, match=r"^mT: .*matrices.*\(3,\).*\.T"):
+        _ = ta.ones(3).mT
+    with pytest.warns(UserWarning, match="mT is deprecated on 0-D tensors"):
+        assert torch.tensor(2.0).mT.item() == 2.0
+    x = ta.tensor(2.0, requires_grad=True)
+    with pytest.warns(UserWarning, match=r"^Tensor\.mT is deprecated on 0-D tensors"):
+        y = x.mT
+    assert y.shape == () and y.item() == 2.0
+    (y * 3.0).backward()
+    assert x.grad.item() == 3.0
+    assert ta.ones(2, 3, 4).mT.shape == (2, 4, 3) and ta.ones(2, 3).mT.shape == (3, 2)
+
+
 # ---- 16. torch APIs that were missing: unfold, diag_embed, index_put, broadcast_to, ravel, ------
 # ---- repeat_interleave(repeats) ------------------------------------------------------------------
 

@@ -272,6 +272,32 @@ def test_integer_q_k_v_are_refused(which, impl):
             F.attention_weights(ta.tensor(arrays["q"]), ta.tensor(arrays["k"]))
 
 
+@pytest.mark.parametrize("dtypes", [("float32", "float64", "float32"),
+                                    ("float64", "float64", "float32"),
+                                    ("float16", "float32", "float32")])
+@pytest.mark.parametrize("impl", IMPLS + ["dropout", "attention_weights"])
+def test_q_k_v_of_different_dtypes_are_refused_by_name(dtypes, impl):
+    """torch: "Expected query, key, and value to have the same dtype"; tinyattn refused them
+    only inside a matmul, under matmul's name."""
+    arrays = [a.astype(d) for a, d in zip(qkv((2, 4, 3), (2, 4, 3), 3), dtypes, strict=True)]
+    with pytest.raises(RuntimeError, match="same dtype"):
+        torch.nn.functional.scaled_dot_product_attention(*map(torch.tensor, arrays))
+    q, k, v = map(ta.tensor, arrays)
+    if impl == "attention_weights":  # q and k only
+        v, dtypes = k, (dtypes[0], dtypes[1], dtypes[1])
+        if dtypes[0] == dtypes[1]:
+            return
+    match = (rf"^scaled_dot_product_attention: q, k and v must have the same dtype, got q "
+             rf"{dtypes[0]}, k {dtypes[1]}, v {dtypes[2]}")
+    with pytest.raises(ta.DTypeError, match=match):
+        if impl == "attention_weights":
+            F.attention_weights(q, k)
+        elif impl == "dropout":
+            F.scaled_dot_product_attention(q, k, v, dropout_p=0.5)
+        else:
+            F.scaled_dot_product_attention(q, k, v, impl=impl)
+
+
 @pytest.mark.parametrize("shapes, fragment", [
     (((2, 6, 4, 5), (2, 2, 6, 5), (2, 2, 6, 5)), "pass enable_gqa=True"),
     (((2, 6, 4, 5), (2, 4, 6, 5), (2, 4, 6, 5)), "pass enable_gqa=True"),

@@ -307,6 +307,17 @@ def test_hypot_at_the_origin_is_nan_as_torch():
     check(method("hypot"), torch.hypot, [[0.0, 3.0, 0.0], [0.0, 4.0, -2.0]])
 
 
+def test_copysign_at_infinities_has_torchs_gradient():
+    # torch's gradient for x is g * out / x, 0 where x is 0: NaN at x = ±inf (inf / inf) and at
+    # x = NaN, ±1 elsewhere (|x| / x is exact); tinyattn gave ±1 at the infinities. None for y.
+    x = [INF, -INF, 2.0, -2.0, 0.0, -0.0, 3.0, INF, 1.0, NAN, 5.0, -INF]
+    y = [1.0, 1.0, -INF, INF, -1.0, 1.0, 0.0, -0.0, -0.0, 1.0, NAN, -NAN]
+    check(method("copysign"), torch.copysign, [x, y], np.arange(1.0, 13.0))
+    check(method("copysign", -3.0), method("copysign", -3.0), [[INF, -INF, 2.0, 0.0, NAN]])
+    check(lambda a: a.clone().copysign_(-3.0), lambda a: a.clone().copysign_(-3.0),
+          [[INF, -INF, 2.0, 0.0, NAN]])
+
+
 def test_abs_l1_and_norm1_give_a_nan_entry_zero_gradient_as_torch():
     # torch's sgn(NaN) = 0: |x|'s gradient there is 0, not NaN
     x = [NAN, 0.0, -0.0, -2.0, INF, -INF, 3.0]

@@ -77,14 +77,19 @@ OPS = (flash_attention,)
 
 
 def check_qkv(q, k, v):
-    """q (..., T, d), k (..., S, d), v (..., S, dv), floating point, whose leading (batch, head)
-    dims broadcast together: what attention needs, checked before a matmul can fail on it
-    (NumPy's message names neither attention nor enable_gqa). Shapes and dtypes only."""
+    """q (..., T, d), k (..., S, d), v (..., S, dv), floating point of one dtype, whose leading
+    (batch, head) dims broadcast together: what attention needs, checked before a matmul can
+    fail on it (NumPy's message names neither attention nor enable_gqa; matmul's names no
+    attention). Shapes and dtypes only."""
     if q.ndim < 2 or k.ndim < 2 or v.ndim < 2:
         raise ShapeError(f"scaled_dot_product_attention: q, k, v need at least 2 dims (T, d), "
                          f"got {fmt_shape(q.shape)}, {fmt_shape(k.shape)}, {fmt_shape(v.shape)}")
     if q.dtype.kind != "f" or k.dtype.kind != "f" or v.dtype.kind != "f":
         _refuse_dtypes(q, k, v)
+    if q.dtype != k.dtype or q.dtype != v.dtype:  # (torch's rule: no promotion)
+        raise DTypeError(f"scaled_dot_product_attention: q, k and v must have the same dtype, "
+                         f"got q {q.dtype}, k {k.dtype}, v {v.dtype}; convert them first, e.g. "
+                         f"with .to({q.dtype})")
     qs, ks, vs = q.shape, k.shape, v.shape
     if qs[-1] != ks[-1] or ks[-2] != vs[-2]:
         raise ShapeError(f"scaled_dot_product_attention: q {fmt_shape(qs)}, k {fmt_shape(ks)}, "

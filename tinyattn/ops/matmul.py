@@ -4,8 +4,9 @@
 operand a column (k, 1), each dropped again from the result. The VJP is the textbook pair
 gx = g @ yᵀ, gy = xᵀ @ g; broadcast batch dims are summed back by autograd. The operands
 must share one dtype, as in torch (no promotion: float32 @ float64 is a DTypeError).
-Also here: `linear`, x @ wᵀ + b as one fused node (the layer every model is made of); it still
-promotes mixed dtypes (a float64 input to a float32 layer), which modules rely on.
+Also here: `linear`, x @ wᵀ + b as one fused node (the layer every model is made of), under
+the same rule: input, weight and bias of one dtype (a float64 input to a float32 layer is a
+DTypeError, as torch's; convert the input, or the module with .double()).
 """
 
 import math
@@ -91,13 +92,17 @@ def _fold(a):
 
 
 @op("linear", "gx = g @ w, gw = gᵀ @ x (batch dims folded), gb = Σ g",
-    grads=("gx", "gw", "gb"), fused=True,
-    promote="common", saves={0: 0, 1: 1}, fresh=True,
+    grads=("gx", "gw", "gb"), fused=True, saves={0: 0, 1: 1}, fresh=True,
     samples=[case((2, 3, 4), (5, 4), (5,)), case((4,), (2, 4), None), case((3, 4), (2, 4))])
 def linear(be, x, weight, *bias):
     """out = x @ weightᵀ + bias, weight (out_features, in_features), bias (out_features,)"""
     n_inputs = 2 + len(bias)  # linear(x, w) or linear(x, w, b): one gradient per input
     bias = bias[0] if bias else None
+    if x.dtype != weight.dtype or x.dtype == bool or bias is not None and bias.dtype != x.dtype:
+        if bias is None:
+            same_dtype("linear", x, weight, what="input and weight")
+        else:
+            same_dtype("linear", x, weight, bias, what="input, weight and bias")
     if weight.ndim != 2 or x.ndim == 0 or x.shape[-1] != weight.shape[1]:
         raise ShapeError(f"linear: input {fmt_shape(x.shape)} and weight "
                          f"{fmt_shape(weight.shape)}: the weight must be (out_features, "

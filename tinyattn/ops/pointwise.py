@@ -477,7 +477,7 @@ def hypot_vjp(be, g, saved):
         return None if is_const(x) else r * x, None if is_const(y) else r * y
 
 
-@op("copysign", "gx = g * sign(x) * sign(out), gy = 0", grads=("gx", "gy"), broadcasts=True,
+@op("copysign", "gx = g * out / x (0 where x = 0), gy = 0", grads=("gx", "gy"), broadcasts=True,
     promote="float", saves={0: 0}, saves_out=1,
     samples=[case((2, 3), -1.0), case((3,), vals([-1.0, 2.0, -0.5])), *binary_grid()])
 def copysign(be, x, y):
@@ -490,7 +490,8 @@ def copysign(be, x, y):
 def copysign_vjp(be, g, saved):
     x, out, y_const = saved
     xp = be.xp
-    gx = g * xp.where(x == 0, 0, xp.sign(x) * xp.sign(out))
+    with quiet():  # (torch's formula: ±1, but NaN at x = ±inf or NaN, inf / inf)
+        gx = g * xp.where(x == 0, 0, out / x)
     return None if is_const(x) else gx, None if y_const else xp.zeros_like(g)
 
 
