@@ -626,7 +626,9 @@ def sum_to(g, shape):
     if g.shape == shape:
         return g
     lead = g.ndim - len(shape)
-    if lead < 0:
+    # (each dim of `shape` must be g's or 1: a (3, 2) gradient has the size of a (2, 3) input,
+    # and the reshape below would take it, transposed in effect, without a word)
+    if lead < 0 or any(n != 1 and n != m for n, m in zip(shape, g.shape[lead:])):  # noqa: B905
         raise ShapeError(f"cannot sum a gradient of shape {fmt_shape(g.shape)} to "
                          f"{fmt_shape(shape)}")
     stretched = tuple(lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1)

@@ -7,6 +7,7 @@ structure the math says (ones, 1/n, a distribution over each group).
 """
 
 import numpy as np
+import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -14,6 +15,7 @@ from hypothesis.extra import numpy as hnp
 import tinyattn as ta
 import tinyattn.functional as F
 from tinyattn.autograd import sum_to
+from tinyattn.errors import ShapeError
 from tinyattn.gradcheck import check_gradients
 
 SETTINGS = settings(max_examples=40, deadline=None)
@@ -206,3 +208,21 @@ def test_softmax_is_a_distribution_invariant_to_shifts(x, shift, data):
     z = leaf(x)
     F.softmax(z, dim=dim).sum().backward()  # sum(softmax) is constant: zero gradient
     np.testing.assert_allclose(z.grad.numpy(), 0.0, atol=1e-15)
+
+
+@pytest.mark.parametrize("g_shape, shape", [((3, 2), (2, 3)), ((6,), (2, 3)), ((2, 6), (2, 3)),
+                                            ((4, 3, 2), (3, 1, 2)), ((2,), (2, 1))])
+def test_sum_to_refuses_a_gradient_that_does_not_broadcast_to_the_shape(g_shape, shape):
+    # the same size is not enough: a (3, 2) gradient reshaped to (2, 3) is silently wrong
+    with pytest.raises(ShapeError, match="cannot sum a gradient"):
+        sum_to(np.ones(g_shape), shape)
+
+
+def test_backward_refuses_a_gradient_of_another_shape_as_torch():
+    # y's array replaced by one of another shape (.data): its gradient no longer fits the
+    # input it came from; torch raises "invalid gradient", the gradient was reshaped silently
+    x = ta.randn(2, 3, requires_grad=True)
+    y = x * 1
+    y.data = ta.ones(3, 2)
+    with pytest.raises(ShapeError, match=r"gradient of shape \(3, 2\) for input 0 of shape"):
+        (y * ta.randn(3, 2)).sum().backward()
