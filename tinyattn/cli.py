@@ -256,7 +256,8 @@ def _graph_parser(sub):
 
 
 BENCHMARKS = {
-    "step": "one training step: tinyattn vs hand-written NumPy vs PyTorch (CPU)",
+    "step": ("one training step: tinyattn (eager, captured) vs PyTorch (CPU); "
+             "benchmarks/step.py adds the hand-written NumPy floor"),
     "overhead": "the engine's cost per op on a chain of tiny ops",
     "softmax": "fused softmax kernels vs composite (GPU, CuPy)",
     "attention": "flash attention vs composite: time and memory",

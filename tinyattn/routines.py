@@ -15,7 +15,7 @@ from .functional import cat
 from .ops import index as ix
 from .ops import pointwise as pw
 from .ops.op import broadcast_shape
-from .tensor import Tensor
+from .tensor import Tensor, _takes_device
 
 
 def _t(x, like=None):
@@ -219,14 +219,20 @@ def promote_types(type1, type2):
     return dtypes.promote_types(np.dtype(type1), np.dtype(type2))
 
 
-def tril_indices(row, col, offset=0):
-    """(2, n) int64: the row and column indices of the lower triangle (below the diagonal
-    `offset`), row by row."""
-    return Tensor(np.stack(np.tril_indices(row, offset, col)).astype(np.int64))
+@_takes_device
+def tril_indices(row, col, offset=0, *, dtype=None, backend=None):
+    """(2, n) int64 (or `dtype`): the row and column indices of the lower triangle (below the
+    diagonal `offset`), row by row; device= as torch's."""
+    return Tensor(np.stack(np.tril_indices(row, offset, col)), dtype=dtype or np.int64,
+                  backend=backend)
 
 
-def triu_indices(row, col, offset=0):
-    return Tensor(np.stack(np.triu_indices(row, offset, col)).astype(np.int64))
+@_takes_device
+def triu_indices(row, col, offset=0, *, dtype=None, backend=None):
+    """(2, n) int64 (or `dtype`): the indices of the upper triangle (from the diagonal
+    `offset` up), row by row; device= as torch's."""
+    return Tensor(np.stack(np.triu_indices(row, offset, col)), dtype=dtype or np.int64,
+                  backend=backend)
 
 
 def searchsorted(sorted_sequence, values, *, right=False, side=None):

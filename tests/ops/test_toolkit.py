@@ -254,6 +254,10 @@ def test_module_functions_without_gradients_match_torch():
     for args in [(3, 3), (3, 4, -1), (4, 3, 1)]:
         assert ta.tril_indices(*args).numpy().tolist() == torch.tril_indices(*args).tolist()
         assert ta.triu_indices(*args).numpy().tolist() == torch.triu_indices(*args).tolist()
+    # torch's keywords: device= (a name for the backend) and dtype=
+    for fn in (ta.tril_indices, ta.triu_indices):
+        assert fn(3, 3, device="cpu").dtype == np.int64
+        assert fn(3, 3, 1, dtype=ta.int32).dtype == np.int32
     mask = [[True, False, True], [False, False, True]]
     for got, want in zip(ta.where(ta.tensor(mask)), torch.where(torch.tensor(mask)), strict=True):
         assert got.numpy().tolist() == want.tolist()
