@@ -1,7 +1,8 @@
 """save(obj, f) and load(f): checkpoints as plain .npz files that can never run code.
 
-`obj` is any nesting of dicts (string keys), lists, tuples, tensors, NumPy arrays, numbers,
-strings, bools and None, at most MAX_DEPTH containers deep (as deep as load reads: save refuses
+`obj` is any nesting of dicts (string or int keys: an optimizer's state dict keys its state by
+parameter position, as torch's), lists, tuples, tensors, NumPy arrays, numbers, strings, bools
+and None, at most MAX_DEPTH containers deep (as deep as load reads: save refuses
 deeper, and a container that holds itself, naming the place). Arrays go into the .npz as
 entries; the structure around them goes in as JSON text. A tensor keeps requires_grad, its class
 (an nn.Parameter comes back as one) and the device it was saved from (for a map_location dict);
@@ -9,7 +10,8 @@ one tensor (or array) saved at several places is stored once and comes back as o
 tensors over one array (a state dict's tied weights) come back sharing one array. Views are
 saved as copies: a slice of another saved tensor comes back with memory of its own (torch keeps
 both in one storage). Files written before these were kept load as they did (plain tensors, one
-object per place), and older versions read the files written now (they ignore what they lack).
+object per place), and older versions read the files written now (they ignore what they lack: a
+dict keyed by ints comes back keyed by their strings there).
 
 `f` is a path or, as torch's, a binary file object (io.BytesIO, a file opened "wb" / "rb").
 Saving to a path writes a temporary file beside the target and renames it over the target, so a
@@ -344,7 +346,7 @@ class _Writer:
             return obj
         hint = ("; save its .state_dict() instead" if hasattr(obj, "state_dict") else
                 " (use tensors, arrays, numbers, strings, None, and lists, tuples and dicts with "
-                "string keys of those)")
+                "string or int keys of those)")
         raise TypeError(f"save: cannot store a {type(obj).__name__} at {where}{hint}")
 
     def _container(self, obj, where, depth):
@@ -354,16 +356,32 @@ class _Writer:
         self.above[id(obj)] = where
         try:
             if isinstance(obj, dict):
-                for k in obj:
-                    if not isinstance(k, str):
-                        raise TypeError(f"save: dict keys must be strings; {where} has the "
-                                        f"{type(k).__name__} key {k!r}")
-                return {"dict": {k: self.flatten(v, f"{where}[{k!r}]", depth + 1)
-                                 for k, v in obj.items()}}
+                return self._dict(obj, where, depth)
             return {"list" if isinstance(obj, list) else "tuple":
                     [self.flatten(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(obj)]}
         finally:
             del self.above[id(obj)]
+
+    def _dict(self, obj, where, depth):
+        """{"dict": {key as a string: node}}, with "int_keys" (the keys that were ints, as
+        strings) where there are some: JSON keys are strings (an older reader, which ignores
+        "int_keys", reads those keys as strings)."""
+        body, ints = {}, []
+        for k, v in obj.items():
+            if isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
+                key = str(int(k))
+                ints.append(key)
+                if key in obj:
+                    raise TypeError(f"save: dict keys must be strings or ints, each once as "
+                                    f"either: {where} has the int key {k!r} and the str key "
+                                    f"{key!r}")
+            elif isinstance(k, str):
+                key = k
+            else:
+                raise TypeError(f"save: dict keys must be strings or ints; {where} has the "
+                                f"{type(k).__name__} key {k!r}")
+            body[key] = self.flatten(v, f"{where}[{k!r}]", depth + 1)
+        return {"dict": body, "int_keys": ints} if ints else {"dict": body}
 
     def _tensor(self, t):
         """{"tensor": key}, with "requires_grad", "parameter" (an nn.Parameter), "device" (not
@@ -460,6 +478,20 @@ class _Builder:
             raise CheckpointError(f"load: {self.reader.path} has a damaged structure entry: "
                                   f"{where} is {str(node)[:60]}")
         if kind == "dict":
-            return {k: self.build(v, f"{where}[{k!r}]", depth + 1) for k, v in body.items()}
+            keys = self._keys(node, body, where)
+            return {keys[k]: self.build(v, f"{where}[{keys[k]!r}]", depth + 1)
+                    for k, v in body.items()}
         items = [self.build(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(body)]
         return items if kind == "list" else tuple(items)
+
+    def _keys(self, node, body, where):
+        """{saved key: the dict's key}: the keys "int_keys" names as ints, the others as
+        saved (strings)."""
+        ints = node.get("int_keys", [])
+        if not (isinstance(ints, list) and all(isinstance(k, str) and k in body
+                                               and k.removeprefix("-").isdecimal()
+                                               for k in ints)):
+            raise CheckpointError(f"load: {self.reader.path} has a damaged structure entry: "
+                                  f"{where}'s int_keys are {str(ints)[:60]}")
+        ints = set(ints)
+        return {k: int(k) if k in ints else k for k in body}

@@ -46,10 +46,45 @@ def test_state_dicts_and_containers_come_back_with_the_same_structure(tmp_path):
     ({"model": nn.Linear(2, 2)}, ["cannot store a Linear", r"obj\['model'\]",
                                   r"state_dict\(\) instead"]),
     ([ta.zeros(1), lambda: 0], ["cannot store a function", r"obj\[1\]"]),
-    ({"steps": {3: 0.1}}, ["keys must be strings", r"obj\['steps'\]", "int key 3"]),
+    ({"steps": {3.5: 0.1}}, ["keys must be strings or ints", r"obj\['steps'\]", "float key 3.5"]),
+    ({"steps": {True: 0.1}}, ["keys must be strings or ints", "bool key True"]),
+    ({"steps": {1: "a", "1": "b"}}, ["keys", r"obj\['steps'\]", "int key 1 and the str key '1'"]),
     ({"x": (np.array([object()]),)}, [r"obj\['x'\]\[0\]", "dtype object"]),
 ])
 def test_what_cannot_be_saved_is_named_by_its_place(tmp_path, obj, fragments):
     with pytest.raises(TypeError, match="save: .*" + ".*".join(fragments)):
         ta.save(obj, tmp_path / "bad.npz")
     assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+def test_dicts_keyed_by_ints_come_back_keyed_by_ints(tmp_path):
+    """As torch.save keeps them (an optimizer's state dict keys its state by parameter
+    position); an older tinyattn reads such a dict with the keys as strings."""
+    import json
+    import zipfile
+
+    obj = {"state": {0: {"step": ta.tensor(3.0)}, 2: {}}, "mixed": {1: "a", "b": [{-4: None}]},
+           "numpy": {np.int64(5): 1}}
+    ta.save(obj, tmp_path / "ck.npz")
+    back = ta.load(tmp_path / "ck.npz")
+    assert list(back["state"]) == [0, 2] and back["state"][2] == {}
+    assert back["state"][0]["step"].item() == 3.0
+    assert back["mixed"] == {1: "a", "b": [{-4: None}]} and list(back["mixed"]) == [1, "b"]
+    assert back["numpy"] == {5: 1} and type(next(iter(back["numpy"]))) is int
+    with zipfile.ZipFile(tmp_path / "ck.npz") as z:
+        meta = json.loads(str(np.load(z.open("__tinyattn__.npy"))))
+    node = meta["structure"]["dict"]["state"]
+    assert list(node["dict"]) == ["0", "2"] and node["int_keys"] == ["0", "2"]
+
+
+@pytest.mark.parametrize("int_keys", [["0", "9"], "0", [0], ["x"], ["1.5"]])
+def test_int_keys_that_do_not_fit_their_dict_are_a_damaged_entry(tmp_path, int_keys):
+    import json
+
+    from tinyattn import serialization
+
+    meta = json.dumps({"format": serialization.FORMAT,
+                       "structure": {"dict": {"0": 1, "x": 2, "1.5": 3}, "int_keys": int_keys}})
+    np.savez(tmp_path / "forged.npz", __tinyattn__=np.array(meta))
+    with pytest.raises(ta.CheckpointError, match="damaged structure entry: obj"):
+        ta.load(tmp_path / "forged.npz")

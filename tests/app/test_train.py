@@ -69,12 +69,44 @@ def test_resume_is_bit_identical(tmp_path):
     b = ta.load(tmp_path / "split" / "checkpoint.npz")
     for key in a["model"]:
         np.testing.assert_array_equal(a["model"][key].numpy(), b["model"][key].numpy(), key)
-    for key in a["optim"]["state"]:
-        np.testing.assert_array_equal(a["optim"]["state"][key], b["optim"]["state"][key], key)
-    assert a["optim"]["steps"] == b["optim"]["steps"] == 30
+    _assert_same_optimizer_state(a["optim"], b["optim"], steps=30)
     assert resumed["loss"] == whole["loss"]
     lines = (tmp_path / "split" / "metrics.jsonl").read_text().splitlines()
     assert [json.loads(line)["step"] for line in lines] == list(range(1, 31))
+
+
+def _assert_same_optimizer_state(a, b, steps):
+    """Two optimizer state dicts (torch's layout) hold the same state to the bit, every
+    parameter at `steps` steps."""
+    assert a["param_groups"] == b["param_groups"]
+    assert list(a["state"]) == list(b["state"]) == list(range(len(a["state"])))
+    for i, entry in a["state"].items():
+        assert list(entry) == list(b["state"][i]) == ["step", "exp_avg", "exp_avg_sq"]
+        assert entry["step"].item() == steps and entry["step"].dtype == np.float32
+        for key, value in entry.items():
+            np.testing.assert_array_equal(value.numpy(), b["state"][i][key].numpy(), (i, key))
+
+
+def test_a_run_folder_whose_checkpoint_has_the_old_optimizer_layout_resumes_exactly(tmp_path):
+    """`train --resume` on a run folder written before the optimizer's state dict followed
+    torch's layout ({"steps", "groups", "state": {"0.m": ...}}): the same run, to the bit."""
+    from old_optim_layout import old_layout  # tests/support
+
+    base = dict(FAST, steps=30, dropout=0.1)
+    whole = train(TrainConfig(out=str(tmp_path / "whole"), **base), progress=False)
+    train(TrainConfig(out=str(tmp_path / "split"), **base), progress=False, stop_after=13)
+    path = tmp_path / "split" / "checkpoint.npz"
+    ck = ta.load(path)
+    ck["optim"] = old_layout("AdamW", ck["optim"], steps=13)
+    assert "0.m" in ck["optim"]["state"] and "steps" in ck["optim"]
+    ta.save(ck, path)
+    resumed = train(TrainConfig(out=str(tmp_path / "split"), **base), resume=True, progress=False)
+    assert resumed["loss"] == whole["loss"] and resumed["resumed_from"] == 13
+    a = ta.load(tmp_path / "whole" / "checkpoint.npz")
+    b = ta.load(path)
+    for key in a["model"]:
+        np.testing.assert_array_equal(a["model"][key].numpy(), b["model"][key].numpy(), key)
+    _assert_same_optimizer_state(a["optim"], b["optim"], steps=30)
 
 
 def test_resume_with_other_settings_is_refused(tmp_path):
@@ -451,10 +483,7 @@ def test_every_rank_starts_from_rank_0s_resumed_weights_optimizer_schedule_and_s
     assert not other.main
     assert (other.step, other.elapsed) == (first.step, first.elapsed)
     assert other.sched.state_dict() == first.sched.state_dict()
-    mine, theirs = other.opt.state_dict(), first.opt.state_dict()
-    assert mine["steps"] == theirs["steps"] == 3
-    for key in theirs["state"]:
-        np.testing.assert_array_equal(mine["state"][key], theirs["state"][key], key)
+    _assert_same_optimizer_state(other.opt.state_dict(), first.opt.state_dict(), steps=3)
     for (name, p), (_, q) in zip(other.model.named_parameters(), first.model.named_parameters(),
                                  strict=True):
         np.testing.assert_array_equal(p.numpy(), q.numpy(), name)

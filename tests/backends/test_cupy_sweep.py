@@ -443,10 +443,10 @@ def test_optimizers_on_cupy_match_numpy(name, dtype):
             for i, p in enumerate(params):
                 p.grad = ta.tensor(grads[step, i], backend=backend)
             opt.step()
-        state = opt.state_dict()["state"]
+        state = opt.state_dict()["state"]  # {position: {name: tensor}}, as torch's
         finals.append(([p.numpy() for p in params],
-                       {k: np.asarray(v.numpy() if isinstance(v, ta.Tensor) else v)
-                        for k, v in state.items()}))
+                       {f"{i}.{k}": v.numpy() for i, entry in state.items()
+                        for k, v in entry.items()}))
     (want_w, want_s), (got_w, got_s) = finals
     problems = [mismatch(g, w, dtype, f"weight {i}") for i, (g, w) in
                 enumerate(zip(got_w, want_w, strict=True))]

@@ -408,8 +408,7 @@ def test_rmsprop_keeps_torchs_state_names(kwargs):
     for x, o in ((p, opt), (tp, topt)):
         (x * x).sum().backward()
         o.step()
-    names = {key.split(".", 1)[1] for key in opt.state_dict()["state"]}
-    assert names == set(topt.state[tp]) - {"step"}
+    assert set(opt.state_dict()["state"][0]) == set(opt.state[p]) == set(topt.state[tp])
 
 
 def test_adagrad_state_keeps_the_parameters_dtype():
@@ -417,7 +416,7 @@ def test_adagrad_state_keeps_the_parameters_dtype():
     opt = optim.Adagrad([p], initial_accumulator_value=0.5)
     (p * p).sum().backward()
     opt.step()
-    assert opt.state[id(p)]["sum"].dtype == np.float32
+    assert opt.state[p]["sum"].dtype == np.float32
     assert p.dtype == np.float32
 
 
@@ -603,7 +602,7 @@ def test_a_deep_copied_scheduler_drives_a_copied_optimizer_with_its_state(togeth
         model2 = ta.nn.Linear(3, 2)  # the copied parameters, in a model of their own
         model2.weight, model2.bias = opt2.params()
     assert opt2 is not opt and all(sub.optimizer is opt2 for sub in s2._schedulers)
-    assert set(opt2.state) == {id(p) for p in opt2.params()}
+    assert {id(p) for p in opt2.state} == {id(p) for p in opt2.params()}
     for _ in range(3):
         step(model, opt, s)
         step(model2, opt2, s2)

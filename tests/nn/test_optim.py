@@ -185,8 +185,8 @@ def test_amsgrad_state_and_step_counts_round_trip_through_a_checkpoint(tmp_path)
     run(opt_b, b, grads[:3], skip_second=(0,))
     ta.save({"opt": opt_b.state_dict()}, tmp_path / "ck.npz")
     saved = ta.load(tmp_path / "ck.npz")["opt"]
-    assert int(saved["state"]["0.step"]) == 3 and int(saved["state"]["1.step"]) == 2
-    assert "1.v_max" in saved["state"]
+    assert saved["state"][0]["step"].item() == 3 and saved["state"][1]["step"].item() == 2
+    assert "max_exp_avg_sq" in saved["state"][1]
     (c, opt_c) = fresh()
     for p, q in zip(c, b, strict=True):
         p.data[...] = q.numpy()
@@ -199,6 +199,8 @@ def test_amsgrad_state_and_step_counts_round_trip_through_a_checkpoint(tmp_path)
 def test_a_checkpoint_without_step_counts_per_parameter_continues_with_the_optimizers():
     """Checkpoints written before Adam kept each parameter's step count: every parameter took
     every step, so the optimizer's count stands in."""
+    from old_optim_layout import old_layout  # tests/support
+
     rng = np.random.default_rng(6)
     grads = [rng.standard_normal(3) for _ in range(5)]
 
@@ -214,8 +216,8 @@ def test_a_checkpoint_without_step_counts_per_parameter_continues_with_the_optim
     for g in grads[:2]:
         w2.grad = ta.tensor(g)
         opt2.step()
-    saved = opt2.state_dict()
-    del saved["state"]["0.step"]  # as an older tinyattn wrote it
+    saved = old_layout("Adam", opt2.state_dict(), steps=2, with_step=False)
+    assert sorted(saved["state"]) == ["0.m", "0.v"]  # as an older tinyattn wrote it
     w3, opt3 = fresh()
     w3.data[...] = w2.numpy()
     opt3.load_state_dict(saved)
@@ -230,7 +232,7 @@ def test_float32_parameters_stay_float32():
     opt = optim.AdamW([w], lr=0.1)
     w.grad = ta.randn(3, 3)
     opt.step()
-    assert w.dtype == np.float32 and opt.state[id(w)]["m"].dtype == np.float32
+    assert w.dtype == np.float32 and opt.state[w]["exp_avg"].dtype == np.float32
 
 
 def test_zero_grad_and_skipping_params_without_grad():
@@ -300,10 +302,16 @@ def test_settings_by_position_defaults_and_repr_as_torch():
     opt = optim.SGD([{"params": [w]}, {"params": [ta.ones(1, requires_grad=True)], "lr": 0.5}],
                     lr=0.1)
     assert repr(opt).splitlines() == [
-        "SGD (", "Parameter Group 0", "    dampening: 0.0", "    lr: 0.1", "    maximize: False",
+        "SGD (", "Parameter Group 0", "    dampening: 0.0", "    differentiable: False",
+        "    foreach: None", "    fused: None", "    lr: 0.1", "    maximize: False",
         "    momentum: 0.0", "    nesterov: False", "    weight_decay: 0.0", "",
-        "Parameter Group 1", "    dampening: 0.0", "    lr: 0.5", "    maximize: False",
+        "Parameter Group 1", "    dampening: 0.0", "    differentiable: False",
+        "    foreach: None", "    fused: None", "    lr: 0.5", "    maximize: False",
         "    momentum: 0.0", "    nesterov: False", "    weight_decay: 0.0", ")"]
+    theirs = torch.optim.SGD([{"params": [torch.ones(2, requires_grad=True)]},
+                              {"params": [torch.ones(1, requires_grad=True)], "lr": 0.5}],
+                             lr=0.1, momentum=0.0, dampening=0.0, weight_decay=0.0)
+    assert repr(opt) == repr(theirs)
     with pytest.raises(TypeError, match="SGD: got two values for lr"):
         optim.SGD([w], 0.1, lr=0.2)
     with pytest.raises(TypeError, match=r"Adagrad: takes at most 5 settings by position"):
@@ -421,8 +429,8 @@ def test_every_optimizer_steps_float16_weights_in_float32(name, kwargs):
     if not kwargs.get("weight_decay", 0.01 if name == "AdamW" else 0):
         assert w16.numpy()[1] == start[1]  # a zero gradient: only weight decay would move it
     np.testing.assert_array_equal(w16.numpy(), w32.numpy().astype(np.float16))
-    assert all(v.dtype in (np.float32, np.int64, np.float64)
-               for v in opt16.state_dict()["state"].values())
+    assert all(v.dtype == np.float32 for entry in opt16.state_dict()["state"].values()
+               for v in entry.values())
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
@@ -452,19 +460,19 @@ def test_a_run_resumed_from_a_checkpoint_takes_the_same_steps_to_the_bit(name, k
     w3 = ta.nn.Parameter(ck["w"])
     opt3 = getattr(optim, name)([w3], lr=0.5)  # the checkpoint's settings win
     opt3.load_state_dict(ck["opt"])
-    assert {k: v.dtype for k, v in opt3.state[id(w3)].items() if hasattr(v, "dtype")} == {
-        k: v.dtype for k, v in opt2.state[id(w2)].items() if hasattr(v, "dtype")}
+    assert {k: v.dtype for k, v in opt3.state[w3].items()} == {
+        k: v.dtype for k, v in opt2.state[w2].items()} != {}
     steps(w3, opt3, grads[3:])
     assert w3.dtype == np.dtype(dtype) and np.isfinite(w3.numpy()).all()
     np.testing.assert_array_equal(w3.numpy(), w.numpy())
     # loading copies: stepping on does not write into the dict it was loaded from
     saved = opt.state_dict()
-    before = {k: np.array(v) for k, v in saved["state"].items()}
+    before = {k: v.numpy().copy() for k, v in saved["state"][0].items()}
     opt4 = getattr(optim, name)([ta.nn.Parameter(ta.tensor(start))], **kwargs)
     opt4.load_state_dict(saved)
     steps(opt4.params()[0], opt4, grads[:1])
-    for k, v in saved["state"].items():
-        np.testing.assert_array_equal(v, before[k])
+    for k, v in saved["state"][0].items():
+        np.testing.assert_array_equal(v.numpy(), before[k])
 
 
 def test_on_cupy_a_model_moved_with_its_gradients_resumes_float16_adamw_to_the_bit(monkeypatch):
@@ -488,7 +496,7 @@ def test_on_cupy_a_model_moved_with_its_gradients_resumes_float16_adamw_to_the_b
                 saved = opt.state_dict()
                 opt = optim.AdamW(model.parameters())
                 opt.load_state_dict(saved)
-                assert opt.state[id(model.weight)]["v"].dtype == np.float32
+                assert opt.state[model.weight]["exp_avg_sq"].dtype == np.float32
             opt.step()
         return model.weight.numpy()
 
@@ -523,19 +531,10 @@ def test_adamw_on_float16_weights_keeps_float32_moments_and_stays_finite():
         losses.append(loss.item())
     for p in model.parameters():
         assert p.dtype == np.float16 and np.isfinite(p.numpy()).all()
-    state = opt.state_dict()
-    moments = [a for a in _arrays(state) if a.shape != ()]
+    state = opt.state_dict()["state"]
+    moments = [v for entry in state.values() for k, v in entry.items() if k != "step"]
     assert moments and all(a.dtype == np.float32 for a in moments)
     assert losses[-1] < losses[0]
-
-
-def _arrays(tree):
-    """Every NumPy array in a nested dict/list (an optimizer's state_dict)."""
-    if isinstance(tree, dict):
-        return [a for v in tree.values() for a in _arrays(v)]
-    if isinstance(tree, (list, tuple)):
-        return [a for v in tree for a in _arrays(v)]
-    return [tree] if isinstance(tree, np.ndarray) else []
 
 
 def test_the_newer_adams_refuse_settings_out_of_range():
@@ -569,12 +568,13 @@ def test_radam_rectifies_once_the_variance_estimate_is_old_enough_as_torch(betas
 
 def test_the_newer_adams_keep_the_state_they_need():
     w = ta.ones(2, requires_grad=True)
-    for name, keys in [("Adamax", {"m", "u", "step"}), ("NAdam", {"m", "v", "step", "mu_product"}),
-                       ("RAdam", {"m", "v", "step"})]:
+    for name, keys in [("Adamax", {"exp_avg", "exp_inf", "step"}),
+                       ("NAdam", {"exp_avg", "exp_avg_sq", "step", "mu_product"}),
+                       ("RAdam", {"exp_avg", "exp_avg_sq", "step"})]:
         opt = getattr(optim, name)([w])
         w.grad = ta.ones(2)
         opt.step()
-        assert set(opt.state[id(w)]) == keys, name
+        assert set(opt.state[w]) == keys, name
     optim.Adam([w], betas=(0.0, 0.9))  # β = 0 is allowed, as in torch
 
 
@@ -595,7 +595,7 @@ def _step(model, opt, x):
 
 @pytest.mark.parametrize("how", ["deepcopy", "pickle"])
 def test_a_copied_model_and_optimizer_keep_the_state_on_the_copied_parameters(how):
-    """The state is keyed by id(parameter): a copy must key it by the copies' ids (as torch's
+    """The state is keyed by the parameter: a copy must key it by the copies (as torch's
     state follows its copied parameters), or the copy steps from fresh moments."""
     import copy
     import pickle
@@ -607,10 +607,14 @@ def test_a_copied_model_and_optimizer_keep_the_state_on_the_copied_parameters(ho
     model2, opt2 = copier((model, opt))
     params2 = list(model2.parameters())
     assert all(a is b for a, b in zip(opt2.params(), params2, strict=True))
-    assert set(opt2.state) == {id(p) for p in params2}  # no entry left for the originals
+    assert {id(p) for p in opt2.state} == {id(p) for p in params2}  # none for the originals
     for p, q in zip(model.parameters(), params2, strict=True):
-        assert opt2.state[id(q)]["m"] is not opt.state[id(p)]["m"]  # copies, not shared
-        np.testing.assert_array_equal(opt2.state[id(q)]["m"], opt.state[id(p)]["m"])
+        assert list(opt2.state[q]) == list(opt.state[p]) == ["step", "exp_avg", "exp_avg_sq",
+                                                             "max_exp_avg_sq"]
+        for k, v in opt.state[p].items():
+            assert opt2.state[q][k] is not v and opt2.state[q][k].data is not v.data  # copies
+            assert opt2.state[q][k].dtype == v.dtype
+            np.testing.assert_array_equal(opt2.state[q][k].numpy(), v.numpy())
     for _ in range(2):
         _step(model, opt, x)
         _step(model2, opt2, x)
@@ -618,7 +622,7 @@ def test_a_copied_model_and_optimizer_keep_the_state_on_the_copied_parameters(ho
         np.testing.assert_array_equal(p.numpy(), q.numpy())
     alone = copier(opt)  # an optimizer alone: its parameters are copied with it
     assert all(a is not b for a, b in zip(alone.params(), opt.params(), strict=True))
-    assert set(alone.state) == {id(p) for p in alone.params()}
+    assert {id(p) for p in alone.state} == {id(p) for p in alone.params()}
     assert alone.state_dict()["state"].keys() == opt.state_dict()["state"].keys()
 
 
@@ -653,7 +657,7 @@ def test_state_dict_keeps_each_groups_parameter_indices_as_torchs():
     model, _ = _model_and_adam()
     layers = list(model.parameters())
     opt = optim.SGD([{"params": layers[:2]}, {"params": layers[2:], "lr": 0.5}], lr=0.01)
-    assert [g["params"] for g in opt.state_dict()["groups"]] == [[0, 1], [2, 3]]
+    assert [g["params"] for g in opt.state_dict()["param_groups"]] == [[0, 1], [2, 3]]
     assert opt.param_groups[0]["params"] == layers[:2]  # (the groups themselves keep tensors)
 
 
@@ -693,9 +697,11 @@ def test_a_checkpoint_from_before_the_group_indices_loads_into_a_matching_optimi
     model, opt = _model_and_adam()
     x = ta.randn(2, 3)
     _step(model, opt, x)
-    saved = opt.state_dict()
+    from old_optim_layout import old_layout  # tests/support
+
+    saved = old_layout("Adam", opt.state_dict(), steps=1)
     for group in saved["groups"]:
-        del group["params"]  # as an older tinyattn wrote it
+        del group["params"]  # as a still older tinyattn wrote it
     ta.save({"opt": saved}, tmp_path / "old.npz")
     model2, opt2 = _model_and_adam()
     model2.load_state_dict(model.state_dict())
@@ -737,3 +743,281 @@ def test_load_state_dict_takes_torchs_layout_and_names_the_keys_it_needs():
             opt.load_state_dict(bad)
     with pytest.raises(TypeError, match="Adam.load_state_dict: expected a state dict"):
         opt.load_state_dict([("state", {})])
+
+
+# ---- torch's state dict layout, and state keyed by the parameter ----------------------------
+
+TORCH_LAYOUT = [
+    ("SGD", dict(lr=0.1)), ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True)),
+    ("SGD", dict(lr=0.1, momentum=0.9, dampening=0.3, weight_decay=0.01, maximize=True)),
+    ("Adam", dict(lr=0.01)), ("Adam", dict(lr=0.01, amsgrad=True, foreach=True)),
+    ("AdamW", dict(lr=0.01, weight_decay=0.1)), ("AdamW", dict(lr=0.01, amsgrad=True)),
+    ("RMSprop", dict(lr=0.01)), ("RMSprop", dict(lr=0.01, momentum=0.5, centered=True)),
+    ("Adagrad", dict(lr=0.1, lr_decay=0.1, initial_accumulator_value=0.1)),
+    ("Adamax", dict(lr=0.01, weight_decay=0.1)), ("NAdam", dict(lr=0.01)),
+    ("NAdam", dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True)),
+    ("RAdam", dict(lr=0.01, betas=(0.5, 0.6))),
+    ("RAdam", dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True))]
+
+
+def _grads_for(starts, steps, seed=12):
+    rng = np.random.default_rng(seed)
+    return [[rng.standard_normal(s.shape).astype(s.dtype) for s in starts] for _ in range(steps)]
+
+
+def _both(name, kwargs, steps=3, dtype=np.float64):
+    """Ours and torch's optimizer `name` over the same three parameters after `steps` steps:
+    the second sits out the first step, the third never has a gradient (no state yet)."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(11)
+    starts = [rng.standard_normal(s).astype(dtype) for s in [(3, 4), (4,), (2,)]]
+    ours = [ta.nn.Parameter(ta.tensor(s.copy())) for s in starts]
+    theirs = [torch.nn.Parameter(torch.tensor(s.copy())) for s in starts]
+    opt = getattr(optim, name)(ours, **kwargs)
+    topt = getattr(torch.optim, name)(theirs, **kwargs)
+    for i, gs in enumerate(_grads_for(starts, steps)):
+        for k, g in enumerate(gs[:2]):
+            skip = k == 1 and i == 0
+            ours[k].grad = None if skip else ta.tensor(g)
+            theirs[k].grad = None if skip else torch.tensor(g)
+        opt.step()
+        topt.step()
+    return (ours, opt), (theirs, topt)
+
+
+def _torch_dtype_name(t):
+    return str(t.dtype).removeprefix("torch.")
+
+
+@pytest.mark.parametrize("name,kwargs", TORCH_LAYOUT)
+def test_state_dict_has_torchs_layout_names_and_values(name, kwargs):
+    """{"state": {position: {torch's state names: tensors}}, "param_groups": [settings, torch's
+    how-to-run switches, "params" positions]}, key for key and value for value as torch's,
+    the step a float32 0-d tensor as torch keeps it."""
+    (ours, opt), (theirs, topt) = _both(name, kwargs)
+    sd, tsd = opt.state_dict(), topt.state_dict()
+    assert list(sd) == list(tsd) == ["state", "param_groups"]
+    assert sd["param_groups"] == tsd["param_groups"]
+    assert [list(g) for g in sd["param_groups"]] == [list(g) for g in tsd["param_groups"]]
+    assert sorted(sd["state"]) == sorted(tsd["state"])
+    assert all(type(i) is int for i in sd["state"])
+    for i, entry in tsd["state"].items():
+        assert sorted(sd["state"][i]) == sorted(entry), (name, i)
+        for key, want in entry.items():
+            got = sd["state"][i][key]
+            assert isinstance(got, ta.Tensor) and not got.requires_grad, (name, key)
+            assert (got.shape, str(got.dtype)) == (tuple(want.shape), _torch_dtype_name(want))
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-10, atol=1e-12,
+                                       err_msg=f"{name} state[{i}][{key!r}]")
+
+
+@pytest.mark.parametrize("name,kwargs", TORCH_LAYOUT)
+def test_state_is_keyed_by_the_parameter_with_torchs_state_names(name, kwargs):
+    import collections
+
+    (ours, opt), (theirs, topt) = _both(name, kwargs)
+    assert isinstance(opt.state, collections.defaultdict)
+    for p, q in zip(ours, theirs, strict=True):
+        assert sorted(opt.state[p]) == sorted(topt.state[q]), name
+    if name != "Adagrad":  # (torch's Adagrad makes every parameter's state up front)
+        assert opt.state[ours[2]] == {}  # no gradient yet: no state, as torch's defaultdict
+    assert opt.state[ta.zeros(1)] == {}
+    # the state dict's tensors are the state itself, as torch's
+    sd = opt.state_dict()
+    for i, p in enumerate(ours[:2]):
+        assert all(sd["state"][i][k] is v for k, v in opt.state[p].items())
+
+
+def _to_torch(saved):
+    import copy
+
+    torch = pytest.importorskip("torch")
+    return {"state": {i: {k: torch.from_numpy(v.numpy().copy()) for k, v in entry.items()}
+                      for i, entry in saved["state"].items()},
+            "param_groups": copy.deepcopy(saved["param_groups"])}
+
+
+@pytest.mark.parametrize("name,kwargs", TORCH_LAYOUT)
+def test_ours_loads_into_torchs_and_torchs_into_ours_then_they_step_alike(name, kwargs):
+    torch = pytest.importorskip("torch")
+    (ours, opt), (theirs, topt) = _both(name, kwargs)
+    # ours into a fresh torch optimizer over our weights, torch's into a fresh one of ours
+    theirs2 = [torch.nn.Parameter(torch.tensor(p.numpy().copy())) for p in ours]
+    topt2 = getattr(torch.optim, name)(theirs2, lr=0.5)  # (the state dict's settings win)
+    topt2.load_state_dict(_to_torch(opt.state_dict()))
+    ours2 = [ta.nn.Parameter(ta.tensor(q.detach().numpy().copy())) for q in theirs]
+    opt2 = getattr(optim, name)(ours2, lr=0.5)
+    opt2.load_state_dict(topt.state_dict())
+    assert opt2.param_groups[0]["lr"] == topt2.param_groups[0]["lr"] == kwargs["lr"]
+    for gs in _grads_for([p.numpy() for p in ours], 3, seed=13):
+        for a, b, c, d, g in zip(ours, theirs, ours2, theirs2, gs, strict=True):
+            a.grad, c.grad = ta.tensor(g), ta.tensor(g)
+            b.grad, d.grad = torch.tensor(g), torch.tensor(g)
+        for o in (opt, topt, opt2, topt2):
+            o.step()
+    for a, b, c, d in zip(ours, theirs, ours2, theirs2, strict=True):
+        for x, y in ((a, d), (c, b), (a, b)):
+            # (torch's load casts NAdam's float32 mu_product to the parameter's float64, its own
+            # state dicts too: from there its products round otherwise)
+            rtol = 1e-8 if name == "NAdam" and y is d else 1e-10
+            np.testing.assert_allclose(x.detach().numpy(), y.detach().numpy(), rtol=rtol,
+                                       atol=1e-12, err_msg=name)
+    sd, tsd = opt2.state_dict(), topt.state_dict()
+    assert sorted(sd["state"]) == sorted(tsd["state"])
+    for i in tsd["state"]:
+        assert sorted(sd["state"][i]) == sorted(tsd["state"][i])
+        assert str(sd["state"][i].get("step", ta.zeros(1)).dtype) == "float32" or \
+            "step" not in tsd["state"][i]
+
+
+OLD_LAYOUT = [("Adam", dict(lr=0.01)), ("AdamW", dict(lr=0.01, weight_decay=0.1, amsgrad=True)),
+              ("SGD", dict(lr=0.1, momentum=0.9, weight_decay=0.01)),
+              ("RMSprop", dict(lr=0.01, momentum=0.5, centered=True)),
+              ("Adagrad", dict(lr=0.1, lr_decay=0.1)), ("Adamax", dict(lr=0.01)),
+              ("NAdam", dict(lr=0.01)), ("RAdam", dict(lr=0.01, betas=(0.5, 0.6)))]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+@pytest.mark.parametrize("name,kwargs", OLD_LAYOUT)
+def test_a_state_dict_in_tinyattns_old_layout_still_loads(name, kwargs, dtype, tmp_path):
+    """Checkpoints written before the state dict followed torch's ({"steps", "groups",
+    "state": {"0.m": ...}}, Adam's m and v, SGD's momentum...) load, through ta.save and
+    ta.load, and the run goes on to the bit as one never interrupted."""
+    from old_optim_layout import old_layout  # tests/support
+
+    rng = np.random.default_rng(9)
+    starts = [rng.standard_normal(s).astype(dtype) for s in [(2, 3), (3,)]]
+    grads = [[(rng.standard_normal(s.shape) * 1e-2).astype(dtype) for s in starts]
+             for _ in range(6)]
+
+    def fresh():
+        ps = [ta.nn.Parameter(ta.tensor(s.copy())) for s in starts]
+        return ps, getattr(optim, name)(ps, **kwargs)
+
+    def steps(ps, opt, which):
+        for i in which:
+            ps[0].grad = ta.tensor(grads[i][0])
+            ps[1].grad = None if i == 0 else ta.tensor(grads[i][1])  # sits out the first
+            opt.step()
+
+    whole, opt = fresh()
+    steps(whole, opt, range(6))
+    part, opt = fresh()
+    steps(part, opt, range(3))
+    for with_step in (True, False) if name in ("Adam", "AdamW") else (True,):
+        old = old_layout(name, opt.state_dict(), steps=3, with_step=with_step)
+        assert any(k.startswith("0.") for k in old["state"]) or name == "SGD" and not old
+        ta.save({"opt": old}, tmp_path / "old.npz")
+        resumed, opt2 = fresh()
+        for p, q in zip(resumed, part, strict=True):
+            p.data[...] = q.numpy()
+        opt2.load_state_dict(ta.load(tmp_path / "old.npz")["opt"])
+        assert sorted(opt2.state[resumed[0]]) == sorted(opt.state[part[0]])
+        for k, v in opt.state[part[0]].items():
+            assert opt2.state[resumed[0]][k].dtype == v.dtype, k
+        if not with_step:  # (still older: every parameter counted the optimizer's steps)
+            assert [opt2.state[p]["step"].item() for p in resumed] == [3.0, 3.0]
+        steps(resumed, opt2, range(3, 6))
+        # (without its own count, the parameter that sat out a step is corrected for 3 steps,
+        # as those versions did: only the other takes the same steps as the uninterrupted run)
+        for p, q in zip(resumed[:2 if with_step else 1], whole, strict=False):
+            np.testing.assert_array_equal(p.numpy(), q.numpy(), f"{name}, step {with_step}")
+
+
+def test_the_new_layout_round_trips_through_save_and_load(tmp_path):
+    """Positions as int keys, tensors as tensors, settings as they were (betas a tuple)."""
+    import io
+
+    (ours, opt), _ = _both("AdamW", dict(lr=0.01, amsgrad=True))
+    saved = opt.state_dict()
+    buf = io.BytesIO()
+    ta.save({"optim": saved}, buf)
+    ta.save(saved, tmp_path / "opt.npz")
+    for back in (ta.load(io.BytesIO(buf.getvalue()))["optim"], ta.load(tmp_path / "opt.npz")):
+        assert back["param_groups"] == saved["param_groups"]
+        assert isinstance(back["param_groups"][0]["betas"], tuple)
+        assert list(back["state"]) == list(saved["state"]) == [0, 1]
+        for i, entry in saved["state"].items():
+            assert list(back["state"][i]) == list(entry)
+            for k, v in entry.items():
+                got = back["state"][i][k]
+                assert isinstance(got, ta.Tensor) and got.dtype == v.dtype, k
+                np.testing.assert_array_equal(got.numpy(), v.numpy())
+        fresh = [ta.nn.Parameter(ta.tensor(p.numpy().copy())) for p in ours]
+        opt2 = optim.AdamW(fresh, lr=0.5)
+        opt2.load_state_dict(back)
+        assert opt2.lr == 0.01
+        for k, v in opt.state[ours[0]].items():  # loaded as copies, not the file's tensors
+            np.testing.assert_array_equal(opt2.state[fresh[0]][k].numpy(), v.numpy())
+            assert opt2.state[fresh[0]][k] is not back["state"][0][k]
+
+
+def test_the_how_to_run_switches_are_torchs_for_each_optimizer():
+    """foreach, fused, capturable, differentiable: each optimizer takes the ones torch's takes
+    (in its param_groups, as torch's), the others are a TypeError as in torch."""
+    torch = pytest.importorskip("torch")
+    w = [ta.zeros(2, requires_grad=True)]
+    tw = [torch.zeros(2, requires_grad=True)]
+    for name in ("SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adamax", "NAdam", "RAdam"):
+        ours, theirs = getattr(optim, name)(w), getattr(torch.optim, name)(tw)
+        assert {k: v for k, v in ours.param_groups[0].items() if k != "params"} == \
+            {k: v for k, v in theirs.param_groups[0].items() if k != "params"}, name
+        assert ours.defaults == theirs.defaults, name
+        for switch in ("fused", "capturable"):
+            if switch not in theirs.defaults:
+                with pytest.raises(TypeError):
+                    getattr(torch.optim, name)(tw, **{switch: False})
+                with pytest.raises(TypeError, match=f"{name}: unknown setting {switch}"):
+                    getattr(optim, name)(w, **{switch: False})
+        assert getattr(optim, name)(w, foreach=True).param_groups[0]["foreach"] is True
+    with pytest.raises(ValueError, match="Adam: differentiable=True .* not supported"):
+        optim.Adam(w, differentiable=True)
+
+
+def test_a_state_dict_in_torchs_layout_that_does_not_fit_is_refused_and_changes_nothing():
+    w = ta.nn.Parameter(ta.ones(3))
+    opt = optim.Adam([w], lr=0.1)
+    groups = [{"lr": 0.5, "params": [0]}]
+    for state, message in [
+            ({0: {"step": ta.tensor(float("inf"))}}, r"state \[0\]\['step'\] \(a step count\) "
+                                                     "is not a number"),
+            ({0: {"exp_avg": np.zeros(())}}, r"state \[0\]\['exp_avg'\] does not match this "
+                                             r"optimizer's parameters: shape \(\), the "
+                                             r"parameter's \(3,\)"),
+            ({0: {"exp_avg": np.zeros(4)}}, r"state \[0\]\['exp_avg'\] does not match"),
+            ({0: {"step": np.zeros(2)}}, r"state \[0\]\['step'\] .* is not a number"),
+            ({"x": {"step": 1}}, r"state \['x'\]\['step'\] does not match"),
+            ({1: {"step": 1}}, r"state \[1\]\['step'\] does not match"),
+            ({True: {"step": 1}}, r"state \[True\]\['step'\] does not match"),
+            ({0: [1.0]}, r"state \[0\] is list, not a dict"),
+            ({0: {"exp_avg": np.array(["a", "b", "c"])}}, r"state \[0\]\['exp_avg'\] is not a "
+                                                          "number array")]:
+        with pytest.raises(ta.CheckpointError, match=f"Adam.load_state_dict: {message}"):
+            opt.load_state_dict({"state": state, "param_groups": groups})
+        assert opt.lr == 0.1 and opt.state == {}
+    # positions as strings of digits (a layout that went through JSON) are positions
+    w.grad = ta.ones(3)
+    opt.step()
+    text = {"state": {str(i): {k: v.numpy().tolist() for k, v in entry.items()}
+                      for i, entry in opt.state_dict()["state"].items()},
+            "param_groups": opt.state_dict()["param_groups"]}
+    w2 = ta.nn.Parameter(ta.ones(3))
+    opt2 = optim.Adam([w2])
+    opt2.load_state_dict(text)
+    assert opt2.state[w2]["step"].item() == 1.0 and opt2.state[w2]["step"].dtype == np.float32
+
+
+def test_a_pickle_from_before_the_state_held_tensors_unpickles_with_torchs_names():
+    """An optimizer pickled by an earlier tinyattn: its state by position, with the old names
+    (m, v), arrays and a Python step count."""
+    w = ta.nn.Parameter(ta.ones(3))
+    opt = optim.Adam([w], lr=0.1)
+    d = opt.__getstate__()
+    d["_state_at"] = {0: {"m": np.full(3, 0.5), "v": np.full(3, 0.25), "step": 4}}
+    old = optim.Adam.__new__(optim.Adam)
+    old.__setstate__(d)
+    state = old.state[old.params()[0]]
+    assert list(state) == ["exp_avg", "exp_avg_sq", "step"]
+    assert all(isinstance(v, ta.Tensor) for v in state.values())
+    assert state["step"].item() == 4.0 and state["step"].dtype == np.float32
+    np.testing.assert_array_equal(state["exp_avg"].numpy(), [0.5] * 3)

@@ -2,34 +2,85 @@
 schedule with warm-up, clip_grad_norm; PyTorch's schedulers live in optim.lr_scheduler.
 
 Like PyTorch: an optimizer takes parameters (or groups of them, dicts with their own settings),
-`step()` updates them in place from their `.grad`, and `state_dict()` / `load_state_dict()`
-carry everything needed to resume exactly (load_state_dict takes torch's state dicts too, and
-refuses groups of another number or size, as torch's); copy.deepcopy and pickle of an optimizer
-keep its state with the copied parameters. Adam's update is a backend primitive
-(`be.adam_update`), so the CuPy backend can run it as one fused kernel.
+`step()` updates them in place from their `.grad`; `opt.state` is a defaultdict(dict) keyed by
+the parameter, with torch's state names (exp_avg, exp_avg_sq, momentum_buffer, step as a float32
+0-d tensor...) and tensors; `state_dict()` is torch's {"state": {position: {name: tensor}},
+"param_groups": [settings and "params" positions]} and carries everything needed to resume
+exactly. `load_state_dict()` takes that, torch's own state dicts, and the layout earlier
+tinyattn versions wrote ({"steps", "groups", "state": {"0.m": ...}}), and refuses groups of
+another number or size, as torch's; copy.deepcopy and pickle of an optimizer keep its state
+with the copied parameters. Adam's update is a backend primitive (`be.adam_update`), so the CuPy
+backend can run it as one fused kernel.
 """
 
 import math
 import warnings
+from collections import defaultdict
 from collections.abc import Mapping
 
 import numpy as np
 
+from .. import backends
 from ..autograd import TensorBase, bump_version, no_grad, side_effect, zero_grads
 from ..errors import CheckpointError, fmt_shape
+from ..tensor import Tensor
 from . import lr_scheduler  # noqa: F401 - optim.lr_scheduler, as in torch
 
-# torch's switches for how a step runs (multi-tensor, fused kernel, CUDA graphs): the same math,
-# so accepted and ignored here
-_HOW_TO_RUN = frozenset(("foreach", "fused", "capturable"))
-# what a checkpoint's group holds besides settings: its parameters' positions, and torch's
-# switches (differentiable too), which are no settings here
-_NOT_SETTINGS = _HOW_TO_RUN | {"params", "differentiable"}
+# torch's switches for how a step runs (multi-tensor, fused kernel, CUDA graphs, a step autograd
+# records): each optimizer takes the ones torch's of the same name takes, and keeps them in its
+# groups as torch's; the math is the same, so they change nothing here (differentiable=True,
+# a step on the graph, is refused)
+_SWITCHES = frozenset(("foreach", "fused", "capturable", "differentiable"))
 
 
 def _index(i):
     """Whether `i` is a parameter position (a whole number >= 0, not a bool)."""
     return isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_)) and i >= 0
+
+
+def _position(key):
+    """A state dict's state key as a parameter position (an int; a string of digits, as a
+    layout through JSON keeps it, too), or None."""
+    if _index(key):
+        return int(key)
+    return int(key) if isinstance(key, str) and key.isdecimal() else None
+
+
+def _host(value):
+    """A state value as a NumPy array (or number): tinyattn's tensors, torch's, device arrays."""
+    if isinstance(value, TensorBase):
+        return value.backend.to_numpy(value.data)
+    if hasattr(value, "detach") and hasattr(value, "numpy"):  # a torch tensor
+        return value.detach().cpu().numpy()
+    if hasattr(value, "__cuda_array_interface__") and hasattr(value, "get"):  # CuPy's
+        return value.get()
+    return value
+
+
+def _zeros(p, dtype=None, fill=0):
+    """State of p's shape on p's backend (`dtype`: p's if not given)."""
+    xp = p.backend.xp
+    return Tensor._wrap(xp.full(p.data.shape, fill, dtype=dtype or p.data.dtype), p.backend)
+
+
+def _scalar(value):
+    """A step count or running product, as torch keeps them: a float32 0-d tensor on the host."""
+    return Tensor._wrap(np.array(value, dtype=np.float32), backends.backend("numpy"))
+
+
+def _wide(p):
+    """The dtype a step keeps a parameter's state in: float32 for float16 (see steps_half_
+    natively), else the parameter's."""
+    xp = p.backend.xp
+    return xp.float32 if p.data.dtype == xp.float16 else p.data.dtype
+
+
+def _count(state):
+    """Count one more step in state["step"] (a float32 0-d tensor, in place, as torch's
+    step_t += 1); the count, as an int."""
+    step = state["step"].data
+    step += 1
+    return int(step)
 
 
 class Optimizer:
@@ -38,8 +89,13 @@ class Optimizer:
     Every optimizer takes `maximize` (ascend: the gradient's sign flipped first), refuses a
     setting it does not have (torch's TypeError) and a value out of range (torch's ValueError)."""
 
-    defaults = {}  # the settings and their values (an instance's: with the ones it was given)
+    # the settings and their values, in the order torch's groups keep them, torch's how-to-run
+    # switches among them (an instance's: with the ones it was given)
+    defaults = {}
     positional = ()  # the settings torch's constructor takes by position, in its order
+    # the names earlier tinyattn versions kept state under, where not torch's (their checkpoints
+    # and pickles load)
+    old_state_names = {}
 
     def __init__(self, params, *args, **settings):
         name = type(self).__name__
@@ -51,10 +107,11 @@ class Optimizer:
         params = list(params)
         if not params:
             raise ValueError(f"{name}: got an empty parameter list")
-        self.defaults = {**type(self).defaults, "maximize": False, **settings}
+        self.defaults = {**type(self).defaults, **settings}
         self.param_groups = []
-        self.state = {}  # id(param) -> dict of arrays
-        self.steps = 0
+        # parameter -> {torch's state name: tensor}; a parameter without state gives {}
+        self.state = defaultdict(dict)
+        self.steps = 0  # step() calls (torch keeps no such count: a load sets the most steps)
         for group in params if isinstance(params[0], dict) else [{"params": params}]:
             self.add_param_group(group)
 
@@ -69,12 +126,12 @@ class Optimizer:
             if key in settings:
                 raise TypeError(f"{name}: got two values for {key}")
             settings[key] = value
-        unknown = set(settings) - set(type(self).defaults) - {"maximize"} - _HOW_TO_RUN
+        unknown = set(settings) - set(type(self).defaults)
         if unknown:
+            own = sorted(k for k in type(self).defaults if k not in _SWITCHES | {"maximize"})
             raise TypeError(f"{name}: unknown setting{'s' * (len(unknown) > 1)} "
-                            f"{', '.join(sorted(unknown))}; it has "
-                            f"{', '.join(sorted(type(self).defaults))} and maximize")
-        return {k: v for k, v in settings.items() if k not in _HOW_TO_RUN}
+                            f"{', '.join(sorted(unknown))}; it has {', '.join(own)} and maximize")
+        return settings
 
     def add_param_group(self, param_group):
         """Optimize more parameters, with settings of their own (the rest as the defaults),
@@ -136,6 +193,9 @@ class Optimizer:
         for i, beta in enumerate(betas):
             if not 0 <= beta < 1:
                 raise ValueError(f"{name}: betas[{i}] must be in [0, 1), got {beta!r}")
+        if group.get("differentiable"):
+            raise ValueError(f"{name}: differentiable=True (a step that autograd records) is "
+                             "not supported: tinyattn's step runs under no_grad")
 
     @no_grad()
     def step(self):
@@ -145,7 +205,12 @@ class Optimizer:
             for p in group["params"]:
                 if p.grad is not None:
                     g = -p.grad.data if group["maximize"] else p.grad.data
-                    self._update(p, g, self.state.setdefault(id(p), {}), group)
+                    state = self.state.get(p)  # (a step that keeps no state adds no entry)
+                    if state is None:
+                        state = {}
+                    self._update(p, g, state, group)
+                    if state:
+                        self.state[p] = state
                     bump_version(p)  # changed in place: a graph that saved p refuses it
 
     # a float16 parameter steps in float32, its state kept there (as Adam's kernel does): g²
@@ -168,102 +233,159 @@ class Optimizer:
     # ---- copies: the state follows the copied parameters ----------------------------------
 
     def __getstate__(self):
-        """pickle and copy.deepcopy: the state keyed by parameter position, not by id(), so that
-        the copy keys it by its own (copied) parameters' ids (as torch's state follows them);
-        by id() the copy's state belonged to the originals and the copy stepped from fresh
-        moments."""
+        """pickle and copy.deepcopy: the state keyed by parameter position, so that the copy
+        keys it by its own (copied) parameters (as torch's state follows them)."""
         d = dict(self.__dict__)
         at = {id(p): i for i, p in enumerate(self.params())}
         state = d.pop("state")
-        d["_state_at"] = {at[k]: v for k, v in state.items() if k in at}
+        d["_state_at"] = {at[id(p)]: v for p, v in state.items() if id(p) in at}
         return d
 
     def __setstate__(self, d):
         d = dict(d)
         by_position = d.pop("_state_at", None)
+        d.pop("state", None)  # (a pickle from before the state was kept by position: by id())
         self.__dict__.update(d)
-        if by_position is not None:  # (a pickle from before: its state as it was)
-            params = self.params()
-            self.state = {id(params[i]): v for i, v in by_position.items()}
+        self.state = defaultdict(dict)
+        params = self.params()
+        for i, entry in (by_position or {}).items():
+            self.state[params[i]] = {self.old_state_names.get(k, k): self._as_tensor(v, params[i])
+                                     for k, v in entry.items()}
 
-    # ---- checkpoints: settings, step count and state, by parameter position ----------------
+    @staticmethod
+    def _as_tensor(value, p):
+        """A state value of a pickle from before the state held tensors (arrays, a Python step
+        count) as a tensor: a number on the host (as torch's step), an array on p's backend."""
+        if isinstance(value, TensorBase):
+            return value
+        if np.ndim(value) == 0:
+            return _scalar(value)
+        return Tensor._wrap(p.backend.asarray(value), p.backend)
 
-    # the state names torch's optimizer of the same name keeps where they are not ours
-    # (None: state this step does not keep): load_state_dict takes torch's state dicts
-    torch_state_names = {}
+    # ---- checkpoints: torch's layout, state by parameter position --------------------------
 
     def state_dict(self):
-        """{"steps", "groups", "state"}: each group's settings and, as torch's "params", the
-        positions of its parameters (so a load can tell another split into groups); the state
-        by parameter position and name ("3.m")."""
-        groups, start = [], 0
+        """torch's layout: {"state": {position: {state name: tensor}}, "param_groups": [each
+        group's settings and, as "params", its parameters' positions (so a load can tell
+        another split into groups)]}. The tensors are the state itself, as torch's (save the
+        dict, or copy it, before stepping on)."""
+        groups, at = [], {}
         for g in self.param_groups:
-            groups.append({**{k: v for k, v in g.items() if k != "params"},
-                           "params": list(range(start, start + len(g["params"])))})
-            start += len(g["params"])
-        state = {}
-        for i, p in enumerate(self.params()):
-            for name, value in self.state.get(id(p), {}).items():
-                state[f"{i}.{name}"] = p.backend.to_numpy(value)
-        return {"steps": self.steps, "groups": groups, "state": state}
+            ids = [at.setdefault(id(p), len(at)) for p in g["params"]]
+            groups.append({**{k: v for k, v in g.items() if k != "params"}, "params": ids})
+        state = {at[id(p)]: dict(entry) for p, entry in self.state.items()
+                 if id(p) in at and entry}
+        return {"state": dict(sorted(state.items())), "param_groups": groups}
 
     def load_state_dict(self, saved):
-        """Settings, step count and state from `state_dict()` (or from torch's optimizer of the
-        same name: its "state" and "param_groups"), as copies (nothing changes if any entry
-        does not fit). Groups must match in number and size, as torch's (a checkpoint from
-        before groups kept their parameters' positions: in number). Each state array comes
-        back in the dtype this optimizer's step keeps it in, not the parameter's (Adam: float32
-        moments for float16 weights): a resumed run takes the same steps, to the bit, as one
-        never interrupted."""
-        steps, groups, positions, saved_state = self._layout(saved)
+        """Settings and state from `state_dict()`, from torch's optimizer of the same name (its
+        tensors or NumPy arrays), or from an earlier tinyattn's ({"steps", "groups", "state":
+        {"0.m": ...}}), as copies (nothing changes if any entry does not fit). Groups must match
+        in number and size, as torch's (a checkpoint from before groups kept their parameters'
+        positions: in number). Each state tensor comes back in the dtype, and on the device,
+        this optimizer's step keeps it in, not the parameter's (Adam: float32 moments for
+        float16 weights; the step count a float32 on the host): a resumed run takes the same
+        steps, to the bit, as one never interrupted."""
+        steps, groups, positions, entries = self._layout(saved)
         self._check_groups(groups, positions)
-        settings = [{k: (tuple(v) if isinstance(v, list) else v) for k, v in s.items()
-                     if k not in _NOT_SETTINGS} for s in groups]
+        settings = [self._loaded_settings(s) for s in groups]
         # every parameter, by its position in the checkpoint, with the settings it will step with
         merged = [{**group, **s} for group, s in zip(self.param_groups, settings, strict=True)]
         params = [(p, group) for group in merged for p in group["params"]]
         at = range(len(params)) if positions is None else [int(i) for ids in positions
                                                              for i in ids]
-        params = dict(zip(at, params, strict=True))
-        kept = {}  # (group, dtype, backend) -> how a step keeps its state (see _kept_as)
-        new_state = {}
-        for key, value in saved_state.items():
-            p, group, name = self._state_entry(key, value, params)
-            like = (id(group), p.dtype, p.backend)
-            if like not in kept:
-                kept[like] = self._kept_as(p, group)
-            new_state.setdefault(id(p), {})[name] = self._restored(key, value, p, kept[like], name)
+        new_state = self._loaded_state(entries, dict(zip(at, params, strict=True)), steps)
         for group, s in zip(self.param_groups, settings, strict=True):
             group.update(s)
         self.state = new_state
         self.steps = steps
 
+    def _loaded_settings(self, saved):
+        """A checkpoint group's settings as this optimizer takes them: betas a tuple, without
+        its parameters' positions, differentiable (always False here) or a how-to-run switch
+        this optimizer does not have (torch's of another name)."""
+        own = type(self).defaults
+        return {k: (tuple(v) if isinstance(v, list) else v) for k, v in saved.items()
+                if k not in ("params", "differentiable") and (k not in _SWITCHES or k in own)}
+
+    def _loaded_state(self, entries, params, steps):
+        """The state `entries` describe, as copies in the dtypes and on the devices a step
+        keeps them; `params`: (parameter, its settings) by checkpoint position."""
+        kept = {}  # (group, dtype, backend) -> how a step keeps its state (see _kept_as)
+        new_state, how = defaultdict(dict), {}
+        for label, i, name, value in entries:
+            found = params.get(i)
+            if not (found and name):
+                raise CheckpointError(f"{type(self).__name__}.load_state_dict: state {label} "
+                                      "does not match this optimizer's parameters")
+            p, group = found
+            like = (id(group), p.dtype, p.backend)
+            if like not in kept:
+                kept[like] = self._kept_as(p, group)
+            how[id(p)] = kept[like]
+            new_state[p][name] = self._restored(label, value, p, kept[like], name)
+        for p, entry in new_state.items():
+            if "step" in how[id(p)] and "step" not in entry:  # (a checkpoint from before
+                entry["step"] = _scalar(steps)  # each parameter kept its count: every one
+                # took every step)
+            # in the order a step makes them (torch's)
+            new_state[p] = {**{k: entry[k] for k in how[id(p)] if k in entry}, **entry}
+        return new_state
+
     def _layout(self, saved):
-        """(steps, group settings, each group's parameter positions or None, state by "i.name")
-        of tinyattn's state dict, or of torch's (its nested state renamed to ours)."""
+        """(the step count, group settings, each group's parameter positions or None, state
+        entries (label, position or None, torch's name or None, value)) of a state dict in
+        torch's layout, or in the one earlier tinyattn versions wrote."""
         name = f"{type(self).__name__}.load_state_dict"
         if not isinstance(saved, Mapping):
             raise TypeError(f"{name}: expected a state dict (a dict, as state_dict() returns), "
                             f"got {type(saved).__name__}")
-        ours = {"steps", "groups", "state"} <= saved.keys()
-        if not (ours or {"state", "param_groups"} <= saved.keys()):
+        torchs = {"state", "param_groups"} <= saved.keys()
+        if not (torchs or {"steps", "groups", "state"} <= saved.keys()):
             raise CheckpointError(f"{name}: a state dict has the keys 'groups', 'state' and "
-                                  "'steps' (tinyattn's) or 'state' and 'param_groups' (torch's); "
-                                  f"this one has {sorted(map(str, saved))}")
-        groups, state = saved["groups" if ours else "param_groups"], saved["state"]
+                                  "'steps' (an earlier tinyattn's) or 'state' and 'param_groups' "
+                                  f"(torch's, and tinyattn's now); this one has "
+                                  f"{sorted(map(str, saved))}")
+        groups, state = saved["param_groups" if torchs else "groups"], saved["state"]
         if not (isinstance(groups, (list, tuple)) and all(isinstance(g, Mapping) for g in groups)
                 and isinstance(state, Mapping)):
             raise CheckpointError(f"{name}: the state dict's groups are not a list of dicts or "
                                   "its state not a dict")
         positions = self._positions(groups)
-        if not ours:
-            steps, state = self._from_torch(state)
-            return steps, groups, positions, state
+        if torchs:
+            entries = self._nested(state)
+            steps = max([self._steps_of(label, v) for label, _, key, v in entries
+                         if key == "step"], default=0)
+            return steps, groups, positions, entries
+        entries = []
+        for key, value in state.items():  # "3.m": the old names
+            i, _, old = str(key).partition(".")
+            entries.append((key, _position(i), self.old_state_names.get(old, old) or None,
+                            value))
         try:
-            return int(saved["steps"]), groups, positions, state
-        except (TypeError, ValueError):
+            return int(saved["steps"]), groups, positions, entries
+        except (TypeError, ValueError, OverflowError):
             raise CheckpointError(f"{name}: steps is {saved['steps']!r:.60}, not a "
                                   "number") from None
+
+    def _nested(self, state):
+        """torch's state ({position: {name: value}}) as entries (None values, as an older
+        torch's SGD keeps without momentum, left out)."""
+        entries = []
+        for i, entry in state.items():
+            if not isinstance(entry, Mapping):
+                raise CheckpointError(f"{type(self).__name__}.load_state_dict: state [{i!r}] is "
+                                      f"{type(entry).__name__}, not a dict")
+            entries += [(f"[{i!r}][{key!r}]", _position(i), str(key), value)
+                        for key, value in entry.items() if value is not None]
+        return entries
+
+    def _steps_of(self, label, value):
+        try:
+            return int(np.asarray(_host(value)).item())
+        except (TypeError, ValueError, OverflowError):
+            raise CheckpointError(f"{type(self).__name__}.load_state_dict: state {label} (a "
+                                  "step count) is not a number") from None
 
     def _positions(self, groups):
         """Each saved group's parameter positions (torch's "params"), or None where the groups
@@ -276,29 +398,6 @@ class Optimizer:
             raise CheckpointError(f"{type(self).__name__}.load_state_dict: a group's params are "
                                   f"not a list of parameter positions: {positions!r:.200}")
         return positions
-
-    def _from_torch(self, state):
-        """torch's state ({position: {name: value}}) as ours ({"position.name": value}, torch's
-        names translated, None and what this step does not keep left out) and the step count:
-        the most steps a parameter took (torch keeps no count of its own)."""
-        flat, steps = {}, 0
-        for i, entries in state.items():
-            if not isinstance(entries, Mapping):
-                raise CheckpointError(f"{type(self).__name__}.load_state_dict: torch's state "
-                                      f"[{i!r}] is {type(entries).__name__}, not a dict")
-            for key, value in entries.items():
-                if hasattr(value, "detach") and hasattr(value, "numpy"):  # a torch tensor
-                    value = value.detach().cpu().numpy()
-                if key == "step":
-                    try:
-                        steps = max(steps, int(np.asarray(value).item()))
-                    except (TypeError, ValueError):
-                        raise CheckpointError(f"{type(self).__name__}.load_state_dict: torch's "
-                                              f"state [{i!r}]['step'] is not a number") from None
-                name = self.torch_state_names.get(key, key)
-                if name is not None and value is not None:
-                    flat[f"{i}.{name}"] = value
-        return steps, flat
 
     def _check_groups(self, groups, positions):
         """The checkpoint's groups against this optimizer's: as many, each as large (torch's
@@ -321,56 +420,54 @@ class Optimizer:
             raise CheckpointError(f"{name}: the checkpoint's groups list a parameter position "
                                   f"twice: {[list(ids) for ids in positions]!r:.200}")
 
-    def _state_entry(self, key, value, params):
-        """(parameter, its settings, state name) that the checkpoint's state `key` ("3.m")
-        is for, its shape checked; `params`: (parameter, settings) by checkpoint position."""
-        i, _, name = str(key).partition(".")
-        found = params.get(int(i)) if i.isdecimal() else None
-        if not (found and name) or (np.ndim(value) and np.shape(value) != found[0].shape):
-            raise CheckpointError(f"{type(self).__name__}.load_state_dict: state {key} does "
-                                  "not match this optimizer's parameters")
-        return (*found, name)
-
     def _kept_as(self, p, group):
-        """{state name: dtype, or the Python type of a scalar} as this optimizer's step makes
-        its state for a parameter like `p` in `group`: asked of update() itself, on a
-        one-element stand-in, so that every optimizer answers for itself."""
+        """{state name: (dtype, backend, whether 0-d)} as this optimizer's step makes its state
+        for a parameter like `p` in `group`, in the order it makes them: asked of update()
+        itself, on a one-element stand-in, so that every optimizer answers for itself."""
         xp = p.backend.xp
         stand_in = type(p)._wrap(xp.ones((1,), dtype=p.dtype), p.backend)
         state = {}
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             self._update(stand_in, xp.ones((1,), dtype=p.dtype), state, group)
-        return {k: getattr(v, "dtype", type(v)) for k, v in state.items()}
+        return {k: (v.dtype, v.backend, v.ndim == 0) for k, v in state.items()}
 
-    def _restored(self, key, value, p, kept, name):
-        """The saved state `value` as this optimizer keeps it for `p` (a copy: stepping never
-        writes into the dict it was loaded from). State a step does not make (an older
-        checkpoint's) is cast to p's dtype, a 0-d entry kept as it is."""
-        how = kept.get(name)  # (a dtype compares equal to a type: float64 == float)
-        scalar = isinstance(how, type) and issubclass(how, (int, float))
-        if isinstance(how, type) and not scalar:
-            how = None  # (not a number: as state a step does not make)
+    def _restored(self, label, value, p, kept, name):
+        """The saved state `value` as a tensor as this optimizer keeps it for `p` (a copy:
+        stepping never writes into the dict it was loaded from). State a step does not make
+        (another optimizer's) is cast to p's dtype, a 0-d entry kept as it is."""
+        dtype, be, scalar = kept.get(name, (None, p.backend, None))
+        where = f"{type(self).__name__}.load_state_dict: state {label}"
         try:
-            if scalar:  # a step count or a running product
-                return how(np.asarray(value).item())
-            value = np.array(value, dtype=how)
-            if how is None and value.ndim:
-                value = value.astype(p.dtype)
+            value = np.array(_host(value), dtype=dtype)
+            if value.dtype.kind not in "biuf":
+                raise TypeError(f"dtype {value.dtype}")
         except (TypeError, ValueError) as e:
-            raise CheckpointError(f"{type(self).__name__}.load_state_dict: state {key} is not "
-                                  f"a number array ({type(e).__name__}: {e})") from None
-        return p.backend.asarray(value)
+            raise CheckpointError(f"{where} is not a number array ({type(e).__name__}: "
+                                  f"{e})") from None
+        if scalar and value.size == 1:
+            value = value.reshape(())
+        elif (scalar is not None or value.ndim) and value.shape != p.shape:
+            raise CheckpointError(f"{where} does not match this optimizer's parameters: shape "
+                                  f"{fmt_shape(value.shape)}, the parameter's "
+                                  f"{fmt_shape(p.shape)}")
+        if dtype is None and value.ndim:
+            value = value.astype(p.dtype)
+        return Tensor._wrap(be.asarray(value), be)
+
+
+_ADAMS_OLD_NAMES = {"m": "exp_avg", "v": "exp_avg_sq", "v_max": "max_exp_avg_sq", "u": "exp_inf"}
 
 
 class SGD(Optimizer):
     """p -= lr * (g + wd p), with momentum buf = μ buf + (1 - dampening) g (the first step:
     buf = g) and then the step buf (Nesterov: g + μ buf)."""
 
-    defaults = {"lr": 0.01, "momentum": 0.0, "dampening": 0.0, "nesterov": False,
-                "weight_decay": 0.0}
+    defaults = {"lr": 1e-3, "momentum": 0.0, "dampening": 0.0, "weight_decay": 0.0,
+                "nesterov": False, "maximize": False, "foreach": None, "differentiable": False,
+                "fused": None}
     positional = ("lr", "momentum", "dampening", "weight_decay", "nesterov")
-    torch_state_names = {"momentum_buffer": "momentum"}
+    old_state_names = {"momentum": "momentum_buffer"}
 
     def check(self, group):
         super().check(group)
@@ -383,62 +480,65 @@ class SGD(Optimizer):
             g = g + group["weight_decay"] * p.data
         mu = group["momentum"]
         if mu:
-            buf = state.get("momentum")
-            buf = g.copy() if buf is None else buf * mu + (1 - group["dampening"]) * g
-            state["momentum"] = buf
+            buf = state.get("momentum_buffer")
+            if buf is None:  # the first step: the gradient itself (a copy)
+                state["momentum_buffer"] = buf = Tensor._wrap(g.copy(), p.backend)
+            else:
+                buf = buf.data
+                buf *= mu
+                buf += (1 - group["dampening"]) * g
+            buf = state["momentum_buffer"].data
             g = g + mu * buf if group["nesterov"] else buf
         p.data -= group["lr"] * g
 
 
 class Adam(Optimizer):
-    """Adam: m, v running moments of g and g², bias-corrected by the parameter's own step
-    count; weight decay added to g (L2); amsgrad divides by the largest v so far."""
+    """Adam: exp_avg, exp_avg_sq running moments of g and g², bias-corrected by the parameter's
+    own step count; weight decay added to g (L2); amsgrad divides by the largest v so far."""
 
     defaults = {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.0,
-                "amsgrad": False, "decoupled_weight_decay": False}
+                "amsgrad": False, "maximize": False, "foreach": None, "capturable": False,
+                "differentiable": False, "fused": None, "decoupled_weight_decay": False}
     positional = ("lr", "betas", "eps", "weight_decay", "amsgrad")
-    torch_state_names = {"exp_avg": "m", "exp_avg_sq": "v", "max_exp_avg_sq": "v_max"}
+    old_state_names = _ADAMS_OLD_NAMES
 
     steps_half_natively = True  # its kernel reads float16 weights beside float32 moments
 
     def update(self, p, g, state, group):
-        if "m" not in state:
+        if "exp_avg" not in state:
             # a float16 parameter keeps float32 moments: g² underflows float16 and eps = 1e-8
             # is 0 there, so √v + eps would be 0 and the step inf
-            xp = p.backend.xp
-            dtype = xp.float32 if p.data.dtype == xp.float16 else p.data.dtype
-            state["m"] = xp.zeros(p.data.shape, dtype=dtype)
-            state["v"] = xp.zeros(p.data.shape, dtype=dtype)
-            state["step"] = 0
-        if group["amsgrad"] and "v_max" not in state:
-            state["v_max"] = p.backend.xp.zeros_like(state["v"])
-        # the steps this parameter took (torch's state["step"]: a parameter without a gradient
-        # in some steps is corrected for its own count); a checkpoint from before it was kept
-        # has the optimizer's
-        state["step"] = t = int(state.get("step", self.steps - 1)) + 1
+            state["step"] = _scalar(0)
+            state["exp_avg"] = _zeros(p, _wide(p))
+            state["exp_avg_sq"] = _zeros(p, _wide(p))
+        if group["amsgrad"] and "max_exp_avg_sq" not in state:
+            state["max_exp_avg_sq"] = _zeros(p, _wide(p))
+        # the steps this parameter took (a parameter without a gradient in some steps is
+        # corrected for its own count, as torch's)
+        t = _count(state)
         beta1, beta2 = group["betas"]
-        p.backend.adam_update(p.data, g, state["m"], state["v"], lr=group["lr"], beta1=beta1,
-                              beta2=beta2, eps=group["eps"], weight_decay=group["weight_decay"],
-                              step=t, decoupled=group["decoupled_weight_decay"],
-                              v_max=state["v_max"] if group["amsgrad"] else None)
+        p.backend.adam_update(p.data, g, state["exp_avg"].data, state["exp_avg_sq"].data,
+                              lr=group["lr"], beta1=beta1, beta2=beta2, eps=group["eps"],
+                              weight_decay=group["weight_decay"], step=t,
+                              decoupled=group["decoupled_weight_decay"],
+                              v_max=state["max_exp_avg_sq"].data if group["amsgrad"] else None)
 
 
 class AdamW(Adam):
     """Adam with decoupled weight decay: p *= 1 - lr * wd before the Adam step (Adam with
     decoupled_weight_decay=True, as torch)."""
 
-    defaults = {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.01,
-                "amsgrad": False, "decoupled_weight_decay": True}
+    defaults = {**Adam.defaults, "weight_decay": 0.01, "decoupled_weight_decay": True}
 
 
 class RMSprop(Optimizer):
     """p -= lr g / (√v + eps), v = α v + (1-α) g² (centered: v minus the squared mean of g);
     with momentum, the step goes through a buffer b = μ b + g / (√v + eps)."""
 
-    defaults = {"lr": 1e-2, "alpha": 0.99, "eps": 1e-8, "weight_decay": 0.0, "momentum": 0.0,
-                "centered": False}
+    defaults = {"lr": 1e-2, "momentum": 0.0, "alpha": 0.99, "eps": 1e-8, "centered": False,
+                "weight_decay": 0.0, "capturable": False, "foreach": None, "maximize": False,
+                "differentiable": False}
     positional = ("lr", "alpha", "eps", "weight_decay", "momentum", "centered")
-    torch_state_names = {"step": None}  # (torch counts steps; this step needs no count)
 
     def update(self, p, g, state, group):
         xp = p.backend.xp
@@ -446,18 +546,20 @@ class RMSprop(Optimizer):
             g = g + group["weight_decay"] * p.data
         alpha = group["alpha"]
         if "square_avg" not in state:
-            state["square_avg"] = xp.zeros_like(p.data)
-        square_avg = state["square_avg"]
+            state["step"] = _scalar(0)  # (as torch's: this step needs no count)
+            state["square_avg"] = _zeros(p)
+        _count(state)
+        square_avg = state["square_avg"].data
         square_avg *= alpha
         square_avg += (1 - alpha) * g * g
         if group["centered"]:
-            grad_avg = state.setdefault("grad_avg", xp.zeros_like(p.data))
+            grad_avg = state.setdefault("grad_avg", _zeros(p)).data
             grad_avg += (1 - alpha) * (g - grad_avg)
             avg = xp.sqrt(square_avg - grad_avg * grad_avg) + group["eps"]
         else:
             avg = xp.sqrt(square_avg) + group["eps"]
         if group["momentum"] > 0:
-            buf = state.setdefault("momentum_buffer", xp.zeros_like(p.data))
+            buf = state.setdefault("momentum_buffer", _zeros(p)).data
             buf *= group["momentum"]
             buf += g / avg
             p.data -= group["lr"] * buf
@@ -467,74 +569,89 @@ class RMSprop(Optimizer):
 
 class Adagrad(Optimizer):
     """p -= lr_t g / (√(Σ g²) + eps), with lr_t = lr / (1 + (t - 1) lr_decay) at the
-    parameter's t-th step; the sum starts at initial_accumulator_value."""
+    parameter's t-th step; the sum starts at initial_accumulator_value. As torch's, every
+    parameter has its state (step 0, the sum) from the start."""
 
-    defaults = {"lr": 1e-2, "lr_decay": 0.0, "weight_decay": 0.0,
-                "initial_accumulator_value": 0.0, "eps": 1e-10}
+    defaults = {"lr": 1e-2, "lr_decay": 0.0, "eps": 1e-10, "weight_decay": 0.0,
+                "initial_accumulator_value": 0.0, "foreach": None, "maximize": False,
+                "differentiable": False, "fused": None}
     positional = ("lr", "lr_decay", "weight_decay", "initial_accumulator_value", "eps")
+
+    def __init__(self, params, *args, **settings):
+        super().__init__(params, *args, **settings)
+        for group in self.param_groups:
+            for p in group["params"]:
+                self._start(p, self.state[p], group, _wide(p))
+
+    @staticmethod
+    def _start(p, state, group, dtype):
+        state["step"] = _scalar(0)
+        state["sum"] = _zeros(p, dtype, fill=group["initial_accumulator_value"])
 
     def update(self, p, g, state, group):
         xp = p.backend.xp
-        if "sum" not in state:
-            state["sum"] = xp.full(p.data.shape, group["initial_accumulator_value"],
-                                   dtype=p.data.dtype)
-            state["step"] = xp.zeros((), dtype=xp.float64)
-        state["step"] += 1
+        if "sum" not in state:  # (a group added later, a checkpoint without it)
+            self._start(p, state, group, p.data.dtype)
+        t = _count(state)
         if group["weight_decay"]:
             g = g + group["weight_decay"] * p.data
-        lr = group["lr"] / (1 + (float(state["step"]) - 1) * group["lr_decay"])
-        state["sum"] += g * g
-        p.data -= lr * (g / (xp.sqrt(state["sum"]) + group["eps"]))
+        lr = group["lr"] / (1 + (t - 1) * group["lr_decay"])
+        state["sum"].data += g * g
+        p.data -= lr * (g / (xp.sqrt(state["sum"].data) + group["eps"]))
 
 
 class _Moments(Optimizer):
     """What Adamax, NAdam and RAdam share: the parameter's own step count t, the first moment
-    m (and second v), weight decay added to g or, decoupled, applied to p first."""
+    exp_avg (and second exp_avg_sq), weight decay added to g or, decoupled, applied to p
+    first."""
 
-    torch_state_names = {"exp_avg": "m", "exp_avg_sq": "v", "exp_inf": "u"}
+    old_state_names = _ADAMS_OLD_NAMES
 
     def _moments(self, p, g, state, group, second=True):
-        xp = p.backend.xp
-        if "m" not in state:
-            state["m"] = xp.zeros_like(p.data)
+        if "exp_avg" not in state:
+            state["step"] = _scalar(0)  # (the steps this parameter took: as Adam's, see there)
+            state["exp_avg"] = _zeros(p)
             if second:
-                state["v"] = xp.zeros_like(p.data)
-            state["step"] = 0  # (the steps this parameter took: as Adam's, see there)
-        state["step"] = t = int(state["step"]) + 1
+                state["exp_avg_sq"] = _zeros(p)
+        t = _count(state)
         if group["weight_decay"] and group.get("decoupled_weight_decay"):
             p.data *= 1 - group["lr"] * group["weight_decay"]
         elif group["weight_decay"]:
             g = g + group["weight_decay"] * p.data
         beta1, beta2 = group["betas"]
-        state["m"] *= beta1
-        state["m"] += (1 - beta1) * g
+        m = state["exp_avg"].data
+        m *= beta1
+        m += (1 - beta1) * g
         if second:
-            state["v"] *= beta2
-            state["v"] += (1 - beta2) * g * g
+            v = state["exp_avg_sq"].data
+            v *= beta2
+            v += (1 - beta2) * g * g
         return g, t, beta1, beta2
 
 
 class Adamax(_Moments):
     """Adam with the infinity norm: u = max(β₂ u, |g| + eps), p -= lr / (1 - β₁ᵗ) m / u."""
 
-    defaults = {"lr": 2e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.0}
+    defaults = {"lr": 2e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.0,
+                "foreach": None, "maximize": False, "differentiable": False, "capturable": False}
     positional = ("lr", "betas", "eps", "weight_decay")
 
     def update(self, p, g, state, group):
         xp = p.backend.xp
         g, t, beta1, beta2 = self._moments(p, g, state, group, second=False)
-        u = state.setdefault("u", xp.zeros_like(p.data))
+        u = state.setdefault("exp_inf", _zeros(p)).data
         xp.maximum(u * beta2, xp.abs(g) + group["eps"], out=u)
-        p.data -= group["lr"] / (1 - beta1**t) * state["m"] / u
+        p.data -= group["lr"] / (1 - beta1**t) * state["exp_avg"].data / u
 
 
 class NAdam(_Moments):
     """Adam with Nesterov momentum (Dozat, 2016): μ_t = β₁ (1 - 0.96^(t ψ) / 2), ψ the
     momentum_decay; p -= lr ((1 - μ_t) / (1 - Πμ) g + μ_{t+1} / (1 - Πμ μ_{t+1}) m) / (√v̂ + ε)
-    with Πμ the product of every μ so far."""
+    with Πμ (mu_product) the product of every μ so far."""
 
     defaults = {"lr": 2e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.0,
-                "momentum_decay": 4e-3, "decoupled_weight_decay": False}
+                "momentum_decay": 4e-3, "decoupled_weight_decay": False, "maximize": False,
+                "foreach": None, "capturable": False, "differentiable": False}
     positional = ("lr", "betas", "eps", "weight_decay", "momentum_decay",
                   "decoupled_weight_decay")
 
@@ -544,11 +661,13 @@ class NAdam(_Moments):
         mu = beta1 * (1 - 0.5 * 0.96 ** (t * psi))
         mu_next = beta1 * (1 - 0.5 * 0.96 ** ((t + 1) * psi))
         # Πμ kept in float32, as torch keeps it (its state tensor): the same steps to the bit
-        product = float(np.float32(np.float32(state.get("mu_product", 1.0)) * np.float32(mu)))
-        state["mu_product"] = product
-        denom = p.backend.xp.sqrt(state["v"] / (1 - beta2**t)) + group["eps"]
+        product = state.setdefault("mu_product", _scalar(1.0)).data
+        product *= np.float32(mu)
+        product = float(product)
+        denom = p.backend.xp.sqrt(state["exp_avg_sq"].data / (1 - beta2**t)) + group["eps"]
         p.data -= group["lr"] * (1 - mu) / (1 - product) * (g / denom)
-        p.data -= group["lr"] * mu_next / (1 - product * mu_next) * (state["m"] / denom)
+        p.data -= group["lr"] * mu_next / (1 - product * mu_next) * (state["exp_avg"].data
+                                                                     / denom)
 
 
 class RAdam(_Moments):
@@ -556,12 +675,13 @@ class RAdam(_Moments):
     young (ρ_t <= 5) a plain momentum step lr m̂; after, lr m̂ r_t √(1 - β₂ᵗ) / (√v + eps)."""
 
     defaults = {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.0,
-                "decoupled_weight_decay": False}
+                "maximize": False, "foreach": None, "capturable": False,
+                "decoupled_weight_decay": False, "differentiable": False}
     positional = ("lr", "betas", "eps", "weight_decay", "decoupled_weight_decay")
 
     def update(self, p, g, state, group):
         g, t, beta1, beta2 = self._moments(p, g, state, group)
-        m_hat = state["m"] / (1 - beta1**t)
+        m_hat = state["exp_avg"].data / (1 - beta1**t)
         rho_inf = 2 / (1 - beta2) - 1
         rho_t = rho_inf - 2 * t * beta2**t / (1 - beta2**t)
         if rho_t <= 5:
@@ -569,7 +689,8 @@ class RAdam(_Moments):
             return
         rect = math.sqrt((rho_t - 4) * (rho_t - 2) * rho_inf
                          / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
-        adaptive = math.sqrt(1 - beta2**t) / (p.backend.xp.sqrt(state["v"]) + group["eps"])
+        adaptive = math.sqrt(1 - beta2**t) / (p.backend.xp.sqrt(state["exp_avg_sq"].data)
+                                              + group["eps"])
         p.data -= group["lr"] * m_hat * adaptive * rect
 
 
