@@ -594,11 +594,13 @@ def _normalized_shape(normalized_shape, x, name):
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002
     """x / √(mean(x², last dims) + eps), then scaled by weight; eps defaults to the dtype's
-    machine epsilon (as torch.nn.functional.rms_norm)."""
+    machine epsilon, float32's for float16 input (as torch.nn.functional.rms_norm computes it)."""
     x = _t(input)
     _floating(x, "rms_norm")
     shape = _normalized_shape(normalized_shape, x, "rms_norm")
-    eps = float(np.finfo(x.dtype).eps) if eps is None else float(eps)
+    if eps is None:  # (torch's: float32's epsilon for float16 input, its compute type)
+        eps = float(np.finfo(np.promote_types(x.dtype, np.float32)).eps)
+    eps = float(eps)
     return apply(nn_ops.rms_norm, x, weight, n_dims=len(shape), eps=eps)  # (..., *shape)
 
 

@@ -305,3 +305,65 @@ def test_an_empty_normalized_shape_is_refused_as_torch(name, shape):
                                             r"one dim \(the last ones of the input \(2, 5\)\), "
                                             r"got \(\)"):
         getattr(ta.functional, name)(ta.tensor(x), shape)
+
+
+# ---- batch or running statistics: torch's _BatchNorm.forward decides ---------------------------
+
+
+_X = np.array([[1.0, 2.0], [3.0, 5.0], [0.0, -1.0]], np.float32)
+
+
+def _bn_case(lib, case):
+    """A BatchNorm1d(2) with running statistics (10, 4), changed as `case` says, run once on _X:
+    its output and running statistics afterwards."""
+    m = lib.nn.BatchNorm1d(2)
+    with lib.no_grad():
+        m.running_mean.fill_(10.0)
+        m.running_var.fill_(4.0)
+    if "eval" in case:
+        m.eval()
+    if "untracked after construction" in case:
+        m.track_running_stats = False
+    if "no buffers" in case:
+        m.running_mean = m.running_var = None
+    if "no counter" in case:
+        m.num_batches_tracked, m.momentum = None, None
+    y = m(lib.tensor(_X))
+    stats = [None if getattr(m, k) is None else getattr(m, k).tolist()
+             for k in ("running_mean", "running_var", "num_batches_tracked")]
+    return y.detach().numpy(), stats
+
+
+@pytest.mark.parametrize("case", ["untracked after construction, train",
+                                  "untracked after construction, eval",
+                                  "no buffers, eval", "no buffers, train",
+                                  "no counter, train", "eval", "train"])
+def test_batch_norm_uses_batch_or_running_statistics_as_torch_decides(case):
+    """Batch statistics in training or when the running buffers are None; the buffers move
+    only in training with track_running_stats; in eval a module whose track_running_stats was
+    turned off after construction still normalizes by the buffers it holds (torch's rule)."""
+    (out, stats), (tout, tstats) = _bn_case(ta, case), _bn_case(torch, case)
+    np.testing.assert_allclose(out, tout, rtol=1e-5, atol=1e-6)
+    for ours, theirs in zip(stats, tstats, strict=True):
+        if theirs is None:
+            assert ours is None
+        else:
+            np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+
+
+def test_batch_norm_on_an_empty_batch_gives_an_empty_output_as_torch():
+    for name, shape in (("BatchNorm1d", (0, 4)), ("BatchNorm1d", (0, 4, 3)),
+                        ("BatchNorm1d", (2, 4, 0)), ("BatchNorm2d", (0, 4, 2, 2))):
+        ours, theirs = getattr(nn, name)(4), getattr(torch.nn, name)(4)
+        x, tx = ta.zeros(*shape, requires_grad=True), torch.zeros(shape, requires_grad=True)
+        y, ty = ours(x), theirs(tx)
+        assert y.shape == tuple(ty.shape) == shape
+        y.sum().backward()
+        ty.sum().backward()
+        _same_state(ours, theirs)  # the running statistics untouched, the count moved
+        assert x.grad.shape == shape
+        np.testing.assert_array_equal(ours.weight.grad.numpy(), theirs.weight.grad.numpy())
+        np.testing.assert_array_equal(ours.bias.grad.numpy(), theirs.bias.grad.numpy())
+        assert ours.eval()(ta.zeros(*shape)).shape == shape
+    with pytest.raises(ta.ShapeError, match="needs more than one value per channel"):
+        nn.BatchNorm1d(4)(ta.ones(1, 4, 1))  # exactly one value per channel: still refused

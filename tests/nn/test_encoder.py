@@ -65,8 +65,8 @@ def test_encoder_stacks_copies_of_the_layer_as_torch():
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-10)
     with pytest.raises(ValueError, match="activation must be 'relu', 'gelu' or a callable"):
         nn.TransformerEncoderLayer(E, H, activation="swish")
-    with pytest.raises(ta.ShapeError, match="num_layers must be a whole number >= 1"):
-        nn.TransformerEncoder(layer, 0)
+    with pytest.raises(ta.ShapeError, match="num_layers must be a whole number >= 0"):
+        nn.TransformerEncoder(layer, -1)
 
 
 def test_encoder_layer_trains_with_dropout_in_train_mode():
@@ -341,7 +341,7 @@ def test_transformer_starts_xavier_uniform_and_refuses_mismatched_inputs():
     with pytest.raises(ValueError, match="TransformerDecoderLayer: activation must be"):
         nn.TransformerDecoderLayer(16, 2, activation="swish")
     with pytest.raises(ta.ShapeError, match="TransformerDecoder: num_layers must be a whole"):
-        nn.TransformerDecoder(nn.TransformerDecoderLayer(16, 2), 0)
+        nn.TransformerDecoder(nn.TransformerDecoderLayer(16, 2), -1)
     with pytest.raises(TypeError, match="TransformerDecoder: decoder_layer must be a Module"):
         nn.TransformerDecoder("layer", 2)
 
@@ -401,3 +401,26 @@ def test_a_captured_transformer_step_replays_as_eager_with_dropout():
             for g, p in zip(grads, model.parameters(), strict=True):
                 np.testing.assert_array_equal(g, p.grad.numpy())
     assert step.state == "replaying"
+
+
+def test_stacks_of_zero_layers_are_the_identity_and_torch_makes_them_too():
+    """torch builds TransformerEncoder/TransformerDecoder(layer, 0) (its forward then fails
+    on layers[0]); here they pass the input through, to `norm` if given."""
+    for lib in (nn, torch.nn):
+        assert len(lib.TransformerEncoder(lib.TransformerEncoderLayer(E, H, 16), 0).layers) == 0
+        assert len(lib.TransformerDecoder(lib.TransformerDecoderLayer(E, H, 16), 0).layers) == 0
+    x, memory = ta.randn(S, N, E), ta.randn(S + 1, N, E)
+    encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(E, H, 16), 0)
+    decoder = nn.TransformerDecoder(nn.TransformerDecoderLayer(E, H, 16), 0)
+    assert encoder(x).tolist() == x.tolist() and decoder(x, memory).tolist() == x.tolist()
+    assert list(encoder.state_dict()) == [] and encoder.num_layers == 0
+    norm = nn.LayerNorm(E)
+    normed = nn.TransformerEncoder(nn.TransformerEncoderLayer(E, H, 16), 0, norm=norm)
+    np.testing.assert_allclose(normed(x).numpy(), norm(x).numpy())
+
+
+def test_a_custom_encoder_or_decoder_is_used_even_when_it_is_falsy_as_torchs():
+    for lib in (nn, torch.nn):
+        encoder, decoder = lib.Sequential(), lib.ModuleList()  # empty: len 0, falsy
+        model = lib.Transformer(E, H, 1, 1, 16, custom_encoder=encoder, custom_decoder=decoder)
+        assert model.encoder is encoder and model.decoder is decoder

@@ -328,3 +328,184 @@ def test_parameter_dict_clear_setdefault_popitem_copy_fromkeys_as_in_torch():
     d = nn.ParameterDict({"w": ta.ones(1)})
     d.clear()
     assert not hasattr(d, "w")
+
+
+# ---- what torch's __setattr__ refuses, and allows before super().__init__() ---------------------
+
+
+def test_a_module_over_a_parameter_is_refused_as_in_torch():
+    for lib in (nn, torch.nn):
+        m = lib.Linear(2, 2)
+        with pytest.raises(TypeError, match=r"cannot assign '.*Identity' as parameter 'bias' "
+                                            r"\(.*Parameter or None expected\)"):
+            m.bias = lib.Identity()
+        assert isinstance(m.bias, lib.Parameter) and list(m.state_dict()) == ["weight", "bias"]
+        assert not list(m.children())
+
+
+def test_what_may_go_over_a_child_or_a_buffer_follows_torchs_order():
+    def build(lib, zeros):
+        m = lib.Module()
+        m.child = lib.Linear(1, 1)
+        m.register_buffer("buf", zeros(1))
+        m.register_buffer("kept", zeros(1), persistent=False)
+        m.child = lib.Parameter(zeros(2))  # a parameter over a child replaces it
+        m.buf = lib.ReLU()  # a module over a buffer replaces it
+        seen = [list(m._parameters), list(m._modules), list(m._buffers), list(m.state_dict())]
+        with pytest.raises(TypeError, match="as buffer 'kept'.*Tensor or None expected"):
+            m.kept = 3
+        m.kept = lib.Parameter(zeros(3))  # a parameter over a buffer: a parameter, saved
+        m.sub = lib.Tanh()
+        with pytest.raises(TypeError, match="as child module 'sub'.*Module or None expected"):
+            m.sub = zeros(1)
+        seen += [list(m._parameters), list(m._buffers), list(m.state_dict()), type(m.sub)]
+        return seen
+
+    ours, theirs = build(nn, ta.zeros), build(torch.nn, torch.zeros)
+    assert ours[:-1] == theirs[:-1] and ours[-1] is nn.Tanh
+
+
+def test_plain_attributes_may_be_set_before_super_init_as_in_torch():
+    def build(lib, zeros):
+        class M(lib.Module):
+            def __init__(self):
+                self.hidden = 4  # settings first, as torch code often does
+                self.table = zeros(2)  # a plain tensor too: an attribute, not a buffer
+                super().__init__()
+                self.lin = lib.Linear(self.hidden, 2)
+
+        m = M()
+        return [k for k, _ in m.named_parameters()], m.hidden, list(m.state_dict()), \
+            m.table.tolist()
+
+    assert build(nn, ta.zeros) == build(torch.nn, torch.zeros)
+    for lib, zeros in ((nn, ta.zeros), (torch.nn, torch.zeros)):
+        for value, what in ((lib.Parameter(zeros(1)), "parameters"), (lib.ReLU(), "module")):
+            class Early(lib.Module):
+                def __init__(self, value=value):
+                    self.x = value
+                    super().__init__()
+
+            with pytest.raises(AttributeError,
+                               match=rf"cannot assign {what} before Module.__init__\(\) call"):
+                Early()
+
+
+# ---- editing _parameters, _buffers and _modules directly (pruning, weight norm) -----------------
+
+
+def lib_no_grad(lib):
+    return (ta if lib is nn else torch).no_grad()
+
+
+def test_editing_the_parameter_dict_directly_takes_effect_as_in_torch():
+    def build(lib, zeros, ones):
+        m = lib.Linear(2, 1)
+        with lib_no_grad(lib):
+            m.weight.fill_(1.0)
+            m.bias.fill_(0.5)
+        m.zero_grad()  # the list of parameters is made (and kept, in tinyattn)
+        new = lib.Parameter(zeros(1, 2))
+        m._parameters["weight"] = new
+        seen = [m.weight is new, m(ones(2)).tolist(), [tuple(p.shape) for p in m.parameters()],
+                m.state_dict()["weight"].tolist()]
+        # as torch.nn.utils.prune: the parameter moves to weight_orig, weight becomes a plain
+        # tensor computed from it
+        m._parameters["weight_orig"] = m._parameters.pop("weight")
+        m.weight = m.weight_orig + 2
+        seen += [[k for k, _ in m.named_parameters()], list(m.state_dict()), m(ones(2)).tolist()]
+        del m._parameters["bias"]
+        seen += [hasattr(m, "bias"), [k for k, _ in m.named_parameters()], list(m.state_dict())]
+        m._parameters.clear()
+        seen += [hasattr(m, "weight_orig"), list(m.parameters())]
+        return seen
+
+    ours, theirs = build(nn, ta.zeros, ta.ones), build(torch.nn, torch.zeros, torch.ones)
+    assert ours == theirs
+    assert theirs[:2] == [True, [0.5]]
+
+
+def test_editing_the_buffer_and_module_dicts_directly_takes_effect_as_in_torch():
+    def build(lib, ones):
+        bn = lib.BatchNorm1d(2).eval()
+        bn._buffers["running_mean"] = ones(2)
+        seen = [bn.running_mean.tolist(), bn(ones(1, 2) * 0).tolist()]
+        del bn._buffers["num_batches_tracked"]
+        seen += [hasattr(bn, "num_batches_tracked"), list(bn.state_dict())]
+        seq = lib.Sequential(lib.ReLU(), lib.Tanh())
+        seq(ones(1))  # (tinyattn names the tree at a call)
+        seq._modules["1"] = lib.Sigmoid()
+        seq._modules["2"] = lib.Linear(1, 1)
+        seen += [type(seq[1]).__name__, type(seq._modules["2"]).__name__,
+                 [k for k, _ in seq.named_parameters()], len(seq)]
+        del seq._modules["2"]
+        seen += [hasattr(seq, "2"), list(seq.state_dict()), seq(ones(1) * 0).tolist()]
+        return seen
+
+    assert build(nn, ta.ones) == build(torch.nn, torch.ones)
+
+
+def test_a_copied_module_keeps_its_dicts_and_attributes_together():
+    import copy
+    import pickle
+
+    m = nn.Linear(2, 1)
+    for twin in (copy.deepcopy(m), pickle.loads(pickle.dumps(m))):  # its own dicts
+        twin._parameters["bias"] = nn.Parameter(ta.zeros(1))
+        assert twin.bias is twin._parameters["bias"] and m.bias is not twin.bias
+        del twin._parameters["weight"]
+        assert not hasattr(twin, "weight") and hasattr(m, "weight")
+    for lib, zeros in ((nn, ta.zeros), (torch.nn, torch.zeros)):
+        m = lib.Linear(2, 1)
+        shallow = copy.copy(m)  # the same dicts, as torch's: a change shows in both
+        shallow.bias = lib.Parameter(zeros(1))
+        assert m.bias is shallow.bias
+        shallow._parameters["weight"] = lib.Parameter(zeros(1, 2))
+        assert m.weight is shallow.weight
+
+
+# ---- ParameterList and ParameterDict hold other values as they are ------------------------------
+
+
+def test_parameter_containers_keep_values_that_are_not_tensors_as_they_are_as_in_torch():
+    def build(lib, ones, zeros):
+        d = lib.ParameterDict({"a": ones(1), "b": 1.5, "c": "text", "n": None})
+        seen = [[k for k, _ in d.named_parameters()], list(d.keys()), len(d),
+                [v for k, v in d.items() if k != "a"], list(d.state_dict()), d["b"],
+                isinstance(d["a"], lib.Parameter), list(d._parameters)]
+        d["b"] = zeros(2)  # a tensor over a plain value: a parameter now
+        with pytest.raises(TypeError, match="as parameter 'a'"):
+            d["a"] = 3  # a plain value over a parameter: refused
+        seen += [[k for k, _ in d.named_parameters()], d.pop("c"), list(d.keys()), d.get("n", 7)]
+        plist = lib.ParameterList([ones(2), 2, "x", None])
+        seen += [len(plist), [k for k, _ in plist.named_parameters()], list(plist)[1:],
+                 plist[-3], list(plist.state_dict())]
+        plist.append(zeros(3))
+        seen += [[k for k, _ in plist.named_parameters()], len(plist)]
+        return seen
+
+    assert build(nn, ta.ones, ta.zeros) == build(torch.nn, torch.ones, torch.zeros)
+
+
+# ---- None, slices and pop(slice) ---------------------------------------------------------------
+
+
+def test_none_containers_slices_and_pop_of_a_slice_as_in_torch():
+    def build(lib, ones):
+        seen = [len(lib.ModuleList(None)), len(lib.ParameterList(None))]
+        plist = lib.ParameterList([ones(2), ones(3), ones(4)])
+        part = plist[1:]
+        seen.append((type(part).__name__, [tuple(p.shape) for p in part],
+                     [k for k, _ in part.named_parameters()], part[0] is plist[1],
+                     [tuple(p.shape) for p in plist[::-2]]))
+        seq = lib.Sequential(lib.ReLU(), lib.Tanh(), lib.GELU(), lib.Sigmoid())
+        got = seq.pop(slice(1, 3))
+        seen.append((type(got).__name__, list(got._modules), [type(m).__name__ for m in got],
+                     list(seq._modules), [type(m).__name__ for m in seq]))
+        layers = lib.ModuleList([lib.ReLU(), lib.Tanh(), lib.GELU()])
+        got = layers.pop(slice(0, 2))
+        seen.append((type(got).__name__, list(got._modules), list(layers._modules),
+                     type(layers.pop(0)).__name__, len(layers)))
+        return seen
+
+    assert build(nn, ta.ones) == build(torch.nn, torch.ones)

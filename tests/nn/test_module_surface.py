@@ -158,9 +158,9 @@ def test_module_repr_prints_the_tree_indented():
 
 def test_transformer_repr_starts_with_its_config():
     model = nn.TinyTransformer(11, d_model=8, n_heads=2, n_layers=1, max_len=6)
-    assert repr(model).splitlines()[0] == (
-        "TinyTransformer(vocab_size=11, d_model=8, n_heads=2, n_layers=1, max_len=6, "
-        "dropout=0.0, rotary=False, norm=layer, tie=True, bias=True, qk_norm=False")
+    assert repr(model).splitlines()[:2] == ["TinyTransformer(", (  # (torch's layout)
+        "  vocab_size=11, d_model=8, n_heads=2, n_layers=1, max_len=6, "
+        "dropout=0.0, rotary=False, norm=layer, tie=True, bias=True, qk_norm=False")]
 
 
 @pytest.mark.parametrize("approximate", [None, "none", "tanh"])
@@ -307,3 +307,72 @@ def test_get_submodule_and_get_parameter_as_in_torch():
             call(target)
         with pytest.raises(AttributeError):
             getattr(theirs, call.__name__)(target)
+
+
+# ---- forward's argument names are torch's --------------------------------------------------------
+
+
+def _forward_names(cls):
+    import inspect
+    return list(inspect.signature(cls.forward).parameters)
+
+
+CONTAINERS = {"Module", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"}
+
+
+@pytest.mark.parametrize("name", [n for n in nn.__all__ if isinstance(getattr(nn, n), type)
+                                  and issubclass(getattr(nn, n), nn.Module)
+                                  and hasattr(torch.nn, n) and n not in CONTAINERS])
+def test_forward_takes_torchs_argument_names(name):
+    assert _forward_names(getattr(nn, name)) == _forward_names(getattr(torch.nn, name))
+
+
+def test_a_module_called_with_its_input_by_keyword_as_in_torch():
+    x = ta.tensor(rng.standard_normal((2, 4)))
+    for module in (nn.Linear(4, 3, dtype=ta.float64), nn.ReLU(), nn.Softmax(-1), nn.GELU(),
+                   nn.LayerNorm(4, dtype=ta.float64), nn.Dropout(0.0), nn.Identity(),
+                   nn.Sequential(nn.Tanh(), nn.Flatten()), nn.GroupNorm(2, 4, dtype=ta.float64),
+                   nn.BatchNorm1d(4, dtype=ta.float64)):
+        np.testing.assert_array_equal(module(input=x).numpy(), module(x).numpy())
+    ids = ta.tensor([[1, 2]])
+    embedding = nn.Embedding(3, 2)
+    assert embedding(input=ids).tolist() == embedding(ids).tolist()
+    assert tuple(torch.nn.Linear(4, 3)(input=torch.ones(4)).shape) == (3,)
+
+
+# ---- repr: extra_repr's lines first, the parameter containers' entries -------------------------
+
+
+def test_repr_puts_extra_repr_on_its_own_lines_before_the_children_as_torchs():
+    def build(lib, extra, child):
+        class M(lib.Module):
+            def __init__(self):
+                super().__init__()
+                if child:
+                    self.a = lib.ReLU()
+
+            def extra_repr(self):
+                return extra
+
+        return repr(lib.Sequential(M()))
+
+    for extra in ("hello=1", "a=1\nb=2", ""):
+        for child in (True, False):
+            assert build(nn, extra, child) == build(torch.nn, extra, child)
+
+
+def test_parameter_list_and_dict_reprs_show_their_entries_as_torchs():
+    def build(lib, ones):
+        float64 = ta.float64 if lib is nn else torch.float64
+        return [repr(lib.ParameterList([ones(2, 3)])),
+                repr(lib.ParameterList([ones(2, 3), ones(4, dtype=float64), 1.5])),
+                repr(lib.ParameterDict({"a": ones(2), "b": "text"})),
+                repr(lib.ParameterDict({"a": ones(1)})),
+                repr(lib.Sequential(lib.ParameterList([ones(1)]), lib.ParameterList())),
+                repr(lib.ParameterList([ones(())]))]
+
+    ours = build(nn, ta.ones)
+    theirs = [s.replace("torch.float", "float").replace("torch.FloatTensor", "tinyattn.FloatTensor")
+              for s in build(torch.nn, torch.ones)]
+    assert ours == theirs
+    assert ours[0] == "ParameterList(  (0): Parameter containing: [float32 of size 2x3])"

@@ -571,3 +571,86 @@ def test_load_state_dict_assign_sets_buffers_and_keeps_tied_weights_tied():
     w = ta.ones(2, 2)
     m.load_state_dict({"a.weight": w, "b.weight": w}, assign=True)
     assert m.a.weight is m.b.weight and np.shares_memory(m.a.weight.data, w.data)
+
+
+# ---- nn.Parameter: torch's arguments, and the memory of the tensor it is made from --------------
+
+
+def test_parameter_takes_torchs_arguments():
+    for lib, zeros in ((ta, ta.zeros), (torch, torch.zeros)):
+        P = lib.nn.Parameter  # noqa: N806
+        assert P(zeros(3)).requires_grad and P(data=zeros(3)).requires_grad
+        assert not P(zeros(3), requires_grad=False).requires_grad
+        assert not P(zeros(3), False).requires_grad  # requires_grad is the second argument
+        empty = P()
+        assert isinstance(empty, P) and tuple(empty.shape) == (0,) and empty.requires_grad
+        ints = P(zeros(2, dtype=lib.int64), requires_grad=False)  # integers: without grad only
+        assert not ints.requires_grad and str(ints.dtype).endswith("int64")
+    assert nn.Parameter().dtype == np.float32
+    with pytest.raises(ta.DTypeError, match="only floating-point tensors can require grad"):
+        nn.Parameter(ta.zeros(2, dtype=ta.int64))
+
+
+def test_a_parameter_shares_the_memory_of_the_tensor_it_is_made_from_as_torchs():
+    for lib in (ta, torch):
+        w = lib.zeros(2, 2)
+        p = lib.nn.Parameter(w)
+        lib.nn.init.ones_(w)
+        assert p.tolist() == [[1.0, 1.0], [1.0, 1.0]]
+        with lib.no_grad():
+            p.mul_(3)
+        assert w.tolist() == [[3.0, 3.0], [3.0, 3.0]] and p._version == w._version
+        e, head = lib.nn.Embedding(3, 2), lib.nn.Linear(2, 3, bias=False)
+        head.weight = lib.nn.Parameter(e.weight.data)  # weights tied by hand
+        with lib.no_grad():
+            e.weight.zero_()
+        assert head.weight.abs().sum().item() == 0.0
+        q = lib.nn.Parameter(p)  # a Parameter of a Parameter: the same memory again
+        with lib.no_grad():
+            q.fill_(7.0)
+        assert p.tolist() == [[7.0, 7.0], [7.0, 7.0]] and q is not p
+    # torch takes only tensors; tinyattn also takes an array (shared, as np.asarray would) and
+    # a list (copied, with tensor()'s dtype)
+    a = np.zeros(2)
+    p = nn.Parameter(a)
+    a[0] = 5.0
+    assert p.tolist() == [5.0, 0.0] and p.dtype == np.float64
+    assert nn.Parameter([1.0, 2.0]).dtype == np.float32
+
+
+def test_embedding_from_pretrained_shares_the_given_tensor_as_torchs():
+    for lib in (ta, torch):
+        w = lib.ones(3, 2)
+        m = lib.nn.Embedding.from_pretrained(w, freeze=False, padding_idx=1)
+        with lib.no_grad():
+            m.weight.mul_(5)
+        assert w.tolist() == [[5.0, 5.0]] * 3  # (the padding row too: the given values kept)
+        assert m.weight.requires_grad and m.padding_idx == 1
+
+
+# ---- load_state_dict: a (1,) value for a 0-d tensor ----------------------------------------------
+
+
+def test_load_state_dict_takes_a_one_element_vector_for_a_0d_tensor_as_torchs():
+    def build(lib):
+        m = lib.nn.Module()
+        m.register_buffer("s", lib.tensor(1.0))
+        m.p = lib.nn.Parameter(lib.tensor(2.0))
+        m.load_state_dict({"s": lib.tensor([3.0]), "p": lib.tensor([4.0])})
+        seen = [m.s.tolist(), tuple(m.s.shape), m.p.tolist(), tuple(m.p.shape)]
+        for bad in ([5.0, 6.0], [[5.0]], []):  # only exactly (1,)
+            with pytest.raises(RuntimeError, match="shape"):
+                m.load_state_dict({"s": lib.tensor(bad), "p": lib.tensor(4.0)})
+        v = lib.tensor([7.0])
+        m.load_state_dict({"s": v, "p": lib.tensor([8.0])}, assign=True)
+        seen += [m.s.tolist(), tuple(m.s.shape), m.p.tolist(), tuple(m.p.shape),
+                 isinstance(m.p, lib.nn.Parameter), m.p.requires_grad]
+        with lib.no_grad():
+            v.fill_(9.0)
+        seen.append(m.s.tolist())  # assigned: the given memory
+        m.register_buffer("one", lib.tensor([1.0]))
+        with pytest.raises(RuntimeError, match="shape"):  # not the other way round
+            m.load_state_dict({"one": lib.tensor(2.0)}, strict=False)
+        return seen
+
+    assert build(ta) == build(torch) == [3.0, (), 4.0, (), 7.0, (), 8.0, (), True, True, 9.0]

@@ -87,10 +87,20 @@ def test_tiny_transformer_defaults_are_the_configs_and_dropout_reaches_every_lay
 def test_module_without_super_init_says_so():
     class Broken(nn.Module):
         def __init__(self):
-            self.x = 1
+            self.x = 1  # (a plain attribute may come first, as in torch)
+
+    broken = Broken()
+    with pytest.raises(AttributeError, match=r"Broken.__init__ must call super\(\).__init__\(\)"):
+        list(broken.parameters())
+    with pytest.raises(AttributeError, match="super"):
+        broken(ta.ones(1))
+
+    class Early(nn.Module):
+        def __init__(self):
+            self.lin = nn.Linear(1, 1)  # a module: refused at once, as in torch
 
     with pytest.raises(AttributeError, match="super"):
-        Broken()
+        Early()
 
 
 def test_tied_weights_count_once_but_save_under_both_names():

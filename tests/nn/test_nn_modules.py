@@ -80,6 +80,35 @@ def test_rms_norm_weight_gradient_and_default_eps():
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
 
 
+
+def test_rms_norm_default_eps_in_half_precision_is_float32s_as_torchs():
+    """eps=None is the epsilon of the type torch computes in: float32 for float16 input (its
+    own epsilon, 1e-3, would swamp small activations' mean square)."""
+    torch = pytest.importorskip("torch")
+    x = np.array([[0.03, -0.02, 0.01, 0.04]], np.float16)
+    want = torch.nn.RMSNorm(4, dtype=torch.float16)(torch.tensor(x)).detach().float().numpy()
+    got = nn.RMSNorm(4, dtype=ta.float16)(ta.tensor(x))
+    assert got.dtype == np.float16
+    np.testing.assert_allclose(got.float().numpy(), want, rtol=2e-3)
+    np.testing.assert_allclose(F.rms_norm(ta.tensor(x), (4,)).float().numpy(), want, rtol=2e-3)
+
+
+@pytest.mark.parametrize("make", [
+    lambda lib, i: lib.nn.LayerNorm(i(4)), lambda lib, i: lib.nn.RMSNorm(i(4)),
+    lambda lib, i: lib.nn.LayerNorm([i(4)]), lambda lib, i: lib.nn.RMSNorm((i(4),)),
+    lambda lib, i: lib.nn.GroupNorm(i(2), i(4)), lambda lib, i: lib.nn.BatchNorm1d(i(4)),
+    lambda lib, i: lib.nn.Linear(i(4), i(3)),
+], ids=["LayerNorm", "RMSNorm", "LayerNorm-list", "RMSNorm-tuple", "GroupNorm", "BatchNorm1d",
+        "Linear"])
+def test_module_sizes_may_be_numpy_integers_as_in_torch(make):
+    torch = pytest.importorskip("torch")
+    for i in (np.int64, np.int32):
+        ours, theirs = make(ta, i), make(torch, i)
+        assert ours(ta.ones(2, 4)).shape == tuple(theirs(torch.ones(2, 4)).shape)
+        assert list(ours.state_dict()) == list(theirs.state_dict())
+        if hasattr(ours, "normalized_shape"):
+            assert ours.normalized_shape == (4,) and type(ours.normalized_shape[0]) is int
+
 @pytest.mark.parametrize("kind", ["layer", "rms"])
 def test_every_norm_of_the_transformer_uses_eps_1e_5(kind):
     """nanoGPT's 1e-5 in each norm of the model (LayerNorm's default, not RMSNorm's float32
@@ -212,7 +241,7 @@ def test_buffers_sit_in_the_state_dict_in_torchs_order_and_load_back():
     np.testing.assert_array_equal(other.scale.numpy(), [3.0, 3.0])
     with raises(ta.CheckpointError, "nothing was loaded", "missing keys: count"):
         other.load_state_dict({k: v for k, v in saved.items() if k != "count"})
-    with raises(TypeError, "count", "buffer", "Tensor or None", "list"):
+    with raises(TypeError, "cannot assign 'list' as buffer 'count'", "Tensor or None expected"):
         m.count = [1]
     with raises(KeyError, "register_buffer", "'lin'"):
         m.register_buffer("lin", ta.zeros(1))

@@ -10,14 +10,14 @@ from .module import Module
 
 
 class _Activation(Module):
-    """forward(x) = fn(x, *settings): `fn` a tinyattn.functional function, `settings` the names
-    of its further arguments, in order, each an attribute of the module."""
+    """forward(input) = fn(input, *settings): `fn` a tinyattn.functional function, `settings`
+    the names of its further arguments, in order, each an attribute of the module."""
 
     fn = None
     settings = ()
 
-    def forward(self, x):
-        return type(self).fn(x, *(getattr(self, k) for k in self.settings))
+    def forward(self, input):  # noqa: A002 - torch's argument name
+        return type(self).fn(input, *(getattr(self, k) for k in self.settings))
 
     def extra_repr(self):
         shown = [f"{k}={getattr(self, k)!r}" for k in self.settings if k != "inplace"]
@@ -151,11 +151,11 @@ class _ImplicitDim(_Dim):
     def __init__(self, dim=None):
         super().__init__(dim)
 
-    def forward(self, x):
+    def forward(self, input):  # noqa: A002 - torch's argument name
         fn = type(self).fn
         # (stacklevel 4: the warning points at the line that called the module)
-        dim = F._softmax_dim(self.dim, F._t(x).ndim, fn.__name__, stacklevel=4)
-        return fn(x, dim)
+        dim = F._softmax_dim(self.dim, F._t(input).ndim, fn.__name__, stacklevel=4)
+        return fn(input, dim)
 
 
 class Softmax(_ImplicitDim):

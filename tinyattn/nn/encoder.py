@@ -88,8 +88,8 @@ class TransformerEncoder(Module):
         if not isinstance(encoder_layer, Module):
             raise TypeError(f"TransformerEncoder: encoder_layer must be a Module, got "
                             f"{type(encoder_layer).__name__}")
-        if not isinstance(num_layers, int) or num_layers < 1:
-            raise ShapeError(f"TransformerEncoder: num_layers must be a whole number >= 1, got "
+        if not isinstance(num_layers, int) or num_layers < 0:  # (0: the identity, then norm)
+            raise ShapeError(f"TransformerEncoder: num_layers must be a whole number >= 0, got "
                              f"{num_layers!r}")
         self.layers = ModuleList([copy.deepcopy(encoder_layer) for _ in range(num_layers)])
         self.num_layers = num_layers
@@ -163,8 +163,8 @@ class TransformerDecoder(Module):
         if not isinstance(decoder_layer, Module):
             raise TypeError(f"TransformerDecoder: decoder_layer must be a Module, got "
                             f"{type(decoder_layer).__name__}")
-        if not isinstance(num_layers, int) or num_layers < 1:
-            raise ShapeError(f"TransformerDecoder: num_layers must be a whole number >= 1, got "
+        if not isinstance(num_layers, int) or num_layers < 0:  # (0: the identity, then norm)
+            raise ShapeError(f"TransformerDecoder: num_layers must be a whole number >= 0, got "
                              f"{num_layers!r}")
         self.layers = ModuleList([copy.deepcopy(decoder_layer) for _ in range(num_layers)])
         self.num_layers = num_layers
@@ -194,10 +194,10 @@ class Transformer(Module):
         options = dict(dim_feedforward=dim_feedforward, dropout=dropout, activation=activation,
                        layer_norm_eps=layer_norm_eps, batch_first=batch_first,
                        norm_first=norm_first, bias=bias, dtype=dtype)
-        self.encoder = custom_encoder or TransformerEncoder(
+        self.encoder = custom_encoder if custom_encoder is not None else TransformerEncoder(
             TransformerEncoderLayer(d_model, nhead, **options), num_encoder_layers,
             LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype))
-        self.decoder = custom_decoder or TransformerDecoder(
+        self.decoder = custom_decoder if custom_decoder is not None else TransformerDecoder(
             TransformerDecoderLayer(d_model, nhead, **options), num_decoder_layers,
             LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype))
         self.d_model, self.nhead, self.batch_first = d_model, nhead, batch_first

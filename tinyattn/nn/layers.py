@@ -7,6 +7,7 @@ its own the GPT-2 way. Each forward is one line of functional code.
 """
 
 import math
+import numbers
 
 from .. import functional as F
 from ..errors import DimError, ShapeError, fmt_shape
@@ -17,6 +18,19 @@ from .module import Module, Parameter
 
 def _uniform(shape, bound, dtype):
     return (rand(*shape, dtype=dtype) * (2 * bound) - bound).detach()
+
+
+def _sizes(normalized_shape, where):
+    """normalized_shape as a tuple of ints: one int (a NumPy integer too, as torch's
+    numbers.Integral) or a sequence of them."""
+    if isinstance(normalized_shape, numbers.Integral):
+        normalized_shape = (normalized_shape,)
+    shape = tuple(normalized_shape)
+    for size in shape:
+        if isinstance(size, bool) or not isinstance(size, numbers.Integral):
+            raise TypeError(f"{where}: normalized_shape must be an int or a sequence of ints, "
+                            f"got {normalized_shape!r}")
+    return tuple(int(size) for size in shape)
 
 
 def _place(module, device):
@@ -36,8 +50,8 @@ class Linear(Module):
         self.bias = Parameter(_uniform((out_features,), bound, dtype)) if bias else None
         _place(self, device)
 
-    def forward(self, x):
-        return F.linear(x, self.weight, self.bias)  # (..., in) -> (..., out)
+    def forward(self, input):  # noqa: A002 - torch's argument name
+        return F.linear(input, self.weight, self.bias)  # (..., in) -> (..., out)
 
     def extra_repr(self):
         return f"{self.in_features}, {self.out_features}, bias={self.bias is not None}"
@@ -61,21 +75,20 @@ class Embedding(Module):
 
     @classmethod
     def from_pretrained(cls, embeddings, freeze=True, padding_idx=None):
-        """An Embedding holding a copy of the 2-D `embeddings` (frozen: no gradient, unless
-        freeze=False), as torch's."""
+        """An Embedding whose weight is the 2-D tensor `embeddings` itself, its memory shared
+        (frozen: no gradient, unless freeze=False), as torch's; the padding row keeps the
+        given values. An array or a list is first made a tensor (a copy)."""
         embeddings = embeddings if isinstance(embeddings, Tensor) else tensor(embeddings)
         if embeddings.ndim != 2:
             raise ShapeError(f"Embedding.from_pretrained: embeddings must be 2-D (rows, dim), "
                              f"got {fmt_shape(embeddings.shape)}")
         m = cls(*embeddings.shape, padding_idx=padding_idx, dtype=embeddings.dtype)
-        m.to(embeddings.backend)
-        m.weight.data[...] = embeddings.data  # (the padding row keeps the given values)
-        m.weight.requires_grad = not freeze
+        m.weight = Parameter(embeddings, requires_grad=not freeze)
         return m
 
-    def forward(self, ids):
+    def forward(self, input):  # noqa: A002 - torch's argument name: the ids
         # (...) -> (..., embedding_dim)
-        return F.embedding(ids, self.weight, padding_idx=self.padding_idx)
+        return F.embedding(input, self.weight, padding_idx=self.padding_idx)
 
     def extra_repr(self):
         pad = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
@@ -88,15 +101,15 @@ class LayerNorm(Module):
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True,
                  device=None, dtype=None):
         super().__init__()
-        shape = (normalized_shape,) if isinstance(normalized_shape, int) else normalized_shape
-        self.normalized_shape, self.eps = tuple(shape), eps
+        shape = _sizes(normalized_shape, "LayerNorm")
+        self.normalized_shape, self.eps = shape, eps
         self.weight = Parameter(ones(*shape, dtype=dtype)) if elementwise_affine else None
         # bias=False: a gain without a shift (torch's LayerNorm(bias=False))
         self.bias = Parameter(zeros(*shape, dtype=dtype)) if elementwise_affine and bias else None
         _place(self, device)
 
-    def forward(self, x):
-        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+    def forward(self, input):  # noqa: A002 - torch's argument name
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
         return f"{self.normalized_shape}, eps={self.eps}"
@@ -109,8 +122,8 @@ class RMSNorm(Module):
     def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None,
                  dtype=None):
         super().__init__()
-        shape = (normalized_shape,) if isinstance(normalized_shape, int) else normalized_shape
-        self.normalized_shape, self.eps = tuple(shape), eps
+        shape = _sizes(normalized_shape, "RMSNorm")
+        self.normalized_shape, self.eps = shape, eps
         self.weight = Parameter(ones(*shape, dtype=dtype)) if elementwise_affine else None
         _place(self, device)
 
@@ -146,22 +159,44 @@ class _BatchNorm(Module):
             self.running_mean = self.running_var = self.num_batches_tracked = None
         _place(self, device)
 
-    def forward(self, x):
-        name = type(self).__name__
+    def forward(self, input):  # noqa: A002 - torch's argument name
+        x, name = input, type(self).__name__
         if x.ndim not in self._dims or x.shape[1] != self.num_features:
             raise ShapeError(f"{name}: expected {' or '.join(map(str, self._dims))}-D input "
                              f"(N, {self.num_features}, ...), got {fmt_shape(x.shape)}")
-        batch_stats = self.training or not self.track_running_stats
-        if batch_stats and x.numel() // self.num_features <= 1:
+        # torch's _BatchNorm.forward, step by step: the batch's statistics in training, and in
+        # eval when there are no running ones; the running ones move only in training with
+        # track_running_stats, and in eval are used whenever they are there (track_running_stats
+        # turned off after construction too)
+        batch_stats = self.training or (self.running_mean is None and self.running_var is None)
+        use_running = not self.training or self.track_running_stats
+        per_channel = x.shape[0] * math.prod(x.shape[2:])  # values per channel (torch's count)
+        if batch_stats and per_channel == 1:  # (refused before the batch is counted)
             raise ShapeError(f"{name}: needs more than one value per channel to train, got "
                              f"{fmt_shape(x.shape)}")
-        momentum = self.momentum
-        if self.training and self.track_running_stats:
+        momentum = self._count_batch()
+        if batch_stats and per_channel == 0:  # an empty batch: an empty output, as torch's,
+            return self._affine(x.clone())  # the running statistics as they were
+        return F.batch_norm(x, self.running_mean if use_running else None,
+                            self.running_var if use_running else None, self.weight, self.bias,
+                            training=batch_stats, momentum=momentum, eps=self.eps)
+
+    def _count_batch(self):
+        """The momentum of this call: in training with track_running_stats the batch is counted
+        (num_batches_tracked) and momentum=None is the average over every batch so far."""
+        momentum = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             self.num_batches_tracked += 1
-            if momentum is None:  # the average of every batch so far
+            if self.momentum is None:
                 momentum = 1 / self.num_batches_tracked.item()
-        return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
-                            training=batch_stats, momentum=momentum or 0.0, eps=self.eps)
+        return momentum
+
+    def _affine(self, y):
+        """y scaled by weight and shifted by bias (where the module has them), per channel."""
+        shape = (1, self.num_features) + (1,) * (y.ndim - 2)
+        if self.weight is not None:
+            y = y * self.weight.reshape(shape)
+        return y if self.bias is None else y + self.bias.reshape(shape)
 
     def _state_defaults(self, prefix, state):
         """A checkpoint from before torch 0.4.1 has no num_batches_tracked: not missing, the
@@ -205,7 +240,8 @@ class GroupNorm(Module):
         self.bias = Parameter(zeros(num_channels, dtype=dtype)) if affine and bias else None
         _place(self, device)
 
-    def forward(self, x):
+    def forward(self, input):  # noqa: A002 - torch's argument name
+        x = input
         if x.ndim < 2 or x.shape[1] != self.num_channels:
             raise ShapeError(f"GroupNorm: expected input (N, {self.num_channels}, ...), got "
                              f"{fmt_shape(x.shape)}")
@@ -223,8 +259,8 @@ class Dropout(Module):
         nn_ops.check_dropout_p(p)  # at construction, as torch.nn.Dropout
         self.p, self.inplace = p, inplace
 
-    def forward(self, x):
-        return F.dropout(x, self.p, self.training, self.inplace)
+    def forward(self, input):  # noqa: A002 - torch's argument name
+        return F.dropout(input, self.p, self.training, self.inplace)
 
     def extra_repr(self):
         return f"p={self.p}, inplace={self.inplace}"
@@ -237,8 +273,8 @@ class Identity(Module):
     def __init__(self, *args, **kwargs):
         super().__init__()
 
-    def forward(self, x):
-        return x
+    def forward(self, input):  # noqa: A002 - torch's argument name
+        return input
 
 
 class Flatten(Module):
@@ -248,8 +284,8 @@ class Flatten(Module):
         super().__init__()
         self.start_dim, self.end_dim = start_dim, end_dim
 
-    def forward(self, x):
-        return x.flatten(self.start_dim, self.end_dim)
+    def forward(self, input):  # noqa: A002 - torch's argument name
+        return input.flatten(self.start_dim, self.end_dim)
 
     def extra_repr(self):
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
@@ -262,7 +298,8 @@ class Unflatten(Module):
         super().__init__()
         self.dim, self.unflattened_size = dim, tuple(unflattened_size)
 
-    def forward(self, x):
+    def forward(self, input):  # noqa: A002 - torch's argument name
+        x = input
         dim = self.dim + x.ndim if self.dim < 0 else self.dim
         if not 0 <= dim < x.ndim:
             raise DimError(f"Unflatten: dim {self.dim} is out of range for an input of shape "

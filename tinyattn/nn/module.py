@@ -7,6 +7,7 @@ know which module made them (graph pictures group them). Containers: Sequential,
 ModuleDict, ParameterList and ParameterDict, with torch's list and dict methods.
 """
 
+import operator
 import weakref
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
@@ -26,18 +27,28 @@ from ..autograd import (
     zero_grads,
 )
 from ..errors import DTypeError, ShapeError, StateDictError, fmt_shape
-from ..tensor import Tensor, to_args
+from ..tensor import Tensor, as_tensor, empty, to_args
 
 
 class Parameter(Tensor):
-    """A tensor that is a model's weight: it always requires grad and modules register it."""
+    """A tensor that is a model's weight: modules register it, and it requires grad (unless
+    requires_grad=False), as torch's. Parameter(t) shares t's memory (a write to either shows
+    in both, as torch's); Parameter() is an empty one. Beyond torch, data may be an array (its
+    memory shared, as np.asarray would) or a list (copied, with tensor()'s dtype); the
+    keywords dtype and backend convert it (a copy, where they change anything)."""
 
     __slots__ = ()
 
-    def __init__(self, data, dtype=None, backend=None):
-        if isinstance(data, Tensor):
-            data, backend = data.data, backend or data.backend
-        super().__init__(data, dtype=dtype, requires_grad=True, backend=backend)
+    def __init__(self, data=None, requires_grad=True, *, dtype=None, backend=None):
+        if data is None:
+            data = empty(0, dtype=dtype, backend=backend)
+        t = as_tensor(data, dtype=dtype, backend=backend)
+        self._data, self.backend = t.data, t.backend
+        self._grad = self._name = self._node = self._version_counter = None
+        if t is data:  # the same memory: in-place changes count in both (torch's version)
+            share_version(data, self)
+        if requires_grad:
+            self._require(True)
 
     def __repr__(self):
         return "Parameter containing:\n" + super().__repr__()
@@ -61,82 +72,205 @@ def held_arrays():
     return {id(t.data) for t in list(_held.values())}
 
 
+class _Registry(OrderedDict):
+    """A module's _parameters, _buffers or _modules. Each entry is also an attribute of the
+    module (in its __dict__), so reading `m.weight` in forward is a plain attribute read: this
+    dict keeps the two in step, so that torch code that edits the dicts themselves (pruning,
+    weight norm: `m._parameters[name] = p`, `del m._parameters[name]`, `m._buffers[name] = t`)
+    changes the attribute, parameters(), state_dict() and forward, as in torch. Its owners are
+    held weakly (several: a copy.copy of a module shares its dicts, as torch's); a deep copy
+    or a pickle holds the entries only, and the new module adopts it (Module.__setstate__)."""
+
+    def __init__(self, owner=None, tree=True):
+        super().__init__()
+        self._owners = [] if owner is None else [weakref.ref(owner)]
+        self._tree = tree  # parameters and modules: the tree's walks (named_parameters) change
+
+    def __setitem__(self, name, value):
+        OrderedDict.__setitem__(self, name, value)
+        for ref in self._owners:
+            owner = ref()
+            if owner is not None:
+                owner.__dict__[name] = value
+        if isinstance(value, Tensor):
+            _held[id(value)] = value
+        self._changed()
+
+    def __delitem__(self, name):
+        OrderedDict.__delitem__(self, name)
+        for ref in self._owners:
+            owner = ref()
+            if owner is not None:
+                owner.__dict__.pop(name, None)
+        self._changed()
+
+    def _changed(self):
+        if self._tree:
+            _tree_version[0] += 1
+        _state_version[0] += 1
+
+    # (every change goes through __setitem__ and __delitem__)
+
+    def pop(self, name, *default):
+        if name in self:
+            value = self[name]
+            del self[name]
+            return value
+        if default:
+            return default[0]
+        raise KeyError(name)
+
+    def popitem(self, last=True):
+        if not self:
+            raise KeyError("dictionary is empty")
+        name = next(reversed(self)) if last else next(iter(self))
+        return name, self.pop(name)
+
+    def clear(self):
+        for name in list(self):
+            del self[name]
+
+    def setdefault(self, name, default=None):
+        if name not in self:
+            self[name] = default
+        return self[name]
+
+    def update(self, *args, **kwargs):
+        for name, value in dict(*args, **kwargs).items():
+            self[name] = value
+
+    def __ior__(self, other):
+        self.update(other)
+        return self
+
+    def __reduce__(self):
+        """Copies and pickles hold the entries, not the owners (see Module.__setstate__)."""
+        return type(self), (), None, None, iter(list(self.items()))
+
+    def _adopt(self, owner):
+        """Add `owner` to the modules whose attributes follow this dict."""
+        self._owners = [r for r in self._owners if r() is not None and r() is not owner]
+        self._owners.append(weakref.ref(owner))
+
+
+_KINDS = {"_parameters": True, "_modules": True, "_buffers": False}  # kind: whether in the tree
+
+
 class Module:
     """Base class of every layer and model: subclass it, assign parts in __init__, write forward."""
 
     def __init__(self):
-        object.__setattr__(self, "_parameters", OrderedDict())
-        object.__setattr__(self, "_modules", OrderedDict())
-        object.__setattr__(self, "_buffers", OrderedDict())  # name -> Tensor or None
-        object.__setattr__(self, "_non_persistent", set())  # buffers left out of state_dict
-        object.__setattr__(self, "training", True)
-        object.__setattr__(self, "_path", None)  # dotted path from the model called last
-        object.__setattr__(self, "_named_at", -1)  # _tree_version when this root named its tree
-        object.__setattr__(self, "_params_at", (-1, ()))  # (_tree_version, named_parameters)
+        d = self.__dict__  # (attributes set before, plain ones only, are kept, as torch's)
+        d["_parameters"] = _Registry(self)  # name -> Parameter or None
+        d["_modules"] = _Registry(self)  # name -> Module or None
+        d["_buffers"] = _Registry(self, tree=False)  # name -> Tensor or None
+        d["_non_persistent"] = set()  # buffers left out of state_dict
+        d["training"] = True
+        d["_path"] = None  # dotted path from the model called last
+        d["_named_at"] = -1  # _tree_version when this root named its tree
+        d["_params_at"] = (-1, ())  # (_tree_version, named_parameters)
+
+    def __setstate__(self, state):
+        """copy.deepcopy and pickle: the module's attributes, and its dicts adopted (a copy.copy
+        shares the original's dicts, which then keep both modules' attributes in step)."""
+        self.__dict__.update(state)
+        for kind, tree in _KINDS.items():
+            entries = state.get(kind)
+            if isinstance(entries, _Registry):
+                entries._adopt(self)
+            elif entries is not None:  # (a plain dict, from elsewhere)
+                object.__setattr__(self, kind, _Registry(self, tree))
+                getattr(self, kind).update(entries)
+
+    # (no __getattr__: on the class it would keep Python from specializing every attribute
+    # read, m.weight in each forward among them; an uninitialised module says so where used)
+
+    def _uninitialised(self):
+        return AttributeError(f"{type(self).__name__}.__init__ must call super().__init__() "
+                              "before the module is used")
 
     def __setattr__(self, name, value):
-        if "_parameters" not in self.__dict__:
-            raise AttributeError(f"{type(self).__name__}.__init__ must call super().__init__() "
-                                 "before assigning attributes")
-        if name in self._buffers and not isinstance(value, (Parameter, Module)):
-            if value is not None and not isinstance(value, Tensor):
-                raise TypeError(f"{type(self).__name__}.{name} is a buffer: assign a Tensor or "
-                                f"None, not a {type(value).__name__}")
-            self._buffers[name] = value
-            if value is not None:
-                _held[id(value)] = value
-            _state_version[0] += 1
-            object.__setattr__(self, name, value)
-            return
-        slot = self._slot(name, value)  # "_parameters", "_modules" or None
-        self._buffers.pop(name, None)
-        if slot or name in self._modules or name in self._parameters:
-            _tree_version[0] += 1
-            _state_version[0] += 1
-        elif self.__dict__.get(name, _MISSING) is not value:  # a setting (Dropout.p, eps) that
-            _state_version[0] += 1  # forward reads: a captured step records again
+        """torch's rules, in torch's order: a Parameter is registered as one (over a buffer or
+        a child too); over a parameter only a Parameter or None may go; a Module is registered
+        as a child; over a child only a Module or None; over a buffer a Tensor or None; anything
+        else is a plain attribute. Before Module.__init__() only plain attributes may be set."""
+        d = self.__dict__
+        params = d.get("_parameters")
+        if params is None:
+            self._set_before_init(name, value)
         # a replaced parameter or module keeps its place (and its place in the state dict), and
         # so does one set to None: the slot stays, empty, as torch's (`m.bias = None`)
-        for kind in ("_parameters", "_modules"):
-            if kind == slot:
-                getattr(self, kind)[name] = value
-            else:
-                getattr(self, kind).pop(name, None)
-        if isinstance(value, Parameter):
-            _held[id(value)] = value
+        elif isinstance(value, Parameter):
+            self._modules.pop(name, None)
+            self._forget_buffer(name)
+            params[name] = value
+        elif name in params:
+            params[name] = self._none_or_refused(name, value, "parameter", "Parameter")
+        elif isinstance(value, Module):
+            self._forget_buffer(name)
+            self._modules[name] = value
+        elif name in self._modules:
+            self._modules[name] = self._none_or_refused(name, value, "child module", "Module")
+        elif name in self._buffers:
+            self._buffers[name] = self._none_or_refused(name, value, "buffer", "Tensor")
+        elif name in _KINDS and isinstance(value, Mapping):
+            self._replace_dict(name, value)  # (torch code may set a new dict of them)
+        else:
+            if d.get(name, _MISSING) is not value:  # a setting (Dropout.p, eps) that forward
+                _state_version[0] += 1  # reads: a captured step records again
+            d[name] = value
+
+    def _set_before_init(self, name, value):
+        """An attribute set before Module.__init__(): a plain one only, as torch's."""
+        if isinstance(value, (Parameter, Module)):
+            what = "parameters" if isinstance(value, Parameter) else "module"
+            raise AttributeError(f"{type(self).__name__}: cannot assign {what} before "
+                                 "Module.__init__() call; call super().__init__() first")
         object.__setattr__(self, name, value)
 
-    def _slot(self, name, value):
-        """Where `value` assigned as `name` is registered: "_parameters", "_modules", or None (a
-        plain attribute). Over a parameter or a child only its own kind or None may go, as in
-        torch: a plain tensor over a weight would silently drop it from the model."""
-        if isinstance(value, Parameter):
-            return "_parameters"
-        if isinstance(value, Module):
-            return "_modules"
-        for kind, what, want in (("_parameters", "parameter", "Parameter"),
-                                 ("_modules", "child module", "Module")):
-            if name in getattr(self, kind):
-                if value is not None:
-                    hint = "; to replace the weight, assign nn.Parameter(value)" \
-                        if kind == "_parameters" else ""
-                    raise TypeError(f"{type(self).__name__}: cannot assign "
-                                    f"'{type(value).__name__}' as {what} {name!r} ({want} or "
-                                    f"None expected){hint}")
-                return kind
-        return None
-
-    def __delattr__(self, name):
-        removed = self._parameters.pop(name, _MISSING) is not _MISSING
+    def _forget_buffer(self, name):
         self._buffers.pop(name, None)
         self._non_persistent.discard(name)
-        if self._modules.pop(name, _MISSING) is not _MISSING or removed:
-            _tree_version[0] += 1
-            _state_version[0] += 1
-        object.__delattr__(self, name)
+
+    def _none_or_refused(self, name, value, what, want):
+        """`value` for the slot of a registered `what` (None, or a `want`: a buffer takes any
+        Tensor), or torch's TypeError."""
+        if value is None or (want == "Tensor" and isinstance(value, Tensor)):
+            return value
+        hint = "; to replace the weight, assign nn.Parameter(value)" \
+            if what == "parameter" and isinstance(value, Tensor) else ""
+        raise TypeError(f"{type(self).__name__}: cannot assign '{type(value).__name__}' as "
+                        f"{what} {name!r} ({want} or None expected){hint}")
+
+    def _replace_dict(self, kind, entries):
+        """`self._modules = OrderedDict(...)` (and the others): the new entries replace the old
+        ones, attributes too."""
+        old = self.__dict__[kind]
+        for name in list(old):
+            OrderedDict.__delitem__(old, name)
+            self.__dict__.pop(name, None)
+        new = _Registry(self, _KINDS[kind])
+        object.__setattr__(self, kind, new)
+        new.update(entries)
+        _tree_version[0] += 1
+
+    def __delattr__(self, name):
+        if name in self._parameters:
+            del self._parameters[name]
+        elif name in self._buffers:
+            del self._buffers[name]
+            self._non_persistent.discard(name)
+        elif name in self._modules:
+            del self._modules[name]
+        else:
+            object.__delattr__(self, name)
 
     def __call__(self, *args, **kwargs):
-        if self._named_at != _tree_version[0] and current_scope() is None:
+        try:
+            renamed = self._named_at != _tree_version[0]
+        except AttributeError:
+            raise self._uninitialised() from None
+        if renamed and current_scope() is None:
             # called from outside any module, and the tree changed (or another root named it)
             # since this root last named it: give every module its dotted path
             _tree_version[0] += 1
@@ -276,15 +410,11 @@ class Module:
         if isinstance(tensor, Parameter):
             raise TypeError(f"register_buffer: {name!r} is a Parameter; assign it as an "
                             "attribute to register it as a parameter")
-        self._buffers[name] = tensor
-        if tensor is not None:
-            _held[id(tensor)] = tensor
-        _state_version[0] += 1
         if persistent:
             self._non_persistent.discard(name)
         else:
             self._non_persistent.add(name)
-        object.__setattr__(self, name, tensor)
+        self._buffers[name] = tensor  # (the attribute too: see _Registry)
 
     def apply(self, fn):
         """fn(module) for every module inside, children first, then this one; returns self
@@ -354,7 +484,10 @@ class Module:
         _tree_version): zero_grad() and clipping walk it every step."""
         if prefix or not recurse or not remove_duplicate:
             return self._named("_parameters", prefix, recurse, remove_duplicate)
-        at, found = self._params_at
+        try:
+            at, found = self._params_at
+        except AttributeError:
+            raise self._uninitialised() from None
         if at != _tree_version[0]:
             found = tuple(self._named("_parameters", "", True, True))
             object.__setattr__(self, "_params_at", (_tree_version[0], found))
@@ -562,6 +695,8 @@ class Module:
             except (TypeError, ValueError) as e:
                 problems.append(f"{key}: the checkpoint's value is not an array ({e})")
                 return None
+        if value.shape == (1,) and p.ndim == 0:  # (torch's rule for checkpoints of torch 0.3)
+            value = value.detach().reshape(())  # (its memory: a view)
         if value.shape != p.shape:
             problems.append(f"{key}: the checkpoint has shape {fmt_shape(value.shape)}, the "
                             f"model {fmt_shape(p.shape)}")
@@ -594,6 +729,8 @@ class Module:
         except (TypeError, ValueError) as e:
             problems.append(f"{key}: the checkpoint's value is not an array ({e})")
             return None
+        if array.shape == (1,) and p.ndim == 0:  # torch's: a (1,) value loads into a 0-d
+            array = array.reshape(())  # tensor (as torch 0.3 saved its scalars)
         if array.shape != p.shape:
             problems.append(f"{key}: the checkpoint has shape {fmt_shape(array.shape)}, the "
                             f"model {fmt_shape(p.shape)}")
@@ -608,11 +745,16 @@ class Module:
             return None
 
     def __repr__(self):
-        lines = [f"{type(self).__name__}({self.extra_repr()}"]
-        for name, m in self._modules.items():
-            child = repr(m).replace("\n", "\n  ")
-            lines.append(f"  ({name}): {child}")
-        return lines[0] + ")" if len(lines) == 1 else "\n".join(lines) + "\n)"
+        """torch's layout: extra_repr() inside the parentheses when it is one line and there
+        are no children, else its lines and then the children's, one a line, indented."""
+        extra = self.extra_repr()
+        lines = extra.split("\n") if extra else []
+        children = [f"({name}): " + repr(m).replace("\n", "\n  ")
+                    for name, m in self._modules.items()]
+        if len(lines) == 1 and not children:
+            return f"{type(self).__name__}({lines[0]})"
+        body = "".join("\n  " + line for line in lines + children)
+        return f"{type(self).__name__}({body}\n)" if body else f"{type(self).__name__}()"
 
     def extra_repr(self):
         return ""
@@ -644,9 +786,10 @@ class IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpect
 class _Indexed(Module):
     """Children registered under their indices ("blocks.0", "blocks.1", ...), used as a list."""
 
-    def __init__(self, modules=()):
+    def __init__(self, modules=None):
         super().__init__()
-        self.extend(modules)
+        if modules is not None:  # (None: empty, as torch's)
+            self.extend(modules)
 
     def append(self, module):
         """Add module (or None, an empty slot, as torch's) at the end."""
@@ -673,9 +816,10 @@ class _Indexed(Module):
         self._renumber(items)
 
     def pop(self, index=-1):
-        items = list(self._modules.values())
-        module = items.pop(index)
-        self._renumber(items)
+        """The module at index (a slice: a Sequential or ModuleList of those), removed; as
+        torch's, `self[index]` then `del self[index]`."""
+        module = self[index]
+        del self[index]
         return module
 
     def __delitem__(self, index):
@@ -701,7 +845,7 @@ class _Indexed(Module):
         Sequential's keeps their names ("1", "2"), a ModuleList's counts from "0" again."""
         if isinstance(i, slice):
             part = type(self).__new__(type(self))
-            _Indexed.__init__(part)
+            _Indexed.__init__(part, ())
             for n, (name, module) in enumerate(list(self._modules.items())[i]):
                 part._set_child(name if self.keeps_names else str(n), module)
             return part
@@ -738,7 +882,8 @@ class Sequential(_Indexed):
         else:
             super().__init__(modules)
 
-    def forward(self, x):
+    def forward(self, input):  # noqa: A002 - torch's argument name
+        x = input
         for m in self:
             x = m(x)
         return x
@@ -883,43 +1028,80 @@ class ModuleDict(Module):
             self[key] = module
 
 
-class ParameterList(Module):
-    """Parameters registered under their indices ("0", "1", ...), used as a list."""
+def _entry_repr(key, value, type_name):
+    """One line of a ParameterList's or ParameterDict's repr, as torch's: a tensor's kind, type
+    and size, or another value's type."""
+    if not isinstance(value, Tensor):
+        return f"  ({key}): Object of type: {type(value).__name__}"
+    device = "" if value.device == "cpu" else f" ({value.device})"
+    return (f"  ({key}): {'Parameter' if isinstance(value, Parameter) else 'Tensor'} "
+            f"containing: [{type_name(value)} of size {'x'.join(map(str, value.shape))}"
+            f"{device}]")
 
-    def __init__(self, values=()):
+
+class ParameterList(Module):
+    """Values registered under their indices ("0", "1", ...), used as a list: a tensor (or an
+    array) becomes a Parameter, any other value is kept as it is (as torch's)."""
+
+    def __init__(self, values=None):
         super().__init__()
-        for p in values:
-            self.append(p)
+        self._size = 0
+        if values is not None:
+            self.extend(values)
+
+    def _index(self, i):
+        """The attribute name of entry i (-len..len-1)."""
+        i = operator.index(i)
+        if not -self._size <= i < self._size:
+            raise IndexError(f"ParameterList: index {i} is out of range for {self._size} "
+                             "entries")
+        return str(i % self._size)
 
     def append(self, value):
-        setattr(self, str(len(self._parameters)), _as_parameter(value))
+        self._size += 1
+        try:
+            self[self._size - 1] = value
+        except Exception:
+            self._size -= 1
+            raise
         return self
 
     def extend(self, values):
-        for p in values:
-            self.append(p)
+        if isinstance(values, Tensor) or not hasattr(values, "__iter__"):
+            raise TypeError(f"ParameterList.extend: expected an iterable of values, got "
+                            f"{type(values).__name__}")
+        for value in values:
+            self.append(value)
         return self
 
     __iadd__ = extend  # params += [...] extends in place (as torch's)
 
     def __getitem__(self, i):
-        return list(self._parameters.values())[i]
+        """Entry i; a slice is a new ParameterList of those entries (the same Parameters)."""
+        if isinstance(i, slice):
+            return type(self)(self[j] for j in range(*i.indices(self._size)))
+        return getattr(self, self._index(i))
 
     def __setitem__(self, i, value):
-        setattr(self, str(range(len(self))[i]), _as_parameter(value))
+        setattr(self, self._index(i), _as_parameter(value))
 
     def __len__(self):
-        return len(self._parameters)
+        return self._size
 
     def __iter__(self):
-        return iter(self._parameters.values())
+        return (self[i] for i in range(self._size))
+
+    def extra_repr(self):
+        return "\n".join(_entry_repr(i, p, lambda t: str(t.dtype)) for i, p in enumerate(self))
 
 
 class ParameterDict(Module):
-    """Parameters by name, used as a dict (a tensor given is made a Parameter); no forward."""
+    """Values by name, used as a dict: a tensor (or an array) becomes a Parameter, any other
+    value is kept as it is (as torch's); no forward."""
 
     def __init__(self, parameters=None):
         super().__init__()
+        self._keys = {}  # the keys, in their order (the values are attributes)
         if parameters is not None:
             self.update(parameters)
 
@@ -927,64 +1109,72 @@ class ParameterDict(Module):
         if not isinstance(key, str) or not key or "." in key:
             raise KeyError(f"ParameterDict: a key must be a non-empty string without '.', "
                            f"got {key!r}")
-        self._check_free("ParameterDict", key, "_parameters")
-        if value is None:  # an empty slot (setdefault's default), as torch's
-            self._parameters.setdefault(key, None)
-        setattr(self, key, None if value is None else _as_parameter(value))
+        if key not in self._keys:
+            self._check_free("ParameterDict", key, "_parameters")
+        setattr(self, key, _as_parameter(value))
+        self._keys[key] = None
 
     def __getitem__(self, key):
-        return self._parameters[key]
+        if key not in self._keys:
+            raise KeyError(key)
+        return getattr(self, key)
 
     def __delitem__(self, key):
+        if key not in self._keys:
+            raise KeyError(key)
+        del self._keys[key]
         delattr(self, key)
 
     def __contains__(self, key):
-        return key in self._parameters
+        return key in self._keys
 
     def __len__(self):
-        return len(self._parameters)
+        return len(self._keys)
 
     def __iter__(self):
-        return iter(self._parameters)
+        return iter(self._keys)
+
+    def __reversed__(self):
+        return reversed(self._keys)
 
     def keys(self):
-        return self._parameters.keys()
+        return self._keys.keys()
 
     def values(self):
-        return self._parameters.values()
+        return (self[k] for k in self._keys)
 
     def items(self):
-        return self._parameters.items()
+        return ((k, self[k]) for k in self._keys)
 
     def get(self, key, default=None):
-        return self._parameters.get(key, default)
+        return self[key] if key in self._keys else default
 
     def pop(self, key):
-        value = self._parameters[key]
+        value = self[key]
         del self[key]
         return value
 
     def popitem(self):
-        """The (key, parameter) added last, removed."""
-        if not self._parameters:
+        """The (key, value) added last, removed."""
+        if not self._keys:
             raise KeyError("ParameterDict.popitem: the dictionary is empty")
-        key = next(reversed(self._parameters))
+        key = next(reversed(self._keys))
         return key, self.pop(key)
 
     def setdefault(self, key, default=None):
-        """self[key], first set to `default` (made a Parameter; None, an empty slot) if the key
-        is not there."""
+        """self[key], first set to `default` (a tensor made a Parameter) if the key is not
+        there."""
         if key not in self:
             self[key] = default
         return self[key]
 
     def clear(self):
-        for key in list(self._parameters):
+        for key in list(self._keys):
             del self[key]
 
     def copy(self):
-        """A new ParameterDict holding the same Parameters, in the same order."""
-        return ParameterDict(OrderedDict(self._parameters))
+        """A new ParameterDict holding the same values, in the same order."""
+        return ParameterDict(OrderedDict(self.items()))
 
     @classmethod
     def fromkeys(cls, keys, default=None):
@@ -1004,6 +1194,13 @@ class ParameterDict(Module):
         for key, value in pairs:
             self[key] = value
 
+    def extra_repr(self):
+        return "\n".join(_entry_repr(k, p, lambda t: t.type()) for k, p in self.items())
+
 
 def _as_parameter(value):
-    return value if isinstance(value, Parameter) else Parameter(value)
+    """A value for a ParameterList or ParameterDict: a tensor (or an array) as a Parameter
+    (sharing its memory), anything else as it is (torch's rule)."""
+    if isinstance(value, (Tensor, np.ndarray)) and not isinstance(value, Parameter):
+        return Parameter(value)
+    return value
