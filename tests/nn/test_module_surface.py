@@ -141,10 +141,10 @@ def test_module_repr_prints_the_tree_indented():
                       nn.Embedding(5, 2, padding_idx=0), nn.Embedding(5, 2))
     assert repr(m) == "\n".join([
         "Sequential(",
-        "  (0): Linear(3, 4, bias=True)",
+        "  (0): Linear(in_features=3, out_features=4, bias=True)",
         "  (1): Tanh()",
         "  (2): Sequential(",
-        "    (0): Linear(4, 2, bias=False)",
+        "    (0): Linear(in_features=4, out_features=2, bias=False)",
         "    (1): GELU(approximate='none')",  # as torch prints it
         "  )",
         "  (3): Embedding(5, 2, padding_idx=0)",
@@ -154,6 +154,18 @@ def test_module_repr_prints_the_tree_indented():
     assert [name for name, _ in m.named_children()] == ["0", "1", "2", "3", "4"]
     assert repr(nn.Parameter(ta.ones(2))) == ("Parameter containing:\n"
                                               "tensor([1., 1.], requires_grad=True)")
+
+
+def test_layer_reprs_are_torchs():
+    torch = pytest.importorskip("torch")
+    for make in [lambda lib: lib.nn.Linear(3, 2), lambda lib: lib.nn.Linear(3, 2, bias=False),
+                 lambda lib: lib.nn.LayerNorm(4), lambda lib: lib.nn.LayerNorm(4, bias=False),
+                 lambda lib: lib.nn.LayerNorm((2, 4), elementwise_affine=False),
+                 lambda lib: lib.nn.RMSNorm(4), lambda lib: lib.nn.RMSNorm(4, 1e-6, False),
+                 lambda lib: lib.nn.Embedding(5, 2, padding_idx=0),
+                 lambda lib: lib.nn.Dropout(0.25)]:
+        assert repr(make(ta)) == repr(make(torch))
+    assert ta.nn.LayerNorm(4, elementwise_affine=False).elementwise_affine is False
 
 
 def test_transformer_repr_starts_with_its_config():

@@ -54,7 +54,8 @@ class Linear(Module):
         return F.linear(input, self.weight, self.bias)  # (..., in) -> (..., out)
 
     def extra_repr(self):
-        return f"{self.in_features}, {self.out_features}, bias={self.bias is not None}"
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"bias={self.bias is not None}")
 
 
 class Embedding(Module):
@@ -103,6 +104,7 @@ class LayerNorm(Module):
         super().__init__()
         shape = _sizes(normalized_shape, "LayerNorm")
         self.normalized_shape, self.eps = shape, eps
+        self.elementwise_affine = elementwise_affine
         self.weight = Parameter(ones(*shape, dtype=dtype)) if elementwise_affine else None
         # bias=False: a gain without a shift (torch's LayerNorm(bias=False))
         self.bias = Parameter(zeros(*shape, dtype=dtype)) if elementwise_affine and bias else None
@@ -112,7 +114,8 @@ class LayerNorm(Module):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
-        return f"{self.normalized_shape}, eps={self.eps}"
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}")
 
 
 class RMSNorm(Module):
@@ -124,6 +127,7 @@ class RMSNorm(Module):
         super().__init__()
         shape = _sizes(normalized_shape, "RMSNorm")
         self.normalized_shape, self.eps = shape, eps
+        self.elementwise_affine = elementwise_affine
         self.weight = Parameter(ones(*shape, dtype=dtype)) if elementwise_affine else None
         _place(self, device)
 
@@ -131,7 +135,8 @@ class RMSNorm(Module):
         return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
 
     def extra_repr(self):
-        return f"{self.normalized_shape}, eps={self.eps}"
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")
 
 
 class _BatchNorm(Module):
