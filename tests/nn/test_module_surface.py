@@ -163,7 +163,10 @@ def test_layer_reprs_are_torchs():
                  lambda lib: lib.nn.LayerNorm((2, 4), elementwise_affine=False),
                  lambda lib: lib.nn.RMSNorm(4), lambda lib: lib.nn.RMSNorm(4, 1e-6, False),
                  lambda lib: lib.nn.Embedding(5, 2, padding_idx=0),
-                 lambda lib: lib.nn.Dropout(0.25)]:
+                 lambda lib: lib.nn.Dropout(0.25), lambda lib: lib.nn.BatchNorm1d(3),
+                 lambda lib: lib.nn.BatchNorm2d(3, affine=False),
+                 lambda lib: lib.nn.BatchNorm1d(3, bias=False), lambda lib: lib.nn.GroupNorm(2, 4),
+                 lambda lib: lib.nn.GroupNorm(2, 4, bias=False)]:
         assert repr(make(ta)) == repr(make(torch))
     assert ta.nn.LayerNorm(4, elementwise_affine=False).elementwise_affine is False
 
