@@ -74,6 +74,15 @@ def test_unreadable_versions_are_checkpoint_errors(tmp_path, run):
         ta.load(npy9)
 
 
+def test_an_npy_entry_of_format_version_2_0_loads(tmp_path):
+    """NumPy writes format 2.0 where a header outgrows 1.0's 65,535 bytes: it is read too."""
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, np.arange(3.0), version=(2, 0))
+    path = tmp_path / "npy-2.0.npz"
+    write_zip(path, {"__tinyattn__.npy": meta({"array": "a0"}), "a0.npy": buf.getvalue()})
+    np.testing.assert_array_equal(np.asarray(ta.load(path)), np.arange(3.0))
+
+
 def test_only_the_entries_asked_for_are_read(tmp_path, run, monkeypatch):
     path = tmp_path / "extra.npz"
     with zipfile.ZipFile(run / "checkpoint.npz") as src, \
@@ -125,9 +134,13 @@ def _forge(run, tmp_path, change):
     (lambda ck: ck["model_config"].update(bias="no"), "bias = 'no'; it must be true or false"),
     (lambda ck: ck["config"].update(length=0), "task 'reverse', length 0"),
     (lambda ck: ck.update(vocab=[*ck["vocab"][:-1], 5]), "vocabulary of 13 entries"),
+    (lambda ck: ck["model"].update({"wte.weight": ta.zeros(13, 8, dtype=ta.int32)}),
+     r"wte.weight'\] has shape \(13, 8\) of int32; the model of its configuration expects "
+     r"\(13, 8\) of floats"),  # the right shape, not floats
+    (lambda ck: ck.update(model_config=[8, 2]), "has a damaged configuration"),
 ], ids=["heads0", "dmodel", "huge", "short-vocab", "task", "shape", "missing", "vocab0",
         "heads-divide", "layers-bool", "maxlen-float", "dropout1", "dropout-neg", "rotary",
-        "norm", "tie", "bias", "length0", "vocab-entry"])
+        "norm", "tie", "bias", "length0", "vocab-entry", "int-weight", "config-list"])
 def test_a_forged_configuration_is_one_error(run, tmp_path, change, message):
     path = _forge(run, tmp_path, change)
     with pytest.raises(ta.CheckpointError, match=message):

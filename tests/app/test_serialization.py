@@ -4,6 +4,7 @@ import errno
 import io
 import json
 import os
+import re
 import zipfile
 
 import numpy as np
@@ -443,6 +444,8 @@ def test_nesting_load_would_refuse_is_refused_at_save_and_the_old_file_kept(tmp_
                                          f"{serialization.MAX_DEPTH}") as e:
         ta.save({"w": ta.ones(2), "cfg": _deep(serialization.MAX_DEPTH, kind)}, path)
     assert isinstance(e.value, ta.CheckpointError)
+    shown = str(e.value)[len("save: "):str(e.value).index(" is nested")]
+    assert len(shown) == 90 + 5 + 60 and shown[90:95] == " ... "  # (a long place, shortened)
     assert path.read_bytes() == original and os.listdir(tmp_path) == ["ck.npz"]
 
 
@@ -577,9 +580,10 @@ def test_save_and_load_take_binary_file_objects(tmp_path):
         ta.save({"x": {1, 2}}, buf)  # a failed save writes nothing into the file
     assert buf.getvalue() == before
     with open(tmp_path / "text.npz", "w") as f, pytest.raises(
-            TypeError, match="save: .* text mode.*'wb'"):
-        ta.save(obj, f)
-    with open(tmp_path / "ck.npz") as f, pytest.raises(TypeError, match="load: .* text mode"):
+            TypeError, match=f"save: {re.escape(f.name)} is opened in text mode.*'wb'"):
+        ta.save(obj, f)  # (the file named by its path, as the BytesIO below by its type)
+    with open(tmp_path / "ck.npz") as f, pytest.raises(
+            TypeError, match=f"load: {re.escape(f.name)} is opened in text mode"):
         ta.load(f)
     for bad, fn in [(3, ta.save), (3, ta.load)]:
         args = (obj, bad) if fn is ta.save else (bad,)
@@ -623,6 +627,14 @@ def test_map_location_takes_devices_and_a_dict_and_refuses_other_kinds(tmp_path,
     old = ta.load(_forged(tmp_path, {"tensor": "a0"}, a0=np.ones(1)),
                   map_location={"cpu": "cuda"})  # a file from before: saved from the host
     assert old.device == "cuda"
+
+
+def test_map_location_refusals_name_the_dict_key_or_value(tmp_path):
+    path = tmp_path / "ck.npz"
+    ta.save({"x": ta.tensor([1.0])}, path)
+    for bad, what in [({0: "cpu"}, "the dict key 0 (int)"), ({"cpu": 1}, "the dict value 1 (int)")]:
+        with pytest.raises(TypeError, match=re.escape(f"got {what};")):
+            ta.load(path, map_location=bad)
 
 
 def test_map_location_as_a_torch_device(tmp_path):

@@ -130,6 +130,15 @@ def test_repeated_and_non_integer_dims():
         t(2, 3).sum(dim=1.0)
 
 
+def test_a_0d_tensor_takes_its_implicit_dim_in_a_tuple_too_and_refuses_others():
+    # as torch: dim (0,), (-1,) or [0] of a 0-d tensor is its implicit dim; (1,) is out of range
+    x = ta.tensor(2.0)
+    for dim in [(0,), (-1,), [0], ()]:
+        assert x.sum(dim=dim).item() == 2.0 and x.amax(dim=dim).shape == ()
+    with raises(ta.DimError, "sum: dim 1 is out of range for a tensor with 0 dims"):
+        x.sum(dim=(1,))
+
+
 def test_index_out_of_range_names_getitem():
     with raises(ta.DimError, "getitem", "(2, 3)", "index 5 is out of bounds"):
         t(2, 3)[5]

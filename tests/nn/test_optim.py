@@ -661,6 +661,19 @@ def test_state_dict_keeps_each_groups_parameter_indices_as_torchs():
     assert opt.param_groups[0]["params"] == layers[:2]  # (the groups themselves keep tensors)
 
 
+def test_load_state_dict_gives_a_setting_saved_as_a_list_back_as_a_tuple():
+    """betas read back as a list (from JSON, say) load as the tuple the constructor keeps: the
+    optimizer then prints (and saves) as the one saved."""
+    p = ta.nn.Linear(2, 2)
+    saved = optim.Adam(p.parameters(), lr=0.1, betas=(0.8, 0.9))
+    sd = saved.state_dict()
+    sd["param_groups"] = [{**g, "betas": list(g["betas"])} for g in sd["param_groups"]]
+    opt = optim.Adam(p.parameters(), lr=0.1)
+    opt.load_state_dict(sd)
+    assert opt.param_groups[0]["betas"] == (0.8, 0.9)  # (a list is never equal to a tuple)
+    assert repr(opt) == repr(saved)
+
+
 def test_load_state_dict_refuses_groups_of_another_size_or_split_as_torch():
     torch = pytest.importorskip("torch")
     model, opt = _model_and_adam()

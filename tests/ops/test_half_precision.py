@@ -196,3 +196,22 @@ def test_float32_scans_carry_float64_as_torch(name, make):
         err, torch_err = np.abs(got - want).max(), np.abs(half - want).max()
         scale = float(np.abs(want).max())
         assert err <= 2 * torch_err + 1e-6 * scale, (name, what, err, torch_err, scale)
+
+
+@pytest.mark.parametrize("mask_dtype", [bool, np.float16])
+def test_float16_attention_weights_take_the_mask(mask_dtype):
+    """float16 q and k: the scores and softmax run in float32 (see attention_weights), with the
+    mask, boolean or added, as in float32."""
+    rng = np.random.default_rng(0)
+    q, k = (rng.standard_normal((2, 3, 4)).astype(np.float16) for _ in range(2))
+    mask = rng.random((3, 3)) < 0.6
+    mask[:, 0] = True  # (no row fully masked)
+    mask = mask if mask_dtype is bool else np.where(mask, 0.0, -2.0).astype(np.float16)
+    got = F.attention_weights(ta.tensor(q), ta.tensor(k), attn_mask=ta.tensor(mask))
+    want = F.attention_weights(ta.tensor(q.astype(np.float32)), ta.tensor(k.astype(np.float32)),
+                               attn_mask=ta.tensor(mask.astype(mask.dtype if mask_dtype is bool
+                                                                else np.float32)))
+    assert got.dtype == np.float16
+    np.testing.assert_allclose(got.numpy(), want.numpy().astype(np.float16), rtol=2e-3, atol=1e-3)
+    unmasked = F.attention_weights(ta.tensor(q), ta.tensor(k)).numpy()
+    assert not np.allclose(got.numpy(), unmasked, atol=1e-2)  # (the mask changes the weights)

@@ -352,6 +352,18 @@ def test_cross_entropy_options(reduction, eps):
                                                   reduction=reduction, label_smoothing=eps), [x])
 
 
+def test_cross_entropy_ignores_class_0_when_ignore_index_is_0():
+    """ignore_index=0, a class every target could be: the rows of class 0 count for nothing
+    (the fast path for targets none of which can be ignored must not take them)."""
+    xv = np.random.default_rng(5).standard_normal((4, 3))
+    t = np.array([0, 2, 1, 0])
+    x = ta.tensor(xv, requires_grad=True)
+    loss = F.cross_entropy(x, ta.tensor(t), ignore_index=0)
+    np.testing.assert_allclose(loss.numpy(), _ce_numpy(xv, t, 0), rtol=1e-12)
+    loss.backward()
+    np.testing.assert_array_equal(x.grad.numpy()[t == 0], 0)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_cross_entropy_with_every_target_ignored_is_nan_with_zero_gradient(dtype):
     x = ta.tensor(np.ones((3, 4), dtype=dtype), requires_grad=True)

@@ -331,8 +331,11 @@ def test_random_integers_permutations_and_draws():
 
 def test_scatter_reduce_prod_is_refused_by_name():
     x = ta.zeros(3)
-    with pytest.raises(ValueError, match="scatter_reduce.*'prod'"):
+    with pytest.raises(ValueError, match=r"scatter_reduce.*'prod' \(torch's 'prod' is not "
+                                         r"implemented in tinyattn\)"):
         x.scatter_reduce(0, ta.tensor([0, 1]), ta.ones(2), "prod")
+    with pytest.raises(ValueError, match=r"'PROD' \(not a reduction scatter_reduce knows\)"):
+        x.scatter_reduce(0, ta.tensor([0, 1]), ta.ones(2), "PROD")  # (names are lowercase)
 
 
 def test_cumprod_with_zeros_matches_torch():
