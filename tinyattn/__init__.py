@@ -17,6 +17,7 @@ from . import (
     autograd_functional,
     cuda,
     distributions,
+    function,
     functional,
     nn,
     optim,
@@ -24,8 +25,23 @@ from . import (
     utils,
     viz,
 )
-from .anomaly import AnomalyError, AnomalyWarning, debug_from_environment, detect_anomaly
-from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .anomaly import (
+    AnomalyError,
+    AnomalyWarning,
+    debug_from_environment,
+    detect_anomaly,
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
+    set_detect_anomaly,
+)
+from .autograd import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from .backends import get_backend, set_backend, use_backend
 from .dtypes import get_default_dtype, set_default_dtype
 from .errors import (
@@ -43,7 +59,7 @@ from .explain import explain
 from .function import Function, FunctionCtx
 from .functional import cat, log_softmax, matmul, softmax, stack, where  # torch.cat and friends
 from .generator import Generator, default_generator
-from .gradcheck import check_gradients, gradcheck
+from .gradcheck import check_gradients, gradcheck, gradgradcheck
 from .graphcheck import check_graph, gradcheck_graph, record
 from .replay import CapturedStep, capture
 from .routines import (  # torch.exp, torch.sum, ... as functions
@@ -324,6 +340,13 @@ autograd.Function = Function  # torch's place for it: ta.autograd.Function (func
 autograd.functional = autograd_functional  # ta.autograd.functional.jacobian, vjp, jvp
 sys.modules[__name__ + ".autograd.functional"] = autograd_functional  # (an import line works)
 autograd.FunctionCtx = FunctionCtx
+autograd.function = function  # ta.autograd.function.once_differentiable, as torch's
+sys.modules[__name__ + ".autograd.function"] = function
+autograd.once_differentiable = function.once_differentiable
+autograd.gradcheck, autograd.gradgradcheck = gradcheck, gradgradcheck  # torch's places
+autograd.detect_anomaly, autograd.set_detect_anomaly = detect_anomaly, set_detect_anomaly
+autograd.is_anomaly_enabled = is_anomaly_enabled
+autograd.is_anomaly_check_nan_enabled = is_anomaly_check_nan_enabled
 debug_from_environment()  # TINYATTN_DEBUG=1: anomaly detection everywhere
 
 __all__ = [
@@ -333,13 +356,14 @@ __all__ = [
     "double", "int8", "int16", "short", "int", "long", "uint8", "bool",
     "get_default_dtype", "set_default_dtype", "finfo", "iinfo", "can_cast",
     "no_grad", "enable_grad", "inference_mode", "set_grad_enabled", "is_grad_enabled",
-    "gradcheck", "check_gradients", "functional",
+    "is_inference_mode_enabled", "gradcheck", "gradgradcheck", "check_gradients", "functional",
     "get_backend", "set_backend", "use_backend", "nn", "optim", "save", "load", "TinyattnError",
     "ShapeError", "DimError",
     "DTypeError", "BackendError", "GraphError", "GradcheckError", "CheckpointError",
     "StateDictError",
     "viz", "explain", "autograd", "Function", "FunctionCtx",
-    "detect_anomaly", "AnomalyError", "AnomalyWarning", "record", "gradcheck_graph", "check_graph",
+    "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
+    "AnomalyError", "AnomalyWarning", "record", "gradcheck_graph", "check_graph",
     "capture", "CapturedStep", "Generator", "default_generator", "utils", "distributions", "cuda",
     "testing",
     # creation (tensor.py) and torch's module-level functions (routines.py)

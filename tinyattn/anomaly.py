@@ -15,7 +15,8 @@ import warnings
 
 import numpy as np
 
-from .autograd import trace_everywhere, tracing
+from . import autograd
+from .autograd import _tracers, current_tracers, trace_everywhere, tracing
 from .errors import TinyattnError, fmt_shape
 from .graphcheck import Recorder, describe_frame, recorded_call, user_frame
 from .ops.traps import FLOAT16_EXP_LIMIT
@@ -38,15 +39,18 @@ class detect_anomaly:  # noqa: N801 - used like no_grad
     infinity is allowed where it came in on purpose (an input already holding -inf, or
     masked_fill(..., float("-inf"))); a NaN never is. warn=False turns the trap warnings off.
     The op calls are recorded as by `tinyattn.record()`, so `gradcheck_graph(loss)` works too.
-    TINYATTN_DEBUG=1 in the environment turns detection on everywhere, in every thread.
+    check_nan=False (torch's keyword) leaves NaN and Inf alone: only the recording and the
+    warnings stay. TINYATTN_DEBUG=1 in the environment turns detection on everywhere, in
+    every thread. (torch's names: ta.autograd.detect_anomaly, set_detect_anomaly.)
     """
 
-    def __init__(self, warn=True):
+    def __init__(self, check_nan=True, warn=True):
+        self.check_nan = check_nan  # False: no NaN/Inf check (torch's), the rest stays
         self.warn = warn
         self._contexts = []
 
     def __enter__(self):
-        ctx = tracing(AnomalyTracer(self.warn))
+        ctx = tracing(AnomalyTracer(self.warn, self.check_nan))
         ctx.__enter__()
         self._contexts.append(ctx)
         return self
@@ -57,10 +61,45 @@ class detect_anomaly:  # noqa: N801 - used like no_grad
     def __call__(self, fn):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            with detect_anomaly(self.warn):
+            with detect_anomaly(self.check_nan, self.warn):
                 return fn(*args, **kwargs)
 
         return wrapper
+
+
+class set_detect_anomaly:  # noqa: N801 - torch's name
+    """set_detect_anomaly(mode, check_nan=True): anomaly detection on or off from this call on
+    (in this thread or task, as set_grad_enabled), or, as `with set_detect_anomaly(mode):`,
+    for the block only."""
+
+    def __init__(self, mode, check_nan=True):
+        self._before = _tracers.get()
+        others = tuple(t for t in current_tracers() if not isinstance(t, AnomalyTracer))
+        tracers = others + ((AnomalyTracer(True, check_nan),) if mode else ())
+        # (None: as if never set, where that is the same, so that ops pay nothing for it)
+        self._token = _tracers.set(tracers if tracers or autograd._everywhere else None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            _tracers.reset(self._token)
+        except ValueError:  # made in another thread or task: put back what it found
+            _tracers.set(self._before)
+
+
+def is_anomaly_enabled():
+    """Whether anomaly detection (detect_anomaly, set_detect_anomaly, TINYATTN_DEBUG=1) is on
+    here."""
+    return any(isinstance(t, AnomalyTracer) for t in current_tracers())
+
+
+def is_anomaly_check_nan_enabled():
+    """Whether anomaly detection checks for NaN here (check_nan): True unless the detection on
+    here was asked not to (as torch's flag, True by default)."""
+    found = [t.check_nan for t in current_tracers() if isinstance(t, AnomalyTracer)]
+    return any(found) or not found
 
 
 def debug_from_environment(environ=os.environ):
@@ -73,9 +112,10 @@ def debug_from_environment(environ=os.environ):
 class AnomalyTracer(Recorder):
     """The tracer behind detect_anomaly: checks every forward output and VJP result."""
 
-    def __init__(self, warn=True):
+    def __init__(self, warn=True, check_nan=True):
         super().__init__(keep=False)
         self.warn = warn
+        self.check_nan = check_nan  # False: NaN and Inf go by (the calls are still recorded)
         self._summed = {}  # user node -> node whose summed gradient became non-finite
 
     # ---- forward ----------------------------------------------------------------------------
@@ -85,7 +125,7 @@ class AnomalyTracer(Recorder):
         index = call.index if call is not None else self.count
         label = f"{op.name}#{index}"
         arrays = [x.data if isinstance(x, Tensor) else x for x in inputs]
-        if out.dtype.kind == "f" and not _all_finite(out.data):
+        if self.check_nan and out.dtype.kind == "f" and not _all_finite(out.data):
             message = _forward_message(op, label, arrays, params, out.data)
             if message:  # None: an infinity that came in on purpose (a -inf mask)
                 raise AnomalyError(message)
@@ -96,13 +136,13 @@ class AnomalyTracer(Recorder):
     # ---- backward ---------------------------------------------------------------------------
 
     def accumulate(self, node, user, total):
-        if total.dtype.kind == "f" and not _all_finite(total):
+        if self.check_nan and total.dtype.kind == "f" and not _all_finite(total):
             self._summed.setdefault(user, node)  # blamed in backward() unless user's VJP is
 
     def backward(self, node, g, grads):
         summed = self._summed.pop(node, None)
-        bad = [i for i, gx in enumerate(grads)
-               if gx is not None and gx.dtype.kind == "f" and not _all_finite(gx)]
+        bad = [i for i, gx in enumerate(grads) if self.check_nan and gx is not None
+               and gx.dtype.kind == "f" and not _all_finite(gx)]
         if bad:
             raise AnomalyError(_backward_message(node, g, grads, bad))
         if summed is not None:

@@ -22,6 +22,8 @@ import warnings
 import weakref
 from heapq import heappop, heappush  # (names, not heapq.x: backward calls them per node)
 
+import numpy
+
 from .dtypes import FLOATS, promote
 from .errors import (
     BackendError,
@@ -36,6 +38,7 @@ from .errors import (
 _grad_enabled = contextvars.ContextVar("tinyattn_grad_enabled", default=True)
 _scope = contextvars.ContextVar("tinyattn_scope", default=None)
 _tracers = contextvars.ContextVar("tinyattn_tracers", default=None)  # None: _everywhere
+_inference = contextvars.ContextVar("tinyattn_inference_mode", default=False)
 _everywhere = ()  # the tracers of every thread and task that set none (trace_everywhere)
 
 
@@ -49,7 +52,9 @@ class TensorBase:
     imports the module that defines the ops' user-facing methods. (.grad lives in `_grad`: the
     graph writes that directly, a user's assignment goes through the checks of `grad`.)"""
 
-    __slots__ = ("_data", "backend", "_grad", "_name", "_node", "_version_counter",
+    # (`_leaf`, unset on most tensors: the leaf node of a tensor whose requires_grad was turned
+    # off, kept with its hooks for when it is turned on again; see Tensor._require)
+    __slots__ = ("_data", "backend", "_grad", "_name", "_node", "_version_counter", "_leaf",
                  "__weakref__")
 
     def _set_data(self, value):
@@ -247,8 +252,9 @@ class enable_grad(_GradMode):  # noqa: N801 - PyTorch's name
 
 
 class inference_mode(_GradMode):  # noqa: N801 - PyTorch's name
-    """`with inference_mode():` as no_grad (torch's faster no_grad); inference_mode(False)
-    leaves the mode as it is."""
+    """`with inference_mode():` as no_grad (torch's faster no_grad; tinyattn makes no
+    inference tensors); inference_mode(False) turns grad mode on, as torch's does (inside
+    no_grad or inference_mode too). is_inference_mode_enabled() tells which is in force."""
 
     def __new__(cls, mode=True):
         return super().__new__(cls, *(() if isinstance(mode, bool) else (mode,)))
@@ -256,12 +262,26 @@ class inference_mode(_GradMode):  # noqa: N801 - PyTorch's name
     def __init__(self, mode=True):
         super().__init__()
         self.mode = bool(mode)
+        self._inference_tokens = []
 
     def _mode(self):
-        return False if self.mode else _grad_enabled.get()
+        return not self.mode
+
+    def __enter__(self):
+        self._inference_tokens.append(_inference.set(self.mode))
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        super().__exit__(*exc)
+        _inference.reset(self._inference_tokens.pop())
 
     def _again(self):
         return inference_mode(self.mode)
+
+
+def is_inference_mode_enabled():
+    """Whether an inference_mode() block (not turned off by inference_mode(False)) is in force."""
+    return _inference.get()
 
 
 class set_grad_enabled(_GradMode):  # noqa: N801 - PyTorch's name
@@ -525,6 +545,63 @@ class Node:
         return f"<Node {self.op.name if self.op else 'leaf'}>"
 
 
+class GradFn:
+    """`tensor.grad_fn`, as torch's: name() ("MulBackward0": the op's name in CamelCase; a
+    custom Function's "<Class>Backward"; a leaf's "AccumulateGrad"), also the name of its
+    class, next_functions (one (grad_fn of the input, 0) per input, None for an input that
+    gets no gradient) and, for a leaf's, variable (its tensor). Any other attribute is the
+    node's (op, parents, shape, name: the tensor's label). Two views of one node are equal."""
+
+    __slots__ = ("_node",)
+    _classes = {}  # name() -> the subclass of that name (made once)
+
+    def __new__(cls, node):
+        # (a multi-output Function's outputs each have a node that picks its part: torch shows
+        # the Function's node for every output)
+        while node.op is not None and getattr(node.op.fwd, "part_of_parent", False):
+            node = node.parents[0]
+        name = _torch_name(node.op)
+        sub = cls._classes.get(name)
+        if sub is None:
+            sub = cls._classes[name] = type(name, (GradFn,), {"__slots__": ()})
+        view = object.__new__(sub)
+        view._node = node
+        return view
+
+    def name(self):
+        return type(self).__name__
+
+    @property
+    def next_functions(self):
+        return tuple((None if p is None else GradFn(p), 0) for p in self._node.parents)
+
+    @property
+    def variable(self):
+        """A leaf's tensor (torch's AccumulateGrad.variable); None for another node."""
+        ref = self._node.tensor if self._node.op is None else None
+        return None if ref is None else ref()
+
+    def __getattr__(self, attr):
+        return getattr(self._node, attr)
+
+    def __eq__(self, other):
+        return isinstance(other, GradFn) and other._node is self._node
+
+    def __hash__(self):
+        return hash(self._node)
+
+    def __repr__(self):
+        return f"<{self.name()}>"
+
+
+def _torch_name(op):
+    if op is None:
+        return "AccumulateGrad"
+    if getattr(op.fwd, "user_function", False):
+        return f"{op.name}Backward"
+    return "".join(w[:1].upper() + w[1:] for w in op.name.split("_")) + "Backward0"
+
+
 def apply(op, *inputs, **params):
     """Run `op` on tensors (and Python numbers), and record a node if any input needs grad.
 
@@ -683,16 +760,35 @@ class Step:
         return f"<Step {self.index}: {self.node.op.name}{made}>"
 
 
-def grad(outputs, inputs, grad_outputs=None, retain_graph=False, create_graph=False,
-         allow_unused=False):
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """The gradients of `outputs` with respect to `inputs`, returned as a tuple and not added
-    into any .grad (torch.autograd.grad). grad_outputs: the cotangent of each output (None for
-    a scalar output: 1). An input the outputs do not depend on is an error, or with
-    allow_unused, None. Gradients of gradients (create_graph) are not supported: the VJPs work
-    on arrays, off the graph."""
+    into any .grad (torch.autograd.grad, same arguments). grad_outputs: the cotangent of each
+    output (None for a scalar output: 1). An input the outputs do not depend on is an error,
+    or with allow_unused, None (with materialize_grads, zeros). is_grads_batched: each
+    grad_output has a leading batch dim, and each result too (one pass per batch entry).
+    Gradients of gradients (create_graph) are not supported: the VJPs work on arrays, off the
+    graph. (only_inputs is accepted and changes nothing, as in torch.)"""
     if create_graph:
         raise GraphError("grad: create_graph=True (gradients of gradients) is not supported: "
                          "tinyattn's VJPs run on arrays, outside the graph")
+    if materialize_grads and allow_unused is False:
+        raise ValueError("grad: materialize_grads=True needs allow_unused True or left out "
+                         "(as torch)")
+    allow_unused = bool(allow_unused or materialize_grads)
+    if is_grads_batched:
+        return _batched(outputs, inputs, grad_outputs, bool(retain_graph), allow_unused,
+                        materialize_grads)
+    found = _grad(outputs, inputs, grad_outputs, bool(retain_graph), allow_unused)
+    if materialize_grads:
+        inputs = [inputs] if isinstance(inputs, TensorBase) else list(inputs)
+        found = tuple(_wrap(x.backend.xp.zeros_like(x.data), x.backend) if g is None else g
+                      for x, g in zip(inputs, found, strict=True))
+    return found
+
+
+def _grad(outputs, inputs, grad_outputs, retain_graph, allow_unused):
+    """grad() for one set of grad_outputs: the gradients, None where an input is not used."""
     outputs, inputs, grad_outputs = _grad_args(outputs, inputs, grad_outputs)
     sink = {x._node: None for x in inputs}
     keep = _between([_root(y) for y in outputs], sink)
@@ -719,6 +815,38 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=False, create_graph=Fa
         found.append(None if g is None else
                      _wrap(x.backend.xp.array(g, dtype=x.dtype, copy=True), x.backend))
     return tuple(found)
+
+
+def _batched(outputs, inputs, grad_outputs, retain_graph, allow_unused, materialize):
+    """grad(..., is_grads_batched=True): one pass per entry of the grad_outputs' leading dim
+    (the graph kept until the last), each input's results stacked along a new first dim."""
+    outputs = [outputs] if isinstance(outputs, TensorBase) else list(outputs)
+    inputs = [inputs] if isinstance(inputs, TensorBase) else list(inputs)
+    grad_outputs = [grad_outputs] if isinstance(grad_outputs, TensorBase) else \
+        list(grad_outputs or [None] * len(outputs))
+    n = _batch_size(grad_outputs)
+    rows = [_grad(outputs, inputs, [g[b] for g in grad_outputs], retain_graph or b < n - 1,
+                  allow_unused) for b in range(n)]
+    return tuple(_stacked(x, [row[j] for row in rows], materialize)
+                 for j, x in enumerate(inputs))
+
+
+def _batch_size(grad_outputs):
+    sizes = {g.shape[0] if g is not None and len(g.shape) else None for g in grad_outputs}
+    if len(sizes) != 1 or None in sizes:
+        raise ShapeError("grad: is_grads_batched=True needs one grad_output per output, each "
+                         "with the same leading (batch) dim")
+    return sizes.pop()
+
+
+def _stacked(x, parts, materialize):
+    """One input's batched gradient: its gradients stacked (None if unused, unless
+    materialize: zeros)."""
+    if all(p is None for p in parts) and not materialize:
+        return None
+    xp = x.backend.xp
+    return _wrap(xp.stack([xp.zeros_like(x.data) if p is None else p.data for p in parts]),
+                 x.backend)
 
 
 def _between(roots, sink):
@@ -763,8 +891,11 @@ def _grad_args(outputs, inputs, grad_outputs):
     return outputs, inputs, grad_outputs
 
 
-def backward(tensor, gradient=None, retain_graph=False):
-    """Fill `.grad` of the leaves (and retain_grad tensors) that `tensor` depends on.
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Fill `.grad` of the leaves (and retain_grad tensors) that `tensors` (one tensor or a
+    sequence) depend on, as torch.autograd.backward; grad_tensors: the gradient of each (None
+    for a scalar: 1). With `inputs` (a tensor or a sequence), only their .grad is added to
+    (a non-leaf's too). create_graph=True is refused, as by grad().
 
     Nodes are visited newest first (a heap on seq, which counts down): every user of a node is
     newer than it, so by the time a node comes up, all the gradient it will get has arrived.
@@ -772,12 +903,46 @@ def backward(tensor, gradient=None, retain_graph=False):
     A sum of parts the walk made itself takes later parts in place (see _add_part).
     Grad mode is off during the pass (torch's, without create_graph): hooks record no graph.
     """
+    if create_graph:
+        raise GraphError("backward: create_graph=True (gradients of gradients) is not "
+                         "supported: tinyattn's VJPs run on arrays, outside the graph")
+    tensors = [tensors] if isinstance(tensors, TensorBase) else list(tensors)
+    grad_tensors = [None] * len(tensors) if grad_tensors is None else \
+        list(grad_tensors) if isinstance(grad_tensors, (list, tuple)) else [grad_tensors]
+    if len(grad_tensors) != len(tensors) or not tensors:
+        raise ShapeError(f"backward: {len(tensors)} tensors but {len(grad_tensors)} "
+                         "grad_tensors (one per tensor, None for a scalar)")
+    if inputs is not None:
+        return _backward_into(tensors, grad_tensors, bool(retain_graph), inputs)
+    more = list(zip(tensors[1:], grad_tensors[1:], strict=True))
     token = _grad_enabled.set(False)
     try:
-        for _ in _walk(tensor, gradient, retain_graph, False):
+        for _ in _walk(tensors[0], grad_tensors[0], bool(retain_graph), False, more=more):
             pass
     finally:
         _grad_enabled.reset(token)
+    return None
+
+
+def _backward_into(tensors, grad_tensors, retain_graph, inputs):
+    """backward(..., inputs=...): the gradients of `inputs` alone (grad()'s walk), each added
+    into its .grad as backward adds into a leaf's."""
+    inputs = [inputs] if isinstance(inputs, TensorBase) else list(inputs)
+    if not inputs:
+        raise ValueError("backward: inputs= was given but is empty (leave it out for every "
+                         "leaf)")
+    found = _grad(tensors, inputs, grad_tensors, retain_graph, True)
+    for x, g in zip(inputs, found, strict=True):
+        if g is None:
+            continue
+        with _grad_lock:
+            held = x._grad
+            if held is None:
+                x._grad = g
+            elif _addable(held.data, x):
+                held.data += g.data
+            else:
+                x._grad = _wrap(held.data + g.data, x.backend)
 
 
 def backward_steps(tensor, gradient=None, retain_graph=False):
@@ -798,28 +963,32 @@ def _walk(tensor, gradient, retain_graph, steps, sink=None, more=(), keep=None):
     be = tensor.backend
     grads, heap = _start(tensor, gradient, more, be)  # node -> its gradient summed so far
     tracers = current_tracers()
-    _begin(tracers, steps, sink)
+    undelivered = _begin(tracers, steps, sink)  # the .tensor of a node that delivers nothing
     owned = _owner(tracers, steps)  # the nodes whose gradient so far the walk may add into
+    watched = bool(tracers) or steps
     index = 0
     while heap:
         node = heappop(heap)[1]
         g = grads.pop(node)  # every user has sent its part
         if node.hooks:  # Tensor.register_hook: each may replace the gradient (none left: {})
             g = _run_hooks(node, g, be, owned)
-        if node.tensor is not None or sink is not None:  # a leaf, retain_grad, or grad()
+        if node.tensor is not undelivered:  # a leaf, retain_grad, or any node for grad()
             if _deliver(node, g, be, owned, sink, keep):  # a leaf, or where grad() stops
                 continue
         op, saved = node.op, node.saved
         parents = node.parents if keep is None else keep[node]
-        if saved is None or node.versions:
+        if node.versions:  # saved arrays to check, or freed (_FREED)
             _check_saved(node)
         if op.add_into is not None and owned.adds:  # getitem: no zero-filled part
             _add_into(node, parents[0], g, be, grads, heap, owned, retain_graph)
             continue
         params = node.params  # (as in apply: no `**` for the commonest, empty params)
         gs = op.vjp(be, g, saved, **params) if params else op.vjp(be, g, saved)
-        if not retain_graph:
-            node.saved = None
+        if not retain_graph and saved:  # freed, unless it holds no array (numbers, shapes:
+            # a second pass may go through it, as through torch's nodes that saved no tensor;
+            # its first and last items tell, see _metadata_only. `&`: both, without a branch)
+            if not (saved[0].__class__ in _METADATA) & (saved[-1].__class__ in _METADATA):
+                node.saved, node.versions = None, _FREED
         if len(gs) != len(parents):
             raise GraphError(f"{op.name}: the VJP returned {len(gs)} gradients for "
                              f"{len(parents)} inputs")
@@ -840,18 +1009,46 @@ def _walk(tensor, gradient, retain_graph, steps, sink=None, more=(), keep=None):
                     owned.add(parent)
             else:
                 _add_part(grads, owned, parent, prev, gx, node, tracers)
-        for tracer in tracers:
-            tracer.backward(node, g, fitted)
-        if steps:  # (pending as it is now: `grads` changes on; the arrays in it do not, as
-            # while steps are watched no sum is added into in place: see _Watched)
-            yield Step(index, node, g, fitted, dict(grads))
+        if watched:  # the tracers see the VJP; backward_steps gets a Step (None without)
+            yield _report(tracers, steps, index, node, g, fitted, grads)
             index += 1
+
+
+def _report(tracers, steps, index, node, g, fitted, grads):
+    """After a VJP, while tracers or backward_steps watch: tell the tracers; the Step (pending
+    as it is now: `grads` changes on; the arrays in it do not, as while steps are watched no
+    sum is added into in place: see _Watched), or None when no steps were asked for."""
+    for tracer in tracers:
+        tracer.backward(node, g, fitted)
+    return Step(index, node, g, fitted, dict(grads)) if steps else None
+
+
+def _metadata_only(saved):
+    """Whether a node's saved values are metadata (Python numbers, strings, None, dtypes,
+    tuples and lists: shapes, axes, sizes), which backward leaves in place after using them: a
+    second pass can run such a node's VJP again, as torch runs again a node that saved no
+    tensor (add, reshape, permute, sum, x * 2.0). Anything else (an array, a Tensor) is freed.
+    Only the first and the last item are looked at (_walk writes this test out per node, where
+    a scan of every item cost about 6 % of the overhead benchmark's backward): every op saves its
+    arrays first or last (x / y keeps (x, y), 2.0 / y (2.0, y)), and the ops' sample cases
+    check that (tests/core/test_engine.py). A tuple is taken as a shape: the index arrays
+    scatter keeps in one stay until its graph goes."""
+    return not saved or (saved[0].__class__ in _METADATA) & (saved[-1].__class__ in _METADATA)
+
+
+# the classes of what a node may keep after backward (they hold no array)
+_METADATA = frozenset((int, float, bool, str, type(None), tuple, list, *{
+    type(numpy.dtype(code)) for code in numpy.typecodes["All"] if code not in "OVSUMm"}))
+_NOTHING = object()
+_FREED = (None,)  # the versions of a freed node: truthy, so that _walk checks it (_check_saved)
 
 
 def _begin(tracers, steps, sink):
     """Tell each tracer that has the events (any object may be a tracer) a pass begins: as an
     effect, named as the user called it (a captured step's recording refuses a pass run inside
-    fn, whose .grad writes or values a replay would not make again), then backward_begins."""
+    fn, whose .grad writes or values a replay would not make again), then backward_begins.
+    Returns the .tensor of a node whose gradient goes nowhere but on: None for backward (a
+    node with a tensor writes its .grad), for grad() nothing (any node may be in the sink)."""
     for tracer in tracers:
         what = "autograd.grad()" if sink is not None else "backward_steps()" if steps else \
             "backward()"
@@ -861,6 +1058,7 @@ def _begin(tracers, steps, sink):
         begins = getattr(tracer, "backward_begins", None)
         if begins is not None:
             begins()
+    return None if sink is None else _NOTHING
 
 
 def _run_hooks(node, g, be, owned):
@@ -955,8 +1153,8 @@ def _add_into(node, parent, g, be, grads, heap, owned, retain_graph):
             acc = grads[parent] = be.xp.array(acc, copy=True)
         owned.add(parent)
         node.op.add_into(be, acc, g, node.saved, **node.params)
-    if not retain_graph:
-        node.saved = None
+    if not retain_graph and not _metadata_only(node.saved):
+        node.saved, node.versions = None, _FREED
 
 
 def _start(tensor, gradient, more, be):
@@ -1003,8 +1201,9 @@ def _root(tensor):
 
 
 def _check_saved(node):
-    """Before a node's VJP: refuse a graph an earlier backward freed, and arrays the VJP needs
-    that were changed in place since the forward pass saved them."""
+    """Before a node's VJP: refuse a graph an earlier backward freed (its versions are then
+    _FREED), and arrays the VJP needs that were changed in place since the forward pass saved
+    them."""
     if node.saved is None:
         raise GraphError(f"backward: the graph through {node.op.name} was already freed by an "
                          "earlier backward(); pass retain_graph=True to the first backward() "
@@ -1105,9 +1304,10 @@ def _write_grad(node, g, be, owned):
     `owned`: made by it or by a fresh VJP, held by nobody else), then a leaf's .grad is added to
     in place (a .grad the user holds sees the sum) and a retain_grad tensor's is replaced by a
     new sum. A retain_grad tensor changed in place since this node made it takes the gradient
-    of its new node instead."""
+    of its new node instead. A tensor that no longer requires grad (frozen with
+    requires_grad_(False) after the forward) gets nothing, as torch's AccumulateGrad."""
     t = node.tensor()
-    if t is None or (node.op is not None and t._node is not node):
+    if t is None or t._node is not node:
         return
     with _grad_lock:
         held = t._grad

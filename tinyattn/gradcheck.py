@@ -25,24 +25,57 @@ class GradReport:
 
 
 def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, full_limit=4096, n_directions=6,
-              seed=0, *, raise_exception=True):
+              seed=0, *, raise_exception=True, fast_mode=False, nondet_tol=0.0,
+              check_undefined_grad=True, check_grad_dtypes=False, check_batched_grad=False,
+              check_batched_forward_grad=False, check_forward_ad=False, check_backward_ad=True,
+              masked=None):
     """True if `fn(*inputs)`'s gradients match finite differences, else GradcheckError (with
     raise_exception=False, as torch's: False instead).
 
     `inputs` are tensors (those with requires_grad are checked) and any other arguments `fn`
-    takes, or one tensor (as torch). The full Jacobian is checked when (elements of an input)
-    x (elements of the output) is at most `full_limit`, random directions otherwise: r · J · d
-    for random r and d, one number per direction (torch's fast mode). That number sums every
-    entry, so an error in a few entries of a large Jacobian can hide within rtol of the sum
-    (one entry 1 % off in a 100 x 100 elementwise op does); raise `full_limit` to check each
-    entry.
+    takes, or one tensor (as torch). fn returns a tensor, or a tuple of them: each output that
+    requires grad is checked. The full Jacobian is checked when (elements of an input) x
+    (elements of the output) is at most `full_limit`, random directions otherwise: r · J · d
+    for random r and d, one number per direction (torch's fast mode; fast_mode=True uses it
+    for every size). That number sums every entry, so an error in a few entries of a large
+    Jacobian can hide within rtol of the sum (one entry 1 % off in a 100 x 100 elementwise op
+    does); raise `full_limit` to check each entry.
+    torch's other keywords: nondet_tol, check_undefined_grad and check_grad_dtypes are
+    accepted and change nothing (backward here is deterministic, gives each output a gradient
+    and casts each gradient to its input's dtype); check_backward_ad=False checks nothing;
+    check_forward_ad, check_batched_grad, check_batched_forward_grad (forward-mode AD, vmap)
+    and masked (sparse tensors) are refused: tinyattn has none of them.
     """
+    _refuse_unsupported(check_forward_ad, check_batched_grad, check_batched_forward_grad,
+                        masked)
+    if not check_backward_ad:
+        return True
+    if fast_mode:
+        full_limit = 0
     report = check_gradients(fn, inputs, eps, atol, rtol, full_limit, n_directions, seed)
     if not report.ok:
         if raise_exception:
             raise GradcheckError(report.message)
         return False
     return True
+
+
+def gradgradcheck(fn, inputs, *args, **kwargs):
+    """torch's second-order check: refused, as gradients of gradients are not supported."""
+    raise NotImplementedError("gradgradcheck: tinyattn has no gradients of gradients (its VJPs "
+                              "run on arrays, off the graph), so there is nothing to check; "
+                              "gradcheck checks the first-order gradients")
+
+
+def _refuse_unsupported(forward_ad, batched_grad, batched_forward_grad, masked):
+    for name, value in (("check_forward_ad", forward_ad), ("check_batched_grad", batched_grad),
+                        ("check_batched_forward_grad", batched_forward_grad)):
+        if value:
+            raise ValueError(f"gradcheck: {name}=True cannot be honoured: tinyattn has no "
+                             "forward-mode AD and no vmap (leave it False, torch's default)")
+    if masked:
+        raise ValueError("gradcheck: masked=True is for sparse tensors, which tinyattn does "
+                         "not have (leave it None)")
 
 
 def check_gradients(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, full_limit=4096,
@@ -52,8 +85,33 @@ def check_gradients(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, full_limit=4096,
     if not wrt:
         raise ValueError("gradcheck: no input requires grad, so there is nothing to check")
     out = fn(*xs)
+    if isinstance(out, (tuple, list)):  # each output that requires grad, in turn
+        live = [k for k, o in enumerate(out) if isinstance(o, Tensor) and o.requires_grad]
+        if not live:
+            raise ValueError("gradcheck: fn must return a tensor that depends on the inputs")
+        reports = [_check(lambda *a, k=k: fn(*a)[k], xs, wrt, out[k], eps, atol, rtol,
+                          full_limit, n_directions, seed, f"output {k}: ") for k in live]
+        return _worst(reports)
     if not isinstance(out, Tensor) or not out.requires_grad:
         raise ValueError("gradcheck: fn must return a tensor that depends on the inputs")
+    return _check(fn, xs, wrt, out, eps, atol, rtol, full_limit, n_directions, seed, "")
+
+
+def _worst(reports):
+    """One report for several outputs': the first that fails, else a pass with the largest
+    error."""
+    for report in reports:
+        if not report.ok:
+            return report
+    worst = max(reports, key=lambda r: r.max_abs_err)
+    modes = "+".join(sorted({m for r in reports for m in r.mode.split("+")}))
+    return GradReport(True, worst.max_abs_err, modes,
+                      f"gradcheck passed: max abs err {worst.max_abs_err:.2e} ({modes}, "
+                      f"{len(reports)} outputs)")
+
+
+def _check(fn, xs, wrt, out, eps, atol, rtol, full_limit, n_directions, seed, label):
+    """check_gradients for a function of one output tensor, `out` (fn(*xs) already run)."""
     rng = np.random.default_rng(seed)
     worst = (-np.inf, 0.0, "")  # (excess over tolerance, abs error, where)
     max_err = 0.0
@@ -71,7 +129,7 @@ def check_gradients(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, full_limit=4096,
             worst = found
     excess, _, where = worst
     ok = bool(excess <= 0)
-    message = (f"gradcheck failed: {where}" if not ok else
+    message = (f"gradcheck failed: {label}{where}" if not ok else
                f"gradcheck passed: max abs err {max_err:.2e} ({'+'.join(sorted(modes))})")
     return GradReport(ok, max_err, "+".join(sorted(modes)), message)
 

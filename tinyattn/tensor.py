@@ -23,6 +23,7 @@ import numpy as np
 from . import autograd as ag
 from . import backends, display, return_types
 from .autograd import (
+    GradFn,
     Node,
     RemovableHandle,
     TensorBase,
@@ -190,18 +191,25 @@ class Tensor(TensorBase):
             ag.state_changed(self, "requires_grad")  # (a captured step's recording refuses it)
 
     def _require(self, flag):
-        """requires_grad = flag, told to no tracer: for a tensor just made (see __init__)."""
-        if self._node is not None and self._node.op is not None:
+        """requires_grad = flag, told to no tracer: for a tensor just made (see __init__).
+
+        Off, a leaf keeps its node aside (`_leaf`), and on again takes it back: the same leaf
+        as before, as torch's, with its hooks, and the graphs recorded before the switch still
+        lead to it (their gradient and the new one's add up in one .grad). While it is off,
+        ops see a constant, and backward writes no .grad for it (autograd._write_grad)."""
+        node = self._node
+        if node is not None and node.op is not None:
             raise GraphError("requires_grad can only be changed on a leaf tensor (one not made "
                              "by an op); use .detach() to make a leaf")
         if flag:
             if self.dtype.kind != "f":
                 raise DTypeError(f"only floating-point tensors can require grad, this one is "
                                  f"{self.dtype}; make it with dtype=tinyattn.float32")
-            if self._node is None:
-                self._node = Node.leaf(self)
-        else:
-            self._node = None
+            if node is None:
+                kept = getattr(self, "_leaf", None)
+                self._node = kept if kept is not None else Node.leaf(self)
+        elif node is not None:
+            self._leaf, self._node = node, None
 
     def requires_grad_(self, flag=True):
         """Set requires_grad in place and return self; on a tensor that requires grad already
@@ -216,8 +224,21 @@ class Tensor(TensorBase):
 
     @property
     def grad_fn(self):
-        """The node that made this tensor (None for leaves)."""
-        return None if self.is_leaf else self._node
+        """What made this tensor, as torch's grad_fn (None for leaves): name() ("MulBackward0"),
+        next_functions, and the node's own attributes (op, parents, ...; see autograd.GradFn)."""
+        return None if self.is_leaf else GradFn(self._node)
+
+    @property
+    def retains_grad(self):
+        """Whether backward keeps this non-leaf tensor's gradient in .grad (retain_grad())."""
+        node = self._node
+        return node is not None and node.op is not None and node.tensor is not None and \
+            node.tensor() is self
+
+    def is_inference(self):
+        """False: tinyattn has no inference tensors (inference_mode is no_grad here), so every
+        tensor can be used in a recorded computation."""
+        return False
 
     # ---- leaving the graph -------------------------------------------------------------------
 
@@ -363,10 +384,11 @@ class Tensor(TensorBase):
 
     # ---- autograd ------------------------------------------------------------------------------
 
-    def backward(self, gradient=None, retain_graph=False):
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Fill .grad of every leaf this tensor depends on (it must be a scalar, or pass
-        `gradient`, the cotangent of this tensor)."""
-        backward(self, gradient, retain_graph)
+        `gradient`, the cotangent of this tensor); with `inputs` (tensors), of those only.
+        create_graph=True (gradients of gradients) is refused: see autograd.backward."""
+        backward(self, (gradient,), retain_graph, create_graph, inputs)
 
     def backward_steps(self, gradient=None, retain_graph=False):
         """backward() one VJP at a time: iterate to step through it (see autograd.Step)."""
@@ -2209,8 +2231,18 @@ class Tensor(TensorBase):
         return bool(self.data.flags.c_contiguous)
 
     def detach_(self):
-        """Make this tensor a leaf with no graph, in place."""
-        self._node = None
+        """Make this tensor a leaf with no graph, in place (a leaf keeps its node aside, as
+        requires_grad_(False): requires_grad_() gives it back, hooks included). A view of
+        another tensor's memory is refused, as torch: detach() it instead."""
+        if _is_a_view(self):
+            raise GraphError("detach_: this tensor is a view of another tensor's memory (made "
+                             "by indexing, reshape, permute, expand...): views cannot be "
+                             "detached in place (as torch); use .detach() instead")
+        node = self._node
+        if node is not None and node.op is None:
+            self._require(False)
+        else:
+            self._node = None
         return self
 
     def view_as(self, other):
@@ -2590,7 +2622,7 @@ class Tensor(TensorBase):
             extra.append(f"backend='{self.backend.name}'")
         if self._node is not None:
             extra.append("requires_grad=True" if self.is_leaf
-                         else f"grad_fn=<{self._node.op.name}>")
+                         else f"grad_fn=<{self.grad_fn.op.name}>")
         return "tensor(" + ", ".join([body] + extra) + ")"
 
     def _repr_html_(self):
@@ -2689,6 +2721,17 @@ def _to_flags(args, copy):
         raise TypeError(f"to: takes a device and a dtype, then non_blocking and copy, got "
                         f"{args!r}")
     return args[:k], flags[1] if len(flags) == 2 else copy
+
+
+def _is_a_view(t):
+    """Whether `t` was made as a view of another live tensor's memory (its version counter is
+    shared, and the first tensor sharing it, the base, is another one with another array: a
+    detach() holds the base's array itself)."""
+    v = t._version_counter
+    if v is None or not v[1]:
+        return False
+    base = v[1][0]()
+    return base is not None and base is not t and base.data is not t.data
 
 
 def _address(array):

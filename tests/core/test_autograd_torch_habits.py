@@ -440,3 +440,204 @@ def test_anomaly_says_when_a_nan_came_in_as_a_number():
     message = str(info.value)
     assert "without NaN" not in message
     assert "input 1 is the number nan" in message
+
+
+# ---- requires_grad switched off and on: the same leaf, as torch's -----------------------------
+
+
+def test_requires_grad_off_and_on_keeps_the_leaf_and_its_hooks():
+    x = leaf([1.0, 2.0])
+    calls = []
+    x.register_hook(lambda g: calls.append(1) or g * 10)
+    y = x * 2  # recorded before the switch
+    x.requires_grad_(False)
+    assert not x.requires_grad and not (x * 3).requires_grad  # a constant meanwhile
+    x.requires_grad_(True)
+    z = x * 3
+    (y + z).sum().backward()
+    assert calls == [1]
+    np.testing.assert_array_equal(x.grad.numpy(), [50.0, 50.0])
+    x.grad = None
+    y = x * 2
+    x.requires_grad = False
+    x.requires_grad = True
+    (g,) = ta.autograd.grad((y + x * 3).sum(), [x])  # one leaf: both uses
+    np.testing.assert_array_equal(g.numpy(), [50.0, 50.0])
+
+
+def test_detach_then_requires_grad_gives_the_leaf_back_and_detach_of_a_view_is_refused():
+    x = leaf([1.0, 2.0])
+    calls = []
+    x.register_hook(lambda g: calls.append(1))
+    x.detach_()
+    assert not x.requires_grad
+    x.requires_grad_()
+    (x * 1).sum().backward()
+    assert calls == [1]
+    with pytest.raises(ta.GraphError, match="view .* detach"):
+        x[1:].detach_()
+    x.detach().detach_()  # a detached tensor is no view (torch)
+
+
+def test_a_tensor_frozen_after_the_forward_gets_no_grad():
+    """torch's AccumulateGrad writes nothing into a tensor that no longer requires grad."""
+    w = leaf([1.0, 2.0])
+    b = leaf([0.5])
+    loss = (w * 3).sum() + b.sum()
+    w.requires_grad_(False)
+    loss.backward()
+    assert w.grad is None and b.grad is not None
+    w.requires_grad_(True)  # on again: the next pass fills it
+    ((w * 3).sum()).backward()
+    np.testing.assert_array_equal(w.grad.numpy(), [3.0, 3.0])
+
+
+# ---- a second pass through nodes that saved no array ------------------------------------------
+
+
+def test_a_second_backward_through_nodes_that_saved_no_array_runs_as_torchs():
+    w = leaf([[1.0, 2.0], [3.0, 4.0]])
+    b = leaf([1.0, 1.0])
+    flat = (w + b).reshape(-1).permute(0)  # add, reshape, permute: nothing saved
+    (flat * 2).sum().backward()
+    (flat * 3).sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), np.full((2, 2), 5.0))
+    np.testing.assert_array_equal(b.grad.numpy(), [10.0, 10.0])
+    h = w.T
+    ta.autograd.grad(h.sum(), w)
+    (g,) = ta.autograd.grad(h.sum(), w)  # grad() twice, too
+    np.testing.assert_array_equal(g.numpy(), np.ones((2, 2)))
+    y = (w * w).sum()  # mul saved w: freed, and a second pass says so
+    y.backward()
+    with pytest.raises(ta.GraphError, match="graph through mul was already freed"):
+        y.backward()
+
+
+# ---- backward's torch forms -------------------------------------------------------------------
+
+
+def test_autograd_backward_takes_lists_of_tensors_and_gradients():
+    x = leaf([1.0, 2.0, 3.0])
+    ta.autograd.backward([x * 2, (x * x).sum()], [ta.ones(3, dtype=ta.float64), None])
+    np.testing.assert_array_equal(x.grad.numpy(), [4.0, 6.0, 8.0])
+    ta.autograd.backward((x * x).sum(), grad_tensors=ta.tensor(2.0, dtype=ta.float64),
+                         retain_graph=None)
+    np.testing.assert_array_equal(x.grad.numpy(), [8.0, 14.0, 20.0])
+    with pytest.raises(ta.GraphError, match="create_graph=True"):
+        (x * x).sum().backward(create_graph=True)
+    (x * x).sum().backward(None, None, False)  # torch's positional forms
+
+
+def test_backward_with_inputs_fills_only_those_as_torch():
+    x = leaf([1.0, 2.0, 3.0])
+    z = leaf([1.0, 1.0, 1.0])
+    h = x * 2
+    y = (h * z).sum()
+    y.backward(inputs=[z], retain_graph=True)
+    assert x.grad is None and h._grad is None  # (h.grad would warn: not a leaf)
+    np.testing.assert_array_equal(z.grad.numpy(), [2.0, 4.0, 6.0])
+    y.backward(inputs=[h, z])  # a non-leaf's .grad too; z's adds up
+    np.testing.assert_array_equal(h.grad.numpy(), [1.0, 1.0, 1.0])
+    np.testing.assert_array_equal(z.grad.numpy(), [4.0, 8.0, 12.0])
+    with pytest.raises(ValueError, match="empty"):
+        (x * 1).sum().backward(inputs=[])
+
+
+# ---- autograd.grad's other keywords -----------------------------------------------------------
+
+
+def test_grad_materialize_grads_and_is_grads_batched():
+    a, b = leaf([1.0, 2.0]), leaf([3.0, 4.0])
+    ga, gb = ta.autograd.grad((a * 2).sum(), [a, b], materialize_grads=True)
+    np.testing.assert_array_equal(ga.numpy(), [2.0, 2.0])
+    np.testing.assert_array_equal(gb.numpy(), [0.0, 0.0])
+    with pytest.raises(ValueError, match="allow_unused"):
+        ta.autograd.grad((a * 2).sum(), [a, b], materialize_grads=True, allow_unused=False)
+    x = leaf([1.0, 2.0, 3.0])
+    y = x * x
+    eye = ta.tensor(np.eye(3))
+    (jac,) = ta.autograd.grad(y, x, eye, is_grads_batched=True)  # rows of the Jacobian
+    np.testing.assert_array_equal(jac.numpy(), np.diag([2.0, 4.0, 6.0]))
+    with pytest.raises(ta.GraphError, match="already freed"):  # the graph went after it
+        y.backward(ta.ones(3, dtype=ta.float64))
+
+
+# ---- grad_fn as torch's -----------------------------------------------------------------------
+
+
+def test_grad_fn_has_torchs_name_and_next_functions():
+    x = leaf([1.0, 2.0])
+    y = x * 2
+    fn = y.grad_fn
+    assert fn.name() == type(fn).__name__ == "MulBackward0" and fn == y.grad_fn
+    ((acc, i), (nothing, j)) = fn.next_functions
+    assert acc.name() == "AccumulateGrad" and acc.variable is x and nothing is None
+    assert i == j == 0
+    assert fn.op.name == "mul" and y.masked_fill(ta.tensor([True, False]), 0.0).grad_fn.name() \
+        == "MaskedFillBackward0"
+    y.name = "y"
+    assert y._node.name == "y" and fn.next_functions[0][0].next_functions == ()
+
+
+# ---- modes and names torch has ----------------------------------------------------------------
+
+
+def test_inference_mode_false_turns_grad_on_and_is_inference_mode_enabled():
+    x = leaf([1.0])
+    assert not ta.is_inference_mode_enabled()
+    with ta.inference_mode():
+        assert ta.is_inference_mode_enabled() and not ta.is_grad_enabled()
+        with ta.inference_mode(False):
+            assert not ta.is_inference_mode_enabled() and (x * 2).requires_grad
+        assert ta.is_inference_mode_enabled()
+    with ta.no_grad(), ta.inference_mode(False):
+        assert ta.is_grad_enabled()
+    with ta.no_grad():
+        assert ta.inference_mode(False)(ta.is_grad_enabled)()
+    assert not x.is_inference()
+
+
+def test_retains_grad_as_torch():
+    x = leaf([1.0])
+    y = x * 2
+    assert not y.retains_grad and not x.retains_grad
+    y.retain_grad()
+    assert y.retains_grad and not x.retains_grad
+
+
+def test_anomaly_detection_under_torchs_names():
+    assert ta.autograd.detect_anomaly is ta.detect_anomaly
+    assert not ta.is_anomaly_enabled() and ta.is_anomaly_check_nan_enabled()
+    x = leaf([0.0, 1.0])
+    with ta.autograd.detect_anomaly(check_nan=False):
+        assert ta.autograd.is_anomaly_enabled() and not ta.is_anomaly_check_nan_enabled()
+        (x.sqrt() * 0).sum().backward()  # NaN goes by
+    assert np.isnan(x.grad.numpy()[0])
+    with ta.autograd.set_detect_anomaly(True):
+        assert ta.is_anomaly_enabled()
+        with pytest.raises(ta.AnomalyError):
+            (x.sqrt() * 0).sum().backward()
+    assert not ta.is_anomaly_enabled()
+    ta.autograd.set_detect_anomaly(True)
+    try:
+        assert ta.is_anomaly_enabled()
+    finally:
+        ta.autograd.set_detect_anomaly(False)
+    assert not ta.is_anomaly_enabled()
+
+
+def test_gradcheck_under_torchs_name_with_its_keywords_and_tuple_outputs():
+    x = ta.randn(3, 4, dtype=ta.float64, requires_grad=True)
+    gc = ta.autograd.gradcheck
+    assert gc(lambda a, k: (a * k).sum(1), (x, 3.0), nondet_tol=0.0, check_undefined_grad=True,
+              check_batched_grad=False, check_grad_dtypes=False, check_backward_ad=True,
+              check_forward_ad=False, masked=None, fast_mode=True)
+    assert gc(lambda a: ((a * a).sum(1), a.exp(), 5), (x,))
+    assert gc(lambda a: (a.exp(), _Wrong.apply(a)), (x,), raise_exception=False) is False
+    with pytest.raises(ta.GradcheckError, match="output 1: input 0"):
+        gc(lambda a: (a.exp(), _Wrong.apply(a)), (x,))
+    for keyword in ("check_batched_grad", "check_forward_ad", "masked"):
+        with pytest.raises(ValueError, match=keyword):
+            gc(lambda a: a.exp(), (x,), **{keyword: True})
+    with pytest.raises(NotImplementedError, match="gradients of gradients"):
+        ta.autograd.gradgradcheck(lambda a: a.exp(), (x,))

@@ -15,6 +15,7 @@ import pytest
 
 import tinyattn as ta
 import tinyattn.functional as F
+from tinyattn import autograd
 from tinyattn.autograd import backward_steps, tracing
 from tinyattn.ops import REGISTRY
 from tinyattn.ops import samples as S
@@ -298,8 +299,30 @@ def test_backward_frees_interior_gradients_and_saved_arrays():
         nodes.append(step.node)
         most_pending = max(most_pending, len(step.pending))
     assert most_pending == 1  # a chain holds one gradient at a time, never the whole path
-    assert all(n.saved is None for n in nodes)
+    # every array saved is freed; what holds none (x * 1.5 keeps the number, sum the shape)
+    # stays, so that a second pass can go through those nodes, as torch's
+    assert all(n.saved is None for n in nodes if n.op.name == "tanh")
+    assert all(not any(hasattr(s, "shape") for s in n.saved) for n in nodes
+               if n.op.name != "tanh")
     assert x.grad is not None
+
+
+SAMPLES = [(name, i) for name in sorted(REGISTRY) for i in range(len(REGISTRY[name].samples))]
+
+
+@pytest.mark.parametrize("name,index", SAMPLES, ids=[f"{n}-{i}" for n, i in SAMPLES])
+def test_backward_tells_a_saved_array_by_the_first_and_last_saved_items(name, index):
+    """Backward frees what a node saved unless it is metadata only, which it tells by the
+    first and the last item alone (autograd._metadata_only): so every op keeps its arrays
+    first or last. (A tuple counts as a shape: scatter's tuple of index arrays stays.)"""
+    op = REGISTRY[name]
+    inputs, params = op.samples[index]
+    xs = S.materialize(inputs, np.random.default_rng(index), _float64)
+    arrays = [x.data if isinstance(x, ta.Tensor) else x for x in xs]
+    be = next(x.backend for x in xs if isinstance(x, ta.Tensor))
+    _, saved = op.fwd(be, *arrays, **params)
+    holds_array = any(s.__class__ not in autograd._METADATA for s in saved)
+    assert autograd._metadata_only(saved) is not holds_array, [type(s) for s in saved]
 
 
 # ---- grad mode --------------------------------------------------------------------------------
@@ -415,7 +438,7 @@ def test_second_backward_through_a_freed_graph_says_what_happened():
         y.backward()
     msg = str(info.value)
     assert "already freed" in msg and "retain_graph=True" in msg
-    assert "sum" in msg  # the op where the walk stopped
+    assert "mul" in msg  # the op where the walk stopped (sum saved no array: it ran again)
 
 
 def test_autograd_backward_also_frees_the_graph_by_default():

@@ -3,10 +3,12 @@ without keeping its insides for backward, and run it again when backward reaches
 
 `checkpoint(block, x)` records one node for the whole block (an autograd.Function) instead of
 one per op, so the block's activations (attention's T×T weights, an MLP's 4C hidden layer) are
-freed right after the forward; backward recomputes them from the saved inputs, with gradients,
-and takes the gradients of the recomputation with autograd.grad. The node's inputs are the
-tensor arguments and every tensor that requires grad which the block read otherwise (its
-parameters, a keyword argument, a tensor from a closure), found while the forward ran: their
+freed when its forward returns; backward recomputes them from the saved inputs, with gradients,
+and takes the gradients of the recomputation with autograd.grad. The forward runs as torch's
+non-reentrant one: in the caller's grad mode, on inputs that require grad as the caller's do
+(its graph lives until it returns), so the block sees the same requires_grad both times. The
+node's inputs are the tensor arguments and every tensor that requires grad which the block read
+otherwise (its parameters, a tensor from a closure), found while the forward ran: their
 gradients flow out of the node as any op's, so backward() fills the parameters' .grad and
 autograd.grad() returns theirs and fills none. Any of them changed in place between the forward
 and backward makes backward raise (the recomputation would use the new values). The random
@@ -21,10 +23,10 @@ from ..autograd import (
     Node,
     TensorBase,
     Tracer,
+    _sequence,
     enable_grad,
     grad,
     is_grad_enabled,
-    no_grad,
     tracing,
 )
 from ..errors import GraphError
@@ -34,26 +36,40 @@ from ..tensor import Tensor
 __all__ = ["checkpoint", "checkpoint_sequential"]
 
 
-def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, **kwargs):
+def checkpoint(function, *args, use_reentrant=None, context_fn=None,
+               determinism_check="default", debug=False, early_stop=True,
+               preserve_rng_state=True, **kwargs):
     """function(*args, **kwargs), its insides not kept for backward but recomputed there.
-    function must return one tensor; use_reentrant is accepted (as torch's) and changes
-    nothing."""
+
+    As torch's non-reentrant checkpoint (use_reentrant=False): the forward runs in the caller's
+    grad mode on inputs that require grad as the caller's do, so a block that branches on
+    requires_grad or is_grad_enabled() takes the same branch in the forward and in the
+    recomputation, and register_hook works inside it (the hooks run when backward recomputes
+    the block); tensors may come inside lists, tuples and dicts, positional or keyword.
+    function must return one tensor. torch's keywords are taken and not passed to function:
+    use_reentrant (either value gives the behaviour above), context_fn (a function returning
+    two context managers: the forward runs in the first, the recomputation in the second),
+    determinism_check ("default" or "none"), debug, early_stop."""
+    if determinism_check not in ("default", "none"):
+        raise ValueError(f"checkpoint: determinism_check must be 'default' or 'none', got "
+                         f"{determinism_check!r} (as torch)")
     run = _Run(function, args, kwargs)
-    tensors = [a for a in args if isinstance(a, Tensor)]
-    if not tensors:
+    if not run.tensors:
         raise TypeError("checkpoint: needs at least one Tensor argument")
     if not is_grad_enabled():
-        return run(*tensors)
+        return run(*run.tensors)
+    forward_context, run.recompute_context = (context_fn or _no_contexts)()
     streams = _streams() if preserve_rng_state else None
-    reads = _Reads(tensors)
-    with no_grad(), tracing(reads):
-        out = run(*tensors)
+    reads = _Reads(run.tensors)
+    inputs = [_like(t, t.requires_grad) for t in run.tensors]
+    with forward_context, tracing(reads):  # (grad mode on: the caller's)
+        out = run(*inputs)
     if not isinstance(out, Tensor):
         raise GraphError(f"checkpoint: the function must return one Tensor, got "
                          f"{type(out).__name__}")
-    run.out, run.streams, run.n_args = out, streams, len(tensors)
+    run.out, run.streams, run.n_args = out, streams, len(run.tensors)
     run.reads = list(reads.found.values())
-    return Checkpoint.apply(*tensors, *run.reads, run)
+    return Checkpoint.apply(*run.tensors, *run.reads, run)
 
 
 def checkpoint_sequential(functions, segments, input, use_reentrant=None,  # noqa: A002
@@ -83,33 +99,77 @@ def _chain(*parts):
 
 
 class _Run:
-    """function with its non-tensor arguments kept: called with the tensor arguments alone.
-    It also carries to the node the forward's output, the streams it drew from, how many
-    tensor arguments it has and the other tensors it read."""
+    """function with its arguments kept, the tensors among them (inside lists, tuples and
+    dicts too) taken out: called with tensors in their places. It also carries to the node the
+    forward's output, the streams it drew from, how many tensor arguments it has, the other
+    tensors it read and the context to recompute in."""
 
     def __init__(self, function, args, kwargs):
-        self.function, self.args, self.kwargs = function, args, kwargs
+        self.function = function
+        self.tensors = []
+        self.args, self.kwargs = _take(args, self.tensors), _take(kwargs, self.tensors)
         self.out = self.streams = None
         self.n_args, self.reads = 0, []
+        self.recompute_context = contextlib.nullcontext()
 
     def __call__(self, *tensors):
         it = iter(tensors)
-        args = [next(it) if isinstance(a, Tensor) else a for a in self.args]
-        return self.function(*args, **self.kwargs)
+        return self.function(*_put(self.args, it), **_put(self.kwargs, it))
+
+
+_SLOT = object()  # where a tensor was taken out of the arguments
+
+
+def _take(value, found):
+    """`value` with each tensor in it replaced by _SLOT, the tensors appended to `found`."""
+    if isinstance(value, Tensor):
+        found.append(value)
+        return _SLOT
+    if type(value) in (list, tuple):
+        return type(value)(_take(v, found) for v in value)
+    if type(value) is dict:
+        return {k: _take(v, found) for k, v in value.items()}
+    return value
+
+
+def _put(value, tensors):
+    """_take undone: the next of `tensors` in each _SLOT."""
+    if value is _SLOT:
+        return next(tensors)
+    if type(value) in (list, tuple):
+        return type(value)(_put(v, tensors) for v in value)
+    if type(value) is dict:
+        return {k: _put(v, tensors) for k, v in value.items()}
+    return value
+
+
+def _no_contexts():
+    return contextlib.nullcontext(), contextlib.nullcontext()
+
+
+def _like(t, requires_grad):
+    """A leaf with t's values (its memory and version counter: a change of either is seen by
+    the other) that requires grad as told: what the block runs on, in the forward as in the
+    recomputation."""
+    leaf = t.detach()
+    if requires_grad:
+        leaf.requires_grad_(True)
+    return leaf
 
 
 class _Reads(Tracer):
     """Sees the forward of a block: the tensors that require grad which its ops read, other
-    than its tensor arguments (parameters, keyword arguments, closures), by identity."""
+    than its tensor arguments and those the block made (parameters, closures), by identity."""
 
     def __init__(self, args):
         self.args = {id(t) for t in args}
         self.found = {}  # id -> tensor, in the order first read
+        self.since = next(_sequence)  # the block's nodes are newer (their seq is smaller)
 
     def forward(self, op, inputs, params, out):
         for x in inputs:
             if (isinstance(x, TensorBase) and x._node is not None and id(x) not in self.args
-                    and id(x) not in self.found):
+                    and id(x) not in self.found and x._node.seq > self.since):
                 self.found[id(x)] = x
 
 
@@ -134,9 +194,9 @@ class Checkpoint(Function):
         run = ctx.run
         saved = ctx.saved_tensors
         needs = ctx.needs_input_grad[:-1]  # (False for an integer tensor)
-        args = [t.detach().requires_grad_(needs[i]) for i, t in enumerate(saved[:run.n_args])]
+        args = [_like(t, needs[i]) for i, t in enumerate(saved[:run.n_args])]
         with _replaying(run), _standing_in(run.reads, saved[run.n_args:]):
-            with enable_grad():
+            with enable_grad(), run.recompute_context:
                 out = run(*args)
             wrt = [t for t, n in zip([*args, *run.reads], needs, strict=True) if n]
             got = iter(grad(out, wrt, g, allow_unused=True) if wrt and out.requires_grad
