@@ -87,6 +87,7 @@ def _assert_same_optimizer_state(a, b, steps):
             np.testing.assert_array_equal(value.numpy(), b["state"][i][key].numpy(), (i, key))
 
 
+@pytest.mark.slow  # (5 s; .ci/run runs it)
 def test_a_run_folder_whose_checkpoint_has_the_old_optimizer_layout_resumes_exactly(tmp_path):
     """`train --resume` on a run folder written before the optimizer's state dict followed
     torch's layout ({"steps", "groups", "state": {"0.m": ...}}): the same run, to the bit."""
