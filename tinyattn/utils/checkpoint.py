@@ -46,7 +46,8 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=None,
     requires_grad or is_grad_enabled() takes the same branch in the forward and in the
     recomputation, and register_hook works inside it (the hooks run when backward recomputes
     the block); tensors may come inside lists, tuples and dicts, positional or keyword.
-    function must return one tensor. torch's keywords are taken and not passed to function:
+    function returns a tensor or a tuple (or list) of them (other items pass through, with no
+    gradient), as torch's. torch's keywords are taken and not passed to function:
     use_reentrant (either value gives the behaviour above), context_fn (a function returning
     two context managers: the forward runs in the first, the recomputation in the second),
     determinism_check ("default" or "none"), debug, early_stop."""
@@ -64,9 +65,12 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=None,
     inputs = [_like(t, t.requires_grad) for t in run.tensors]
     with forward_context, tracing(reads):  # (grad mode on: the caller's)
         out = run(*inputs)
-    if not isinstance(out, Tensor):
-        raise GraphError(f"checkpoint: the function must return one Tensor, got "
-                         f"{type(out).__name__}")
+    if not isinstance(out, Tensor) and not (type(out) in (tuple, list)
+                                            and any(isinstance(o, Tensor) for o in out)):
+        raise GraphError(f"checkpoint: the function must return a Tensor or a tuple of them, "
+                         f"got {type(out).__name__}")
+    if type(out) is list:
+        out = tuple(out)
     run.out, run.streams, run.n_args = out, streams, len(run.tensors)
     run.reads = list(reads.found.values())
     return Checkpoint.apply(*run.tensors, *run.reads, run)
@@ -190,7 +194,7 @@ class Checkpoint(Function):
         return out
 
     @staticmethod
-    def backward(ctx, g):
+    def backward(ctx, *gs):
         run = ctx.run
         saved = ctx.saved_tensors
         needs = ctx.needs_input_grad[:-1]  # (False for an integer tensor)
@@ -198,9 +202,13 @@ class Checkpoint(Function):
         with _replaying(run), _standing_in(run.reads, saved[run.n_args:]):
             with enable_grad(), run.recompute_context:
                 out = run(*args)
+            # (one gradient per output, None for one that is not a tensor or got none)
+            outs = [out] if isinstance(out, Tensor) else list(out)
+            pairs = [(o, g) for o, g in zip(outs, gs, strict=True)
+                     if isinstance(o, Tensor) and o.requires_grad and g is not None]
             wrt = [t for t, n in zip([*args, *run.reads], needs, strict=True) if n]
-            got = iter(grad(out, wrt, g, allow_unused=True) if wrt and out.requires_grad
-                       else [None] * len(wrt))
+            got = iter(grad([o for o, _ in pairs], wrt, [g for _, g in pairs], allow_unused=True)
+                       if wrt and pairs else [None] * len(wrt))
         return tuple(next(got) if n else None for n in needs) + (None,)
 
 
