@@ -283,7 +283,9 @@ def _bench_parser(sub):
                        epilog="Options after the name go to the benchmark: "
                               "tinyattn bench step --sizes tiny --repeats 10")
     p.add_argument("name", choices=list(BENCHMARKS))
-    p.add_argument("options", nargs=argparse.REMAINDER, help="the benchmark's own options")
+    options = p.add_argument("options", nargs=argparse.REMAINDER,
+                             help="the benchmark's own options")
+    options.required = False  # (argparse makes a REMAINDER positional required: none is fine)
     p.set_defaults(fn=cmd_bench)
 
 

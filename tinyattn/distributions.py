@@ -12,7 +12,8 @@ import numbers
 import numpy as np
 
 from .autograd import no_grad
-from .errors import DimError, ShapeError, fmt_shape
+from .dtypes import result_type
+from .errors import ShapeError, fmt_shape
 from .tensor import Tensor, multinomial, randn, tensor
 
 __all__ = ["Categorical", "Normal"]
@@ -67,16 +68,23 @@ class Categorical:
         return draws.reshape(*shape, *self.batch_shape)
 
     def log_prob(self, value):
-        """log P(value): value holds category indices, broadcast against batch_shape."""
+        """log P(value): value holds category indices, broadcast against batch_shape. As torch's
+        support check: bools are 0 and 1, whole floats are taken; anything else is a ValueError."""
         value = value if isinstance(value, Tensor) else tensor(value)
-        if value.dtype.kind == "f" and bool((value.detach() == value.detach().round()).all()):
-            value = value.detach().long()  # whole numbers stored as floats (torch takes them)
-        if value.dtype.kind not in "iu":
-            raise DimError(f"Categorical.log_prob: value must hold category indices (integers), "
-                           f"got {value.dtype}")
         k = self.logits.shape[-1]
-        if self.validate_args and bool(((value < 0) | (value >= k)).any()):
-            raise DimError(f"Categorical.log_prob: a value is outside the categories 0..{k - 1}")
+        if value.dtype.kind == "f":  # whole numbers stored as floats (torch takes them)
+            _check("Categorical.log_prob", "value", value,
+                   lambda a: np.isfinite(a) & (a == np.round(a)),
+                   "must hold category indices (whole numbers)")
+            value = value.detach().long()
+        elif value.dtype.kind == "b":
+            value = value.detach().long()
+        elif value.dtype.kind not in "iu":
+            raise ValueError(f"Categorical.log_prob: value must hold category indices "
+                             f"(integers), got {value.dtype}")
+        if self.validate_args:
+            _check("Categorical.log_prob", "value", value, lambda a: (a >= 0) & (a < k),
+                   f"is outside the categories 0..{k - 1}")
         shape = np.broadcast_shapes(value.shape, self.batch_shape)
         logits = self.logits.expand(*shape, k)
         index = value.expand(*shape).unsqueeze(-1)
@@ -93,24 +101,27 @@ class Categorical:
 
 class Normal:
     """N(loc, scale²), loc and scale tensors or numbers that broadcast; a NaN loc, or a scale
-    that is not finite and > 0, is refused when made (validate_args=False takes them)."""
+    that is not finite and > 0, is refused when made (validate_args=False takes them). As torch's
+    broadcast_all: a number takes the other (tensor) parameter's float dtype and backend, and
+    loc and scale are broadcast to batch_shape (views, so gradients reach the given tensors)."""
 
     def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = (x if isinstance(x, Tensor) else tensor(float(x))
-                                for x in (loc, scale))
-        if validate_args is not False:
-            _check("Normal", "loc", self.loc, lambda a: ~np.isnan(a), "must not be NaN")
-            _check("Normal", "scale", self.scale, lambda a: np.isfinite(a) & (a > 0),
+        loc, scale = _tensors(loc, scale)
+        self.validate_args = validate_args is not False
+        if self.validate_args:
+            _check("Normal", "loc", loc, lambda a: ~np.isnan(a), "must not be NaN")
+            _check("Normal", "scale", scale, lambda a: np.isfinite(a) & (a > 0),
                    "must be > 0 and finite")
-        self.batch_shape = tuple(np.broadcast_shapes(self.loc.shape, self.scale.shape))
+        self.batch_shape = tuple(np.broadcast_shapes(loc.shape, scale.shape))
+        self.loc, self.scale = loc.expand(*self.batch_shape), scale.expand(*self.batch_shape)
 
     @property
     def mean(self):
-        return self.loc.expand(*self.batch_shape)
+        return self.loc
 
     @property
     def stddev(self):
-        return self.scale.expand(*self.batch_shape)
+        return self.scale
 
     @property
     def variance(self):
@@ -127,15 +138,34 @@ class Normal:
             return self.rsample(sample_shape, generator).detach()
 
     def log_prob(self, value):
-        value = value if isinstance(value, Tensor) else tensor(value)
+        """-(value - loc)² / 2 scale² - log scale - log √(2π); a number stays a number and a list
+        takes loc's dtype (neither rounds to float32 before meeting a float64 loc). A NaN value is
+        refused, as torch's."""
+        if not isinstance(value, (Tensor, numbers.Real)):  # (a list: in loc's float dtype)
+            value = tensor(value, dtype=result_type(self.loc, 0.0), backend=self.loc.backend)
+        if self.validate_args:
+            _check("Normal.log_prob", "value", value if isinstance(value, Tensor) else
+                   tensor(value), lambda a: ~np.isnan(a), "must not be NaN")
         z = (value - self.loc) / self.scale
         return -0.5 * z * z - self.scale.log() - 0.5 * math.log(2 * math.pi)
 
     def entropy(self):
-        return (0.5 + 0.5 * math.log(2 * math.pi) + self.scale.log()).expand(*self.batch_shape)
+        return 0.5 + 0.5 * math.log(2 * math.pi) + self.scale.log()
 
     def __repr__(self):
         return f"Normal(loc: {fmt_shape(self.loc.shape)}, scale: {fmt_shape(self.scale.shape)})"
+
+
+def _tensors(*params):
+    """torch's broadcast_all, less the broadcast: tensors stay as they are; a number becomes a
+    tensor of the first tensor's dtype (the default float dtype where that is not floating, or
+    where all are numbers), on its backend."""
+    like = next((p for p in params if isinstance(p, Tensor)), None)
+    dtype = backend = None  # (None: the default dtype and backend)
+    if like is not None:
+        dtype, backend = result_type(like, 0.0), like.backend
+    return tuple(p if isinstance(p, Tensor) else tensor(float(p), dtype=dtype, backend=backend)
+                 for p in params)
 
 
 def _shape(sample_shape):

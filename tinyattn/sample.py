@@ -80,9 +80,18 @@ def _check_head(head, checkpoint):
 
 
 def _check_vocab_and_task(mc, cfg, vocab, checkpoint):
-    if len(vocab) != mc["vocab_size"] or not all(isinstance(t, str) for t in vocab):
+    """A vocabulary of one string per token of the model, and a task that sample knows."""
+    if len(vocab) != mc["vocab_size"]:
         raise CheckpointError(f"sample: {checkpoint} has a vocabulary of {len(vocab)} entries "
                               f"for a model of vocab_size {mc['vocab_size']}")
+    odd = [i for i, t in enumerate(vocab) if not isinstance(t, str)]
+    if odd:
+        first = vocab[odd[0]]
+        more = f" (and {len(odd) - 1} more)" if len(odd) > 1 else ""
+        raise CheckpointError(
+            f"sample: {checkpoint} has a vocabulary of {len(vocab)} entries, but its entries "
+            f"must be strings (one per token): entry {odd[0]} is {first!r:.40} "
+            f"({type(first).__name__}){more}")
     length = cfg.get("length")
     if cfg.get("task") not in TASKS or not (length is None or _count(length)):
         raise CheckpointError(f"sample: {checkpoint} has a damaged training configuration "

@@ -18,9 +18,12 @@ Saving to a path writes a temporary file beside the target and renames it over t
 crash mid-save leaves the previous checkpoint intact; to a file object it writes the whole
 checkpoint in one write, or nothing. Loading never unpickles, reads only the entries asked for,
 and checks each entry's declared shape against the bytes the file holds before it allocates
-anything.
+anything. It reads the checkpoint that starts where the file object stands (or at a path's first
+byte), walked from its front, and leaves the file object just past it: checkpoints saved one
+after another into one file load one after another, as torch's.
 """
 
+import contextlib
 import io
 import json
 import math
@@ -56,7 +59,7 @@ def save(obj, f):
         np.savez(buf, **arrays)
         f.write(buf.getvalue())
         return
-    path = os.fspath(f)
+    path = os.fsdecode(f)  # (a bytes path too)
     refuse_folder_path(path)  # ("ck/": before a folder is made for it)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     atomic_write(path, lambda out: np.savez(out, **arrays))
@@ -80,8 +83,7 @@ def load(f, backend=None, keys=None, check=None, *, map_location=None, weights_o
     place = _placement(backend, map_location)
     source, name, start = _source(f)
     try:
-        size = _size(source)
-        with zipfile.ZipFile(source) as zf:
+        with _archive(source, start) as (archive, size), zipfile.ZipFile(archive) as zf:
             reader = _Reader(zf, name, check, size)
             structure = reader.structure()
             if keys is not None:
@@ -99,6 +101,94 @@ def load(f, backend=None, keys=None, check=None, *, map_location=None, weights_o
             struct.error, zlib.error) as e:
         raise CheckpointError(f"load: {name} is not a readable checkpoint (corrupt, truncated or "
                               f"not written by tinyattn.save): {type(e).__name__}: {e}") from None
+
+
+_LOCAL, _CENTRAL, _END = b"PK\x03\x04", b"PK\x01\x02", b"PK\x05\x06"
+_END64, _LOCATOR64 = b"PK\x06\x06", b"PK\x06\x07"
+
+
+@contextlib.contextmanager
+def _archive(source, start):
+    """(what zipfile reads, the bytes it holds up to the checkpoint's end): `source` seen as if
+    it ended where the zip archive that starts at `start` ends (zipfile reads the last end
+    record, a later checkpoint's where several were saved one after another). A file object is
+    left just past the checkpoint after a load that succeeded."""
+    with contextlib.ExitStack() as stack:
+        f = stack.enter_context(open(source, "rb")) if isinstance(source, str) else source
+        size = _size(f)
+        end = _archive_end(f, start, size)
+        yield (f if end == size else _Upto(f, end)), end
+        f.seek(end)
+
+
+def _archive_end(f, start, size):
+    """Where the zip archive that starts at `start` in `f` ends: its records walked from the
+    front (local entries, central directory, end record), reading their headers only. A
+    BadZipFile where the records do not follow one another up to an end record."""
+
+    def read(at, n):
+        if at + n > size:
+            raise zipfile.BadZipFile(f"a zip record at byte {at} is cut short by the end of the "
+                                     f"file ({size} bytes)")
+        f.seek(at)
+        return f.read(n)
+
+    at = start
+    while True:
+        sig = read(at, 4)
+        if sig == _LOCAL:  # 30-byte header, name, extra field, data
+            flags, csize, usize, nlen, xlen = struct.unpack("<2xH10xIIHH", read(at + 4, 26))
+            if flags & 0x08:
+                raise zipfile.BadZipFile(f"the entry at byte {at} does not say its size (a zip "
+                                         "written as a stream, not by tinyattn.save)")
+            if csize == 0xFFFFFFFF:
+                csize = _zip64_size(read(at + 30 + nlen, xlen), usize == 0xFFFFFFFF, at)
+            at += 30 + nlen + xlen + csize
+        elif sig == _CENTRAL:  # 46-byte header, name, extra field, comment
+            nlen, xlen, clen = struct.unpack("<HHH", read(at + 28, 6))
+            at += 46 + nlen + xlen + clen
+        elif sig == _END64:  # its size after the 12 bytes that give it
+            at += 12 + struct.unpack("<Q", read(at + 4, 8))[0]
+        elif sig == _LOCATOR64:
+            at += 20
+        elif sig == _END:  # 22 bytes and a comment: the archive's last record
+            return at + 22 + struct.unpack("<H", read(at + 20, 2))[0]
+        else:
+            raise zipfile.BadZipFile(f"no zip record at byte {at} (found {sig!r})")
+
+
+def _zip64_size(extra, skip_first, at):
+    """A local entry's compressed size from its ZIP64 extra field (after the uncompressed size
+    where that too is held there)."""
+    while len(extra) >= 4:
+        tag, n = struct.unpack("<HH", extra[:4])
+        if tag == 1 and n >= 8 * (1 + skip_first):
+            return struct.unpack("<Q", extra[4 + 8 * skip_first:12 + 8 * skip_first])[0]
+        extra = extra[4 + n:]
+    raise zipfile.BadZipFile(f"the entry at byte {at} has no ZIP64 size")
+
+
+class _Upto:
+    """File object `f` seen as if it ended at byte `end` (what zipfile needs: read, seek,
+    tell)."""
+
+    def __init__(self, f, end):
+        self.f, self.end = f, end
+
+    def seekable(self):
+        return True
+
+    def tell(self):
+        return self.f.tell()
+
+    def seek(self, offset, whence=io.SEEK_SET):
+        if whence == io.SEEK_END:
+            offset, whence = self.end + offset, io.SEEK_SET
+        return self.f.seek(offset, whence)
+
+    def read(self, n=-1):
+        left = max(self.end - self.f.tell(), 0)
+        return self.f.read(left if n is None or n < 0 else min(n, left))
 
 
 def _is_path(f):
@@ -126,7 +216,7 @@ def _source(f):
     """(what zipfile reads, its name in messages, where the checkpoint starts in it): a path,
     or a file object (read into memory first if it cannot seek, as a pipe)."""
     if _is_path(f):
-        path = os.fspath(f)
+        path = os.fsdecode(f)  # (a bytes path too)
         return path, path, 0
     _file_object(f, "load")
     name = _name_of(f)
@@ -142,9 +232,7 @@ def _source(f):
 
 
 def _size(source):
-    """The bytes a checkpoint's file holds (no entry can store more)."""
-    if isinstance(source, (str, bytes)):
-        return os.stat(source).st_size
+    """The bytes a file object holds."""
     at = source.tell()
     end = source.seek(0, io.SEEK_END)
     source.seek(at)
@@ -182,7 +270,7 @@ def _placement(backend, map_location):
 
 
 def _not_a_zip(source, name, start, e):
-    if isinstance(source, (str, bytes)):
+    if isinstance(source, str):
         with open(source, "rb") as f:
             head = f.read(8)
     else:

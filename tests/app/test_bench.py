@@ -8,6 +8,7 @@ of a training step is freed after backward.
 """
 
 import gc
+import json
 import pathlib
 import re
 import sys
@@ -310,3 +311,20 @@ def test_the_generate_section_reports_tokens_per_second(tmp_path):
     cells = row.split(" | ")
     assert cells[1] == "24" and cells[2] == "1"  # 32 - 8 new tokens, one round (quick)
     assert float(cells[3].split()[0]) > 0 and cells[5].startswith("**")
+
+
+def test_shakespeare_json_is_written_atomically(tmp_path, monkeypatch, capsys):
+    """--json FILE: the results replace FILE whole; a failure midway keeps the old FILE."""
+    from tinyattn.bench import shakespeare
+
+    result = {"steps": 1, "tinyattn_ms_per_step": 2.0, "final_loss": {"tinyattn": 3.0}}
+    monkeypatch.setattr(shakespeare, "measure", lambda steps, memory_steps: dict(result))
+    path = tmp_path / "r.json"
+    assert main(["bench", "shakespeare", "--steps", "1", "--json", str(path)]) == 0
+    assert json.loads(path.read_text()) == result
+    result["final_loss"] = {"tinyattn": 4.0}
+    result["zz"] = {1, 2}  # (json cannot write a set: it fails midway through the file)
+    with pytest.raises(TypeError, match="set"):
+        main(["bench", "shakespeare", "--steps", "1", "--json", str(path)])
+    assert json.loads(path.read_text())["final_loss"] == {"tinyattn": 3.0}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]  # no temporary file left

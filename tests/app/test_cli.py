@@ -188,3 +188,31 @@ def test_bench_options_are_checked_up_front(capsys, name, options, flag, message
     argument = f"argument {flag}: " if flag else ""
     assert err.splitlines()[-1] == f"tinyattn bench {name}: error: {argument}{message}"
 
+
+
+def test_bench_without_a_name_asks_for_the_name_only(capsys):
+    with pytest.raises(SystemExit) as caught:
+        cli.main(["bench"])
+    assert caught.value.code == 2
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last == "tinyattn bench: error: the following arguments are required: name"
+
+
+@pytest.mark.parametrize("where, message", [
+    ("missing/r.json", "no folder {tmp}/missing for the results"),
+    ("", "{tmp} is a folder, not a file"),
+    ("r.json/", "{tmp}/r.json/ is a folder, not a file"),
+])
+def test_bench_shakespeare_json_path_is_checked_before_the_benchmark_runs(
+        tmp_path, monkeypatch, capsys, where, message):
+    from tinyattn.bench import shakespeare
+
+    monkeypatch.setattr(shakespeare, "measure", lambda *a, **k: pytest.fail("ran the benchmark"))
+    path = f"{tmp_path}/{where}" if where else str(tmp_path)
+    with pytest.raises(SystemExit) as caught:
+        cli.main(["bench", "shakespeare", "--json", path])
+    assert caught.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: tinyattn bench shakespeare ")
+    assert err.splitlines()[-1] == ("tinyattn bench shakespeare: error: argument --json: "
+                                    + message.format(tmp=tmp_path))

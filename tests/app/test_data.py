@@ -76,3 +76,65 @@ def test_bundled_corpus_and_errors(tmp_path):
         make_task("translate")
     with pytest.raises(ValueError, match="unknown tokens"):
         make_task("reverse").encode("12a")
+
+
+# ---- tinyattn.utils.data against torch.utils.data ------------------------------------------------
+
+
+def test_subset_passes_a_list_index_to_the_dataset_in_one_call_as_torch():
+    torch = pytest.importorskip("torch")
+    import tinyattn as ta
+    from tinyattn.utils import data as D
+
+    got = D.Subset(D.TensorDataset(ta.arange(5)), [4, 3])[[0, 1]]
+    want = torch.utils.data.Subset(torch.utils.data.TensorDataset(torch.arange(5)), [4, 3])[[0, 1]]
+    assert isinstance(got, tuple) and len(got) == len(want) == 1
+    assert got[0].tolist() == want[0].tolist() == [4, 3]
+
+    class Calls(D.Dataset):  # what the dataset is asked for, and how often
+        def __init__(self):
+            self.asked = []
+
+        def __getitem__(self, index):
+            self.asked.append(index)
+            return index
+
+        def __len__(self):
+            return 10
+
+    calls = Calls()
+    assert D.Subset(calls, [7, 2, 5])[[2, 0]] == [5, 7] and calls.asked == [[5, 7]]
+    assert D.Subset(calls, [7, 2, 5])[-1] == 5  # one index: as before
+
+
+@pytest.mark.parametrize("sample", [
+    np.float32(1.5), np.int16(-3), np.bool_(True), np.float64(0.25),
+    (np.float32(1.0), np.int64(2)), {"a": np.uint8(7), "b": [np.float16(0.5)]},
+    np.str_("word"), (np.str_("w"), np.float32(2.0)),
+])
+def test_unbatched_loader_turns_numpy_scalars_into_tensors_as_torch(sample):
+    torch = pytest.importorskip("torch")
+    import tinyattn as ta
+    from tinyattn.utils import data as D
+
+    def same(got, want):
+        if isinstance(want, torch.Tensor):
+            assert isinstance(got, ta.Tensor), f"{got!r} is not a tensor (torch: {want!r})"
+            assert str(got.dtype) == str(want.dtype).removeprefix("torch.")
+            assert got.shape == tuple(want.shape) and got.tolist() == want.tolist()
+        elif isinstance(want, dict):
+            assert isinstance(got, dict) and got.keys() == want.keys()
+            for k in want:
+                same(got[k], want[k])
+        elif isinstance(want, list):
+            assert isinstance(got, list) and len(got) == len(want)
+            for g, w in zip(got, want, strict=True):
+                same(g, w)
+        else:
+            assert type(got) is type(want) and got == want
+
+    [got] = list(D.DataLoader([sample], batch_size=None))
+    [want] = list(torch.utils.data.DataLoader([sample], batch_size=None))
+    same(got, want)
+    # (torch 2.13 fails on a NumPy bytes scalar; strings and bytes stay as they are)
+    assert list(D.DataLoader([(np.bytes_(b"raw"),)], batch_size=None)) == [[np.bytes_(b"raw")]]

@@ -219,3 +219,17 @@ def test_a_flag_that_cannot_work_is_refused_before_the_checkpoint_is_read(monkey
                      ({"temperature": False}, "--temperature")]:
         with pytest.raises(FlagError, match=re.escape(f"sample: {flag} must be")):
             sample("ck.npz", "ab", **kw)
+
+
+@pytest.mark.parametrize("vocab, message", [
+    (["a", "b", 5], r"its entries must be strings \(one per token\): entry 2 is 5 \(int\)"),
+    (["a", None, "c"], r"entry 1 is None \(NoneType\)"),
+    (["a", "b"], r"has a vocabulary of 2 entries for a model of vocab_size 3$"),
+])
+def test_a_vocabulary_that_does_not_fit_is_refused_naming_the_problem(vocab, message):
+    cfg = {"task": "reverse", "length": None}
+    with pytest.raises(sample_mod.CheckpointError, match=message) as caught:
+        sample_mod._check_vocab_and_task({"vocab_size": 3}, cfg, vocab, "ck.npz")
+    assert str(caught.value).startswith("sample: ck.npz has a vocabulary of ")
+    if len(vocab) == 3:
+        assert "vocab_size" not in str(caught.value)  # (the size is right: not the problem)

@@ -761,3 +761,49 @@ def test_sizes_a_forged_zip_directory_declares_are_refused_before_allocating(tmp
     with pytest.raises(ta.CheckpointError, match=r"obj\['w'\] needs 2097152 bytes, more than can "
                                                  "be allocated"):
         ta.load(tmp_path / "ck.npz")
+
+
+# ---- several checkpoints in one file, bytes paths --------------------------------------------
+
+
+def test_checkpoints_saved_back_to_back_load_one_after_another_as_torchs_first(tmp_path):
+    """zipfile reads the last end record in a file: load reads the archive that starts where the
+    file object stands (torch's first load gives the first), and leaves it just past that one."""
+    torch = pytest.importorskip("torch")
+    tbuf = io.BytesIO()
+    torch.save([1], tbuf)
+    torch.save([2], tbuf)
+    tbuf.seek(0)
+    assert torch.load(tbuf) == [1]
+    buf = io.BytesIO()
+    ta.save([1], buf)
+    ta.save({"w": ta.tensor([2.0, 3.0])}, buf)
+    ta.save([3], buf)
+    buf.seek(0)
+    assert ta.load(buf) == [1]
+    assert ta.load(buf)["w"].tolist() == [2.0, 3.0]
+    assert ta.load(buf) == [3] and buf.tell() == len(buf.getvalue())
+    path = tmp_path / "two.npz"  # (concatenated files: the first, as from a file object)
+    path.write_bytes(buf.getvalue())
+    assert ta.load(path) == [1]
+    with open(path, "rb") as f:
+        assert ta.load(f) == [1] and ta.load(f)["w"].tolist() == [2.0, 3.0]
+    whole = buf.getvalue()
+    cut = io.BytesIO(whole[:len(whole) - 10])  # the last one cut short: an error, not another
+    assert ta.load(cut) == [1] and ta.load(cut)["w"].tolist() == [2.0, 3.0]
+    with pytest.raises(ta.CheckpointError, match="not a readable checkpoint"):
+        ta.load(cut)
+
+
+def test_save_and_load_take_bytes_paths(tmp_path):
+    path = os.fsencode(tmp_path / "ck.npz")
+    ta.save({"w": ta.tensor([1.0, 2.0])}, path)
+    assert ta.load(path)["w"].tolist() == [1.0, 2.0]
+    ta.save([5], path)  # (written again: atomically, over the old one)
+    assert ta.load(path) == [5]
+    assert sorted(os.listdir(tmp_path)) == ["ck.npz"]
+    with pytest.raises(ta.CheckpointError, match=re.escape(str(tmp_path / "bad.npz"))):
+        (tmp_path / "bad.npz").write_bytes(b"not a zip")
+        ta.load(os.fsencode(tmp_path / "bad.npz"))
+    with pytest.raises(FileNotFoundError):
+        ta.load(os.fsencode(tmp_path / "missing.npz"))

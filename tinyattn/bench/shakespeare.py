@@ -11,6 +11,7 @@ peak resident memory (RSS, measured in a fresh process per library).
     tinyattn bench shakespeare [same options]
 """
 
+import argparse
 import json
 import math
 import os
@@ -20,6 +21,7 @@ import time
 
 import numpy as np
 
+from ..files import atomic_write
 from .timing import at_least, parser
 
 # ---- tinyattn: the preset as `tinyattn train --task shakespeare` builds it -----------------------
@@ -295,7 +297,8 @@ def main(argv=None):
     ap.add_argument("--steps", type=at_least(1), default=100, help="steps timed (K)")
     ap.add_argument("--memory-steps", type=at_least(0), default=20,
                     help="steps of each library's memory run (0: skip)")
-    ap.add_argument("--json", default=None, help="write the results to this file")
+    ap.add_argument("--json", default=None, type=results_file,
+                    help="write the results to this file (replaced whole, at the end)")
     args = ap.parse_args(argv)
     # between calls PyTorch's OpenMP threads would spin, holding the cores NumPy needs next
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -307,10 +310,22 @@ def main(argv=None):
     result = measure(args.steps, args.memory_steps)
     for line in summary(result):
         print(line)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=2)
+    if args.json:  # (a failure midway keeps the old file)
+        atomic_write(args.json, lambda f: json.dump(result, f, indent=2), "w")
     return 0
+
+
+def results_file(path):
+    """An argparse type: --json's path, checked before the benchmark runs (minutes before the
+    results are written): a file, in a folder that exists and takes new files."""
+    if path.endswith(os.sep) or os.path.isdir(path):
+        raise argparse.ArgumentTypeError(f"{path} is a folder, not a file")
+    folder = os.path.dirname(path) or "."
+    if not os.path.isdir(folder):
+        raise argparse.ArgumentTypeError(f"no folder {folder} for the results")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"cannot write in folder {folder}: no permission")
+    return path
 
 
 def summary(result):

@@ -80,8 +80,8 @@ class Subset(Dataset):
         self.dataset, self.indices = dataset, list(indices)
 
     def __getitem__(self, index):
-        if isinstance(index, list):
-            return [self.dataset[self.indices[i]] for i in index]
+        if isinstance(index, list):  # the mapped list, in one call (torch's, for batch reads)
+            return self.dataset[[self.indices[i] for i in index]]
         return self.dataset[self.indices[index]]
 
     def __len__(self):
@@ -255,8 +255,10 @@ def _stacked(batch, elem):
 
 
 def _convert(sample):
-    """A sample as the loader gives it unbatched (batch_size=None): arrays become tensors."""
-    if isinstance(sample, np.ndarray) and sample.dtype.kind in "biuf":
+    """A sample as the loader gives it unbatched (batch_size=None), as torch's default_convert:
+    arrays and NumPy scalars (np.float32(1), np.bool_) of numbers become tensors in their dtype;
+    NumPy strings and bytes stay as they are."""
+    if isinstance(sample, (np.ndarray, np.generic)) and sample.dtype.kind in "biuf":
         return tensor(sample)
     if isinstance(sample, collections.abc.Mapping):
         return {key: _convert(v) for key, v in sample.items()}
