@@ -3,6 +3,7 @@ tensors and a Linear without inputs as torch's) and nn.utils.clip_grad_norm_ /
 clip_grad_value_ (matched with torch)."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -272,3 +273,50 @@ def test_float16_gradients_are_clipped_by_their_norm_summed_in_float32():
     p.grad = ta.tensor(np.array([300.0, 300.0], np.float16))
     assert optim.clip_grad_norm([p], 1.0) == pytest.approx(424.26, rel=1e-4)
     np.testing.assert_allclose(p.grad.numpy(), 0.7071, rtol=2e-3)
+
+
+def _truncated_mean(mean, std, a, b):
+    """The mean of N(mean, std²) restricted to [a, b], by quadrature (the density scaled to
+    its largest value on [a, b], so that no tail underflows)."""
+    lo = a if math.isfinite(a) else min(b, mean) - 12 * std  # (an infinite end: 12 std on)
+    hi = b if math.isfinite(b) else max(a, mean) + 12 * std
+    x = np.linspace(lo, hi, 200_001)
+    log_density = -0.5 * ((x - mean) / std) ** 2
+    w = np.exp(log_density - log_density.max())
+    return float((x * w).sum() / w.sum())
+
+
+@pytest.mark.parametrize("mean,std,a,b", [
+    (0.0, 1.0, 4.0, 5.0), (0.0, 1.0, -5.0, -4.0), (1.0, 2.0, 13.0, 15.0), (0.0, 1.0, 9.0, 9.5),
+    (0.0, 1.0, -40.0, -39.0), (0.0, 1.0, -1.0, 60.0), (0.0, 1.0, -math.inf, 0.5),
+    (2.0, 0.5, 2.0, math.inf)])
+def test_trunc_normal_fills_any_interval_by_inverse_cdf_as_torch(mean, std, a, b):
+    """[4, 5] holds 3e-5 of N(0, 1): it was refused (redrawing would take too long); torch draws
+    u in [Φ(a), Φ(b)] and returns Φ⁻¹(u), with a warning when the mean is more than 2 std from
+    [a, b]. Every value lies in [a, b], their mean the truncated distribution's."""
+    w = ta.empty(20_000, dtype=np.float64)
+    far = mean < a - 2 * std or mean > b + 2 * std
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert init.trunc_normal_(w, mean, std, a, b, generator=ta.Generator().manual_seed(2)) \
+            is w
+    assert [str(c.message).startswith("mean is more than 2 std from [a, b] in "
+                                      "nn.init.trunc_normal_") for c in caught] == [far] * far
+    values = w.numpy()
+    assert np.isfinite(values).all() and values.min() >= a and values.max() <= b
+    width = min(b - a, 10 * std)
+    assert values.mean() == pytest.approx(_truncated_mean(mean, std, a, b), abs=0.02 * width)
+    again = ta.empty(20_000, dtype=np.float64)
+    init.trunc_normal_(again, mean, std, a, b, generator=ta.Generator().manual_seed(2))
+    np.testing.assert_array_equal(again.numpy(), values)  # the generator repeats it
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_trunc_normal_keeps_values_inside_bounds_the_dtype_cannot_hold(dtype):
+    """b = 0.1 is not a float16 (nor float32) number: a draw just below it must not round up
+    past it."""
+    w = ta.empty(50_000, dtype=dtype)
+    init.trunc_normal_(w, mean=0.1, std=1e-3, a=0.0999, b=0.1,
+                       generator=ta.Generator().manual_seed(0))
+    values = w.numpy().astype(np.float64)
+    assert values.min() >= 0.0999 and values.max() <= 0.1

@@ -410,3 +410,26 @@ def test_train_refuses_a_mode_that_is_not_a_bool(mode):
         m.train(mode)
     assert m.training is True and m[0].training is True  # nothing changed
     assert m.train(np.bool_(False)).training is False and m[0].training is False
+
+
+@pytest.mark.parametrize("values", [[10, 10, 10, 10, 10], [True, False, True, True, False]])
+def test_dropout_refuses_integer_and_bool_input_in_training_as_torch(values):
+    """0 < p < 1 on a non-floating input: torch refuses (the scale 1/(1-p) does not fit the
+    dtype; here it was cast to 1 and kept entries unscaled). p = 0, p = 1 and eval mode give
+    what torch gives: the input, zeros of its dtype, the input."""
+    torch = pytest.importorskip("torch")
+    x = ta.tensor(values)
+    for call in (lambda: F.dropout(x, 0.3), lambda: nn.Dropout(0.3)(x),
+                 lambda: F.dropout(x, 0.5, inplace=True)):
+        with pytest.raises(TypeError, match=rf"dropout: needs a floating-point input, got "
+                                            rf"{x.dtype}"):
+            call()
+    assert np.array_equal(x.numpy(), values)  # (inplace: nothing written)
+    tx = torch.tensor(values)
+    for p, training in ((0.0, True), (1.0, True), (0.3, False), (1.0, False)):
+        want = torch.nn.functional.dropout(tx, p, training)
+        got = F.dropout(x, p, training)
+        assert got.numpy().dtype == want.numpy().dtype
+        assert np.array_equal(got.numpy(), want.numpy())
+    m = nn.Dropout(0.3).eval()
+    assert np.array_equal(m(x).numpy(), values)

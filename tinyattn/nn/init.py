@@ -14,7 +14,7 @@ import numpy as np
 
 from ..autograd import no_grad
 from ..errors import ShapeError, fmt_shape
-from ..tensor import randn
+from ..tensor import rand, randn
 
 __all__ = [
     "calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "eye_",
@@ -135,25 +135,80 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gener
     return normal_(tensor, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(fan), generator)
 
 
+# Acklam's rational approximation of Φ⁻¹, the normal quantile (relative error below 1.2e-9,
+# far finer than a weight needs): a for the centre, c/d for the tails
+_CENTRE_NUM = (-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
+               1.383577518672690e+02, -3.066479806614716e+01, 2.506628277459239e+00)
+_CENTRE_DEN = (-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
+               6.680131188771972e+01, -1.328068155288572e+01, 1.0)
+_TAIL_NUM = (-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
+             -2.549732539343734e+00, 4.374664141464968e+00, 2.938163982698783e+00)
+_TAIL_DEN = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
+             3.754408661907416e+00, 1.0)
+
+
+def _poly(coefs, x):
+    out = coefs[0]
+    for c in coefs[1:]:
+        out = out * x + c
+    return out
+
+
+def _normal_quantile(xp, log_u):
+    """Φ⁻¹(u) elementwise (NumPy has no erfinv), from log u: exact in the lower tail, where u
+    itself underflows (Φ(-40) = 4e-350). Acklam's approximation."""
+    u = xp.exp(log_u)
+    q = u - 0.5
+    r = q * q
+    centre = q * _poly(_CENTRE_NUM, r) / _poly(_CENTRE_DEN, r)
+    upper = xp.log(xp.maximum(1 - u, np.finfo(np.float64).epsneg))  # (log(1 - u) > -inf)
+    t = xp.sqrt(-2 * xp.where(q < 0, log_u, upper))  # (the tails: u below 0.02425, 1 - u too)
+    tail = _poly(_TAIL_NUM, t) / _poly(_TAIL_DEN, t)
+    return xp.where(xp.abs(q) <= 0.5 - 0.02425, centre, xp.where(q < 0, tail, -tail))
+
+
+def _log_cdf(z):
+    """log Φ(z), exact in the lower tail: erfc does not cancel there, and past its underflow
+    (z < -37) the asymptotic series -z²/2 - log(-z√(2π)) + log(1 - 1/z² + 3/z⁴ - ...) holds."""
+    if z > -30:
+        return math.log(0.5 * math.erfc(-z / math.sqrt(2)))
+    if z == -math.inf:
+        return -math.inf
+    w = 1 / (z * z)
+    series = 1 - w * (1 - 3 * w * (1 - 5 * w * (1 - 7 * w)))
+    return -z * z / 2 - math.log(-z * math.sqrt(2 * math.pi)) + math.log(series)
+
+
 @no_grad()
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
-    """N(mean, std²) restricted to [a, b]: entries outside are drawn again until none is."""
+    """N(mean, std²) restricted to [a, b], by inverse-CDF sampling as torch: u uniform in
+    [Φ(α), Φ(β)] (α, β: a, b standardized), then mean + std Φ⁻¹(u). u is kept as log u and
+    an interval above the mean drawn as its mirror image below, so any [a, b] works, however
+    far out (torch's warning when the mean is more than 2 std from it all the same)."""
     if not a < b:
         raise ValueError(f"trunc_normal_: the interval [a, b] must have a < b, got a={a}, b={b}")
+    if mean < a - 2 * std or mean > b + 2 * std:
+        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_ (torch warns "
+                      f"too): mean={mean}, std={std}, [a, b] = [{a}, {b}]; the values are drawn "
+                      "from the far tail", UserWarning, stacklevel=3)
     lo, hi = (a - mean) / std, (b - mean) / std
-    inside = 0.5 * (math.erf(hi / math.sqrt(2)) - math.erf(lo / math.sqrt(2)))
-    if inside < 1e-3:
-        raise ValueError(f"trunc_normal_: [a, b] = [{a}, {b}] holds only {inside:.1e} of "
-                         f"N({mean}, {std}²); redrawing would take too long")
+    flip = lo > 0  # (mirrored: Φ near 1 would have lost every digit of 1 - Φ)
+    if flip:
+        lo, hi = -hi, -lo
+    log_low, log_high = _log_cdf(lo), _log_cdf(hi)
+    ratio = math.exp(log_low - log_high)  # Φ(lo) / Φ(hi), in [0, 1)
     xp = tensor.backend.xp
-    out = xp.empty(tensor.shape, dtype=np.float64)
-    todo = xp.ones(tensor.shape, dtype=bool)
-    while bool(todo.any()):  # each round keeps a fraction `inside` of what is left
-        draw = randn(*tensor.shape, generator=generator, dtype=np.float64,
-                     backend=tensor.backend).data * std + mean
-        take = todo & (draw >= a) & (draw <= b)
-        out[take] = draw[take]
-        todo &= ~take
+    u = rand(*tensor.shape, generator=generator, dtype=np.float64, backend=tensor.backend).data
+    # log u for u uniform in [Φ(lo), Φ(hi)]: log Φ(hi) + log(ratio + (1 - ratio) U)
+    log_u = log_high + xp.log(xp.maximum(ratio + (1 - ratio) * u, np.finfo(np.float64).tiny))
+    z = _normal_quantile(xp, xp.minimum(log_u, 0.0))
+    out = xp.clip(mean + std * (-z if flip else z), a, b)
+    if tensor.dtype.kind == "f" and tensor.dtype != np.float64:
+        # a bound the dtype cannot hold (0.1 in float32): a value rounded past it steps inside
+        narrow = out.astype(tensor.dtype)
+        back = narrow.astype(np.float64)
+        out = xp.where(back > b, xp.nextafter(narrow, narrow.dtype.type(-np.inf)),
+                       xp.where(back < a, xp.nextafter(narrow, narrow.dtype.type(np.inf)), narrow))
     return tensor.copy_(out)
 
 

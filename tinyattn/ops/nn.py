@@ -149,6 +149,10 @@ def dropout(be, x, p=0.5, seed=None):
     """out = x * mask / (1 - p), mask ~ Bernoulli(1 - p) (from the backend's generator, or a
     fresh one seeded with `seed`); p = 1 drops everything (zeros, as in torch)"""
     check_dropout_p(p)
+    if 0 < p < 1 and x.dtype.kind != "f":  # (p = 0 or 1 fits any dtype: x, or zeros, as torch)
+        raise DTypeError(f"dropout: needs a floating-point input, got {x.dtype} (torch's rule "
+                         f"too: 1/(1-p) = {1 / (1 - p):.3g} does not fit it); convert it with "
+                         ".float()")
     xp = be.xp
     keep = be.rand(x.shape, "float32", seed=seed) >= p  # (p = 1: none kept)
     # kept entries are scaled up so that the expected sum is unchanged; picked with where, not

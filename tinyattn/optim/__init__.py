@@ -2,13 +2,16 @@
 schedule with warm-up, clip_grad_norm; PyTorch's schedulers live in optim.lr_scheduler.
 
 Like PyTorch: an optimizer takes parameters (or groups of them, dicts with their own settings),
-`step()` updates them in place from their `.grad`; `opt.state` is a defaultdict(dict) keyed by
-the parameter, with torch's state names (exp_avg, exp_avg_sq, momentum_buffer, step as a float32
-0-d tensor...) and tensors; `state_dict()` is torch's {"state": {position: {name: tensor}},
-"param_groups": [settings and "params" positions]} and carries everything needed to resume
-exactly. `load_state_dict()` takes that, torch's own state dicts, and the layout earlier
-tinyattn versions wrote ({"steps", "groups", "state": {"0.m": ...}}), and refuses groups of
-another number or size, as torch's; copy.deepcopy and pickle of an optimizer keep its state
+`step()` updates them in place from their `.grad` (`step(closure)`: the loss re-evaluated first);
+parameters may come named (model.named_parameters()), settings as 0-d tensors (lr=tensor(0.01),
+read at each step); `opt.state` is a defaultdict(dict) keyed by the parameter, with torch's state
+names (exp_avg, exp_avg_sq, momentum_buffer, step as a 0-d tensor on the host, float32 or, with
+a float64 default dtype, float64...) and tensors; `state_dict()` is torch's {"state":
+{position: {name: tensor}}, "param_groups": [settings, "param_names" where the parameters came
+named, and "params" positions]} and carries everything needed to resume exactly.
+`load_state_dict()` takes that, torch's own state dicts, and the layout earlier tinyattn
+versions wrote ({"steps", "groups", "state": {"0.m": ...}}), and refuses groups of another
+number or size, as torch's; copy.deepcopy and pickle of an optimizer keep its state
 with the copied parameters. Adam's update is a backend primitive (`be.adam_update`), so the CuPy
 backend can run it as one fused kernel.
 """
@@ -21,7 +24,8 @@ from collections.abc import Mapping
 import numpy as np
 
 from .. import backends
-from ..autograd import TensorBase, bump_version, no_grad, side_effect, zero_grads
+from ..autograd import TensorBase, bump_version, enable_grad, no_grad, side_effect, zero_grads
+from ..dtypes import get_default_dtype
 from ..errors import CheckpointError, fmt_shape
 from ..tensor import Tensor
 from . import lr_scheduler  # noqa: F401 - optim.lr_scheduler, as in torch
@@ -57,6 +61,16 @@ def _host(value):
     return value
 
 
+def _setting(value):
+    """A saved group setting as a group keeps it: a list as a tuple (betas), a tensor (ours,
+    torch's) as a copy of ours (a load shares no tensor with the checkpoint, as torch's)."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_setting(v) for v in value)
+    if isinstance(value, TensorBase) or hasattr(value, "detach") and hasattr(value, "numpy"):
+        return Tensor._wrap(np.array(_host(value)), backends.backend("numpy"))
+    return value
+
+
 def _zeros(p, dtype=None, fill=0):
     """State of p's shape on p's backend (`dtype`: p's if not given)."""
     xp = p.backend.xp
@@ -64,8 +78,38 @@ def _zeros(p, dtype=None, fill=0):
 
 
 def _scalar(value):
-    """A step count or running product, as torch keeps them: a float32 0-d tensor on the host."""
-    return Tensor._wrap(np.array(value, dtype=np.float32), backends.backend("numpy"))
+    """A step count or running product, as torch keeps them: a 0-d tensor on the host, float64
+    where the default dtype is float64, else float32 (torch's _get_scalar_dtype)."""
+    dtype = np.float64 if get_default_dtype() == np.float64 else np.float32
+    return Tensor._wrap(np.array(value, dtype=dtype), backends.backend("numpy"))
+
+
+def _read(group, name="optimizer"):
+    """`group` with each setting given as a tensor (lr=tensor(0.01), betas of tensors) as the
+    number it holds now: torch reads such a tensor at every step, so a change in place (a
+    schedule's lr.fill_) counts from the next. The group itself where it has none (no copy)."""
+    read = None
+    for key, value in group.items():
+        if isinstance(value, TensorBase):
+            value = _number(value, key, name)
+        elif (isinstance(value, (tuple, list)) and key not in ("params", "param_names")
+              and any(isinstance(v, TensorBase) for v in value)):  # (betas)
+            value = tuple(_number(v, f"{key}[{i}]", name) if isinstance(v, TensorBase) else v
+                          for i, v in enumerate(value))
+        else:
+            continue
+        if read is None:
+            read = dict(group)
+        read[key] = value
+    return group if read is None else read
+
+
+def _number(t, key, name):
+    """The one number tensor setting `t` holds (torch's rule: a 1-element tensor)."""
+    if t.numel() != 1:
+        raise ValueError(f"{name}: {key} given as a tensor must hold one number, got shape "
+                         f"{fmt_shape(t.shape)}; pass a 0-d tensor or a number")
+    return t.item()
 
 
 def _wide(p):
@@ -76,8 +120,8 @@ def _wide(p):
 
 
 def _count(state):
-    """Count one more step in state["step"] (a float32 0-d tensor, in place, as torch's
-    step_t += 1); the count, as an int."""
+    """Count one more step in state["step"] (a 0-d tensor, in place, as torch's step_t += 1);
+    the count, as an int."""
     step = state["step"].data
     step += 1
     return int(step)
@@ -140,12 +184,7 @@ class Optimizer:
         if not isinstance(param_group, dict) or "params" not in param_group:
             raise TypeError(f"{name}: a parameter group is a dict with a 'params' entry, got "
                             f"{type(param_group).__name__}")
-        params = param_group["params"]
-        params = [params] if isinstance(params, TensorBase) else list(params)
-        unique = list({id(p): p for p in params}.values())
-        if len(unique) < len(params):
-            warnings.warn(f"{name}: a parameter group lists a parameter twice; it is updated "
-                          "once", UserWarning, stacklevel=2)
+        unique, names = self._unique(param_group)
         for p in unique:
             if not isinstance(p, TensorBase) or not p.is_leaf:
                 raise ValueError(f"{name}: can only optimize leaf tensors (made by the user, "
@@ -153,9 +192,48 @@ class Optimizer:
         taken = {id(p) for group in self.param_groups for p in group["params"]}
         if any(id(p) in taken for p in unique):
             raise ValueError(f"{name}: some parameters appear in more than one parameter group")
-        full = {**self.defaults, **param_group, "params": unique}
-        self.check(full)
+        if any(("param_names" in g) != (names is not None) for g in self.param_groups):
+            has = ("none", "names")[names is not None]
+            raise ValueError(f"{name}: all parameter groups have names or none (torch's rule); "
+                             f"this group has {has}, the others have not")
+        # torch's order: the names first (a state dict's group keeps them before the settings)
+        named = {} if names is None else {"param_names": names}
+        full = {**named, **self.defaults, **param_group, **named, "params": unique}
+        self.check(_read(full, name))
         self.param_groups.append(full)
+
+    def _unique(self, group):
+        """(the group's parameters, each once, with a warning if one came twice; their names or
+        None)."""
+        params = group["params"]
+        params = [params] if isinstance(params, TensorBase) else list(params)
+        params, names = self._named(params, group)
+        unique = list({id(p): p for p in params}.values())
+        if names is not None:  # (a parameter listed twice keeps its first name)
+            first = dict(reversed(list(zip(map(id, params), names, strict=True))))
+            names = [first[id(p)] for p in unique]
+        if len(unique) < len(params):
+            warnings.warn(f"{type(self).__name__}: a parameter group lists a parameter twice; it "
+                          "is updated once", UserWarning, stacklevel=3)
+        return unique, names
+
+    def _named(self, params, group):
+        """(the tensors, their names or None) of a group's params: tensors, or torch's (name,
+        tensor) pairs as model.named_parameters() gives them (all named or none); names may
+        also come as the group's "param_names" (a group from a state dict's layout)."""
+        pairs = [isinstance(p, tuple) for p in params]
+        if not any(pairs):
+            names = group.get("param_names")
+            if names is not None and len(names) != len(params):
+                raise ValueError(f"{type(self).__name__}: a group's param_names must name each "
+                                 f"of its parameters: {len(names)} names, {len(params)} "
+                                 "parameters")
+            return params, (None if names is None else list(names))
+        if not all(pairs) or any(len(p) != 2 for p in params):
+            raise ValueError(f"{type(self).__name__}: all of a group's parameters have names or "
+                             "none: a list of tensors, or of (name, tensor) pairs as "
+                             "model.named_parameters() gives (torch's rule)")
+        return [p for _, p in params], [n for n, _ in params]
 
     def __repr__(self):
         lines = [f"{type(self).__name__} ("]
@@ -197,11 +275,25 @@ class Optimizer:
             raise ValueError(f"{name}: differentiable=True (a step that autograd records) is "
                              "not supported: tinyattn's step runs under no_grad")
 
+    def step(self, closure=None):
+        """Update every parameter that has a gradient. `closure` (as torch's): a function that
+        clears the gradients, computes the loss, calls backward() and returns the loss; it is
+        called first, with grad enabled (even inside no_grad); step returns its loss (else
+        None)."""
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        self._step()
+        return loss
+
     @no_grad()
-    def step(self):
+    def _step(self):
         side_effect(f"{type(self).__name__}.step()")
         self.steps += 1
+        name = type(self).__name__
         for group in self.param_groups:
+            group = _read(group, name)  # (tensor settings as numbers; no copy without them)
             for p in group["params"]:
                 if p.grad is not None:
                     g = -p.grad.data if group["maximize"] else p.grad.data
@@ -301,11 +393,12 @@ class Optimizer:
         self.steps = steps
 
     def _loaded_settings(self, saved):
-        """A checkpoint group's settings as this optimizer takes them: betas a tuple, without
-        its parameters' positions, differentiable (always False here) or a how-to-run switch
-        this optimizer does not have (torch's of another name)."""
+        """A checkpoint group's settings as this optimizer takes them: betas a tuple, a setting
+        saved as a tensor (lr=tensor(0.01), torch's too) a copy of ours, the parameters' names
+        a list, without their positions, differentiable (always False here) or a how-to-run
+        switch this optimizer does not have (torch's of another name)."""
         own = type(self).defaults
-        return {k: (tuple(v) if isinstance(v, list) else v) for k, v in saved.items()
+        return {k: (list(v) if k == "param_names" else _setting(v)) for k, v in saved.items()
                 if k not in ("params", "differentiable") and (k not in _SWITCHES or k in own)}
 
     def _loaded_state(self, entries, params, steps):
@@ -429,7 +522,8 @@ class Optimizer:
         state = {}
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            self._update(stand_in, xp.ones((1,), dtype=p.dtype), state, group)
+            self._update(stand_in, xp.ones((1,), dtype=p.dtype), state,
+                         _read(group, type(self).__name__))
         return {k: (v.dtype, v.backend, v.ndim == 0) for k, v in state.items()}
 
     def _restored(self, label, value, p, kept, name):
@@ -580,8 +674,9 @@ class Adagrad(Optimizer):
     def __init__(self, params, *args, **settings):
         super().__init__(params, *args, **settings)
         for group in self.param_groups:
+            read = _read(group, type(self).__name__)  # (a tensor initial_accumulator_value)
             for p in group["params"]:
-                self._start(p, self.state[p], group, _wide(p))
+                self._start(p, self.state[p], read, _wide(p))
 
     @staticmethod
     def _start(p, state, group, dtype):
@@ -660,9 +755,10 @@ class NAdam(_Moments):
         psi = group["momentum_decay"]
         mu = beta1 * (1 - 0.5 * 0.96 ** (t * psi))
         mu_next = beta1 * (1 - 0.5 * 0.96 ** ((t + 1) * psi))
-        # Πμ kept in float32, as torch keeps it (its state tensor): the same steps to the bit
+        # Πμ kept in its state tensor's dtype (float32, float64 with a float64 default dtype),
+        # as torch keeps it: the same steps to the bit
         product = state.setdefault("mu_product", _scalar(1.0)).data
-        product *= np.float32(mu)
+        product *= product.dtype.type(mu)
         product = float(product)
         denom = p.backend.xp.sqrt(state["exp_avg_sq"].data / (1 - beta2**t)) + group["eps"]
         p.data -= group["lr"] * (1 - mu) / (1 - product) * (g / denom)
