@@ -83,7 +83,8 @@ def _train_parser(sub):
     p.add_argument("--task", choices=list(PRESETS), default=None,
                    help="default reverse; --text alone implies text; shakespeare: a "
                         "character-level GPT on the Shakespeare corpus shipped with tinyattn")
-    p.add_argument("--steps", type=int)
+    p.add_argument("--steps", type=int,
+                   help="steps to train to (with --resume: the run's own unless given)")
     p.add_argument("--backend", help="numpy (default) or cupy")
     p.add_argument("--out", default=None, help="run folder (default runs/<task>)")
     p.add_argument("--seed", type=int)
@@ -95,7 +96,9 @@ def _train_parser(sub):
     p.add_argument("--dropout", type=float)
     p.add_argument("--weight-decay", dest="weight_decay", type=float)
     p.add_argument("--beta2", type=float, help="AdamW's second-moment decay")
-    p.add_argument("--warmup", type=int)
+    p.add_argument("--warmup", type=int,
+                   help="steps of linear warm-up, fewer than --steps (a default that does not "
+                        "fit is cut to a tenth of --steps)")
     p.add_argument("--min-lr-ratio", dest="min_lr_ratio", type=float,
                    help="the cosine decay ends at this fraction of --lr (0.1: lr/10)")
     p.add_argument("--grad-clip", dest="grad_clip", type=float)

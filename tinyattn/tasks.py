@@ -31,9 +31,12 @@ def preset(task):
     return dict(PRESETS[task])
 
 
-def config(task="reverse", **overrides):
+def config(task=None, **overrides):
     """TrainConfig for `task` (None: reverse): its preset, then `overrides` (None values are
-    left out)."""
-    task = task or "reverse"
+    left out). Only `overrides` (and a task named) count as given: the preset's settings are
+    defaults, which a resume takes from the run instead (TrainConfig.given)."""
     given = {k: v for k, v in overrides.items() if v is not None}
-    return TrainConfig(**{**preset(task), **given, "task": task})
+    if task:
+        given["task"] = task
+    task = task or "reverse"
+    return TrainConfig.with_defaults({**preset(task), "task": task}, **given)

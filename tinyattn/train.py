@@ -4,7 +4,9 @@
 cosine schedule with warm-up, gradient clipping), evaluates on held-out problems, and writes
 metrics.jsonl, metrics.json, checkpoint.npz, loss.png, attention.png and samples.txt. Every
 step's batch and dropout mask come from (seed, step), so the checkpoint's step is also the data
-position and the random state: `resume=True` continues bit-for-bit as if never interrupted.
+position and the random state: `resume=True` continues bit-for-bit as if never interrupted,
+with the run's own settings for those not given (its --steps too; a larger --steps given
+extends the run, and its cosine schedule from there on, which stderr says).
 Checkpoints are written every `save_every` steps and at least every `save_seconds`; SIGINT and
 SIGTERM stop the run after the step in progress, save, and report which signal it was.
 
@@ -15,6 +17,9 @@ differ between ranks (each rank compares its own with rank 0's first).
 """
 
 import contextlib
+import copy
+import dataclasses
+import functools
 import json
 import math
 import os
@@ -43,10 +48,11 @@ from .runs import (
     RunLock,
     atomic_write,
     data_fingerprint,
+    read_metrics,
     remove_temporaries,
     repair_metrics,
 )
-from .serialization import load, save
+from .serialization import CheckpointError, load, save
 from .shakespeare import bits_per_char
 from .tensor import manual_seed, tensor
 
@@ -59,8 +65,27 @@ LANGUAGE_TASKS = ("text", "shakespeare")
 RESUMABLE = {"steps", "out", "eval_every", "save_every", "save_seconds", "capture"}
 
 
+def _remembers_what_was_given(cls):
+    """TrainConfig's __init__, noting the settings it was given (by keyword or position)."""
+    init, names = cls.__init__, [f.name for f in fields(cls)]
+
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):  # noqa: N807 - the class's own
+        init(self, *args, **kwargs)
+        self._given = frozenset(names[:len(args)]) | frozenset(kwargs)
+
+    cls.__init__ = __init__
+    return cls
+
+
+@_remembers_what_was_given
 @dataclass
 class TrainConfig:
+    """The settings of a training run. A config knows which settings were given (passed to
+    it, or set on it later: `given()`); the others are defaults, which `train(resume=True)`
+    takes from the run it continues instead (its --steps too), and a default --warmup that
+    does not fit in --steps is shortened to a tenth of them (said on stderr)."""
+
     task: str = "reverse"
     steps: int = 600
     batch_size: int = 64
@@ -70,7 +95,7 @@ class TrainConfig:
     dropout: float = 0.0
     lr: float = 3e-3
     weight_decay: float = 0.01
-    warmup: int = 50
+    warmup: int = 50  # steps of linear warm-up; a default that does not fit: a tenth of --steps
     grad_clip: float = 1.0  # the largest global gradient norm; 0 turns clipping off
     seed: int = 0
     backend: str = "numpy"
@@ -94,6 +119,23 @@ class TrainConfig:
 
     def run_dir(self):
         return self.out or os.path.join("runs", self.task)
+
+    def __setattr__(self, name, value):
+        super().__setattr__(name, value)
+        if name in self.__dataclass_fields__ and "_given" in vars(self):  # (after __init__)
+            self._given = self._given | {name}
+
+    def given(self):
+        """The names of the settings that were given, not left at their defaults."""
+        return vars(self).get("_given", frozenset(self.__dataclass_fields__))
+
+    @classmethod
+    def with_defaults(cls, defaults, **given):
+        """A config of the settings `given`, whose others are `defaults` (a task's preset)
+        instead of TrainConfig's own: they still count as defaults."""
+        cfg = cls(**{**defaults, **given})
+        cfg._given = frozenset(given)
+        return cfg
 
 
 # ---- the settings, checked before anything is built or written ---------------------------------
@@ -159,6 +201,9 @@ RULES = [
     ("lr", lambda v, c: _real(v) and v > 0, "must be a finite number > 0"),
     ("weight_decay", lambda v, c: _real(v) and v >= 0, "must be a finite number >= 0"),
     ("warmup", *_whole(0)),
+    ("warmup", lambda v, c: "warmup" not in c.given() or not _int(c.steps) or v < c.steps,
+     lambda c: f"must be fewer steps than --steps ({c.steps}), or the lr never reaches --lr "
+               "nor decays"),
     ("grad_clip", lambda v, c: _real(v) and v >= 0,
      "must be a finite number >= 0 (the largest gradient norm; 0 turns clipping off)"),
     ("seed", *_whole(0)),
@@ -304,10 +349,12 @@ def _out_of_memory(cfg, e):
 
 def _train(cfg, resume, force, progress, stop_after, stream):
     check_same_settings(cfg, resume, force)  # first: a rank with other settings may fail alone
-    validate(cfg)
-    _check_world(cfg)
     if resume and force:
         raise FlagError("--resume continues the run and --force deletes it: give one of them")
+    # rank 0 reads the run's settings (its checkpoint's) and tells the others
+    cfg = distributed.broadcast_object(settle(cfg, resume) if distributed.is_main() else None)
+    validate(cfg)
+    _check_world(cfg)
     run = _Run(cfg, *build(cfg))
     _check_same_data_on_every_rank(run)
     with _claim(run.out) if run.main else contextlib.nullcontext() as lock:
@@ -322,6 +369,49 @@ def _train(cfg, resume, force, progress, stop_after, stream):
             _forget_unsaved(run)
             raise
     return distributed.broadcast_object(metrics)
+
+
+def settle(cfg, resume=False):
+    """The settings a run trains with: `cfg`'s given ones, and for the others, on resume, the
+    run's own (its checkpoint's config: --steps too, so a plain --resume continues the run to
+    its own length on its own schedule); --out is where the run is, never taken from it. A new
+    run's default --warmup that does not fit in --steps (the lr would never reach --lr, nor
+    decay) is shortened to a tenth of the steps, said on stderr and kept in the run's config. A
+    copy; `cfg` is left as it was."""
+    if resume:
+        return _with_the_runs_settings(cfg)
+    given, steps, warmup = cfg.given(), cfg.steps, cfg.warmup
+    if "warmup" in given or not (_int(steps) and _int(warmup) and 1 <= steps <= warmup):
+        return _copy(cfg, {})
+    print(f"train: --warmup {warmup} (the default) does not fit in --steps {steps}: warming up "
+          f"over {steps // 10} steps (a tenth of --steps) instead; give --warmup N (fewer than "
+          f"{steps}) to choose", file=sys.stderr)
+    return _copy(cfg, {"warmup": steps // 10})
+
+
+def _with_the_runs_settings(cfg):
+    """`cfg` with each setting it was not given taken from the config of the checkpoint in its
+    run folder; `cfg` as it is when there is none to read (the resume then says why)."""
+    try:
+        out = cfg.run_dir()
+        saved = load(os.path.join(out, "checkpoint.npz"), keys=("config",))["config"]
+    except (OSError, TypeError, CheckpointError):
+        return _copy(cfg, {})
+    if not isinstance(saved, dict):
+        return _copy(cfg, {})
+    taken = {f.name: saved[f.name] for f in fields(cfg)
+             if f.name in saved and f.name not in cfg.given() | {"out"}}
+    settled = _copy(cfg, taken)
+    if settled.run_dir() != out:  # (another task's run in the default folder of this one)
+        settled = _copy(settled, {"out": out})
+    return settled
+
+
+def _copy(cfg, changes):
+    """A copy of `cfg` with `changes`, which count as defaults: given stays what was given."""
+    new = dataclasses.replace(cfg, **changes)
+    new._given = cfg.given()
+    return new
 
 
 def _train_and_report(run, stopper, progress, stop_after, stream):
@@ -444,7 +534,9 @@ def _loop(run, stopper, progress, stop_after):
     `stop_after` steps; then save. Whether the run was interrupted."""
     cfg, start = run.cfg, run.step
     bar = _progress(progress and run.main, start, cfg.steps)
-    log = MetricsLog(os.path.join(run.out, "metrics.jsonl")) if run.main else _NoLog()
+    # (a finished run whose report is rewritten trains no step: no log to open, or make)
+    log = MetricsLog(os.path.join(run.out, "metrics.jsonl")) if run.main and \
+        run.step < cfg.steps else _NoLog()
     clock = _Clock(run.elapsed)
     interrupted = False
     try:
@@ -623,24 +715,51 @@ def _restore(run, present):
         raise RunFolderError(f"resume: nothing to resume in {out}: no checkpoint.npz ({why})")
     ck = load(path)
     _check_same_run(ck, run, path)
-    step = int(ck["step"])
+    step, was = int(ck["step"]), ck["config"].get("steps")
+    if step > cfg.steps:
+        raise RunFolderError(f"resume: the run in {out} is at step {step}, past --steps "
+                             f"{cfg.steps}; resume without --steps (the run's own: {was}), or "
+                             f"with --steps M larger than {step} to train it further")
+    log = os.path.join(out, "metrics.jsonl")
+    drawable = os.path.exists(log) and bool(read_metrics(log, step)[0])  # loss.png's history
     missing = [name for name in REPORT_FILES if name not in present]
-    if step >= cfg.steps and not missing:
+    written = [name for name in missing if name != "loss.png" or drawable]
+    if step == cfg.steps and not written:
         raise RunFolderError(f"resume: the run in {out} already finished at step {step} "
                              f"(--steps {cfg.steps}); to train it further, resume with --steps "
-                             f"M larger than {step}")
-    if step >= cfg.steps:
+                             f"M larger than {step} (the cosine schedule is then recomputed for "
+                             f"M steps from step {step} on: not bit-for-bit a straight run of M "
+                             "steps)")
+    if step == cfg.steps:
+        undrawn = (" (loss.png cannot be drawn without the run's metrics.jsonl history)"
+                   if len(written) < len(missing) else "")
         print(f"resume: the run in {out} finished at step {step}; writing its missing "
-              f"{', '.join(missing)} from the checkpoint", file=sys.stderr)
+              f"{', '.join(written)} from the checkpoint{undrawn}", file=sys.stderr)
     run.model.load_state_dict(ck["model"])
     run.opt.load_state_dict(ck["optim"])
     run.sched.load_state_dict(ck["sched"])
     run.step, run.elapsed = step, float(ck["elapsed"])
-    run.history = repair_metrics(os.path.join(out, "metrics.jsonl"), step)
+    run.history = repair_metrics(log, step)
+    if step < cfg.steps and was not in (None, cfg.steps):
+        _say_the_schedule_changes(run, was)
+
+
+def _say_the_schedule_changes(run, was):
+    """stderr: a resume to another --steps than the run's recomputes the cosine schedule from
+    the step it resumes at, with the lr it jumps from and to."""
+    before = copy.copy(run.sched)
+    before.total = was
+    steps, step = run.cfg.steps, run.step
+    print(f"resume: --steps {steps}, not the run's {was}: the cosine schedule is recomputed for "
+          f"{steps} steps from step {step} on (lr {before.lr_at(step):.6g} -> "
+          f"{run.sched.lr_at(step):.6g}), so the run is not bit-for-bit a straight run of "
+          f"{steps} steps", file=sys.stderr)
 
 
 def _check_same_run(ck, run, path):
-    """Refuse a resume with other settings or other data than the checkpoint's."""
+    """Refuse a resume with other settings or other data than the checkpoint's. Settings are
+    compared as the run uses them (_as_used): another name of the backend, or the task's
+    default --length given by its number, is the same setting."""
     cfg = run.cfg
     saved_cfg = ck.get("config") if isinstance(ck, dict) else None
     if not isinstance(saved_cfg, dict) or "step" not in ck:
@@ -648,12 +767,30 @@ def _check_same_run(ck, run, path):
     # the text is compared by its contents (the data fingerprint, below), not by its path:
     # ./corpus.txt, an absolute path or one from another folder name the same data
     by_data = {"text"} if (ck.get("data") or {}).get("fingerprint") else set()
+    now = _as_used(asdict(cfg))
+    then = _as_used({**asdict(cfg), **saved_cfg})  # (a setting added since: today's value)
     changed = [flag(f.name) for f in fields(cfg) if f.name not in RESUMABLE | by_data
-               and saved_cfg.get(f.name, getattr(cfg, f.name)) != getattr(cfg, f.name)]
+               and then[f.name] != now[f.name]]
     if changed:
         raise FlagError(f"resume: the run in {run.out} was trained with a different "
                         f"{', '.join(changed)}; resume with the same settings")
     _check_same_data(ck, run, path)
+
+
+def _as_used(settings):
+    """Settings (a config as a dict) as the run uses them: the backend by its own name (cpu
+    is numpy), a toy task's --length filled in with its default, and a setting the task
+    ignores (a toy task's --seq-len) left out."""
+    used = dict(settings)
+    backend = used.get("backend")
+    used["backend"] = ALIASES.get(backend.lower(), backend) if isinstance(backend, str) else \
+        backend
+    task = used.get("task")
+    if task in TASKS and task not in LANGUAGE_TASKS:
+        used["seq_len"] = None
+        if used.get("length") is None:
+            used["length"] = TASKS[task]().length
+    return used
 
 
 def _check_same_data(ck, run, path):

@@ -7,6 +7,7 @@ log's repair, --resume/--force rules and the flag table. The real
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -53,7 +54,8 @@ def test_second_ctrl_c_during_the_final_save_waits_for_it(tmp_path, monkeypatch,
 
     monkeypatch.setattr(train_mod, "_train_step", step)
     monkeypatch.setattr(train_mod, "save", save)
-    metrics = train(TrainConfig(steps=50, out=str(tmp_path), **TINY), progress=False)
+    metrics = train(TrainConfig(steps=50, warmup=5, out=str(tmp_path), **TINY),  # (the default
+                    progress=False)  # 50 does not fit in 50 steps: a line on stderr, not here)
     assert metrics["interrupted"] and metrics["signal"] == "SIGINT" and metrics["steps"] == 3
     assert ta.load(tmp_path / "checkpoint.npz")["step"] == 3
     assert train_mod.exit_code(metrics) == 130
@@ -517,3 +519,185 @@ def test_attention_png_draws_at_most_64_positions_and_says_so(tmp_path, monkeypa
     train_mod._plot_attention(weights, list("abcde"), tmp_path / "a.png", "sort")
     assert drawn[0][0] == (1, 1, 5, 5)
     assert drawn[0][2] == "sort: attention on a held-out example (grey: masked, the future)"
+
+
+# ---- what a resume continues: the run's own settings, its own length and schedule --------------
+
+
+TINY_FLAGS = ["--d-model", "8", "--heads", "2", "--layers", "1", "--batch-size", "4",
+              "--heldout-size", "16", "--eval-every", "100000", "--no-progress"]
+
+
+def _cli_train(out, *flags):
+    """`tinyattn train` in-process on the tiny model (digits per problem: --length, else the
+    task's default); its exit status."""
+    return cli.main(["train", "--out", str(out), *TINY_FLAGS, *flags])
+
+
+def _interrupt_at(monkeypatch, step):
+    """The next run is stopped (as by Ctrl-C) after `step` steps."""
+    real_step, calls = train_mod._train_step, []
+
+    def step_then_interrupt(*args):
+        calls.append(1)
+        if len(calls) > step:
+            raise KeyboardInterrupt
+        return real_step(*args)
+
+    monkeypatch.setattr(train_mod, "_train_step", step_then_interrupt)
+    return lambda: monkeypatch.setattr(train_mod, "_train_step", real_step)
+
+
+@pytest.fixture
+def no_report(monkeypatch):
+    """Runs whose loss.png, attention.png and samples.txt are empty files (the figures take
+    seconds): a finished run's report is whole."""
+    def placeholders(out, *args):
+        for name in ("loss.png", "attention.png", "samples.txt"):
+            (Path(out) / name).write_bytes(b"")
+        return []
+
+    monkeypatch.setattr(train_mod, "_write_report", placeholders)
+
+
+def test_a_plain_resume_continues_to_the_runs_own_steps_on_its_own_schedule(tmp_path,
+                                                                           monkeypatch, capsys,
+                                                                           no_report):
+    """--resume without --steps trains to the run's --steps, not the preset's (600), and on
+    the run's cosine schedule: the rows are a straight run's, to the bit; resumed again, the
+    run is finished."""
+    assert _cli_train(tmp_path / "whole", "--length", "3", "--steps", "10") == 0
+    undo = _interrupt_at(monkeypatch, 3)
+    _cli_train(tmp_path / "split", "--length", "3", "--steps", "10")
+    undo()
+    assert [r["step"] for r in rows(tmp_path / "split")] == [1, 2, 3]
+    capsys.readouterr()
+    assert _cli_train(tmp_path / "split", "--length", "3", "--resume") == 0
+    assert "10 steps in" in capsys.readouterr().out
+    saved = json.loads((tmp_path / "split" / "metrics.json").read_text())
+    assert saved["steps"] == saved["config"]["steps"] == 10 and saved["resumed_from"] == 3
+    assert rows(tmp_path / "split") == [{**r, "time": s["time"], "tokens_per_s": s[
+        "tokens_per_s"]} for r, s in zip(rows(tmp_path / "whole"), rows(tmp_path / "split"),
+                                         strict=True)]
+    with pytest.raises(RunFolderError, match=r"already finished at step 10 \(--steps 10\)"):
+        _cli_train(tmp_path / "split", "--resume")  # (--length too: the run's own)
+
+
+def test_a_resume_by_the_api_takes_the_settings_it_was_not_given_from_the_run(tmp_path,
+                                                                             no_report):
+    train(TrainConfig(steps=7, out=str(tmp_path), **TINY), progress=False, stop_after=2)
+    resumed = train(TrainConfig(out=str(tmp_path)), resume=True, progress=False)
+    assert resumed["steps"] == resumed["config"]["steps"] == 7
+    assert {k: resumed["config"][k] for k in TINY} == TINY
+    cfg = TrainConfig(out=str(tmp_path))
+    cfg.steps = 9  # set after it was made: given all the same
+    assert cfg.given() == {"out", "steps"}
+    assert train(cfg, resume=True, progress=False)["steps"] == 9
+
+
+def test_more_steps_on_resume_say_that_the_schedule_changes(tmp_path, capsys, no_report):
+    """A finished run resumed with a larger --steps trains on; stderr says the cosine schedule
+    is recomputed for the new length from there (not bit-for-bit a straight run of it), and
+    the "already finished" hint says so too."""
+    assert _cli_train(tmp_path, "--length", "3", "--steps", "6") == 0
+    with pytest.raises(RunFolderError, match=r"already finished at step 6 \(--steps 6\); to "
+                                             r"train it further, resume with --steps M larger "
+                                             r"than 6 \(.*schedule.*\)"):
+        _cli_train(tmp_path, "--resume")
+    capsys.readouterr()
+    assert _cli_train(tmp_path, "--steps", "9", "--resume") == 0
+    err = capsys.readouterr().err
+    assert re.search(r"^resume: --steps 9, not the run's 6: the cosine schedule .*from step 6 "
+                     r"on.*not bit-for-bit", err, re.M), err
+    saved = json.loads((tmp_path / "metrics.json").read_text())
+    assert saved["steps"] == saved["config"]["steps"] == 9
+    with pytest.raises(RunFolderError, match=r"is at step 9, past --steps 5"):
+        _cli_train(tmp_path, "--steps", "5", "--resume")
+
+
+# ---- the warm-up fits in the run --------------------------------------------------------------
+
+
+def test_a_default_warmup_longer_than_the_run_is_shortened_said_and_kept_on_resume(
+        tmp_path, monkeypatch, capsys, no_report):
+    """--steps 20 with the preset's warm-up (50 steps): the warm-up becomes 2 steps (a tenth),
+    stderr says so, the lr reaches --lr and decays to --min-lr-ratio of it, and the run's
+    config records 2, which a resume to more steps keeps."""
+    undo = _interrupt_at(monkeypatch, 5)
+    _cli_train(tmp_path, "--length", "3", "--steps", "20", "--lr", "0.004")
+    undo()
+    err = capsys.readouterr().err
+    assert re.search(r"--warmup 50 \(the default\) does not fit in --steps 20: warming up over "
+                     r"2 steps \(a tenth of --steps\)", err), err
+    assert _cli_train(tmp_path, "--resume") == 0
+    lrs = [r["lr"] for r in rows(tmp_path)]
+    assert lrs[:2] == [pytest.approx(0.002), pytest.approx(0.004)]  # the peak: --lr
+    assert lrs[2:] == sorted(lrs[2:], reverse=True)
+    assert 0.0004 < lrs[-1] < 0.00045  # (the lr of step 20) down to 0.1 x --lr
+    assert json.loads((tmp_path / "metrics.json").read_text())["config"]["warmup"] == 2
+    assert _cli_train(tmp_path, "--resume", "--steps", "30") == 0
+    assert json.loads((tmp_path / "metrics.json").read_text())["config"]["warmup"] == 2
+    assert "does not fit" not in capsys.readouterr().err
+
+
+def test_an_explicit_warmup_as_long_as_the_run_is_refused(tmp_path):
+    with pytest.raises(FlagError, match=r"^--warmup must be fewer steps than --steps \(6\).*: "
+                                        r"got 6$"):
+        _cli_train(tmp_path / "run", "--steps", "6", "--warmup", "6")
+    with pytest.raises(FlagError, match=r"--warmup must be fewer steps than --steps \(6\)"):
+        train(TrainConfig(steps=6, warmup=9, out=str(tmp_path / "run"), **TINY))
+    assert not (tmp_path / "run").exists()
+
+
+# ---- the same settings, spelled differently -----------------------------------------------------
+
+
+@pytest.mark.parametrize("first, then", [
+    (["--backend", "cpu"], ["--backend", "numpy"]), (["--backend", "numpy"], ["--backend", "np"]),
+    ([], ["--length", "8"]), (["--length", "8"], ["--length", "8"])],
+    ids=["cpu-numpy", "numpy-np", "default-length-8", "length-8-length-8"])
+def test_resume_takes_the_same_settings_spelled_differently(tmp_path, capsys, no_report, first,
+                                                            then):
+    assert _cli_train(tmp_path, "--steps", "2", *first) == 0
+    assert _cli_train(tmp_path, "--steps", "3", "--resume", *then) == 0
+    assert json.loads((tmp_path / "metrics.json").read_text())["steps"] == 3
+
+
+def test_an_explicit_default_length_by_the_api_resumes_and_another_is_refused(tmp_path,
+                                                                             no_report):
+    base = {**TINY, "length": None}
+    train(TrainConfig(steps=2, out=str(tmp_path), **{**base, "length": 8}), progress=False)
+    assert train(TrainConfig(steps=3, out=str(tmp_path), **base), resume=True,
+                 progress=False)["steps"] == 3
+    with pytest.raises(FlagError, match="different --length;"):
+        train(TrainConfig(steps=4, out=str(tmp_path), **{**base, "length": 5}), resume=True,
+              progress=False)
+
+
+# ---- a checkpoint alone: the report it can have, once -------------------------------------------
+
+
+def test_a_checkpoint_alone_gets_the_report_that_can_be_written_from_it_once(tmp_path,
+                                                                            monkeypatch, capsys):
+    import shutil
+
+    monkeypatch.setattr(train_mod, "_write_report", lambda *args: [])
+    train(TrainConfig(steps=4, out=str(tmp_path / "run"), **TINY), progress=False)
+    monkeypatch.undo()
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy(tmp_path / "run" / "checkpoint.npz", alone)
+    capsys.readouterr()
+    train(TrainConfig(out=str(alone)), resume=True, progress=False)
+    err = capsys.readouterr().err
+    assert err.splitlines() == [
+        f"resume: the run in {alone} finished at step 4; writing its missing metrics.json, "
+        "attention.png, samples.txt from the checkpoint (loss.png cannot be drawn without the "
+        "run's metrics.jsonl history)"]
+    assert sorted(p.name for p in alone.iterdir()) == ["attention.png", "checkpoint.npz",
+                                                      "metrics.json", "samples.txt"]
+    saved = json.loads((alone / "metrics.json").read_text())
+    assert saved["steps"] == saved["config"]["steps"] == 4
+    with pytest.raises(RunFolderError, match="already finished at step 4"):
+        train(TrainConfig(out=str(alone)), resume=True, progress=False)
+    assert capsys.readouterr().err == ""

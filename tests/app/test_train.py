@@ -111,9 +111,10 @@ def test_a_run_folder_whose_checkpoint_has_the_old_optimizer_layout_resumes_exac
 
 
 def test_resume_with_other_settings_is_refused(tmp_path):
-    train(TrainConfig(steps=3, out=str(tmp_path), **FAST), progress=False)
+    fast = {**FAST, "warmup": 1}  # (FAST's 10 steps of warm-up do not fit in 3)
+    train(TrainConfig(steps=3, out=str(tmp_path), **fast), progress=False)
     with pytest.raises(ValueError, match="--d-model"):
-        train(TrainConfig(steps=6, out=str(tmp_path), **{**FAST, "d_model": 16}), resume=True,
+        train(TrainConfig(steps=6, out=str(tmp_path), **{**fast, "d_model": 16}), resume=True,
               progress=False)
 
 
@@ -469,10 +470,11 @@ def test_a_signal_any_rank_received_stops_every_rank(monkeypatch, mine, theirs, 
 
 def test_every_rank_starts_from_rank_0s_resumed_weights_optimizer_schedule_and_step(
         tmp_path, monkeypatch, no_report):
-    from tinyattn.train import _prepare_replicas, _Run
+    from tinyattn.train import _prepare_replicas, _Run, settle
 
     cfg = TrainConfig(steps=6, out=str(tmp_path), **TINY)
     train(cfg, progress=False, stop_after=3)
+    cfg = settle(cfg, resume=True)  # the run's settings (its warm-up), as train() takes them
     comm = _OtherRanks()
     _world_of_two(monkeypatch, comm, rank=0)
     first = _Run(cfg, *build(cfg))
@@ -491,7 +493,7 @@ def test_every_rank_starts_from_rank_0s_resumed_weights_optimizer_schedule_and_s
 
 
 def test_the_progress_bar_counts_from_where_a_resumed_run_starts(tmp_path, capsys, no_report):
-    cfg = TrainConfig(steps=6, out=str(tmp_path), **TINY)
+    cfg = TrainConfig(steps=6, warmup=1, out=str(tmp_path), **TINY)  # (the default: said)
     train(cfg, progress=False, stop_after=3)
     assert capsys.readouterr().err == ""  # no bar when asked for none
     train(cfg, resume=True)
