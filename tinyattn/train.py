@@ -352,7 +352,10 @@ def _train(cfg, resume, force, progress, stop_after, stream):
     if resume and force:
         raise FlagError("--resume continues the run and --force deletes it: give one of them")
     # rank 0 reads the run's settings (its checkpoint's) and tells the others
-    cfg = distributed.broadcast_object(settle(cfg, resume) if distributed.is_main() else None)
+    settled = distributed.broadcast_object(settle(cfg, resume) if distributed.is_main() else None)
+    if "text" in cfg.given():  # each rank reads its own --text (compared by contents, below)
+        settled = _copy(settled, {"text": cfg.text})
+    cfg = settled
     validate(cfg)
     _check_world(cfg)
     run = _Run(cfg, *build(cfg))
@@ -716,25 +719,8 @@ def _restore(run, present):
     ck = load(path)
     _check_same_run(ck, run, path)
     step, was = int(ck["step"]), ck["config"].get("steps")
-    if step > cfg.steps:
-        raise RunFolderError(f"resume: the run in {out} is at step {step}, past --steps "
-                             f"{cfg.steps}; resume without --steps (the run's own: {was}), or "
-                             f"with --steps M larger than {step} to train it further")
     log = os.path.join(out, "metrics.jsonl")
-    drawable = os.path.exists(log) and bool(read_metrics(log, step)[0])  # loss.png's history
-    missing = [name for name in REPORT_FILES if name not in present]
-    written = [name for name in missing if name != "loss.png" or drawable]
-    if step == cfg.steps and not written:
-        raise RunFolderError(f"resume: the run in {out} already finished at step {step} "
-                             f"(--steps {cfg.steps}); to train it further, resume with --steps "
-                             f"M larger than {step} (the cosine schedule is then recomputed for "
-                             f"M steps from step {step} on: not bit-for-bit a straight run of M "
-                             "steps)")
-    if step == cfg.steps:
-        undrawn = (" (loss.png cannot be drawn without the run's metrics.jsonl history)"
-                   if len(written) < len(missing) else "")
-        print(f"resume: the run in {out} finished at step {step}; writing its missing "
-              f"{', '.join(written)} from the checkpoint{undrawn}", file=sys.stderr)
+    _check_the_steps_left(run, step, was, log, present)
     run.model.load_state_dict(ck["model"])
     run.opt.load_state_dict(ck["optim"])
     run.sched.load_state_dict(ck["sched"])
@@ -742,6 +728,31 @@ def _restore(run, present):
     run.history = repair_metrics(log, step)
     if step < cfg.steps and was not in (None, cfg.steps):
         _say_the_schedule_changes(run, was)
+
+
+def _check_the_steps_left(run, step, was, log, present):
+    """Refuse a resume with nothing to do (a run at or past --steps whose report is whole); a
+    finished run's missing report files are said (all but loss.png without its history)."""
+    cfg, out = run.cfg, run.out
+    if step > cfg.steps:
+        raise RunFolderError(f"resume: the run in {out} is at step {step}, past --steps "
+                             f"{cfg.steps}; resume without --steps (the run's own: {was}), or "
+                             f"with --steps M larger than {step} to train it further")
+    if step < cfg.steps:
+        return
+    drawable = os.path.exists(log) and bool(read_metrics(log, step)[0])  # loss.png's history
+    missing = [name for name in REPORT_FILES if name not in present]
+    written = [name for name in missing if name != "loss.png" or drawable]
+    if not written:
+        raise RunFolderError(f"resume: the run in {out} already finished at step {step} "
+                             f"(--steps {cfg.steps}); to train it further, resume with --steps "
+                             f"M larger than {step} (the cosine schedule is then recomputed for "
+                             f"M steps from step {step} on: not bit-for-bit a straight run of M "
+                             "steps)")
+    undrawn = (" (loss.png cannot be drawn without the run's metrics.jsonl history)"
+               if len(written) < len(missing) else "")
+    print(f"resume: the run in {out} finished at step {step}; writing its missing "
+          f"{', '.join(written)} from the checkpoint{undrawn}", file=sys.stderr)
 
 
 def _say_the_schedule_changes(run, was):
