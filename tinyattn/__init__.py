@@ -57,12 +57,25 @@ from .errors import (
 )
 from .explain import explain
 from .function import Function, FunctionCtx
-from .functional import cat, log_softmax, matmul, softmax, stack, where  # torch.cat and friends
+from .functional import (  # torch.cat and friends
+    atleast_1d,
+    atleast_2d,
+    atleast_3d,
+    cat,
+    cosine_similarity,
+    log_softmax,
+    matmul,
+    pairwise_distance,
+    softmax,
+    stack,
+    where,
+)
 from .generator import Generator, default_generator
 from .gradcheck import check_gradients, gradcheck, gradgradcheck
 from .graphcheck import check_graph, gradcheck_graph, record
 from .replay import CapturedStep, capture
 from .routines import (  # torch.exp, torch.sum, ... as functions
+    _method,
     abs,  # noqa: A004 - torch's name
     acos,
     acosh,
@@ -328,6 +341,12 @@ from .tensor import (
 
 __version__ = "0.1.0"
 
+# torch's functions for Tensor methods that routines.py has no function for (each the method on
+# its first argument, as routines.py's)
+masked_fill, masked_scatter, index_add, index_copy, index_fill, index_put, mode, put = (
+    _method(n) for n in ("masked_fill", "masked_scatter", "index_add", "index_copy",
+                         "index_fill", "index_put", "mode", "put"))
+
 # torch's other names for the dtypes (dtype=ta.long, mask.to(ta.bool)). Bound here, not in
 # tensor.py, where `float`, `int` and `bool` must stay Python's own (nothing below uses them).
 half, double, long, short, int8, int16, uint8 = (np.float16, np.float64, np.int64, np.int16,
@@ -394,5 +413,7 @@ __all__ = [
     "nansum", "nanmean", "xlogy", "logaddexp2", "float_power", "deg2rad", "rad2deg", "sinc",
     "isposinf", "isneginf", "signbit", "addmm", "addmv", "addr", "baddbmm", "addbmm", "inner",
     "cross", "dist", "msort", "fliplr", "flipud", "rot90", "tensor_split", "diagflat",
-    "column_stack", "diag_embed", "dstack", "ravel", "row_stack",
+    "column_stack", "diag_embed", "dstack", "ravel", "row_stack", "masked_fill", "masked_scatter",
+    "index_add", "index_copy", "index_fill", "index_put", "mode", "put", "cosine_similarity",
+    "pairwise_distance", "atleast_1d", "atleast_2d", "atleast_3d",
 ]

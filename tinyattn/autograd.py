@@ -16,6 +16,7 @@ import functools
 import inspect
 import itertools
 import operator
+import sys
 import threading
 import types
 import warnings
@@ -70,8 +71,29 @@ class TensorBase:
                             f"{type(value).__name__}; wrap it first: ta.tensor(...)")
 
     # (the getter is C code, barely slower than the slot: every op reads .data; apply and
-    # _wrap read and write `_data` itself)
+    # _wrap read and write `_data` itself. While a captured step records, watching_data_reads
+    # swaps in one that tells the tracers of a read from outside the library.)
     data = property(operator.attrgetter("_data"), _set_data)
+
+    def _watched_data(self):
+        """.data while a recording watches (watching_data_reads): a read from code outside
+        tinyattn (fn's own: `if flag.data > 0`) is told to the tracers as a value read, which
+        a replay could not make again; the library's own reads (every op's) are not."""
+        if (_tracers.get() is not None or _everywhere) and _by_user(sys._getframe(1)):
+            for tracer in current_tracers():
+                read = getattr(tracer, "read", None)  # (any object may be a tracer)
+                if read is not None:
+                    read(self, ".data")
+        return self._data
+
+    def _watched_set_data(self, value):
+        """`t.data = v` while a recording watches: told to the tracers as a change ("data")
+        when code outside tinyattn gives t another array (`t.data += 1` gives back its own:
+        its read of .data is what they are told)."""
+        if (_tracers.get() is not None or _everywhere) and _by_user(sys._getframe(1)) and (
+                getattr(value, "_data", value) is not self._data):
+            state_changed(self, "data")
+        self._set_data(value)
 
     @classmethod
     def _wrap(cls, array, be):
@@ -356,14 +378,17 @@ class Tracer:
 
     def changed(self, tensor, what):
         """When the block changes a tensor other than by an op the tracers see: `what` is
-        "grad" (`.grad = g`), "requires_grad" (switched on or off) or "values" (written in
-        place without a recorded op: x[i] = v, fill_, zero_, copy_ on a tensor needing no grad).
+        "grad" (`.grad = g`), "requires_grad" (switched on or off), "values" (written in
+        place without a recorded op: x[i] = v, fill_, zero_, copy_ on a tensor needing no grad)
+        or, inside watching_data_reads() only, "data" (`t.data = v` outside tinyattn).
         Tensors made inside the block are not told of (their .grad None, requires_grad as
         made)."""
 
     def read(self, tensor, how):
         """When Python reads a tensor's values inside the block: `how` is "item()", "numpy()"
-        or "bool()" (float(), int(), tolist(), printing go through these)."""
+        or "bool()" (float(), int(), tolist(), printing go through these), "nonzero()" and
+        the like (a shape the values decide), or, inside watching_data_reads() only, ".data"
+        (its array, read by code outside tinyattn)."""
 
 
 def side_effect(what):
@@ -398,6 +423,37 @@ def tracing(tracer):
         yield tracer
     finally:
         _tracers.reset(token)
+
+
+_data_watchers = [0]  # watching_data_reads() blocks running, in every thread
+_data_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def watching_data_reads():
+    """Inside the block (a captured step's recording), a read of `t.data` by code outside
+    tinyattn is told to the tracers (Tracer.read, how ".data"). The getter is swapped on the
+    class for the block (in every thread, while any such block runs): everywhere else .data
+    stays the C getter the ops read through."""
+    with _data_lock:
+        _data_watchers[0] += 1
+        TensorBase.data = property(TensorBase._watched_data, TensorBase._watched_set_data)
+    try:
+        yield
+    finally:
+        with _data_lock:
+            _data_watchers[0] -= 1
+            if not _data_watchers[0]:
+                TensorBase.data = _PLAIN_DATA
+
+
+_PLAIN_DATA = TensorBase.data
+
+
+def _by_user(frame):
+    """Whether `frame` runs code outside tinyattn (the user's, not the library's)."""
+    module = frame.f_globals.get("__name__", "")
+    return module != "tinyattn" and not module.startswith("tinyattn.")
 
 
 def trace_everywhere(tracers):
@@ -724,21 +780,26 @@ def sum_to(g, shape):
     return g.sum(axis=axes, keepdims=True).reshape(shape)
 
 
-def toposort(root):
-    """Nodes reachable from `root`, each after every node that uses it (iterative DFS)."""
+def toposort(root, *more):
+    """Nodes reachable from `root` (and from the nodes `more`: several roots, drawn in one
+    picture), each after every node that uses it (iterative DFS)."""
     order = []
-    seen = {root}
-    stack = [(root, iter(root.parents))]
-    while stack:
-        node, parents = stack[-1]
-        for p in parents:
-            if p is not None and p not in seen:
-                seen.add(p)
-                stack.append((p, iter(p.parents)))
-                break
-        else:
-            stack.pop()
-            order.append(node)
+    seen = set()
+    for start in (root, *more):
+        if start in seen:
+            continue
+        seen.add(start)
+        stack = [(start, iter(start.parents))]
+        while stack:
+            node, parents = stack[-1]
+            for p in parents:
+                if p is not None and p not in seen:
+                    seen.add(p)
+                    stack.append((p, iter(p.parents)))
+                    break
+            else:
+                stack.pop()
+                order.append(node)
     order.reverse()
     return order
 
@@ -776,29 +837,36 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         raise ValueError("grad: materialize_grads=True needs allow_unused True or left out "
                          "(as torch)")
     allow_unused = bool(allow_unused or materialize_grads)
+    outputs = [outputs] if isinstance(outputs, TensorBase) else list(outputs)
+    inputs = [inputs] if isinstance(inputs, TensorBase) else list(inputs)
+    for what, given in (("outputs", outputs), ("inputs", inputs)):
+        if not given:
+            raise GraphError(f"grad: `{what}` cannot be empty (as torch): pass the tensor(s) "
+                             + ("to differentiate" if what == "outputs" else
+                                "to differentiate with respect to"))
     if is_grads_batched:
         return _batched(outputs, inputs, grad_outputs, bool(retain_graph), allow_unused,
                         materialize_grads)
     found = _grad(outputs, inputs, grad_outputs, bool(retain_graph), allow_unused)
     if materialize_grads:
-        inputs = [inputs] if isinstance(inputs, TensorBase) else list(inputs)
         found = tuple(_wrap(x.backend.xp.zeros_like(x.data), x.backend) if g is None else g
                       for x, g in zip(inputs, found, strict=True))
     return found
 
 
-def _grad(outputs, inputs, grad_outputs, retain_graph, allow_unused):
-    """grad() for one set of grad_outputs: the gradients, None where an input is not used."""
+def _grad(outputs, inputs, grad_outputs, retain_graph, allow_unused, by_grad=True):
+    """grad() for one set of grad_outputs: the gradients, None where an input is not used.
+    (by_grad False: for backward(inputs=...), whose messages name backward and gradient=.)"""
     outputs, inputs, grad_outputs = _grad_args(outputs, inputs, grad_outputs)
     sink = {x._node: None for x in inputs}
-    keep = _between([_root(y) for y in outputs], sink)
-    # the outputs that lead to an input (as torch, nothing else runs: no VJP, no hook)
+    keep = _between([_root(y, k if by_grad else None) for k, y in enumerate(outputs)], sink)
+    # the outputs that lead to an input (as torch, nothing else runs: no VJP, no hook); each
+    # grad_output checked (and its array taken) here, where the message can name it
     starts = []
-    for y, g in zip(outputs, grad_outputs, strict=True):
+    for k, (y, g) in enumerate(zip(outputs, grad_outputs, strict=True)):
+        g = _seed_gradient(y, g, y.backend, k if by_grad else None)
         if y._node in keep or y._node in sink:
             starts.append((y, g))
-        else:
-            _seed_gradient(y, g, y.backend)  # (its grad_output checked all the same)
     if starts:
         token = _grad_enabled.set(False)  # (as in backward)
         try:
@@ -931,7 +999,7 @@ def _backward_into(tensors, grad_tensors, retain_graph, inputs):
     if not inputs:
         raise ValueError("backward: inputs= was given but is empty (leave it out for every "
                          "leaf)")
-    found = _grad(tensors, inputs, grad_tensors, retain_graph, True)
+    found = _grad(tensors, inputs, grad_tensors, retain_graph, True, by_grad=False)
     for x, g in zip(inputs, found, strict=True):
         if g is None:
             continue
@@ -943,6 +1011,9 @@ def _backward_into(tensors, grad_tensors, retain_graph, inputs):
                 held.data += g.data
             else:
                 x._grad = _wrap(held.data + g.data, x.backend)
+        node = x._node
+        if node.op is None and node.tensor.__class__ is _HookedRef:
+            _post_accumulate(node.tensor.post, x)
 
 
 def backward_steps(tensor, gradient=None, retain_graph=False):
@@ -1192,11 +1263,13 @@ def _deliver(node, g, be, owned, sink, keep):
     return node not in keep
 
 
-def _root(tensor):
-    """The node backward starts from; an error for a tensor that is not on a graph."""
+def _root(tensor, k=None):
+    """The node backward starts from; an error for a tensor that is not on a graph (k: its
+    position among grad()'s outputs, whose message names it; None for backward)."""
     if tensor._node is None:
-        raise GraphError("backward: this tensor does not require grad and has no graph; create "
-                         "its inputs with requires_grad=True, outside no_grad()")
+        what = "backward: this tensor" if k is None else f"grad: output {k}"
+        raise GraphError(f"{what} does not require grad and has no graph; create its inputs "
+                         "with requires_grad=True, outside no_grad()")
     return tensor._node
 
 
@@ -1224,18 +1297,28 @@ def _changed_error(node, version, seen, i):
                       "change a .clone() of it instead, or change it after backward()")
 
 
-def _seed_gradient(tensor, gradient, be):
-    """The gradient backward starts from: 1 for a scalar, else the `gradient` given."""
+def _seed_gradient(tensor, gradient, be, k=None):
+    """The gradient backward starts from: 1 for a scalar, else the `gradient` given. k: the
+    output's position for grad(), whose messages name grad() and grad_outputs (None: backward)."""
+    shape = fmt_shape(tensor.shape)
     if gradient is None:
         if tensor.data.size != 1:
-            raise GraphError(f"backward: the output has shape {fmt_shape(tensor.shape)}; "
-                             "backward() needs a scalar (reduce with .sum() or .mean() first) "
-                             f"or an explicit gradient= of shape {fmt_shape(tensor.shape)}")
+            if k is not None:
+                raise GraphError(f"grad: output {k} has shape {shape}; grad() makes the "
+                                 "grad_output of a scalar output only (as torch): pass "
+                                 f"grad_outputs= with one of shape {shape} for it, or reduce "
+                                 "it with .sum() or .mean() first")
+            raise GraphError(f"backward: the output has shape {shape}; backward() needs a "
+                             "scalar (reduce with .sum() or .mean() first) or an explicit "
+                             f"gradient= of shape {shape}")
         return be.xp.ones_like(tensor.data)
     g = gradient.data if isinstance(gradient, TensorBase) else be.asarray(gradient)
     if g.shape != tensor.shape:
+        if k is not None:
+            raise ShapeError(f"grad: grad_outputs[{k}] has shape {fmt_shape(g.shape)} but "
+                             f"output {k} has shape {shape}")
         raise ShapeError(f"backward: gradient has shape {fmt_shape(g.shape)} but the output "
-                         f"has shape {fmt_shape(tensor.shape)}")
+                         f"has shape {shape}")
     return g.astype(tensor.dtype, copy=False)
 
 
@@ -1324,6 +1407,37 @@ def _write_grad(node, g, be, owned):
                              ".data replaced by another shape?); set .grad = None first")
         else:
             t._grad = _wrap(held.data + g, be)
+    if node.tensor.__class__ is _HookedRef:  # (a leaf with post accumulate grad hooks)
+        _post_accumulate(node.tensor.post, t)
+
+
+class _HookedRef(weakref.ref):
+    """A leaf node's reference to its tensor once it has post accumulate grad hooks: it
+    carries them (`post`, {key: hook(tensor)}), so that _write_grad tells a leaf with hooks
+    by the class of its reference, one attribute read."""
+
+    __slots__ = ("post",)
+
+
+def post_accumulate_hooks(node):
+    """The {key: hook} of a leaf node's post accumulate grad hooks (made on first use):
+    Tensor.register_post_accumulate_grad_hook registers into it."""
+    ref = node.tensor
+    if ref.__class__ is not _HookedRef:
+        ref = node.tensor = _HookedRef(ref())
+        ref.post = {}
+    return ref.post
+
+
+def _post_accumulate(hooks, tensor):
+    """Run a leaf's post accumulate grad hooks, in order, after its .grad took the gradient
+    (outside the lock: a hook may set .grad, or step an optimizer)."""
+    for hook in list(hooks.values()):
+        out = hook(tensor)
+        if out is not None:
+            raise GraphError("register_post_accumulate_grad_hook: a hook returned a "
+                             f"{type(out).__name__}; it must return None (as torch: it reads "
+                             "or changes the tensor and its .grad in place)")
 
 
 def _fits(held, new):

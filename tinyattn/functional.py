@@ -19,6 +19,7 @@ from .ops import matmul as mm
 from .ops import nn as nn_ops
 from .ops import shape as sh
 from .ops import softmax as sm
+from .ops.index import fill_value
 from .ops.op import Op, acc_dtype, broadcast_shape, dim1, quiet
 from .tensor import Tensor, _make, _one_dim, _rand, _seen_read, _values, arange, full, zeros_like
 
@@ -32,7 +33,7 @@ __all__ = [
     "rotary_tables", "apply_rotary",
     "silu", "softplus", "mish", "elu", "selu", "celu", "logsigmoid", "softsign", "leaky_relu",
     "hardtanh", "relu6", "hardsigmoid", "hardswish", "softmin", "normalize", "pad",
-    "cosine_similarity", "pairwise_distance", "glu",
+    "cosine_similarity", "pairwise_distance", "glu", "atleast_1d", "atleast_2d", "atleast_3d",
 ]
 
 
@@ -748,6 +749,31 @@ def stack(tensors, dim=0):
     return apply(sh.stack, *tensors, dim=dim)
 
 
+def atleast_1d(*tensors):
+    """Each tensor with at least 1 dim (a 0-d one as (1,)): one tensor in, one out; several, or
+    a list or tuple of them, in, a tuple out (torch's)."""
+    return _at_least(tensors, lambda x: x.reshape(1))
+
+
+def atleast_2d(*tensors):
+    """Each tensor with at least 2 dims: () as (1, 1), (n,) as (1, n)."""
+    return _at_least(tensors, lambda x: x.reshape(1, -1), 2)
+
+
+def atleast_3d(*tensors):
+    """Each tensor with at least 3 dims: () as (1, 1, 1), (n,) as (1, n, 1), (m, n) as
+    (m, n, 1)."""
+    return _at_least(tensors, lambda x: x.reshape(1, -1, 1) if x.ndim < 2 else x.unsqueeze(-1), 3)
+
+
+def _at_least(tensors, grow, ndim=1):
+    """grow(x) for each x with fewer than ndim dims, x itself for the others."""
+    listed = len(tensors) == 1 and isinstance(tensors[0], (list, tuple))
+    items = tensors[0] if listed else tensors
+    out = tuple(x if x.ndim >= ndim else grow(x) for x in (_t(x) for x in items))
+    return out[0] if len(tensors) == 1 and not listed else out
+
+
 # ---- attention -----------------------------------------------------------------------------------
 
 
@@ -873,7 +899,11 @@ def logsigmoid(x):
 
 
 def softsign(x):
-    return apply(act.softsign, _t(x))
+    """x / (1 + |x|); integers in the default float dtype (torch's x / (x.abs() + 1))."""
+    x = _t(x)
+    if x.dtype.kind in "iu":
+        x = x.to(get_default_dtype())
+    return apply(act.softsign, x)
 
 
 def leaky_relu(x, negative_slope=0.01, inplace=False):
@@ -916,6 +946,7 @@ def glu(x, dim=-1):
     if x.ndim == 0:
         raise ShapeError("glu: takes a tensor with at least one dim (halved into the value and "
                          "its gate), got a 0-d tensor")
+    _floating(x, "glu")  # (torch has no integer glu)
     axis = dim1(dim, x.ndim, "glu")
     if x.shape[axis] % 2:
         raise ShapeError(f"glu: dim {dim} of {fmt_shape(x.shape)} must have an even size "
@@ -982,6 +1013,12 @@ def _check_pad(x, pad, mode, value):  # noqa: A002
     if mode != "constant" and value is not None and value != 0:  # (0 is torch's no-op too)
         raise ValueError(f"pad: mode {mode!r} takes no value (got value={value!r}); it pads "
                          "with the input's own entries, only mode 'constant' with value")
+    if value is not None and x.dtype.kind in "iuf":  # (300 into int8: refused, as torch)
+        if x.dtype.kind == "u" and value < 0:  # (torch's pad wraps no -1 into 255, unlike full)
+            raise DTypeError(f"pad: {value!r} does not fit {x.dtype} (its values are "
+                             f"0..{np.iinfo(x.dtype).max}); value cannot be converted without "
+                             "overflow")
+        fill_value(value, x.dtype, "pad")
 
 
 def _pad_dim(x, axis, left, right, mode, value):

@@ -24,7 +24,14 @@ the ops read (parameters, buffers: read afresh each call).
 Checked before each replay, and recorded again when it fails: the arguments' shapes, dtypes and
 backend; every tensor read still having its shape, dtype, requires_grad and no hooks; no module
 having changed mode (train/eval), parameters, buffers, other attributes (Dropout.p) or forward
-hooks; the default dtype; grad enabled; no tracer (explain mode, anomaly detection) watching.
+hooks; the default dtype; grad enabled; no tracer (explain mode, anomaly detection) watching;
+each name through which fn read a tensor still holding that tensor (a closure variable or a
+global of fn, or of a function fn names: `scale = ta.tensor(...)` rebound between calls); the
+lists, dicts and sets among the attributes of the modules fn names (and their submodules)
+holding the same objects (`m.active.remove(1)`). Not checked: a tensor fn reaches another way
+(an attribute of a plain object, an entry of a dict of its own, a helper's argument) and then
+rebound, a list inside a list or a dict changed in place, objects other than modules: fn reads
+the tensors it read when recorded (their current values), and its Python ran as recorded.
 
 Replayed as ops: comparisons, ~, isnan, argmax, argsort (sort, topk) and the like (ops with no
 gradient: a mask made from the batch inside fn), index tensors (x[i], gather: read afresh on
@@ -32,14 +39,18 @@ each replay), tensors made from settings alone (zeros, full, arange, randn, caus
 masks and indices of tril, roll, diag, diagonal and pad: made again on each replay, a random one
 drawing anew as an eager call would, from a Generator if one is given), bernoulli and
 multinomial draws (anew), the class indices and weights of the losses. A replayed
-op whose output comes out another shape than recorded (a bool mask picking more) stops the
-replay before anything is written: that call and the later ones run eagerly.
+op whose output comes out another shape than recorded (a bool mask picking more, the positions
+masked_scatter fills) stops the replay before anything is written: that call and the later
+ones run eagerly.
 
 Refused by recording (the step warns once and stays eager, still right): values read into
-Python (item(), float(), bool(), numpy(), printing: a replay would reuse the recording's); a
-tensor made inside fn from values (ta.tensor(...): a replay could not make it again, and one
-equal on two calls may come from the batch; make it outside fn and pass it in); a batch read
-from a closure; in-place changes (x[i] = v, fill_, zero_, copy_, on .grad too), tensor hooks,
+Python (item(), float(), bool(), numpy(), printing, a count from nonzero() or argwhere(),
+unique(): a replay would reuse the recording's); a read of a tensor's `.data` by fn's own code
+(a branch on `flag.data > 0`, a write t.data[...] = v: its array, which tells no op; use the
+tensor in ops, or item() / bool() for a value); a tensor made inside fn from values
+(ta.tensor(...), such as a batch read from a closure's iterator: a replay could not make it
+again, and one equal on two calls may come from the batch; make it outside fn and pass it in);
+in-place changes (x[i] = v, fill_, zero_, copy_, on .grad too), tensor hooks,
 retain_grad, forward hooks, autograd.Function; calls and changes a replay would skip (call or
 make them outside fn): zero_grad(), an optimizer's or scheduler's step, manual_seed() (global or
 a Generator's, seed(), set_state()), a backward pass of fn's own (backward(), backward_steps(),
@@ -48,10 +59,12 @@ autograd.grad(), another captured step: return the loss, the step runs its backw
 module holds (a buffer, a frozen parameter: fn may read it through the module too; pass a
 copy). Python numbers in fn are constants of the recording (a weight that follows a schedule
 comes in as a tensor), and other Python side effects in fn happen on the recording calls only
-(writes into an array itself, t.data[...] = v, too: capture cannot see them). An argument may
-not require grad.
+(a write into an array that fn's code did not reach through .data, a NumPy array of its own
+say, too: capture cannot see them). An argument may not require grad.
 """
 
+import functools
+import types
 import warnings
 
 from . import autograd as ag
@@ -98,8 +111,9 @@ def _changed(last, last_guard, prog, guard):
     """Whether what fn runs on may have changed between two recordings: a module's state (its
     mode, parameters, buffers, hooks), the default dtype, or the same tensors read
     with another shape, dtype or requires_grad. (Other tensors read is a disagreement of the
-    two calls, not a change.)"""
-    if last_guard[1] != guard[1]:
+    two calls, not a change.) The same names fn reads tensors through (the same lists of a
+    module's) holding other tensors (other objects) is a change too."""
+    if last_guard[1] != guard[1] or _rebound(last_guard, guard):
         return True
     same = len(last.live) == len(prog.live) and all(
         t is u for t, u in zip(last.live, prog.live, strict=True))
@@ -109,10 +123,118 @@ def _changed(last, last_guard, prog, guard):
 def _guard(prog):
     """What must stay as it was recorded for a replay (see the module docstring): each tensor
     read's shape, dtype, array type, graph leaf (requires_grad) and hooks; the module trees and
-    their modes; the default dtype (what ta.zeros(...) inside fn makes)."""
+    their modes; the default dtype (what ta.zeros(...) inside fn makes); what each name fn
+    read a tensor through holds now (its id: the program keeps the tensor it recorded, whose
+    id no other object takes), and what the lists, dicts and sets of the modules fn reaches
+    hold (see _reached)."""
     live = tuple((t.shape, t.dtype, t._node, t._node is None or not t._node.hooks,
                   t.data.__class__) for t in prog.live)
-    return live, (_module._state_version[0], get_default_dtype())
+    names = tuple(id(_bound(where, name)) for where, name in prog.names)
+    held = tuple(_Held(c) for c in prog.containers)
+    return (live, (_module._state_version[0], get_default_dtype()),
+            (prog.watched, names, held))
+
+
+def _rebound(last_guard, guard):
+    """Whether the names and containers two recordings watched (the same ones) hold other
+    objects now."""
+    return last_guard[2][0] == guard[2][0] and last_guard[2] != guard[2]
+
+
+_EMPTY = object()  # what _bound gives for a closure cell or a global that is gone
+
+
+def _bound(where, name):
+    """What a closure cell (name None) or a global of fn's (`where` its globals) holds now."""
+    if name is None:
+        try:
+            return where.cell_contents
+        except ValueError:
+            return _EMPTY
+    return where.get(name, _EMPTY)
+
+
+class _Held(tuple):
+    """The objects a module's list, dict (its keys and values) or set holds: equal to another
+    that holds the same objects (`is`: a tensor in it would compare element by element)."""
+
+    __slots__ = ()
+
+    def __new__(cls, container):
+        if isinstance(container, dict):
+            return super().__new__(cls, (x for item in container.items() for x in item))
+        return super().__new__(cls, container)
+
+    def __eq__(self, other):
+        return len(self) == len(other) and all(a is b for a, b in zip(self, other, strict=True))
+
+    def __ne__(self, other):
+        return not self == other
+
+    __hash__ = tuple.__hash__
+
+
+# a Module's own bookkeeping, changed only by what counts in _module._state_version
+_MODULE_DICTS = frozenset(("_parameters", "_modules", "_buffers", "_non_persistent", "_hooks"))
+
+
+def _reached(fn, live):
+    """What fn reaches by name, as far as capture can tell without running it: fn itself, the
+    functions in its closure and its globals (not the library's), a bound method's object and a
+    partial's arguments. Returns (names, containers, watched): (closure cell or globals, name)
+    of each name that holds a tensor of `live`; the lists, dicts and sets among the plain
+    attributes of every Module found there (and of its submodules); which they are, by id (two
+    recordings compare what these hold only if they watched the same). A tensor found another
+    way (an attribute of some object, a helper's argument) is not watched by name."""
+    ids = {id(t) for t in live}
+    names, modules, seen = [], [], set()
+    todo = [fn]
+    while todo:
+        f = todo.pop()
+        if id(f) in seen:
+            continue
+        seen.add(id(f))
+        for where, name, v in _named_values(f):
+            if id(v) in ids and where is not None:
+                names.append((where, name))
+            elif isinstance(v, _module.Module):
+                modules.append(v)
+            elif isinstance(v, _CALLABLES):
+                todo.append(v)
+    containers = _containers(modules)
+    watched = (*((id(where), name) for where, name in names), *map(id, containers))
+    return names, containers, watched
+
+
+_CALLABLES = (types.FunctionType, types.MethodType, functools.partial)
+
+
+def _named_values(f):
+    """[(closure cell or globals, name, value)] of what function f names (where None: a bound
+    method's object and function, a partial's function and arguments); [] for the library's."""
+    if isinstance(f, functools.partial):
+        return [(None, None, v) for v in (f.func, *f.args, *f.keywords.values())]
+    if isinstance(f, types.MethodType):
+        return [(None, None, f.__func__), (None, None, f.__self__)]
+    if not isinstance(f, types.FunctionType) or (f.__module__ or "").startswith("tinyattn."):
+        return []
+    found = [(cell, None, _bound(cell, None)) for cell in f.__closure__ or ()]
+    g = f.__globals__
+    return found + [(g, name, g[name]) for name in f.__code__.co_names if name in g]
+
+
+def _containers(modules):
+    """The lists, dicts and sets among the plain attributes of `modules` and their submodules
+    (each once)."""
+    found, counted = [], set()
+    for root in modules:
+        for _, m in root.named_modules():
+            for key, v in vars(m).items():
+                if isinstance(v, (list, dict, set)) and key not in _MODULE_DICTS and \
+                        id(v) not in counted:
+                    counted.add(id(v))
+                    found.append(v)
+    return found
 
 
 class _Instr:
@@ -177,6 +299,9 @@ class _Program:
         self.instrs = []
         self.live = []  # tensors read each call: parameters, buffers, frozen weights
         self.consts = []  # the inputs that are not tensors (numbers, None, arrays)
+        self.names = ()  # (closure cell or globals, name) fn read a live tensor through
+        self.containers = ()  # the lists, dicts and sets of the modules fn reaches
+        self.watched = ()  # which: (id(cell or globals), name) each, then id() of each container
 
     def finish(self, result, extras, as_tuple):
         """Mark fn's results: the op whose output is the loss, those of the other tensors it
@@ -214,6 +339,7 @@ class _Recorder(Tracer):
         # id(array) -> (kind, index): a tensor around the same array (detach()) is that input
         self.arrays = {id(a.data): (ARG, k) for k, a in enumerate(args)}
         self.nodes = set()  # id() of the recorded ops' nodes (the tensors in `where` keep them)
+        self.data_read = False  # whether fn's own code read a tensor's .data
 
     def forward(self, op, inputs, params, out):
         if self.refused:
@@ -281,6 +407,9 @@ class _Recorder(Tracer):
         self.refuse(_CHANGES[what])
 
     def read(self, tensor, how):
+        if how == ".data":  # (any other reason found stands before this one: see _record)
+            self.data_read = True
+            return
         self.refuse(f"fn read a tensor's values into Python ({how}), which a replay would take "
                     "as they were when recorded; compute with ops instead, or read them from "
                     "what fn returns")
@@ -332,7 +461,14 @@ _CHANGES = {
                      "again (the Python in fn runs only while recording); change it outside fn "
                      "(the step records again after such a change)",
     "values": "a tensor was changed in place inside fn",
+    "data": "fn replaced a tensor's .data (t.data = ...), which a replay would not do again "
+            "(the Python in fn runs only while recording); do it outside fn",
 }
+
+
+_DATA_READ = ("fn read a tensor's .data (its array), which a replay would take as it was when "
+              "recorded (a branch on it, a number from it); use the tensor itself in ops, or "
+              "item() / bool() for a value (the step then stays eager, and right)")
 
 
 def _version(t):
@@ -425,13 +561,15 @@ class CapturedStep:
                 return self._eager(args)
         rec = _Recorder(args)
         arrays = self._arrays_read(sig)
-        with tracing(rec):
+        with tracing(rec), ag.watching_data_reads():
             loss, extras, as_tuple = _checked(self.fn(*args))
         found = [rec.output(t) for t in (loss, *extras)]
         if None in found or loss._node is None:
             rec.refuse("fn returned a tensor that is not the output of an op it ran (the loss "
                        "on the graph)")
         rec.refuse(_unsupported(rec, arrays))
+        if rec.data_read:
+            rec.refuse(_DATA_READ)
         loss.backward()  # eager, outside the tracer: the same walk as any backward()
         self.state = "recording"
         out = _result(loss.detach(), [t.detach() for t in extras], as_tuple)
@@ -440,6 +578,7 @@ class CapturedStep:
             return out
         prog = rec.prog
         prog.finish(found[0], found[1:], as_tuple)
+        prog.names, prog.containers, prog.watched = _reached(self.fn, prog.live)
         guard = _guard(prog)
         last, last_guard = self._last.get(sig, (None, None))
         if last is not None and _changed(last, last_guard, prog, guard):
@@ -474,6 +613,8 @@ class CapturedStep:
         if self._restarts == RESTARTS_TO_WARN:
             what = ("a module's mode, parameters, buffers or attributes (one set inside "
                     "forward?) or the default dtype" if last_guard[1] != guard[1] else
+                    "a tensor it reads by name (rebound) or a module's list, dict or set "
+                    "(changed in place)" if _rebound(last_guard, guard) else
                     "a tensor it reads (its shape, dtype or requires_grad)")
             warnings.warn(f"capture: fn was recorded anew on {RESTARTS_TO_WARN} calls in a row "
                           f"because {what} changed between calls; it replays once two calls "
@@ -522,12 +663,14 @@ def _forward(prog, arrays):
         if ins.holes:  # an index tensor in the params: this call's array in its place
             params = filled[j] = _filled(ins.params, read)
             outs[j], saves[j] = ins.op.fwd(ins.be, *xs, **params)
-            if outs[j].shape != ins.shape:  # (a bool mask's values decide the shape)
-                raise _ShapeMovedError(f"op {j} ({ins.op.name}) gave {fmt_shape(outs[j].shape)} "
-                                  f"where the recording had {fmt_shape(ins.shape)}: an index's "
-                                  "values decide a shape")
         else:
             outs[j], saves[j] = ins.op.fwd(ins.be, *xs, **ins.params)
+        # (values that decide a shape: a bool mask's picks, masked_scatter's positions, whose
+        # count fn then used as a number; every op is checked, a tuple compare against a VJP)
+        if outs[j].shape != ins.shape:
+            raise _ShapeMovedError(f"op {j} ({ins.op.name}) gave {fmt_shape(outs[j].shape)} "
+                                   f"where the recording had {fmt_shape(ins.shape)}: the "
+                                   "values of its inputs decide its shape")
         for k in ins.frees:
             outs[k] = None
     return outs, saves, filled

@@ -11,6 +11,7 @@ In-place ops (`+=`, `add_`, `x[i] = v`, ...) follow PyTorch's rules; see `Tensor
 version bump and no graph, the explicit escape hatch PyTorch's `.data` also is.
 """
 
+import collections
 import functools
 import inspect
 import math
@@ -37,7 +38,7 @@ from .autograd import (
     share_version,
     use_tensor_class,
 )
-from .dtypes import category, get_default_dtype, int_range, promote_types, result_type
+from .dtypes import _int_in, category, get_default_dtype, int_range, promote_types, result_type
 from .errors import DimError, DTypeError, GraphError, ShapeError, fmt_shape
 from .generator import check as check_generator
 from .generator import default_generator, rng_of, tell_effects_to
@@ -408,6 +409,23 @@ class Tensor(TensorBase):
             node.hooks = {}
         return RemovableHandle(node.hooks, hook)
 
+    def register_post_accumulate_grad_hook(self, hook):
+        """hook(tensor) runs after backward (or backward(inputs=...)) has added this leaf's
+        gradient into its .grad: an optimizer step per parameter inside backward, as torch's.
+        It returns None. grad() fills no .grad, and calls none. Returns a handle whose
+        remove() takes it off."""
+        name = "register_post_accumulate_grad_hook"
+        if self._node is None:
+            raise GraphError(f"{name}: this tensor does not require grad, so no gradient will "
+                             "reach it; make it with requires_grad=True")
+        if self._node.op is not None:
+            raise GraphError(f"{name}: this tensor is not a leaf (it is the output of "
+                             f"{self._node.op.name}), and only a leaf has a .grad that backward "
+                             "accumulates into (as torch); use register_hook, or hook the leaf")
+        if not callable(hook):
+            raise TypeError(f"{name}: the hook must be callable, got {hook!r}")
+        return RemovableHandle(ag.post_accumulate_hooks(self._node), hook)
+
     def retain_grad(self):
         """Keep this non-leaf tensor's gradient in .grad after backward() (and grad()); after
         an in-place op it is the gradient of the tensor as changed (torch)."""
@@ -453,11 +471,25 @@ class Tensor(TensorBase):
         return apply(ew.div, self._other(other), self)
 
     def __pow__(self, other):
-        other = self._other(other)
+        if type(other) is not int and type(other) is not float:  # (a tensor, a bool, ...)
+            return self._pow_of(other)
         return _power("pow", lambda: apply(ew.power, self, other), self, other)
+
+    def _pow_of(self, exponent, name="pow"):
+        """self ** exponent for an exponent other than a Python int or float, with torch's
+        bool rules: a bool tensor to a Python bool power is bool (NumPy's is int8), to a bool
+        tensor refused."""
+        exponent = self._other(exponent)
+        if self.dtype == np.bool_ and (type(exponent) is bool or _is_bool_tensor(exponent)):
+            if type(exponent) is not bool:
+                _refuse_bool_power(name, self, exponent)
+            return (self ** int(exponent)).to(np.bool_)  # (x ** True is x, x ** False ones)
+        return _power(name, lambda: apply(ew.power, self, exponent), self, exponent)
 
     def __rpow__(self, other):
         other = self._other(other)
+        if type(other) is bool and self.dtype == np.bool_:
+            _refuse_bool_power("pow", other, self)
         return _power("pow", lambda: apply(ew.power, other, self), other, self)
 
     def __neg__(self):
@@ -995,9 +1027,18 @@ class Tensor(TensorBase):
 
     def pow_(self, exponent):
         exponent = self._other(exponent)
+        if self.dtype == np.bool_ and (type(exponent) is bool or _is_bool_tensor(exponent)):
+            return self._in_place_as("pow_", lambda x: x._pow_of(exponent, "pow_"), exponent)
         return _power("pow_", lambda: self._in_place("pow_", ew.power, exponent), self, exponent)
 
     def clamp_(self, min=None, max=None):  # noqa: A002 - PyTorch's argument names
+        """clamp, written into this tensor; tensor bounds take clamp's op (gradients for
+        them too), as the out-of-place form does."""
+        if isinstance(min, Tensor) or isinstance(max, Tensor):
+            return self._in_place("clamp_", pw.clamp, min if min is None else self._other(min),
+                                  max if max is None else self._other(max))
+        if self.dtype.kind in "iu":
+            min, max = _int_bounds(self.dtype, min, max, "clamp_")  # noqa: A001
         return self._in_place("clamp_", ew.clip, min=min, max=max)
 
     clip_ = clamp_
@@ -1009,7 +1050,8 @@ class Tensor(TensorBase):
         return self
 
     def fill_(self, value):
-        self[...] = value
+        """Every entry set to value (a number, checked as full checks it, or a 0-d tensor)."""
+        self[...] = ix.fill_value(value, self.dtype, "fill_")
         return self
 
     def zero_(self):
@@ -1107,6 +1149,7 @@ class Tensor(TensorBase):
             mask = _cond(mask, self)
             return self._in_place_as("masked_fill_", lambda x: x._fill_with_tensor(
                 "masked_fill_", mask, value), value)
+        value = ix.fill_value(value, self.dtype, "masked_fill_")
         return self._in_place("masked_fill_", masked_fill, _cond(mask, self), value=value)
 
     def maximum(self, other):
@@ -1121,8 +1164,11 @@ class Tensor(TensorBase):
             return apply(pw.clamp, self, min if min is None else self._other(min),
                          max if max is None else self._other(max))
         x = self
-        if self.dtype.kind != "f" and any(isinstance(b, float) for b in (min, max)):
-            x = self.to(get_default_dtype())  # torch: an int tensor clamped to 0.5 is float
+        if self.dtype.kind != "f":
+            if any(isinstance(b, float) for b in (min, max)):
+                x = self.to(get_default_dtype())  # torch: an int tensor clamped to 0.5 is float
+            else:
+                min, max = _int_bounds(self.dtype, min, max, "clamp")  # noqa: A001
         return apply(ew.clip, x, min=min, max=max)
 
     clamp = clip
@@ -1495,7 +1541,9 @@ class Tensor(TensorBase):
         steps = _index_steps(_index(index, self.backend, "setitem"))
         if isinstance(value, (list, tuple)):
             value = Tensor(value, backend=self.backend)
-        elif not isinstance(value, (Tensor, numbers.Number)):  # an array
+        elif isinstance(value, numbers.Number):
+            value = _setitem_number(value, self.dtype)
+        elif not isinstance(value, Tensor):  # an array
             value = Tensor._wrap(self.backend.asarray(value), self.backend)
 
         def write():
@@ -1805,6 +1853,23 @@ class Tensor(TensorBase):
             values, indices = values.squeeze(axis), indices.squeeze(axis)
         return return_types.kthvalue(values, indices)
 
+    def mode(self, dim=-1, keepdim=False):
+        """The named pair (values, indices) of the most frequent value along dim (the smallest
+        of those tied, at its last place, as torch's); the gradient goes to that entry."""
+        if self.ndim == 0:
+            _axes(dim, 0, "mode")
+            return _MODE(self.clone(), Tensor._wrap(self.backend.xp.zeros((), dtype=np.int64),
+                                                    self.backend))
+        axis = _axis(dim, self.ndim, "mode")
+        if self.shape[axis] == 0:
+            raise DimError(f"mode: dim {dim} of a tensor of shape {fmt_shape(self.shape)} is "
+                           "empty, so it has no mode")
+        indices = _values("mode_index", _mode_index, self, axis=axis, backend=self.backend)
+        values = apply(sh.take_along_dim, self, indices, dim=axis)
+        if not keepdim:
+            values, indices = values.squeeze(axis), indices.squeeze(axis)
+        return _MODE(values, indices)
+
     # indexing and shape (torch's names; built on getitem, take_along_dim, reshape, permute and
     # the scatter ops, so each has their VJP)
 
@@ -1845,7 +1910,14 @@ class Tensor(TensorBase):
         return self.expand(shape)[mask.expand(shape).data]
 
     def nonzero(self, as_tuple=False):
-        """The indices of the nonzero entries: (n, ndim) int64, or one 1-D tensor per dim."""
+        """The indices of the nonzero entries: (n, ndim) int64, or one 1-D tensor per dim.
+        Their count (the shape) comes from the values: a value read, which a captured step
+        refuses, as item()."""
+        if ag._tracers.get() is not None or ag._everywhere:
+            _seen_read(self, "nonzero()")
+        return self._nonzero(as_tuple)
+
+    def _nonzero(self, as_tuple):
         found = self.backend.xp.nonzero(self.data if self.ndim else self.data.reshape(1))
         parts = [Tensor._wrap(p.astype(np.int64, copy=False), self.backend) for p in found]
         if as_tuple:
@@ -1857,7 +1929,10 @@ class Tensor(TensorBase):
                             xp.zeros((0, 0), dtype=np.int64), self.backend)
 
     def argwhere(self):
-        return self.nonzero()
+        """nonzero(): the (n, ndim) indices of the nonzero entries (a value read too)."""
+        if ag._tracers.get() is not None or ag._everywhere:
+            _seen_read(self, "argwhere()")
+        return self._nonzero(False)
 
     def scatter(self, dim, index, src=None, *, value=None, reduce=None):
         """A copy with src (or the number value) written at index along dim."""
@@ -1905,6 +1980,7 @@ class Tensor(TensorBase):
 
     def index_fill(self, dim, index, value):
         """A copy with the slices at index along dim set to value (a number)."""
+        value = ix.fill_value(value, self.dtype, "index_fill")  # (300 into int8: refused)
         axis = _axis(dim, max(self.ndim, 1), "index_fill")
         index = self._slice_index("index_fill", index)
         hit = _values("index_hit", _slots_hit, index, n=self.shape[axis] if self.ndim else 1,
@@ -1946,6 +2022,31 @@ class Tensor(TensorBase):
             raise ShapeError(f"index_put: values {fmt_shape(values.shape)} do not broadcast to "
                              f"the {fmt_shape(places.shape)} entries the indices pick") from None
         flat = self.reshape(-1).index_add(0, places.reshape(-1), values.reshape(-1))
+        return flat.reshape(self.shape)
+
+    def put(self, index, source, accumulate=False):
+        """A copy with source's entries written at the places index names in the flattened
+        tensor (negative ones from the end); accumulate=True adds them (index_put's rules)."""
+        return self._put("put", index, source, accumulate)
+
+    def put_(self, index, source, accumulate=False):
+        return self._in_place_as("put_", lambda x: x._put("put_", index, source, accumulate),
+                                 source)
+
+    def _put(self, name, index, source, accumulate):
+        index = _index_tensor(index, self, name)
+        if not isinstance(source, Tensor):
+            raise TypeError(f"{name}: source must be a Tensor, got {type(source).__name__}")
+        _same_dtype(name, "source", source, self)
+        if source.numel() != index.numel():
+            raise ShapeError(f"{name}: source has {source.numel()} entries but index "
+                             f"{index.numel()}; they must have as many (torch's rule)")
+        n, a = self.numel(), index.data
+        if a.size and not -n <= int(a.min()) <= int(a.max()) < n:
+            worst = int(a.max()) if int(a.max()) >= n else int(a.min())
+            raise DimError(f"{name}: index {worst} is out of range for a tensor of {n} entries "
+                           f"(shape {fmt_shape(self.shape)}); it takes -{n}..{n - 1}")
+        flat = self.reshape(-1).index_put((index.reshape(-1),), source.reshape(-1), accumulate)
         return flat.reshape(self.shape)
 
     def index_put_(self, indices, values, accumulate=False):
@@ -2827,13 +2928,35 @@ def _run_values(be, *arrays, fn, **params):
 
 
 def _compared(a, b, test):
-    """test(a, b) on the arrays (or a Python number b), both in their promoted dtype first."""
+    """test(a, b) on the arrays (or a Python number b), both in their promoted dtype first: a
+    Python number goes into the tensor's dtype as torch casts it (uint8 255 == -1 wraps, a
+    float16 2049 is 2048)."""
     if hasattr(b, "dtype") and b.dtype != a.dtype:
         common = result_type(a, b)
         a, b = a.astype(common, copy=False), b.astype(common, copy=False)
+    elif type(b) is int and not 0 <= b <= 127:  # (0..127 fit every dtype as they are)
+        return _compared_with_int(a, b, test)
     elif isinstance(b, float) and a.dtype.kind != "f":
         a = a.astype(get_default_dtype())
+    elif type(b) is float and not -65504.0 <= b <= 65504.0:  # (past float16: inf, quietly)
+        with quiet():
+            return test(a, b)
     return test(a, b)
+
+
+def _compared_with_int(a, b, test):
+    """test(a, b) for a Python int b: wrapped into an integer a's dtype (torch's cast); past
+    what torch reads (int64 for a bool a, -2**63..2**64-1 else) refused; for a float a, b in
+    its dtype (±inf past float16's range, without NumPy's overflow warning)."""
+    kind = a.dtype.kind
+    if kind in "iu":
+        return test(a, _int_in(b, a.dtype, wrap=True))
+    if not -2**63 <= b < (2**63 if kind == "b" else 2**64):  # (torch: "Overflow when unpacking")
+        raise TypeError(f"the Python int {b} is past what a {a.dtype} tensor compares with "
+                        f"(-2**63..{'2**63' if kind == 'b' else '2**64'} - 1): value cannot be "
+                        "converted without overflow")
+    with quiet():
+        return test(a, b)
 
 
 def _truth(a, how, axis, keepdims):
@@ -2853,6 +2976,28 @@ def _power(name, run, base, exponent):
     except ShapeError:
         _refuse_negative_int_power(name, base, exponent)
         raise
+
+
+def _int_bounds(dtype, lo, hi, name):
+    """clamp's number bounds for an integer tensor, cast into its dtype as torch casts them
+    (a fill value's rule: 300 refused for int8, -1 wrapped into uint8 as 255)."""
+    if dtype.kind == "b":
+        return lo, hi
+    return tuple(b if b is None or isinstance(b, Tensor) else ix.fill_value(b, dtype, name)
+                 for b in (lo, hi))
+
+
+def _is_bool_tensor(v):
+    return isinstance(v, Tensor) and v.dtype == np.bool_
+
+
+def _refuse_bool_power(name, base, exponent):
+    """torch has no bool ** bool tensor power ("pow" not implemented for 'Bool')."""
+    shown = [f"bool tensor {fmt_shape(v.shape)}" if isinstance(v, Tensor) else repr(v)
+             for v in (base, exponent)]
+    raise DTypeError(f"{name}: a bool cannot be raised to a bool tensor's power, nor a bool "
+                     f"tensor to one (base: {shown[0]}, exponent: {shown[1]}), as in torch; "
+                     "convert one to integers first, e.g. x.long()")
 
 
 def _refuse_negative_int_power(name, base, exponent):
@@ -3294,6 +3439,31 @@ def _median_index(a, axis, backend):
     return index
 
 
+_MODE = collections.namedtuple("mode", ["values", "indices"])  # (as torch.return_types.mode)
+
+
+def _mode_index(a, axis, backend):
+    """The index of the mode along axis (dim kept, int64): in each slice sorted stably, the
+    first of the longest runs of equal values (NaNs one value) is the smallest mode, and its
+    run's last place the mode's last place in the slice (torch's)."""
+    xp = backend.xp
+    order = xp.moveaxis(_argsort(a, axis, False, backend), axis, -1)
+    s = xp.take_along_axis(xp.moveaxis(a, axis, -1), order, axis=-1)  # (..., n), sorted
+    n, lead = s.shape[-1], s.shape[:-1]
+    new = s[..., 1:] != s[..., :-1]
+    if s.dtype.kind == "f":
+        new &= ~(xp.isnan(s[..., 1:]) & xp.isnan(s[..., :-1]))
+    new = xp.concatenate([xp.ones(lead + (1,), dtype=bool), new], axis=-1)  # a run starts
+    starts = xp.sort(xp.where(new, xp.arange(n), n), axis=-1)  # each run's start, then n's
+    starts = xp.concatenate([starts, xp.full(lead + (1,), n)], axis=-1)
+    run = xp.cumsum(new, axis=-1) - 1  # the run of each place
+    end = xp.take_along_axis(starts, run + 1, axis=-1)  # one past its run
+    length = end - xp.take_along_axis(starts, run, axis=-1)
+    best = xp.argmax(length, axis=-1)[..., None]  # (the first longest: the smallest value)
+    last = xp.take_along_axis(end, best, axis=-1) - 1
+    return xp.moveaxis(xp.take_along_axis(order, last, axis=-1), -1, axis).astype(np.int64)
+
+
 def _median_all(be, x):
     """out = the lower median of every entry (NaN if one is NaN, or if there is none)"""
     xp = be.xp
@@ -3469,37 +3639,17 @@ def full(shape, fill_value, dtype=None, requires_grad=False, backend=None):
         dtype = np.int64
     dtype = get_default_dtype() if dtype is None else np.dtype(dtype)
     return _make("full", _full_of, dtype, requires_grad, backend,
-                 shape=_sizes((shape,), "full"), value=_fill_value(fill_value, dtype))
+                 shape=_sizes((shape,), "full"), value=ix.fill_value(fill_value, dtype, "full"))
 
 
-@functools.cache
-def _largest(dtype):
-    """The largest finite value of a float dtype (np.finfo is slow to make, so kept)."""
-    return float(np.finfo(dtype).max)
-
-
-def _fill_value(value, dtype):
-    """full's value as `dtype` holds it, checked as torch checks it: NaN, inf or a number out
-    of range is an error for an integer dtype (a float is cut toward 0, a negative int into an
-    unsigned dtype wraps, as torch), a finite number past a float dtype's largest too."""
-    kind = dtype.kind
-    if kind == "f" and type(value) is float and -65504.0 <= value <= 65504.0:
-        return value  # (fits every float dtype: the common case, quickly)
-    if not isinstance(value, numbers.Number) or isinstance(value, (bool, np.bool_)) or \
-            kind == "b":
-        return value
-    if kind == "f":
-        top = _largest(dtype)
-        if math.isfinite(value) and abs(value) > top:
-            raise DTypeError(f"full: {value!r} does not fit {dtype} (its largest value is "
-                             f"{top:g}); value cannot be converted without overflow")
-        return value
-    lo, hi = int_range(dtype)
-    lowest = -hi if dtype.kind == "u" and isinstance(value, numbers.Integral) else lo
-    if not math.isfinite(value) or not lowest <= value <= hi:
-        raise DTypeError(f"full: {value!r} does not fit {dtype} (its values are {lo}..{hi}); "
-                         "value cannot be converted without overflow")
-    return int(value) % (hi + 1) if dtype.kind == "u" else int(value)
+def _setitem_number(value, dtype):
+    """setitem's number as `dtype` holds it, checked as fill_'s (torch's), except that float16
+    takes a finite number past its range as inf, as torch's setitem does (its fill_ refuses)."""
+    if dtype == np.float16 and isinstance(value, numbers.Real) and not isinstance(value, bool) \
+            and 65504.0 < abs(value) < math.inf:
+        with np.errstate(over="ignore"):
+            return float(np.float16(value))  # (65519 rounds to 65504, 65520 up to inf)
+    return ix.fill_value(value, dtype, "setitem")
 
 
 @_takes_device
@@ -3542,7 +3692,7 @@ def _check_std(name, std):
 
 def _check_uniform(dtype, a, b):
     """uniform_'s bounds, as torch checks them: finite values of the dtype, a <= b."""
-    top = _largest(dtype)
+    top = ix.largest(dtype)
     for what, v in (("from", a), ("to", b)):
         if not -top <= v <= top:
             raise ValueError(f"uniform_: {what}={v} is out of bounds for {dtype}")
@@ -3720,7 +3870,7 @@ def _randint_bounds(low, high, dtype):
     if dtype.kind == "b":
         lo, hi = 0, 1
     elif dtype.kind == "f":
-        hi = _largest(dtype)
+        hi = ix.largest(dtype)
         lo = -hi
     else:
         lo, hi = int_range(dtype)

@@ -231,7 +231,10 @@ def saved_arrays(root):
 
 
 def _root_node(root, who):
-    node = getattr(root, "_node", None)
+    if not isinstance(root, Tensor):
+        raise TypeError(f"{who}: expected a tensor (or a tuple or list of tensors), got "
+                        f"{type(root).__name__}")
+    node = root._node
     if node is None:
         raise GraphError(f"{who}: this tensor has no graph behind it (nothing it depends on "
                          "requires grad); create the inputs with requires_grad=True, outside "
@@ -269,12 +272,17 @@ class _Graph:
     """Everything `to_dot` draws, built from one iterative walk over the nodes."""
 
     def __init__(self, root, params, recording, show_values, show_grads, show_saved):
-        self.root = root
+        # root: a tensor, or several (a tuple or a list, as torchviz's make_dot takes), each
+        # drawn as a root: {node: its tensor}
+        roots = root if isinstance(root, (tuple, list)) else (root,)
+        if not roots:
+            raise ValueError("to_dot: no tensor to draw (an empty tuple or list)")
+        self.roots = {_root_node(t, "to_dot"): t for t in roots}
         self.names = param_names(params, "to_dot")
         self.types = _module_types(params)
         self.rec = recording if recording is not None else Recording()
         self.show_values, self.show_grads, self.show_saved = show_values, show_grads, show_saved
-        self.nodes = toposort(_root_node(root, "to_dot"))  # users before the nodes they use
+        self.nodes = toposort(*self.roots)  # users before the nodes they use
         self.index = {node: k for k, node in enumerate(self.nodes)}
         self.users = defaultdict(list)  # node -> op nodes that take its output as an input
         for node in self.nodes:
@@ -290,8 +298,8 @@ class _Graph:
 
     def _tensor(self, node):
         """The Tensor object behind a node, when one is still around (leaf, root, retained)."""
-        if node is self.nodes[0]:
-            return self.root
+        if node in self.roots:
+            return self.roots[node]
         return node.tensor() if node.tensor is not None else None
 
     def _name(self, node, t):
@@ -324,7 +332,7 @@ class _Graph:
             kind, scope = "param", name.rpartition(".")[0]
         else:
             kind, scope = "input", None
-        return ("root" if node is self.nodes[0] else kind), scope
+        return ("root" if node in self.roots else kind), scope
 
     def _value_lines(self, node, t):
         """The value summary and the gradient norm, as far as they are shown and known."""
@@ -569,7 +577,9 @@ def _clusters(members, types):
 
 def to_dot(root, show_values=True, show_grads=True, show_saved=False, collapse=(),
            direction="forward", params=None, recording=None):
-    """The graph behind tensor `root` as Graphviz DOT text (no graphviz package needed).
+    """The graph behind tensor `root` as Graphviz DOT text (no graphviz package needed);
+    several roots (a tuple or a list of tensors, as torchviz's make_dot takes: a loss and an
+    intermediate) are drawn in one picture, the part they share once.
 
     show_values / show_grads: value summaries and gradient norms on tensor boxes. show_saved:
     what each op saved for its VJP. collapse: module paths or fnmatch patterns ("blocks.*.attn")
@@ -602,7 +612,9 @@ def show(root, **kwargs):
     """The same picture as an object a notebook shows inline (SVG through `dot`, or the DOT
     text without Graphviz); no graphviz package needed. Keyword arguments are `to_dot`'s."""
     text = to_dot(root, **kwargs)
-    return display.Graph(text, shutil.which("dot"), summary=f"tinyattn graph of {root.shape}")
+    shapes = ", ".join(str(t.shape) for t in root) if isinstance(root, (tuple, list)) else \
+        root.shape
+    return display.Graph(text, shutil.which("dot"), summary=f"tinyattn graph of {shapes}")
 
 
 def dot_program():

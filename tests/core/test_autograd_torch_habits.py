@@ -641,3 +641,125 @@ def test_gradcheck_under_torchs_name_with_its_keywords_and_tuple_outputs():
             gc(lambda a: a.exp(), (x,), **{keyword: True})
     with pytest.raises(NotImplementedError, match="gradients of gradients"):
         ta.autograd.gradgradcheck(lambda a: a.exp(), (x,))
+
+
+# ---- grad()'s refusals name grad() and grad_outputs; to_dot of several roots ------------------
+
+
+def test_grad_with_no_inputs_is_refused_as_torchs():
+    """torch: "`inputs` argument to `grad()` cannot be empty." (a max() of nothing before)."""
+    torch = pytest.importorskip("torch")
+    x = leaf([1.0, 2.0, 3.0])
+    with pytest.raises(RuntimeError, match="inputs"):
+        torch.autograd.grad((torch.ones(3, requires_grad=True) * 2).sum(), [])
+    for kw in ({}, {"is_grads_batched": True}, {"materialize_grads": True}):
+        with pytest.raises(RuntimeError, match=r"grad: `inputs` cannot be empty"):
+            ta.autograd.grad((x * 2).sum(), [], **kw)
+    with pytest.raises(RuntimeError, match=r"grad: `outputs` cannot be empty"):
+        ta.autograd.grad([], [x])
+    (g,) = ta.autograd.grad((x * 2).sum(), (t for t in [x]), materialize_grads=True)
+    np.testing.assert_array_equal(g.numpy(), [2.0, 2.0, 2.0])  # (a generator, read once)
+
+
+def test_grad_names_grad_and_grad_outputs_in_its_messages():
+    """As torch ("grad can be implicitly created only for scalar outputs", "grad_output[0] has
+    a shape of ...": torch's first such error takes a second to make, so it is not raised
+    here): grad() says grad() and grad_outputs, with the output's position, where it said
+    backward() and gradient=."""
+    torch = pytest.importorskip("torch")
+    tx = torch.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="only for scalar outputs"):
+        torch.autograd.grad(tx * 2, tx)
+    x = leaf([1.0, 2.0, 3.0])
+    with pytest.raises(ta.GraphError, match=r"^grad: output 0 has shape \(3,\); grad\(\) makes "
+                                            r"the grad_output of a scalar output only") as e:
+        ta.autograd.grad(x * 2, x)
+    assert "backward" not in str(e.value) and "gradient=" not in str(e.value)
+    with pytest.raises(ta.ShapeError, match=r"^grad: grad_outputs\[1\] has shape \(2,\) but "
+                                            r"output 1 has shape \(3,\)$"):
+        ta.autograd.grad([x.sum(), x * 2], x, grad_outputs=[None, ta.ones(2)])
+    with pytest.raises(ta.GraphError, match=r"^grad: output 1 does not require grad"):
+        ta.autograd.grad([x.sum(), ta.ones(2)], x)
+    with pytest.raises(ta.ShapeError, match=r"^backward: gradient has shape \(2,\)"):
+        (x * 2).backward(ta.ones(2))  # (backward's own wording stays)
+    with pytest.raises(ta.GraphError, match=r"^backward: the output has shape \(3,\)"):
+        ta.autograd.backward(x * 2, inputs=[x])
+
+
+def test_to_dot_of_several_roots_draws_them_all_as_torchvizs_make_dot():
+    """viz.to_dot((s, loss)) said "this tensor has no graph behind it" (false): several roots
+    (a tuple or a list, as torchviz's make_dot takes) are drawn in one picture, each as a root;
+    what is not a tensor is refused by saying so."""
+    from tinyattn import viz
+
+    x = leaf([1.0, 2.0, 3.0])
+    s = (x * 2).exp()
+    loss = (s * s).sum()
+    s.name, loss.name = "s", "loss"
+    one, both = viz.to_dot(loss), viz.to_dot((s, loss))
+    assert viz.to_dot([s, loss]) == both
+    assert one.count('label="exp"') == both.count('label="exp"') == 1  # (shared: drawn once)
+    assert both.count(viz._STYLE["root"]) == 2 and one.count(viz._STYLE["root"]) == 1
+    with pytest.raises(TypeError, match=r"to_dot: expected a tensor \(or a tuple or list of "
+                                        r"tensors\), got str"):
+        viz.to_dot("loss")
+    with pytest.raises(ta.GraphError, match="to_dot: this tensor has no graph behind it"):
+        viz.to_dot((loss, ta.ones(2)))
+
+
+# ---- Tensor.register_post_accumulate_grad_hook -------------------------------------------------
+
+
+def _post_hooked_run(lib):
+    """What a leaf's hooks saw over backward(), backward() again, grad(), backward(inputs=) and
+    after remove(); and an optimizer step in backward (the torch pattern)."""
+    p = lib.ones(3, dtype=lib.float64, requires_grad=True)
+    log = []
+    p.register_hook(lambda g: log.append(("pre", g.tolist())))
+    handle = p.register_post_accumulate_grad_hook(lambda t: log.append(
+        ("post", t is p, t.grad.tolist())))
+    (p * 2).sum().backward()
+    (p * 3).sum().backward()
+    lib.autograd.grad((p * 2).sum(), p)
+    lib.autograd.backward((p * 2).sum(), inputs=[p])
+    handle.remove()
+    (p * 2).sum().backward()
+    r = lib.ones(2, dtype=lib.float64, requires_grad=True)
+
+    def step(t):
+        with lib.no_grad():
+            t.sub_(t.grad * 0.5)
+        t.grad = None
+
+    r.register_post_accumulate_grad_hook(step)
+    (r * 2).sum().backward()
+    return log, r.detach().numpy().tolist(), r.grad
+
+
+def test_post_accumulate_grad_hooks_run_after_grad_is_filled_as_torchs():
+    torch = pytest.importorskip("torch")
+    ours, theirs = _post_hooked_run(ta), _post_hooked_run(torch)
+    assert ours == theirs
+    assert ours[0][:4] == [("pre", [2.0] * 3), ("post", True, [2.0] * 3), ("pre", [3.0] * 3),
+                           ("post", True, [5.0] * 3)]
+    assert ours[1:] == ([0.0, 0.0], None)
+
+
+def test_post_accumulate_grad_hook_refusals_as_torchs():
+    torch = pytest.importorskip("torch")
+    tx = torch.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="non-leaf"):
+        (tx * 2).register_post_accumulate_grad_hook(lambda t: None)
+    x = leaf([1.0, 2.0])
+    with pytest.raises(ta.GraphError, match=r"register_post_accumulate_grad_hook: .*not a leaf"):
+        (x * 2).register_post_accumulate_grad_hook(lambda t: None)
+    with pytest.raises(ta.GraphError, match=r"register_post_accumulate_grad_hook: this tensor "
+                                            "does not require grad"):
+        ta.ones(2).register_post_accumulate_grad_hook(lambda t: None)
+    with pytest.raises(TypeError, match="register_post_accumulate_grad_hook: the hook must be "
+                                        "callable"):
+        x.register_post_accumulate_grad_hook(3)
+    x.register_post_accumulate_grad_hook(lambda t: t.grad)
+    with pytest.raises(ta.GraphError, match=r"register_post_accumulate_grad_hook: a hook "
+                                            r"returned a Tensor; it must return None"):
+        (x * 2).sum().backward()

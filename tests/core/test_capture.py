@@ -1350,3 +1350,160 @@ def test_what_fn_makes_for_itself_is_no_state_change():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert _replays_after(step, ta.ones(3), calls=4)
+
+
+COUNTS = {
+    "nonzero()": lambda x: x.nonzero().shape[0],
+    "nonzero(as_tuple=True)": lambda x: len(x.nonzero(as_tuple=True)[0]),
+    "argwhere()": lambda x: x.argwhere().shape[0],
+}
+
+
+@pytest.mark.parametrize("count", COUNTS.values(), ids=COUNTS.keys())
+def test_a_count_of_nonzero_entries_is_a_value_read(count):
+    """nonzero() and argwhere() give a shape their input's values decide (a count read into
+    Python): capture refuses them by name, as item(), and the step stays right when the count
+    changes (it was frozen before: 0.5 where eager gives 1.0)."""
+    w = ta.tensor(np.ones(3), requires_grad=True)
+
+    def fn(x):
+        return (w * x).sum() / count(x)
+
+    step = ta.capture(fn)
+    with pytest.warns(UserWarning, match=r"read a tensor's values into Python \((nonzero|"
+                                         r"argwhere)\(\)\)"):
+        for _ in range(3):
+            assert step(ta.tensor([1.0, 1.0, 0.0])).item() == 1.0
+    assert step.state.startswith("eager")
+    w.grad = None
+    assert step(ta.tensor([1.0, 0.0, 0.0])).item() == 1.0
+    np.testing.assert_array_equal(w.grad.numpy(), [1.0, 0.0, 0.0])
+
+
+def test_a_mask_whose_count_decides_a_later_shape_goes_back_to_eager():
+    """masked_scatter finds the mask's positions with an op and takes as many of source's
+    entries: a replay whose mask picks another count stops before writing anything (it took
+    the recording's count before: a silent wrong result) and runs eagerly."""
+    w = ta.tensor(np.arange(4.0), requires_grad=True)
+
+    def fn(x, m):
+        return (w.masked_scatter(m, x * 10) ** 2).sum()
+
+    step = ta.capture(fn)
+    x = ta.tensor(np.arange(1.0, 5.0))
+    one = ta.tensor([True, False, False, False])
+    assert _replays_after(step, x, one)
+    three = ta.tensor([True, True, False, True])
+    w.grad = None
+    with pytest.warns(UserWarning, match=r"op \d+ \(masked_positions\) gave \(3,\) where the "
+                                         r"recording had \(1,\)"):
+        got = step(x, three)
+    (want,) = ta.autograd.grad(fn(x, three), [w])
+    assert got.item() == fn(x, three).item() == 1404.0
+    np.testing.assert_array_equal(w.grad.numpy(), want.numpy())
+
+
+def test_a_branch_on_data_is_a_value_read():
+    """`.data` is the raw array: a branch on it (or a number from it) in fn would be frozen
+    into the replay. A read of .data from fn's own code while recording is refused by name
+    (the library's reads are not), the step stays eager and right, and .data is again the
+    plain getter after the recording, also when fn raised."""
+    import operator
+
+    w = ta.tensor(np.ones(3), requires_grad=True)
+
+    def fn(x, flag):
+        loss = (w * x).sum()
+        return loss * 2 if flag.data > 0 else loss
+
+    step = ta.capture(fn)
+    x = ta.ones(3, dtype=np.float64)
+    with pytest.warns(UserWarning, match=r"capture: fn read a tensor's \.data \(its array\), "
+                                         r"which a replay would take as it was when recorded"):
+        for _ in range(3):
+            assert step(x, ta.tensor(1.0)).item() == 6.0
+    assert step.state.startswith("eager")
+    w.grad = None
+    assert step(x, ta.tensor(-1.0)).item() == 3.0
+    np.testing.assert_array_equal(w.grad.numpy(), [1.0, 1.0, 1.0])
+    assert isinstance(ta.Tensor.data.fget, operator.attrgetter)
+
+    def broken(x):
+        x.data  # noqa: B018 - a read, then an error
+        raise KeyError("in fn")
+
+    with pytest.raises(KeyError, match="in fn"):
+        ta.capture(broken)(x)
+    assert isinstance(ta.Tensor.data.fget, operator.attrgetter)
+
+
+_SCALE = ta.tensor(2.0)  # a global fn reads by name (rebound by the test below)
+
+
+@pytest.mark.parametrize("where", ["closure", "global"])
+def test_a_tensor_rebound_by_name_after_the_recording_is_read_by_the_replay(where):
+    """A tensor fn reads through a name of its own (a closure variable, a global) is read at
+    record time; rebound to another tensor once the step replays (a schedule outside fn), the
+    replay read the old one before (a silent wrong result). Now the name is checked before
+    each replay: the step records again and then replays with the new tensor."""
+    global _SCALE
+    w = ta.tensor(np.ones(3), requires_grad=True)
+    scale = _SCALE = ta.tensor(2.0)
+
+    def fn(x):
+        return (w * x * (scale if where == "closure" else _SCALE)).sum()
+
+    step = ta.capture(fn)
+    x = ta.tensor(np.arange(3.0))
+    assert _replays_after(step, x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for value, calls in ((5.0, 3), (7.0, 1)):
+            scale = _SCALE = ta.tensor(value)
+            for _ in range(calls):
+                w.grad = None
+                assert step(x).item() == 3.0 * value
+                np.testing.assert_array_equal(w.grad.numpy(), np.arange(3.0) * value)
+            assert step.state == ("replaying" if calls == 3 else "recording")
+    assert _replays_after(step, x)
+
+
+class _Gated(ta.nn.Module):
+    """A module whose forward reads a plain list attribute (which layers are on)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lins = ta.nn.ModuleList([ta.nn.Linear(3, 1) for _ in range(3)])
+        self.active = [0, 1, 2]
+        self.scales = {0: 1.0}
+
+    def forward(self, x):
+        return sum(self.lins[i](x).sum() * self.scales.get(i, 2.0) for i in self.active)
+
+
+def test_a_modules_list_or_dict_changed_in_place_is_recorded_again():
+    """A module's list or dict attribute changed in place (m.active.remove(1), m.scales[1] =
+    3.0) is no attribute assignment, which the module state counts: the replay ran the old
+    program before. Its contents (the objects in it) are compared before each replay now."""
+    ta.manual_seed(0)
+    m, twin = _Gated(), _Gated()
+    twin.load_state_dict(m.state_dict())
+    step = ta.capture(lambda x: m(x))
+    x = ta.ones(2, 3)
+    assert _replays_after(step, x)
+    for change in (lambda g: g.active.remove(1), lambda g: g.scales.__setitem__(2, 3.0),
+                   lambda g: g.active.append(1)):
+        change(m)
+        change(twin)
+        for _ in range(3):
+            m.zero_grad()
+            twin.zero_grad()
+            got, want = step(x), twin(x)
+            want.backward()
+            assert got.item() == want.item()
+            np.testing.assert_array_equal(m.lins[1].weight.grad is None,
+                                          twin.lins[1].weight.grad is None)
+            for a, b in zip(m.parameters(), twin.parameters(), strict=True):
+                if b.grad is not None:
+                    np.testing.assert_array_equal(a.grad.numpy(), b.grad.numpy())
+        assert step.state == "replaying"

@@ -6,6 +6,8 @@ values are torch's (written out: these run without torch); the last section runs
 fake CuPy (tests/support/fake_cupy.py), which the CuPy backend's Python code meets on a GPU.
 """
 
+import math
+
 import fake_cupy  # tests/support is on sys.path (tests/conftest.py)
 import numpy as np
 import pytest
@@ -303,6 +305,52 @@ def test_python_int_out_of_range_wraps_in_integer_arithmetic():
     assert (ta.tensor([3], dtype=np.int8) / 1000).dtype == np.float32  # (no int result)
     with pytest.raises(ta.DTypeError, match=r"^pow: .*1000 does not fit int8"):
         ta.tensor([1], dtype=np.int8) ** 1000  # torch refuses this one
+
+
+def test_comparing_with_a_python_int_out_of_range_wraps_it_first_as_torch():
+    """torch casts the number into the tensor's integer dtype before comparing (the _compare
+    docstring's promise); tinyattn compared the true values."""
+    u8, i8 = np.uint8, np.int8
+    cases = [(ta.tensor([255], dtype=u8) == -1, True), (ta.tensor([44], dtype=u8) == 300, True),
+             (ta.tensor([45], dtype=u8) > 300, True),
+             (ta.tensor([100], dtype=i8) < 200, False), (ta.tensor([-1], dtype=i8).eq(255), True),
+             (ta.tensor([-2**31], dtype=np.int32) == 2**31, True),
+             (ta.tensor([0], dtype=np.int16) != 65536, False),
+             (ta.tensor([5], dtype=u8).ge(-251), True), (ta.tensor([5], dtype=u8).le(-252), False),
+             (ta.tensor([-2**63]) == 2**63, True), (ta.lt(ta.tensor([3], dtype=i8), 1000), False),
+             (ta.tensor([1], dtype=i8) == 1.0, True), (ta.tensor([True]) == 2, False),
+             (ta.tensor([True]) < 300, True)]
+    for out, want in cases:  # the values torch 2.13 gives
+        assert out.dtype == np.bool_ and out.tolist() == [want]
+    for past in (2**64, -2**63 - 1):  # torch: "Overflow when unpacking long"
+        with pytest.raises(ta.DTypeError, match=f"eq: .*{past}"):
+            _ = ta.tensor([1], dtype=i8) == past
+    with pytest.raises(ta.DTypeError, match="gt: .*9223372036854775808"):
+        _ = ta.tensor([True]) > 2**63
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "int32", "int64", "bool", "float16",
+                                   "float32"])
+def test_comparisons_with_python_numbers_match_torch(dtype):
+    torch = pytest.importorskip("torch")
+    import operator as o
+    values = {"int8": [-128, -1, 0, 100, 127], "uint8": [0, 1, 44, 255], "bool": [True, False],
+              "int16": [-32768, -1, 0, 300, 32767], "int32": [-2**31, -1, 0, 2**31 - 1, 2**24 + 1],
+              "int64": [-2**63, -1, 0, 2**63 - 1], "float16": [0.0, -1.0, 65504.0],
+              "float32": [0.0, 2.0**24, -1.0]}[dtype]
+    ours = ta.tensor(np.array(values, dtype=dtype))
+    theirs = torch.tensor(values, dtype=getattr(torch, dtype))
+    for number in (-1, 44, 128, 200, 255, 256, 300, -129, -257, 2**31, -2**31 - 1, 2**32 + 44,
+                   2**63 - 1, -2**63, 2**63, 2**64 - 1, 2**24 + 1, 0.5, 255.5, 2.0**24 + 1,
+                   math.inf, math.nan, True, False):
+        for op in (o.eq, o.ne, o.lt, o.le, o.gt, o.ge):
+            try:
+                want = op(theirs, number).tolist()
+            except RuntimeError:  # (bool against 2**63: past int64)
+                with pytest.raises(ta.DTypeError):
+                    op(ours, number)
+                continue
+            assert op(ours, number).tolist() == want, (op.__name__, number)
 
 
 # ---- creation: values and sizes the dtype cannot hold -------------------------------------------
@@ -700,3 +748,57 @@ def test_conversions_and_creation_checks_on_the_fake_cupy(cupy_be):
     x //= 2
     x %= 2
     assert alias.tolist() == [0, 1] and (x == None) is False  # noqa: E711
+
+
+# ---- writing a Python number the dtype cannot hold: torch wraps or refuses ---------------------
+
+
+@pytest.mark.parametrize("dtype, values", [
+    ("uint8", [-1, -255, -256, 255, 256, 300, -1.5, 255.9, 3.7, True]),
+    ("int8", [300, 128, -129, -1, 127.9, -128.5, float("nan"), float("inf")]),
+    ("int16", [40000, -32768, 1e6]),
+    ("int64", [2**63 - 1, -2**63, float("inf")]),
+    ("float32", [1e39, -1e39, 3e38, float("inf")]),
+])
+def test_setitem_and_fill_of_a_number_wrap_or_refuse_as_torch(dtype, values):
+    """uint8 t[0] = -1 was NumPy's OverflowError; torch gives 255 (a negative int wraps into an
+    unsigned dtype) and refuses a value out of range (int8 300) with its overflow error."""
+    torch = pytest.importorskip("torch")
+    for v in values:
+        for write in (lambda t, v=v: t.__setitem__(0, v), lambda t, v=v: t.fill_(v),
+                      lambda t, v=v: t.__setitem__(t == t, v),
+                      lambda t, v=v: t.zero_().add_(0).fill_(v)):
+            theirs = torch.zeros(2, dtype=getattr(torch, dtype))
+            ours = ta.zeros(2, dtype=getattr(ta, dtype))
+            try:
+                write(theirs)
+            except RuntimeError:
+                with pytest.raises(ta.DTypeError, match=f"does not fit {dtype} .*value cannot be "
+                                                        "converted without overflow"):
+                    write(ours)
+                assert ours.tolist() == [0, 0]
+                continue
+            write(ours)
+            assert str(ours.dtype) == dtype and ours.tolist() == theirs.tolist()
+
+
+def test_setitem_and_fill_refusals_name_the_op():
+    t = ta.tensor([1, 2], dtype=ta.int8)
+    with pytest.raises(ta.DTypeError, match=r"setitem: 300 does not fit int8 \(its values are "
+                                            r"-128\.\.127\)"):
+        t[0] = 300
+    with pytest.raises(ta.DTypeError, match=r"fill_: 300 does not fit int8 \(its values are "
+                                            r"-128\.\.127\)"):
+        t.fill_(300)
+    u = ta.tensor([1, 2], dtype=ta.uint8)
+    u[0] = -1
+    assert u.tolist() == [255, 2] and u.fill_(-2).tolist() == [254, 254]
+
+
+def test_setitem_of_float16_past_its_range_is_inf_as_torch():
+    """torch's setitem (unlike fill_) casts a too-large number into float16 as inf."""
+    t = ta.zeros(3, dtype=ta.float16)
+    t[0], t[1] = 1e6, -70000.0
+    assert t.tolist() == [math.inf, -math.inf, 0.0]
+    with pytest.raises(ta.DTypeError, match="fill_: 1000000.0 does not fit float16"):
+        t.fill_(1e6)

@@ -181,3 +181,53 @@ def test_softmax_family_refuses_integer_input_without_a_float_dtype(fn, dtype):
     want = getattr(torch.nn.functional, fn)(tx, 0, dtype=torch.float64)
     assert got.dtype == np.float64
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
+
+
+# ---- integer (and bool) inputs: kept, converted or refused as torch does --------------------
+
+INTS = {"int64": [-3, -1, 0, 1, 2, 7], "int32": [-3, -1, 0, 1, 2, 7], "int8": [-100, 0, 100],
+        "uint8": [0, 5, 9], "bool": [True, False]}
+
+
+@pytest.mark.parametrize("dtype", sorted(INTS))
+@pytest.mark.parametrize("name, args, call", [
+    ("ReLU6", (), lambda fns, x: fns.relu6(x)),
+    ("Hardtanh", (), lambda fns, x: fns.hardtanh(x)),
+    ("Hardtanh", (-2.7, 2.7), lambda fns, x: fns.hardtanh(x, -2.7, 2.7)),  # (cut toward 0)
+    ("Hardtanh", (-0.5, 1.5), lambda fns, x: fns.hardtanh(x, -0.5, 1.5)),
+    ("Hardtanh", (0.0, 300.0), lambda fns, x: fns.hardtanh(x, 0.0, 300.0)),  # (past int8: refused)
+    ("LeakyReLU", (), lambda fns, x: fns.leaky_relu(x)),
+    ("GLU", (0,), lambda fns, x: fns.glu(x, 0)),
+    ("Softsign", (), lambda fns, x: fns.softsign(x)),
+], ids=["relu6", "hardtanh", "hardtanh 2.7", "hardtanh 0.5", "hardtanh 300", "leaky_relu",
+        "glu", "softsign"])
+def test_integer_inputs_to_activations_as_torch(name, args, call, dtype):
+    """relu6 and hardtanh keep an integer dtype (they gave float64), leaky_relu and glu refuse
+    integers (they gave floats), softsign takes them into the default float dtype (it refused);
+    bools are refused by all; the modules as their functions."""
+    torch = pytest.importorskip("torch")
+    values = INTS[dtype][:2] if name == "GLU" else INTS[dtype]
+    theirs = torch.tensor(values, dtype=getattr(torch, dtype))
+    ours = ta.tensor(np.array(values, dtype=dtype))
+    for fn, tfn in ((lambda x: call(F, x), lambda x: call(torch.nn.functional, x)),
+                    (getattr(nn, name)(*args), getattr(torch.nn, name)(*args))):
+        try:
+            want = tfn(theirs)
+        except (RuntimeError, NotImplementedError):
+            with pytest.raises(ta.DTypeError, match=r"(hardtanh|leaky_relu|glu|softsign): "):
+                fn(ours)
+            continue
+        got = fn(ours)
+        assert str(got.dtype) == str(want.dtype)[6:]
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+def test_relu6_and_hardtanh_in_place_on_integers_and_their_messages():
+    x = ta.tensor([-3, 2, 9])
+    assert F.relu6(x, inplace=True) is x and x.tolist() == [0, 2, 6] and x.dtype == np.int64
+    with pytest.raises(ta.DTypeError, match="hardtanh: cannot clip an unsigned uint8 tensor to "
+                                            "negative limits"):
+        F.hardtanh(ta.tensor(np.array([1], dtype=np.uint8)))
+    with pytest.raises(ta.DTypeError, match="leaky_relu: needs a floating-point input, got int64"):
+        nn.LeakyReLU()(ta.tensor([1, 2]))
+    assert F.softsign(ta.tensor([1, 3])).tolist() == [0.5, 0.75]

@@ -609,3 +609,52 @@ def test_a_deep_copied_scheduler_drives_a_copied_optimizer_with_its_state(togeth
         assert opt2.lr == opt.lr
     for p, q in zip(model.parameters(), model2.parameters(), strict=True):
         np.testing.assert_array_equal(p.numpy(), q.numpy())
+
+
+# ---- step(epoch): torch's deprecated form, with its warning and the closed form -------------
+
+EPOCH_CASES = [c for c in CASES if c[0] not in ("SequentialLR", "ChainedScheduler",
+                                                "CosineAnnealingWarmRestarts", "OneCycleLR")]
+
+
+@pytest.mark.parametrize("name,kwargs", EPOCH_CASES,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(EPOCH_CASES)])
+def test_step_with_an_epoch_uses_the_closed_form_and_warns_as_torch(name, kwargs):
+    """step(epoch) was a TypeError; torch sets last_epoch = epoch, takes the closed form where
+    the scheduler has one (get_lr otherwise) and warns that the argument is deprecated."""
+    ours, theirs = _pair(momentum=0.9)
+    s, ts = _build("ours", ours, name, kwargs), _build("torch", theirs, name, kwargs)
+    for epoch in (None, None, 5, None, 2, 9, None, None, 0, 12, None):
+        ours.step()
+        theirs.step()  # (before the scheduler's, or torch warns about the order)
+        if epoch is None:
+            s.step()
+            ts.step()
+        else:
+            with pytest.warns(UserWarning, match="The epoch parameter in `scheduler.step"):
+                s.step(epoch)
+            with pytest.warns(UserWarning):
+                ts.step(epoch)
+        assert s.last_epoch == ts.last_epoch
+        assert [g["lr"] for g in ours.param_groups] == pytest.approx(
+            [g["lr"] for g in theirs.param_groups], rel=1e-12, abs=0), f"after step({epoch})"
+        assert s.get_last_lr() == pytest.approx(ts.get_last_lr(), rel=1e-12, abs=0)
+
+
+def test_reduce_lr_on_plateau_step_with_an_epoch_as_torch():
+    ours, theirs = _pair()
+    s = sched.ReduceLROnPlateau(ours, patience=1)
+    ts = torch.optim.lr_scheduler.ReduceLROnPlateau(theirs, patience=1)
+    for metric, epoch in ((1.0, None), (1.0, 7), (1.0, None), (2.0, 3), (0.5, None)):
+        ours.step()
+        theirs.step()
+        if epoch is None:
+            s.step(metric)
+            ts.step(metric)
+        else:
+            with pytest.warns(UserWarning, match="The epoch parameter in `scheduler.step"):
+                s.step(metric, epoch)
+            with pytest.warns(UserWarning):
+                ts.step(metric, epoch)
+        assert s.last_epoch == ts.last_epoch
+        assert s.get_last_lr() == pytest.approx(ts.get_last_lr(), rel=1e-12)

@@ -654,3 +654,126 @@ def test_load_state_dict_takes_a_one_element_vector_for_a_0d_tensor_as_torchs():
         return seen
 
     assert build(ta) == build(torch) == [3.0, (), 4.0, (), 7.0, (), 8.0, (), True, True, 9.0]
+
+
+# ---- backward hooks that fire from the outputs, backward pre-hooks, always_call -----------------
+
+
+def _mha_pair():
+    ours = nn.MultiheadAttention(8, 2, batch_first=True)
+    theirs = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+    state = {k: v.detach().numpy().copy() for k, v in theirs.state_dict().items()}
+    ours.load_state_dict(state)
+    return ours, theirs
+
+
+@pytest.mark.filterwarnings("ignore:Full backward hook is firing")  # torch's note, the case
+def test_a_full_backward_hook_fires_once_when_an_output_gets_no_gradient_as_torchs():
+    """No input requires grad and one output (the attention weights) gets no gradient: the
+    hook never fired before (it waited for every output). As torch: once per backward, with
+    None for that output's grad_output and a None per input."""
+    ours, theirs = _mha_pair()
+    t = np.random.default_rng(0).standard_normal((2, 3, 8)).astype(np.float32)
+    logs = []
+    for lib, mha in ((ta, ours), (torch, theirs)):
+        log = []
+        mha.register_full_backward_hook(lambda m, gi, go, log=log: log.append(
+            (gi, _arrays(go))))
+        x = lib.tensor(t)
+        out, weights = mha(x, x, x)
+        assert weights.requires_grad
+        out.sum().backward(retain_graph=True)
+        (out * 2).sum().backward()
+        logs.append(log)
+    assert len(logs[0]) == len(logs[1]) == 2
+    for (gi, go), (tgi, tgo) in zip(*logs, strict=True):
+        assert gi == tgi == (None, None, None)
+        _same_grads(go, tgo)
+        assert go[1] is None
+
+
+def _pre_hooked(lib, model, x, full=True):
+    """x.grad (or the first weight's gradient, for an x that needs none) and what the hooks
+    saw, with a backward pre-hook on the last layer that triples its grad_output."""
+    log = []
+
+    def pre(m, go):
+        log.append(("pre", _arrays(go)))
+        return (go[0] * 3,)
+
+    handle = model[2].register_full_backward_pre_hook(pre)
+    if full:
+        model[2].register_full_backward_hook(lambda m, gi, go: log.append(("full", _arrays(go))))
+    (model(x) ** 2).sum().backward()
+    handle.remove()
+    model.zero_grad()
+    (model(x) ** 2).sum().backward()  # the pre-hook gone
+    grad = x.grad if x.requires_grad else model[0].weight.grad
+    return grad.detach().numpy().copy(), log
+
+
+@pytest.mark.filterwarnings("ignore:Full backward hook is firing")
+@pytest.mark.parametrize("x_grad", [True, False], ids=["input needs grad", "input does not"])
+@pytest.mark.parametrize("full", [True, False], ids=["with a full hook", "alone"])
+def test_a_full_backward_pre_hook_sees_and_replaces_grad_output_as_torchs(x_grad, full):
+    ours, theirs = pair()
+    got = _pre_hooked(ta, ours, ta.tensor(X, requires_grad=x_grad), full)
+    want = _pre_hooked(torch, theirs, torch.tensor(X, requires_grad=x_grad), full)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-6)
+    assert [k for k, _ in got[1]] == [k for k, _ in want[1]]
+    # the pre-hook once (then removed), the full hook on both passes
+    assert [k for k, _ in got[1]] == (["pre", "full", "full"] if full else ["pre"])
+    for (_, go), (_, tgo) in zip(got[1], want[1], strict=True):
+        _same_grads(go, tgo)  # the full hook sees the tripled grad_output, as torch's
+
+
+def test_a_full_backward_pre_hook_that_returns_the_wrong_count_is_refused():
+    m = nn.Linear(3, 2)
+    m.register_full_backward_pre_hook(lambda mod, go: (go[0], go[0]))
+    with pytest.raises(ta.ShapeError, match=r"Linear: a full backward pre-hook must return None "
+                                            r"or 1 gradients \(one per output, of the shapes "
+                                            r"\(1, 2\)\)"):
+        m(ta.ones(1, 3)).sum().backward()
+    with pytest.raises(TypeError, match="^register_full_backward_pre_hook: the hook must be "
+                                        "callable"):
+        m.register_full_backward_pre_hook(3)
+
+
+def _always_called(lib, fail):
+    """What always_call hooks (and a plain one) saw when forward or a hook raised."""
+    m = lib.nn.Linear(3, 3)
+    seen = []
+    m.register_forward_hook(lambda mod, a, o: seen.append(("plain", o is None)))
+    m.register_forward_hook(lambda mod, a, kw, o: seen.append(("kw", o is None, kw)),
+                            with_kwargs=True, always_call=True)
+    first = m.register_forward_hook(lambda mod, a, o: seen.append(("first", o is None)),
+                                    always_call=True, prepend=True)
+    if fail == "hook":
+        m.register_forward_hook(lambda mod, a, o: 1 / 0, prepend=True)
+    x = lib.ones(2, 4 if fail == "forward" else 3)
+    with pytest.raises((RuntimeError, ValueError, ZeroDivisionError)):
+        m(x)
+    first.remove()
+    if fail == "forward":
+        with pytest.raises((RuntimeError, ValueError)):
+            m(x)
+    return seen
+
+
+@pytest.mark.parametrize("fail", ["forward", "hook"])
+def test_forward_hooks_with_always_call_run_when_forward_raised_as_torchs(fail):
+    """register_forward_hook(always_call=True) was a TypeError: as torch, such a hook runs
+    even when forward (or a hook before it) raised, with output None if forward did not
+    return, once per call; the error goes on; remove() takes it off."""
+    assert _always_called(ta, fail) == _always_called(torch, fail)
+    assert _always_called(ta, "forward") == [("first", True), ("kw", True, {}),
+                                             ("kw", True, {})]
+
+
+def test_an_always_call_hook_that_raises_after_forward_raised_is_a_warning_as_torchs():
+    m = nn.Linear(3, 3)
+    m.register_forward_hook(lambda mod, a, o: o.shape, always_call=True)  # o None: raises
+    with pytest.warns(UserWarning, match="module forward hook with ``always_call=True`` raised "
+                                         "an exception that was silenced"), \
+            pytest.raises(ta.ShapeError):
+        m(ta.ones(2, 4))

@@ -938,3 +938,306 @@ def test_integer_tensor_to_a_negative_integer_tensor_power_as_torch(base, expone
     small = ta.tensor(np.array([2, -1], dtype=np.int32)) ** ta.tensor(np.array([-1, -1],
                                                                              dtype=np.int32))
     assert small.dtype == np.int32 and small.tolist() == [0, -1]
+
+
+# ---- 18. remainder's gradient for the divisor uses the quotient the forward used ---------------
+
+
+def test_remainder_divisor_gradient_is_minus_the_floor_divide_quotient_as_torch():
+    """1.0 / 0.1 rounds up to 10 but 1.0 // 0.1 is 9: the gradient is -(x // y), as torch's
+    -x.div(y, rounding_mode="floor"). fmod keeps torch's -trunc(x / y)."""
+    xs, ys = [1.0, -1.5, 0.3, 5.0, -0.7], [0.1, 0.3, 0.1, -0.7, 0.1]
+    for ours, theirs in ((lambda x, y: x % y, lambda x, y: x % y),
+                         (ta.remainder, torch.remainder), (ta.fmod, torch.fmod)):
+        x, tx = pair(xs)
+        y, ty = pair(ys)
+        ours(x, y).sum().backward()
+        theirs(tx, ty).sum().backward()
+        same(x.grad, tx.grad)
+        same(y.grad, ty.grad)
+    y, ty = pair([0.1, 0.3])  # a number dividend
+    (1.0 % y).sum().backward()
+    assert y.grad.tolist() == [-9.0, -3.0]
+
+
+# ---- 19. a Python fill value the tensor's dtype cannot hold is refused, as torch -----------------
+
+_FILLS = {
+    "masked_fill": lambda lib, x, v: x.masked_fill(lib.tensor([True, False]), v),
+    "masked_fill_": lambda lib, x, v: x.masked_fill_(lib.tensor([True, False]), v),
+    "index_fill": lambda lib, x, v: x.index_fill(0, lib.tensor([0]), v),
+    "index_fill_": lambda lib, x, v: x.index_fill_(0, lib.tensor([0]), v),
+    "scatter": lambda lib, x, v: x.scatter(0, lib.tensor([0]), v),
+    "fill_": lambda lib, x, v: x.fill_(v),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_FILLS))
+@pytest.mark.parametrize("dtype, values", [
+    ("int8", [300, 128, -129, 255, 1e6, NAN, INF, 3.7, -1]),
+    ("uint8", [300, -1, -255, -256, -1.5, 255.9, 128]),
+    ("int32", [2**31, 1e39, NAN, -2**31]),
+    ("float16", [1e6, 65520.0, 65504.0, INF, NAN, -1.5]),
+    ("float32", [1e39, -1e39, 3e38, INF]),
+])
+def test_fill_values_out_of_the_dtype_are_refused_and_others_wrap_as_torch(name, dtype, values):
+    """int8 masked_fill(mask, 300) was 44 and float16 masked_fill(mask, 1e6) inf; torch refuses
+    ("value cannot be converted ... without overflow"), wraps -1 into uint8 as 255."""
+    fill = _FILLS[name]
+    for v in values:
+        try:
+            want = fill(torch, torch.zeros(2, dtype=getattr(torch, dtype)), v)
+        except RuntimeError:
+            with pytest.raises(ta.DTypeError, match="value cannot be converted without overflow"):
+                fill(ta, ta.zeros(2, dtype=getattr(ta, dtype)), v)
+            continue
+        got = fill(ta, ta.zeros(2, dtype=getattr(ta, dtype)), v)
+        assert str(got.dtype) == dtype
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_fill_refusals_name_the_op_and_the_range():
+    x = ta.zeros(2, dtype=ta.int8)
+    with pytest.raises(ta.DTypeError, match=r"masked_fill: 300 does not fit int8 \(its values "
+                                            r"are -128\.\.127\)"):
+        x.masked_fill(ta.tensor([True, False]), 300)
+    with pytest.raises(ta.DTypeError, match=r"index_fill: 300 does not fit int8"):
+        x.index_fill(0, ta.tensor([0]), 300)
+    with pytest.raises(ta.DTypeError, match=r"masked_fill: 1000000\.0 does not fit float16 "
+                                            r"\(its largest value is 65504\)"):
+        ta.zeros(2, dtype=ta.float16).masked_fill(ta.tensor([True, False]), 1e6)
+    assert x.tolist() == [0, 0]
+
+
+# ---- 20. in-place clamp with tensor bounds ---------------------------------------------------
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib, x: x.clamp_(min=lib.tensor([0.0, 0.0, 0.0], dtype=lib.float64)),
+    lambda lib, x: x.clamp_max_(lib.tensor(1.0, dtype=lib.float64)),
+    lambda lib, x: x.clamp_min_(lib.tensor([0.0, 1.0, 3.0], dtype=lib.float64)),
+    lambda lib, x: x.clip_(lib.tensor(0.0, dtype=lib.float64), 1.0),
+    lambda lib, x: x.clamp_(lib.tensor(-0.5, dtype=lib.float64),
+                            lib.tensor([0.0, 0.2, 1.0], dtype=lib.float64)),
+    lambda lib, x: x.clamp_(lib.tensor([1.0, 1.0, 1.0], dtype=lib.float64),
+                            lib.tensor([0.0, 2.0, 0.5], dtype=lib.float64)),  # max wins
+], ids=["clamp_ min", "clamp_max_", "clamp_min_", "clip_", "both", "max < min"])
+def test_in_place_clamp_with_tensor_bounds_as_torch(call):
+    """clamp_(min=tensor) passed the tensor to the number-bound clip op: "does not support
+    ufuncs". Values, the same tensor back, its version bumped, and the gradients of x and of
+    the bounds through a recorded in-place clamp, as torch's."""
+    x, tx = pair([-1.0, 0.5, 2.0], requires_grad=False)
+    version = x._version
+    assert call(ta, x) is x
+    call(torch, tx)
+    same(x, tx)
+    assert x._version == version + 1
+    a, ta_ = pair([-1.0, 0.5, 2.0])
+    lo, tlo = pair([0.0, 0.0, 0.0])
+    hi, thi = pair(1.0)
+    y, ty = a * 1, ta_ * 1
+    assert y.clamp_(lo, hi) is y
+    ty.clamp_(tlo, thi)
+    w = [1.0, 2.0, 3.0]
+    (y * ta.tensor(w, dtype=ta.float64)).sum().backward()
+    (ty * torch.tensor(w, dtype=torch.float64)).sum().backward()
+    for ours, theirs in ((a, ta_), (lo, tlo), (hi, thi)):
+        same(ours.grad, theirs.grad)
+
+
+def test_in_place_clamp_with_tensor_bounds_refuses_what_torch_refuses():
+    with pytest.raises(ta.DTypeError, match="clamp_: the result is float32"):
+        ta.tensor([-1, 0, 2]).clamp_(min=ta.tensor([0.0, 0.0, 0.0]))
+    with pytest.raises(ta.ShapeError, match="clamp_: the result has shape"):
+        ta.tensor([-1.0, 0.5, 2.0]).clamp_(min=ta.tensor([[0.0], [1.0]]))
+    leaf = ta.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(ta.GraphError, match="clamp_: this tensor"):
+        leaf.clamp_(max=ta.tensor(1.5))
+
+
+# ---- 21. bool ** bool ----------------------------------------------------------------------------
+
+
+def test_bool_tensor_to_a_python_bool_power_is_bool_as_torch():
+    """x ** True is x and x ** False all True, both bool (tinyattn gave int8); a bool to a bool
+    tensor power is refused, as torch's ("pow" not implemented for 'Bool'); ints unchanged."""
+    for e in (True, False):
+        want = torch.tensor([True, False]) ** e
+        for got in (ta.tensor([True, False]) ** e, ta.tensor([True, False]).pow(e),
+                    ta.pow(ta.tensor([True, False]), e), ta.tensor([True, False]).pow_(e)):
+            assert str(got.dtype) == "bool" and got.tolist() == want.tolist()
+        b = ta.tensor([True, False])
+        b **= e
+        assert str(b.dtype) == "bool" and b.tolist() == want.tolist()
+    assert (ta.tensor(True) ** True).tolist() is True
+    for ours, theirs in ((ta.tensor([True, False]) ** 2, torch.tensor([True, False]) ** 2),
+                         (ta.tensor([2, 3]) ** True, torch.tensor([2, 3]) ** True),
+                         (ta.tensor([True, False]) ** ta.tensor([2, 3]),
+                          torch.tensor([True, False]) ** torch.tensor([2, 3])),
+                         (True ** ta.tensor([2, 3]), True ** torch.tensor([2, 3])),
+                         (ta.tensor([2, 3]) ** ta.tensor(True),
+                          torch.tensor([2, 3]) ** torch.tensor(True))):
+        assert str(ours.dtype) == str(theirs.dtype)[6:] and ours.tolist() == theirs.tolist()
+
+
+def test_bool_to_a_bool_tensor_power_is_refused_as_torch():
+    b = ta.tensor([True, False])
+    for call in (lambda: b ** ta.tensor([True, True]), lambda: True ** b,
+                 lambda: b ** ta.tensor(True), lambda: b.pow_(ta.tensor(True))):
+        with pytest.raises(ta.DTypeError, match=r"pow_?: .*bool"):
+            call()
+    assert b.tolist() == [True, False]
+
+
+# ---- 22. torch's functions for methods tinyattn had: index_*, masked_*, mode, put, atleast_nd ----
+
+
+def test_module_level_index_and_masked_functions_match_torch():
+    """ta.masked_fill, index_add, index_copy, index_fill, index_put, masked_scatter (methods
+    only before), cosine_similarity and pairwise_distance (in F only): values and gradients."""
+    mask = [[True, False, True], [False, False, True]]
+    idx = [2, 0]
+    calls = [
+        ("masked_fill", lambda lib, x, s: lib.masked_fill(x, lib.tensor(mask), -2.0)),
+        ("index_add", lambda lib, x, s: lib.index_add(x, 1, lib.tensor(idx), s, alpha=2.0)),
+        ("index_copy", lambda lib, x, s: lib.index_copy(x, 1, lib.tensor(idx), s)),
+        ("index_fill", lambda lib, x, s: lib.index_fill(x, 1, lib.tensor(idx), 7.0)),
+        ("index_put", lambda lib, x, s: lib.index_put(x, (lib.tensor([0, 1]), lib.tensor(idx)),
+                                                      s[0], accumulate=True)),
+        ("masked_scatter", lambda lib, x, s: lib.masked_scatter(x, lib.tensor(mask), s)),
+        ("cosine_similarity", lambda lib, x, s: lib.cosine_similarity(x[:, :2], s, dim=1)),
+        ("pairwise_distance", lambda lib, x, s: lib.pairwise_distance(x[:, :2], s)),
+    ]
+    for name, call in calls:
+        x, tx = pair(np.arange(6.0).reshape(2, 3) - 2.5)
+        s, ts = pair([[1.0, -2.0], [0.5, 3.0]])
+        out, want = call(ta, x, s), call(torch, tx, ts)
+        same(out, want)
+        weights = np.arange(1.0, out.numel() + 1).reshape(out.shape)
+        (out * ta.tensor(weights)).sum().backward()
+        (want * torch.tensor(weights)).sum().backward()
+        same(x.grad, tx.grad)
+        if ts.grad is not None:
+            same(s.grad, ts.grad)
+        assert getattr(ta, name).__name__ == name
+
+
+@pytest.mark.parametrize("values, dim, keepdim", [
+    ([[1.0, 2, 2, 1, 3], [5, 5, 4, 4, 4], [0, 0, 0, 0, 0], [3, 1, 2, 7, 9]], -1, False),
+    ([[1.0, 2, 2, 1, 3], [5, 5, 4, 4, 4], [0, 0, 0, 0, 0], [3, 1, 2, 7, 9]], 0, True),
+    ([[[2, 1, 2, 1, 1, 2]], [[-3, 4, 4, -3, 0, 0]]], 2, False),
+    ([[[2, 1], [1, 2], [2, 2]]], 1, False),
+    (3.5, 0, False),
+    ([-0.0, 0.0, 1.0], 0, False),
+], ids=["rows", "columns keepdim", "ints", "middle dim", "0-d", "signed zeros"])
+def test_mode_values_indices_and_gradient_as_torch(values, dim, keepdim):
+    """torch.mode: the smallest of the most frequent values along dim, at its last place, the
+    gradient going to that entry."""
+    a = np.asarray(values)
+    floats = a.dtype.kind == "f"
+    x = ta.tensor(a, dtype=ta.float64 if floats else None, requires_grad=floats)
+    tx = torch.tensor(a, dtype=torch.float64 if floats else None, requires_grad=floats)
+    got, want = x.mode(dim, keepdim), torch.mode(tx, dim, keepdim)
+    assert got.values.tolist() == want.values.tolist()
+    assert got.indices.tolist() == want.indices.tolist() and got.indices.dtype == np.int64
+    values_, indices_ = ta.mode(x, dim=dim, keepdim=keepdim)
+    assert indices_.tolist() == want.indices.tolist()
+    if floats:
+        weights = np.arange(1.0, values_.numel() + 1).reshape(values_.shape)
+        (values_ * ta.tensor(weights)).sum().backward()
+        (want.values * torch.tensor(weights)).sum().backward()
+        same(x.grad, tx.grad)
+
+
+def test_mode_refuses_an_empty_dim():
+    assert ta.tensor([2.0, 1.0, 1.0]).mode().values.item() == 1.0  # (dim=-1 by default)
+    with pytest.raises(ta.DimError, match=r"mode: dim 0 of a tensor of shape \(0, 3\) is empty"):
+        ta.zeros(0, 3).mode(0)
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_put_and_put_as_torch(accumulate):
+    """x.put_(index, source): source's entries at the flat places index names (negative ones
+    from the end), added with accumulate=True; gradients to x and source."""
+    index = [[0, -1], [4, 0]] if accumulate else [[0, -1], [4, 2]]
+    x, tx = pair(np.arange(6.0).reshape(2, 3))
+    s, ts = pair([[1.0, 2.0], [3.0, 4.0]])
+    out = x.put(ta.tensor(index), s, accumulate=accumulate)
+    want = tx.put(torch.tensor(index), ts, accumulate=accumulate)
+    same(out, want)
+    weights = np.arange(1.0, 7.0).reshape(2, 3)
+    (out * ta.tensor(weights)).sum().backward()
+    (want * torch.tensor(weights)).sum().backward()
+    same(x.grad, tx.grad)
+    same(s.grad, ts.grad)
+    y, ty = ta.zeros(2, 3), torch.zeros(2, 3)
+    version = y._version
+    assert y.put_(ta.tensor(index), ta.tensor([[1.0, 2.0], [3.0, 4.0]]),
+                  accumulate=accumulate) is y
+    ty.put_(torch.tensor(index), torch.tensor([[1.0, 2.0], [3.0, 4.0]]), accumulate=accumulate)
+    assert y.tolist() == ty.tolist() and y._version == version + 1
+
+
+def test_put_refuses_what_torch_refuses():
+    x = ta.zeros(2, 3)
+    with pytest.raises(ta.DimError, match="put_: index 6 is out of range for a tensor of 6"):
+        x.put_(ta.tensor([6]), ta.tensor([1.0]))
+    with pytest.raises(ta.ShapeError, match=r"put_: source has 2 entries but index 1"):
+        x.put_(ta.tensor([1]), ta.tensor([1.0, 2.0]))
+    with pytest.raises(ta.DTypeError, match="put_: source is float64 but this tensor is float32"):
+        x.put_(ta.tensor([1]), ta.tensor([1.0], dtype=ta.float64))
+    assert x.tolist() == [[0.0] * 3] * 2
+
+
+def test_atleast_nd_as_torch():
+    for fn in ("atleast_1d", "atleast_2d", "atleast_3d"):
+        for shape in ((), (2,), (2, 3), (2, 3, 4), (1, 2, 3, 4)):
+            a = np.arange(float(np.prod(shape))).reshape(shape)
+            got = getattr(ta, fn)(ta.tensor(a))
+            want = getattr(torch, fn)(torch.tensor(a))
+            assert got.shape == tuple(want.shape) and got.tolist() == want.tolist(), (fn, shape)
+        many = getattr(ta, fn)(ta.tensor(1.0), ta.tensor([1.0, 2.0]))
+        listed = getattr(ta, fn)([ta.tensor(1.0), ta.tensor([1.0, 2.0])])
+        want = getattr(torch, fn)(torch.tensor(1.0), torch.tensor([1.0, 2.0]))
+        for out in (many, listed):
+            assert isinstance(out, tuple)
+            assert [t.shape for t in out] == [tuple(t.shape) for t in want]
+    x, tx = pair(2.0)
+    ta.atleast_3d(x).sum().backward()
+    torch.atleast_3d(tx).sum().backward()
+    same(x.grad, tx.grad)
+
+
+def test_pad_values_out_of_the_dtype_are_refused_by_pad_as_torch():
+    """F.pad's value: refused where torch refuses (uint8 -1 too, which full wraps), by name."""
+    for dtype, value in (("uint8", -1), ("uint8", 255), ("int8", 300), ("int8", -1.5),
+                         ("float16", 1e6), ("float16", INF), ("int64", NAN)):
+        try:
+            want = TF.pad(torch.zeros(1, dtype=getattr(torch, dtype)), (1, 0), value=value)
+        except RuntimeError:
+            with pytest.raises(ta.DTypeError, match=f"pad: {value!r} does not fit {dtype}"):
+                F.pad(ta.zeros(1, dtype=getattr(ta, dtype)), (1, 0), value=value)
+            continue
+        got = F.pad(ta.zeros(1, dtype=getattr(ta, dtype)), (1, 0), value=value)
+        assert got.tolist() == want.tolist() and str(got.dtype) == dtype
+
+
+def test_clamp_number_bounds_out_of_an_integer_dtype_as_torch():
+    """torch casts number bounds into an integer tensor's dtype as fill values: 300 refused for
+    int8 (tinyattn clamped with it), -1 wrapped into uint8 as 255 (an OverflowError here)."""
+    calls = [lambda x: x.clamp(max=300), lambda x: x.clamp(min=-300), lambda x: x.clamp(min=-1),
+             lambda x: x.clamp(max=-1), lambda x: x.clamp(-1, 300), lambda x: x.clamp_min(-1),
+             lambda x: x.clamp_max(2**40), lambda x: x.clamp_(max=300), lambda x: x.clip_(-1),
+             lambda x: x.clamp(max=100.5)]
+    for dtype, values in (("int8", [-100, 0, 100]), ("uint8", [0, 5, 200]), ("bool", [True])):
+        for call in calls:
+            theirs = torch.tensor(values, dtype=getattr(torch, dtype))
+            ours = ta.tensor(np.array(values, dtype=dtype))
+            try:
+                want = call(theirs)
+            except RuntimeError:
+                with pytest.raises(ta.DTypeError, match=r"clamp_?: .*(does not fit|cannot be st)"):
+                    call(ours)
+                continue
+            got = call(ours)
+            assert got.tolist() == want.tolist() and str(got.dtype) == str(want.dtype)[6:]

@@ -8,6 +8,7 @@ ModuleDict, ParameterList and ParameterDict, with torch's list and dict methods.
 """
 
 import operator
+import warnings
 import weakref
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
@@ -154,6 +155,7 @@ class _Registry(OrderedDict):
 
 
 _KINDS = {"_parameters": True, "_modules": True, "_buffers": False}  # kind: whether in the tree
+_HOOK_KINDS = ("pre", "post", "backward", "backward_pre")  # Module._hooks' dicts
 
 
 class Module:
@@ -289,7 +291,9 @@ class Module:
 
     # ---- forward hooks: look at (or change) what goes in and what comes out ---------------------
 
-    _hooks = None  # {"pre": {...}, "post": {...}} once a hook is registered (see _hook)
+    # {"pre": {...}, "post": {...}, "backward": {...}, "backward_pre": {...}} once a hook is
+    # registered (see _hook): key -> (hook, with_kwargs, always_call)
+    _hooks = None
 
     def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
         """hook(module, args) runs before forward (hook(module, args, kwargs) with_kwargs); what
@@ -297,56 +301,92 @@ class Module:
         (args, kwargs) pair). Returns a handle whose remove() takes it off (as torch)."""
         return self._hook("pre", hook, prepend, with_kwargs)
 
-    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False):
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False,
+                              always_call=False):
         """hook(module, args, output) runs after forward (hook(module, args, kwargs, output)
-        with_kwargs); what it returns, if not None, replaces the output."""
-        return self._hook("post", hook, prepend, with_kwargs)
+        with_kwargs); what it returns, if not None, replaces the output. always_call: it runs
+        also when forward (or a hook before it) raised, as torch's, with output None if
+        forward did not return; the error then goes on (and one the hook raises is a
+        warning)."""
+        return self._hook("post", hook, prepend, with_kwargs, always_call)
 
     def register_full_backward_hook(self, hook, prepend=False):
         """hook(module, grad_input, grad_output) runs when the gradients with respect to this
         call's tensor inputs have been summed: grad_input holds one per positional argument
         (None where none flows), grad_output one per output. A tuple it returns replaces
         grad_input for the hooks after it and for backward (a None in it: no gradient for
-        that input, as torch; a zero one here). Each call of the module wraps its inputs in
-        one packed copy so that the hook sees all their gradients at once."""
+        that input, as torch; a zero one here). With no input that requires grad it runs
+        once the outputs' gradients are in, grad_input all None (as torch). An output that
+        gets no gradient has None in grad_output. Each call of the module wraps its inputs,
+        and its outputs, in one packed copy so that the hook sees all their gradients at
+        once."""
         return self._hook("backward", hook, prepend, False)
 
-    def _hook(self, kind, hook, prepend, with_kwargs):
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """hook(module, grad_output) runs when the gradients with respect to this call's
+        outputs are in (None for an output that gets none), before they flow into the module;
+        a tuple it returns (one per output) replaces grad_output for the hooks after it, for
+        the full backward hooks and for backward (as torch)."""
+        return self._hook("backward_pre", hook, prepend, False)
+
+    def _hook(self, kind, hook, prepend, with_kwargs, always_call=False):
         if not callable(hook):
-            name = {"pre": "forward_pre_", "post": "forward_", "backward": "full_backward_"}
+            name = {"pre": "forward_pre_", "post": "forward_", "backward": "full_backward_",
+                    "backward_pre": "full_backward_pre_"}
             raise TypeError(f"register_{name[kind]}hook: the hook must be callable, got "
                             f"{hook!r}")
         if self._hooks is None:
-            object.__setattr__(self, "_hooks", {"pre": OrderedDict(), "post": OrderedDict(),
-                                                "backward": OrderedDict()})
+            object.__setattr__(self, "_hooks", {k: OrderedDict() for k in _HOOK_KINDS})
         hooks = self._hooks[kind]
-        handle = RemovableHandle(hooks, (hook, with_kwargs))
+        handle = RemovableHandle(hooks, (hook, with_kwargs, always_call))
         _state_version[0] += 1  # (a captured step records again, and sees it: tinyattn.replay)
         if prepend:
             hooks.move_to_end(handle.id, last=False)
         return handle
 
     def _call_hooked(self, args, kwargs):
-        if self._hooks["pre"] or self._hooks["post"] or self._hooks["backward"]:
+        hooks = self._hooks
+        if any(hooks.values()):
             for tracer in current_tracers():
                 tracer.module_hooks(self)
-        args, kwargs = self._pre_hooked(args, kwargs)
-        watch = None
-        if self._hooks["backward"] and is_grad_enabled():
-            watch = _BackwardWatch(self, args)
-            args = watch.inputs
-        output = self.forward(*args, **kwargs)
-        for hook, with_kwargs in list(self._hooks["post"].values()):
-            out = hook(self, args, kwargs, output) if with_kwargs else hook(self, args, output)
-            if out is not None:
-                output = out
-        if watch is not None:
-            watch.outputs(output)
-        return output
+        called, output, watch = set(), None, None  # (called: the always_call hooks run)
+        try:
+            args, kwargs = self._pre_hooked(args, kwargs)
+            if (hooks["backward"] or hooks["backward_pre"]) and is_grad_enabled():
+                watch = _BackwardWatch(self, args)
+                args = watch.inputs
+            output = self.forward(*args, **kwargs)
+            for key, (hook, with_kwargs, always_call) in list(hooks["post"].items()):
+                if always_call:
+                    called.add(key)
+                out = hook(self, args, kwargs, output) if with_kwargs else \
+                    hook(self, args, output)
+                if out is not None:
+                    output = out
+        except Exception:
+            self._always_called(args, kwargs, output, called)
+            raise
+        return output if watch is None else watch.outputs(output)
+
+    def _always_called(self, args, kwargs, output, called):
+        """After forward or a hook raised: the always_call forward hooks that did not run yet,
+        with the output so far (None if forward did not return), as torch; an error one
+        raises is a warning (the first error goes on)."""
+        for key, (hook, with_kwargs, always_call) in list(self._hooks["post"].items()):
+            if not always_call or key in called:
+                continue
+            try:
+                out = hook(self, args, kwargs, output) if with_kwargs else \
+                    hook(self, args, output)
+                output = output if out is None else out
+            except Exception as e:
+                warnings.warn("module forward hook with ``always_call=True`` raised an "
+                              "exception that was silenced as another error was raised in "
+                              f"forward: {e}", UserWarning, stacklevel=4)
 
     def _pre_hooked(self, args, kwargs):
         """(args, kwargs) after the forward pre-hooks, each of which may replace them."""
-        for hook, with_kwargs in list(self._hooks["pre"].values()):
+        for hook, with_kwargs, _ in list(self._hooks["pre"].values()):
             out = hook(self, args, kwargs) if with_kwargs else hook(self, args)
             if out is not None and with_kwargs:
                 args, kwargs = out
@@ -910,43 +950,81 @@ class ModuleList(_Indexed):
 
 
 class _BackwardWatch:
-    """One call of a module with full backward hooks: its tensor inputs that require grad are
-    packed into one flat tensor and read back out of it, so that gradient of the packed tensor
-    (complete once every use inside the module has sent its part) holds all the grad_inputs;
-    hooks on the outputs collect grad_output first (the outputs are newer, so theirs come
-    earlier in backward)."""
+    """One call of a module with full backward hooks (or backward pre-hooks): its tensor inputs
+    that require grad are packed into one flat tensor and read back out of it, so that the
+    gradient of the packed tensor (complete once every use inside the module has sent its
+    part) holds all the grad_inputs; its outputs that require grad likewise, so that the
+    gradient of their packed tensor, complete before any of it flows into the module, holds
+    grad_output (hooks on the outputs themselves tell which got a gradient: None for the
+    others). As torch's BackwardHook: the pre-hooks run there, and may replace grad_output;
+    the full hooks run when the inputs' gradient is in, or there already when no input needs
+    grad (grad_input all None), once per backward pass."""
 
     def __init__(self, module, args):
         self.module, self.n_args = module, len(args)
-        self.grad_output, self.expected = {}, 0
+        self.reached, self.grad_output = {}, None
         self.where = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
         self.inputs = args
-        if not self.where:
-            return
-        xs = [args[i] for i in self.where]
-        self.parts = [(x.shape, x.dtype, x.numel()) for x in xs]
-        packed = F.cat([x.reshape(-1) for x in xs])
-        packed.register_hook(self._on_inputs)
-        inputs, start = list(args), 0
-        for j, i in enumerate(self.where):
-            shape, dtype, n = self.parts[j]
-            part = packed[start:start + n].reshape(shape)
-            inputs[i] = part if part.dtype == dtype else part.to(dtype)
-            start += n
-        self.inputs = tuple(inputs)
+        if self.where and module._hooks["backward"]:
+            self.parts, packed, self.inputs = _packed(args, self.where)
+            packed.register_hook(self._on_inputs)
+        else:
+            self.where = []  # (no full hook to give them to: the inputs go in as they are)
 
     def outputs(self, output):
+        """The output as the module returns it: each tensor in it that requires grad read out
+        of one packed copy of them all (as they were, where none does)."""
         outs = output if isinstance(output, tuple) else (output,)
         self.n_out = len(outs)
-        for k, t in enumerate(outs):
-            if isinstance(t, Tensor) and t.requires_grad:
-                self.expected += 1
-                t.register_hook(lambda g, k=k: self._on_output(k, g))
+        self.at = [k for k, t in enumerate(outs) if isinstance(t, Tensor) and t.requires_grad]
+        if not self.at:
+            return output
+        self.out_parts, packed, new = _packed(outs, self.at)
+        packed.register_hook(self._on_outputs)
+        for k in self.at:
+            new[k].register_hook(lambda g, k=k: self.reached.__setitem__(k, g))
+        if not isinstance(output, tuple):
+            return new[0]
+        return output._make(new) if hasattr(output, "_make") else type(output)(new)
 
-    def _on_output(self, k, g):
-        self.grad_output[k] = g
-        if not self.where and len(self.grad_output) == self.expected:  # no input to wait for
+    def _on_outputs(self, g):
+        """grad_output is in: run the pre-hooks (a replacement goes on into the module), and the
+        full hooks too when no input needs grad."""
+        grad_output = tuple(self.reached.get(k) for k in range(self.n_out))
+        self.reached = {}  # (a second backward through the same graph collects anew)
+        replaced = False
+        for hook, _, _ in list(self.module._hooks["backward_pre"].values()):
+            out = hook(self.module, grad_output)
+            if out is not None:
+                grad_output, replaced = self._checked_outputs(out), True
+        self.grad_output = grad_output
+        if not self.where:  # no input to wait for
             self._call(tuple(None for _ in range(self.n_args)))
+        if not replaced:
+            return None
+        flat = [(grad_output[k] if grad_output[k] is not None else
+                 g[start:start + n] * 0).reshape(-1).to(g.dtype)
+                for k, start, n in self._slots()]
+        return F.cat(flat)
+
+    def _slots(self):
+        """(output position, start in the packed outputs, size) of each packed output."""
+        start = 0
+        for k, (_, _, n) in zip(self.at, self.out_parts, strict=True):
+            yield k, start, n
+            start += n
+
+    def _checked_outputs(self, new):
+        """A pre-hook's replacement grad_output, checked: one per output, each of its shape."""
+        new = tuple(new) if isinstance(new, (tuple, list)) else None
+        if new is None or len(new) != self.n_out or any(
+                new[k] is not None and tuple(new[k].shape) != shape
+                for k, (shape, _, _) in zip(self.at, self.out_parts, strict=True)):
+            shapes = ", ".join(fmt_shape(shape) for shape, _, _ in self.out_parts)
+            raise ShapeError(f"{type(self.module).__name__}: a full backward pre-hook must "
+                             f"return None or {self.n_out} gradients (one per output, of the "
+                             f"shapes {shapes}), got {new!r}")
+        return new
 
     def _on_inputs(self, g):
         grads, start = [None] * self.n_args, 0
@@ -966,14 +1044,31 @@ class _BackwardWatch:
         return F.cat(flat)
 
     def _call(self, grad_input):
-        grad_output = tuple(self.grad_output.get(k) for k in range(self.n_out))
-        self.grad_output = {}  # (a second backward through the same graph collects anew)
+        grad_output = self.grad_output
+        if grad_output is None:  # (no output got a gradient through the packed outputs)
+            grad_output = (None,) * getattr(self, "n_out", 0)
+        self.grad_output = None
         result = None
-        for hook, _ in list(self.module._hooks["backward"].values()):
+        for hook, _, _ in list(self.module._hooks["backward"].values()):
             out = hook(self.module, grad_input, grad_output)
             if out is not None:
                 result = grad_input = tuple(out)
         return result
+
+
+def _packed(values, where):
+    """The tensors of `values` at positions `where` packed into one flat tensor (their dtypes
+    promoted) and read back out of it: ([(shape, dtype, numel)], the packed tensor, values with
+    those tensors replaced by their parts, in their own dtypes)."""
+    xs = [values[i] for i in where]
+    parts = [(x.shape, x.dtype, x.numel()) for x in xs]
+    packed = F.cat([x.reshape(-1) for x in xs])
+    new, start = list(values), 0
+    for i, (shape, dtype, n) in zip(where, parts, strict=True):
+        part = packed[start:start + n].reshape(shape)
+        new[i] = part if part.dtype == dtype else part.to(dtype)
+        start += n
+    return parts, packed, new
 
 
 class ModuleDict(Module):

@@ -7,8 +7,11 @@ kink, the gradient there is torch's choice (noted in the VJP). Every forward sit
 above its VJP.
 """
 
+import math
+
 from ..errors import DTypeError
 from .elementwise import masked
+from .index import fill_value
 from .op import op, quiet
 from .samples import case, unary_grid, vals
 
@@ -167,6 +170,7 @@ def softsign_vjp(be, g, saved):
     samples=[case((2, 3), negative_slope=0.2), *unary_grid()])
 def leaky_relu(be, x, negative_slope=0.01):
     """out = x where x > 0, else negative_slope * x"""
+    _floating(x, "leaky_relu")  # (torch has no integer leaky_relu)
     return be.xp.where(x > 0, x, x * negative_slope), (x,)
 
 
@@ -183,7 +187,22 @@ def hardtanh(be, x, min_val=-1.0, max_val=1.0):
     """out = x clipped to [min_val, max_val] (relu6: [0, 6])"""
     if min_val > max_val:
         raise ValueError(f"hardtanh: min_val {min_val} is above max_val {max_val}")
+    if x.dtype.kind != "f":  # an integer x keeps its dtype, the limits cut toward 0 (torch's)
+        min_val, max_val = _integer_limits(x.dtype, min_val, max_val)
     return be.xp.clip(x, min_val, max_val), (x,)
+
+
+def _integer_limits(dtype, min_val, max_val):
+    """hardtanh's limits for an integer x, as torch takes them: cut toward 0, then refused past
+    the dtype's range, negative for an unsigned x, and any for a bool x."""
+    if dtype.kind == "b":
+        raise DTypeError("hardtanh: bool inputs are not supported (torch's rule); convert them "
+                         "with .long() or .float()")
+    lo, hi = (math.trunc(v) if math.isfinite(v) else v for v in (min_val, max_val))
+    if dtype.kind == "u" and lo < 0:
+        raise DTypeError(f"hardtanh: cannot clip an unsigned {dtype} tensor to negative limits "
+                         f"({min_val}, {max_val}), as torch; convert it with .long() first")
+    return fill_value(lo, dtype, "hardtanh"), fill_value(hi, dtype, "hardtanh")
 
 
 @hardtanh.defvjp

@@ -11,8 +11,12 @@ einsum contracts any number of operands by an equation; its VJP for each operand
 of g with the others.
 """
 
+import functools
 import math
+import numbers
 import string
+
+import numpy as np
 
 from ..dtypes import int_range, promote_types
 from ..errors import DimError, DTypeError, fmt_shape
@@ -66,15 +70,49 @@ def _check_in_range(index, n, axis, x_shape, name):
                        "ones do not count from the end here, as in torch)")
 
 
-def _check_number_fits(value, dtype, name):
-    """A DTypeError unless the number `value` (its integer part) fits the integer `dtype`, as
-    torch refuses 300 for int8 ("value cannot be converted without overflow")."""
-    if dtype.kind not in "iu":
-        return
+@functools.cache
+def largest(dtype):
+    """The largest finite value of a float dtype (np.finfo is slow to make, so kept)."""
+    return float(np.finfo(dtype).max)
+
+
+def fill_value(value, dtype, name):
+    """A Python number written into a `dtype` tensor (full, fill_, setitem, masked_fill,
+    index_fill, scatter), as `dtype` holds it and checked as torch checks it: NaN, inf or a
+    number out of range is an error for an integer dtype (a float is cut toward 0, a negative
+    int into an unsigned dtype wraps, as torch), a finite number past a float dtype's largest
+    too. Anything else (a bool, a bool dtype, an array) is returned as it is."""
+    kind = dtype.kind
+    if kind == "f" and type(value) is float and not 65504.0 < abs(value) < math.inf:
+        return value  # (fits every float dtype, or is ±inf or NaN: the common cases, quickly)
+    if not isinstance(value, numbers.Number) or isinstance(value, (bool, np.bool_)) or \
+            kind not in "iuf":
+        return value
+    if kind == "f":
+        top = largest(dtype)
+        if math.isfinite(value) and abs(value) > top:
+            raise DTypeError(f"{name}: {value!r} does not fit {dtype} (its largest value is "
+                             f"{top:g}); value cannot be converted without overflow")
+        return value
     lo, hi = int_range(dtype)
-    if not (math.isfinite(value) and lo <= int(value) <= hi):
-        raise DTypeError(f"{name}: the value {value!r} cannot be held by this {dtype} tensor "
-                         f"({lo}..{hi}): value cannot be converted without overflow")
+    lowest = -hi if kind == "u" and isinstance(value, numbers.Integral) else lo
+    if not math.isfinite(value) or not lowest <= value <= hi:
+        raise DTypeError(f"{name}: {value!r} does not fit {dtype} (its values are {lo}..{hi}); "
+                         "value cannot be converted without overflow")
+    return int(value) % (hi + 1) if kind == "u" else int(value)
+
+
+def _scatter_number(value, dtype):
+    """scatter's number src as `dtype` holds it (fill_value's rule: -1 into uint8 is 255, 300
+    into int8 refused), refused for an integer dtype in scatter's own words."""
+    try:
+        return fill_value(value, dtype, "scatter")
+    except DTypeError:
+        if dtype.kind not in "iu":
+            raise
+        lo, hi = int_range(dtype)
+        raise DTypeError(f"scatter: the value {value!r} cannot be held by this {dtype} tensor "
+                         f"({lo}..{hi}): value cannot be converted without overflow") from None
 
 
 def _src_grad(be, g, places, src_shape):
@@ -96,7 +134,7 @@ def scatter(be, x, index, src, dim):
     place, which src lands there is unspecified (torch)."""
     axis, places, part = scatter_places(be, x, index, src, dim, "scatter")
     if part is None:
-        _check_number_fits(src, x.dtype, "scatter")
+        src = _scatter_number(src, x.dtype)
     out = x.copy()
     out[places] = src if part is None else part  # (NumPy casts a number to out's dtype)
     return out, (places, None if part is None else src.shape)

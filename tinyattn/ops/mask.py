@@ -8,6 +8,7 @@ mask; note that it marks the entries that may be *attended*, as attention masks 
 import numpy as np
 
 from ..errors import DTypeError, ShapeError, fmt_shape
+from .index import fill_value
 from .op import broadcast_shape, op
 from .samples import case, const
 
@@ -28,6 +29,7 @@ def masked_fill(be, x, mask, value):
     if not fits:
         raise ShapeError(f"masked_fill: mask {fmt_shape(mask.shape)} does not broadcast to x "
                          f"{fmt_shape(x.shape)}")
+    value = fill_value(value, x.dtype, "masked_fill")  # (300 into int8: refused, as torch)
     out = be.xp.where(mask, value, x)
     if out.dtype != x.dtype:  # 0.5 into an int tensor: x keeps its dtype, as in torch
         out = out.astype(x.dtype)

@@ -558,7 +558,7 @@ def _integral(v):
     return v.dtype.kind in "iub" if hasattr(v, "dtype") else isinstance(v, int)
 
 
-@op("remainder", "gx = g, gy = -g * floor(x / y)", grads=("gx", "gy"), broadcasts=True,
+@op("remainder", "gx = g, gy = -g * (x // y)", grads=("gx", "gy"), broadcasts=True,
     promote="wrap", saves={0: 0, 1: 1},
     samples=[case((2, 3), 0.7), case(3.5, pos((3,))), *binary_grid(second=pos)])
 def remainder(be, x, y):
@@ -572,7 +572,8 @@ def remainder(be, x, y):
 def remainder_vjp(be, g, saved):
     x, y = saved
     with quiet():
-        return None if is_const(x) else g, None if is_const(y) else -g * be.xp.floor(x / y)
+        # (x // y, the quotient the forward used: floor(x / y) rounds 1.0 / 0.1 up to 10)
+        return None if is_const(x) else g, None if is_const(y) else -g * be.xp.floor_divide(x, y)
 
 
 @op("fmod", "gx = g, gy = -g * trunc(x / y)", grads=("gx", "gy"), broadcasts=True,

@@ -9,6 +9,7 @@ sequences agree to the last bit, also when schedulers are chained), and `state_d
 import math
 import numbers
 import types
+import warnings
 from bisect import bisect_right
 from collections import Counter
 
@@ -17,6 +18,12 @@ from ..autograd import side_effect
 __all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR",
            "ExponentialLR", "PolynomialLR", "CosineAnnealingLR", "CosineAnnealingWarmRestarts",
            "LinearLR", "OneCycleLR", "SequentialLR", "ChainedScheduler", "ReduceLROnPlateau"]
+
+EPOCH_DEPRECATION_WARNING = (  # torch's words for step(epoch)
+    "The epoch parameter in `scheduler.step()` was not necessary and is being deprecated where "
+    "possible. Please use `scheduler.step()` to step the scheduler. During the deprecation, if "
+    "epoch is different from None, the closed form is used instead of the new chainable form, "
+    "where available.")
 
 
 class LRScheduler:
@@ -53,12 +60,19 @@ class LRScheduler:
     def get_lr(self):
         raise NotImplementedError(f"{type(self).__name__} has no get_lr()")
 
-    def step(self):
-        """Advance one step and set every group's lr."""
+    def step(self, epoch=None):
+        """Advance one step and set every group's lr. step(epoch), deprecated in torch (and
+        warned about, as there), jumps to that epoch: the closed form's lrs where the scheduler
+        has one (_closed_form), get_lr's otherwise."""
         side_effect(f"{type(self).__name__}.step()")
         self._step_count += 1
-        self.last_epoch += 1
-        self._set(self.get_lr())
+        if epoch is None:
+            self.last_epoch += 1
+            self._set(self.get_lr())
+            return
+        warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
+        self.last_epoch = epoch
+        self._set(_closed_form(self))
 
     def _set(self, lrs):
         for group, lr in zip(self.optimizer.param_groups, lrs, strict=True):
@@ -546,11 +560,16 @@ class ReduceLROnPlateau(LRScheduler):
         return value > (best * (1 + self.threshold) if self.threshold_mode == "rel"
                         else best + self.threshold)
 
-    def step(self, metrics):
-        """Count one evaluation whose result is `metrics` (a number or a 0-d tensor)."""
+    def step(self, metrics, epoch=None):
+        """Count one evaluation whose result is `metrics` (a number or a 0-d tensor); `epoch`
+        (deprecated in torch, warned about as there) sets last_epoch instead of counting."""
         side_effect("ReduceLROnPlateau.step()")
         value = float(metrics)
-        self.last_epoch += 1
+        if epoch is None:
+            self.last_epoch += 1
+        else:
+            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
+            self.last_epoch = epoch
         if self.is_better(value, self.best):
             self.best, self.num_bad_epochs = value, 0
         else:
