@@ -305,6 +305,7 @@ from .routines import (  # torch.exp, torch.sum, ... as functions
 )
 from .serialization import load, save
 from .tensor import (
+    Device,
     Tensor,
     arange,
     as_tensor,
@@ -341,6 +342,8 @@ from .tensor import (
 
 __version__ = "0.1.0"
 
+device = Device  # torch's name: ta.device("cpu") == x.device
+
 # torch's functions for Tensor methods that routines.py has no function for (each the method on
 # its first argument, as routines.py's)
 masked_fill, masked_scatter, index_add, index_copy, index_fill, index_put, mode, put = (
@@ -369,7 +372,7 @@ autograd.is_anomaly_check_nan_enabled = is_anomaly_check_nan_enabled
 debug_from_environment()  # TINYATTN_DEBUG=1: anomaly detection everywhere
 
 __all__ = [
-    "Tensor", "tensor", "zeros", "ones", "full", "randn", "rand", "arange", "zeros_like",
+    "Tensor", "device", "tensor", "zeros", "ones", "full", "randn", "rand", "arange", "zeros_like",
     "ones_like", "cat", "stack", "where", "matmul", "softmax", "log_softmax",
     "manual_seed", "float16", "float32", "float64", "int32", "int64", "bool_", "half", "float",
     "double", "int8", "int16", "short", "int", "long", "uint8", "bool",

@@ -11,6 +11,8 @@ import functools
 
 import numpy as np
 
+from .errors import DTypeError
+
 # the floating dtypes, the commonest first: apply's "no promotion needed" test is `in FLOATS`,
 # which tries identity first (NumPy and CuPy arrays hand out these very dtype objects)
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.float16))
@@ -26,11 +28,29 @@ def get_default_dtype():
 def set_default_dtype(dtype):
     """Make `dtype` (float16, float32 or float64) the default float dtype, as torch does."""
     global _default
-    dt = np.dtype(dtype)
+    dt = as_dtype(dtype)
     if dt not in FLOATS:
         raise TypeError(f"set_default_dtype: only floating-point dtypes (float16, float32, "
                         f"float64) can be the default, got {dt}")
     _default = dt
+
+
+def as_dtype(dtype):
+    """`dtype` (a NumPy dtype, its name or type, or a torch dtype: torch.float16) as a NumPy
+    dtype. bfloat16 (and any other dtype NumPy lacks) is a DTypeError naming it and the
+    float dtypes there are, not NumPy's "data type not understood"."""
+    if type(dtype).__module__ == "torch":  # torch.float16 -> "float16" (torch.bool -> "bool")
+        dtype = str(dtype).removeprefix("torch.")
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        dt = None
+    name = str(dtype if dt is None else dt)
+    if dt is None or dt.kind == "V" or "bfloat16" in name:  # (ml_dtypes' bfloat16: kind "V")
+        hint = "; convert a bfloat16 tensor with .float() first" if "bfloat16" in name else ""
+        raise DTypeError(f"dtype {name} is not supported: tinyattn holds bools, integers and "
+                         f"the float dtypes float16, float32 and float64{hint}")
+    return dt
 
 
 def category(dtype):

@@ -159,7 +159,10 @@ def _reduce(loss, reduction, name, batchmean=False):
     if reduction == "none":
         return loss
     if batchmean and reduction == "batchmean":
-        return loss.sum() / (loss.shape[0] if loss.ndim else 1)
+        total, n = loss.sum(), loss.shape[0] if loss.ndim else 1
+        if total.dtype == np.float16:  # divided in float32, as torch: a batch past 65504 is
+            return (total.float() / n).half()  # inf in float16, and total / inf is 0
+        return total / n
     allowed = "'mean', 'sum', 'none'" + (" or 'batchmean'" if batchmean else "")
     raise ValueError(f"{name}: reduction must be one of {allowed}, got {reduction!r}")
 
@@ -400,19 +403,16 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):  # noqa:
     _check_reduction(reduction, "binary_cross_entropy")
     x, t = _pair(input, target, "binary_cross_entropy", same_shape=True)
     weight = _weight(weight, x.shape, "binary_cross_entropy")
-    _probabilities(x, "input", "; for logits use binary_cross_entropy_with_logits")
-    _probabilities(t, "target", "")
-    loss = apply(_BCE, x, t)
+    loss = apply(_BCE, x, t)  # (its forward checks x and t: a captured step's replay does too)
     return _reduce(loss if weight is None else loss * weight, reduction, "binary_cross_entropy")
 
 
-def _probabilities(a, which, hint):
-    """binary_cross_entropy's input or target (`which`) checked as torch checks them on the
-    CPU: every entry in [0, 1], NaN not (a loss computed from it would be silently wrong)."""
-    xp = a.backend.xp
-    if a.data.size and not bool(xp.all((a.data >= 0) & (a.data <= 1))):
-        shown = ("a NaN" if bool(xp.isnan(a.data).any()) else
-                 f"values in [{float(a.data.min()):g}, {float(a.data.max()):g}]")
+def _probabilities(xp, a, which, hint):
+    """binary_cross_entropy's input or target array (`which`) checked as torch checks them on
+    the CPU: every entry in [0, 1], NaN not (a loss computed from it would be silently wrong)."""
+    if a.size and not bool(xp.all((a >= 0) & (a <= 1))):
+        shown = ("a NaN" if bool(xp.isnan(a).any()) else
+                 f"values in [{float(a.min()):g}, {float(a.max()):g}]")
         raise ValueError(f"binary_cross_entropy: {which} values must be probabilities in [0, 1], "
                          f"got {shown}{hint}")
 
@@ -427,6 +427,8 @@ _BCE_EPS = float(np.float32(1e-12))  # torch's 1e-12 is a float32 constant: 9.99
 def _bce_forward(be, x, t):
     """out = -(t max(log x, -100) + (1 - t) max(log(1 - x), -100))"""
     xp = be.xp
+    _probabilities(xp, x, "input", "; for logits use binary_cross_entropy_with_logits")
+    _probabilities(xp, t, "target", "")
     with quiet():  # (log 0 = -inf, clamped: no NumPy warning)
         log_x = xp.maximum(xp.log(x), -100)
         log_1mx = xp.maximum(xp.log1p(-x), -100)  # (log1p(-x), torch's: exact for tiny x)
@@ -779,8 +781,18 @@ def _at_least(tensors, grow, ndim=1):
 
 def causal_mask(T, S=None, backend=None):  # noqa: N803 - the sizes' usual names
     """Bool (T, S): True where query i may attend key j, i.e. j <= i (the lower triangle)."""
-    return _make("causal_mask", _causal_keep, np.bool_, False, backend, n_q=T,
-                 n_k=T if S is None else S)
+    return _make("causal_mask", _causal_keep, np.bool_, False, backend,
+                 n_q=_size(T, "T"), n_k=_size(T if S is None else S, "S"))
+
+
+def _size(n, name):
+    """causal_mask's size `name` as an int >= 0 (2.5 would give 3 rows, -1 none, silently)."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"causal_mask: {name} must be an int (a number of queries or keys), got "
+                        f"{n!r}")
+    if n < 0:
+        raise ValueError(f"causal_mask: {name} must be >= 0, got {n}")
+    return int(n)
 
 
 def _causal_keep(be, dtype, n_q, n_k):
@@ -810,8 +822,8 @@ def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_caus
         k, v = _share_kv_heads(q, k, v)
     attn.check_qkv(q, k, v)  # before anything reads q.shape[-2]
     mask = None if attn_mask is None else _t(attn_mask, q)
-    attn.check_mask_dtype(mask)  # (before float_mask below reads an integer mask as float)
-    scale = 1 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    attn.check_mask_dtype(mask, q.dtype)  # (before float_mask below reads an int mask as float)
+    scale = attn.default_scale(q.shape[-1]) if scale is None else float(scale)
     float_mask = mask is not None and mask.dtype != bool
     if impl == "flash" and float_mask:
         raise DTypeError("scaled_dot_product_attention: impl='flash' takes a bool mask (True = "

@@ -47,11 +47,11 @@ class Generator:
         return self.backend.name
 
     def manual_seed(self, seed):
-        """Start the stream again from `seed` (an int >= 0); returns the generator, as torch."""
-        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-            raise ValueError(f"Generator.manual_seed: the seed must be an int >= 0, got {seed!r}")
+        """Start the stream again from `seed` (an int; a negative one wraps, -1 is 2**64 - 1,
+        as torch's); returns the generator, as torch."""
+        seed = seed_of("Generator.manual_seed", seed)
         _side_effect("Generator.manual_seed()")
-        return self._start(int(seed))
+        return self._start(seed)
 
     def seed(self):
         """Seed from the operating system's entropy (63 bits); returns the seed chosen."""
@@ -59,7 +59,7 @@ class Generator:
         return self._start(_entropy()).initial_seed()
 
     def _start(self, seed):
-        """Start the stream from `seed` (an int >= 0, checked), telling no tracer."""
+        """Start the stream from `seed` (an int in 0..2**64 - 1, checked), telling no tracer."""
         self._initial = seed
         self.rng = self.backend.xp.random.default_rng(seed)
         return self
@@ -136,6 +136,24 @@ default_generator = _DefaultGenerator()
 def _entropy():
     """A seed from the operating system's entropy: 63 bits, an int >= 0."""
     return int(np.random.SeedSequence().entropy) % 2**63
+
+
+def seed_of(where, seed, cast=False):
+    """`seed` as a stream's seed, read as torch reads it: an int in -2**63..2**64 - 1, a
+    negative one wrapped into 0..2**64 - 1 (-1 is 2**64 - 1); with cast (tinyattn.manual_seed),
+    anything int() takes first (1.5 is 1, "3" is 3, True is 1, as torch's)."""
+    if cast and not isinstance(seed, numbers.Integral):
+        try:
+            seed = int(seed)
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"{where}: the seed must be an int (or what int() takes), got "
+                          f"{seed!r:.40} ({e})") from None
+    if not isinstance(seed, numbers.Integral) or isinstance(seed, bool) and not cast:
+        raise ValueError(f"{where}: the seed must be an int, got {seed!r:.40}")
+    if not -2**63 <= seed < 2**64:
+        raise ValueError(f"{where}: the seed {seed} is past -2**63..2**64 - 1 (torch: Overflow "
+                         "when unpacking long long)")
+    return int(seed) % 2**64
 
 
 def check(generator, be, where):

@@ -9,6 +9,8 @@ In-place ops (`+=`, `add_`, `x[i] = v`, ...) follow PyTorch's rules; see `Tensor
 (and `Tensor._in_place_view` for t_, transpose_, squeeze_ and unsqueeze_, which change the shape).
 `t.data` is the raw array: writing into it (`t.data[...] = v`) changes the values with no
 version bump and no graph, the explicit escape hatch PyTorch's `.data` also is.
+NumPy meets a tensor as torch's: np.asarray(t) shares its memory, np.exp(t) is a tensor, and
+array + t is t's own operator, on the graph (Tensor.__array_ufunc__).
 """
 
 import collections
@@ -38,10 +40,18 @@ from .autograd import (
     share_version,
     use_tensor_class,
 )
-from .dtypes import _int_in, category, get_default_dtype, int_range, promote_types, result_type
+from .dtypes import (
+    _int_in,
+    as_dtype,
+    category,
+    get_default_dtype,
+    int_range,
+    promote_types,
+    result_type,
+)
 from .errors import DimError, DTypeError, GraphError, ShapeError, fmt_shape
 from .generator import check as check_generator
-from .generator import default_generator, rng_of, tell_effects_to
+from .generator import default_generator, rng_of, seed_of, tell_effects_to
 from .ops import elementwise as ew
 from .ops import index as ix
 from .ops import matmul as mm
@@ -94,7 +104,7 @@ class Tensor(TensorBase):
     """An n-dimensional array with reverse-mode autograd (PyTorch's names throughout)."""
 
     __slots__ = ()  # data, backend, grad, name, _node, _version_counter: see TensorBase
-    __array_ufunc__ = None  # NumPy defers to our operators: np.float32(2) * t is a Tensor
+    __array_priority__ = 1000  # (torch's: libraries that go by it defer to our operators)
     __hash__ = object.__hash__  # == compares values, so hashing is by identity (as PyTorch)
 
     def __init__(self, data, dtype=None, requires_grad=False, backend=None):
@@ -170,9 +180,10 @@ class Tensor(TensorBase):
 
     @property
     def device(self):
-        """"cpu" (the NumPy backend) or "cuda" (CuPy): x.to(y.device) moves x to y's backend."""
-        return "cpu" if self.backend.name == "numpy" else "cuda" if self.backend.name == "cupy" \
-            else self.backend.name
+        """device(type='cpu') (the NumPy backend) or device(type='cuda') (CuPy), equal to its
+        name ("cpu" == x.device): x.to(y.device) moves x to y's backend."""
+        name = self.backend.name
+        return Device("cpu" if name == "numpy" else "cuda" if name == "cupy" else name)
 
     @property
     def _version(self):
@@ -282,8 +293,8 @@ class Tensor(TensorBase):
             args, copy = _to_flags(args, copy)
         device, dtype = to_args(args, device, dtype)
         out = self if device is None else self._to_backend(backends.backend(device))
-        if dtype is not None and np.dtype(dtype) != out.dtype:
-            out = out._to_dtype(np.dtype(dtype))
+        if dtype is not None and as_dtype(dtype) != out.dtype:
+            out = out._to_dtype(as_dtype(dtype))
         return out.clone() if copy and out is self else out
 
     def _to_backend(self, be):
@@ -1393,7 +1404,7 @@ class Tensor(TensorBase):
         """view(dtype): the same bytes as `dtype`; with another item size the last dim grows
         or shrinks by the ratio, as torch's (it must then be contiguous)."""
         try:
-            dtype = np.dtype(dtype)
+            dtype = as_dtype(dtype)
         except TypeError:
             raise DTypeError(f"view: {dtype!r} is neither a shape nor a dtype") from None
         if dtype.kind not in "biuf":
@@ -1611,7 +1622,9 @@ class Tensor(TensorBase):
         return self.shape[0]
 
     def __iter__(self):
-        return (self[i] for i in range(len(self)))
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.shape[0]))
 
     # ---- the everyday toolkit: torch's pointwise math, scans, selection (ops/pointwise.py,
     # ops/activation.py, ops/scan.py; the bool results below never require grad) -------------
@@ -2041,11 +2054,7 @@ class Tensor(TensorBase):
         if source.numel() != index.numel():
             raise ShapeError(f"{name}: source has {source.numel()} entries but index "
                              f"{index.numel()}; they must have as many (torch's rule)")
-        n, a = self.numel(), index.data
-        if a.size and not -n <= int(a.min()) <= int(a.max()) < n:
-            worst = int(a.max()) if int(a.max()) >= n else int(a.min())
-            raise DimError(f"{name}: index {worst} is out of range for a tensor of {n} entries "
-                           f"(shape {fmt_shape(self.shape)}); it takes -{n}..{n - 1}")
+        _check_values(_flat_in_range, index, where=name, shape=self.shape)
         flat = self.reshape(-1).index_put((index.reshape(-1),), source.reshape(-1), accumulate)
         return flat.reshape(self.shape)
 
@@ -2686,11 +2695,45 @@ class Tensor(TensorBase):
             return a
         return a.copy() if copy else a
 
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """NumPy's ufuncs meeting a tensor. A Python operator's (array + t, np.float32(2) * t,
+        array == t) is the tensor's operator, on the graph; with out= (`a += t` for an array
+        a) the array is written, as for np.asarray(t); any other (np.exp(t), np.isnan(t)) gives
+        a tensor of NumPy's values, as torch's, refused where a tensor requires grad (NumPy's
+        function has no gradient: torch refuses it too)."""
+        names = _OPERATORS.get(ufunc) if method == "__call__" and not kwargs else None
+        if names is not None and len(inputs) == 2:
+            x, y = inputs
+            return getattr(x, names[0])(y) if isinstance(x, Tensor) else getattr(y, names[1])(x)
+        name = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+        out = kwargs.get("out")
+        _check_ufunc(name, ufunc.__name__, inputs, out)
+        arrays = [np.asarray(x) if isinstance(x, Tensor) else x for x in inputs]
+        result = getattr(ufunc, method)(*arrays, **kwargs)
+        if out is not None or result is None:  # (an array written, or ufunc.at)
+            return result
+        return tuple(map(self._from_ufunc, result)) if isinstance(result, tuple) \
+            else self._from_ufunc(result)
+
+    def _from_ufunc(self, a):
+        """A ufunc's result as a tensor on this tensor's backend (anything but numbers kept)."""
+        a = np.asarray(a)
+        return Tensor._wrap(self.backend.asarray(a), self.backend) if a.dtype.kind in "biuf" \
+            else a
+
     def __float__(self):
-        return float(self.item())
+        return float(self._number("float()"))
 
     def __int__(self):
-        return int(self.item())
+        return int(self._number("int()"))
+
+    def _number(self, how):
+        """The one value of a tensor of one element, for float(t) and int(t) (`how`)."""
+        if self.data.size != 1:
+            raise ValueError(f"{how}: only a tensor of one element can be converted to a Python "
+                             f"number, got shape {fmt_shape(self.shape)} ({self.data.size} "
+                             "elements)")
+        return self.item()
 
     def __format__(self, spec):
         """f"{t:.2f}" as torch: a 0-d tensor formats as its number (f"{t}" too); any other
@@ -2707,8 +2750,10 @@ class Tensor(TensorBase):
         return bool((self == element).any())
 
     def __index__(self):
-        if self.dtype.kind not in "iu":
-            raise TypeError(f"only integer tensors can be used as an index, not {self.dtype}")
+        """The one integer (or bool) of the tensor, as an int: [10, 20, 30][t], range(t)."""
+        if self.dtype.kind not in "iub" or self.data.size != 1:
+            raise TypeError(f"only integer tensors of a single element can be converted to an "
+                            f"index, got a {self.dtype} tensor of shape {fmt_shape(self.shape)}")
         return int(self.item())
 
     def __repr__(self):
@@ -2717,13 +2762,14 @@ class Tensor(TensorBase):
         extra = []
         if self.data.size == 0 and self.shape != (0,):  # "[]" alone reads as shape (0,)
             extra.append(f"size={fmt_shape(self.shape)}")
-        if self.dtype not in (get_default_dtype(), np.int64, np.bool_):
+        if self.dtype != get_default_dtype() and (  # (shown by the values: ints, True/False)
+                self.data.size == 0 or self.dtype not in (np.int64, np.bool_)):
             extra.append(f"dtype={self.dtype}")
         if self.backend.name != "numpy":
             extra.append(f"backend='{self.backend.name}'")
         if self._node is not None:
             extra.append("requires_grad=True" if self.is_leaf
-                         else f"grad_fn=<{self.grad_fn.op.name}>")
+                         else f"grad_fn=<{self.grad_fn.name()}>")
         return "tensor(" + ", ".join([body] + extra) + ")"
 
     def _repr_html_(self):
@@ -2733,12 +2779,47 @@ class Tensor(TensorBase):
                                    op.name if op is not None else None, self._name)
 
 
+class Device(str):
+    """A tensor's device, as torch's (x.device.type, .index, device(type='cpu')), that is its
+    name as a str too: x.device == "cpu", a dict key as "cpu", x.to(x.device). device("cuda:0")
+    is device(type='cuda', index=0), equal to "cuda" (one GPU: the backend's)."""
+
+    def __new__(cls, type="cpu", index=None):  # noqa: A002 - torch's name
+        kind, _, number = str(type).partition(":")
+        self = super().__new__(cls, kind)
+        self.index = int(number) if number else index
+        return self
+
+    @property
+    def type(self):
+        return str.__str__(self)
+
+    def __repr__(self):
+        index = "" if self.index is None else f", index={self.index}"
+        return f"device(type='{self}'{index})"
+
+
 # ---- argument helpers ----------------------------------------------------------------------------
 
 
 use_tensor_class(Tensor)  # apply's outputs and every .grad are Tensors
 tell_effects_to(ag.side_effect)  # a Generator reseeded inside a captured fn: refused by name
 _PLAIN = frozenset((int, float, Tensor))  # what _other passes through as it is
+
+# a NumPy ufunc that is a Python operator -> (the Tensor's method, the reflected one): array + t
+# calls np.add(array, t), which goes to t.__radd__(array), on the graph
+_OPERATORS = {
+    np.add: ("__add__", "__radd__"), np.subtract: ("__sub__", "__rsub__"),
+    np.multiply: ("__mul__", "__rmul__"), np.true_divide: ("__truediv__", "__rtruediv__"),
+    np.floor_divide: ("__floordiv__", "__rfloordiv__"), np.remainder: ("__mod__", "__rmod__"),
+    np.power: ("__pow__", "__rpow__"), np.matmul: ("__matmul__", "__rmatmul__"),
+    np.bitwise_and: ("__and__", "__rand__"), np.bitwise_or: ("__or__", "__ror__"),
+    np.bitwise_xor: ("__xor__", "__rxor__"), np.left_shift: ("__lshift__", "__rlshift__"),
+    np.right_shift: ("__rshift__", "__rrshift__"), np.equal: ("__eq__", "__eq__"),
+    np.not_equal: ("__ne__", "__ne__"), np.less: ("__lt__", "__gt__"),
+    np.less_equal: ("__le__", "__ge__"), np.greater: ("__gt__", "__lt__"),
+    np.greater_equal: ("__ge__", "__le__"),
+}
 
 
 _TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
@@ -2756,7 +2837,7 @@ def _type_named(name):
             and kind[:-len("Tensor")] in _TYPE_DTYPES:
         return ("cuda" if head.endswith("cuda") else None), _TYPE_DTYPES[kind[:-len("Tensor")]]
     try:
-        dtype = np.dtype(name)
+        dtype = as_dtype(name)
     except TypeError:
         dtype = None
     if dtype is None or dtype.kind not in "biuf":
@@ -2785,6 +2866,19 @@ def to_args(args, device, dtype):
         else:
             dtype = arg
     return device, dtype
+
+
+def _check_ufunc(name, short, inputs, out):
+    """A NumPy ufunc (`name`, np.exp) on tensors takes them as values: never into a tensor
+    (out=), nor from one that requires grad where it makes a new tensor (no gradient)."""
+    if any(isinstance(o, Tensor) for o in out or ()):
+        raise TypeError(f"{name}: out= cannot be a tensor (NumPy writes arrays); write into the "
+                        "tensor with t.copy_(...), or give out=t.numpy()")
+    if out is None and any(isinstance(x, Tensor) and x._node is not None for x in inputs):
+        raise GraphError(f"{name}: the tensor requires grad, and a NumPy function has no "
+                         f"gradient (torch: Can't call numpy() on Tensor that requires grad); "
+                         f"use the tensor's own op (x.{short}() or tinyattn.{short}(x)), or "
+                         f"{name}(x.detach()) for the values alone")
 
 
 def _comparable(other):
@@ -2883,7 +2977,7 @@ def _check_int_scalars(name, dtype, **scalars):
 def _in_dtype(out, dtype):
     """A sum's result in the dtype= asked for: an integer or bool one is summed in int64 (NumPy
     and the ops do), then cut back, which wraps exactly as torch's sum in that dtype does."""
-    dtype = np.dtype(dtype)
+    dtype = as_dtype(dtype)
     return out if out.dtype == dtype else out.to(dtype)
 
 
@@ -2925,6 +3019,19 @@ def _values(name, fn, *inputs, **params):
 def _run_values(be, *arrays, fn, **params):
     """out = fn(*inputs, **params), with no gradient"""
     return fn(*arrays, **params), None
+
+
+def _check_values(check, *inputs, **params):
+    """check(*arrays, **params), which raises where a value is wrong (an index out of range, a
+    negative std), run as an op: a captured step's replay runs it again on each call's values,
+    where a check in Python would run only while recording."""
+    _values("value_check", _checked, *inputs, check=check, **params)
+
+
+def _checked(*arrays, check, **params):
+    """out = nothing (an empty array) once check(*inputs, **params) has passed"""
+    check(*arrays, **params)
+    return arrays[0].reshape(-1)[:0]
 
 
 def _compared(a, b, test):
@@ -3194,10 +3301,24 @@ def _index_tensor(index, like, name):
 def _check_slots(name, index, shape, axis):
     """A DimError naming `name` unless every entry of the integer tensor `index` is in 0..n-1
     along dim `axis` of `shape`: torch's gather, index_select, index_add and index_copy refuse
-    negative indices (x[i], take_along_dim and index_fill count them from the end)."""
-    a = index.data
+    negative indices (x[i], take_along_dim and index_fill count them from the end). An op, so
+    that a captured step checks each call's index."""
+    _check_values(_slots_in_range, index, where=name, shape=shape, axis=axis)
+
+
+def _slots_in_range(a, where, shape, axis):
+    """_check_slots' check, on the index array `a` (`where`: the function's name)"""
     if a.size and (int(a.min()) < 0 or int(a.max()) >= shape[axis]):
-        raise sh.out_of_range(name, a, shape, axis, negatives=False)
+        raise sh.out_of_range(where, a, shape, axis, negatives=False)
+
+
+def _flat_in_range(a, where, shape):
+    """put's check: every index in -n..n-1 for a tensor of `shape` (n entries), read flat"""
+    n = math.prod(shape)
+    if a.size and not -n <= int(a.min()) <= int(a.max()) < n:
+        worst = int(a.max()) if int(a.max()) >= n else int(a.min())
+        raise DimError(f"{where}: index {worst} is out of range for a tensor of {n} entries "
+                       f"(shape {fmt_shape(shape)}); it takes -{n}..{n - 1}")
 
 
 def _same_dtype(name, what, source, like):
@@ -3250,35 +3371,70 @@ def _byte_mask(a, name):
 
 
 def _to_array(data, dtype, be):
-    """Backend array for `data`: lists and floats get the default dtype, arrays keep theirs."""
+    """Backend array for `data`: lists and floats get the default dtype, arrays keep theirs (in
+    this machine's byte order: a '>f4' array's values become float32)."""
     if isinstance(data, Tensor):
         data = data.backend.to_numpy(data.data) if data.backend is not be else data.data
-    if dtype is None and not hasattr(data, "dtype"):
-        try:
-            probe = np.asarray(data)
-        except ValueError as e:  # nested lists of different lengths
-            raise ShapeError(f"tensor: the nested lists are ragged ({e}); give every row the "
-                             "same length (pad the short ones)") from None
-        dtype = probe.dtype
-        if dtype == np.float64 or dtype.kind in "uO":
-            dtype = _list_dtype(data, dtype)
-    elif dtype is not None:
-        dtype = np.dtype(dtype)
-    kind = np.dtype(dtype).kind if dtype is not None else data.dtype.kind
-    if kind not in "biuf":
-        shown = dtype if dtype is not None else data.dtype
-        raise DTypeError(f"tensor: cannot hold data of dtype {shown} (only numbers and bools); "
+    given = dtype is not None
+    dtype = as_dtype(dtype if given else data.dtype if hasattr(data, "dtype") else
+                     _data_dtype(data))
+    if dtype.kind not in "biuf":
+        raise DTypeError(f"tensor: cannot hold data of dtype {dtype} (only numbers and bools); "
                          "convert the data to numbers first")
+    if not dtype.isnative:
+        dtype = dtype.newbyteorder("=")
+    if given and dtype.kind in "iu" and (not hasattr(data, "shape") or
+                                         isinstance(data, np.generic)):  # numbers, lists
+        data = _ints_in(data, dtype)
     try:
         return be.xp.array(data, dtype=dtype, copy=True)
-    except (OverflowError, ValueError) as e:  # tensor(300, dtype=uint8), tensor(nan, int64)
-        raise _conversion_error(e, np.dtype(dtype)) from None
+    except (OverflowError, ValueError) as e:  # tensor(nan, int64), tensor(1e39, int64)
+        raise _conversion_error(e, dtype) from None
+
+
+def _data_dtype(data):
+    """The dtype torch gives numbers or nested lists of them (with no dtype of their own)."""
+    try:
+        dtype = np.asarray(data).dtype
+    except ValueError as e:  # nested lists of different lengths
+        raise ShapeError(f"tensor: the nested lists are ragged ({e}); give every row the same "
+                         "length (pad the short ones)") from None
+    if dtype == np.float64 or dtype.kind in "uO":
+        dtype = _list_dtype(data, dtype)
+    return dtype
+
+
+def _ints_in(data, dtype):
+    """Numbers (or lists of them) for an integer dtype, converted as torch's tensor() converts
+    them: an int must fit int64, then the dtype, except that -max..-1 wraps into an unsigned
+    one (-1 into uint8 is 255, as in full); a float must be finite and within the dtype's
+    range (then cut toward 0). An array that casts into the dtype as torch's result."""
+    try:
+        values = np.asarray(data)
+    except (OverflowError, ValueError):  # (ragged lists: the conversion after says so)
+        return data
+    kind = values.dtype.kind
+    if kind == "O" or kind == "u" and values.size and int(values.max()) >= 2**63:
+        raise DTypeError("tensor: a number in the data does not fit int64, the widest integer "
+                         "an int is read as (torch: Overflow when unpacking long long)")
+    lo, hi = int_range(dtype)
+    with quiet():  # (NaN compares False: it does not fit)
+        if kind == "f":  # (2**63: an int NumPy read as a float, past int64's hi rounded)
+            fits = (values >= lo) & (values <= hi) & (values < 2.0**63)
+        else:
+            fits = (values >= (-hi if dtype.kind == "u" else lo)) & (values <= hi)
+    if not fits.all():
+        bad = values[~fits].reshape(-1)[0].item() if values.ndim else values.item()
+        wraps = f"; -{hi}..-1 wrap into it" if dtype.kind == "u" and kind != "f" else ""
+        raise DTypeError(f"tensor: a value does not fit {dtype} ({bad!r}; it takes {lo}..{hi}"
+                         f"{wraps}): value cannot be converted without overflow (as torch)")
+    return values
 
 
 def _conversion_error(e, dtype):
     """The error for NumPy's `e` while making a `dtype` array of data: a value the dtype cannot
-    hold (300 in uint8, NaN or inf in int64: torch's overflow error), ragged lists, or data
-    that are not numbers."""
+    hold (NaN or inf in int64: torch's overflow error), ragged lists, or data that are not
+    numbers."""
     if isinstance(e, OverflowError) or "NaN" in str(e):
         return DTypeError(f"tensor: a value does not fit {dtype} ({e}); value cannot be "
                           "converted without overflow (as torch)")
@@ -3289,42 +3445,45 @@ def _conversion_error(e, dtype):
 
 
 def _list_dtype(data, found):
-    """The dtype of numbers (in lists) that NumPy reads as `found` (float64, uint64 or object):
-    Python floats get the default dtype; NumPy float64s (and ints past int64) are read as torch
-    reads them, item by item, where the first number is no Python float."""
-    head = data[0] if type(data) is list and data else data
-    if type(head) is not float:
-        head = _first(head)
-    if type(head) is float or head is None and found.kind == "f":
-        return get_default_dtype()  # (no number at all, [] or [[], []]: torch's default dtype)
+    """torch's dtype for numbers (in lists) that NumPy reads as `found` (float64, uint64 or
+    object): a Python float alone is the default dtype; else see _infer."""
+    if type(data) is float:
+        return get_default_dtype()
     return _infer(data, found)
 
 
-def _first(data):
-    """The first number in nested lists (data itself if it is one; None if there is none)."""
-    while isinstance(data, (list, tuple)):
-        if not data:
-            return None
-        data = data[0]
-    return data
+_NUMBER_TYPES = frozenset((float, int))
 
 
 def _infer(data, found):
     """torch's dtype for nested lists whose NumPy dtype is `found` (float64, uint64 or object):
-    Python floats count as the default dtype, ints as int64, bools as bool, NumPy numbers,
-    arrays and tensors as their dtype, all promoted together (tensor([np.float64(1.5)]) is
-    float64, as torch's); Python ints past int64 are torch's overflow error."""
-    dtypes, ints = set(), []
+    every item counts, Python floats as the default dtype, ints as int64, bools as bool, NumPy
+    numbers, arrays and tensors as their dtype, all promoted together ([1.0, np.float64(1.5)]
+    is float64, as torch's); Python ints past int64 are torch's overflow error. No number at
+    all ([], [[], []]): the default dtype."""
+    dtypes, big = set(), []
 
     def walk(d):
-        if isinstance(d, (list, tuple)):
+        if not isinstance(d, (list, tuple)):
+            return one(d)
+        kinds = set(map(type, d))  # (a row of Python numbers at C speed)
+        if float in kinds:
+            dtypes.add(get_default_dtype())
+        if int in kinds:
+            dtypes.add(np.dtype(np.int64))  # (and any past int64: NumPy read it as a float)
+            big.extend(v for v in d if type(v) is int and not -2**63 <= v < 2**63)
+        if not kinds <= _NUMBER_TYPES:
             for v in d:
-                walk(v)
-        elif type(d) is float:
+                if type(v) not in _NUMBER_TYPES:
+                    walk(v)
+
+    def one(d):
+        if type(d) is float:
             dtypes.add(get_default_dtype())
         elif type(d) is int:
             dtypes.add(np.dtype(np.int64))
-            ints.append(d)
+            if not -2**63 <= d < 2**63:
+                big.append(d)
         elif isinstance(d, (bool, np.bool_)):
             dtypes.add(np.dtype(np.bool_))
         elif hasattr(d, "dtype"):
@@ -3334,13 +3493,13 @@ def _infer(data, found):
     out = None
     for dt in dtypes:
         out = promote_types(out, dt)
-    if out is not None and out.kind in "iu":
-        big = next((v for v in ints if not -2**63 <= v < 2**63), None)
-        if big is not None:
-            raise DTypeError(f"tensor: the Python int {big} does not fit int64, the dtype of a "
-                             "list of ints (torch: Overflow when unpacking long); give "
-                             "dtype=tinyattn.float64 to keep it as a float")
-    return found if out is None or found.kind == "O" else out
+    if out is None:
+        return get_default_dtype() if found.kind == "f" else found
+    if out.kind in "iu" and big:
+        raise DTypeError(f"tensor: the Python int {big[0]} does not fit int64, the dtype of a "
+                         "list of ints (torch: Overflow when unpacking long); give "
+                         "dtype=tinyattn.float64 to keep it as a float")
+    return found if found.kind == "O" else out
 
 
 # ---- creating tensors ----------------------------------------------------------------------------
@@ -3376,7 +3535,7 @@ def _make(name, fill, dtype, requires_grad, backend, **settings):
     (Tracer.made): a captured step makes it again on each replay (and a random one draws anew,
     as an eager call would)."""
     be = backends.get_backend() if backend is None else backends.backend(backend)
-    dtype = get_default_dtype() if dtype is None else np.dtype(dtype)
+    dtype = get_default_dtype() if dtype is None else as_dtype(dtype)
     t = Tensor._wrap(fill(be, dtype, **settings), be)
     t._require(requires_grad)
     if not requires_grad and (ag._tracers.get() is not None or ag._everywhere):
@@ -3627,19 +3786,29 @@ def ones(*shape, dtype=None, requires_grad=False, backend=None):
 @_takes_device
 def full(shape, fill_value, dtype=None, requires_grad=False, backend=None):
     """A tensor of `shape` (a tuple or list, as torch's) filled with fill_value; its dtype
-    follows fill_value as in torch (a float: the default dtype, an int: int64, a bool: bool),
-    and a value the dtype cannot hold (NaN in int64, 300 in uint8, 1e39 in float32) is an
-    error, as torch's."""
+    follows fill_value as in torch (a float: the default dtype, an int: int64, a bool: bool; a
+    0-d tensor as a number of its kind), and a value the dtype cannot hold (NaN in int64, 300
+    in uint8, 1e39 in float32) is an error, as torch's."""
     if not isinstance(shape, (tuple, list)):
         raise DTypeError(f"full: size must be a tuple of ints (torch's rule), got "
                          f"{type(shape).__name__} {shape!r}; write full(({shape!r},), ...)")
-    if dtype is None and isinstance(fill_value, (bool, np.bool_)):
-        dtype = np.bool_
-    elif dtype is None and isinstance(fill_value, (int, np.integer)):
-        dtype = np.int64
-    dtype = get_default_dtype() if dtype is None else np.dtype(dtype)
+    if isinstance(fill_value, Tensor) and fill_value.ndim != 0:
+        raise TypeError(f"full: fill_value must be a number or a 0-d tensor, got a tensor of "
+                        f"shape {fmt_shape(fill_value.shape)}")
+    dtype = _fill_dtype(fill_value) if dtype is None else as_dtype(dtype)
     return _make("full", _full_of, dtype, requires_grad, backend,
                  shape=_sizes((shape,), "full"), value=ix.fill_value(fill_value, dtype, "full"))
+
+
+def _fill_dtype(value):
+    """full's dtype for fill_value, as torch's: a bool's bool, an int's int64, any other
+    number's the default float dtype; a 0-d tensor's as a number of its kind's."""
+    kind = value.dtype.kind if isinstance(value, Tensor) else None
+    if kind == "b" or isinstance(value, (bool, np.bool_)):
+        return np.dtype(np.bool_)
+    if kind in ("i", "u") or kind is None and isinstance(value, (int, np.integer)):
+        return np.dtype(np.int64)
+    return get_default_dtype()
 
 
 def _setitem_number(value, dtype):
@@ -3672,7 +3841,7 @@ def rand(*shape, generator=None, dtype=None, requires_grad=False, backend=None):
 def _float_draws(name, dtype):
     """The dtype of random floats (randn, rand, normal...): the default, or a floating-point
     one; torch has no kernel that draws them into integers or bools (nor has NumPy)."""
-    dtype = get_default_dtype() if dtype is None else np.dtype(dtype)
+    dtype = get_default_dtype() if dtype is None else as_dtype(dtype)
     if dtype.kind != "f":
         raise DTypeError(f"{name}: draws floating-point values, not {dtype} (torch: not "
                          "implemented for integer and bool dtypes); give a float dtype, or "
@@ -3681,13 +3850,19 @@ def _float_draws(name, dtype):
 
 
 def _check_std(name, std):
-    """normal's std, as torch checks it: >= 0 (NaN refused), in every element of a tensor."""
+    """normal's std, as torch checks it: >= 0 (NaN refused), in every element of a tensor (an
+    op: a captured step checks each call's std)."""
     if isinstance(std, Tensor):
-        if not bool((std.data >= 0).all()):  # (NaN >= 0 is False too)
-            raise ValueError(f"{name}: expects all elements of std >= 0.0 (std of shape "
-                             f"{fmt_shape(std.shape)} holds a negative or NaN one)")
+        _check_values(_std_at_least_0, std, where=name)
     elif not std >= 0:
         raise ValueError(f"{name}: expects std >= 0.0, but found std {std}")
+
+
+def _std_at_least_0(std, where):
+    """_check_std's check on a tensor's array (NaN >= 0 is False too)"""
+    if not bool((std >= 0).all()):
+        raise ShapeError(f"{where}: expects all elements of std >= 0.0 (std of shape "
+                         f"{fmt_shape(std.shape)} holds a negative or NaN one)")
 
 
 def _check_uniform(dtype, a, b):
@@ -3750,7 +3925,7 @@ def _arange_dtype(start, end, step, dtype):
     if dtype is None:
         whole = not any(isinstance(v, (float, np.floating)) for v in (start, end, step))
         dtype = np.int64 if whole else get_default_dtype()
-    dtype = np.dtype(dtype)
+    dtype = as_dtype(dtype)
     if dtype.kind == "b":
         raise DTypeError("arange: cannot count in bools (torch: \"arange_cpu\" not implemented "
                          "for 'Bool'); give an integer or float dtype")
@@ -3781,7 +3956,9 @@ def ones_like(t, dtype=None, requires_grad=False, backend=None):
 
 def manual_seed(seed):
     """Seed the generators of every backend (randn, rand, dropout), now and when made later;
-    returns tinyattn.default_generator (the NumPy backend's stream), as torch returns its own."""
+    returns tinyattn.default_generator (the NumPy backend's stream), as torch returns its own.
+    The seed is read as torch's: int(seed) (1.5 is 1), a negative one wrapped (-1 is 2**64 - 1)."""
+    seed = seed_of("manual_seed", seed, cast=True)
     ag.side_effect("manual_seed()")
     backends.manual_seed(seed)
     return default_generator._seeded(seed)
@@ -3858,7 +4035,7 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, requires_g
         low, high = 0, low
     if high <= low:
         raise ValueError(f"randint: high ({high}) must be above low ({low})")
-    dtype = np.dtype(dtype or np.int64)
+    dtype = as_dtype(dtype or np.int64)
     _randint_bounds(low, high, dtype)
     return _make("randint", _randint, dtype, requires_grad, backend, low=low, high=high,
                  shape=_sizes((size,), "randint"), **_drawing(generator, backend,
@@ -3893,6 +4070,10 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, backend=
             raise TypeError("normal: with a number for mean and for std, give size, e.g. "
                             "normal(0.0, 1.0, (3,))")
         shape, dtype = _sizes((size,), "normal"), dtype or get_default_dtype()
+    elif size is not None:
+        raise TypeError("normal: size= goes with a number mean and std (normal(0.0, 1.0, (3,)))"
+                        "; with a tensor mean or std the shape is theirs, broadcast (torch's "
+                        "rule): leave size out")
     else:
         shape = np.broadcast_shapes(*(t.shape for t in (mean, std) if isinstance(t, Tensor)))
         dtype, backend = dtype or like.dtype, backend or like.backend
@@ -3907,7 +4088,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, backend=
 def randperm(n, *, generator=None, dtype=None, requires_grad=False, backend=None):
     """A random permutation of 0..n-1 (int64, or `dtype` where it holds them all exactly)."""
     n = _count("randperm", "n", n)
-    dtype = np.dtype(dtype or np.int64)
+    dtype = as_dtype(dtype or np.int64)
     _check_permutation(n, dtype)
     return _make("randperm", _randperm, dtype, requires_grad, backend, n=n,
                  **_drawing(generator, backend, "randperm"))
@@ -4013,22 +4194,30 @@ def _bernoulli(probs, p, backend, generator):
 
 
 def from_numpy(array):
-    """A tensor sharing memory with a NumPy array (NumPy backend; its dtype kept)."""
+    """A tensor sharing memory with a NumPy array (NumPy backend; its dtype kept). A subclass
+    (np.matrix, whose * is a matrix product) is read as the plain array it holds, as torch."""
     if not isinstance(array, np.ndarray):
         raise TypeError(f"from_numpy: expected a numpy.ndarray, got {type(array).__name__}")
+    array = np.asarray(array)  # (the same memory)
     be = backends.backend("numpy")
     _to_array(np.empty(0, dtype=array.dtype), None, be)  # the dtype check only (0-d too)
+    if not array.dtype.isnative:
+        raise ValueError(f"from_numpy: given numpy array has byte order different from the "
+                         f"native byte order ({array.dtype.str}): a tensor that shares its "
+                         "memory cannot convert it (torch's rule); tinyattn.tensor(a) copies it "
+                         "in this machine's order")
     return Tensor._wrap(array, be)
 
 
 @_takes_device
 def as_tensor(data, dtype=None, backend=None):
-    """`data` as a tensor, without a copy where it already is one (or a matching array)."""
-    if isinstance(data, Tensor) and (dtype is None or np.dtype(dtype) == data.dtype) and \
-            (backend is None or backends.backend(backend) is data.backend):
-        return data
+    """`data` as a tensor, without a copy where it already is one (or a matching array); a
+    tensor with another dtype or backend is data.to(backend, dtype), its graph kept, as
+    torch's."""
+    if isinstance(data, Tensor):
+        return data.to(device=backend, dtype=dtype)
     be = backends.get_backend() if backend is None else backends.backend(backend)
-    if isinstance(data, np.ndarray) and be.name == "numpy" and (
-            dtype is None or np.dtype(dtype) == data.dtype):
+    if isinstance(data, np.ndarray) and be.name == "numpy" and data.dtype.isnative and (
+            dtype is None or as_dtype(dtype) == data.dtype):
         return from_numpy(data)
     return Tensor(data, dtype=dtype, backend=be)

@@ -191,10 +191,17 @@ class Backend(ABC):
     # ---- softmax: the three-pass reference -------------------------------------------------
 
     def softmax(self, x, axis=-1):
-        """y = exp(x - max) / sum(exp(x - max)): pass 1 max, pass 2 exp and sum, pass 3 divide."""
+        """y = exp(x - max) / sum(exp(x - max)): pass 1 max, pass 2 exp and sum, pass 3 divide.
+        float16 is computed in float32 and rounded once, as torch and the CUDA kernels (x - max
+        overflows float16 for entries 65504 apart)."""
         # a fresh floating copy to work in (integers become float64, as np.exp would make them)
-        y = x.astype(self.xp.result_type(x.dtype, self.xp.float16), copy=True)
-        return self._softmax_in_place(y, axis)
+        dtype = x.dtype
+        if dtype.kind != "f":
+            return self._softmax_in_place(x.astype(self.xp.result_type(dtype, self.xp.float16)),
+                                          axis)
+        if dtype.char == "e":
+            return self._softmax_in_place(x.astype(numpy.float32), axis).astype(dtype)
+        return self._softmax_in_place(x.copy(), axis)
 
     def _softmax_in_place(self, y, axis=-1):
         """softmax over `axis`, overwriting y (a temporary the caller owns) and returning it."""

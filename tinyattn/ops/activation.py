@@ -3,16 +3,16 @@ selu, celu, logsigmoid, softsign) and the piecewise-linear ones (leaky_relu, har
 hardsigmoid, hardswish).
 
 Each is one node with its derivative written out, as torch's are. Where a piecewise one has a
-kink, the gradient there is torch's choice (noted in the VJP). Every forward sits directly
-above its VJP.
+kink, the gradient there is torch's choice (noted in the VJP). The smooth ones take float16 in
+float32 (`wide`) and round once, as torch. Every forward sits directly above its VJP.
 """
 
 import math
 
 from ..errors import DTypeError
-from .elementwise import masked
+from .elementwise import masked, sigmoid_of
 from .index import fill_value
-from .op import op, quiet
+from .op import op, quiet, wide
 from .samples import case, unary_grid, vals
 
 SELU_ALPHA = 1.6732632423543772848170429916717
@@ -23,10 +23,6 @@ def _floating(x, name):
     if x.dtype.kind != "f":
         raise DTypeError(f"{name}: needs a floating-point input, got {x.dtype} (torch's rule "
                          "too); convert it with .float()")
-
-
-def _sigmoid(xp, x):
-    return 0.5 + 0.5 * xp.tanh(0.5 * x)
 
 
 def _softplus(xp, x):
@@ -42,14 +38,15 @@ def _softplus(xp, x):
 def silu(be, x):
     """out = x * sigmoid(x) (swish)"""
     _floating(x, "silu")
-    s = _sigmoid(be.xp, x)
-    return x * s, (x, s)
+    xw = wide(x)
+    s = sigmoid_of(be.xp, xw)
+    return (xw * s).astype(x.dtype, copy=False), (x, s)
 
 
 @silu.defvjp
 def silu_vjp(be, g, saved):
     x, s = saved
-    return (g * s * (1 + x * (1 - s)),)
+    return ((g * s * (1 + x * (1 - s))).astype(g.dtype, copy=False),)
 
 
 @op("softplus", "gx = g * sigmoid(beta x)  (g where beta x > threshold)", saves={0: 0},
@@ -58,15 +55,18 @@ def silu_vjp(be, g, saved):
 def softplus(be, x, beta=1.0, threshold=20.0):
     """out = log(1 + e^(beta x)) / beta, or x where beta x > threshold (torch's switch)"""
     _floating(x, "softplus")
-    bx = x * beta
-    return be.xp.where(bx > threshold, x, _softplus(be.xp, bx) / beta), (x,)
+    xw = wide(x)
+    bx = xw * beta
+    out = be.xp.where(bx > threshold, xw, _softplus(be.xp, bx) / beta)
+    return out.astype(x.dtype, copy=False), (x,)
 
 
 @softplus.defvjp
 def softplus_vjp(be, g, saved, beta=1.0, threshold=20.0):
     (x,) = saved
-    bx = x * beta
-    return (g * be.xp.where(bx > threshold, 1, _sigmoid(be.xp, bx)),)
+    bx = wide(x) * beta
+    return ((g * be.xp.where(bx > threshold, 1, sigmoid_of(be.xp, bx))).astype(g.dtype,
+                                                                              copy=False),)
 
 
 @op("mish", "gx = g * (t + x * sigmoid(x) * (1 - t²)), t = tanh(softplus(x))", saves={0: 0},
@@ -74,46 +74,59 @@ def softplus_vjp(be, g, saved, beta=1.0, threshold=20.0):
 def mish(be, x):
     """out = x * tanh(softplus(x))"""
     _floating(x, "mish")
-    t = be.xp.tanh(_softplus(be.xp, x))
-    return x * t, (x, t)
+    xw = wide(x)
+    t = be.xp.tanh(_softplus(be.xp, xw))
+    return (xw * t).astype(x.dtype, copy=False), (x, t)
 
 
 @mish.defvjp
 def mish_vjp(be, g, saved):
     x, t = saved
-    return (g * (t + x * _sigmoid(be.xp, x) * (1 - t * t)),)
+    xw = wide(x)
+    return ((g * (t + xw * sigmoid_of(be.xp, xw) * (1 - t * t))).astype(g.dtype, copy=False),)
 
 
-@op("elu", "gx = g where x > 0, else g * (out + alpha)", saves={0: 0}, saves_out=1,
+@op("elu", "gx = g where x > 0, else g * alpha e^x", saves={0: 0},
     samples=[case((2, 3), alpha=0.5), *unary_grid()])
 def elu(be, x, alpha=1.0):
     """out = x where x > 0, else alpha (e^x - 1)"""
     _floating(x, "elu")
+    xw = wide(x)
     with quiet():
-        out = be.xp.where(x > 0, x, alpha * be.xp.expm1(x))
-    return out, (x, out)
+        out = be.xp.where(xw > 0, xw, alpha * be.xp.expm1(xw))
+    return out.astype(x.dtype, copy=False), (x,)
 
 
 @elu.defvjp
 def elu_vjp(be, g, saved, alpha=1.0):
-    x, out = saved
-    return (g * be.xp.where(x > 0, 1, out + alpha),)
+    (x,) = saved  # alpha e^x, not out + alpha: that cancels to 0 far left of 0 (float16 at -9)
+    return (_negative_slope(be.xp, g, x, 1, alpha),)
 
 
-@op("selu", "gx = g * scale where x > 0, else g * (out + scale alpha)", saves={0: 0},
-    saves_out=1, samples=unary_grid())
+def _negative_slope(xp, g, x, positive, factor):
+    """g * (positive where x > 0, else factor e^x), x > 0 never reaching the exp (no overflow);
+    float16 in float32."""
+    xw = wide(x)
+    with quiet():  # (alpha = 0 or inf: 0 * e^x, inf * e^x, as torch)
+        slope = xp.where(xw > 0, positive, factor * xp.exp(xp.minimum(xw, 0)))
+    return (g * slope).astype(g.dtype, copy=False)
+
+
+@op("selu", "gx = g * scale where x > 0, else g * scale alpha e^x", saves={0: 0},
+    samples=unary_grid())
 def selu(be, x):
     """out = scale * (x where x > 0, else alpha (e^x - 1)), torch's alpha and scale"""
     _floating(x, "selu")
+    xw = wide(x)
     with quiet():
-        out = SELU_SCALE * be.xp.where(x > 0, x, SELU_ALPHA * be.xp.expm1(x))
-    return out, (x, out)
+        out = SELU_SCALE * be.xp.where(xw > 0, xw, SELU_ALPHA * be.xp.expm1(xw))
+    return out.astype(x.dtype, copy=False), (x,)
 
 
 @selu.defvjp
 def selu_vjp(be, g, saved):
-    x, out = saved
-    return (g * be.xp.where(x > 0, SELU_SCALE, out + SELU_SCALE * SELU_ALPHA),)
+    (x,) = saved
+    return (_negative_slope(be.xp, g, x, SELU_SCALE, SELU_SCALE * SELU_ALPHA),)
 
 
 @op("celu", "gx = g where x > 0, else g * e^(x / alpha)", saves={0: 0},
@@ -139,13 +152,13 @@ def celu_vjp(be, g, saved, alpha=1.0):
 def logsigmoid(be, x):
     """out = log sigmoid(x) = -softplus(-x), without overflow"""
     _floating(x, "logsigmoid")
-    return -_softplus(be.xp, -x), (x,)
+    return -_softplus(be.xp, -wide(x)).astype(x.dtype, copy=False), (x,)
 
 
 @logsigmoid.defvjp
 def logsigmoid_vjp(be, g, saved):
     (x,) = saved
-    return (g * _sigmoid(be.xp, -x),)
+    return ((g * sigmoid_of(be.xp, -wide(x))).astype(g.dtype, copy=False),)
 
 
 @op("softsign", "gx = g / (1 + |x|)²", saves={0: 0},

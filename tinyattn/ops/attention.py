@@ -6,8 +6,8 @@ never builds the T×S matrix: it saves q, k, v, the output and each row's log-su
 recomputes probabilities tile by tile (backends/flash.py). Masks follow PyTorch: a bool mask is
 True where a query may attend; a float mask is added to the scaled scores (an integer one is
 refused); `is_causal` lets query i see keys 0..i. A query with no key to attend gives a zero
-output row and zero gradients. The checks every path shares (check_qkv, check_mask_dtype) live
-here too.
+output row and zero gradients. What every path shares (check_qkv, check_mask_dtype,
+default_scale) lives here too.
 """
 
 import math
@@ -60,6 +60,9 @@ def flash_attention(be, q, k, v, keep=None, scale=1.0, causal=False, block=None)
             raise ShapeError(f"flash_attention: the scores {fmt_shape(want)} cannot take a "
                              f"mask of shape {fmt_shape(keep.shape)}: it must broadcast to them; "
                              "give a (T, S) or (..., T, S) mask, True = attend")
+        # a view at the scores' shape: the tiles slice its last two dims, which an (S,), (1, S)
+        # or (T, 1) mask would not have at full length
+        keep = be.xp.broadcast_to(keep, want)  # (..., T, S)
     block = block or be.flash_block
     out, lse = be.attention_forward(q, k, v, keep, scale, causal, block, block)
     return out, (q, k, v, out, lse, keep)
@@ -128,25 +131,45 @@ def _check_lead_dims(q, k, v):
                      "of them 1)")
 
 
-def check_mask_dtype(attn_mask):
+def check_mask_dtype(attn_mask, q_dtype):
     """attn_mask bool (True = may attend) or float (added to the scores), as torch: a 0/1
-    integer mask is neither, and would be added to the scores as if it were a float one."""
-    if attn_mask is not None and attn_mask.dtype != bool and attn_mask.dtype.kind != "f":
+    integer mask is neither, and would be added to the scores as if it were a float one. A
+    float mask is float32 or the query's dtype (torch's rule: no other dtype is taken and
+    silently rounded or promoted to the scores')."""
+    if attn_mask is None or attn_mask.dtype == bool:
+        return
+    dtype = attn_mask.dtype
+    if dtype.kind != "f":
         raise DTypeError(f"scaled_dot_product_attention: attn_mask must be bool (True = may "
-                         f"attend) or float (added to the scores), got {attn_mask.dtype}; for "
+                         f"attend) or float (added to the scores), got {dtype}; for "
                          "a 0/1 mask of the keys each query may attend, pass mask.bool()")
+    if dtype != q_dtype and dtype != np.float32:
+        raise DTypeError(f"scaled_dot_product_attention: a float attn_mask must be float32 or "
+                         f"of the query's dtype (torch's rule), got attn_mask {dtype} with "
+                         f"query {q_dtype}; convert it with .to({q_dtype})")
+
+
+def default_scale(d):
+    """1/√d for a head dim d; 1 for d = 0, where every score is an empty sum, 0, whatever the
+    scale (1/√0 = inf would make them 0 * inf = NaN; torch gives the mean of v)."""
+    return 1 / math.sqrt(d) if d else 1.0
 
 
 def attention_weights(q, k, attn_mask=None, is_causal=False, scale=None):
     """The attention probabilities softmax(q kᵀ * scale, masked): (..., T, S)."""
     check_qkv(q, k, k)
-    check_mask_dtype(attn_mask)
-    scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
-    if q.dtype == "float16" and k.dtype == "float16":
+    check_mask_dtype(attn_mask, q.dtype)
+    scale = default_scale(q.shape[-1]) if scale is None else scale
+    if q.dtype == "float16":
         # q·k passes float16's 65504 already for entries near 64 at d = 16 (even scaled by √scale
         # each first, as torch's math path does, near 128): the scores and their softmax in
         # float32, as torch's fused CPU kernels take them; the weights come back in float16
-        return attention_weights(q.float(), k.float(), attn_mask, is_causal, scale).half()
+        return _weights(q.float(), k.float(), attn_mask, is_causal, scale).half()
+    return _weights(q, k, attn_mask, is_causal, scale)
+
+
+def _weights(q, k, attn_mask, is_causal, scale):
+    """attention_weights once checked, the scale known."""
     scores = q @ k.transpose(-2, -1)  # (..., T, S)
     if attn_mask is not None and attn_mask.dtype != bool:
         if not broadcasts_to(attn_mask.shape, scores.shape):

@@ -12,7 +12,7 @@ import operator
 import numpy as np
 
 from . import traps
-from .op import is_const, op, quiet
+from .op import is_const, op, quiet, wide
 from .samples import binary_grid, case, const, pos, unary_grid, vals
 
 
@@ -231,8 +231,8 @@ def tanh_vjp(be, g, saved):
 @op("sigmoid", "gx = g * out * (1 - out)", promote="float", saves_out=0,
     samples=[case(vals([-40.0, -1.0, 0.0, 2.0, 40.0])), *unary_grid()])
 def sigmoid(be, x):
-    """out = 1 / (1 + e^-x), computed as (1 + tanh(x/2)) / 2 so that it never overflows"""
-    out = 0.5 + 0.5 * be.xp.tanh(0.5 * x)
+    """out = 1 / (1 + e^-x), accurate in both tails (sigmoid_of)"""
+    out = sigmoid_of(be.xp, wide(x)).astype(x.dtype, copy=False)
     return out, (out,)
 
 
@@ -240,6 +240,17 @@ def sigmoid(be, x):
 def sigmoid_vjp(be, g, saved):
     (out,) = saved
     return (g * out * (1 - out),)
+
+
+def sigmoid_of(xp, x):
+    """σ(x) as 1 / (1 + e^-x), accurate in both tails: far left of 0 it keeps every digit of a
+    tiny σ(x), where (1 + tanh(x/2)) / 2 rounded to 0 (float32 at -17, float64 at -37). Past
+    that, e^-x is inf and σ = 1 / inf = 0, where the true σ is below the dtype's smallest
+    number anyway: the values of torch's formula, which this is (and of the gelu kernels' σ).
+    For float16 give it wide(x): e^-17 is below float16's smallest number, and torch computes
+    it in float32 too."""
+    with quiet():  # (e^-x = inf: no warning, as torch)
+        return 1 / (1 + xp.exp(-x))
 
 
 @op("relu", "gx = g * [x > 0 or x is NaN]", saves_out=0,
@@ -272,9 +283,10 @@ def absolute_vjp(be, g, saved):
 def sgn(xp, x):
     """sign(x) with torch's sgn(NaN) = 0: the gradient of |x| (and of the norms made of it) at
     a NaN entry is 0, as torch's, not NaN. The signs' sum is NaN exactly when one is (they
-    are -1, 0, 1 otherwise), a pass with no array made: the NaN-free case pays only that."""
+    are -1, 0, 1 otherwise), a pass with no array made: the NaN-free case pays only that.
+    (float16 signs are summed in float32: 65505 of them overflow float16.)"""
     s = xp.sign(x)
-    if xp.isnan(s.sum()):
+    if xp.isnan(s.sum(dtype=xp.float32) if s.dtype.char == "e" else s.sum()):
         return xp.where(xp.isnan(s), 0, s).astype(s.dtype, copy=False)
     return s
 

@@ -4,15 +4,17 @@
 operand a column (k, 1), each dropped again from the result. The VJP is the textbook pair
 gx = g @ yᵀ, gy = xᵀ @ g; broadcast batch dims are summed back by autograd. The operands
 must share one dtype, as in torch (no promotion: float32 @ float64 is a DTypeError).
-Also here: `linear`, x @ wᵀ + b as one fused node (the layer every model is made of), under
-the same rule: input, weight and bias of one dtype (a float64 input to a float32 layer is a
-DTypeError, as torch's; convert the input, or the module with .double()).
+Also here: `linear`, x @ wᵀ + b as one fused node (the layer every model is made of; a 1-D w
+and a bias that broadcasts are taken, as torch's), under the same rule: input, weight and bias
+of one dtype (a float64 input to a float32 layer is a DTypeError, as torch's; convert the
+input, or the module with .double()).
 """
 
 import math
 
+from ..autograd import sum_to
 from ..errors import DTypeError, ShapeError, fmt_shape
-from .op import op, wide_sum
+from .op import broadcasts_to, op, wide_sum
 from .samples import case
 
 
@@ -93,9 +95,12 @@ def _fold(a):
 
 @op("linear", "gx = g @ w, gw = gᵀ @ x (batch dims folded), gb = Σ g",
     grads=("gx", "gw", "gb"), fused=True, saves={0: 0, 1: 1}, fresh=True,
-    samples=[case((2, 3, 4), (5, 4), (5,)), case((4,), (2, 4), None), case((3, 4), (2, 4))])
+    samples=[case((2, 3, 4), (5, 4), (5,)), case((4,), (2, 4), None), case((3, 4), (2, 4)),
+             case((2, 3, 4), (4,), ()), case((4,), (4,), ()), case((3, 4), (2, 4), ())])
 def linear(be, x, weight, *bias):
-    """out = x @ weightᵀ + bias, weight (out_features, in_features), bias (out_features,)"""
+    """out = x @ weightᵀ + bias, weight (out_features, in_features), or (in_features,) for one
+    output whose dim is dropped (torch's); the bias broadcasts to the output, (out_features,)
+    as a rule"""
     n_inputs = 2 + len(bias)  # linear(x, w) or linear(x, w, b): one gradient per input
     bias = bias[0] if bias else None
     if x.dtype != weight.dtype or x.dtype == bool or bias is not None and bias.dtype != x.dtype:
@@ -103,26 +108,42 @@ def linear(be, x, weight, *bias):
             same_dtype("linear", x, weight, what="input and weight")
         else:
             same_dtype("linear", x, weight, bias, what="input, weight and bias")
-    if weight.ndim != 2 or x.ndim == 0 or x.shape[-1] != weight.shape[1]:
+    if weight.ndim not in (1, 2) or x.ndim == 0 or x.shape[-1] != weight.shape[-1]:
         raise ShapeError(f"linear: input {fmt_shape(x.shape)} and weight "
                          f"{fmt_shape(weight.shape)}: the weight must be (out_features, "
-                         f"in_features) with in_features = the input's last dim")
-    if bias is not None and bias.shape != weight.shape[:1]:
-        raise ShapeError(f"linear: bias {fmt_shape(bias.shape)} for weight "
-                         f"{fmt_shape(weight.shape)}: the bias must be (out_features,)")
-    out = _fold(x) @ weight.T
+                         f"in_features), or (in_features,), with in_features = the input's last "
+                         "dim")
+    out_shape = x.shape[:-1] + weight.shape[:-1]  # (..., out_features), or (...) for a 1-D weight
+    if bias is not None and bias.shape != weight.shape[:1] and not broadcasts_to(bias.shape,
+                                                                                 out_shape):
+        raise ShapeError(f"linear: bias {fmt_shape(bias.shape)} for input {fmt_shape(x.shape)} "
+                         f"and weight {fmt_shape(weight.shape)}: the bias must broadcast to the "
+                         f"output {fmt_shape(out_shape)}: (out_features,) as a rule")
+    out = (_fold(x) @ _rows(weight).T).reshape(out_shape)
     if bias is not None:
         out += bias
-    return out.reshape(x.shape[:-1] + weight.shape[:1]), (x, weight, n_inputs)
+    return out, (x, weight, n_inputs, None if bias is None else bias.shape)
 
 
 @linear.defvjp
 def linear_vjp(be, g, saved):
-    x, weight, n_inputs = saved
-    g2 = _fold(g)
-    gx = (g2 @ weight).reshape(x.shape)
+    x, weight, n_inputs, bias_shape = saved
+    w2 = _rows(weight)  # (out_features, in_features)
+    g2 = _fold(g if weight.ndim == 2 else g[..., None])  # (rows, out_features)
+    gx = (g2 @ w2).reshape(x.shape)
     gw = g2.T @ _fold(x)
-    return (gx, gw, wide_sum(g2, 0))[:n_inputs]  # (float16: the bias gradient summed in float32)
+    if weight.ndim == 1:
+        gw = gw.reshape(weight.shape)
+    if bias_shape is None:  # linear(x, w) or linear(x, w, None)
+        return (gx, gw, None)[:n_inputs]
+    if bias_shape == w2.shape[:1]:  # (the rule: one bias per output)
+        return gx, gw, wide_sum(g2, 0)  # (float16: the bias gradient summed in float32)
+    return gx, gw, sum_to(g, bias_shape)  # a bias broadcast further: summed back
+
+
+def _rows(weight):
+    """The weight as (out_features, in_features): a 1-D weight is one row."""
+    return weight if weight.ndim == 2 else weight[None, :]
 
 
 OPS = (matmul, linear)

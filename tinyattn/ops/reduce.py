@@ -7,8 +7,10 @@ min (ties share the gradient evenly), by the softmax weights for logsumexp.
 
 import math
 
+import numpy as np
+
 from ..backends import stable
-from ..errors import DTypeError
+from ..errors import DimError, DTypeError, fmt_shape
 from . import traps
 from .elementwise import masked, sgn
 from .op import acc_dtype, dims, op, quiet, wide, wide_sum
@@ -71,7 +73,15 @@ def reduce_mean(be, x, dim=None, keepdim=False):
 @reduce_mean.defvjp
 def reduce_mean_vjp(be, g, saved, dim=None, keepdim=False):
     axes, shape = saved
-    return (unreduce(be, g / _count(shape, axes), axes, keepdim, shape),)
+    return (unreduce(be, per_count(g, _count(shape, axes)), axes, keepdim, shape),)
+
+
+def per_count(a, n):
+    """a / n for a count n; float16 divided in float32 and rounded once, as torch (n past 65504
+    is inf in float16: a mean's gradient over 256 x 512 entries came out all zeros)."""
+    if a.dtype.char == "e":
+        return (a.astype(np.float32) / n).astype(np.float16)
+    return a / n
 
 
 def _extreme_vjp(be, g, saved, keepdim):
@@ -169,7 +179,11 @@ def reduce_var_vjp(be, g, saved, dim=None, keepdim=False, correction=1):
 def logsumexp(be, x, dim=None, keepdim=False):
     """out = log Σ e^x over dim, computed as m + log Σ e^(x - m) with m = max x"""
     xp = be.xp
-    axes = dims(dim, x.ndim, "logsumexp")
+    if isinstance(dim, (tuple, list)) and not dim and x.ndim and not keepdim:
+        raise DimError(f"logsumexp: dim={dim!r} reduces every dim of the {fmt_shape(x.shape)} "
+                       "input, which torch takes only with keepdim=True; pass dim=None for a "
+                       "0-d result, or keepdim=True")
+    axes = _reduced(dim, x.ndim, "logsumexp")  # (dim=(): every dim, as torch)
     dtype, x = x.dtype, wide(x)  # (float16: summed in float32, as torch)
     out = stable.log_sum_exp(xp, x, axes)  # all -inf: the result is -inf, the gradient 0
     with quiet():  # softmax(x) over dim, for the VJP; a row holding +inf: out = inf, and as in

@@ -11,7 +11,7 @@ import numpy as np
 from ..backends import stable
 from ..errors import DimError, DTypeError, ShapeError, fmt_shape
 from . import traps
-from .op import acc_dtype, broadcasts_to, dim1, dims, op, wide, wide_sum
+from .op import acc_dtype, broadcasts_to, dim1, dims, op, quiet, wide, wide_sum
 from .samples import CAUSAL_PAD, case, const, vals
 
 
@@ -68,12 +68,21 @@ def log_softmax(be, x, dim=-1):
     if x.ndim == 0:  # one entry: out = 0
         return _as_scalar(log_softmax.fwd(be, x.reshape(1), dims(dim, 0, "log_softmax") or 0))
     axis = dim1(dim, x.ndim, "log_softmax")
+    # float16 in float32, rounded once, as torch: x - m overflows float16 for entries 65504
+    # apart, and in float16 a sum of 4096 ones stopped at 2048
+    dtype, x = x.dtype, wide(x)
     shifted = x - stable.row_max(xp, x, axis)  # (not x - logsumexp: x - m keeps more digits)
-    # (float16: summed in float32, as torch; in float16 a sum of 4096 ones stopped at 2048)
-    s = xp.exp(shifted).sum(axis=axis, keepdims=True, dtype=acc_dtype(x.dtype))
+    s = xp.exp(shifted).sum(axis=axis, keepdims=True)
     out = shifted - xp.log(xp.where(s == 0, 1, s))  # fully masked rows stay -inf
-    out = out.astype(x.dtype, copy=False)
+    if dtype.char == "e":
+        out = _half(out)
     return out, (out,)
+
+
+def _half(a):
+    """a (float32) rounded to float16, past 65504 to ±inf without NumPy's warning, as torch."""
+    with quiet():
+        return a.astype(np.float16)
 
 
 @log_softmax.defvjp
@@ -133,6 +142,8 @@ def cross_entropy(be, x, target, ignore_index=-100, reduction="mean", label_smoo
         raise DTypeError(f"cross_entropy: logits must be floating point, got {x.dtype}; "
                          "convert them with .float()")
     rows, t, shape = _rows(be, x, target)  # (M, C), (M,)
+    if x.dtype.char == "e":  # float16 in float32, rounded once, as torch: rows - m overflows
+        rows = rows.astype(np.float32)  # float16, and the sums, the count and the mean too
     n_class = rows.shape[1]
     valid = _valid_rows(be, t, n_class, ignore_index)  # None: every row counts
     if valid is not None:
@@ -151,22 +162,20 @@ def cross_entropy(be, x, target, ignore_index=-100, reduction="mean", label_smoo
     if valid is not None:
         loss = xp.where(valid, loss, 0)
     p /= s
-    acc = acc_dtype(loss.dtype)  # (float16: the sum, the count and the mean in float32)
     if reduction == "none":
         out = loss.reshape(shape)
     elif reduction == "sum":
-        out = wide_sum(loss)
+        out = loss.sum()
     elif reduction == "mean":
         if valid is None:
-            out = (loss.sum(dtype=acc) / acc(len(t))).astype(loss.dtype, copy=False)
+            out = loss.sum() / len(t)
         else:  # every target ignored: NaN as in PyTorch, no 0/0 warning
-            n = valid.sum(dtype=acc)
-            out = (xp.where(n > 0, loss.sum(dtype=acc), float("nan"))
-                   / xp.maximum(n, 1)).astype(loss.dtype, copy=False)
+            n = valid.sum(dtype=loss.dtype)
+            out = xp.where(n > 0, loss.sum(), float("nan")) / xp.maximum(n, 1)
     else:
         raise ValueError(f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got "
                          f"{reduction!r}")
-    return out, (p, t, valid, x.shape)
+    return _half(out) if x.dtype.char == "e" else out, (p, t, valid, x.shape)
 
 
 @cross_entropy.defvjp
