@@ -64,6 +64,7 @@ def test_presets_and_overrides():
         config("poetry")
 
 
+@pytest.mark.slow  # (9 s: .ci/run runs it with the slow tests)
 def test_short_run_learns_resumes_and_samples(tmp_path):
     whole = train(config("shakespeare", out=str(tmp_path / "whole"), **SMALL), progress=False)
     rows = [json.loads(line) for line in (tmp_path / "whole" / "metrics.jsonl").open()]

@@ -14,6 +14,7 @@ import tinyattn.functional as F  # noqa: N812 - PyTorch's usual name
 from tinyattn.optim import AdamW, clip_grad_norm
 
 
+@pytest.mark.slow  # (7 s: .ci/run runs it with the slow tests)
 def test_hundreds_of_training_steps_keep_memory_flat():
     ta.manual_seed(0)
     model = ta.nn.TinyTransformer(vocab_size=8, d_model=16, n_heads=2, n_layers=1, max_len=6)
