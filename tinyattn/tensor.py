@@ -3375,6 +3375,9 @@ def _to_array(data, dtype, be):
     this machine's byte order: a '>f4' array's values become float32)."""
     if isinstance(data, Tensor):
         data = data.backend.to_numpy(data.data) if data.backend is not be else data.data
+    elif type(data).__module__ == "torch" and hasattr(data, "detach"):  # a torch tensor: its
+        as_dtype(data.dtype)  # (bfloat16 refused by name, before NumPy meets it)
+        data = data.detach().cpu().numpy()  # values (as torch.tensor(t) takes them), no warning
     given = dtype is not None
     dtype = as_dtype(dtype if given else data.dtype if hasattr(data, "dtype") else
                      _data_dtype(data))

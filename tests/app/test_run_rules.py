@@ -122,6 +122,7 @@ def test_a_clean_log_is_left_alone_and_a_bad_middle_line_is_named(tmp_path):
         read_metrics(path, upto=3)
 
 
+@pytest.mark.slow  # (.ci/run runs it with the slow tests)
 def test_resume_after_a_torn_log_line(tmp_path):
     cfg = TrainConfig(steps=12, out=str(tmp_path), **TINY)
     train(cfg, progress=False, stop_after=5)
@@ -134,6 +135,7 @@ def test_resume_after_a_torn_log_line(tmp_path):
 # ---- --resume and --force -----------------------------------------------------------------------
 
 
+@pytest.mark.slow  # (.ci/run runs it with the slow tests)
 def test_a_new_run_in_a_used_folder_needs_resume_or_force(tmp_path):
     cfg = TrainConfig(steps=4, out=str(tmp_path), **TINY)
     train(cfg, progress=False)
@@ -188,6 +190,7 @@ def test_resume_names_what_the_folder_lacks(tmp_path):
             train(TrainConfig(steps=4, out=str(tmp_path), **TINY), resume=True, progress=False)
 
 
+@pytest.mark.slow  # (.ci/run runs it with the slow tests)
 def test_a_checkpoint_from_before_a_setting_existed_resumes(tmp_path):
     """A setting the checkpoint's config lacks (added since) counts as today's value."""
     cfg = TrainConfig(steps=4, out=str(tmp_path), **TINY)

@@ -120,6 +120,7 @@ def test_cli_trains_the_preset_with_flags_and_samples(tmp_path, capsys):
     dict(rotary=False, norm="rms", tie=False),
     dict(rotary=True, norm="layer", tie=True, qk_norm=True),
 ])
+@pytest.mark.slow  # (.ci/run runs it with the slow tests)
 def test_model_options_train_as_in_pytorch(options):
     """The benchmark's check: same weights, same batches, same optimizer -> the same losses."""
     pytest.importorskip("torch")

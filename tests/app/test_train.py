@@ -58,6 +58,7 @@ def _params(model):
     return {n: p.numpy().copy() for n, p in model.named_parameters()}
 
 
+@pytest.mark.slow  # (.ci/run runs it with the slow tests)
 def test_resume_is_bit_identical(tmp_path):
     base = dict(FAST, steps=30, dropout=0.1)
     whole = train(TrainConfig(out=str(tmp_path / "whole"), **base), progress=False)
@@ -651,6 +652,7 @@ def test_a_language_models_sample_continues_a_held_out_prompt():
 
 @pytest.mark.parametrize("task,extra", [("reverse", {"dropout": 0.1}),
                                         ("text", {"rotary": True, "norm": "rms"})])
+@pytest.mark.slow  # (.ci/run runs it with the slow tests)
 def test_capture_trains_to_the_same_numbers(tmp_path, monkeypatch, task, extra):
     """--capture: every step's loss and accuracy, the held-out metrics and the final weights
     equal those of the eager run, bit for bit, through dropout and the mode switches of each

@@ -80,6 +80,7 @@ def checks(cells):
     return sum(len(CHECK.findall(c.source)) for c in cells if c.cell_type == "code")
 
 
+@pytest.mark.slow  # (.ci/run runs it with the slow tests)
 def test_every_solved_notebook_says_correct_at_every_checker(monkeypatch):
     results = run_all([NOTEBOOKS / "solutions" / p.name for p in SOLUTIONS], monkeypatch)
     for name, (cells, printed) in results.items():

@@ -48,6 +48,7 @@ def test_hundreds_of_training_steps_keep_memory_flat():
     assert end - settled < 1_000_000, f"memory grew by {(end - settled) / 1e6:.1f} MB"
 
 
+@pytest.mark.slow  # (.ci/run runs it with the slow tests)
 def test_backward_through_a_100000_op_graph():
     x = ta.tensor(np.array(0.5), requires_grad=True)
     w = ta.tensor(np.array(1.0), requires_grad=True)
