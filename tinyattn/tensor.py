@@ -1835,19 +1835,7 @@ class Tensor(TensorBase):
                 raise DimError(f"median: an empty {self.dtype} tensor (shape "
                                f"{fmt_shape(self.shape)}) has no median")
             return apply(_MEDIAN_ALL, self)
-        if self.ndim == 0:
-            _axes(dim, 0, "median")
-            return return_types.median(self.clone(), Tensor._wrap(
-                self.backend.xp.zeros((), dtype=np.int64), self.backend))
-        axis = _axis(dim, self.ndim, "median")
-        if self.shape[axis] == 0:
-            raise DimError(f"median: dim {dim} of a tensor of shape {fmt_shape(self.shape)} is "
-                           "empty, so it has no median")
-        indices = _values("median_index", _median_index, self, axis=axis, backend=self.backend)
-        values = apply(sh.take_along_dim, self, indices, dim=axis)
-        if not keepdim:
-            values, indices = values.squeeze(axis), indices.squeeze(axis)
-        return return_types.median(values, indices)
+        return self._picked("median", _median_index, return_types.median, dim, keepdim)
 
     def kthvalue(self, k, dim=-1, keepdim=False):
         """The named pair (values, indices) of the k-th smallest entry along dim (k from 1)."""
@@ -1869,19 +1857,25 @@ class Tensor(TensorBase):
     def mode(self, dim=-1, keepdim=False):
         """The named pair (values, indices) of the most frequent value along dim (the smallest
         of those tied, at its last place, as torch's); the gradient goes to that entry."""
+        return self._picked("mode", _mode_index, _MODE, dim, keepdim)
+
+    def _picked(self, name, index_of, pair, dim, keepdim):
+        """median's and mode's (values, indices): index_of(array, axis) picks one entry along
+        dim, its value taken from there (so the gradient goes to it); a 0-d tensor is itself,
+        at index 0."""
         if self.ndim == 0:
-            _axes(dim, 0, "mode")
-            return _MODE(self.clone(), Tensor._wrap(self.backend.xp.zeros((), dtype=np.int64),
-                                                    self.backend))
-        axis = _axis(dim, self.ndim, "mode")
+            _axes(dim, 0, name)
+            return pair(self.clone(), Tensor._wrap(self.backend.xp.zeros((), dtype=np.int64),
+                                                   self.backend))
+        axis = _axis(dim, self.ndim, name)
         if self.shape[axis] == 0:
-            raise DimError(f"mode: dim {dim} of a tensor of shape {fmt_shape(self.shape)} is "
-                           "empty, so it has no mode")
-        indices = _values("mode_index", _mode_index, self, axis=axis, backend=self.backend)
+            raise DimError(f"{name}: dim {dim} of a tensor of shape {fmt_shape(self.shape)} is "
+                           f"empty, so it has no {name}")
+        indices = _values(f"{name}_index", index_of, self, axis=axis, backend=self.backend)
         values = apply(sh.take_along_dim, self, indices, dim=axis)
         if not keepdim:
             values, indices = values.squeeze(axis), indices.squeeze(axis)
-        return _MODE(values, indices)
+        return pair(values, indices)
 
     # indexing and shape (torch's names; built on getitem, take_along_dim, reshape, permute and
     # the scatter ops, so each has their VJP)
