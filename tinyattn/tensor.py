@@ -2768,9 +2768,9 @@ class Tensor(TensorBase):
 
     def _repr_html_(self):
         """A notebook's view: shape, dtype, grad_fn and name, with a heatmap when 2-D."""
-        op = self._node.op if self._node is not None else None
+        made = self.grad_fn  # (its name as the repr gives it: <SoftmaxBackward0>)
         return display.tensor_html(self.numpy(), self.dtype, self.shape, self._node is not None,
-                                   op.name if op is not None else None, self._name)
+                                   f"<{made.name()}>" if made is not None else None, self._name)
 
 
 class Device(str):
