@@ -19,13 +19,12 @@ import operator
 import sys
 import threading
 import types
-import warnings
 import weakref
 from heapq import heappop, heappush  # (names, not heapq.x: backward calls them per node)
 
 import numpy
 
-from .dtypes import FLOATS, promote
+from .dtypes import FLOATS, HALF, WIDE, promote, promoted  # noqa: F401 (replay: FLOATS, promote)
 from .errors import (
     BackendError,
     DimError,
@@ -34,6 +33,7 @@ from .errors import (
     ShapeError,
     TinyattnError,
     fmt_shape,
+    warn_user,
 )
 
 _grad_enabled = contextvars.ContextVar("tinyattn_grad_enabled", default=True)
@@ -54,9 +54,10 @@ class TensorBase:
     graph writes that directly, a user's assignment goes through the checks of `grad`.)"""
 
     # (`_leaf`, unset on most tensors: the leaf node of a tensor whose requires_grad was turned
-    # off, kept with its hooks for when it is turned on again; see Tensor._require)
+    # off, kept with its hooks for when it is turned on again; see Tensor._require. `_view_of`,
+    # unset but on views made by a view op: (base, rule), see share_version and ops/views.py)
     __slots__ = ("_data", "backend", "_grad", "_name", "_node", "_version_counter", "_leaf",
-                 "__weakref__")
+                 "_view_of", "__weakref__")
 
     def _set_data(self, value):
         """`t.data = v`: v's array becomes t's, as torch's .data assignment swaps the values a
@@ -156,11 +157,10 @@ class TensorBase:
         if g is None:
             node = self._node
             if node is not None and node.op is not None and node.tensor is None:
-                warnings.warn(
+                warn_user(
                     "The .grad of a tensor that is not a leaf is being read: backward does not "
                     "fill it in. Call .retain_grad() on it before backward to keep its "
-                    "gradient, or read the .grad of the leaf tensor you meant", UserWarning,
-                    stacklevel=2)
+                    "gradient, or read the .grad of the leaf tensor you meant", UserWarning)
         return g
 
     grad = property(_get_grad, _set_grad)
@@ -493,15 +493,27 @@ def bump_version(tensor):
     version_of(tensor)[0] += 1
 
 
-def share_version(base, view):
-    """`view` sees `base`'s memory: from now on they count in-place changes together."""
+def share_version(base, view, differentiable=True):
+    """`view` sees `base`'s memory: from now on they count in-place changes together.
+
+    A differentiable view (made by a view op: indexing, reshape, permute...; not detach() or
+    view(dtype)) also remembers the tensor at the root of its views, as torch's `_base`, and
+    the rule torch gives its in-place changes: `view._view_of = (root, rule)`, rule None, or
+    "no_grad" for a view made under no_grad (inherited by views of it). A recorded in-place
+    change of a view then rewrites the root's history (ops/views.py)."""
     v = version_of(base)
     view._version_counter = v
-    if v[1] is None:
-        v[1] = [weakref.ref(base)]
-    elif len(v[1]) >= 16:  # a long-lived base sliced every step: forget the dead views
-        v[1] = [r for r in v[1] if r() is not None]
-    v[1].append(weakref.ref(view))
+    sharers = v[1]
+    if sharers is None:
+        sharers = v[1] = [weakref.ref(base)]
+    elif len(sharers) >= 16:  # a long-lived base sliced every step: forget the dead views (the
+        # first stays: the tensor that began the list, never a view, see below)
+        sharers = v[1] = sharers[:1] + [r for r in sharers[1:] if r() is not None]
+    sharers.append(weakref.ref(view))
+    if differentiable:  # (the first sharer is no view: a view of it needs no look for a base)
+        of = None if sharers[0]() is base else getattr(base, "_view_of", None)
+        view._view_of = (base, None if _grad_enabled.get() else "no_grad") if of is None else \
+            of if of[1] is not None or _grad_enabled.get() else (of[0], "no_grad")
 
 
 def others_alive(tensor):
@@ -699,8 +711,9 @@ def apply(op, *inputs, **params):
     # NumPy's errors come back naming the op and the input shapes
     xs = arrays  # (promoted: new arrays, which no input's version counter covers)
     try:
-        if (mixed or first_dtype not in FLOATS) and op.promote is not None:
-            xs = promote(op.promote, arrays, op.nondiff)
+        if (mixed or first_dtype not in WIDE) and (op.promote is not None or
+                                                   first_dtype is HALF):
+            op, xs = promoted(op, arrays)  # (float16: its float16 form, dtypes.promoted)
         # (a plain call without params: `**params` copies the dict on every call)
         out, saved = op.fwd(be, *xs, **params) if params else op.fwd(be, *xs)
     except TinyattnError:
@@ -832,7 +845,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     graph. (only_inputs is accepted and changes nothing, as in torch.)"""
     if create_graph:
         raise GraphError("grad: create_graph=True (gradients of gradients) is not supported: "
-                         "tinyattn's VJPs run on arrays, outside the graph")
+                         "tinyattn's VJPs run on arrays, outside the graph; leave it False (for a "
+                         "second derivative, take a central difference of two gradients)")
     if materialize_grads and allow_unused is False:
         raise ValueError("grad: materialize_grads=True needs allow_unused True or left out "
                          "(as torch)")
@@ -973,7 +987,9 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     """
     if create_graph:
         raise GraphError("backward: create_graph=True (gradients of gradients) is not "
-                         "supported: tinyattn's VJPs run on arrays, outside the graph")
+                         "supported: tinyattn's VJPs run on arrays, outside the graph; leave it "
+                         "False (for a second derivative, take a central difference of two "
+                         "gradients)")
     tensors = [tensors] if isinstance(tensors, TensorBase) else list(tensors)
     grad_tensors = [None] * len(tensors) if grad_tensors is None else \
         list(grad_tensors) if isinstance(grad_tensors, (list, tuple)) else [grad_tensors]

@@ -80,7 +80,9 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
 def _no_graph(create_graph, name):
     if create_graph:
         raise GraphError(f"{name}: create_graph=True (gradients of gradients) is not supported: "
-                         "tinyattn's VJPs run on arrays, outside the graph")
+                         "tinyattn's VJPs run on arrays, outside the graph; leave it False, and "
+                         "for second derivatives take a central difference of two gradients "
+                         "((grad(x + eps*v) - grad(x - eps*v)) / (2*eps)) or use torch")
 
 
 def _tensors(value, what, name):

@@ -38,8 +38,8 @@ def heatmap_svg(a, cell=14):
 
 
 def tensor_html(values, dtype, shape, requires_grad=False, grad_fn=None, name=None):
-    """A tensor's card: `tensor A (4, 4) float64 · grad_fn=<SoftmaxBackward0>`, then a heatmap for a small
-    2-D tensor, or the values (NumPy's summary) otherwise."""
+    """A tensor's card: `tensor A (4, 4) float64 · grad_fn=<SoftmaxBackward0>`, then a
+    heatmap for a small 2-D tensor, or the values (NumPy's summary) otherwise."""
     head = ["<b>tensor</b>"]
     if name:
         head.append(f"<b>{html.escape(name)}</b>")

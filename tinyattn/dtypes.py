@@ -4,7 +4,8 @@ Categories rank bool < integer < floating point. Operands come in three prioriti
 dims, 0-d tensors, and Python numbers. A lower priority can raise the result's category (an int
 tensor plus 0.5 is floating point) but never its precision within a category (float32 plus a 0-d
 float64 tensor stays float32). A Python float counts as the default dtype, a Python int as int64.
-`autograd.apply` calls `promote` for every op that declares `promote=` (DESIGN.md: dtypes).
+`autograd.apply` calls `promoted` (`promote`, and float16's forms of the ops) for every op that
+declares `promote=` given mixed dtypes or integers, and for every float16 call (DESIGN.md: dtypes).
 """
 
 import functools
@@ -13,9 +14,12 @@ import numpy as np
 
 from .errors import DTypeError
 
-# the floating dtypes, the commonest first: apply's "no promotion needed" test is `in FLOATS`,
-# which tries identity first (NumPy and CuPy arrays hand out these very dtype objects)
+# the floating dtypes, the commonest first: a test `in FLOATS` (apply's: `in WIDE`) tries
+# identity first (NumPy and CuPy arrays hand out these very dtype objects)
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.float16))
+# the float dtypes computed in as they are: apply's test is `in WIDE`, so that float16 (what
+# torch computes otherwise, see `promoted`) takes the rare branch and these two never do
+WIDE, HALF = FLOATS[:2], FLOATS[2]
 _BOOL, _INT64 = np.dtype(np.bool_), np.dtype(np.int64)
 _default = np.dtype(np.float32)
 
@@ -126,9 +130,19 @@ def promote(kind, arrays, skip=()):
     """
     if kind == "sum":
         return [_summed_in(a) for a in arrays]
+    return _cast(kind, _target(kind, arrays, skip), arrays, skip)
+
+
+def _target(kind, arrays, skip):
+    """The dtype promote casts the arrays to (kinds but "sum")."""
     target = result_type(*(a for i, a in enumerate(arrays) if i not in skip))
     if kind == "float" and target is not None and target.kind != "f":
         target = _default
+    return target
+
+
+def _cast(kind, target, arrays, skip):
+    """The arrays cast to `target` (promote's second half)."""
     out = list(arrays)
     for i, a in enumerate(arrays):
         if i not in skip and hasattr(a, "dtype") and a.dtype != target:
@@ -136,6 +150,40 @@ def promote(kind, arrays, skip=()):
         elif type(a) is int and not 0 <= a <= 127 and target.kind in "iu":  # (0..127 fit all)
             out[i] = _int_in(a, target, wrap=kind == "wrap")
     return out
+
+
+def promoted(op, arrays):
+    """apply's rare branch: (the op to run, its inputs promoted as op.promote asks). For a
+    float16 result the op is its float16 form (ops/half.py): torch's values for float16 with
+    Python numbers (mul, div, // take the number in float32 and round once; pow, clamp refuse
+    one past float16's range), and no NumPy warning where float16 overflows to inf (torch
+    gives inf silently), forward and VJP. apply comes here for float16 inputs of any op (one
+    dtype: `first_dtype not in WIDE`), mixed dtypes and integers; float32 and float64 never."""
+    kind = op.promote
+    if kind is None:  # float16 alone, an op that promotes nothing
+        return _half(op), arrays
+    if kind == "sum":
+        xs = [_summed_in(a) for a in arrays]
+        return (_half(op) if getattr(arrays[0], "dtype", None) == HALF else op), xs
+    target = _target(kind, arrays, op.nondiff)
+    if target != HALF:
+        return op, _cast(kind, target, arrays, op.nondiff)
+    with np.errstate(over="ignore"):  # (an int past 65504: inf, as torch)
+        return _half(op), _cast(kind, target, arrays, op.nondiff)
+
+
+def _half(op):
+    """op's float16 form (ops/half.py hands it over with use_half_ops; op itself before)."""
+    return op if _half_form is None else _half_form(op)
+
+
+_half_form = None
+
+
+def use_half_ops(half_form):
+    """Give `promoted` the function that makes an op's float16 form (ops/half.py does)."""
+    global _half_form
+    _half_form = half_form
 
 
 def _summed_in(a):

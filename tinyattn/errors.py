@@ -3,7 +3,23 @@
 Every error is a `TinyattnError` and also the built-in exception a Python user would expect
 (`ShapeError` is a `ValueError`, `DimError` an `IndexError`, ...), so both kinds of `except` work.
 Messages name the op (or key, or file) and the shapes involved, and say what to do.
+Warnings go through `warn_user`, which points them at the user's line.
 """
+
+import os
+import sys
+import warnings
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def warn_user(message, category=UserWarning):
+    """warnings.warn, pointing at the user's line: the innermost frame outside the tinyattn
+    package, however many of its functions and wrappers lie between (no stacklevel to count)."""
+    frame, level = sys._getframe(1), 2  # (level 2: warn_user's caller)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
 
 
 class TinyattnError(Exception):

@@ -418,7 +418,7 @@ def _plain(o, ctx, inputs):
         return o
     out = Tensor._wrap(o.data, o.backend)
     if base is not None:
-        share_version(base, out)
+        share_version(base, out, differentiable=False)  # (torch refuses its in-place changes)
     return out
 
 

@@ -5,13 +5,12 @@ Each function checks and shapes its arguments, then runs one op (or, for attenti
 """
 
 import math
-import warnings
 
 import numpy as np
 
 from .autograd import apply, is_grad_enabled, no_grad
 from .dtypes import get_default_dtype, result_type
-from .errors import DimError, DTypeError, ShapeError, fmt_shape
+from .errors import DimError, DTypeError, ShapeError, fmt_shape, warn_user
 from .ops import activation as act
 from .ops import attention as attn
 from .ops import elementwise as ew
@@ -21,7 +20,19 @@ from .ops import shape as sh
 from .ops import softmax as sm
 from .ops.index import fill_value
 from .ops.op import Op, acc_dtype, broadcast_shape, dim1, quiet
-from .tensor import Tensor, _make, _one_dim, _rand, _seen_read, _values, arange, full, zeros_like
+from .tensor import (
+    Tensor,
+    _fresh,
+    _make,
+    _one_dim,
+    _rand,
+    _seen_read,
+    _take_torch_keywords,
+    _values,
+    arange,
+    full,
+    zeros_like,
+)
 
 __all__ = [
     "relu", "tanh", "sigmoid", "gelu", "where", "masked_fill", "softmax", "log_softmax",
@@ -34,6 +45,8 @@ __all__ = [
     "silu", "softplus", "mish", "elu", "selu", "celu", "logsigmoid", "softsign", "leaky_relu",
     "hardtanh", "relu6", "hardsigmoid", "hardswish", "softmin", "normalize", "pad",
     "cosine_similarity", "pairwise_distance", "glu", "atleast_1d", "atleast_2d", "atleast_3d",
+    "tanhshrink", "threshold", "softshrink", "hardshrink", "prelu", "rrelu", "relu_", "elu_",
+    "celu_", "selu_", "leaky_relu_", "hardtanh_", "rrelu_", "threshold_",
 ]
 
 
@@ -41,7 +54,7 @@ def _t(x, like=None):
     """`x` as a Tensor (on `like`'s backend when it has to be made)."""
     if isinstance(x, Tensor):
         return x
-    return Tensor(x, backend=None if like is None else like.backend)
+    return _fresh(x, backend=None if like is None else like.backend)
 
 
 # ---- activations and elementwise -----------------------------------------------------------------
@@ -49,8 +62,8 @@ def _t(x, like=None):
 
 def _pointwise(op, x, inplace, name, **params):
     """op(x) as a new tensor, or with inplace=True written into x's own memory and x returned
-    (torch's `inplace`; refused where Tensor._in_place refuses it: a leaf that requires grad,
-    a tensor another live view shares)."""
+    (torch's `inplace`; refused where Tensor._in_place refuses it: a leaf that requires grad
+    or a view of one, and torch's other refusals for views; see ops/views.py)."""
     x = _t(x)
     if inplace:
         return x._in_place(f"{name}(inplace=True)", op, **params)
@@ -82,6 +95,9 @@ def where(condition, x=None, y=None):
         return _t(condition).nonzero(as_tuple=True)
     if x is None or y is None:
         raise TypeError("where: give both x and y, or neither (for the indices)")
+    if isinstance(x, (list, tuple)) or isinstance(y, (list, tuple)):
+        raise TypeError("where: x and y are tensors or numbers, not lists (torch's rule); make "
+                        "them tensors first: tinyattn.tensor(...)")
     like = next((t for t in (x, y, condition) if isinstance(t, Tensor)), None)
     x, y = (v.item() if isinstance(v, np.generic) else v for v in (x, y))  # NumPy numbers too
     if not isinstance(x, Tensor) and not isinstance(y, Tensor):
@@ -115,14 +131,14 @@ def _softmax_input(x, dtype, name):
     return x
 
 
-def _softmax_dim(dim, ndim, name, stacklevel=3):
+def _softmax_dim(dim, ndim, name):
     """dim, or for dim=None torch's legacy implicit dim (0 for 0-, 1- and 3-D inputs, else 1:
     (C,), (N, C) and (N, C, H, W) put the classes there, (T, N, C) was read as (C, H, W)) with
-    torch's deprecation warning; `stacklevel` counts from the caller of this helper."""
+    torch's deprecation warning (at the user's line)."""
     if dim is not None:
         return _one_dim(name, dim)
-    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
-                  "to include dim=X as an argument.", UserWarning, stacklevel=stacklevel)
+    warn_user(f"Implicit dimension choice for {name} has been deprecated. Change the call "
+              "to include dim=X as an argument.", UserWarning)
     return 0 if ndim in (0, 1, 3) else 1
 
 
@@ -193,10 +209,9 @@ def _pair(input, target, name, same_shape=False):  # noqa: A002 - PyTorch's argu
             raise ShapeError(f"{name}: input {fmt_shape(x.shape)} and target "
                              f"{fmt_shape(y.shape)} " + ("must have the same shape" if same_shape
                                                          else "do not broadcast together"))
-        warnings.warn(f"{name}: target {fmt_shape(y.shape)} and input {fmt_shape(x.shape)} "
-                      f"differ in shape and are broadcast to {fmt_shape(shape)}, which is "
-                      "rarely what is meant; give them the same shape", UserWarning,
-                      stacklevel=3)
+        warn_user(f"{name}: target {fmt_shape(y.shape)} and input {fmt_shape(x.shape)} "
+                  f"differ in shape and are broadcast to {fmt_shape(shape)}, which is "
+                  "rarely what is meant; give them the same shape", UserWarning)
     return x, y
 
 
@@ -526,8 +541,8 @@ def rotary_tables(dim, seq_len, base=10000.0, dtype=None, backend=None):
     inv_freq = 1.0 / base ** (np.arange(0, dim, 2, dtype=np.float64) / dim)  # (dim/2,)
     angles = np.outer(np.arange(seq_len, dtype=np.float64), inv_freq)  # (seq_len, dim/2)
     dtype = get_default_dtype() if dtype is None else dtype
-    return (Tensor(np.cos(angles).astype(dtype), backend=backend),
-            Tensor(np.sin(angles).astype(dtype), backend=backend))
+    return (_fresh(np.cos(angles).astype(dtype), backend=backend),
+            _fresh(np.sin(angles).astype(dtype), backend=backend))
 
 
 def apply_rotary(x, cos, sin, interleaved=False):
@@ -701,16 +716,40 @@ def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
     return one_hot_draw - soft.detach() + soft
 
 
-def embedding(input, weight, padding_idx=None):  # noqa: A002 - PyTorch's argument name
+def embedding(input, weight, padding_idx=None, max_norm=None,  # noqa: A002 - torch's name
+              norm_type=2.0, scale_grad_by_freq=False, sparse=False):
     """weight[input]: the rows of the table for integer ids of any shape. The row at
-    `padding_idx` is looked up as any other but gets no gradient (PyTorch's padding_idx)."""
+    `padding_idx` is looked up as any other but gets no gradient (PyTorch's padding_idx).
+    max_norm: first, each looked-up row whose norm_type-norm is above it is scaled down to it
+    (by max_norm / (norm + 1e-7)) in the weight itself, without grad, as torch's
+    embedding_renorm_. scale_grad_by_freq: each row's gradient divided by how often its id
+    occurs in `input`. sparse=True (a sparse gradient) is refused: tinyattn has none."""
+    if sparse:
+        raise ValueError("embedding: sparse=True (a sparse weight gradient) is not supported: "
+                         "tinyattn has no sparse tensors; leave it False for the dense gradient")
     ids = _t(input, weight)
-    out = apply(nn_ops.embedding, ids, weight)
+    if max_norm is not None:
+        _embedding_renorm(weight, ids, max_norm, norm_type)
+    if scale_grad_by_freq:
+        out = apply(nn_ops.embedding, ids, weight, scale_grad_by_freq=True)
+    else:
+        out = apply(nn_ops.embedding, ids, weight)
     if padding_idx is None:
         return out
     pad = _padding_index(padding_idx, weight.shape[0], "embedding")
     keep = (ids != pad).unsqueeze(-1)  # (..., 1)
     return where(keep, out, out.detach())  # the padding rows' values, without a gradient path
+
+
+def _embedding_renorm(weight, ids, max_norm, norm_type):
+    """torch.embedding_renorm_ under no_grad: the looked-up rows of weight above max_norm
+    scaled down in its own memory, its version bumped (a graph that saved it refuses it)."""
+    def write():
+        nn_ops.embedding_renorm_(weight.backend, weight._writable("embedding_renorm_"),
+                                 ids.data, max_norm, norm_type)
+
+    with no_grad():
+        weight._in_place("embedding_renorm_", None, write=write)
 
 
 def _padding_index(padding_idx, n, name):
@@ -928,6 +967,10 @@ def hardtanh(x, min_val=-1.0, max_val=1.0, inplace=False):
 
 def relu6(x, inplace=False):
     """min(max(x, 0), 6) (hardtanh on [0, 6], torch's gradient at the edges)."""
+    x = _t(x)
+    if x.dtype.kind == "b":  # (else hardtanh's refusal, in hardtanh's name)
+        raise DTypeError("relu6: bool inputs are not supported (torch's rule); convert them "
+                         "with .long() or .float()")
     return _pointwise(act.hardtanh, x, inplace, "relu6", min_val=0.0, max_val=6.0)
 
 
@@ -937,6 +980,89 @@ def hardsigmoid(x, inplace=False):
 
 def hardswish(x, inplace=False):
     return _pointwise(act.hardswish, x, inplace, "hardswish")
+
+
+def tanhshrink(x):
+    """x - tanh(x); integers in the default float dtype (torch's x - x.tanh())."""
+    x = _t(x)
+    if x.dtype.kind == "b":
+        raise DTypeError("tanhshrink: bool inputs are not supported (torch's rule: no - on "
+                         "bool tensors); convert them with .float()")
+    if x.dtype.kind in "iu":
+        x = x.to(get_default_dtype())
+    return apply(act.tanhshrink, x)
+
+
+def threshold(x, threshold, value, inplace=False):
+    """value where x <= threshold, else x; an integer x keeps its dtype (torch's)."""
+    return _pointwise(act.threshold, x, inplace, "threshold", threshold=threshold, value=value)
+
+
+def softshrink(x, lambd=0.5):
+    """x - lambd where x > lambd, x + lambd where x < -lambd, else 0 (lambd >= 0)."""
+    return apply(act.softshrink, _t(x), lambd=lambd)
+
+
+def hardshrink(x, lambd=0.5):
+    """x where |x| > lambd, else 0."""
+    return apply(act.hardshrink, _t(x), lambd=lambd)
+
+
+def prelu(x, weight):
+    """x where x > 0, else weight * x: one slope, or one per channel (dim 1), learned."""
+    x = _t(x)
+    return apply(act.prelu, x, _t(weight, x))
+
+
+def rrelu(x, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """Leaky relu with a random slope r ~ U(lower, upper) per entry in training (from the
+    backend's generator, which tinyattn.manual_seed seeds), the mean slope (lower + upper) / 2
+    otherwise."""
+    x = _t(x)
+    if x.dtype.kind != "f":
+        raise DTypeError(f"rrelu: needs a floating-point input, got {x.dtype} (torch's rule "
+                         "too); convert it with .float()")
+    if lower > upper:
+        raise ValueError(f"rrelu: lower {lower} is above upper {upper} (torch: the lower bound "
+                         "should be less than or equal to the upper bound)")
+    if not training:
+        return _pointwise(act.leaky_relu, x, inplace, "rrelu", negative_slope=(lower + upper) / 2)
+    return _pointwise(act.rrelu, x, inplace, "rrelu", lower=lower, upper=upper)
+
+
+# the in-place forms torch.nn.functional has: f_(x, ...) is f(x, ..., inplace=True)
+
+
+def relu_(x):
+    return relu(x, inplace=True)
+
+
+def elu_(x, alpha=1.0):
+    return elu(x, alpha, inplace=True)
+
+
+def celu_(x, alpha=1.0):
+    return celu(x, alpha, inplace=True)
+
+
+def selu_(x):
+    return selu(x, inplace=True)
+
+
+def leaky_relu_(x, negative_slope=0.01):
+    return leaky_relu(x, negative_slope, inplace=True)
+
+
+def hardtanh_(x, min_val=-1.0, max_val=1.0):
+    return hardtanh(x, min_val, max_val, inplace=True)
+
+
+def rrelu_(x, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    return rrelu(x, lower, upper, training, inplace=True)
+
+
+def threshold_(x, threshold, value):
+    return _pointwise(act.threshold, x, True, "threshold_", threshold=threshold, value=value)
 
 
 def softmin(x, dim=None, dtype=None):
@@ -1091,3 +1217,9 @@ def _full(like, axis, size, value):
     """A constant block of `like`'s shape with `size` entries along axis."""
     shape = like.shape[:axis] + (size,) + like.shape[axis + 1:]
     return full(shape, value, dtype=like.dtype, backend=like.backend)
+
+
+# torch's keyword names: input= for the tensor (softmax(input=x)), where(condition, input=,
+# other=), matmul(input=, other=), and NumPy's axis= and keepdims= (cat(xs, axis=0))
+_take_torch_keywords(globals(), {"where": {"input": "x", "other": "y"},
+                                 "matmul": {"input": "a", "other": "b"}}, first="x")

@@ -6,14 +6,13 @@ random direction d per input. `check_gradients` returns a report (the gradcheck 
 those), `gradcheck` raises `GradcheckError` naming the input, the element and both values.
 """
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from .autograd import no_grad
-from .errors import GradcheckError, fmt_shape
-from .tensor import Tensor
+from .errors import GradcheckError, fmt_shape, warn_user
+from .tensor import Tensor, _fresh
 
 
 @dataclass
@@ -139,8 +138,8 @@ def _float64_copies(inputs):
     for i, x in enumerate(inputs):
         if isinstance(x, Tensor):
             if x.requires_grad and x.dtype != np.float64:
-                warnings.warn(f"gradcheck: input {i} is {x.dtype}; finite differences need "
-                              "float64, so it is checked as a float64 copy", stacklevel=3)
+                warn_user(f"gradcheck: input {i} is {x.dtype}; finite differences need "
+                          "float64, so it is checked as a float64 copy")
             # C order: _perturbed moves entries through data.reshape(-1), which must be a view
             # (for a transposed input it would be a copy, and the perturbation would be lost)
             data = x.data.astype(np.float64 if x.dtype.kind == "f" else x.dtype, order="C")
@@ -266,7 +265,7 @@ def check_op(name, backend=None, **tolerances):
     rng = np.random.default_rng(0)
 
     def make(values, requires_grad):
-        return Tensor(values, requires_grad=requires_grad, backend=backend)
+        return _fresh(values, requires_grad=requires_grad, backend=backend)
 
     rows = []
     for inputs, params in op.samples:

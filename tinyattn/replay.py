@@ -65,12 +65,11 @@ say, too: capture cannot see them). An argument may not require grad.
 
 import functools
 import types
-import warnings
 
 from . import autograd as ag
 from .autograd import Tracer, _write_grad, is_grad_enabled, sum_to, tracing
 from .dtypes import get_default_dtype
-from .errors import GraphError, ShapeError, fmt_shape
+from .errors import GraphError, ShapeError, fmt_shape, warn_user
 from .nn import module as _module
 from .tensor import Tensor
 
@@ -616,15 +615,15 @@ class CapturedStep:
                     "a tensor it reads by name (rebound) or a module's list, dict or set "
                     "(changed in place)" if _rebound(last_guard, guard) else
                     "a tensor it reads (its shape, dtype or requires_grad)")
-            warnings.warn(f"capture: fn was recorded anew on {RESTARTS_TO_WARN} calls in a row "
-                          f"because {what} changed between calls; it replays once two calls "
-                          "in a row agree (still eager, still right)", stacklevel=4)
+            warn_user(f"capture: fn was recorded anew on {RESTARTS_TO_WARN} calls in a row "
+                      f"because {what} changed between calls; it replays once two calls "
+                      "in a row agree (still eager, still right)")
 
     def _give_up(self, why):
         self.program = None
         self._programs, self._last = {}, {}
         self.state = f"eager: {why}"
-        warnings.warn(f"capture: {why}; running fn eagerly from now on", stacklevel=4)
+        warn_user(f"capture: {why}; running fn eagerly from now on")
 
     # ---- replay ----------------------------------------------------------------------------
 

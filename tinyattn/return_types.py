@@ -1,5 +1,5 @@
-"""The named pairs that max, min, sort, topk, cummax, cummin, median and kthvalue return with a
-dim, as torch.return_types.
+"""The named pairs that max, min, sort, topk, cummax, cummin, median, nanmedian and kthvalue
+return with a dim, as torch.return_types; and Size, the tuple x.shape and x.size() are (torch.Size).
 
     values, indices = x.max(dim=1)      # or: x.max(dim=1).values / .indices
 """
@@ -13,5 +13,44 @@ topk = namedtuple("topk", ["values", "indices"])
 cummax = namedtuple("cummax", ["values", "indices"])
 cummin = namedtuple("cummin", ["values", "indices"])
 median = namedtuple("median", ["values", "indices"])
+nanmedian = namedtuple("nanmedian", ["values", "indices"])
 kthvalue = namedtuple("kthvalue", ["values", "indices"])
 aminmax = namedtuple("aminmax", ["min", "max"])
+
+
+class Size(tuple):
+    """A tensor's shape, as torch.Size: a tuple of ints, equal to (and hashed as) the plain
+    tuple, with numel(); a slice of it, and a tuple added to it, is a Size again."""
+
+    __slots__ = ()
+
+    def numel(self):
+        """The number of entries a tensor of this shape has (1 for ())."""
+        n = 1
+        for d in self:
+            n *= d
+        return n
+
+    def __getitem__(self, index):
+        out = tuple.__getitem__(self, index)
+        return Size(out) if type(index) is slice else out
+
+    def __add__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple.__add__(self, other))
+
+    def __radd__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple.__add__(other, self))
+
+    def __mul__(self, n):
+        return Size(tuple.__mul__(self, n))
+
+    __rmul__ = __mul__
+
+    def __repr__(self):
+        return f"ta.Size({list(self)})"
+
+    __str__ = __repr__

@@ -3,25 +3,27 @@
 Each is the Tensor method of the same name called on its first argument (made a tensor if it
 is not one), so it records the same op and has the same gradient. The few with no method of
 their own (einsum, meshgrid, std_mean, var_mean, the stacks, repeat_interleave of repeats
-alone) are written out below, with torch's finfo, iinfo and can_cast, which describe dtypes.
+alone, isin, tensordot, block_diag, cartesian_prod) are written out below, with torch's
+finfo, iinfo and can_cast, which describe dtypes.
 """
 
 import numpy as np
 
 from . import dtypes
 from .autograd import apply
-from .errors import DTypeError, ShapeError, fmt_shape
-from .functional import cat
+from .errors import DimError, DTypeError, ShapeError, fmt_shape
+from .functional import cat, stack
 from .ops import index as ix
 from .ops import pointwise as pw
-from .ops.op import broadcast_shape
-from .tensor import Tensor, _takes_device
+from .ops import special as sp
+from .ops.op import broadcast_shape, dim1
+from .tensor import Tensor, _fresh, _take_torch_keywords, _takes_device, _values, zeros
 
 
 def _t(x, like=None):
     if isinstance(x, Tensor):
         return x
-    return Tensor(x, backend=None if like is None else like.backend)
+    return _fresh(x, backend=None if like is None else like.backend)
 
 
 def _method(name):
@@ -49,6 +51,7 @@ exp2, expm1, log2, log10, log1p, erf = (_method(n) for n in ("exp2", "expm1", "l
                                                              "log1p", "erf"))
 square, rsqrt, reciprocal = _method("square"), _method("rsqrt"), _method("reciprocal")
 floor, ceil, trunc, sign, frac = (_method(n) for n in ("floor", "ceil", "trunc", "sign", "frac"))
+sgn = sign
 round = _method("round")  # noqa: A001
 fix = trunc
 atan2, logaddexp, hypot, copysign = (_method(n) for n in ("atan2", "logaddexp", "hypot",
@@ -103,7 +106,7 @@ reshape, flatten, squeeze, unsqueeze = (_method(n) for n in ("reshape", "flatten
                                                              "unsqueeze"))
 transpose, permute, t, movedim, swapaxes = (_method(n) for n in (
     "transpose", "permute", "t", "movedim", "swapaxes"))
-moveaxis, swapdims = movedim, swapaxes
+moveaxis, swapdims = movedim, _method("swapdims")
 narrow, unbind, split, chunk, flip, roll = (_method(n) for n in (
     "narrow", "unbind", "split", "chunk", "flip", "roll"))
 select, take, diff, diag = _method("select"), _method("take"), _method("diff"), _method("diag")
@@ -115,6 +118,14 @@ argwhere = _method("argwhere")
 scatter, scatter_add, scatter_reduce = (_method(n) for n in ("scatter", "scatter_add",
                                                              "scatter_reduce"))
 sort, argsort, topk, unique = (_method(n) for n in ("sort", "argsort", "topk", "unique"))
+
+# special functions, order statistics and counting (ops/special.py)
+erfc, erfinv, lgamma, digamma = (_method(n) for n in ("erfc", "erfinv", "lgamma", "digamma"))
+quantile, nanquantile, nanmedian, kron = (_method(n) for n in (
+    "quantile", "nanquantile", "nanmedian", "kron"))
+bincount, histc, unique_consecutive = (_method(n) for n in ("bincount", "histc",
+                                                            "unique_consecutive"))
+gcd, lcm, heaviside = _method("gcd"), _method("lcm"), _method("heaviside")
 clone, detach, unflatten = _method("clone"), _method("detach"), _method("unflatten")
 
 
@@ -132,12 +143,12 @@ def broadcast_tensors(*tensors):
     return tuple(t.expand(*shape) for t in tensors)
 
 
-def repeat_interleave(input, repeats=None, dim=None):  # noqa: A002 - torch's argument name
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):  # noqa: A002
     """input.repeat_interleave(repeats, dim); or, given a 1-D integer tensor of repeats alone
     (torch.repeat_interleave(repeats)), each index i repeated repeats[i] times: [2, 0, 1] gives
-    [0, 0, 2], in the repeats' dtype."""
+    [0, 0, 2], in the repeats' dtype. output_size, if given, must be the result's length."""
     if repeats is not None:
-        return _t(input).repeat_interleave(repeats, dim)
+        return _t(input).repeat_interleave(repeats, dim, output_size=output_size)
     counts = _t(input)
     if counts.dtype.kind not in "iu":
         raise DTypeError(f"repeat_interleave: repeats alone must be an integer tensor, got "
@@ -145,8 +156,8 @@ def repeat_interleave(input, repeats=None, dim=None):  # noqa: A002 - torch's ar
     if counts.ndim != 1:
         raise ShapeError(f"repeat_interleave: repeats alone must be 1-D, got "
                          f"{fmt_shape(counts.shape)}")
-    index = Tensor(np.arange(counts.shape[0], dtype=counts.dtype), backend=counts.backend)
-    return index.repeat_interleave(counts)
+    index = _fresh(np.arange(counts.shape[0], dtype=counts.dtype), backend=counts.backend)
+    return index.repeat_interleave(counts, output_size=output_size)
 
 
 def _at_least(tensors, ndim, name):
@@ -223,7 +234,7 @@ def promote_types(type1, type2):
 def tril_indices(row, col, offset=0, *, dtype=None, backend=None):
     """(2, n) int64 (or `dtype`): the row and column indices of the lower triangle (below the
     diagonal `offset`), row by row; device= as torch's."""
-    return Tensor(np.stack(np.tril_indices(row, offset, col)), dtype=dtype or np.int64,
+    return _fresh(np.stack(np.tril_indices(row, offset, col)), dtype=dtype or np.int64,
                   backend=backend)
 
 
@@ -231,21 +242,27 @@ def tril_indices(row, col, offset=0, *, dtype=None, backend=None):
 def triu_indices(row, col, offset=0, *, dtype=None, backend=None):
     """(2, n) int64 (or `dtype`): the indices of the upper triangle (from the diagonal
     `offset` up), row by row; device= as torch's."""
-    return Tensor(np.stack(np.triu_indices(row, offset, col)), dtype=dtype or np.int64,
+    return _fresh(np.stack(np.triu_indices(row, offset, col)), dtype=dtype or np.int64,
                   backend=backend)
 
 
-def searchsorted(sorted_sequence, values, *, right=False, side=None):
-    """Where each value would go in the sorted last dim to keep it sorted (int64, no
-    gradient); right=True (or side="right") puts it after equal entries."""
+def searchsorted(sorted_sequence, values, *, out_int32=False, right=False, side=None,
+                 sorter=None):
+    """Where each value would go in the sorted last dim to keep it sorted (int64, int32 with
+    out_int32; no gradient); right=True (or side="right") puts it after equal entries; sorter:
+    the indices that sort an unsorted sequence along its last dim (argsort's). A number value
+    gives a 0-d result."""
     seq = _t(sorted_sequence)
-    side = side or ("right" if right else "left")
-    vals = _t(values, seq)
+    side = _search_side(side, right)
+    vals = _fresh(np.asarray(values), backend=seq.backend) if isinstance(values, (int, float)) \
+        else _t(values, seq)
     if seq.ndim == 0 or seq.ndim > 1 and vals.shape[:-1] != seq.shape[:-1]:
         raise ShapeError(f"searchsorted: the sorted sequence {fmt_shape(seq.shape)} must be "
                          f"1-D, or have the leading dims (all but the last) of the values "
                          f"{fmt_shape(vals.shape)}")
     a, v = seq.backend.to_numpy(seq.data), vals.backend.to_numpy(vals.data)
+    if sorter is not None:
+        a = _sorted_by(a, sorter)
     if a.ndim == 1:
         out = np.searchsorted(a, v, side=side)
     else:
@@ -255,13 +272,42 @@ def searchsorted(sorted_sequence, values, *, right=False, side=None):
                                        v.reshape(rows, v.shape[-1]), strict=True)):
             out[i] = np.searchsorted(r, w, side=side)
         out = out.reshape(v.shape)
-    return Tensor(np.asarray(out, dtype=np.int64), backend=seq.backend)
+    return _fresh(np.asarray(out, dtype=np.int32 if out_int32 else np.int64),
+                  backend=seq.backend)
 
 
-def bucketize(input, boundaries, *, right=False):  # noqa: A002
+def _search_side(side, right):
+    """searchsorted's side from side= and right=, which may not disagree (torch's check)."""
+    if side is None:
+        return "right" if right else "left"
+    if side not in ("left", "right"):
+        raise ValueError(f"searchsorted: side can only be 'left' or 'right', got {side!r}")
+    if side == "left" and right:
+        raise ValueError("searchsorted: side and right can't be set to opposites (side='left' "
+                         "with right=True), as torch")
+    return side
+
+
+def _sorted_by(a, sorter):
+    """The sequence (a NumPy array) in the order `sorter` gives along its last dim, the
+    sorter checked as torch checks it: integers of the sequence's shape, each in range."""
+    order = np.asarray(sorter.numpy() if isinstance(sorter, Tensor) else sorter)
+    if order.shape != a.shape:
+        raise ShapeError(f"searchsorted: sorter {fmt_shape(order.shape)} must have the sorted "
+                         f"sequence's shape {fmt_shape(a.shape)}")
+    if order.dtype.kind not in "iu":
+        raise DTypeError(f"searchsorted: sorter must hold integers (int64), got {order.dtype}")
+    if order.size and (order.min() < 0 or order.max() >= a.shape[-1]):
+        raise DimError(f"searchsorted: sorter index out of range: its entries must be in "
+                       f"0..{a.shape[-1] - 1}")
+    return np.take_along_axis(a, order.astype(np.int64), axis=-1)
+
+
+def bucketize(input, boundaries, *, out_int32=False, right=False):  # noqa: A002
     """The bucket i of each value among the sorted 1-D boundaries: boundaries[i-1] < x <=
-    boundaries[i] (right=True: boundaries[i-1] <= x < boundaries[i]), as torch.bucketize."""
-    return searchsorted(boundaries, input, right=right)
+    boundaries[i] (right=True: boundaries[i-1] <= x < boundaries[i]), as torch.bucketize;
+    int32 with out_int32; a number input gives a 0-d result."""
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
 
 
 def cdist(x1, x2, p=2.0):
@@ -322,6 +368,109 @@ def meshgrid(*tensors, indexing="ij"):
     return tuple(grids)
 
 
+# ---- isin, tensordot, block_diag, cartesian_prod (no Tensor method in torch) -----------------
+
+
+def isin(elements, test_elements, *, assume_unique=False, invert=False):
+    """Whether each entry of elements is among test_elements (bools of elements' shape; with
+    invert, whether it is not), as torch.isin: either may be a number, not both; NaN is in
+    nothing; bool tensors are refused, as torch's. assume_unique changes nothing here."""
+    first = next((x for x in (elements, test_elements) if isinstance(x, Tensor)), None)
+    if first is None and isinstance(elements, (int, float)) and isinstance(test_elements,
+                                                                            (int, float)):
+        raise TypeError("isin: takes a tensor for elements or test_elements, got two numbers "
+                        "(compare them with == instead)")
+    made = [v if isinstance(v, (int, float)) and not isinstance(v, bool) else _t(v, first)
+            for v in (elements, test_elements)]
+    for v in made:
+        if getattr(v, "dtype", None) == np.bool_ or isinstance(v, bool):
+            raise DTypeError("isin: bool inputs are not supported (as torch); compare them with "
+                             "== or convert them with .int()")
+    first = next(v for v in made if isinstance(v, Tensor))
+    return _values("isin", sp.isin_values, *made, invert=invert, backend=first.backend)
+
+
+def tensordot(a, b, dims=2):
+    """The sum of products over dims of a and b, as torch.tensordot: dims an int n (the last n
+    of a with the first n of b) or two lists of dims ([1, 0], [0, 1]); a and b of one dtype.
+    An einsum, whose gradients it has."""
+    a = _t(a)
+    b = _t(b, a)
+    if a.dtype != b.dtype:
+        raise DTypeError(f"tensordot: both inputs should have the same dtype, got {a.dtype} "
+                         f"and {b.dtype} (as torch); convert one with .to()")
+    da, db = _contracted(dims, a.ndim, b.ndim)
+    for i, j in zip(da, db, strict=True):
+        if a.shape[i] != b.shape[j]:
+            raise ShapeError(f"tensordot: contracted dims must match, but a has size "
+                             f"{a.shape[i]} in dim {i} and b {b.shape[j]} in dim {j}")
+    letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+    sa = [next(letters) for _ in range(a.ndim)]
+    sb = [sa[da[db.index(j)]] if j in db else next(letters) for j in range(b.ndim)]
+    out = [c for i, c in enumerate(sa) if i not in da] + \
+        [c for j, c in enumerate(sb) if j not in db]
+    return einsum(f"{''.join(sa)},{''.join(sb)}->{''.join(out)}", a, b)
+
+
+def _contracted(dims, na, nb):
+    """tensordot's dims as two equal-length lists of non-negative dims of a and of b."""
+    if isinstance(dims, Tensor):
+        dims = dims.tolist()
+    if isinstance(dims, int):
+        if not 0 <= dims <= na or dims > nb:
+            raise ValueError(f"tensordot: dims must be >= 0 and at most the dims of a and of b "
+                             f"(an int counts the last dims of a and the first of b), got "
+                             f"{dims}")
+        return list(range(na - dims, na)), list(range(dims))
+    da, db = ([d] if isinstance(d, int) else list(d) for d in dims)
+    if len(da) != len(db):
+        raise ValueError(f"tensordot: dims must name as many dims of a as of b, got {dims!r}")
+    return [dim1(d, na, "tensordot") for d in da], [dim1(d, nb, "tensordot") for d in db]
+
+
+def block_diag(*tensors):
+    """The tensors (0-d: 1 x 1, 1-D: one row, 2-D) down the diagonal of a matrix of zeros, in
+    their promoted dtype, as torch.block_diag; built with cat, whose gradients it has."""
+    blocks = [_t(x) for x in tensors]
+    for i, x in enumerate(blocks):
+        if x.ndim > 2:
+            raise ShapeError(f"block_diag: takes tensors of at most 2 dims, got input {i} of "
+                             f"shape {fmt_shape(x.shape)}")
+    blocks = [x.reshape(1, -1) if x.ndim < 2 else x for x in blocks]
+    if not blocks:
+        return zeros(1, 0)
+    dtype = blocks[0].dtype
+    for x in blocks[1:]:
+        dtype = dtypes.promote_types(dtype, x.dtype)
+    width = int(np.sum([x.shape[1] for x in blocks]))  # (sum here is ta.sum)
+    be = blocks[0].backend
+    rows, left = [], 0
+    for x in blocks:
+        right = width - left - x.shape[1]
+        rows.append(cat([zeros(x.shape[0], left, dtype=dtype, backend=be), x.to(dtype),
+                         zeros(x.shape[0], right, dtype=dtype, backend=be)], dim=1))
+        left += x.shape[1]
+    return cat(rows, dim=0)
+
+
+def cartesian_prod(*tensors):
+    """Every combination of one entry of each 1-D tensor, as rows (n1 * n2 * ..., k): torch's
+    cartesian_prod (one tensor: itself); of one dtype; built with meshgrid and stack."""
+    ts = [_t(x) for x in tensors]
+    if not ts:
+        raise ValueError("cartesian_prod: needs at least one tensor (as torch)")
+    for i, x in enumerate(ts):
+        if x.ndim != 1:
+            raise ShapeError(f"cartesian_prod: takes 1-D tensors, got input {i} of shape "
+                             f"{fmt_shape(x.shape)}")
+        if x.dtype != ts[0].dtype:
+            raise DTypeError(f"cartesian_prod: the tensors must have one dtype, got "
+                             f"{ts[0].dtype} and {x.dtype} (as torch)")
+    if len(ts) == 1:
+        return ts[0]
+    return stack([g.reshape(-1) for g in meshgrid(*ts, indexing="ij")], dim=1)
+
+
 # ---- describing dtypes: torch.finfo, torch.iinfo, torch.can_cast --------------------------------
 
 
@@ -379,6 +528,14 @@ def can_cast(from_, to):
     src, dst = _dtype_of("can_cast", from_), _dtype_of("can_cast", to)
     return src.kind == "b" if dst.kind == "b" else dtypes.category(src) <= dtypes.category(dst)
 
+
+# torch's keyword names (split(tensor=), searchsorted(input=), ...), and NumPy's axis= and
+# keepdims= (the functions made of a method pass them on: the methods take them)
+_take_torch_keywords(globals(), {
+    "split": {"tensor": "input"}, "broadcast_to": {"size": "shape"},
+    "searchsorted": {"input": "values"},
+    "isin": {"element": "elements", "test_element": "test_elements"},
+    "result_type": {"scalar": "other", "scalar1": "tensor", "scalar2": "other"}})
 
 __all__ = [name for name in dir() if not name.startswith("_") and name not in (
     "apply", "ix", "pw", "Tensor", "cat", "np", "dtypes", "broadcast_shape")]

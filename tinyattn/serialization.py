@@ -38,7 +38,7 @@ from .autograd import share_version
 from .errors import BackendError, CheckpointError, fmt_shape
 from .files import atomic_write, refuse_folder_path
 from .nn.module import Parameter
-from .tensor import Tensor
+from .tensor import Tensor, _fresh
 
 FORMAT = "tinyattn-checkpoint-1"
 _META = "__tinyattn__"
@@ -545,14 +545,14 @@ class _Builder:
         key, backend = node["tensor"], self.place(node.get("device", "cpu"))
         first = self.shared.get((key, backend)) if isinstance(key, str) else None
         if first is None:
-            data = Tensor(self.reader.array(key, where), backend=backend)
+            data = _fresh(self.reader.array(key, where), backend=backend)
             t = Parameter._wrap(data.data, data.backend) if node.get("parameter") is True \
                 else data
             self.shared[(key, backend)] = t
         else:
             cls = Parameter if node.get("parameter") is True else Tensor
             t = cls._wrap(first.data, first.backend)
-            share_version(first, t)
+            share_version(first, t, differentiable=False)
         if node.get("requires_grad") is True:
             t._require(True)
         if tag is not None:

@@ -19,7 +19,6 @@ import inspect
 import math
 import numbers
 import operator
-import warnings
 
 import numpy as np
 
@@ -41,6 +40,7 @@ from .autograd import (
     use_tensor_class,
 )
 from .dtypes import (
+    HALF,
     _int_in,
     as_dtype,
     category,
@@ -49,10 +49,12 @@ from .dtypes import (
     promote_types,
     result_type,
 )
-from .errors import DimError, DTypeError, GraphError, ShapeError, fmt_shape
+from .errors import DimError, DTypeError, GraphError, ShapeError, fmt_shape, warn_user
 from .generator import check as check_generator
 from .generator import default_generator, rng_of, seed_of, tell_effects_to
+from .ops import activation as act
 from .ops import elementwise as ew
+from .ops import half as hf
 from .ops import index as ix
 from .ops import matmul as mm
 from .ops import pointwise as pw
@@ -60,10 +62,13 @@ from .ops import reduce as rd
 from .ops import scan as sc
 from .ops import shape as sh
 from .ops import softmax as sm
+from .ops import special as sp
+from .ops import views
 from .ops.mask import masked_fill
 from .ops.op import Op, broadcasts_to, quiet
 from .ops.op import dim1 as _axis
 from .ops.op import dims as _axes
+from .return_types import Size
 
 float16, float32, float64 = np.float16, np.float32, np.float64
 int32, int64, bool_ = np.int32, np.int64, np.bool_
@@ -107,26 +112,26 @@ class Tensor(TensorBase):
     __array_priority__ = 1000  # (torch's: libraries that go by it defer to our operators)
     __hash__ = object.__hash__  # == compares values, so hashing is by identity (as PyTorch)
 
-    def __init__(self, data, dtype=None, requires_grad=False, backend=None):
-        be = backends.get_backend() if backend is None else backends.backend(backend)
-        self._data = _to_array(data, dtype, be)
-        self.backend = be
-        self._grad = None  # (new tensors set their state directly: a tracer is told only of
-        self._name = None  # changes to tensors that were there before, see Tracer.changed)
-        self._node = None
-        self._version_counter = None  # [count, sharers], made on first use (see autograd)
-        if requires_grad:
-            self._require(True)
+    def __init__(self, *args, device=None, backend=None, **kwargs):
+        """torch's legacy constructor, as torch.Tensor(...): Tensor(data) holds data (a list,
+        an array) in the default dtype (float32: Tensor([1, 2]) too); Tensor(2, 3) (or a
+        torch.Size) is a (2, 3) tensor of the default dtype (zeros here: tinyattn has no
+        uninitialised memory), Tensor() an empty (0,) one; Tensor(t) of a tensor t is t's
+        alias: its memory, dtype and graph. As torch's, it takes no dtype= or requires_grad=:
+        tinyattn.tensor(data, dtype=..., requires_grad=...) does. (Beyond torch, kept from
+        tinyattn's older constructor: Tensor(array, backend=...) keeps the array's dtype, and
+        Tensor(0.5) is a 0-d tensor where torch refuses a float.)"""
+        _legacy_init(self, args, device, backend, kwargs)
 
     # ---- what it is ----------------------------------------------------------------------------
 
-    shape = property(lambda self: self.data.shape)
+    shape = property(lambda self: Size(self._data.shape))  # (a tuple: ta.Size([2, 3]) == (2, 3))
     ndim = property(lambda self: self.data.ndim)
     dtype = property(lambda self: self.data.dtype)
 
     def size(self, dim=None):
         if dim is None:
-            return self.data.shape
+            return Size(self._data.shape)
         try:
             return self.data.shape[dim]
         except IndexError:
@@ -192,6 +197,17 @@ class Tensor(TensorBase):
         return 0 if v is None else v[0]
 
     @property
+    def _base(self):
+        """The tensor this one is a view of (the root of its views: x[0][1]._base is x), as
+        torch's; None when it is no view (detach() and view(dtype) make none, as torch's)."""
+        of = getattr(self, "_view_of", None)
+        return None if of is None else of[0]
+
+    def _is_view(self):
+        """Whether this tensor is a view of another's memory made by a view op (torch's)."""
+        return getattr(self, "_view_of", None) is not None
+
+    @property
     def requires_grad(self):
         return self._node is not None
 
@@ -254,8 +270,9 @@ class Tensor(TensorBase):
 
     # ---- leaving the graph -------------------------------------------------------------------
 
-    def numpy(self):
-        """The values as a NumPy array (shared with the tensor on the NumPy backend)."""
+    def numpy(self, *, force=False):
+        """The values as a NumPy array (shared with the tensor on the NumPy backend). force
+        is torch's (detach and copy to the host first): this gives the same either way."""
         if ag._tracers.get() is not None or ag._everywhere:
             _seen_read(self, "numpy()")
         return self.backend.to_numpy(self.data)
@@ -274,11 +291,14 @@ class Tensor(TensorBase):
         """The same values as a new leaf with no graph (the data is shared, not copied: an
         in-place change to either is seen by both, and counts in both's version)."""
         out = Tensor._wrap(self.data, self.backend)
-        share_version(self, out)
+        share_version(self, out, differentiable=False)
         return out
 
-    def clone(self):
-        """A copy in memory of its own; gradients flow back to this tensor."""
+    def clone(self, *, memory_format=None):
+        """A copy in memory of its own; gradients flow back to this tensor. memory_format:
+        ta.preserve_format (torch's default) or ta.contiguous_format, both a row-major copy
+        here; ta.channels_last is refused (tinyattn's arrays are row-major only)."""
+        _row_major("clone", memory_format, preserve=True)
         return apply(ew.clone, self)
 
     def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False):
@@ -452,7 +472,8 @@ class Tensor(TensorBase):
             return other
         if isinstance(other, (Tensor, numbers.Number)):
             return other.item() if isinstance(other, np.generic) else other
-        made = Tensor(other, backend=self.backend)  # an array keeps its dtype
+        _no_sequence(other)
+        made = _fresh(other, backend=self.backend)  # an array keeps its dtype
         if not hasattr(other, "dtype") and category(made.dtype) <= category(self.dtype):
             made = Tensor._wrap(made.data.astype(self.dtype), self.backend)  # a list of numbers
         return made
@@ -507,6 +528,8 @@ class Tensor(TensorBase):
         return apply(ew.neg, self)
 
     def __pos__(self):
+        if self.dtype == np.bool_:
+            _refuse_bool("positive (the + operator)", self)
         return self
 
     def __abs__(self):
@@ -528,30 +551,30 @@ class Tensor(TensorBase):
         return self @ other
 
     def _operand(self, other):
-        """A matrix product's other operand as a tensor: a list of numbers takes this tensor's
-        dtype where it fits (x @ [1.0, 2.0] with float64 x: the products need one dtype, and
-        the list's float32 would be refused); an array or a tensor keeps its own."""
+        """A matrix product's other operand as a tensor: an array or a tensor keeps its dtype;
+        a list is refused, as torch's @ refuses one."""
         if isinstance(other, Tensor):
             return other
-        made = Tensor(other, backend=self.backend)
+        _no_sequence(other)
+        made = _fresh(other, backend=self.backend)
         if not hasattr(other, "dtype") and category(made.dtype) <= category(self.dtype):
             made = Tensor._wrap(made.data.astype(self.dtype), self.backend)
         return made
 
     def _as_tensor(self, other):
-        return other if isinstance(other, Tensor) else Tensor(other, backend=self.backend)
+        return other if isinstance(other, Tensor) else _fresh(other, backend=self.backend)
 
     # torch's method forms of the operators: x.add(y, alpha=2) is x + 2 * y
 
     def add(self, other, *, alpha=1):
         if type(alpha) is not int:
             _check_alpha("add", self, other, alpha)
-        return self + (other if alpha == 1 else self._other(other) * alpha)
+        return self + other if alpha == 1 else _with_alpha("add", self, other, alpha)
 
     def sub(self, other, *, alpha=1):
         if type(alpha) is not int:
             _check_alpha("sub", self, other, alpha)
-        return self - (other if alpha == 1 else self._other(other) * alpha)
+        return self - other if alpha == 1 else _with_alpha("sub", self, other, alpha)
 
     def mul(self, other):
         return self * other
@@ -568,6 +591,8 @@ class Tensor(TensorBase):
         if rounding_mode == "floor":
             return floor
         if floor.dtype.kind == "f":
+            if floor.dtype == np.float16:  # (torch: the quotient cut in float32, rounded once)
+                return _via_float32(lambda x, y: (x / y).trunc(), self, self._other(other))
             return (self / other).trunc()
         # integers: trunc is floor + 1 where the exact quotient is negative and not whole
         other = self._as_tensor(other)
@@ -577,7 +602,7 @@ class Tensor(TensorBase):
     neg = negative = __neg__
 
     def positive(self):
-        return self
+        return +self
 
     def matmul(self, other):
         return self @ other
@@ -627,7 +652,7 @@ class Tensor(TensorBase):
         """fn(self, other) on arrays, both in their promoted dtype first (as torch compares)."""
         if isinstance(other, np.generic):  # a NumPy number counts as a Python one (torch)
             other = other.item()
-        return _values(name, _compared, self, other, test=fn)
+        return _values(name, _compared, self, _no_sequence(other), test=fn)
 
     def __lt__(self, other):
         return self._compare(other, operator.lt, "lt")
@@ -710,15 +735,20 @@ class Tensor(TensorBase):
         Not recorded (under no_grad, or when nothing involved requires grad): only the values
         change; a graph that saved the old values refuses them in backward (the version check).
         Recorded (grad enabled, this tensor or an argument requires grad): this tensor gets a
-        new node whose parent is its old one, as if `x = op(x, ...)` had run. Refused, with a
-        GraphError: a leaf that requires grad (update it under no_grad, PyTorch's rule), and a
-        tensor whose memory another live tensor shares (a view made by indexing, reshape,
-        permute, expand or detach), whose graph would not see the change.
+        new node whose parent is its old one, as if `x = op(x, ...)` had run; through a view
+        (indexing, reshape, permute...), the view's base gets a node too, "base with the view's
+        entries replaced" (torch's CopySlices), and its other live views follow (ops/views.py).
+        Refused, with a GraphError: a leaf that requires grad (update it under no_grad,
+        PyTorch's rule), what torch refuses for views (a view of such a leaf, a piece of split
+        or unbind, a view made under no_grad, an expand()), and a change that another live
+        tensor with a graph of its own (a detach() that requires grad) would not see.
         `write` (optional) does the unrecorded change directly instead (setitem's fast path).
         """
         record = is_grad_enabled() and (self._node is not None or any(
             isinstance(a, Tensor) and a._node is not None for a in args))
         if not record:
+            if getattr(self, "_view_of", None) is not None:  # (a view made under no_grad)
+                views.check_unrecorded(self, name)
             if ag._tracers.get() is not None or ag._everywhere:  # (a captured step's recording
                 ag.state_changed(self, "values")  # refuses it: a replay would not write it)
             if write is not None:
@@ -741,6 +771,8 @@ class Tensor(TensorBase):
         refused then)."""
         if not (is_grad_enabled() and (self._node is not None or any(
                 isinstance(a, Tensor) and a._node is not None for a in args))):
+            if getattr(self, "_view_of", None) is not None:  # (a view made under no_grad)
+                views.check_unrecorded(self, name)
             with no_grad():
                 self._store(name, compute(self).data)
             bump_version(self)
@@ -750,12 +782,8 @@ class Tensor(TensorBase):
 
     def _refuse_in_place(self, name):
         self._refuse_leaf(name)
-        if others_alive(self):
-            raise GraphError(f"{name}: this tensor {fmt_shape(self.shape)} shares its memory "
-                             "with another live tensor (a view made by indexing, reshape, "
-                             "permute, expand or detach), whose gradient would not see this "
-                             "change; compute a new tensor instead (x = x + y, or x[i] = "
-                             "x[i] + y) or make the change under no_grad()")
+        if others_alive(self) or getattr(self, "_view_of", None) is not None:
+            views.check_in_place(self, name)  # torch's refusals for views (ops/views.py)
 
     def _refuse_leaf(self, name):
         if self._node is not None and self._node.op is None:
@@ -808,12 +836,15 @@ class Tensor(TensorBase):
         return source
 
     def _become(self, name, result):
-        """Take result's values (into this tensor's memory) and its node."""
+        """Take result's values (into this tensor's memory) and its node; the tensors sharing
+        the memory follow (a view's base, other views: ops/views.py's rebase)."""
         self._store(name, result.data)
         bump_version(self)
         self._node = result._node
         if self._node is not None and self._name is not None:
             self._node.name = self._name  # the tensor keeps its name through the change
+        if self._version_counter[1] is not None:
+            views.rebase(self)
         return self
 
     def _store(self, name, values):
@@ -1013,12 +1044,24 @@ class Tensor(TensorBase):
     def add_(self, other, *, alpha=1):
         if type(alpha) is not int:
             _check_alpha("add_", self, other, alpha)
-        return self._in_place("add_", ew.add, self._other(other if alpha == 1 else other * alpha))
+        if alpha != 1:
+            return self._with_alpha_("add_", ew.add, other, alpha)
+        return self._in_place("add_", ew.add, self._other(other))
 
     def sub_(self, other, *, alpha=1):
         if type(alpha) is not int:
             _check_alpha("sub_", self, other, alpha)
-        return self._in_place("sub_", ew.sub, self._other(other if alpha == 1 else other * alpha))
+        if alpha != 1:
+            return self._with_alpha_("sub_", ew.sub, other, alpha)
+        return self._in_place("sub_", ew.sub, self._other(other))
+
+    def _with_alpha_(self, name, op, other, alpha):
+        """add_ and sub_ for alpha != 1 (float16: as add and sub compute it, _with_alpha)."""
+        if self.dtype == np.float16 and (not isinstance(other, Tensor) or
+                                         other.dtype == np.float16):
+            return self._in_place_as(name, lambda x: _with_alpha(name[:-1], x, other, alpha),
+                                     other)
+        return self._in_place(name, op, self._other(other * alpha))
 
     def mul_(self, other):
         return self._in_place("mul_", ew.mul, self._other(other))
@@ -1045,9 +1088,13 @@ class Tensor(TensorBase):
     def clamp_(self, min=None, max=None):  # noqa: A002 - PyTorch's argument names
         """clamp, written into this tensor; tensor bounds take clamp's op (gradients for
         them too), as the out-of-place form does."""
+        min, max = _clamp_bounds(min, max, "clamp_")  # noqa: A001
         if isinstance(min, Tensor) or isinstance(max, Tensor):
             return self._in_place("clamp_", pw.clamp, min if min is None else self._other(min),
                                   max if max is None else self._other(max))
+        if self.dtype.kind != "f" and any(isinstance(b, float) for b in (min, max)):
+            # a float result (torch's too), which an integer tensor refuses in place
+            return self._in_place_as("clamp_", lambda x: x.clip(min, max))
         if self.dtype.kind in "iu":
             min, max = _int_bounds(self.dtype, min, max, "clamp_")  # noqa: A001
         return self._in_place("clamp_", ew.clip, min=min, max=max)
@@ -1118,6 +1165,12 @@ class Tensor(TensorBase):
     def relu(self):
         return apply(ew.relu, self)
 
+    def hardshrink(self, lambd=0.5):
+        return apply(act.hardshrink, self, lambd=lambd)
+
+    def prelu(self, weight):
+        return apply(act.prelu, self, self._other(weight))
+
     def abs(self):
         return apply(ew.absolute, self)
 
@@ -1134,6 +1187,7 @@ class Tensor(TensorBase):
                                           _in_place_unary(pw.reciprocal), _in_place_unary(pw.rsqrt))
     floor_, ceil_, trunc_, sign_ = (_in_place_unary(pw.floor), _in_place_unary(pw.ceil),
                                     _in_place_unary(pw.trunc), _in_place_unary(pw.sign))
+    sgn_ = sign_
     sin_, cos_, log1p_, expm1_ = (_in_place_unary(pw.sin), _in_place_unary(pw.cos),
                                   _in_place_unary(pw.log1p), _in_place_unary(pw.expm1))
     tan_, asin_, acos_, atan_ = (_in_place_unary(pw.tan), _in_place_unary(pw.asin),
@@ -1171,6 +1225,7 @@ class Tensor(TensorBase):
 
     def clip(self, min=None, max=None):  # noqa: A002 - PyTorch's argument names
         """x limited to [min, max]; the bounds are numbers or tensors (which broadcast)."""
+        min, max = _clamp_bounds(min, max, "clamp")  # noqa: A001
         if isinstance(min, Tensor) or isinstance(max, Tensor):
             return apply(pw.clamp, self, min if min is None else self._other(min),
                          max if max is None else self._other(max))
@@ -1218,6 +1273,7 @@ class Tensor(TensorBase):
             return elementwise(dim)
         args = _reduce_args(dim, keepdim, axis, keepdims)
         if args["dim"] is None:
+            _keepdim_needs_dim(name, args["keepdim"])
             return apply(op, self)
         if not isinstance(args["dim"], int):
             raise TypeError(f"{name}: dim must be one int (torch's rule), got {args['dim']!r}; "
@@ -1266,6 +1322,7 @@ class Tensor(TensorBase):
 
     def topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's names
         """The named pair (values, indices) of the k largest (or smallest) entries along dim."""
+        _refuse_bool("topk", self)
         n = self.shape[_axis(dim, self.ndim, "topk")] if self.ndim else 1
         if not isinstance(k, (int, np.integer)) or not 0 <= k <= n:
             raise DimError(f"topk: k must be an int in 0..{n} for dim {dim} of a tensor of "
@@ -1312,9 +1369,11 @@ class Tensor(TensorBase):
         return apply(rd.logsumexp, self, **_reduce_args(dim, keepdim, axis, keepdims))
 
     def argmax(self, dim=None, keepdim=False):
+        _refuse_bool("argmax", self)
         return self._arg(self.backend.xp.argmax, dim, keepdim, "argmax")
 
     def argmin(self, dim=None, keepdim=False):
+        _refuse_bool("argmin", self)
         return self._arg(self.backend.xp.argmin, dim, keepdim, "argmin")
 
     def _arg(self, fn, dim, keepdim, name):
@@ -1330,12 +1389,12 @@ class Tensor(TensorBase):
 
     def softmax(self, dim=None, dtype=None, *, axis=None):
         """softmax over dim, which torch's Tensor.softmax needs: one int (no default)."""
-        x = self if dtype is None else self.to(dtype)
+        x = _softmax_input(self, dtype, "softmax")
         return apply(sm.softmax, x, dim=_one_dim("softmax", dim if axis is None else axis))
 
     def log_softmax(self, dim=None, dtype=None, *, axis=None):
         """log_softmax over dim, which torch's Tensor.log_softmax needs: one int (no default)."""
-        x = self if dtype is None else self.to(dtype)
+        x = _softmax_input(self, dtype, "log_softmax")
         dim = _one_dim("log_softmax", dim if axis is None else axis)
         return apply(sm.log_softmax, x, dim=dim)
 
@@ -1421,7 +1480,7 @@ class Tensor(TensorBase):
                 raise ShapeError(f"view: cannot view {shown}: the last dim's {self.shape[-1]} "
                                  f"entries of {old} bytes do not split into {new}-byte ones")
         out = _values("view_dtype", _reinterpret, self, dtype=dtype)
-        share_version(self, out)
+        share_version(self, out, differentiable=False)  # (as torch's: no _base)
         return out
 
     def flatten(self, start_dim=0, end_dim=-1):
@@ -1467,7 +1526,7 @@ class Tensor(TensorBase):
         dims = _shape_args(dims, "permute")
         return apply(sh.permute, self, dims=tuple(_axis(d, self.ndim, "permute") for d in dims))
 
-    def transpose(self, dim0=-2, dim1=-1):
+    def transpose(self, dim0, dim1):
         dims = self._swapped(dim0, dim1, "transpose")
         return self if dims is None else apply(sh.permute, self, dims=dims)
 
@@ -1509,8 +1568,8 @@ class Tensor(TensorBase):
         is an error and a 0-d one itself, with torch's deprecation warning."""
         if self.ndim < 2:
             if self.ndim == 0:
-                warnings.warn("Tensor.mT is deprecated on 0-D tensors. This function is the "
-                              "identity in these cases.", UserWarning, stacklevel=2)
+                warn_user("Tensor.mT is deprecated on 0-D tensors. This function is the "
+                          "identity in these cases.", UserWarning)
                 return self
             raise ShapeError(f"mT: takes matrices or batches of matrices (at least 2 dims), got "
                              f"a tensor of shape {fmt_shape(self.shape)}; for a 1-D tensor, .T "
@@ -1551,7 +1610,7 @@ class Tensor(TensorBase):
         """x[index] = value, in place (see _in_place); value broadcasts and takes x's dtype."""
         steps = _index_steps(_index(index, self.backend, "setitem"))
         if isinstance(value, (list, tuple)):
-            value = Tensor(value, backend=self.backend)
+            value = _fresh(value, backend=self.backend)
         elif isinstance(value, numbers.Number):
             value = _setitem_number(value, self.dtype)
         elif not isinstance(value, Tensor):  # an array
@@ -1599,7 +1658,7 @@ class Tensor(TensorBase):
         for size in sizes:
             pieces.append(self[(slice(None),) * axis + (slice(start, start + size),)])
             start += size
-        return tuple(pieces)
+        return views.several(tuple(pieces), "split")  # (torch's multi-output views)
 
     def chunk(self, chunks, dim=0):
         """At most `chunks` pieces of equal size along dim (the last may be smaller); an
@@ -1613,7 +1672,8 @@ class Tensor(TensorBase):
                              f"tensor of shape {fmt_shape(self.shape)})")
         n = self.shape[axis]
         if n == 0:
-            return tuple(self[(slice(None),) * axis + (slice(0, 0),)] for _ in range(chunks))
+            return views.several(tuple(self[(slice(None),) * axis + (slice(0, 0),)]
+                                       for _ in range(chunks)), "split")
         return self.split(-(-n // chunks), dim)
 
     def __len__(self):
@@ -1642,6 +1702,7 @@ class Tensor(TensorBase):
     floor, ceil, trunc, sign, frac = (_unary(pw.floor), _unary(pw.ceil), _unary(pw.trunc),
                                       _unary(pw.sign), _unary(pw.frac))
     fix = trunc
+    sgn = sign  # (torch's sgn: sign for real tensors, which are all tinyattn has)
 
     def round(self, decimals=0):
         return apply(pw.round_even, self, decimals=decimals)
@@ -1652,9 +1713,11 @@ class Tensor(TensorBase):
     arctan2 = atan2
 
     def logaddexp(self, other):
+        _refuse_bool("logaddexp", self, other)
         return apply(pw.logaddexp, self, self._other(other))
 
     def hypot(self, other):
+        _refuse_bool("hypot", self, other)
         return apply(pw.hypot, self, self._other(other))
 
     def copysign(self, other):
@@ -1766,8 +1829,11 @@ class Tensor(TensorBase):
         return self._bits(other, lambda a, b: b >> a, "bitwise_right_shift")
 
     def _bits(self, other, fn, name):
-        """A bitwise op on integer or bool tensors (and Python ints), as torch allows."""
+        """A bitwise op on integer or bool tensors (and Python ints), as torch allows (but a
+        shift of bools by bools: torch has none)."""
         _check_bits(name, self, other)
+        if "shift" in name:
+            _refuse_bool(name, self, other)
         return self._compare(other, fn, name)
 
     # scans and more reductions
@@ -1785,6 +1851,9 @@ class Tensor(TensorBase):
         return _in_dtype(apply(sc.cumprod, self.to(dtype), dim=dim), dtype)
 
     def logcumsumexp(self, dim):
+        if self.dtype.kind != "f":  # (torch has no integer or bool logcumsumexp)
+            raise DTypeError(f"logcumsumexp: not implemented for {self.dtype} (torch's rule: "
+                             "floating point only); convert with .float() first")
         return apply(sc.logcumsumexp, self, dim=dim)
 
     def cummax(self, dim):
@@ -1814,10 +1883,10 @@ class Tensor(TensorBase):
         return _in_dtype(apply(rd.reduce_prod, self.to(dtype), dim=dim, keepdim=keepdim), dtype)
 
     def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
-        """The vector p-norm over dim (all entries by default; "fro" is the 2-norm); with dtype,
-        of the tensor cast to it first (torch's dtype=, e.g. a float32 tensor's norm in
-        float64)."""
-        if p == "fro":
+        """The vector p-norm over dim (all entries by default; "fro" and None are the 2-norm, as
+        torch's); with dtype, of the tensor cast to it first (torch's dtype=, e.g. a float32
+        tensor's norm in float64)."""
+        if p == "fro" or p is None:
             p = 2
         if isinstance(p, str):
             raise ValueError(f"norm: p={p!r} is a matrix norm tinyattn does not have; use a "
@@ -1830,7 +1899,9 @@ class Tensor(TensorBase):
         (values, indices), the index of the first NaN in a slice with NaNs, the gradient going
         to that entry. Without a dim (NaN for an empty tensor), the entries equal to the median
         share its gradient evenly (the NaNs, when it is NaN), as torch's."""
+        _refuse_bool("median", self)
         if dim is None:
+            _keepdim_needs_dim("median", keepdim)
             if self.numel() == 0 and self.dtype.kind != "f":
                 raise DimError(f"median: an empty {self.dtype} tensor (shape "
                                f"{fmt_shape(self.shape)}) has no median")
@@ -1839,6 +1910,7 @@ class Tensor(TensorBase):
 
     def kthvalue(self, k, dim=-1, keepdim=False):
         """The named pair (values, indices) of the k-th smallest entry along dim (k from 1)."""
+        _refuse_bool("kthvalue", self)
         n = self.shape[_axis(dim, self.ndim, "kthvalue")] if self.ndim else 1
         if not isinstance(k, (int, np.integer)) or not 1 <= k <= n:
             raise DimError(f"kthvalue: k must be an int in 1..{n} for dim {dim} of a tensor of "
@@ -1880,8 +1952,12 @@ class Tensor(TensorBase):
     # indexing and shape (torch's names; built on getitem, take_along_dim, reshape, permute and
     # the scatter ops, so each has their VJP)
 
-    def gather(self, dim, index):
-        """out[i][j] = self[index[i][j]][j] (dim 0); index may be smaller outside dim."""
+    def gather(self, dim, index, *, sparse_grad=False):
+        """out[i][j] = self[index[i][j]][j] (dim 0); index may be smaller outside dim. A 0-d
+        tensor takes a 0-d or 1-D index of zeros, as torch's. sparse_grad=True gives the same
+        values and a dense gradient (tinyattn has no sparse tensors)."""
+        if self.ndim == 0:
+            return self._gather_0d(dim, _index_tensor(index, self, "gather"))
         axis = _axis(dim, self.ndim, "gather")
         index = _index_tensor(index, self, "gather")
         if index.ndim != self.ndim or any(n > m for d, (n, m) in enumerate(
@@ -1894,6 +1970,13 @@ class Tensor(TensorBase):
             else self
         _check_slots("gather", index, self.shape, axis)  # (before the op, which takes -1)
         return apply(sh.take_along_dim, x, index.data, dim=axis)
+
+    def _gather_0d(self, dim, index):
+        _axes(dim, 0, "gather")
+        if index.ndim > 1:
+            raise ShapeError(f"gather: a 0-d tensor takes a 0-d or 1-D index, got "
+                             f"{fmt_shape(index.shape)}")
+        return self.reshape(1).gather(0, index.reshape(-1)).reshape(index.shape)
 
     def index_select(self, dim, index):
         """The entries at `index` (1-D integers, 0..n-1 as in torch) along dim."""
@@ -1942,12 +2025,27 @@ class Tensor(TensorBase):
         return self._nonzero(False)
 
     def scatter(self, dim, index, src=None, *, value=None, reduce=None):
-        """A copy with src (or the number value) written at index along dim."""
-        if reduce is not None:
-            raise ValueError("scatter: reduce= is deprecated in torch; use scatter_reduce")
+        """A copy with src (or the number value) written at index along dim; with reduce
+        "add" or "multiply" (deprecated in torch), added or multiplied in instead."""
         src = value if src is None else src
+        if reduce is not None:
+            return self._scatter_reducing(dim, index, src, reduce)
         return apply(ix.scatter, self, _index_tensor(index, self, "scatter").data,
                      self._other(src), dim=dim)
+
+    def _scatter_reducing(self, dim, index, src, reduce):
+        """torch's scatter(..., reduce="add" | "multiply"): scatter_reduce's "sum" or "prod"
+        with this tensor's values counted; a number src is cast to this tensor's dtype first
+        (2.5 adds 2 to an int64 tensor), as torch. (torch's has no gradient; this one has
+        scatter_reduce's.)"""
+        if reduce not in ("add", "multiply"):
+            raise ValueError(f"scatter: reduce must be 'add' or 'multiply', got {reduce!r} "
+                             "(torch's; scatter_reduce has more reductions)")
+        index = _index_tensor(index, self, "scatter")
+        if not isinstance(src, Tensor):
+            src = Tensor._wrap(self.backend.xp.full(index.shape, ix.fill_value(
+                src, self.dtype, "scatter"), dtype=self.dtype), self.backend)
+        return self.scatter_reduce(dim, index, src, "sum" if reduce == "add" else "prod")
 
     def scatter_add(self, dim, index, src):
         return apply(ix.scatter_add, self, _index_tensor(index, self, "scatter_add").data,
@@ -2213,11 +2311,14 @@ class Tensor(TensorBase):
         dims = _shape_args(dims, "tile")
         return self.repeat((1,) * (self.ndim - len(dims)) + dims)
 
-    def repeat_interleave(self, repeats, dim=None):
-        """Each entry repeated `repeats` times (an int, or one count per entry) along dim."""
+    def repeat_interleave(self, repeats, dim=None, *, output_size=None):
+        """Each entry repeated `repeats` times (an int, or one count per entry) along dim;
+        output_size, if given, must be the length that makes (as torch checks)."""
         x = self.reshape(-1) if dim is None else self
         axis = 0 if dim is None else _axis(dim, x.ndim, "repeat_interleave")
         counts = _repeat_counts(repeats, x.shape[axis], axis)
+        if output_size is not None:
+            _check_output_size(output_size, counts, x.shape[axis])
         index = _make("repeat_index", _repeat_index, np.int64, False, self.backend,
                       n=x.shape[axis], counts=counts)
         return x.index_select(axis, index)
@@ -2308,7 +2409,8 @@ class Tensor(TensorBase):
 
     def unbind(self, dim=0):
         axis = _axis(dim, self.ndim, "unbind")
-        return tuple(self[(slice(None),) * axis + (i,)] for i in range(self.shape[axis]))
+        return views.several(tuple(self[(slice(None),) * axis + (i,)]
+                                   for i in range(self.shape[axis])), "unbind")
 
     def t(self):
         """The transpose of a matrix (a tensor with at most 2 dims)."""
@@ -2325,8 +2427,11 @@ class Tensor(TensorBase):
             raise ShapeError(f"{name}: takes a tensor with at most 2 dims, got "
                              f"{fmt_shape(self.shape)}; use transpose(dim0, dim1) or .mT")
 
-    def contiguous(self):
-        """A tensor whose array is laid out in C order (self when it already is)."""
+    def contiguous(self, memory_format=None):
+        """A tensor whose array is laid out in C order (self when it already is); memory_format
+        ta.contiguous_format only (preserve_format is refused, as torch; channels_last too:
+        tinyattn's arrays are row-major only)."""
+        _row_major("contiguous", memory_format, preserve=False)
         if self.data.flags.c_contiguous:
             return self
         return self.clone()
@@ -2360,18 +2465,32 @@ class Tensor(TensorBase):
 
     def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
         """The distinct values, sorted (no gradient: torch has none either); with
-        return_inverse, where each entry went; with return_counts, how often each occurs."""
+        return_inverse, where each entry went; with return_counts, how often each occurs.
+        With a dim, the distinct slices along it (sorted lexicographically), as torch's."""
         if dim is not None:
-            raise ValueError("unique: dim= is not supported; flatten first")
+            return self._unique_runs("unique", sp.unique_slices, return_inverse, return_counts,
+                                     dim)
         values, inverse, counts = np.unique(self.numpy(), return_inverse=True,
                                             return_counts=True, equal_nan=False)  # (torch)
-        wrap = lambda a: Tensor(a, backend=self.backend)  # noqa: E731
-        out = (wrap(values),)
-        if return_inverse:
-            out += (wrap(inverse.reshape(self.shape).astype(np.int64)),)
-        if return_counts:
-            out += (wrap(counts.astype(np.int64)),)
-        return out[0] if len(out) == 1 else out
+        return _unique_out(self, values, inverse.reshape(self.shape), counts, return_inverse,
+                           return_counts)
+
+    def unique_consecutive(self, return_inverse=False, return_counts=False, dim=None):
+        """The first entry of each run of equal entries (of each run of equal slices along
+        dim), as torch's; with return_inverse the run of each entry, with return_counts each
+        run's length. NaN equals no NaN. (No gradient, as torch's.)"""
+        return self._unique_runs("unique_consecutive", sp.consecutive_runs, return_inverse,
+                                 return_counts, dim)
+
+    def _unique_runs(self, name, find, return_inverse, return_counts, dim):
+        """find(array, axis) -> (values, inverse, counts) on the host, as tensors (a value read,
+        as unique's: the shapes come from the values)."""
+        axis = None if dim is None else _axis(dim, self.ndim, name)
+        if axis is not None and self.numel() == 0 and self.shape[axis] != 0:
+            raise ShapeError(f"{name}: {fmt_shape(self.shape)} has dims of size 0 besides dim "
+                             f"{axis}, so there are no slices to compare (as torch)")
+        values, inverse, counts = find(self.numpy(), axis)
+        return _unique_out(self, values, inverse, counts, return_inverse, return_counts)
 
     # compositions of the ops above (their gradients are those of the pieces)
 
@@ -2405,6 +2524,7 @@ class Tensor(TensorBase):
 
     def trace(self):
         """The sum of the main diagonal of a matrix."""
+        _refuse_bool("trace", self)
         if self.ndim != 2:
             raise ShapeError(f"trace: takes a matrix (2-D), got {fmt_shape(self.shape)}")
         return self.diagonal().sum()
@@ -2424,8 +2544,13 @@ class Tensor(TensorBase):
         return x
 
     def addcmul(self, tensor1, tensor2, *, value=1):
-        """self + value * tensor1 * tensor2."""
-        return self + self._other(tensor1) * tensor2 * value
+        """self + value * tensor1 * tensor2, in the three's result type (_addc_operands;
+        float16: in float32, rounded once, as torch)."""
+        x, t1, t2, value = _addc_operands("addcmul", self, self._other(tensor1),
+                                          self._other(tensor2), value)
+        if x.dtype == np.float16 and _half_tensors(t1, t2):
+            return apply(hf.addcmul, x, t1, t2, value=value)  # (torch's fused node)
+        return x + t1 * t2 * value
 
     def addcdiv(self, tensor1, tensor2, *, value=1):
         """self + value * tensor1 / tensor2 (a true division: two integer tensors are refused,
@@ -2436,7 +2561,10 @@ class Tensor(TensorBase):
                              "integers: torch no longer divides integers in addcdiv (its old "
                              "rounding division is gone); for a true division convert one to "
                              "float, for a rounded one use div(rounding_mode=)")
-        return self + t1 / t2 * value
+        x, t1, t2, value = _addc_operands("addcdiv", self, t1, t2, value)
+        if x.dtype == np.float16 and _half_tensors(t1, t2):  # (torch's fused node)
+            return apply(hf.addcdiv, x, t1, t2, value=value)
+        return x + t1 / t2 * value
 
     # ---- more of torch's methods, each made of the ops above (their VJPs give the gradients)
 
@@ -2458,21 +2586,23 @@ class Tensor(TensorBase):
         """self * log(other), 0 where self is 0 (unless other is NaN), as torch.xlogy, with
         torch's gradients: log(other) for self (0 where self is 0 and other <= 0) and
         self / other for other (NaN at self = other = 0: 0 / 0). (At self = 0, other = inf
-        self's gradient is 0 here, inf in torch.) A number takes a float self's dtype."""
-        if not isinstance(other, Tensor):
-            other = Tensor(other, dtype=self.dtype if self.dtype.kind == "f" and isinstance(
-                other, numbers.Number) else None, backend=self.backend)
+        self's gradient is 0 here, inf in torch.) Computed in the two's float result type
+        (_float_operands: a 0-d tensor or a number does not widen self, as in torch)."""
+        x, other = _float_operands(self, other)
         # log(other), 0 where self = 0 and other <= 0 (or inf): self * that is 0 there, not
         # 0 * -inf or 0 * NaN, and so is self's gradient (the factor itself); other's,
         # g * self / other through log's VJP, stays 0 / other there (NaN at 0, as torch's)
-        flat = _values("xlogy_flat", _xlogy_flat, self, other)
+        flat = _values("xlogy_flat", _xlogy_flat, x, other)
         with quiet():  # the logs of other <= 0 are masked out: no warning for them
-            return self * apply(ew.where, flat, 0, other.log())
+            return x * apply(ew.where, flat, 0, other.log())
 
     def logaddexp2(self, other):
-        """log₂(2^self + 2^other)."""
-        ln2 = math.log(2)
-        return (self * ln2).logaddexp(self._as_tensor(other) * ln2) / ln2
+        """log₂(2^self + 2^other), in the two's float result type (_float_operands; float16
+        in float32, rounded once, as torch's kernel)."""
+        x, other = _float_operands(self, other)
+        if x.dtype == np.float16:
+            return _via_float32(_logaddexp2, x, other)
+        return _logaddexp2(x, other)
 
     def float_power(self, exponent):
         """self ** exponent in float64 (torch.float_power)."""
@@ -2668,6 +2798,110 @@ class Tensor(TensorBase):
         whole to the value taken (fmax, fmin; with both NaN, to self, as torch's)."""
         return apply(ew.where, self_wins | other.isnan(), self, other)
 
+    # ---- special functions, order statistics, counting (ops/special.py) -----------------------
+
+    erfc, erfinv, lgamma, digamma = (_unary(sp.erfc), _unary(sp.erfinv), _unary(sp.lgamma),
+                                     _unary(sp.digamma))
+
+    def logit(self, eps=None):
+        """log(p / (1 - p)); with eps, p clamped to [eps, 1 - eps] first (as ta.logit)."""
+        return apply(pw.logit, self, eps=eps)
+
+    def short(self):
+        return self.to(np.int16)
+
+    def quantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
+        """The q-th quantiles along dim (of every entry for None), as torch's: q a number in
+        [0, 1] or a 1-D tensor of them (then the result's first dim); interpolation "linear",
+        "lower", "higher", "midpoint" or "nearest"; NaN where a NaN is among the entries. The
+        gradient goes to the one or two entries interpolated."""
+        return self._quantile("quantile", q, dim, keepdim, interpolation, False)
+
+    def nanquantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
+        """quantile of the entries that are not NaN (NaN where every one is)."""
+        return self._quantile("nanquantile", q, dim, keepdim, interpolation, True)
+
+    def _quantile(self, name, q, dim, keepdim, interpolation, ignore_nan):
+        q_dtype = q.dtype if isinstance(q, Tensor) else None
+        q = sp.quantile_q(name, q.numpy() if isinstance(q, Tensor) else q, q_dtype, self.dtype,
+                          self.numel(), interpolation)
+        return apply(sp.quantile, self, q=q, dim=dim, keepdim=keepdim,
+                     interpolation=interpolation, ignore_nan=ignore_nan)
+
+    def nanmedian(self, dim=None, keepdim=False):
+        """median of the entries that are not NaN (NaN where there is none); with a dim, the
+        named pair (values, indices), the gradient going to the entry picked."""
+        if dim is None:
+            if self.numel() == 0 and self.dtype.kind != "f":
+                raise DimError(f"nanmedian: an empty {self.dtype} tensor (shape "
+                               f"{fmt_shape(self.shape)}) has no median")
+            return apply(sp.nanmedian, self)
+        return self._picked("nanmedian", sp.nanmedian_index, return_types.nanmedian, dim,
+                            keepdim)
+
+    def kron(self, other):
+        """The Kronecker product: the blocks self[i, j, ...] * other (the one with fewer dims
+        given leading 1s), built from reshape and *, whose gradients it has."""
+        other = self._as_tensor(other)
+        n = max(self.ndim, other.ndim)
+        a = self.reshape((1,) * (n - self.ndim) + tuple(self.shape))
+        b = other.reshape((1,) * (n - other.ndim) + tuple(other.shape))
+        out = a.reshape(tuple(v for d in a.shape for v in (d, 1))) * \
+            b.reshape(tuple(v for d in b.shape for v in (1, d)))
+        return out.reshape(tuple(p * r for p, r in zip(a.shape, b.shape, strict=True)))
+
+    def bincount(self, weights=None, minlength=0):
+        """How often each of 0, 1, ..., max occurs in this 1-D tensor of integers >= 0 (int64,
+        at least minlength of them), or the sum of weights at each (float64, or float32 for
+        float32 weights), as torch's (no gradient)."""
+        weights = None if weights is None else self._as_tensor(weights)
+        sp.check_bincount(self.dtype, self.shape, weights, minlength)
+        return _values("bincount", sp.bincount_values, self, weights, minlength=minlength,
+                       backend=self.backend)
+
+    def histc(self, bins=100, min=0, max=0):  # noqa: A002 - torch's names
+        """The histogram of every entry in `bins` equal bins of [min, max] (the entries' own
+        range if min == max), in this tensor's float dtype, as torch's (no gradient)."""
+        sp.check_histc(self.dtype, bins)
+        return _values("histc", sp.histc_values, self, bins=bins, low=float(min),
+                       high=float(max), backend=self.backend)
+
+    def gcd(self, other):
+        """The greatest common divisor of each pair (>= 0; integers only, as torch's)."""
+        return _values("gcd", self.backend.xp.gcd, *sp.integer_pair("gcd", self, other))
+
+    def lcm(self, other):
+        """The least common multiple of each pair (>= 0; integers only, as torch's)."""
+        return _values("lcm", self.backend.xp.lcm, *sp.integer_pair("lcm", self, other))
+
+    def heaviside(self, values):
+        """0 where this is below 0 (or NaN), `values` where it is 0, 1 where above (values, of
+        this tensor's dtype as torch requires, broadcast; no gradient, as torch has none)."""
+        values = self._as_tensor(values)
+        if values.dtype != self.dtype:
+            raise DTypeError(f"heaviside: values is {values.dtype} but the input is "
+                             f"{self.dtype}; torch takes one dtype (convert one with .to())")
+        return _values("heaviside", sp.heaviside_values, self, values, backend=self.backend)
+
+    def resize_(self, *sizes, memory_format=None):
+        """This tensor given the shape `sizes` in place, as torch's: its first entries (in
+        row-major order) kept in the same memory, which it grows into again after shrinking
+        (torch's storage); new memory holds zeros (torch leaves it uninitialized). Refused for
+        a tensor that requires grad (torch's rule): resize x.detach() or a copy instead."""
+        _row_major("resize_", memory_format, preserve=True)
+        if self.requires_grad:
+            raise GraphError("resize_: cannot resize a tensor that requires grad (torch's "
+                             "rule); resize a copy instead: x.detach().clone().resize_(...)")
+        shape = _sizes(sizes, "resize_")
+        n, flat = math.prod(shape), _storage(self.data)
+        if n > flat.size:
+            grown = self.backend.xp.zeros(n, dtype=self.dtype)
+            grown[:flat.size] = flat
+            flat = grown
+        self._data = flat[:n].reshape(shape)
+        bump_version(self)
+        return self
+
     # ---- conversions and display ---------------------------------------------------------------
 
     def __array__(self, dtype=None, copy=None):
@@ -2793,12 +3027,122 @@ class Device(str):
         return f"device(type='{self}'{index})"
 
 
+class memory_format:  # noqa: N801 - torch's name
+    """torch's memory formats, for clone, contiguous and resize_: tinyattn's arrays are
+    row-major (C order) only, so ta.contiguous_format and ta.preserve_format are taken and
+    ta.channels_last (and channels_last_3d) refused."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"ta.{self.name}"
+
+
+contiguous_format, preserve_format, channels_last, channels_last_3d = (memory_format(n) for n in (
+    "contiguous_format", "preserve_format", "channels_last", "channels_last_3d"))
+
+
+def _row_major(name, fmt, preserve):
+    """A memory_format argument checked: None or ta.contiguous_format (ta.preserve_format too
+    where `preserve`); channels_last refused by name."""
+    if fmt is None or fmt is contiguous_format or (preserve and fmt is preserve_format):
+        return
+    if fmt is preserve_format:
+        raise ValueError(f"{name}: memory_format=ta.preserve_format is not supported by {name} "
+                         "(as torch); use ta.contiguous_format")
+    if isinstance(fmt, memory_format):
+        raise ValueError(f"{name}: memory_format={fmt!r} is not supported: tinyattn's arrays are "
+                         "row-major (C order) only; leave memory_format out (or permute the dims "
+                         "yourself)")
+    raise TypeError(f"{name}: memory_format must be ta.contiguous_format or ta.preserve_format, "
+                    f"got {fmt!r}")
+
+
 # ---- argument helpers ----------------------------------------------------------------------------
 
 
 use_tensor_class(Tensor)  # apply's outputs and every .grad are Tensors
 tell_effects_to(ag.side_effect)  # a Generator reseeded inside a captured fn: refused by name
 _PLAIN = frozenset((int, float, Tensor))  # what _other passes through as it is
+
+
+# torch's keyword names where a method's own differ (its schema's: x.view(size=(2, 3)),
+# x.permute(dims=(1, 0))): {method: {torch's name: the method's own, None for its *args}}
+_TORCH_KEYWORDS = {
+    "view": {"size": None}, "reshape": {"shape": None}, "permute": {"dims": None},
+    "repeat": {"repeats": None}, "expand": {"size": None}, "tile": {"dims": None},
+    "broadcast_to": {"size": None}, "new_zeros": {"size": None}, "new_ones": {"size": None},
+    "new_empty": {"size": None}, "resize_": {"size": None},
+    "tensor_split": dict.fromkeys(("sections", "indices", "tensor_indices_or_sections"),
+                                  "indices_or_sections"),
+    "split": {"split_size": "split_size_or_sections"},
+    "mm": {"mat2": "other"}, "swapdims": {"dim0": "axis0", "dim1": "axis1"},
+    "copy_": {"other": "src"}, "max": {"other": "dim"}, "min": {"other": "dim"},
+}
+# and NumPy's names, which torch's functions take for dim and keepdim (x.cumsum(axis=0))
+_NUMPY_KEYWORDS = {"axis": "dim", "keepdims": "keepdim"}
+
+
+def _renamed(name, args, kwargs, names, star_at):
+    """(args, kwargs) with the keywords named in `names` (torch's) under the function's own
+    names; one mapped to None is its *args, which start at position `star_at`."""
+    kwargs = dict(kwargs)
+    for given, own in names.items():
+        if given not in kwargs:
+            continue
+        value = kwargs.pop(given)
+        if own is None and len(args) > star_at:
+            raise TypeError(f"{name}() got {given}= and sizes as arguments too: give one")
+        if own is None:
+            args = (*args, value)
+        elif own in kwargs:
+            raise TypeError(f"{name}() got {given}= and {own}=, two names of one argument")
+        else:
+            kwargs[own] = value
+    return args, kwargs
+
+
+def _torch_keywords(fn, names):
+    """fn, taking the keyword names of `names` too (as _renamed maps them)."""
+    params = list(inspect.signature(fn).parameters.values())
+    star_at = next((i for i, p in enumerate(params) if p.kind is p.VAR_POSITIONAL), 0)
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        if kwargs and not names.keys().isdisjoint(kwargs):
+            args, kwargs = _renamed(fn.__name__, args, kwargs, names, star_at)
+        return fn(*args, **kwargs)
+
+    return call
+
+
+def _take_torch_keywords(owner, table, first=None):
+    """Wrap each public function of `owner` (a class's or module's dict) that needs it with
+    _torch_keywords: the names of `table`, NumPy's axis= and keepdims= where it has dim or
+    keepdim (and no axis of its own, nor **kwargs), and input= for a first argument named
+    `first`. (A module's: only the functions it defines.)"""
+    for name, fn in list(owner.items()):
+        if name.startswith("_") or not inspect.isfunction(fn) or \
+                fn.__module__ != owner.get("__name__", fn.__module__):
+            continue
+        params = inspect.signature(fn).parameters
+        names = dict(table.get(name, {}))
+        if "axis" not in params and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            names.update({k: v for k, v in _NUMPY_KEYWORDS.items() if v in params})
+        if first is not None and next(iter(params), None) == first:
+            names.setdefault("input", first)
+        if names:
+            owner[name] = _torch_keywords(fn, names)
+    return owner
+
+
+for _name, _fn in _take_torch_keywords(dict(vars(Tensor)), _TORCH_KEYWORDS).items():
+    if _fn is not vars(Tensor)[_name]:
+        setattr(Tensor, _name, _fn)
+del _name, _fn
 
 # a NumPy ufunc that is a Python operator -> (the Tensor's method, the reflected one): array + t
 # calls np.add(array, t), which goes to t.__radd__(array), on the graph
@@ -2876,10 +3220,21 @@ def _check_ufunc(name, short, inputs, out):
 
 
 def _comparable(other):
-    """Whether == compares `other` elementwise: a tensor, a number, an array (NumPy's, CuPy's)
-    or nested lists of numbers; not None, a str, a dict or any other object."""
-    return isinstance(other, (Tensor, numbers.Number, list, tuple)) or (
+    """Whether == compares `other` elementwise: a tensor, a number, an array (NumPy's, CuPy's);
+    not a list or a tuple (torch's == is then Python's: False), None, a str, a dict or any
+    other object."""
+    return isinstance(other, (Tensor, numbers.Number)) or (
         hasattr(other, "dtype") and not isinstance(other, type))  # (np.float32 is no array)
+
+
+def _no_sequence(other):
+    """other, unless it is a list or a tuple: torch's operators and methods take tensors and
+    numbers, not lists (t + [1, 2] is a TypeError there; == with one is False)."""
+    if isinstance(other, (list, tuple)):
+        raise TypeError(f"a tensor's operators and methods take tensors and numbers, not a "
+                        f"{type(other).__name__} (torch's rule); make it a tensor first: "
+                        "tinyattn.tensor(...)")
+    return other
 
 
 def _operand_of(name, other):
@@ -2923,6 +3278,16 @@ def _is_a_view(t):
     return base is not None and base is not t and base.data is not t.data
 
 
+def _storage(a):
+    """a's entries as a flat array, in the memory of the array a is the start of when it is a
+    C-ordered front part of one (resize_ grows back into it, as into torch's storage)."""
+    base = getattr(a, "base", None)
+    if base is not None and getattr(base, "dtype", None) == a.dtype and a.flags.c_contiguous \
+            and getattr(base, "flags", a.flags).c_contiguous and _address(base) == _address(a):
+        return base.reshape(-1)
+    return a.reshape(-1)
+
+
 def _address(array):
     """Where a NumPy or CuPy array's first entry is in memory (for storage_offset)."""
     pointer = getattr(array.data, "ptr", None)  # (CuPy's MemoryPointer)
@@ -2941,6 +3306,93 @@ def _check_alpha(name, x, other, alpha):
                          f"({x.dtype} and {shown}): for integral input tensors, argument alpha "
                          "must not be a floating point number (torch's rule); give an int "
                          "alpha, or convert to float first")
+
+
+def _with_alpha(name, x, other, alpha):
+    """add's x + alpha * other (sub's x - alpha * other) for alpha != 1. For a float16 result
+    as torch's: alpha must fit float16 (else a DTypeError), and the sum is computed in float32
+    with alpha (and a number other) in float16, rounded once."""
+    other = x._other(other)
+    if x.dtype != np.float16 or isinstance(other, Tensor) and other.dtype != np.float16:
+        return x + other * alpha if name == "add" else x - other * alpha
+    if math.isfinite(alpha) and abs(alpha) > 65504:
+        raise DTypeError(f"{name}: alpha={alpha!r} does not fit float16 (its largest value is "
+                         "65504): value cannot be converted without overflow (as torch)")
+    with quiet():  # (a number other past 65504: inf, as torch)
+        a, c = (float(np.float16(v)) for v in (alpha, 0 if isinstance(other, Tensor) else other))
+    scaled = (lambda t, y: t + y * a) if name == "add" else (lambda t, y: t - y * a)
+    return _via_float32(scaled, x, other if isinstance(other, Tensor) else c)
+
+
+def _half_tensors(*operands):
+    """Whether every operand is a float16 tensor."""
+    return all(isinstance(t, Tensor) and t.dtype == np.float16 for t in operands)
+
+
+def _float_operands(x, other):
+    """x and other (a tensor or a number) in the dtype torch computes a float function of
+    the two in: their result type (dtypes.result_type: a 0-d tensor or a number does not
+    widen a tensor with dims), the default float dtype for integers and bools."""
+    target = result_type(x, other)
+    if target.kind != "f":
+        target = get_default_dtype()
+    if not isinstance(other, Tensor):
+        other = _fresh(other, dtype=target, backend=x.backend)
+    return tuple(t if t.dtype == target else t.to(target) for t in (x, other))
+
+
+def _logaddexp2(x, other):
+    ln2 = math.log(2)
+    return (x * ln2).logaddexp(other * ln2) / ln2
+
+
+def _addc_operands(name, x, t1, t2, value):
+    """addcmul's and addcdiv's operands in their result type (dtypes.result_type, as torch
+    computes them: int32 + bool * bool stays int32), and value as that dtype takes it (cut
+    toward 0 for an integer one, torch's cast); a bool result is refused, as torch has none."""
+    target = result_type(x, t1, t2)
+    if target.kind == "b":
+        raise DTypeError(f"{name}: not implemented for bool tensors (torch's rule: its result "
+                         "would be bool); convert them first with .long() or .float()")
+    if target.kind in "iu":
+        value = int(value)
+    return (*(t.to(target) if isinstance(t, Tensor) and t.dtype != target else t
+              for t in (x, t1, t2)), value)
+
+
+def _softmax_input(x, dtype, name):
+    """x (cast to dtype first, if given) for softmax: floating point, as torch has no
+    integer or bool softmax (an integer dtype= is refused too, not ignored)."""
+    x = x if dtype is None else x.to(dtype)
+    if x.dtype.kind != "f":
+        raise DTypeError(f"{name}: not implemented for {x.dtype} (torch's rule: floating point "
+                         "only); give dtype=tinyattn.float32 (or another float dtype)")
+    return x
+
+
+def _refuse_bool(name, *operands):
+    """A DTypeError naming `name` where torch has no bool kernel for it: every operand a bool
+    tensor (or a Python bool)."""
+    if all(isinstance(t, bool) or getattr(t, "dtype", None) == np.bool_ for t in operands):
+        raise DTypeError(f"{name}: not implemented for bool tensors (torch's rule); convert "
+                         "with .long() or .float() first")
+
+
+def _keepdim_needs_dim(name, keepdim):
+    """torch's max(), min() and median() take keepdim only with a dim: refuse it alone."""
+    if keepdim:
+        raise TypeError(f"{name}: keepdim=True needs a dim (torch's rule: x.{name}(dim, "
+                        f"keepdim=True)); for every dim kept as size 1, x.a{name}(keepdim=True)"
+                        if name != "median" else
+                        "median: keepdim=True needs a dim (torch's rule: x.median(dim, "
+                        "keepdim=True))")
+
+
+def _via_float32(fn, *operands):
+    """fn on float16 tensors (and numbers) computed in float32 and rounded to float16 once,
+    as torch's fused float16 kernels (add's alpha, div's trunc); gradients flow back through
+    the casts."""
+    return fn(*(t.float() if isinstance(t, Tensor) else t for t in operands)).half()
 
 
 def _correction(name, unbiased, correction):
@@ -3079,6 +3531,22 @@ def _power(name, run, base, exponent):
         raise
 
 
+def _clamp_bounds(lo, hi, name):
+    """clamp's bounds as torch's two overloads take them: both numbers (or None), or both
+    tensors (or None). A number with a tensor is torch's TypeError, but for a 0-d tensor that
+    needs no grad, which torch's argument parser reads as a number (its value)."""
+    lo_t, hi_t = isinstance(lo, Tensor), isinstance(hi, Tensor)
+    if lo_t == hi_t or lo is None or hi is None:
+        return lo, hi
+    t = lo if lo_t else hi
+    if t.ndim == 0 and not t.requires_grad:
+        return (t.item(), hi) if lo_t else (lo, t.item())
+    raise TypeError(f"{name}: got a {'tensor' if lo_t else 'number'} min and a "
+                    f"{'tensor' if hi_t else 'number'} max; torch takes both bounds as numbers "
+                    "or both as tensors (a 0-d tensor that needs no grad counts as a number): "
+                    "write the number n as tensor(n)")
+
+
 def _int_bounds(dtype, lo, hi, name):
     """clamp's number bounds for an integer tensor, cast into its dtype as torch casts them
     (a fill value's rule: 300 refused for int8, -1 wrapped into uint8 as 255)."""
@@ -3138,6 +3606,16 @@ def _repeat_counts(repeats, n, axis):
     return tuple(flat)
 
 
+def _check_output_size(output_size, counts, n):
+    """repeat_interleave's output_size against the length the repeats give (torch refuses
+    another)."""
+    total = counts * n if isinstance(counts, int) else sum(counts) * (n if len(counts) == 1
+                                                                      else 1)
+    if output_size != total:
+        raise ValueError(f"repeat_interleave: output_size={output_size!r} but the repeats give "
+                         f"{total} entries (torch's check: leave it out, or give the length)")
+
+
 def _xlogy_flat(x, y):
     """Where xlogy's x is 0 and y <= 0 or y = inf: its value (and x-gradient) is 0 there."""
     return (x == 0) & ((y <= 0) | (y == np.inf))
@@ -3185,7 +3663,7 @@ def _cond(mask, like):
     """A bool mask as a Tensor on `like`'s backend."""
     if isinstance(mask, Tensor):
         return mask
-    return Tensor(mask, backend=like.backend)
+    return _fresh(mask, backend=like.backend)
 
 
 def _index(index, be, name="getitem"):
@@ -3286,7 +3764,7 @@ def _can_store(src, dst):
 def _index_tensor(index, like, name):
     """An integer index (tensor, array or list) as a Tensor on `like`'s backend."""
     if not isinstance(index, Tensor):
-        index = Tensor(index, backend=like.backend)
+        index = _fresh(index, backend=like.backend)
     if index.dtype.kind not in "iu":
         raise DTypeError(f"{name}: index must hold integers, got {index.dtype}; use .long()")
     return index
@@ -3358,10 +3836,111 @@ def _index_part(p, be, name="getitem"):
 def _byte_mask(a, name):
     """A uint8 index read as the bool mask torch reads it as (with torch's warning); NumPy would
     read its 0s and 1s as positions."""
-    warnings.warn(f"{name}: indexing with dtype uint8 is deprecated, please use a dtype bool "
-                  "instead (as in torch: it is read as a mask, not as positions)", UserWarning,
-                  stacklevel=5)
+    warn_user(f"{name}: indexing with dtype uint8 is deprecated, please use a dtype bool "
+              "instead (as in torch: it is read as a mask, not as positions)", UserWarning)
     return a.astype(np.bool_)
+
+
+def _unique_out(x, values, inverse, counts, return_inverse, return_counts):
+    """unique's result: the values, then the inverse and counts asked for (int64 tensors)."""
+    out = (_fresh(values, backend=x.backend),)
+    if return_inverse:
+        out += (_fresh(np.asarray(inverse, dtype=np.int64), backend=x.backend),)
+    if return_counts:
+        out += (_fresh(np.asarray(counts, dtype=np.int64), backend=x.backend),)
+    return out[0] if len(out) == 1 else out
+
+
+def _fresh(data, dtype=None, requires_grad=False, backend=None):
+    """A new leaf tensor holding a copy of `data` (lists and Python floats in the default
+    dtype, arrays and tensors in their own): tinyattn's own constructor, which tensor() and
+    the library use; Tensor(...) is torch's legacy one (_legacy_init)."""
+    be = backends.get_backend() if backend is None else backends.backend(backend)
+    t = Tensor._wrap(_to_array(data, dtype, be), be)
+    if requires_grad:
+        t._require(True)
+    return t
+
+
+def _legacy_init(t, args, device, backend, kwargs):
+    """Tensor.__init__: t made as torch's legacy Tensor(*args, device=) makes a tensor."""
+    if kwargs:
+        name = next(iter(kwargs))
+        raise TypeError(f"Tensor(): got an unexpected keyword argument {name!r}: as torch's, "
+                        "Tensor(...) takes data or sizes (and device=) only; for dtype= or "
+                        f"requires_grad= make it with tinyattn.tensor(data, {name}=...)")
+    if device is not None and backend is not None and \
+            backends.backend(device) is not backends.backend(backend):
+        raise ValueError(f"Tensor(): device={device!r} and backend={backend!r} name two "
+                         "backends: give one")
+    where = backend if device is None else device
+    be = backends.get_backend() if where is None else backends.backend(where)
+    t.backend = be
+    t._grad = t._name = t._node = t._version_counter = None
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        _alias_into(t, args[0], be)
+    else:
+        t._data = _legacy_array(args, be, backend is not None)
+
+
+def _alias_into(t, src, be):
+    """Tensor(src): t is src's alias (torch's: the same memory, dtype and version counter,
+    and on the graph, as torch's AliasBackward, where src requires grad)."""
+    if src.backend is not be:
+        t._data = _to_array(src, src.dtype, be)  # (another backend: a copy there)
+        return
+    if src._node is not None and ag.is_grad_enabled():
+        out = apply(sh.reshape, src, shape=src.shape)  # (a view of src, recorded)
+        t._data, t._node = out._data, out._node
+    else:
+        t._data = src.data
+    share_version(src, t)
+
+
+def _legacy_array(args, be, backend_given):
+    """The array of torch's legacy Tensor(*args): data in the default dtype, or sizes."""
+    dtype = get_default_dtype()
+    if len(args) == 1:
+        data = args[0]
+        if backend_given and hasattr(data, "dtype") and hasattr(data, "shape") and \
+                not isinstance(data, np.generic):
+            return _to_array(data, None, be)  # tinyattn's older Tensor(array, backend=)
+        if type(data).__name__ == "Size" and isinstance(data, tuple):  # torch.Size: sizes
+            args = tuple(data)
+        elif isinstance(data, bool) or not _index_like(data):
+            return _legacy_data(data, dtype, be)
+    if not all(map(_index_like, args)):
+        shown = ", ".join(type(a).__name__ for a in args)
+        raise TypeError(f"Tensor(): takes either data (one list, array or tensor) or sizes "
+                        f"(ints), as torch's legacy constructor, got ({shown}); for data with "
+                        "a dtype use tinyattn.tensor(data, dtype=...)")
+    return be.xp.zeros(_sizes(args, "Tensor") if args else (0,), dtype)
+
+
+def _index_like(n):
+    """Whether n reads as an int (a size): an int, a NumPy int, a 0-d integer array."""
+    try:
+        operator.index(n)
+    except TypeError:
+        return False
+    return True
+
+
+def _legacy_data(data, dtype, be):
+    """Tensor(data)'s array: a sequence or an array in the default dtype (a NumPy array of
+    that dtype shared, as torch shares it); a number is refused, as torch refuses it, but for
+    a Python float (tinyattn's older Tensor(0.5): a 0-d tensor)."""
+    if type(data) is float:
+        return _to_array(data, dtype, be)
+    if isinstance(data, (bool, numbers.Number, np.generic, str, bytes)) or data is None or (
+            not isinstance(data, (list, tuple, range)) and not hasattr(data, "__array__")
+            and not hasattr(data, "__array_interface__")):
+        raise TypeError(f"Tensor(): data must be a sequence, an array or a tensor (got "
+                        f"{type(data).__name__}), as torch's; for a 0-d tensor of a number "
+                        "use tinyattn.tensor(x)")
+    if isinstance(data, np.ndarray) and be.name == "numpy" and data.dtype == dtype:
+        return data  # (its memory, as torch.Tensor(array) shares it)
+    return _to_array(data, dtype, be)
 
 
 def _to_array(data, dtype, be):
@@ -3384,6 +3963,9 @@ def _to_array(data, dtype, be):
                                          isinstance(data, np.generic)):  # numbers, lists
         data = _ints_in(data, dtype)
     try:
+        if dtype is HALF:  # (past 65504: inf, as torch, without NumPy's overflow warning)
+            with quiet():
+                return be.xp.array(data, dtype=dtype, copy=True)
         return be.xp.array(data, dtype=dtype, copy=True)
     except (OverflowError, ValueError) as e:  # tensor(nan, int64), tensor(1e39, int64)
         raise _conversion_error(e, dtype) from None
@@ -3504,7 +4086,8 @@ def _infer(data, found):
 
 def _takes_device(fn):
     """Let a function that makes a tensor take torch's device= ("cpu", "cuda", "numpy",
-    "cupy", or a tensor's .device) as another name for its backend=."""
+    "cupy", or a tensor's .device) as another name for its backend=, and torch's size= for
+    its sizes (zeros(size=(2, 3)), full(size=...)) and input= for the tensor of a *_like."""
     @functools.wraps(fn)
     def make(*args, device=None, **kwargs):
         if device is not None:
@@ -3513,9 +4096,16 @@ def _takes_device(fn):
                 raise ValueError(f"{fn.__name__}: device={device!r} and backend={backend!r} name "
                                  "two backends: give one")
             kwargs["backend"] = device
+        if kwargs and not names.keys().isdisjoint(kwargs):
+            args, kwargs = _renamed(fn.__name__, args, kwargs, names, 0)
         return fn(*args, **kwargs)
 
     sig = inspect.signature(fn)  # (none of them takes **kwargs: device= goes last)
+    params = list(sig.parameters.values())
+    names = {"size": None} if params and params[0].kind is params[0].VAR_POSITIONAL else \
+        {"size": "shape"} if "shape" in sig.parameters else {}
+    if params and params[0].name == "t":
+        names["input"] = "t"
     device = inspect.Parameter("device", inspect.Parameter.KEYWORD_ONLY, default=None)
     make.__signature__ = sig.replace(parameters=[*sig.parameters.values(), device])
     return make
@@ -3524,7 +4114,7 @@ def _takes_device(fn):
 @_takes_device
 def tensor(data, dtype=None, requires_grad=False, backend=None):
     """A new leaf tensor holding a copy of `data` (a list, number, array or tensor)."""
-    return Tensor(data, dtype=dtype, requires_grad=requires_grad, backend=backend)
+    return _fresh(data, dtype=dtype, requires_grad=requires_grad, backend=backend)
 
 
 def _make(name, fill, dtype, requires_grad, backend, **settings):
@@ -3883,11 +4473,12 @@ def _drawing(generator, backend, where):
 
 
 @_takes_device
-def arange(start, end=None, step=1, dtype=None, requires_grad=False, backend=None):
+def arange(start=None, end=None, step=1, dtype=None, requires_grad=False, backend=None):
     """start, start + step, ... below end; integers give int64, floats the default dtype (a
-    0-d tensor counts as its number, as in torch)."""
+    0-d tensor counts as its number, as in torch). arange(n) and arange(end=n) start at 0."""
+    start, end = (0, start) if end is None else (0 if start is None else start, end)
     if end is None:
-        start, end = 0, start
+        raise TypeError("arange() missing its end: arange(end), arange(start, end[, step])")
     if not (type(start) is int and type(end) is int and type(step) is int and step) or \
             dtype is not None:
         start, end, step, dtype = _arange_args(start, end, step, dtype)
@@ -4020,10 +4611,15 @@ def randn_like(t, dtype=None, requires_grad=False, backend=None):
 
 
 @_takes_device
-def randint(low, high=None, size=None, *, generator=None, dtype=None, requires_grad=False,
+def randint(low=None, high=None, size=None, *, generator=None, dtype=None, requires_grad=False,
             backend=None):
-    """Random integers in [low, high) (randint(high, size) means low = 0), int64 by default;
-    bounds the dtype cannot hold are an error, as torch's."""
+    """Random integers in [low, high) (randint(high, size) and randint(high=, size=) mean
+    low = 0), int64 by default; bounds the dtype cannot hold are an error, as torch's."""
+    if low is None:
+        if high is None:
+            raise TypeError("randint() missing its high: randint(high, size), randint(low, "
+                            "high, size)")
+        low, high = high, None
     if size is None and isinstance(high, (tuple, list)):  # randint(high, size), as torch
         low, high, size = 0, low, high
     if size is None:
@@ -4217,4 +4813,4 @@ def as_tensor(data, dtype=None, backend=None):
     if isinstance(data, np.ndarray) and be.name == "numpy" and data.dtype.isnative and (
             dtype is None or as_dtype(dtype) == data.dtype):
         return from_numpy(data)
-    return Tensor(data, dtype=dtype, backend=be)
+    return _fresh(data, dtype=dtype, backend=be)

@@ -612,8 +612,8 @@ def show(root, **kwargs):
     """The same picture as an object a notebook shows inline (SVG through `dot`, or the DOT
     text without Graphviz); no graphviz package needed. Keyword arguments are `to_dot`'s."""
     text = to_dot(root, **kwargs)
-    shapes = ", ".join(str(t.shape) for t in root) if isinstance(root, (tuple, list)) else \
-        root.shape
+    shapes = ", ".join(fmt_shape(t.shape) for t in root) if isinstance(root, (tuple, list)) \
+        else fmt_shape(root.shape)
     return display.Graph(text, shutil.which("dot"), summary=f"tinyattn graph of {shapes}")
 
 

@@ -266,16 +266,22 @@ def test_in_place_dtype_and_shape_rules():
     np.testing.assert_array_equal(i.numpy(), [3, 4, 5])
 
 
-def test_recorded_in_place_on_a_tensor_with_a_live_view_is_refused():
+def test_recorded_in_place_on_a_tensor_with_a_live_view_is_recorded_as_torch():
+    """The view follows the change (its history is rewritten: tests/core/test_inplace_views.py);
+    a detach() with a graph of its own, which would not see it, is still refused."""
     a = leaf([[1.0, 2.0], [3.0, 4.0]])
     h = a * 1.0
     view = h[0]
+    h += 1.0
+    h[0] = h[0] * 3.0
+    (h.sum() + view.sum()).backward()  # view is h[0]: 3 * (a[0] + 1)
+    np.testing.assert_array_equal(a.grad.numpy(), [[6.0, 6.0], [1.0, 1.0]])
+    h = a * 1.0
+    alias = h.detach().requires_grad_()
     with pytest.raises(ta.GraphError, match="shares its memory with another live tensor"):
         h += 1.0
-    del view  # no live view left: recorded as torch records it
-    h[0] = h[0] * 3.0
-    h.sum().backward()
-    np.testing.assert_array_equal(a.grad.numpy(), [[3.0, 3.0], [1.0, 1.0]])
+    del alias  # no live alias left: recorded as torch records it
+    h += 1.0
 
 
 # ---- the version check ---------------------------------------------------------------------------

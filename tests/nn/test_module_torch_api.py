@@ -76,7 +76,8 @@ def test_parameters_buffers_and_state_dict_take_torchs_arguments():
     kept = ours.state_dict(keep_vars=True)
     assert kept["0.weight"] is ours[0].weight and not ours.state_dict()["0.weight"].requires_grad
     dest = {"other": 1}
-    assert ours.state_dict(dest) is dest and "0.bias" in dest
+    with pytest.warns(FutureWarning, match="positional"):  # deprecated, as torch's
+        assert ours.state_dict(dest) is dest and "0.bias" in dest
     shared = nn.Linear(2, 2)
     tied = nn.Sequential(shared, shared)
     tshared = torch.nn.Linear(2, 2)

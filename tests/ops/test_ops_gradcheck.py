@@ -29,7 +29,8 @@ UNARY_ELEMENTWISE = ("neg", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "ab
                      "exp2", "expm1", "log2", "log10", "log1p", "erf", "square", "rsqrt",
                      "floor", "ceil", "trunc", "round", "sign", "frac", "silu", "softplus",
                      "mish", "elu", "selu", "celu", "logsigmoid", "softsign", "leaky_relu",
-                     "hardtanh", "hardsigmoid", "hardswish")
+                     "hardtanh", "hardsigmoid", "hardswish", "tanhshrink", "threshold",
+                     "softshrink", "hardshrink")
 
 # Elementwise ops whose samples do not include the broadcasting grid: checked here over
 # it too (where: x and y over every broadcasting pair; the rest: x of every grid shape).

@@ -181,6 +181,12 @@ TORCH = {
     # torch has no gradient for floor_divide; floor(x / y) is the same function, flat a.e.
     "floor_divide": lambda x, y: torch.floor(x / y),
     "clamp": torch.clamp,
+    # special functions and order statistics (ops/special.py)
+    "erfc": torch.erfc, "erfinv": torch.erfinv, "lgamma": torch.lgamma,
+    "digamma": torch.digamma, "nanmedian": torch.nanmedian,
+    "quantile": lambda x, q, ignore_nan=False, **kw: (torch.nanquantile if ignore_nan else
+                                                      torch.quantile)(
+        x, torch.tensor(q, dtype=x.dtype) if isinstance(q, tuple) else q, **kw),
     "prod": lambda x, dim=None, keepdim=False: (torch.prod(x) if dim is None else
                                                 torch.prod(x, dim, keepdim)),
     "vector_norm": lambda x, ord=2, dim=None, keepdim=False: torch.linalg.vector_norm(  # noqa: A006
@@ -200,11 +206,15 @@ TORCH = {
     # relu6(x + 3) / 6 is the same function with the same edges, in float64
     "hardsigmoid": lambda x: TF.relu6(x + 3) / 6,
     "hardswish": TF.hardswish,
+    "tanhshrink": TF.tanhshrink, "threshold": TF.threshold, "softshrink": TF.softshrink,
+    "hardshrink": TF.hardshrink, "prelu": TF.prelu,
 }
 
 TORCHLESS = {
     "dropout": "its mask comes from tinyattn's own generator, which torch cannot reproduce; "
                "gradcheck covers its VJP and test_nn its train/eval behaviour",
+    "rrelu": "its slopes come from tinyattn's own generator, as dropout's mask; gradcheck "
+             "covers its VJP, tests/nn/test_shrink_threshold_prelu.py its eval form (torch's)",
 }
 
 

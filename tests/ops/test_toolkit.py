@@ -329,11 +329,10 @@ def test_random_integers_permutations_and_draws():
         ta.multinomial(ta.tensor([1.0, 1.0]), 3)
 
 
-def test_scatter_reduce_prod_is_refused_by_name():
-    x = ta.zeros(3)
-    with pytest.raises(ValueError, match=r"scatter_reduce.*'prod' \(torch's 'prod' is not "
-                                         r"implemented in tinyattn\)"):
-        x.scatter_reduce(0, ta.tensor([0, 1]), ta.ones(2), "prod")
+def test_scatter_reduce_knows_prod_and_refuses_other_names():
+    x = ta.full((3,), 2.0)
+    assert x.scatter_reduce(0, ta.tensor([0, 0]), ta.tensor([3.0, 4.0]), "prod").tolist() == [
+        24.0, 2.0, 2.0]
     with pytest.raises(ValueError, match=r"'PROD' \(not a reduction scatter_reduce knows\)"):
         x.scatter_reduce(0, ta.tensor([0, 1]), ta.ones(2), "PROD")  # (names are lowercase)
 
@@ -399,10 +398,14 @@ def test_composed_in_place_methods_follow_the_in_place_rules():
         y.sum().backward()
     v = ta.ones(4, requires_grad=True)
     view = (v * 1)
-    alias = view.reshape(2, 2)
+    alias = view.reshape(2, 2)  # a view: it follows the change, its history too (torch's)
+    view.masked_scatter_(view > 0, v * 2)
+    alias.sum().backward()
+    assert alias.numpy().tolist() == [[2.0, 2.0], [2.0, 2.0]] and v.grad.tolist() == [2.0] * 4
+    other = view.detach().requires_grad_()  # a graph of its own that would not see a change
     with pytest.raises(ta.GraphError, match="masked_scatter_: this tensor .* shares its memory"):
         view.masked_scatter_(view > 0, v * 2)
-    assert alias.shape == (2, 2)
+    assert other.shape == (4,)
 
 
 def test_composed_methods_edges_match_torch():

@@ -17,6 +17,7 @@ from .activation import (
     GELU,
     GLU,
     SELU,
+    Hardshrink,
     Hardsigmoid,
     Hardswish,
     Hardtanh,
@@ -24,15 +25,21 @@ from .activation import (
     LogSigmoid,
     LogSoftmax,
     Mish,
+    PReLU,
     ReLU,
     ReLU6,
+    RReLU,
     Sigmoid,
     SiLU,
     Softmax,
+    Softmax2d,
     Softmin,
     Softplus,
+    Softshrink,
     Softsign,
     Tanh,
+    Tanhshrink,
+    Threshold,
 )
 from .attention import MultiheadAttention, RotaryEmbedding
 from .encoder import (
@@ -98,6 +105,7 @@ __all__ = [
     "Softmin", "CosineSimilarity", "PairwiseDistance", "GLU", "TransformerEncoderLayer",
     "TransformerEncoder", "functional", "TransformerDecoderLayer", "TransformerDecoder",
     "Transformer", "BatchNorm1d", "BatchNorm2d", "GroupNorm",
+    "Tanhshrink", "Threshold", "Softshrink", "Hardshrink", "PReLU", "RReLU", "Softmax2d",
 ]
 
 sys.modules[__name__ + ".functional"] = functional  # the module, not a copy: one F

@@ -6,7 +6,9 @@ shown by repr as PyTorch shows them (inplace only when it is True).
 """
 
 from .. import functional as F
-from .module import Module
+from ..errors import ShapeError
+from ..tensor import full
+from .module import Module, Parameter
 
 
 class _Activation(Module):
@@ -153,8 +155,7 @@ class _ImplicitDim(_Dim):
 
     def forward(self, input):  # noqa: A002 - torch's argument name
         fn = type(self).fn
-        # (stacklevel 4: the warning points at the line that called the module)
-        dim = F._softmax_dim(self.dim, F._t(input).ndim, fn.__name__, stacklevel=4)
+        dim = F._softmax_dim(self.dim, F._t(input).ndim, fn.__name__)
         return fn(input, dim)
 
 
@@ -174,3 +175,74 @@ class GLU(_Dim):
     """The gated linear unit along dim (the last by default, as torch's GLU(dim=-1))."""
 
     fn = staticmethod(F.glu)
+
+
+class Tanhshrink(_NoSettings):
+    fn = staticmethod(F.tanhshrink)
+
+
+class Threshold(_Activation):
+    """value where x <= threshold, else x."""
+
+    fn, settings = staticmethod(F.threshold), ("threshold", "value", "inplace")
+
+    def __init__(self, threshold, value, inplace=False):
+        super().__init__()
+        self.threshold, self.value, self.inplace = threshold, value, inplace
+
+
+class Softshrink(_Activation):
+    fn, settings = staticmethod(F.softshrink), ("lambd",)
+
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def extra_repr(self):
+        return str(self.lambd)  # torch's: Softshrink(0.5)
+
+
+class Hardshrink(Softshrink):
+    fn = staticmethod(F.hardshrink)
+
+
+class RReLU(_Activation):
+    """Leaky relu with a random slope U(lower, upper) per entry in training mode, the mean
+    slope (lower + upper) / 2 in eval mode."""
+
+    settings = ("lower", "upper", "inplace")
+
+    def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, input):  # noqa: A002 - torch's argument name
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+
+class PReLU(Module):
+    """x where x > 0, else weight * x, with weight learned: one slope (num_parameters=1) or
+    one per channel (dim 1 of the input), each starting at `init`."""
+
+    def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
+        super().__init__()
+        self.num_parameters, self.init = num_parameters, init
+        self.weight = Parameter(full((num_parameters,), init, dtype=dtype))
+        if device is not None:
+            self.to(device)
+
+    def forward(self, input):  # noqa: A002 - torch's argument name
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self):
+        return f"num_parameters={self.num_parameters}"
+
+
+class Softmax2d(Module):
+    """softmax over the channels (dim -3) of a (C, H, W) or (N, C, H, W) input."""
+
+    def forward(self, input):  # noqa: A002 - torch's argument name
+        ndim = F._t(input).ndim
+        if ndim not in (3, 4):
+            raise ShapeError(f"Softmax2d: expected input to be 3D or 4D, got {ndim}D instead")
+        return F.softmax(input, -3)

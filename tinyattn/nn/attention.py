@@ -18,6 +18,11 @@ from .layers import Linear
 from .module import Module, Parameter
 
 
+class NonDynamicallyQuantizableLinear(Linear):
+    """A Linear under torch's name for MultiheadAttention's out_proj (torch marks it so its
+    quantization leaves it alone): the module prints as torch's does."""
+
+
 class MultiheadAttention(Module):
     """Attention from `query` to `key`/`value` with H heads, as torch.nn.MultiheadAttention:
     the same constructor, forward arguments, parameter names (in_proj_weight, in_proj_bias,
@@ -56,13 +61,14 @@ class MultiheadAttention(Module):
             self.bias_v = Parameter(zeros(1, 1, E, dtype=dtype))
         else:
             self.bias_k = self.bias_v = None
-        self.out_proj = Linear(E, E, bias=bias, dtype=dtype)
+        self.out_proj = NonDynamicallyQuantizableLinear(E, E, bias=bias, dtype=dtype)
         self._reset_parameters()
         if device is not None:
             self.to(device)
 
     def _reset_parameters(self):
-        """PyTorch's initialisation: Xavier-uniform projections, zero biases."""
+        """PyTorch's initialisation, in place: Xavier-uniform input projections, zero biases,
+        Xavier-normal bias_k and bias_v (out_proj's weight is left to out_proj, as torch's)."""
         for w in (self.in_proj_weight, self.q_proj_weight, self.k_proj_weight,
                   self.v_proj_weight):
             if w is not None:
@@ -73,6 +79,10 @@ class MultiheadAttention(Module):
         for b in (self.bias_k, self.bias_v):
             if b is not None:
                 init.xavier_normal_(b)
+
+    def reset_parameters(self):
+        """_reset_parameters() (torch's MultiheadAttention has only that one)."""
+        self._reset_parameters()
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
                 attn_mask=None, average_attn_weights=True, is_causal=False):
@@ -171,10 +181,6 @@ class MultiheadAttention(Module):
                                  f"{fmt_shape(m.shape)}")
             parts.append(_keep_or_add(m.reshape(N, 1, 1, S), "key_padding_mask"))
         return _combine_masks(parts, like.dtype)
-
-    def extra_repr(self):
-        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, " \
-            f"batch_first={self.batch_first}"
 
 
 def _attn_mask_4d(m, batched, N, H, L, S):  # noqa: N803

@@ -8,12 +8,11 @@ A tensor with no entries is returned as it is by kaiming_* and xavier_*, with to
 """
 
 import math
-import warnings
 
 import numpy as np
 
 from ..autograd import no_grad
-from ..errors import ShapeError, fmt_shape
+from ..errors import ShapeError, fmt_shape, warn_user
 from ..tensor import rand, randn
 
 __all__ = [
@@ -56,7 +55,7 @@ def _fans(tensor, name):
 def _nothing_to_draw(tensor):
     """True, with torch's warning, for a tensor without entries (its fans may be 0)."""
     if tensor.numel() == 0:
-        warnings.warn("Initializing zero-element tensors is a no-op", UserWarning, stacklevel=3)
+        warn_user("Initializing zero-element tensors is a no-op", UserWarning)
         return True
     return False
 
@@ -188,9 +187,9 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     if not a < b:
         raise ValueError(f"trunc_normal_: the interval [a, b] must have a < b, got a={a}, b={b}")
     if mean < a - 2 * std or mean > b + 2 * std:
-        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_ (torch warns "
-                      f"too): mean={mean}, std={std}, [a, b] = [{a}, {b}]; the values are drawn "
-                      "from the far tail", UserWarning, stacklevel=3)
+        warn_user("mean is more than 2 std from [a, b] in nn.init.trunc_normal_ (torch warns "
+                  f"too): mean={mean}, std={std}, [a, b] = [{a}, {b}]; the values are drawn "
+                  "from the far tail", UserWarning)
     lo, hi = (a - mean) / std, (b - mean) / std
     flip = lo > 0  # (mirrored: Φ near 1 would have lost every digit of 1 - Φ)
     if flip:

@@ -10,9 +10,11 @@ import math
 import numbers
 
 from .. import functional as F
+from ..autograd import no_grad
 from ..errors import DimError, ShapeError, fmt_shape
 from ..ops import nn as nn_ops
 from ..tensor import Tensor, ones, rand, randn, tensor, zeros
+from . import init
 from .module import Module, Parameter
 
 
@@ -31,6 +33,15 @@ def _sizes(normalized_shape, where):
             raise TypeError(f"{where}: normalized_shape must be an int or a sequence of ints, "
                             f"got {normalized_shape!r}")
     return tuple(int(size) for size in shape)
+
+
+def _ones_zeros(weight, bias):
+    """A norm's parameters back to torch's start, in place: weight ones, bias zeros (None:
+    absent)."""
+    if weight is not None:
+        init.ones_(weight)
+    if bias is not None:
+        init.zeros_(bias)
 
 
 def _place(module, device):
@@ -53,6 +64,15 @@ class Linear(Module):
     def forward(self, input):  # noqa: A002 - torch's argument name
         return F.linear(input, self.weight, self.bias)  # (..., in) -> (..., out)
 
+    def reset_parameters(self):
+        """torch's initialisation again, in place: weight kaiming_uniform_(a=√5), which is
+        U(-1/√in_features, 1/√in_features), and bias U of the same bound (0 with no inputs)."""
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in = self.weight.shape[1]
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0.0
+            init.uniform_(self.bias, -bound, bound)
+
     def extra_repr(self):
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}")
@@ -61,21 +81,38 @@ class Linear(Module):
 class Embedding(Module):
     """A table of num_embeddings vectors of size embedding_dim, looked up by integer id.
 
-    padding_idx: that row starts at zeros and gets no gradient (a padding token's vector)."""
+    padding_idx: that row starts at zeros and gets no gradient (a padding token's vector).
+    max_norm, norm_type, scale_grad_by_freq: as F.embedding's (torch's). sparse=True is
+    refused (tinyattn has no sparse gradients)."""
 
-    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, device=None, dtype=None):
+    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None,
+                 norm_type=2.0, scale_grad_by_freq=False, sparse=False, _weight=None,
+                 _freeze=False, device=None, dtype=None):
         super().__init__()
+        if sparse:
+            raise ValueError("Embedding: sparse=True (a sparse weight gradient) is not "
+                             "supported: tinyattn has no sparse tensors; leave it False")
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
-        weight = randn(num_embeddings, embedding_dim, dtype=dtype)
         if padding_idx is not None:
             padding_idx = F._padding_index(padding_idx, num_embeddings, "Embedding")
-            weight[padding_idx] = 0.0
+        if _weight is None:
+            weight = randn(num_embeddings, embedding_dim, dtype=dtype)
+            if padding_idx is not None:
+                weight[padding_idx] = 0.0
+        else:  # (torch's: the given table itself, its padding row as it is)
+            weight = _weight if isinstance(_weight, Tensor) else tensor(_weight)
+            if tuple(weight.shape) != (num_embeddings, embedding_dim):
+                raise ShapeError(f"Embedding: _weight must be ({num_embeddings}, "
+                                 f"{embedding_dim}), got {fmt_shape(weight.shape)}")
         self.padding_idx = padding_idx
-        self.weight = Parameter(weight)
+        self.max_norm, self.norm_type = max_norm, norm_type
+        self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
+        self.weight = Parameter(weight, requires_grad=not _freeze)
         _place(self, device)
 
     @classmethod
-    def from_pretrained(cls, embeddings, freeze=True, padding_idx=None):
+    def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None,
+                        norm_type=2.0, scale_grad_by_freq=False, sparse=False):
         """An Embedding whose weight is the 2-D tensor `embeddings` itself, its memory shared
         (frozen: no gradient, unless freeze=False), as torch's; the padding row keeps the
         given values. An array or a list is first made a tensor (a copy)."""
@@ -83,17 +120,33 @@ class Embedding(Module):
         if embeddings.ndim != 2:
             raise ShapeError(f"Embedding.from_pretrained: embeddings must be 2-D (rows, dim), "
                              f"got {fmt_shape(embeddings.shape)}")
-        m = cls(*embeddings.shape, padding_idx=padding_idx, dtype=embeddings.dtype)
-        m.weight = Parameter(embeddings, requires_grad=not freeze)
-        return m
+        return cls(*embeddings.shape, padding_idx=padding_idx, max_norm=max_norm,
+                   norm_type=norm_type, scale_grad_by_freq=scale_grad_by_freq, sparse=sparse,
+                   _weight=embeddings, _freeze=freeze)
 
     def forward(self, input):  # noqa: A002 - torch's argument name: the ids
         # (...) -> (..., embedding_dim)
-        return F.embedding(input, self.weight, padding_idx=self.padding_idx)
+        return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
+                           self.scale_grad_by_freq, self.sparse)
 
     def extra_repr(self):
-        pad = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
-        return f"{self.num_embeddings}, {self.embedding_dim}{pad}"
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx}"
+        if self.max_norm is not None:
+            s += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            s += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq is not False:
+            s += f", scale_grad_by_freq={self.scale_grad_by_freq}"
+        return s
+
+    def reset_parameters(self):
+        """torch's initialisation again, in place: weight N(0, 1), the padding row zero."""
+        init.normal_(self.weight)
+        if self.padding_idx is not None:
+            with no_grad():
+                self.weight[self.padding_idx] = 0.0
 
 
 class LayerNorm(Module):
@@ -112,6 +165,10 @@ class LayerNorm(Module):
 
     def forward(self, input):  # noqa: A002 - torch's argument name
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def reset_parameters(self):
+        """torch's initialisation again, in place: weight ones, bias zeros."""
+        _ones_zeros(self.weight, self.bias)
 
     def extra_repr(self):
         return (f"{self.normalized_shape}, eps={self.eps}, "
@@ -133,6 +190,10 @@ class RMSNorm(Module):
 
     def forward(self, x):
         return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+    def reset_parameters(self):
+        """torch's initialisation again, in place: weight ones."""
+        _ones_zeros(self.weight, None)
 
     def extra_repr(self):
         return (f"{self.normalized_shape}, eps={self.eps}, "
@@ -203,6 +264,21 @@ class _BatchNorm(Module):
             y = y * self.weight.reshape(shape)
         return y if self.bias is None else y + self.bias.reshape(shape)
 
+    def reset_running_stats(self):
+        """running_mean zeros, running_var ones, num_batches_tracked 0, in place (as torch's;
+        nothing without track_running_stats)."""
+        if self.track_running_stats:
+            with no_grad():
+                self.running_mean.zero_()
+                self.running_var.fill_(1)
+                self.num_batches_tracked.zero_()
+
+    def reset_parameters(self):
+        """reset_running_stats(), then weight ones and bias zeros, in place (as torch's)."""
+        self.reset_running_stats()
+        if self.affine:
+            _ones_zeros(self.weight, self.bias)
+
     def _state_defaults(self, prefix, state):
         """A checkpoint from before torch 0.4.1 has no num_batches_tracked: not missing, the
         module keeps its own count (0 if new), as torch's loading fills it in."""
@@ -252,6 +328,10 @@ class GroupNorm(Module):
             raise ShapeError(f"GroupNorm: expected input (N, {self.num_channels}, ...), got "
                              f"{fmt_shape(x.shape)}")
         return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+
+    def reset_parameters(self):
+        """torch's initialisation again, in place: weight ones, bias zeros."""
+        _ones_zeros(self.weight, self.bias)
 
     def extra_repr(self):
         return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
@@ -303,7 +383,9 @@ class Unflatten(Module):
 
     def __init__(self, dim, unflattened_size):
         super().__init__()
-        self.dim, self.unflattened_size = dim, tuple(unflattened_size)
+        # (kept as given, a list or a tuple, as torch's: its repr shows which)
+        self.dim, self.unflattened_size = dim, unflattened_size \
+            if isinstance(unflattened_size, (list, tuple)) else tuple(unflattened_size)
 
     def forward(self, input):  # noqa: A002 - torch's argument name
         x = input
@@ -311,7 +393,7 @@ class Unflatten(Module):
         if not 0 <= dim < x.ndim:
             raise DimError(f"Unflatten: dim {self.dim} is out of range for an input of shape "
                            f"{fmt_shape(x.shape)}")
-        sizes, n = self.unflattened_size, x.shape[dim]
+        sizes, n = tuple(self.unflattened_size), x.shape[dim]
         known = math.prod(s for s in sizes if s != -1)
         if sizes.count(-1) > 1 or (n != known if -1 not in sizes else known == 0 or n % known):
             raise ShapeError(f"Unflatten: dim {self.dim} of size {n} (input "

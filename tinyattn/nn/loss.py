@@ -4,17 +4,43 @@ tinyattn.functional (MSELoss -> F.mse_loss, CrossEntropyLoss -> F.cross_entropy,
 Class weights are buffers, as in PyTorch: they move with `to()` and sit in the state dict.
 """
 
+
 from .. import functional as F
+from ..errors import warn_user
 from .module import Module
 
 
-class _Loss(Module):
-    def __init__(self, reduction="mean"):
-        super().__init__()
-        self.reduction = reduction
+def _legacy_reduction(size_average, reduce, reduction):
+    """torch's deprecated size_average and reduce mapped to a reduction (with torch's
+    UserWarning): both None, `reduction` as given; reduce False, 'none'; size_average False,
+    'sum'; else 'mean'."""
+    if size_average is None and reduce is None:
+        return reduction
+    if reduce is False:
+        reduction = "none"
+    else:
+        reduction = "sum" if size_average is False else "mean"
+    warn_user(f"size_average and reduce args will be deprecated, please use "
+              f"reduction='{reduction}' instead.", UserWarning)
+    return reduction
 
-    def extra_repr(self):
-        return f"reduction={self.reduction!r}"
+
+class _Loss(Module):
+    """torch's losses: reduction (or the legacy size_average and reduce) and no extra_repr
+    (a loss prints as MSELoss(), as torch's)."""
+
+    def __init__(self, size_average=None, reduce=None, reduction="mean"):
+        super().__init__()
+        self.reduction = _legacy_reduction(size_average, reduce, reduction)
+
+
+class _WeightedLoss(_Loss):
+    """A loss with class weights, a buffer as in torch (it moves with to(), sits in the
+    state dict)."""
+
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
 
 
 class MSELoss(_Loss):
@@ -28,8 +54,8 @@ class L1Loss(_Loss):
 
 
 class SmoothL1Loss(_Loss):
-    def __init__(self, reduction="mean", beta=1.0):
-        super().__init__(reduction)
+    def __init__(self, size_average=None, reduce=None, reduction="mean", beta=1.0):
+        super().__init__(size_average, reduce, reduction)
         self.beta = beta
 
     def forward(self, input, target):  # noqa: A002
@@ -37,28 +63,28 @@ class SmoothL1Loss(_Loss):
 
 
 class HuberLoss(_Loss):
-    def __init__(self, reduction="mean", delta=1.0):
-        super().__init__(reduction)
+    def __init__(self, reduction="mean", delta=1.0):  # (no legacy arguments, as torch's)
+        super().__init__(reduction=reduction)
         self.delta = delta
 
     def forward(self, input, target):  # noqa: A002
         return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
 
 
-class NLLLoss(_Loss):
-    def __init__(self, weight=None, ignore_index=-100, reduction="mean"):
-        super().__init__(reduction)
-        self.register_buffer("weight", weight)
+class NLLLoss(_WeightedLoss):
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                 reduction="mean"):
+        super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index = ignore_index
 
     def forward(self, input, target):  # noqa: A002
         return F.nll_loss(input, target, self.weight, self.ignore_index, self.reduction)
 
 
-class CrossEntropyLoss(_Loss):
-    def __init__(self, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
-        super().__init__(reduction)
-        self.register_buffer("weight", weight)
+class CrossEntropyLoss(_WeightedLoss):
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                 reduction="mean", label_smoothing=0.0):
+        super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
 
     def forward(self, input, target):  # noqa: A002
@@ -66,18 +92,15 @@ class CrossEntropyLoss(_Loss):
                                self.label_smoothing)
 
 
-class BCELoss(_Loss):
-    def __init__(self, weight=None, reduction="mean"):
-        super().__init__(reduction)
-        self.register_buffer("weight", weight)
-
+class BCELoss(_WeightedLoss):
     def forward(self, input, target):  # noqa: A002
         return F.binary_cross_entropy(input, target, self.weight, self.reduction)
 
 
 class BCEWithLogitsLoss(_Loss):
-    def __init__(self, weight=None, reduction="mean", pos_weight=None):
-        super().__init__(reduction)
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean",
+                 pos_weight=None):
+        super().__init__(size_average, reduce, reduction)
         self.register_buffer("weight", weight)
         self.register_buffer("pos_weight", pos_weight)
 
@@ -87,8 +110,8 @@ class BCEWithLogitsLoss(_Loss):
 
 
 class KLDivLoss(_Loss):
-    def __init__(self, reduction="mean", log_target=False):
-        super().__init__(reduction)
+    def __init__(self, size_average=None, reduce=None, reduction="mean", log_target=False):
+        super().__init__(size_average, reduce, reduction)
         self.log_target = log_target
 
     def forward(self, input, target):  # noqa: A002

@@ -7,8 +7,9 @@ know which module made them (graph pictures group them). Containers: Sequential,
 ModuleDict, ParameterList and ParameterDict, with torch's list and dict methods.
 """
 
+import contextlib
 import operator
-import warnings
+import threading
 import weakref
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
@@ -27,8 +28,9 @@ from ..autograd import (
     share_version,
     zero_grads,
 )
-from ..errors import DTypeError, ShapeError, StateDictError, fmt_shape
-from ..tensor import Tensor, as_tensor, empty, to_args
+from ..dtypes import as_dtype
+from ..errors import DTypeError, ShapeError, StateDictError, fmt_shape, warn_user
+from ..tensor import Tensor, _type_named, as_tensor, empty, to_args
 
 
 class Parameter(Tensor):
@@ -53,6 +55,18 @@ class Parameter(Tensor):
 
     def __repr__(self):
         return "Parameter containing:\n" + super().__repr__()
+
+    def __deepcopy__(self, memo):
+        """A new Parameter (of this class) holding a copy of the values, with the same
+        requires_grad and name, and no .grad: torch's Parameter.__deepcopy__ (a plain tensor's
+        deep copy keeps its .grad)."""
+        if id(self) in memo:
+            return memo[id(self)]
+        new = type(self)._wrap(self.data.copy(), self.backend)
+        memo[id(self)] = new
+        new._require(self.requires_grad)
+        new._name = self._name
+        return new
 
 
 # bumped whenever any module tree changes (a module or parameter assigned or removed anywhere)
@@ -380,9 +394,9 @@ class Module:
                     hook(self, args, output)
                 output = output if out is None else out
             except Exception as e:
-                warnings.warn("module forward hook with ``always_call=True`` raised an "
-                              "exception that was silenced as another error was raised in "
-                              f"forward: {e}", UserWarning, stacklevel=4)
+                warn_user("module forward hook with ``always_call=True`` raised an "
+                          "exception that was silenced as another error was raised in "
+                          f"forward: {e}", UserWarning)
 
     def _pre_hooked(self, args, kwargs):
         """(args, kwargs) after the forward pre-hooks, each of which may replace them."""
@@ -482,8 +496,8 @@ class Module:
                 stack.extend([(dot + n, m) for n, m in reversed(module._modules.items())
                               if m is not None])
 
-    def modules(self):
-        return (m for _, m in self.named_modules())
+    def modules(self, remove_duplicate=True):
+        return (m for _, m in self.named_modules(remove_duplicate=remove_duplicate))
 
     def get_submodule(self, target):
         """The module at a dotted path ("blocks.0.attn"); "" is this module (as torch)."""
@@ -503,6 +517,34 @@ class Module:
             raise AttributeError(f"get_parameter: {type(module).__name__} has no parameter "
                                  f"{name!r} (looking up {target!r})")
         return module._parameters[name]
+
+    def get_buffer(self, target):
+        """The buffer at a dotted path ("0.running_mean"), as torch's (None for a buffer
+        registered as None)."""
+        path, _, name = target.rpartition(".")
+        module = self.get_submodule(path)
+        if name not in module._buffers:
+            what = "is not a buffer" if hasattr(module, name) else "does not exist"
+            raise AttributeError(f"get_buffer: {type(module).__name__}'s attribute {name!r} "
+                                 f"{what} (looking up {target!r})")
+        return module._buffers[name]
+
+    def set_submodule(self, target, module, strict=False):
+        """Put `module` at a dotted path ("blocks.0.attn"), as torch's: the parent must exist;
+        what is there must be a module (strict: there must be one), else AttributeError."""
+        if target == "":
+            raise ValueError("set_submodule: cannot set the submodule without a target name")
+        if not isinstance(module, Module):
+            raise ValueError(f"set_submodule: `module` is not an nn.Module, found "
+                             f"{type(module)}")
+        path, _, name = target.rpartition(".")
+        parent = self.get_submodule(path)
+        if strict and not hasattr(parent, name):
+            raise AttributeError(f"set_submodule: {type(parent).__name__} has no attribute "
+                                 f"`{name}` (strict=True replaces only an existing submodule)")
+        if hasattr(parent, name) and not isinstance(getattr(parent, name), Module):
+            raise AttributeError(f"set_submodule: `{name}` is not an nn.Module")
+        setattr(parent, name, module)
 
     def children(self):
         return (m for _, m in self.named_children())
@@ -560,16 +602,22 @@ class Module:
     # ---- modes and gradients -------------------------------------------------------------------
 
     def train(self, mode=True):
-        """Training mode (True) or evaluation mode (False) for this module and every module
-        inside it (Dropout drops only in training mode); returns the module."""
+        """Training mode (True) or evaluation mode (False) for this module and, through each
+        child's train(mode), every module inside it (Dropout drops only in training mode);
+        returns the module. eval() is train(False)."""
         if not isinstance(mode, (bool, np.bool_)):  # "no" or 0 would read as a mode, wrongly
             raise ValueError(f"{type(self).__name__}.train: mode must be True or False, got "
                              f"{mode!r}")
         mode = bool(mode)
-        for m in self.modules():
-            if m.training != mode:  # (a mode that changes: what a captured step must see)
-                _state_version[0] += 1
-            object.__setattr__(m, "training", mode)
+        if self.training != mode:  # (a mode that changes: what a captured step must see)
+            _state_version[0] += 1
+        object.__setattr__(self, "training", mode)
+        # then each child's own train(), as torch's (so an override of it is obeyed); a module
+        # inside itself once, not forever
+        with _entered(self, "train") as inside:
+            if not inside:
+                for child in self.children():
+                    child.train(mode)
         return self
 
     def eval(self):
@@ -587,28 +635,35 @@ class Module:
     def to(self, *args, dtype=None, device=None, non_blocking=False):
         """Move every parameter and buffer to a backend ("numpy"/"cpu", "cupy"/"cuda"), and/or
         cast the floating ones to a float dtype, in place, their gradients with them (kept, as
-        torch keeps them): torch's forms, to(device), to(dtype), to(device, dtype), to(tensor),
-        dtype= and device= (returns self)."""
-        device, dtype = to_args(args, device, dtype)
-        if dtype is not None and np.dtype(dtype).kind != "f":
-            raise DTypeError(f"Module.to: a module can only be cast to a float dtype, got "
-                             f"{np.dtype(dtype)}")
-        be = None if device is None else backends.backend(device)
-        dtype = None if dtype is None else np.dtype(dtype)
-        for t in [*self.parameters(), *self.buffers()]:
-            self._moved(t, be, dtype)
-            if t._grad is not None:  # kept, moved and cast with its tensor (torch's rule)
-                self._moved(t.grad, be, dtype)
+        torch keeps them): torch's forms, to(device), to(dtype), to(device, dtype), to(tensor)
+        (a tinyattn or a torch tensor: its device and dtype), dtype= and device=, a dtype
+        tinyattn's or torch's (torch.float64); returns self."""
+        if args and type(args[-1]) is bool:  # torch's positional non_blocking
+            args = args[:-1]
+        device, dtype = to_args(_torch_tensors_opened(args), device, dtype)
+        dtype = None if dtype is None else as_dtype(dtype)
+        if dtype is not None and dtype.kind != "f":
+            raise DTypeError(f"Module.to: a module can only be cast to a float dtype (as "
+                             f"torch's nn.Module.to), got {dtype}")
+        self._cast(None if device is None else backends.backend(device), dtype, every=False)
         return self
 
+    def _cast(self, be, dtype, every):
+        """Every parameter and buffer (and .grad) moved to backend `be` and cast to `dtype`
+        (None: no change there), in place: the floating ones only, or `every` one (type())."""
+        for t in [*self.parameters(), *self.buffers()]:
+            self._moved(t, be, dtype, every)
+            if t._grad is not None:  # kept, moved and cast with its tensor (torch's rule)
+                self._moved(t.grad, be, dtype, every)
+
     @staticmethod
-    def _moved(t, be, dtype):
+    def _moved(t, be, dtype, every=False):
         """Put tensor `t` on backend `be` and cast it to `dtype` if it is floating (integer
-        buffers keep theirs), in place; None: no change there."""
+        buffers keep theirs) or `every`, in place; None: no change there."""
         if be is not None and be is not t.backend:
             t.data = be.asarray(t.backend.to_numpy(t.data))
             t.backend = be
-        if dtype is not None and t.dtype.kind == "f":
+        if dtype is not None and (every or t.dtype.kind == "f") and t.dtype != dtype:
             t.data = t.data.astype(dtype)
 
     def cpu(self):
@@ -618,7 +673,18 @@ class Module:
         return self.to("cuda")
 
     def type(self, dst_type):
-        return self.to(dst_type)
+        """Every parameter and buffer cast to `dst_type` (a dtype, tinyattn's or torch's, or a
+        type name, "torch.DoubleTensor"), integer buffers too, as torch's Module.type (a
+        parameter that requires grad must stay floating); returns self."""
+        if isinstance(dst_type, str):
+            device, dtype = _type_named(dst_type)
+        else:
+            device, dtype = None, as_dtype(dst_type)
+        if dtype.kind != "f" and any(p.requires_grad for p in self.parameters()):
+            raise DTypeError(f"{type(self).__name__}.type: cannot cast to {dtype}: a parameter "
+                             "that requires grad must be floating point (as torch's)")
+        self._cast(None if device is None else backends.backend(device), dtype, every=True)
+        return self
 
     def half(self):
         return self.to(np.float16)
@@ -631,40 +697,49 @@ class Module:
 
     # ---- saving and loading --------------------------------------------------------------------
 
-    def state_dict(self, destination=None, prefix="", keep_vars=False):
+    def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
         """Every parameter and persistent buffer by its dotted path (tied weights, and a module
         used twice, under each of their names), in PyTorch's order: a module's parameters, its
         buffers, then its children. Keys start with `prefix`; values are detached unless
-        keep_vars; with `destination`, it is filled and returned."""
-        out = OrderedDict() if destination is None else destination
-        for key, t in self._state_tensors().items():
-            out[prefix + key] = t if keep_vars else t.detach()
+        keep_vars; with `destination`, it is filled and returned. As torch's, each module
+        writes its own entries (_save_to_state_dict) and then calls each child's state_dict(),
+        so an override of either is obeyed; the positional form is deprecated, as torch's."""
+        if args:
+            warn_user("state_dict: positional arguments are deprecated (as in torch); give "
+                      "destination=, prefix=, keep_vars=", FutureWarning)
+            destination = args[0] if destination is None else destination
+            prefix = args[1] if len(args) > 1 and prefix == "" else prefix
+            keep_vars = args[2] if len(args) > 2 and keep_vars is False else keep_vars
+        if destination is None:
+            destination = OrderedDict()
+        with _entered(self, "state_dict") as inside:
+            if inside:  # a module inside itself: once, where torch's recursion never ends
+                return destination
+            self._save_to_state_dict(destination, prefix, keep_vars)
+            for name, module in self._modules.items():
+                if module is not None:
+                    module.state_dict(destination=destination, prefix=prefix + name + ".",
+                                      keep_vars=keep_vars)
+        return destination
+
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        """This module's own parameters and persistent buffers (not its children's) into
+        `destination`, as torch's."""
+        for name, p in self._parameters.items():
+            if p is not None:
+                destination[prefix + name] = p if keep_vars else p.detach()
+        for name, b in self._buffers.items():
+            if b is not None and name not in self._non_persistent:
+                destination[prefix + name] = b if keep_vars else b.detach()
+
+    def _own_state(self):
+        """{name: tensor} of this module's parameters and persistent buffers that are set."""
+        out = {name: p for name, p in self._parameters.items() if p is not None}
+        out.update((name, b) for name, b in self._buffers.items()
+                   if b is not None and name not in self._non_persistent)
         return out
 
-    def _every_path(self):
-        """(prefix, module) for this module and each inside it at every path that holds it, as
-        torch's state_dict walks them (a module used twice: twice; one inside itself: once,
-        where torch recurses without end)."""
-        stack = [("", self, ())]
-        while stack:
-            prefix, module, above = stack.pop()
-            yield prefix, module
-            above += (module,)
-            stack.extend([(f"{prefix}{n}.", m, above) for n, m in reversed(module._modules.items())
-                          if m is not None and m not in above])
-
-    def _state_tensors(self):
-        out = OrderedDict()
-        for prefix, module in self._every_path():
-            for name, p in module._parameters.items():
-                if p is not None:
-                    out[prefix + name] = p
-            for name, b in module._buffers.items():
-                if b is not None and name not in module._non_persistent:
-                    out[prefix + name] = b
-        return out
-
-    def load_state_dict(self, state, strict=True, assign=False):
+    def load_state_dict(self, state_dict, strict=True, assign=False):
         """Copy values into the parameters and buffers; on any mismatch raise and change nothing.
 
         strict=True: keys must match exactly. Shapes must always match. What older checkpoints
@@ -674,55 +749,69 @@ class Module:
         is wrapped as a Parameter that shares it, a Parameter given is used itself; either keeps
         the old parameter's requires_grad); a tensor given under two keys becomes one parameter.
         An optimizer made before holds the old parameters: make it after, as with torch.
+        As torch's, each module reads its own entries (_load_from_state_dict, which an override
+        may change: rename keys, fill some in) from a copy of the state dict, its children
+        theirs; here every value is checked before any is written.
         A mismatch is a StateDictError: a CheckpointError (ValueError) and a RuntimeError, as
         torch's.
         """
         where = f"load_state_dict({type(self).__name__})"
-        if not isinstance(state, Mapping):
-            raise TypeError(f"{where}: Expected state_dict to be dict-like, got {type(state)}.")
-        state = self._with_defaults(state)
-        params = own = self._state_tensors()  # parameters and buffers
-        missing, unexpected, problems = _key_problems(own, state, strict)
-        convert = self._assignable if assign else self._loadable
-        values = {}  # every value checked and converted before any is copied (or assigned)
-        for key, value in state.items():
-            if key in params:
-                values[key] = convert(key, value, params[key], problems)
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(f"{where}: Expected state_dict to be dict-like, got "
+                            f"{type(state_dict)}.")
+        metadata = getattr(state_dict, "_metadata", None)
+        missing, unexpected, problems, pending = [], [], [], []
+        outer = getattr(_loading, "pending", None)
+        _loading.pending = pending  # the default _load_from_state_dict defers its writes here
+        try:
+            _load_tree(self, OrderedDict(state_dict), "", (), metadata, assign,
+                       (missing, unexpected, problems))
+        finally:
+            _loading.pending = outer
+        order = {key: n for n, key in enumerate(state_dict)}  # (the checkpoint's order)
+        unexpected.sort(key=lambda key: order.get(key, len(order)))
+        if strict:
+            problems = _key_problems(missing, unexpected) + problems
         if problems:
             raise StateDictError(f"{where}: nothing was loaded; " + "; ".join(problems))
-        if assign:
-            self._assign(values, own)
-            return IncompatibleKeys(missing, unexpected)
-        for key, array in values.items():  # into the parameters' own memory, as torch's copy_
-            p = params[key]
-            p.backend.xp.copyto(p.data, p.backend.asarray(array), casting="unsafe")
-            bump_version(p)
+        _commit(pending, assign)
         return IncompatibleKeys(missing, unexpected)
 
-    def _assign(self, values, own):
-        """Put each value load_state_dict(assign=True) checked in its module's slot (each, for
-        a module used twice): a parameter's as a Parameter, a buffer's as it is."""
-        owners = {}
-        for prefix, module in self._every_path():
-            for name in (*module._parameters, *module._buffers):
-                owners.setdefault(prefix + name, []).append((module, name))
-        made = {}  # id(given tensor) -> the Parameter it became: a tensor under two keys is one
-        for key, value in values.items():
-            old = own[key]
-            if isinstance(old, Parameter):
-                new = made.get(id(value))
-                if new is None and isinstance(value, Parameter):
-                    new = value
-                    new.requires_grad = old.requires_grad  # (torch's: the old one's setting)
-                elif new is None:  # the given memory as a Parameter, as torch's Parameter(t)
-                    new = Parameter._wrap(value.data, value.backend)
-                    share_version(value, new)
-                    new._require(old.requires_grad)
-                made[id(value)] = new
-            else:  # a buffer: the tensor itself (a Parameter's memory as a plain tensor)
-                new = value.detach() if isinstance(value, Parameter) else value
-            for module, name in owners[key]:
-                setattr(module, name, new)
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs):
+        """Read this module's own entries (not its children's) from `state_dict` (a copy: an
+        override may change it), as torch's: a value that does not fit is a message in
+        error_msgs; with strict, the keys it lacks go to missing_keys and those under `prefix`
+        that are neither its own nor a child's to unexpected_keys. Inside load_state_dict the
+        writes wait until every module's values are checked (nothing is loaded on an error);
+        called on its own, it writes at once."""
+        state_dict.update(self._state_defaults(prefix, state_dict))
+        own = self._own_state()
+        assign = local_metadata.get("assign_to_params_buffers", False)
+        convert = self._assignable if assign else self._loadable
+        pending = getattr(_loading, "pending", None)
+        alone, pending = pending is None, [] if pending is None else pending
+        for name, t in own.items():
+            key = prefix + name
+            if key in state_dict:
+                value = convert(key, state_dict[key], t, error_msgs)
+                if value is not None:
+                    pending.append((self, name, t, value))
+            elif strict:
+                missing_keys.append(key)
+        if strict:
+            unexpected_keys.extend(self._unexpected(state_dict, prefix, own))
+        if alone:
+            _commit(pending, assign)
+
+    def _unexpected(self, state_dict, prefix, own):
+        """The keys of `state_dict` under `prefix` that are neither this module's own tensors
+        nor under one of its children (None slots hold nothing)."""
+        for key in state_dict:
+            if key.startswith(prefix):
+                first, dot, _ = key[len(prefix):].partition(".")
+                if (self._modules.get(first) is None) if dot else first not in own:
+                    yield key
 
     @staticmethod
     def _assignable(key, value, p, problems):
@@ -746,14 +835,6 @@ class Module:
                             "a parameter that requires grad (only floating-point tensors can)")
             return None
         return value
-
-    def _with_defaults(self, state):
-        """`state`, with the entries its modules fill in for an older checkpoint (as torch's
-        _load_from_state_dict hooks); the caller's dict is never changed."""
-        filled = {}
-        for prefix, module in self._every_path():
-            filled.update(module._state_defaults(prefix, state))
-        return {**state, **filled} if filled else state
 
     def _state_defaults(self, prefix, state):
         """{key: value} for what `state` lacks of this module and may: none by default."""
@@ -789,8 +870,7 @@ class Module:
         are no children, else its lines and then the children's, one a line, indented."""
         extra = self.extra_repr()
         lines = extra.split("\n") if extra else []
-        children = [f"({name}): " + repr(m).replace("\n", "\n  ")
-                    for name, m in self._modules.items()]
+        children = [_indented(f"({name}): {m!r}") for name, m in self._modules.items()]
         if len(lines) == 1 and not children:
             return f"{type(self).__name__}({lines[0]})"
         body = "".join("\n  " + line for line in lines + children)
@@ -800,16 +880,106 @@ class Module:
         return ""
 
 
-def _key_problems(own, state, strict):
-    """(missing keys, unexpected keys, what load_state_dict refuses of them: both if strict)."""
-    missing = [k for k in own if k not in state]
-    unexpected = [k for k in state if k not in own]
+def _indented(text):
+    """A child's repr under its parent's: every line after the first indented by two spaces,
+    blank ones left empty (torch's _addindent)."""
+    first, *rest = text.split("\n")
+    return "\n".join([first] + [f"  {line}" if line.strip() else "" for line in rest])
+
+
+def _key_problems(missing, unexpected):
+    """What a strict load_state_dict refuses of the missing and unexpected keys."""
     problems = []
-    if strict and missing:
+    if missing:
         problems.append(f"missing keys: {', '.join(missing)}")
-    if strict and unexpected:
+    if unexpected:
         problems.append(f"unexpected keys: {', '.join(unexpected)}")
-    return missing, unexpected, problems
+    return problems
+
+
+def _load_tree(module, state, prefix, above, metadata, assign, found):
+    """load_state_dict's walk, as torch's: `module` reads its entries of `state`, then each
+    child (once per path that holds it; a module inside itself once) the entries under its
+    name. found: (missing keys, unexpected keys, problems), filled in."""
+    local = {} if metadata is None else dict(metadata.get(prefix[:-1], {}))
+    if assign:
+        local["assign_to_params_buffers"] = True
+    module._load_from_state_dict(state, prefix, local, True, *found)
+    above += (module,)
+    for name, child in module._modules.items():
+        if child is not None and child not in above:
+            inner = prefix + name + "."
+            _load_tree(child, {k: v for k, v in state.items() if k.startswith(inner)}, inner,
+                       above, metadata, assign, found)
+
+
+def _commit(pending, assign):
+    """Write what _load_from_state_dict checked, [(module, name, old tensor, value)]: copied
+    into the old tensor's memory (as torch's copy_), or with assign put in its slot (a value
+    given under two keys becomes one Parameter)."""
+    made = {}  # id(given tensor) -> the Parameter it became
+    for module, name, old, value in pending:
+        if assign:
+            setattr(module, name, _assigned(old, value, made))
+        else:
+            old.backend.xp.copyto(old.data, old.backend.asarray(value), casting="unsafe")
+            bump_version(old)
+
+
+def _assigned(old, value, made):
+    """What takes `old`'s place with assign=True: for a parameter, `value` as a Parameter
+    (itself if it is one; else one sharing its memory) with old's requires_grad; for a buffer,
+    the tensor itself (a Parameter's memory as a plain tensor)."""
+    if not isinstance(old, Parameter):
+        return value.detach() if isinstance(value, Parameter) else value
+    new = made.get(id(value))
+    if new is None and isinstance(value, Parameter):
+        new = value
+        new.requires_grad = old.requires_grad  # (torch's: the old one's setting)
+    elif new is None:  # the given memory as a Parameter, as torch's Parameter(t)
+        new = Parameter._wrap(value.data, value.backend)
+        share_version(value, new)
+        new._require(old.requires_grad)
+    made[id(value)] = new
+    return new
+
+
+_loading = threading.local()  # .pending: the writes of the load_state_dict in progress
+_walking = threading.local()  # .paths: {walk: ids of the modules on its path} (see _entered)
+
+
+@contextlib.contextmanager
+def _entered(module, walk):
+    """For a recursive walk (train, state_dict) through each child's own method: True when
+    `module` is already on this thread's path of that walk (a module inside itself), else
+    False, with `module` on the path while the block runs."""
+    paths = getattr(_walking, "paths", None)
+    if paths is None:
+        paths = _walking.paths = {}
+    path = paths.setdefault(walk, set())
+    if id(module) in path:
+        yield True
+        return
+    path.add(id(module))
+    try:
+        yield False
+    finally:
+        path.discard(id(module))
+
+
+def _torch_tensors_opened(args):
+    """Module.to's positional arguments with a torch tensor as its device and dtype and a
+    torch device as its type ("cuda:0" -> "cuda"); the others as they are."""
+    out = []
+    for arg in args:
+        if type(arg).__module__.split(".")[0] == "torch" and hasattr(arg, "device") and \
+                hasattr(arg, "dtype"):
+            out += [arg.device.type, arg.dtype]
+        elif type(arg).__module__.split(".")[0] == "torch" and hasattr(arg, "index"):
+            out.append(arg.type)
+        else:
+            out.append(arg)
+    return tuple(out)
 
 
 class IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -947,6 +1117,22 @@ class Sequential(_Indexed):
 
 class ModuleList(_Indexed):
     """A list of modules; it has no forward of its own."""
+
+    def __repr__(self):
+        """torch's: a run of entries whose reprs are the same, one line, "(0-2): 3 x ...";
+        "ModuleList()" when empty."""
+        reprs = [repr(m) for m in self]
+        if not reprs:
+            return f"{type(self).__name__}()"
+        runs = []  # [first index, last index, repr]
+        for i, text in enumerate(reprs):
+            if runs and runs[-1][2] == text:
+                runs[-1][1] = i
+            else:
+                runs.append([i, i, text])
+        lines = [_indented(f"({a}): {text}" if a == b else f"({a}-{b}): {b - a + 1} x {text}")
+                 for a, b, text in runs]
+        return f"{type(self).__name__}(\n  " + "\n  ".join(lines) + "\n)"
 
 
 class _BackwardWatch:
@@ -1270,6 +1456,22 @@ class ParameterDict(Module):
     def copy(self):
         """A new ParameterDict holding the same values, in the same order."""
         return ParameterDict(OrderedDict(self.items()))
+
+    def __or__(self, other):
+        """A new ParameterDict: this one's entries, then other's (over the same keys)."""
+        out = self.copy()
+        out.update(other)
+        return out
+
+    def __ror__(self, other):
+        """other | this, as torch's: a copy of other (other.copy()) updated with this one."""
+        out = other.copy()
+        out.update(self)
+        return out
+
+    def __ior__(self, other):
+        self.update(other)
+        return self
 
     @classmethod
     def fromkeys(cls, keys, default=None):

@@ -1,8 +1,8 @@
 """Ops: the registry of every op, merged from the family files.
 
 Each family file (elementwise, pointwise, activation, reduce, scan, shape, index, matmul, softmax,
-mask, nn, attention) defines its ops with `@op` from ops/op.py, each forward directly above its VJP,
-and lists them in OPS.
+mask, nn, attention, special) defines its ops with `@op` from ops/op.py, each forward directly
+above its VJP, and lists them in OPS.
 REGISTRY maps every op's name to its Op.
 """
 
@@ -10,6 +10,7 @@ from . import (
     activation,
     attention,
     elementwise,
+    half,  # noqa: F401 (float16 forms of the ops, for dtypes.promoted)
     index,
     mask,
     matmul,
@@ -19,13 +20,14 @@ from . import (
     scan,
     shape,
     softmax,
+    special,
 )
 from .op import Op, op
 
 __all__ = ["Op", "op", "REGISTRY", "FAMILIES"]
 
 FAMILIES = (elementwise, pointwise, activation, reduce, scan, shape, index, matmul, softmax,
-            mask, nn, attention)
+            mask, nn, attention, special)
 
 
 def _merge(families):

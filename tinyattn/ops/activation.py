@@ -1,6 +1,7 @@
 """Activations beyond relu, tanh, sigmoid and gelu: the smooth ones (silu, softplus, mish, elu,
-selu, celu, logsigmoid, softsign) and the piecewise-linear ones (leaky_relu, hardtanh, relu6,
-hardsigmoid, hardswish).
+selu, celu, logsigmoid, softsign, tanhshrink), the piecewise-linear ones (leaky_relu, hardtanh,
+relu6, hardsigmoid, hardswish, threshold, softshrink, hardshrink), prelu (a learned slope) and
+rrelu's training form (random slopes).
 
 Each is one node with its derivative written out, as torch's are. Where a piecewise one has a
 kink, the gradient there is torch's choice (noted in the VJP). The smooth ones take float16 in
@@ -9,11 +10,11 @@ float32 (`wide`) and round once, as torch. Every forward sits directly above its
 
 import math
 
-from ..errors import DTypeError
+from ..errors import DTypeError, ShapeError, fmt_shape
 from .elementwise import masked, sigmoid_of
-from .index import fill_value
+from .index import fill_value, largest
 from .op import op, quiet, wide
-from .samples import case, unary_grid, vals
+from .samples import GRID, case, unary_grid, vals
 
 SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946
@@ -253,5 +254,155 @@ def hardswish_vjp(be, g, saved):
     return (xp.where(x <= -3, 0, xp.where(x < 3, g * (x / 3 + 0.5), g)),)
 
 
+# ---- shrinks, threshold, prelu and rrelu ---------------------------------------------------------
+
+
+@op("tanhshrink", "gx = g * tanh(x)²", samples=unary_grid())
+def tanhshrink(be, x):
+    """out = x - tanh(x)"""
+    _floating(x, "tanhshrink")  # (functional.tanhshrink takes integers in the default float)
+    t = be.xp.tanh(x)
+    return x - t, (t,)
+
+
+@tanhshrink.defvjp
+def tanhshrink_vjp(be, g, saved):
+    (t,) = saved
+    return (g * (t * t),)
+
+
+def _not_bool(x, name):
+    if x.dtype.kind == "b":
+        raise DTypeError(f"{name}: bool inputs are not supported (torch's rule); convert them "
+                         "with .long() or .float()")
+
+
+@op("threshold", "gx = g where x > threshold (or NaN), else 0", saves={0: 0},
+    samples=[case(vals([-1.0, 0.3, 0.7, 2.0]), threshold=0.5, value=-7.0),
+             *(case(s, threshold=0.1, value=20.0) for s in GRID)])
+def threshold(be, x, threshold, value):
+    """out = value where x <= threshold, else x (a NaN x stays NaN)"""
+    _not_bool(x, "threshold")  # an integer x keeps its dtype; both numbers are converted to it
+    threshold = fill_value(threshold, x.dtype, "threshold")  # (cut toward 0, range-checked,
+    value = fill_value(value, x.dtype, "threshold")  # as torch converts them)
+    return be.xp.where(x <= threshold, value, x).astype(x.dtype, copy=False), (x,)
+
+
+@threshold.defvjp
+def threshold_vjp(be, g, saved, threshold, value):
+    (x,) = saved
+    return (masked(be.xp, g, ~(x <= threshold)),)
+
+
+def _check_lambd(dtype, lambd, name):
+    top = largest(dtype)
+    if not 0 <= lambd <= top:  # (NaN too)
+        raise ValueError(f"{name}: lambd must be in [0, {top:g}] for a {dtype} input, got "
+                         f"{lambd!r} (torch's rule)")
+
+
+@op("softshrink", "gx = g where |x| > lambd (or NaN), else 0", saves={0: 0},
+    samples=[case((2, 3), lambd=0.3), case(vals([-2.0, -0.2, 0.3, 1.5])), *unary_grid()])
+def softshrink(be, x, lambd=0.5):
+    """out = x - lambd where x > lambd, x + lambd where x < -lambd, else 0 (NaN stays)"""
+    _floating(x, "softshrink")
+    _check_lambd(x.dtype, lambd, "softshrink")
+    xp = be.xp
+    inside = (x >= -lambd) & (x <= lambd)
+    return xp.where(inside, 0, x - xp.sign(x) * lambd).astype(x.dtype, copy=False), (x,)
+
+
+@softshrink.defvjp
+def softshrink_vjp(be, g, saved, lambd=0.5):
+    (x,) = saved  # at ±lambd: 0, as torch
+    return (masked(be.xp, g, ~((x >= -lambd) & (x <= lambd))),)
+
+
+@op("hardshrink", "gx = g where |x| > lambd (or NaN), else 0", saves={0: 0},
+    samples=[case((2, 3), lambd=0.3), case(vals([-2.0, -0.2, 0.3, 1.5])), *unary_grid()])
+def hardshrink(be, x, lambd=0.5):
+    """out = x where |x| > lambd, else 0 (torch: any lambd; a negative one keeps every x)"""
+    _floating(x, "hardshrink")
+    keep = ~((x >= -lambd) & (x <= lambd))
+    return be.xp.where(keep, x, 0).astype(x.dtype, copy=False), (x,)
+
+
+@hardshrink.defvjp
+def hardshrink_vjp(be, g, saved, lambd=0.5):
+    (x,) = saved
+    return (masked(be.xp, g, ~((x >= -lambd) & (x <= lambd))),)
+
+
+def _prelu_weight(x, weight):
+    """prelu's weight shaped to broadcast over x's channel dim (dim 1; none below 2 dims),
+    checked as torch checks it."""
+    if x.dtype.kind != "f" or weight.dtype.kind != "f":
+        bad = x.dtype if x.dtype.kind != "f" else weight.dtype
+        raise DTypeError(f"prelu: needs floating-point input and weight, got {bad} (torch's "
+                         "rule too); convert it with .float()")
+    if x.dtype != weight.dtype:
+        raise DTypeError(f"prelu: input is {x.dtype} and weight {weight.dtype}; torch does not "
+                         "promote them here: give both one dtype")
+    if weight.ndim > 1:
+        raise ShapeError(f"prelu: weight must be 0-d or 1-D (one slope, or one per channel), "
+                         f"got {fmt_shape(weight.shape)}")
+    channels = x.shape[1] if x.ndim >= 2 else 1
+    if weight.size not in (1, channels):
+        raise ShapeError(f"prelu: weight has {weight.size} slopes but input "
+                         f"{fmt_shape(x.shape)} has {channels} channel{'s' * (channels != 1)} "
+                         "(dim 1; one below 2 dims): give 1 slope or one per channel")
+    if weight.size == 1:
+        return weight.reshape(())
+    return weight.reshape((1, channels) + (1,) * (x.ndim - 2))
+
+
+@op("prelu", "gx = g where x > 0, else g * w; gw = sum(g * x where x <= 0) but over dim 1",
+    grads=("gx", "gw"), saves={0: 0, 1: 1},
+    samples=[case((2, 3, 4), (3,)), case((2, 3), (1,)), case((3,), ()), case((), (1,)),
+             case(vals([-1.0, -0.5, 2.0]), vals([0.25])), case((2, 3, 2, 2), (3,))])
+def prelu(be, x, weight):
+    """out = x where x > 0, else w x: one learned slope w, or one per channel (dim 1)"""
+    w = _prelu_weight(x, weight)
+    return be.xp.where(x > 0, x, w * x), (x, weight)
+
+
+@prelu.defvjp
+def prelu_vjp(be, g, saved):
+    x, weight = saved  # at 0: g * w and x g = 0 (torch's choice)
+    xp = be.xp
+    w = _prelu_weight(x, weight)
+    gx = xp.where(x > 0, g, g * w)
+    gw_all = xp.where(x > 0, 0, g * x)
+    axes = tuple(d for d in range(x.ndim) if weight.size == 1 or d != 1)
+    gw = gw_all.sum(axis=axes).reshape(weight.shape).astype(weight.dtype, copy=False)
+    return gx, gw
+
+
+def _seeded(params):
+    """graphcheck re-runs rrelu with a fixed seed, so its VJP is checked for that draw."""
+    return {**params, "seed": 0} if params.get("seed") is None else params
+
+
+@op("rrelu", "gx = g where x > 0, else g * r (r ~ U(lower, upper), drawn in the forward)",
+    float64_params=_seeded,
+    samples=[case((4, 5), seed=0), case((2, 3), lower=0.1, upper=0.9, seed=3),
+             case(vals([-1.0, 0.5, -2.0]), lower=0.2, upper=0.2, seed=1)])
+def rrelu(be, x, lower=1.0 / 8, upper=1.0 / 3, seed=None):
+    """out = x where x > 0, else r x with r ~ U(lower, upper) per entry (rrelu in training;
+    torch's draw too for x = 0); r from the backend's generator, or a fresh one seeded `seed`"""
+    _floating(x, "rrelu")
+    xw = wide(x)
+    # (drawn in float32 whatever x's dtype: graphcheck's float64 re-run sees the same slopes)
+    u = be.rand(x.shape, "float32", seed=seed).astype(xw.dtype, copy=False)
+    noise = be.xp.where(xw > 0, 1, lower + (upper - lower) * u).astype(xw.dtype, copy=False)
+    return (xw * noise).astype(x.dtype, copy=False), (noise,)
+
+
+@rrelu.defvjp
+def rrelu_vjp(be, g, saved, lower=1.0 / 8, upper=1.0 / 3, seed=None):
+    (noise,) = saved
+    return ((g * noise).astype(g.dtype, copy=False),)
+
+
 OPS = (silu, softplus, mish, elu, selu, celu, logsigmoid, softsign, leaky_relu, hardtanh,
-       hardsigmoid, hardswish)
+       hardsigmoid, hardswish, tanhshrink, threshold, softshrink, hardshrink, prelu, rrelu)

@@ -11,6 +11,8 @@ import operator
 
 import numpy as np
 
+from ..dtypes import HALF
+from ..errors import DTypeError
 from . import traps
 from .op import is_const, op, quiet, wide
 from .samples import binary_grid, case, const, pos, unary_grid, vals
@@ -257,6 +259,9 @@ def sigmoid_of(xp, x):
     samples=unary_grid())
 def relu(be, x):
     """out = max(x, 0)"""
+    if x.dtype.kind == "b":  # (NumPy's maximum(True, 0) is int64; torch refuses bool)
+        raise DTypeError("relu: bool inputs are not supported (torch's rule); convert them "
+                         "with .long() or .float()")
     out = be.xp.maximum(x, 0)
     return out, (out,)
 
@@ -271,6 +276,9 @@ def relu_vjp(be, g, saved):
     samples=unary_grid())
 def absolute(be, x):
     """out = |x|"""
+    if x.dtype.kind == "b":  # (NumPy's abs of bools is themselves; torch refuses them)
+        raise DTypeError("abs: not implemented for bool tensors (torch's rule); convert them "
+                         "with .long() or .float()")
     return be.xp.abs(x), (x,)
 
 
@@ -396,7 +404,10 @@ def _cast_float64(params):
     samples=[case((2, 3), dtype=np.float64)])
 def cast(be, x, dtype):
     """out = x converted to dtype (float to float: the gradient flows back)"""
-    return x.astype(dtype), (x.dtype,)
+    if dtype is not HALF:
+        return x.astype(dtype), (x.dtype,)
+    with quiet():  # (past 65504: inf, as torch, without NumPy's overflow warning)
+        return x.astype(dtype), (x.dtype,)
 
 
 @cast.defvjp

@@ -21,7 +21,7 @@ import numpy as np
 from ..dtypes import int_range, promote_types
 from ..errors import DimError, DTypeError, fmt_shape
 from .matmul import same_dtype
-from .op import dim1, op
+from .op import dim1, op, quiet
 from .samples import case, const, vals
 
 
@@ -165,7 +165,7 @@ def scatter_add_vjp(be, g, saved, dim):
     return g, None, _src_grad(be, g, places, src_shape)
 
 
-REDUCTIONS = ("sum", "mean", "amax", "amin")
+REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
 
 
 def check_reduction(reduce):
@@ -173,14 +173,13 @@ def check_reduction(reduce):
     before the op, so that the error stays a ValueError: inside the op it reads as a shape
     error)."""
     if reduce not in REDUCTIONS:
-        why = "torch's 'prod' is not implemented in tinyattn" if reduce == "prod" else \
-            "not a reduction scatter_reduce knows"
         raise ValueError(f"scatter_reduce: reduce must be one of {', '.join(REDUCTIONS)}, got "
-                         f"{reduce!r} ({why})")
+                         f"{reduce!r} (not a reduction scatter_reduce knows)")
 
 
-@op("scatter_reduce", "gx = g * [x counts] / count (amax/amin: x's share of the ties), "
-    "gsrc = (g / count)[places] * [src counts]", grads=("gx", None, "gsrc"), nondiff=(1,),
+@op("scatter_reduce", "gx = g * [x counts] / count (amax/amin: x's share of the ties; prod: "
+    "g * the product of the others), gsrc = (g / count)[places] * [src counts] (prod: g times "
+    "the product of the others)", grads=("gx", None, "gsrc"), nondiff=(1,),
     samples=[case((3, 4), const([[0, 2, 2], [1, 0, 0]]), (2, 3), dim=1, reduce="sum"),
              case((3, 4), const([[0, 2, 2], [1, 0, 0]]), (2, 3), dim=1, reduce="mean",
                   include_self=False),
@@ -188,16 +187,24 @@ def check_reduction(reduce):
              case(vals([[0.5, -1.0, 2.0], [1.0, 0.0, 3.0]]), const([[0, 0, 1], [2, 2, 2]]),
                   vals([[0.2, 0.7, 2.5], [1.5, -0.5, 1.5]]), dim=1, reduce="amax"),
              case(vals([[0.5, -1.0, 2.0]]), const([[0, 0, 1]]), vals([[0.2, -3.0, 4.0]]), dim=1,
-                  reduce="amin", include_self=False)])
+                  reduce="amin", include_self=False),
+             case((3, 4), const([[0, 2, 2], [1, 0, 0]]), (2, 3), dim=1, reduce="prod"),
+             case(vals([[0.0, 2.0, 3.0], [1.5, 0.0, -1.0]]), const([[0, 0, 1], [2, 2, 2]]),
+                  vals([[0.0, 0.7, 2.5], [1.5, 0.0, 0.0]]), dim=1, reduce="prod"),
+             case((2, 4), const([[0, 2, 2, 1]]), (1, 4), dim=1, reduce="prod",
+                  include_self=False)])
 def scatter_reduce(be, x, index, src, dim, reduce, include_self=True):
     """out[index[i, j], j] = reduce(x there (if include_self), every src[i, j] sent there),
-    reduce "sum", "mean", "amax" or "amin"; places nothing is sent to keep x"""
+    reduce "sum", "prod", "mean", "amax" or "amin"; places nothing is sent to keep x"""
     check_reduction(reduce)
     xp = be.xp
     axis, places, part = scatter_places(be, x, index, src, dim, "scatter_reduce")
     touched = xp.zeros(x.shape, dtype=bool)
     touched[places] = True
     dropped = touched if not include_self else xp.zeros(x.shape, dtype=bool)  # x not counted
+    if reduce == "prod":
+        out, factors = _scatter_prod(be, x, places, part, axis, dropped)
+        return out, (factors, places, src.shape)
     if reduce in ("sum", "mean"):
         out = xp.where(dropped, 0, x).astype(x.dtype, copy=False)
         be.scatter_add(out, places, part)
@@ -217,6 +224,38 @@ def scatter_reduce(be, x, index, src, dim, reduce, include_self=True):
     return out, (places, src.shape, src_wins, xp.maximum(count, 1), ~self_wins)
 
 
+def _multiply_at(xp, out, places, values, axis):
+    """out[places] *= values, repeated places multiplied in turn: one slice of the index along
+    axis at a time, whose places all differ (the other coordinates do), so no backend needs a
+    multiply.at."""
+    full = xp.broadcast_arrays(*places)
+    for i in range(values.shape[axis]):
+        out[tuple(p.take(i, axis=axis) for p in full)] *= values.take(i, axis=axis)
+
+
+def _scatter_prod(be, x, places, part, axis, dropped):
+    """(out, (self factor, src factor)) of the product reduction: g times a factor is each
+    input's gradient, the product of the others, as torch computes it (a zero divided out
+    only where it is the only zero: its factor is the product of the others, made again)."""
+    xp = be.xp
+    out = xp.where(dropped, 1, x).astype(x.dtype, copy=False)
+    _multiply_at(xp, out, places, part, axis)
+    if x.dtype.kind != "f":
+        return out, None
+    with quiet():
+        masked = xp.where(x == 0, 1, x)
+        others = xp.where(dropped, 1, masked)
+        _multiply_at(xp, others, places, part, axis)
+        zero = part == 0
+        zeros_at = xp.zeros(x.shape, dtype=x.dtype)
+        be.scatter_add(zeros_at, places, zero.astype(x.dtype))
+        single = zero & (zeros_at[places] == 1)
+        rest = xp.where(dropped, 1, x).astype(x.dtype, copy=False)
+        _multiply_at(xp, rest, places, xp.where(single, 1, part), axis)
+        src_factor = xp.where(single, rest[places], out[places] / xp.where(zero, 1, part))
+        return out, (others / masked, src_factor)
+
+
 def _mean_of(total, count):
     """total / count in total's dtype: floor-divided for integers, as torch's integer mean."""
     return total // count if total.dtype.kind in "iu" else total / count
@@ -232,8 +271,10 @@ def _reduction_start(dtype, largest):
 
 @scatter_reduce.defvjp
 def scatter_reduce_vjp(be, g, saved, dim, reduce, include_self=True):
-    places, src_shape, src_wins, count, x_out = saved
     xp = be.xp
+    if reduce == "prod":
+        return _scatter_prod_vjp(be, g, saved, include_self)
+    places, src_shape, src_wins, count, x_out = saved
     if reduce == "sum":
         return xp.where(x_out, 0, g), None, _src_grad(be, g, places, src_shape)
     share = g / count
@@ -241,6 +282,16 @@ def scatter_reduce_vjp(be, g, saved, dim, reduce, include_self=True):
     if src_wins is not None:  # amax, amin
         gsrc[tuple(slice(0, m) for m in src_wins.shape)] *= src_wins
     return xp.where(x_out, 0, share), None, gsrc
+
+
+def _scatter_prod_vjp(be, g, saved, include_self):
+    (self_factor, src_factor), places, src_shape = saved
+    gx = g * self_factor
+    if not include_self:
+        gx[places] = 0  # (x is not in the product there)
+    gsrc = _src_grad(be, g, places, src_shape)
+    gsrc[tuple(slice(0, m) for m in src_factor.shape)] *= src_factor
+    return gx, None, gsrc
 
 
 # ---- einsum -------------------------------------------------------------------------------------

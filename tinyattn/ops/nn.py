@@ -111,31 +111,59 @@ def gelu_vjp(be, g, saved, approximate="none"):
     return (be.gelu_backward(g, x, s_or_cdf, approximate),)
 
 
-@op("embedding", "gw = zeros(w.shape); gw[ids] += g",
-    grads=(None, "gw"), nondiff=(0,), saves={0: 0}, fresh=True,
-    samples=[case(const([[0, 2, 2], [1, 0, 4]]), (5, 3)), case(const([3, 3, 3]), (4, 2))])
-def embedding(be, ids, weight):
-    """out = weight[ids]: one row of the table per id"""
+def _check_ids(ids, weight, name="embedding"):
+    """The ids of a lookup into the 2-D table `weight`: integers, each a row of it."""
     if getattr(ids, "dtype", None) is None or ids.dtype.kind not in "iu":
-        raise DTypeError(f"embedding: ids must be integers, got "
+        raise DTypeError(f"{name}: ids must be integers, got "
                          f"{getattr(ids, 'dtype', type(ids).__name__)}")
     if weight.ndim != 2:
-        raise ShapeError(f"embedding: weight must be (num_embeddings, dim), got "
+        raise ShapeError(f"{name}: weight must be (num_embeddings, dim), got "
                          f"{fmt_shape(weight.shape)}")
     n = weight.shape[0]
     if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= n):
         bad = int(ids.min()) if int(ids.min()) < 0 else int(ids.max())
-        raise IndexError(f"embedding: id {bad} is out of range for {n} embeddings "
+        raise IndexError(f"{name}: id {bad} is out of range for {n} embeddings "
                          f"(valid: 0..{n - 1})")
+
+
+@op("embedding", "gw = zeros(w.shape); gw[ids] += g (/ count of each id: scale_grad_by_freq)",
+    grads=(None, "gw"), nondiff=(0,), saves={0: 0}, fresh=True,
+    # (no scale_grad_by_freq sample: that scaled gradient is by design not the function's,
+    # which gradcheck would find; tests/nn/test_embedding_max_norm.py checks it against torch)
+    samples=[case(const([[0, 2, 2], [1, 0, 4]]), (5, 3)), case(const([3, 3, 3]), (4, 2))])
+def embedding(be, ids, weight, scale_grad_by_freq=False):
+    """out = weight[ids]: one row of the table per id"""
+    _check_ids(ids, weight)
     return weight[ids], (ids, weight.shape)
 
 
 @embedding.defvjp
-def embedding_vjp(be, g, saved):
+def embedding_vjp(be, g, saved, scale_grad_by_freq=False):
     ids, w_shape = saved
     gw = be.xp.zeros(w_shape, dtype=g.dtype)
-    be.scatter_add(gw, ids.reshape(-1), g.reshape(-1, w_shape[1]))  # repeated ids add up
+    flat = ids.reshape(-1)
+    be.scatter_add(gw, flat, g.reshape(-1, w_shape[1]))  # repeated ids add up
+    if scale_grad_by_freq:  # each row's sum over the batch divided by its id's count (torch's)
+        counts = be.xp.bincount(flat, minlength=w_shape[0])
+        gw /= be.xp.maximum(counts, 1).astype(gw.dtype)[:, None]
     return None, gw
+
+
+def embedding_renorm_(be, weight, ids, max_norm, norm_type=2.0):
+    """torch.embedding_renorm_: each row of `weight` (written in place) that `ids` looks up
+    and whose norm_type-norm is above max_norm, scaled by max_norm / (norm + 1e-7); once per
+    row, however often it is looked up."""
+    _check_ids(ids, weight)
+    xp = be.xp
+    rows = xp.unique(ids.reshape(-1))
+    if not rows.size:
+        return
+    picked = wide(weight[rows])  # (float16 in float32, as torch's opmath)
+    norms = xp.linalg.norm(picked.astype(xp.float64), ord=norm_type, axis=1)
+    big = norms > max_norm
+    if big.any():
+        scale = (max_norm / (norms[big] + 1e-7)).astype(picked.dtype)  # (a double, then the
+        weight[rows[big]] = (picked[big] * scale[:, None]).astype(weight.dtype)  # row's type)
 
 
 def _seeded(params):

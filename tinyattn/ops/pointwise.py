@@ -392,15 +392,19 @@ def _zero_vjp(be, g, saved, **params):
     return (be.xp.zeros_like(g),)
 
 
-def _whole(x):
-    """Integer and bool tensors come back from rounding unchanged, as in torch."""
-    return x.dtype.kind in "iub"
+def _whole(x, name):
+    """Integer tensors come back from rounding unchanged, as in torch; bool ones are refused,
+    as torch has no bool rounding."""
+    if x.dtype.kind == "b":
+        raise DTypeError(f"{name}: not implemented for bool tensors (torch's rule); convert "
+                         "with .long() or .float() first")
+    return x.dtype.kind in "iu"
 
 
 @op("floor", "gx = 0", samples=unary_grid())
 def floor(be, x):
     """out = ⌊x⌋"""
-    return (x.copy() if _whole(x) else be.xp.floor(x)), ()
+    return (x.copy() if _whole(x, "floor") else be.xp.floor(x)), ()
 
 
 floor.defvjp(_zero_vjp)
@@ -409,7 +413,7 @@ floor.defvjp(_zero_vjp)
 @op("ceil", "gx = 0", samples=unary_grid())
 def ceil(be, x):
     """out = ⌈x⌉"""
-    return (x.copy() if _whole(x) else be.xp.ceil(x)), ()
+    return (x.copy() if _whole(x, "ceil") else be.xp.ceil(x)), ()
 
 
 ceil.defvjp(_zero_vjp)
@@ -418,7 +422,7 @@ ceil.defvjp(_zero_vjp)
 @op("trunc", "gx = 0", samples=unary_grid())
 def trunc(be, x):
     """out = x rounded toward zero"""
-    return (x.copy() if _whole(x) else be.xp.trunc(x)), ()
+    return (x.copy() if _whole(x, "trunc") else be.xp.trunc(x)), ()
 
 
 trunc.defvjp(_zero_vjp)
@@ -427,7 +431,7 @@ trunc.defvjp(_zero_vjp)
 @op("round", "gx = 0", samples=[case((2, 3), decimals=1), *unary_grid()])
 def round_even(be, x, decimals=0):
     """out = x rounded to `decimals` places, halves to even (torch's and NumPy's rule)"""
-    if _whole(x) and decimals >= 0:
+    if _whole(x, "round") and decimals >= 0:
         return x.copy(), ()
     return be.xp.round(x, decimals), ()
 
@@ -437,10 +441,12 @@ round_even.defvjp(_zero_vjp)
 
 @op("sign", "gx = 0", samples=unary_grid())
 def sign(be, x):
-    """out = -1, 0 or 1 by the sign of x"""
+    """out = -1, 0 or 1 by the sign of x (0 for NaN and -0.0, +0.0 as torch's)"""
     if x.dtype == bool:
         return x.copy(), ()
-    return be.xp.sign(x), ()
+    if x.dtype.kind != "f":
+        return be.xp.sign(x), ()
+    return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype), ()  # (NaN compares False)
 
 
 sign.defvjp(_zero_vjp)
@@ -549,7 +555,11 @@ def lerp_vjp(be, g, saved):
 
 
 def _nonzero_int_divisor(be, x, y, name):
-    """Integer division by zero is an error (as torch on the CPU); NumPy quietly gives 0."""
+    """Integer division by zero is an error (as torch on the CPU); NumPy quietly gives 0. Two
+    bools (the promoted operands both bool) are refused: torch has no bool division."""
+    if getattr(x, "dtype", getattr(y, "dtype", None)) == bool:
+        raise DTypeError(f"{name}: not implemented for bool tensors (torch's rule); convert "
+                         "with .long() first")
     if _integral(x) and _integral(y) and not be.xp.all(y):
         raise ZeroDivisionError(f"{name}: integer division by zero")
 

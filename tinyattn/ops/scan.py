@@ -38,6 +38,12 @@ def reverse_cumsum(xp, a, axis):
     return xp.flip(_cumsum(xp, xp.flip(a, axis), axis), axis)
 
 
+def _one_entry(x):
+    """The scan of a 0-d x: itself, in int64 where it is an integer or a bool (as NumPy's and
+    torch's scans of more entries give)."""
+    return x.astype(numpy.int64) if x.dtype.kind in "biu" else x.copy()
+
+
 def _axis(x, dim, name):
     """dim as an axis; a 0-d tensor is scanned as one entry (axis None)."""
     if x.ndim == 0:
@@ -51,8 +57,8 @@ def _axis(x, dim, name):
 def cumsum(be, x, dim):
     """out_j = Σ_{i <= j} x_i along dim"""
     axis = _axis(x, dim, "cumsum")
-    if axis is None:
-        return x.copy(), (None,)
+    if axis is None:  # (one entry, its sum in the dtype of a scan's: int64 for ints, bools)
+        return _one_entry(x), (None,)
     return _cumsum(be.xp, x, axis), (axis,)
 
 
@@ -70,7 +76,7 @@ def cumprod(be, x, dim):
     """out_j = Π_{i <= j} x_i along dim"""
     axis = _axis(x, dim, "cumprod")
     if axis is None:
-        return x.copy(), (x, x, None)
+        return _one_entry(x), (x, x, None)
     carry = _CARRY.get(x.dtype)  # (float16 multiplied in float32, float32 in float64)
     if carry is not None:
         out = be.xp.cumprod(x, axis=axis, dtype=carry).astype(x.dtype)

@@ -116,7 +116,10 @@ def flip_vjp(be, g, saved, dims):
                                           [True] * 4]))])
 def getitem(be, x, index):
     """out = x[index] (ints, slices, ..., None, integer or bool arrays)"""
-    return x[index], (x.shape, x.dtype, _is_advanced(index))
+    out = x[index]
+    if isinstance(out, np.generic) and isinstance(x, np.ndarray):  # one entry by ints: NumPy
+        out = x[(*index, ...) if type(index) is tuple else (index, ...)]  # copies it, torch's
+    return out, (x.shape, x.dtype, _is_advanced(index))  # is a 0-d view (as CuPy's)
 
 
 @getitem.defvjp

@@ -26,7 +26,7 @@ import numpy as np
 from .. import backends
 from ..autograd import TensorBase, bump_version, enable_grad, no_grad, side_effect, zero_grads
 from ..dtypes import get_default_dtype
-from ..errors import CheckpointError, fmt_shape
+from ..errors import CheckpointError, fmt_shape, warn_user
 from ..tensor import Tensor
 from . import lr_scheduler  # noqa: F401 - optim.lr_scheduler, as in torch
 
@@ -213,8 +213,8 @@ class Optimizer:
             first = dict(reversed(list(zip(map(id, params), names, strict=True))))
             names = [first[id(p)] for p in unique]
         if len(unique) < len(params):
-            warnings.warn(f"{type(self).__name__}: a parameter group lists a parameter twice; it "
-                          "is updated once", UserWarning, stacklevel=3)
+            warn_user(f"{type(self).__name__}: a parameter group lists a parameter twice; it "
+                      "is updated once", UserWarning)
         return unique, names
 
     def _named(self, params, group):

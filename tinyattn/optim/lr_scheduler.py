@@ -9,11 +9,11 @@ sequences agree to the last bit, also when schedulers are chained), and `state_d
 import math
 import numbers
 import types
-import warnings
 from bisect import bisect_right
 from collections import Counter
 
 from ..autograd import side_effect
+from ..errors import warn_user
 
 __all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR",
            "ExponentialLR", "PolynomialLR", "CosineAnnealingLR", "CosineAnnealingWarmRestarts",
@@ -70,7 +70,7 @@ class LRScheduler:
             self.last_epoch += 1
             self._set(self.get_lr())
             return
-        warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
+        warn_user(EPOCH_DEPRECATION_WARNING, UserWarning)
         self.last_epoch = epoch
         self._set(_closed_form(self))
 
@@ -568,7 +568,7 @@ class ReduceLROnPlateau(LRScheduler):
         if epoch is None:
             self.last_epoch += 1
         else:
-            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
+            warn_user(EPOCH_DEPRECATION_WARNING, UserWarning)
             self.last_epoch = epoch
         if self.is_better(value, self.best):
             self.best, self.num_bad_epochs = value, 0

@@ -15,11 +15,10 @@ import collections.abc
 import itertools
 import math
 import numbers
-import warnings
 
 import numpy as np
 
-from ..errors import ShapeError, fmt_shape
+from ..errors import ShapeError, fmt_shape, warn_user
 from ..functional import stack
 from ..tensor import Tensor, randint, randperm, tensor
 
@@ -297,8 +296,8 @@ class DataLoader:
         self.collate_fn = collate_fn or (default_collate if batch_size is not None or
                                          batch_sampler is not None else _convert)
         if num_workers:
-            warnings.warn(f"DataLoader: num_workers={num_workers}: tinyattn loads the batches "
-                          "in this process", stacklevel=2)
+            warn_user(f"DataLoader: num_workers={num_workers}: tinyattn loads the batches "
+                      "in this process")
 
     def __iter__(self):
         if isinstance(self.dataset, IterableDataset):
