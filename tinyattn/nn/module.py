@@ -48,8 +48,9 @@ class Parameter(Tensor):
         t = as_tensor(data, dtype=dtype, backend=backend)
         self._data, self.backend = t.data, t.backend
         self._grad = self._name = self._node = self._version_counter = None
-        if t is data:  # the same memory: in-place changes count in both (torch's version)
-            share_version(data, self)
+        if t is data:  # the same memory: in-place changes count in both (torch's version);
+            # not a view of it: a Parameter is a leaf of its own (no _base, as torch's)
+            share_version(data, self, differentiable=False)
         if requires_grad:
             self._require(True)
 
@@ -938,7 +939,7 @@ def _assigned(old, value, made):
         new.requires_grad = old.requires_grad  # (torch's: the old one's setting)
     elif new is None:  # the given memory as a Parameter, as torch's Parameter(t)
         new = Parameter._wrap(value.data, value.backend)
-        share_version(value, new)
+        share_version(value, new, differentiable=False)  # (a leaf of its own, as above)
         new._require(old.requires_grad)
     made[id(value)] = new
     return new
