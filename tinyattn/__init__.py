@@ -13,8 +13,11 @@ import sys
 import numpy as np
 
 from . import (
+    accelerator,
+    amp,
     autograd,
     autograd_functional,
+    autograd_graph,
     cuda,
     distributions,
     function,
@@ -334,6 +337,27 @@ from .routines import (  # torch.exp, torch.sum, ... as functions
     vstack,
     xlogy,
 )
+from .runtime import (  # torch's setup calls: seeds, determinism, threads, legacy types
+    BoolTensor,
+    ByteTensor,
+    CharTensor,
+    DoubleTensor,
+    FloatTensor,
+    HalfTensor,
+    IntTensor,
+    LongTensor,
+    ShortTensor,
+    are_deterministic_algorithms_enabled,
+    compile,  # noqa: A004 - torch's name
+    get_num_threads,
+    get_rng_state,
+    initial_seed,
+    is_deterministic_algorithms_warn_only_enabled,
+    seed,
+    set_num_threads,
+    set_rng_state,
+    use_deterministic_algorithms,
+)
 from .serialization import load, save
 from .tensor import (
     Device,
@@ -388,15 +412,23 @@ masked_fill, masked_scatter, index_add, index_copy, index_fill, index_put, mode,
 
 # torch's other names for the dtypes (dtype=ta.long, mask.to(ta.bool)). Bound here, not in
 # tensor.py, where `float`, `int` and `bool` must stay Python's own (nothing below uses them).
-half, double, long, short, int8, int16, uint8 = (np.float16, np.float64, np.int64, np.int16,
-                                                 np.int8, np.int16, np.uint8)
-float = np.float32  # noqa: A001 - torch's name
-int = np.int32  # noqa: A001 - torch's name
-bool = np.bool_  # noqa: A001 - torch's name
+# Each is the np.dtype object a tensor's .dtype gives (as tensor.py's float32 ...), so that it
+# hashes as it compares: x.dtype in {ta.long, ta.int}, {ta.float: ...}[x.dtype]. `dtype` is
+# their class, NumPy's (isinstance(x.dtype, ta.dtype), as torch.dtype; its attributes are
+# NumPy's: .itemsize and .kind, not torch's .is_floating_point).
+dtype = np.dtype
+half, double, long, short, int8, int16, uint8 = (
+    float16, float64, int64, np.dtype(np.int16), np.dtype(np.int8), np.dtype(np.int16),
+    np.dtype(np.uint8))
+float = float32  # noqa: A001 - torch's name
+int = int32  # noqa: A001 - torch's name
+bool = bool_  # noqa: A001 - torch's name
 
 autograd.Function = Function  # torch's place for it: ta.autograd.Function (function.py)
 autograd.functional = autograd_functional  # ta.autograd.functional.jacobian, vjp, jvp
 sys.modules[__name__ + ".autograd.functional"] = autograd_functional  # (an import line works)
+autograd.graph = autograd_graph  # ta.autograd.graph.Node, register_multi_grad_hook...
+sys.modules[__name__ + ".autograd.graph"] = autograd_graph
 autograd.FunctionCtx = FunctionCtx
 autograd.function = function  # ta.autograd.function.once_differentiable, as torch's
 sys.modules[__name__ + ".autograd.function"] = function
@@ -411,7 +443,7 @@ __all__ = [
     "Tensor", "device", "tensor", "zeros", "ones", "full", "randn", "rand", "arange", "zeros_like",
     "ones_like", "cat", "stack", "where", "matmul", "softmax", "log_softmax",
     "manual_seed", "float16", "float32", "float64", "int32", "int64", "bool_", "half", "float",
-    "double", "int8", "int16", "short", "int", "long", "uint8", "bool",
+    "double", "int8", "int16", "short", "int", "long", "uint8", "bool", "dtype",
     "get_default_dtype", "set_default_dtype", "finfo", "iinfo", "can_cast",
     "no_grad", "enable_grad", "inference_mode", "set_grad_enabled", "is_grad_enabled",
     "is_inference_mode_enabled", "gradcheck", "gradgradcheck", "check_gradients", "functional",
@@ -461,4 +493,16 @@ __all__ = [
     "channels_last_3d", "isin", "bincount", "histc", "quantile", "nanquantile", "nanmedian",
     "tensordot", "kron", "erfc", "erfinv", "lgamma", "digamma", "block_diag", "cartesian_prod",
     "unique_consecutive", "gcd", "lcm", "heaviside",
+]
+
+# torch's setup names (runtime.py, amp.py, accelerator.py; bfloat16 a name that refuses use)
+from .amp import autocast  # noqa: E402
+from .dtypes import bfloat16  # noqa: E402
+
+__all__ += [
+    "accelerator", "amp", "autocast", "bfloat16", "compile", "seed", "initial_seed",
+    "get_rng_state", "set_rng_state", "use_deterministic_algorithms",
+    "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
+    "set_num_threads", "get_num_threads", "FloatTensor", "DoubleTensor", "HalfTensor",
+    "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor",
 ]

@@ -1,30 +1,39 @@
-"""Anomaly detection: stop at the first op that makes a NaN or an Inf, and warn about known traps.
+"""Anomaly detection, as torch's anomaly mode: stop where backward makes a NaN, and warn about
+known traps.
 
-`with tinyattn.detect_anomaly():` (or TINYATTN_DEBUG=1 in the environment, for every thread) puts
-a tracer on every op call: each forward output and each VJP result is checked for NaN/Inf, and
-the first op that produced one raises AnomalyError naming the op, the pass, its input statistics
-and the user's line that created it. It also warns (AnomalyWarning) about what each op names as
-its traps (ops/traps.py: a fully masked attention row, float16 logits large enough to overflow
-exp, a 0/1 float mask added to scores).
+`with tinyattn.detect_anomaly():` (or set_detect_anomaly(True), or TINYATTN_DEBUG=1 in the
+environment) puts a tracer on every op call, in every thread (torch's flag is global). Each op
+that joins a graph keeps its forward traceback; backward checks what each node returns (its VJP's
+gradients: a built-in op's, a custom Function's backward, or those computed from an output
+gradient a hook changed) and the first that holds a NaN raises AnomalyError (a RuntimeError, as
+torch's): "Function 'SqrtBackward0' returned nan values in its 0th output.", then what the node
+was given and made, and the traceback of the forward call that created it. As torch's, an
+infinity is no error (an additive -inf mask, an overflow, sqrt's gradient at 0), nor is a NaN in
+the forward: a forward op that made one is shown in the message when its node's VJP later
+returns NaN. It also warns (AnomalyWarning) about what each op names as its traps (ops/traps.py:
+a fully masked attention row, float16 logits large enough to overflow exp, a 0/1 float mask
+added to scores).
 """
 
 import functools
 import math
 import os
+import traceback
 import warnings
+import weakref
 
 import numpy as np
 
 from . import autograd
-from .autograd import _tracers, current_tracers, trace_everywhere, tracing
+from .autograd import GradFn, _tracers, current_tracers, trace_everywhere
 from .errors import TinyattnError, fmt_shape
 from .graphcheck import Recorder, describe_frame, recorded_call, user_frame
 from .ops.traps import FLOAT16_EXP_LIMIT
 from .tensor import Tensor
 
 
-class AnomalyError(TinyattnError, FloatingPointError):
-    """A NaN or an Inf made by an op (forward) or by its VJP (backward) under detect_anomaly."""
+class AnomalyError(TinyattnError, FloatingPointError, RuntimeError):
+    """A NaN returned by a node in backward under detect_anomaly (torch raises RuntimeError)."""
 
 
 class AnomalyWarning(UserWarning):
@@ -32,31 +41,29 @@ class AnomalyWarning(UserWarning):
 
 
 class detect_anomaly:  # noqa: N801 - used like no_grad
-    """`with tinyattn.detect_anomaly():` raise AnomalyError at the first op that makes NaN/Inf.
+    """`with tinyattn.detect_anomaly():` raise AnomalyError where backward makes a NaN.
 
-    Put both the forward and `backward()` inside the block (or decorate the step function):
-    forward outputs are checked as they are made, VJP results as backward computes them. An
-    infinity is allowed where it came in on purpose (an input already holding -inf, or
-    masked_fill(..., float("-inf"))); a NaN never is. warn=False turns the trap warnings off.
+    Put both the forward and `backward()` inside the block (or decorate the step function): the
+    forward keeps each op's traceback, which the error shows. As torch's, the flag is global:
+    other threads see it while the block runs. warn=False turns the trap warnings off.
     The op calls are recorded as by `tinyattn.record()`, so `gradcheck_graph(loss)` works too.
-    check_nan=False (torch's keyword) leaves NaN and Inf alone: only the recording and the
-    warnings stay. TINYATTN_DEBUG=1 in the environment turns detection on everywhere, in
-    every thread. (torch's names: ta.autograd.detect_anomaly, set_detect_anomaly.)
+    check_nan=False (torch's keyword) leaves NaN alone: only the recording and the warnings
+    stay. TINYATTN_DEBUG=1 in the environment turns detection on for the whole run. (torch's
+    names: ta.autograd.detect_anomaly, set_detect_anomaly.)
     """
 
     def __init__(self, check_nan=True, warn=True):
-        self.check_nan = check_nan  # False: no NaN/Inf check (torch's), the rest stays
+        self.check_nan = check_nan  # False: no NaN check (torch's), the rest stays
         self.warn = warn
-        self._contexts = []
+        self._before = []
 
     def __enter__(self):
-        ctx = tracing(AnomalyTracer(self.warn, self.check_nan))
-        ctx.__enter__()
-        self._contexts.append(ctx)
+        self._before.append(_current())
+        _set_global(AnomalyTracer(self.warn, self.check_nan))
         return self
 
     def __exit__(self, *exc):
-        return self._contexts.pop().__exit__(*exc)
+        _set_global(self._before.pop())
 
     def __call__(self, fn):
         @functools.wraps(fn)
@@ -68,55 +75,74 @@ class detect_anomaly:  # noqa: N801 - used like no_grad
 
 
 class set_detect_anomaly:  # noqa: N801 - torch's name
-    """set_detect_anomaly(mode, check_nan=True): anomaly detection on or off from this call on
-    (in this thread or task, as set_grad_enabled), or, as `with set_detect_anomaly(mode):`,
-    for the block only."""
+    """set_detect_anomaly(mode, check_nan=True): anomaly detection on or off from this call on,
+    in every thread (torch's global flag), or, as `with set_detect_anomaly(mode):`, for the
+    block only."""
 
     def __init__(self, mode, check_nan=True):
-        self._before = _tracers.get()
-        others = tuple(t for t in current_tracers() if not isinstance(t, AnomalyTracer))
-        tracers = others + ((AnomalyTracer(True, check_nan),) if mode else ())
-        # (None: as if never set, where that is the same, so that ops pay nothing for it)
-        self._token = _tracers.set(tracers if tracers or autograd._everywhere else None)
+        self._before = _current()
+        _set_global(AnomalyTracer(True, check_nan) if mode else None)
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        try:
-            _tracers.reset(self._token)
-        except ValueError:  # made in another thread or task: put back what it found
-            _tracers.set(self._before)
+        _set_global(self._before)
+
+
+def _current():
+    """The AnomalyTracer in force here, or None."""
+    return next((t for t in current_tracers() if isinstance(t, AnomalyTracer)), None)
+
+
+def _set_global(tracer):
+    """Anomaly detection by `tracer` (None: off) for every thread, as torch's one flag: in the
+    tracers of every thread (trace_everywhere) and in this thread's own, if a tracing() block
+    (record, explain) set some. (A tracing() block that another thread is inside keeps the
+    tracers it began with until it ends.)"""
+    def swap(tracers):
+        return tuple(t for t in tracers if not isinstance(t, AnomalyTracer)) + (
+            (tracer,) if tracer is not None else ())
+
+    trace_everywhere(swap(autograd._everywhere))
+    local = _tracers.get()
+    if local is not None:
+        _tracers.set(swap(local) or None)  # (the block's end puts back what it began with)
 
 
 def is_anomaly_enabled():
-    """Whether anomaly detection (detect_anomaly, set_detect_anomaly, TINYATTN_DEBUG=1) is on
-    here."""
-    return any(isinstance(t, AnomalyTracer) for t in current_tracers())
+    """Whether anomaly detection (detect_anomaly, set_detect_anomaly, TINYATTN_DEBUG=1) is on."""
+    return _current() is not None
 
 
 def is_anomaly_check_nan_enabled():
-    """Whether anomaly detection checks for NaN here (check_nan): True unless the detection on
-    here was asked not to (as torch's flag, True by default)."""
-    found = [t.check_nan for t in current_tracers() if isinstance(t, AnomalyTracer)]
-    return any(found) or not found
+    """Whether anomaly detection checks for NaN (check_nan): True unless the detection on was
+    asked not to (as torch's flag, True by default)."""
+    found = _current()
+    return found is None or found.check_nan
 
 
 def debug_from_environment(environ=os.environ):
     """TINYATTN_DEBUG=1 (not 0 or empty): anomaly detection in every thread, for the whole run.
     `import tinyattn` calls it; the engine itself reads no environment variable."""
     on = environ.get("TINYATTN_DEBUG", "").strip() not in ("", "0")
-    trace_everywhere((AnomalyTracer(warn=True),) if on else ())
+    _set_global(AnomalyTracer(warn=True) if on else None)
+
+
+_traces = weakref.WeakKeyDictionary()  # node -> the traceback of the forward call that made it
+_notes = weakref.WeakKeyDictionary()  # node -> why its forward output was not finite
+_TRACE_FRAMES = 40  # the innermost frames kept of each forward traceback
 
 
 class AnomalyTracer(Recorder):
-    """The tracer behind detect_anomaly: checks every forward output and VJP result."""
+    """The tracer behind detect_anomaly: keeps each node's forward traceback, checks what each
+    node returns in backward."""
 
     def __init__(self, warn=True, check_nan=True):
         super().__init__(keep=False)
         self.warn = warn
-        self.check_nan = check_nan  # False: NaN and Inf go by (the calls are still recorded)
-        self._summed = {}  # user node -> node whose summed gradient became non-finite
+        self.check_nan = check_nan  # False: NaN goes by (the calls are still recorded)
+        self._summed = weakref.WeakKeyDictionary()  # node -> user whose part made its sum NaN
 
     # ---- forward ----------------------------------------------------------------------------
 
@@ -125,10 +151,16 @@ class AnomalyTracer(Recorder):
         index = call.index if call is not None else self.count
         label = f"{op.name}#{index}"
         arrays = [x.data if isinstance(x, Tensor) else x for x in inputs]
-        if self.check_nan and out.dtype.kind == "f" and not _all_finite(out.data):
-            message = _forward_message(op, label, arrays, params, out.data)
-            if message:  # None: an infinity that came in on purpose (a -inf mask)
-                raise AnomalyError(message)
+        if call is not None:
+            frame, _ = user_frame()
+            summary = traceback.StackSummary.extract(traceback.walk_stack(frame),
+                                                     limit=_TRACE_FRAMES, lookup_lines=False)
+            summary.reverse()
+            _traces[out._node] = summary
+            if out.dtype.kind == "f" and not _all_finite(out.data):  # no error: kept to show
+                note = _forward_message(op, arrays, params, out.data)
+                if note:  # None: an infinity that came in on purpose (a -inf mask)
+                    _notes[out._node] = note
         if self.warn and op.traps is not None:
             for message in op.traps(out.backend, arrays, params, out.data, label):
                 _warn_at_user_line(message)
@@ -136,24 +168,23 @@ class AnomalyTracer(Recorder):
     # ---- backward ---------------------------------------------------------------------------
 
     def accumulate(self, node, user, total):
-        if self.check_nan and total.dtype.kind == "f" and not _all_finite(total):
-            self._summed.setdefault(user, node)  # blamed in backward() unless user's VJP is
+        if self.check_nan and total.dtype.kind == "f" and _has_nan(total):
+            self._summed.setdefault(node, user)  # told if node's own VJP then returns NaN
 
     def backward(self, node, g, grads):
         summed = self._summed.pop(node, None)
-        bad = [i for i, gx in enumerate(grads) if self.check_nan and gx is not None
-               and gx.dtype.kind == "f" and not _all_finite(gx)]
+        if not self.check_nan:
+            return
+        bad = [i for i, gx in enumerate(grads) if gx is not None and _has_nan(gx)]
         if bad:
-            raise AnomalyError(_backward_message(node, g, grads, bad))
-        if summed is not None:
-            raise AnomalyError(
-                f"backward: adding up the gradients that reach {_label(summed)} (its output is "
-                f"used more than once; the last came from {_label(node)}) gave NaN/Inf: each "
-                "was finite, their sum overflowed. Scale the loss down, or compute in float32. "
-                f"{_label(summed)} was created at {_source(summed)}")
+            raise AnomalyError(_backward_message(node, g, grads, bad, summed))
 
 
 # ---- messages -----------------------------------------------------------------------------------
+
+
+def _has_nan(a):
+    return bool(a.dtype.kind in "fc" and np.isnan(a).any())
 
 
 def _all_finite(a):
@@ -194,8 +225,9 @@ def _has(a, test):
     return hasattr(a, "dtype") and a.dtype.kind == "f" and bool(test(a).any())
 
 
-def _forward_message(op, label, arrays, params, out):
-    """Why the output of `op` is not finite and what it was given; None if that is fine."""
+def _forward_message(op, arrays, params, out):
+    """Why the output of `op` is not finite and what it was given (in the lines below); None
+    if that is fine (an infinity that came in: a -inf mask doing its job)."""
     what = _why_not_finite(arrays, params, out)
     if what is None:
         return None
@@ -203,12 +235,11 @@ def _forward_message(op, label, arrays, params, out):
     if out.dtype == np.float16:
         hint = (f" float16 overflows above {float(np.finfo(np.float16).max):g} (exp above "
                 f"{FLOAT16_EXP_LIMIT:.2f}): compute this part in float32 (.float()).")
-    lines = [f"forward pass: {label} made a non-finite output: {what}.{hint}",
-             f"  created at {describe_frame(user_frame()[0])}",
-             f"  output {_stats(out)}; first at {_first_bad(out)}"]
-    lines += [f"  input {i}: {_stats(a)}" for i, a in enumerate(arrays)]
+    lines = [f"{what}.{hint}", f"    created at {describe_frame(user_frame()[0])}",
+             f"    output {_stats(out)}; first at {_first_bad(out)}"]
+    lines += [f"    input {i}: {_stats(a)}" for i, a in enumerate(arrays)]
     if params:
-        lines.append(f"  params: {_params(params)}")
+        lines.append(f"    params: {_params(params)}")
     return "\n".join(lines)
 
 
@@ -229,15 +260,21 @@ def _why_not_finite(arrays, params, out):
             "(the data, or a tensor made before detect_anomaly); check it with .isnan()")
 
 
-def _backward_message(node, g, grads, bad):
+def _backward_message(node, g, grads, bad, summed=None):
+    """torch's line naming the node and the output, then what the node was given and made, and
+    the traceback of the forward call that created it."""
     i = bad[0]
-    origin = ("the gradient arriving at its output was already non-finite (the gradient= given "
-              "to backward()?)" if not _all_finite(g) else
-              f"its VJP made a non-finite gradient for input {i} from a finite output gradient")
+    origin = ("the gradient arriving at its output already held NaN (the gradient= given to "
+              "backward(), or a hook's?)" if _has_nan(g) else
+              f"its VJP made NaN for input {i} from an output gradient without NaN")
     call = recorded_call(node)
-    lines = [f"backward pass: {_label(node)}: {origin}.",
-             f"  created at {_source(node)}",
-             f"  gradient of its output: {_stats(g)}"]
+    lines = [f"Function '{GradFn(node).name()}' returned nan values in its {i}th output.",
+             f"  backward pass: {_label(node)}: {origin}."]
+    if summed is not None:
+        lines.append(f"  adding up the gradients that reach {_label(node)} (its output is used "
+                     f"more than once; the last came from {_label(summed)}) made NaN: each part "
+                     "was without NaN, their sum was not (inf - inf)")
+    lines.append(f"  gradient of its output: {_stats(g)}")
     lines += [f"  gradient for input {j}: {_stats(gx)}" for j, gx in enumerate(grads)
               if gx is not None]
     if call is not None:
@@ -246,19 +283,27 @@ def _backward_message(node, g, grads, bad):
         shapes = ", ".join(fmt_shape(s) if s is not None else "None" for s in node.shapes)
         lines.append(f"  forward input shapes: {shapes}")
     lines.append(f"  formula: {node.op.formula}")
-    return "\n".join(lines)
+    for k, n in enumerate([node, *node.parents]):
+        note = _notes.get(n) if n is not None else None
+        if note is not None:  # (the forward, where the values first went wrong)
+            whose = "its" if k == 0 else f"its input {k - 1}'s ({_label(n)})"
+            lines.append(f"  {whose} forward output was not finite: {note}")
+    return "\n".join(lines) + "\n" + _forward_trace(node)
+
+
+def _forward_trace(node):
+    """The traceback of the forward call that created `node`, as torch shows it."""
+    trace = _traces.get(node)
+    if trace is None:
+        return ("No forward pass information available. Enable detect anomaly during forward "
+                "pass for more information (the forward ran outside detect_anomaly(): put it "
+                "inside the block too).")
+    return "Traceback of forward call that caused the error:\n" + "".join(trace.format())
 
 
 def _label(node):
     call = recorded_call(node)
     return call.label if call is not None else node.op.name
-
-
-def _source(node):
-    call = recorded_call(node)
-    if call is not None:
-        return call.source
-    return "unknown (the forward ran outside detect_anomaly(): put it inside the block too)"
 
 
 def _params(params):

@@ -12,6 +12,7 @@ Grad mode and the module name scope are contextvars, so threads and tasks do not
 
 import contextlib
 import contextvars
+import copy
 import functools
 import inspect
 import itertools
@@ -210,7 +211,9 @@ class _GradMode:
         return self.enabled
 
     def __enter__(self):
-        self._tokens.append(_grad_enabled.set(self._mode()))
+        # (inside inference_mode, grad mode turned on records nothing, as torch's: only
+        # inference_mode(False) turns recording back on)
+        self._tokens.append(_grad_enabled.set(self._mode() and not _inference.get()))
         return self
 
     def __exit__(self, *exc):
@@ -274,9 +277,20 @@ class enable_grad(_GradMode):  # noqa: N801 - PyTorch's name
 
 
 class inference_mode(_GradMode):  # noqa: N801 - PyTorch's name
-    """`with inference_mode():` as no_grad (torch's faster no_grad; tinyattn makes no
-    inference tensors); inference_mode(False) turns grad mode on, as torch's does (inside
-    no_grad or inference_mode too). is_inference_mode_enabled() tells which is in force."""
+    """`with inference_mode():` no graph is recorded, as under no_grad, and, as torch's:
+
+    - grad mode cannot be turned back on inside it: enable_grad() and set_grad_enabled(True)
+      record nothing there (is_grad_enabled() says False there; torch's says True, and
+      records nothing either); inference_mode(False) turns it on (inside no_grad too);
+    - the tensors made inside are inference tensors (is_inference(): an op's result, ones(),
+      tensor(...), a clone; not a view or detach() of a normal tensor; a view or detach() of
+      an inference tensor is one, wherever made). Outside inference mode one cannot be made to
+      require grad, nor be saved for backward by a recorded op (w * t; w + t saves neither,
+      and is fine): make a .clone() of it first. Unlike torch's, it keeps a version counter:
+      an in-place change of it outside inference mode is allowed, and ._version counts.
+    Inside, each op costs a little more than under no_grad (it marks its result), where
+    torch's is faster: for speed alone, use no_grad. is_inference_mode_enabled() tells
+    whether it is in force."""
 
     def __new__(cls, mode=True):
         return super().__new__(cls, *(() if isinstance(mode, bool) else (mode,)))
@@ -290,12 +304,18 @@ class inference_mode(_GradMode):  # noqa: N801 - PyTorch's name
         return not self.mode
 
     def __enter__(self):
-        self._inference_tokens.append(_inference.set(self.mode))
+        tracers = current_tracers()  # (the marker of its results, once: see _InferenceMarker)
+        marks = self.mode and _MARKER not in tracers
+        self._inference_tokens.append((_inference.set(self.mode),
+                                       _tracers.set(tracers + (_MARKER,)) if marks else None))
         return super().__enter__()
 
     def __exit__(self, *exc):
         super().__exit__(*exc)
-        _inference.reset(self._inference_tokens.pop())
+        mode, marker = self._inference_tokens.pop()
+        if marker is not None:
+            _tracers.reset(marker)
+        _inference.reset(mode)
 
     def _again(self):
         return inference_mode(self.mode)
@@ -318,7 +338,8 @@ class set_grad_enabled(_GradMode):  # noqa: N801 - PyTorch's name
         super().__init__()
         self.enabled = bool(mode)
         self._prev = _grad_enabled.get()
-        self._made = _grad_enabled.set(self.enabled)  # the call itself sets it (torch)
+        # the call itself sets it (torch), but on records nothing inside inference_mode
+        self._made = _grad_enabled.set(self.enabled and not _inference.get())
 
     def __exit__(self, *exc):
         super().__exit__(*exc)
@@ -483,8 +504,9 @@ def version_of(tensor):
     if v is None:
         v = tensor._version_counter = [0, None]
         node = tensor._node
-        if node is not None and node.op is not None and node.op.saves_out is not None:
-            node.versions += ((v, 0, None),)
+        if node is not None and node.op is not None and node.op.saves_out is not None and (
+                node.saved is None or node.saved[node.op.saves_out] is not None):  # (x ** 2
+            node.versions += ((v, 0, None),)  # saves no output: pow's place holds None)
     return v
 
 
@@ -545,6 +567,52 @@ def _is_view_of(out, x):
     return b is not None and (b is x or b is getattr(x, "base", None))
 
 
+# ---- inference tensors (see inference_mode) ----------------------------------------------------
+#
+# A tensor made in inference mode is marked by its version counter, an InferenceVersion (a
+# list as any other): its views and detach() share it, so they are inference tensors too, and a
+# view of a normal tensor made in inference mode shares the normal one's. The normal path pays
+# nothing: apply's results are marked by a tracer that only inference_mode installs, and the
+# refusal of one saved for backward is in the count's read (v[0]) that _saved_versions makes,
+# which only an InferenceVersion checks.
+
+
+class InferenceVersion(list):
+    """The version counter [count, sharers] of an inference tensor (see is_inference)."""
+
+    __slots__ = ()
+
+    def __getitem__(self, i):
+        if i == 0 and not _inference.get():
+            caller = sys._getframe(1)
+            if caller.f_code is _saved_versions.__code__:  # a recorded op saves it
+                op = caller.f_locals.get("op")
+                raise GraphError(f"{getattr(op, 'name', 'an op')}: Inference tensors cannot be "
+                                 "saved for backward (as torch): this tensor was made in "
+                                 "inference_mode, and the op records it for its gradient. To "
+                                 "work around you can make a clone to get a normal tensor and "
+                                 "use it in autograd (t.clone(), made outside inference_mode)")
+        return list.__getitem__(self, i)
+
+
+def mark_inference(tensor):
+    """Make `tensor`, just made in inference mode with memory of its own, an inference one."""
+    if tensor._version_counter is None:
+        tensor._version_counter = InferenceVersion((0, None))
+
+
+class _InferenceMarker(Tracer):
+    """The tracer inference_mode installs: each op's result is an inference tensor (but a
+    view of its input, which shares that input's counter, and under inference_mode(False))."""
+
+    def forward(self, op, inputs, params, out):
+        if out._version_counter is None and _inference.get():
+            out._version_counter = InferenceVersion((0, None))
+
+
+_MARKER = _InferenceMarker()
+
+
 # ---- the graph ----------------------------------------------------------------------------------
 
 # minus the creation order: the newest node has the smallest seq, the top of heapq's min-heap
@@ -555,8 +623,9 @@ _sequence = itertools.count(0, -1)
 class Node:
     """One recorded op call (or, with op None, a leaf that requires grad)."""
 
+    # (`_extras`, unset on most nodes: what a grad_fn keeps with it, see _extras)
     __slots__ = ("seq", "op", "parents", "saved", "params", "shape", "dtype", "consts", "scope",
-                 "tensor", "versions", "name", "hooks", "__weakref__")
+                 "tensor", "versions", "name", "hooks", "_extras", "__weakref__")
 
     def __init__(self, op, parents, saved, params, shape, dtype, consts=(), scope=None,
                  versions=()):
@@ -614,13 +683,19 @@ class Node:
 
 
 class GradFn:
-    """`tensor.grad_fn`, as torch's: name() ("MulBackward0": the op's name in CamelCase; a
-    custom Function's "<Class>Backward"; a leaf's "AccumulateGrad"), also the name of its
-    class, next_functions (one (grad_fn of the input, 0) per input, None for an input that
-    gets no gradient) and, for a leaf's, variable (its tensor). Any other attribute is the
-    node's (op, parents, shape, name: the tensor's label). Two views of one node are equal."""
+    """`tensor.grad_fn`, as torch's (torch.autograd.graph.Node): name() ("MulBackward0": the
+    op's name in CamelCase; a custom Function's "<Class>Backward"; a leaf's "AccumulateGrad"),
+    also the name of its class, next_functions (one (grad_fn of the input, 0) per input, None
+    for an input that gets no gradient), metadata (a dict kept with the node), register_hook
+    (fn(grad_inputs, grad_outputs) after the node's VJP, may return new grad_inputs),
+    register_prehook (fn(grad_outputs) before it, may return new grad_outputs), and calling it
+    on the output's gradient runs its VJP (the input gradients: one tensor, or a tuple with
+    None for an input that gets none); for a leaf's, variable (its tensor). Any other
+    attribute is the node's (op, parents, shape, name: the tensor's label). While one is held,
+    `y.grad_fn` gives that same object (the node keeps a weak reference to it, made on first
+    access: nothing is added per op)."""
 
-    __slots__ = ("_node",)
+    __slots__ = ("_node", "__weakref__")
     _classes = {}  # name() -> the subclass of that name (made once)
 
     def __new__(cls, node):
@@ -628,12 +703,16 @@ class GradFn:
         # the Function's node for every output)
         while node.op is not None and getattr(node.op.fwd, "part_of_parent", False):
             node = node.parents[0]
-        name = _torch_name(node.op)
-        sub = cls._classes.get(name)
-        if sub is None:
-            sub = cls._classes[name] = type(name, (GradFn,), {"__slots__": ()})
-        view = object.__new__(sub)
-        view._node = node
+        extras = _extras(node)
+        view = extras["view"]() if "view" in extras else None
+        if view is None:
+            name = _torch_name(node.op)
+            sub = cls._classes.get(name)
+            if sub is None:
+                sub = cls._classes[name] = type(name, (GradFn,), {"__slots__": ()})
+            view = object.__new__(sub)
+            view._node = node
+            extras["view"] = weakref.ref(view)
         return view
 
     def name(self):
@@ -649,8 +728,59 @@ class GradFn:
         ref = self._node.tensor if self._node.op is None else None
         return None if ref is None else ref()
 
+    @property
+    def metadata(self):
+        """A dict kept with the node (torch's Node.metadata), for the user's own notes."""
+        return _extras(self._node).setdefault("metadata", {})
+
+    def register_prehook(self, fn):
+        """fn(grad_outputs) before the node's VJP (a tuple of one tensor); a tuple it returns
+        replaces them. It runs among the output tensor's hooks, in the order registered."""
+        node = self._node
+        if node.hooks is None:
+            node.hooks = {}
+        return RemovableHandle(node.hooks, functools.partial(_prehook, fn))
+
+    def register_hook(self, fn):
+        """fn(grad_inputs, grad_outputs) after the node's VJP: a tuple it returns (one entry
+        per input, None for one that gets none) replaces grad_inputs. A leaf's (AccumulateGrad)
+        gets ((), (grad,)) before its .grad is written, and its result is not used."""
+        node = self._node
+        if node.op is None:
+            return self.register_prehook(functools.partial(_leaf_post_hook, fn))
+        extras = _extras(node)
+        if "post" not in extras:  # the node's op becomes a copy whose VJP runs the hooks
+            extras["post"], extras["op"] = {}, node.op
+            node.op = _post_hooked(node.op, weakref.ref(node), extras["post"])
+        return RemovableHandle(extras["post"], fn)
+
+    def __call__(self, *grad_outputs):
+        """The node's VJP on grad_outputs (one tensor, the output's gradient; its hooks do not
+        run): the gradient of each input, summed back to its shape, None for an input that
+        gets none; one tensor for a node of one input. A leaf's adds it to its .grad."""
+        node = self._node
+        if len(grad_outputs) != 1 or not isinstance(grad_outputs[0], TensorBase):
+            raise TypeError(f"{self.name()}: takes the output's gradient, one tensor")
+        g = grad_outputs[0]
+        if node.op is None:
+            _write_grad(node, g.data, g.backend, False)
+            return ()
+        _check_saved(node)
+        op = _extras(node).get("op", node.op)
+        with no_grad():
+            gs = op.vjp(g.backend, g.data, node.saved, **node.params)
+        found = tuple(None if p is None or gx is None else
+                      _wrap(_fit(op, i, gx, p), g.backend)
+                      for i, (p, gx) in enumerate(zip(node.parents, gs, strict=True)))
+        return found[0] if len(found) == 1 else found
+
     def __getattr__(self, attr):
-        return getattr(self._node, attr)
+        node = object.__getattribute__(self, "_node")
+        try:
+            return getattr(node, attr)
+        except AttributeError:
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute "
+                                 f"'{attr}'") from None
 
     def __eq__(self, other):
         return isinstance(other, GradFn) and other._node is self._node
@@ -660,6 +790,67 @@ class GradFn:
 
     def __repr__(self):
         return f"<{self.name()}>"
+
+
+def _extras(node):
+    """What a node keeps for its grad_fn only (made on first use, never per op): the weak
+    reference to the GradFn object ("view"), "metadata", the post hooks ("post") and the op
+    they replaced ("op")."""
+    extras = getattr(node, "_extras", None)
+    if extras is None:
+        extras = node._extras = {}
+    return extras
+
+
+def _hook_name(fn):
+    return getattr(fn, "__name__", None) or type(fn).__name__
+
+
+def _hook_values(fn, out, n):
+    """A node hook's result as a tuple of n entries (torch's check of their number)."""
+    out = (out,) if isinstance(out, TensorBase) else tuple(out)
+    if len(out) != n:
+        raise GraphError(f"hook '{_hook_name(fn)}' has returned an incorrect number of values "
+                         f"(got {len(out)}, but expected {n})")
+    return out
+
+
+def _prehook(fn, grad):
+    """A node's pre hook, run as a tensor hook of its output."""
+    out = fn((grad,))
+    return None if out is None else _hook_values(fn, out, 1)[0]
+
+
+def _leaf_post_hook(fn, grad_outputs):
+    fn((), grad_outputs)
+
+
+def _post_hooked(op, ref, hooks):
+    """A copy of `op` for one node (`ref`, weakly) whose VJP runs its post hooks: they see the
+    whole gradient of every input (no add_into) and may keep it (not fresh)."""
+    hooked = copy.copy(op)
+    hooked.vjp = functools.partial(_run_post_hooks, op.vjp, ref, hooks)
+    hooked.add_into, hooked.fresh = None, False
+    return hooked
+
+
+def _run_post_hooks(vjp, ref, hooks, be, g, saved, **params):
+    """The VJP, then the node's post hooks on its gradients (as tensors, summed back to the
+    inputs' shapes, None for an input that gets none), each able to replace them."""
+    gs = vjp(be, g, saved, **params)
+    node = ref()
+    if not hooks or node is None:
+        return gs
+    grads = tuple(None if p is None or gx is None else _wrap(_fit(node.op, i, gx, p), be)
+                  for i, (p, gx) in enumerate(zip(node.parents, gs, strict=True)))
+    outs = (_wrap(g, be),)
+    for fn in list(hooks.values()):
+        out = fn(grads, outs)
+        if out is not None:
+            out = _hook_values(fn, out, len(grads))
+            grads = tuple(None if x is None else x if isinstance(x, TensorBase) else
+                          _wrap(be.asarray(x), be) for x in out)
+    return tuple(None if x is None else x.data for x in grads)
 
 
 def _torch_name(op):
@@ -788,8 +979,11 @@ def sum_to(g, shape):
     stretched = tuple(lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1)
     axes = tuple(range(lead)) + stretched
     if g.dtype.char == "e":  # float16: summed in float32 as torch (NumPy adds it row by row in
-        # float16, where 2048 + 1 = 2048: the bias gradient over 4096 rows came out halved)
-        return g.sum(axis=axes, keepdims=True, dtype="float32").astype(g.dtype).reshape(shape)
+        # float16, where 2048 + 1 = 2048: the bias gradient over 4096 rows came out halved);
+        # past 65504 it is inf, inf - inf NaN, silently as in torch
+        with numpy.errstate(over="ignore", invalid="ignore"):
+            return g.sum(axis=axes, keepdims=True, dtype="float32").astype(g.dtype).reshape(
+                shape)
     return g.sum(axis=axes, keepdims=True).reshape(shape)
 
 
@@ -1217,10 +1411,11 @@ def _add_part(grads, owned, parent, prev, gx, user, tracers):
     """Add one more part (from node `user`) to parent's gradient so far, `prev`: in place when
     the walk owns prev, else into a new array (prev may be a user's .grad, a saved array or
     another node's part), which the walk then owns."""
-    if parent in owned and getattr(prev, "ndim", 0):  # (0-d: often a NumPy scalar, not writable)
-        prev += gx
-        return
-    grads[parent] = total = prev + gx
+    with _quiet_if_half(gx):  # (float16 sums past 65504: inf, without NumPy's warning)
+        if parent in owned and getattr(prev, "ndim", 0):  # (0-d: often a NumPy scalar)
+            prev += gx
+            return
+        grads[parent] = total = prev + gx
     owned.add(parent)
     for tracer in tracers:
         tracer.accumulate(parent, user, total)
@@ -1351,7 +1546,21 @@ def _fit(op, i, gx, parent):
     if gx.shape != shape:
         raise ShapeError(f"{op.name}: the VJP returned a gradient of shape {fmt_shape(gx.shape)} "
                          f"for input {i} of shape {fmt_shape(shape)}")
-    return gx if gx.dtype == dtype else gx.astype(dtype)
+    if gx.dtype == dtype:
+        return gx
+    with numpy.errstate(over="ignore"):  # (float32 past 65504 into float16: inf, as torch)
+        return gx.astype(dtype)
+
+
+_LOUD = contextlib.nullcontext()
+
+
+def _quiet_if_half(a):
+    """For a float16 `a`: the NumPy error state in which a sum past 65504 is inf (and inf - inf
+    NaN) silently, as in torch; else nothing (a gradient sum of other dtypes as it is)."""
+    if getattr(a, "dtype", None) == HALF:
+        return numpy.errstate(over="ignore", invalid="ignore")
+    return _LOUD
 
 
 def _refresh_leaf(node):
@@ -1416,13 +1625,15 @@ def _write_grad(node, g, be, owned):
             else:  # xp.array, not astype: a 0-d gradient is often a NumPy scalar
                 t._grad = _wrap(be.xp.array(g, dtype=t.dtype, copy=True), be)
         elif node.op is None and _addable(held.data, t):
-            held.data += g
+            with _quiet_if_half(g):
+                held.data += g
         elif not _fits(held.shape, getattr(g, "shape", ())):
             raise ShapeError(f"backward: the tensor's .grad has shape {fmt_shape(held.shape)} "
                              f"but its new gradient has shape {fmt_shape(g.shape)} (was its "
                              ".data replaced by another shape?); set .grad = None first")
         else:
-            t._grad = _wrap(held.data + g, be)
+            with _quiet_if_half(g):
+                t._grad = _wrap(held.data + g, be)
     if node.tensor.__class__ is _HookedRef:  # (a leaf with post accumulate grad hooks)
         _post_accumulate(node.tensor.post, t)
 

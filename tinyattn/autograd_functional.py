@@ -5,14 +5,15 @@ with a vector, from reverse mode: jacobian, vjp, jvp.
 never builds: one backward pass per output entry, each with a one-hot cotangent. vjp is one
 backward pass; jvp (J v) is computed from the Jacobian's rows, so it costs one pass per output
 entry too (forward mode would take one: tinyattn has none). Gradients of gradients
-(create_graph, hessian) are not available: tinyattn's VJPs run on arrays, off the graph.
+(create_graph, hessian, hvp, vhp) are not available: tinyattn's VJPs run on arrays, off the
+graph; hessian, hvp and vhp are there to say so and what to do instead.
 """
 
 from .autograd import enable_grad, grad
 from .errors import DTypeError, GraphError, ShapeError, fmt_shape
 from .tensor import Tensor, ones_like, zeros_like
 
-__all__ = ["jacobian", "vjp", "jvp"]
+__all__ = ["jacobian", "vjp", "jvp", "hessian", "hvp", "vhp"]
 
 
 def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
@@ -72,6 +73,31 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
         result.append(Tensor._wrap(total, y.backend))
     outs = tuple(y.detach() for y in ys)
     return (outs if out_tuple else outs[0]), (tuple(result) if out_tuple else result[0])
+
+
+def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
+            outer_jacobian_strategy="reverse-mode"):
+    """torch's Hessian of a scalar function: refused (a second derivative, which needs
+    gradients of gradients)."""
+    _second_order("hessian", "the Hessian (its column i is H e_i)")
+
+
+def hvp(func, inputs, v=None, create_graph=False, strict=False):
+    """torch's Hessian-vector product H v: refused (a second derivative)."""
+    _second_order("hvp", "H v")
+
+
+def vhp(func, inputs, v=None, create_graph=False, strict=False):
+    """torch's vector-Hessian product vᵀ H: refused (a second derivative)."""
+    _second_order("vhp", "vᵀ H (H v, H being symmetric)")
+
+
+def _second_order(name, what):
+    raise GraphError(f"{name}: second derivatives (gradients of gradients) are not supported: "
+                     "tinyattn's VJPs run on arrays, outside the graph. For "
+                     f"{what}, take a central difference of two first-order gradients, "
+                     "(grad(x + eps*v) - grad(x - eps*v)) / (2*eps) (an approximation; "
+                     "torch's are exact), or use torch")
 
 
 # ---- pieces ------------------------------------------------------------------------------------

@@ -1,9 +1,12 @@
-"""torch.cuda's two questions, answered for the CuPy backend: is_available() and device_count().
+"""torch.cuda's questions, answered for the CuPy backend: is_available() and device_count();
+and its setup calls: manual_seed / manual_seed_all (the CuPy backend's generator), and
+is_bf16_supported() (False: tinyattn has no bfloat16). ta.cuda.amp is tinyattn.amp's
+(autocast, GradScaler; see there).
 
     device = "cuda" if ta.cuda.is_available() else "cpu"
     model.to(device); x = ta.tensor(batch, device=device)
 
-CuPy is imported by the first question, never by `import tinyattn`.
+CuPy is imported by the first question, never by `import tinyattn` (nor by manual_seed).
 """
 
 
@@ -26,3 +29,24 @@ def device_count():
     import cupy
 
     return int(cupy.cuda.runtime.getDeviceCount())
+
+
+def manual_seed(seed):
+    """Seed the CuPy backend's generator (draws on "cuda" without a generator=), now, or when
+    the backend is first made; tinyattn.manual_seed seeds it too. Without CuPy or a GPU it
+    seeds nothing and says nothing, as torch's without CUDA (its seed waits for a CUDA that
+    never comes)."""
+    from . import backends
+    from .generator import seed_of
+
+    backends.seed_one("cupy", seed_of("cuda.manual_seed", seed, cast=True))
+
+
+def manual_seed_all(seed):
+    """manual_seed: tinyattn's CuPy backend is one device."""
+    manual_seed(seed)
+
+
+def is_bf16_supported(including_emulation=True):
+    """False: tinyattn has no bfloat16 (use float16 or float32)."""
+    return False

@@ -169,7 +169,13 @@ def promoted(op, arrays):
     if target != HALF:
         return op, _cast(kind, target, arrays, op.nondiff)
     with np.errstate(over="ignore"):  # (an int past 65504: inf, as torch)
-        return _half(op), _cast(kind, target, arrays, op.nondiff)
+        xs = _cast(kind, target, arrays, op.nondiff)
+    for i in _as_numbers.get(op, ()):  # x * t, x / t, x // t: a 0-d float32 or float64
+        # tensor t stays, which the float16 form takes as torch takes a CPU scalar operand
+        t = arrays[i]
+        if getattr(t, "ndim", None) == 0 and t.dtype in WIDE:
+            xs[i] = t
+    return _half(op), xs
 
 
 def _half(op):
@@ -178,12 +184,15 @@ def _half(op):
 
 
 _half_form = None
+_as_numbers = {}  # op -> the positions where its float16 form takes a 0-d float32 array as is
 
 
-def use_half_ops(half_form):
-    """Give `promoted` the function that makes an op's float16 form (ops/half.py does)."""
-    global _half_form
-    _half_form = half_form
+def use_half_ops(half_form, as_numbers=None):
+    """Give `promoted` the function that makes an op's float16 form (ops/half.py does), and
+    {op: positions} where it leaves a 0-d float32 or float64 array uncast for that form (x * t,
+    x / t, x // t: torch computes them with t as a float32 number)."""
+    global _half_form, _as_numbers
+    _half_form, _as_numbers = half_form, dict(as_numbers or {})
 
 
 def _summed_in(a):
@@ -212,3 +221,28 @@ def int_range(dtype):
     """(smallest, largest) value of an integer dtype (np.iinfo is slow to make, so kept)."""
     info = np.iinfo(dtype)
     return int(info.min), int(info.max)
+
+
+class UnsupportedDType:
+    """A torch dtype name tinyattn has no dtype for (ta.bfloat16): the name exists, so that
+    scripts that mention it (`x.dtype in {ta.float16, ta.bfloat16}`, `ta.bfloat16 if ... else`)
+    run, and any use of it as a dtype is as_dtype's DTypeError, naming it."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __str__(self):
+        return self.name
+
+    def __repr__(self):
+        return f"tinyattn.{self.name}"
+
+    def __reduce__(self):
+        return UnsupportedDType, (self.name,)
+
+    is_floating_point = True  # (torch's attribute on its dtypes; bfloat16 is a float)
+
+
+bfloat16 = UnsupportedDType("bfloat16")

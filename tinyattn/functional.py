@@ -19,7 +19,7 @@ from .ops import nn as nn_ops
 from .ops import shape as sh
 from .ops import softmax as sm
 from .ops.index import fill_value
-from .ops.op import Op, acc_dtype, broadcast_shape, dim1, quiet
+from .ops.op import Op, acc_dtype, broadcast_shape, dim1, plain, plain_params, quiet
 from .tensor import (
     Tensor,
     _fresh,
@@ -63,8 +63,11 @@ def _t(x, like=None):
 def _pointwise(op, x, inplace, name, **params):
     """op(x) as a new tensor, or with inplace=True written into x's own memory and x returned
     (torch's `inplace`; refused where Tensor._in_place refuses it: a leaf that requires grad
-    or a view of one, and torch's other refusals for views; see ops/views.py)."""
+    or a view of one, and torch's other refusals for views; see ops/views.py). NumPy number
+    settings count as the Python numbers they stand for (ops/op.py's plain), as in torch."""
     x = _t(x)
+    if params:
+        params = plain_params(params)
     if inplace:
         return x._in_place(f"{name}(inplace=True)", op, **params)
     return apply(op, x, **params)
@@ -183,6 +186,27 @@ def _reduce(loss, reduction, name, batchmean=False):
     raise ValueError(f"{name}: reduction must be one of {allowed}, got {reduction!r}")
 
 
+def _legacy_reduction(size_average, reduce, reduction):
+    """torch's deprecated size_average and reduce mapped to a reduction (with torch's
+    UserWarning), for the loss functions and the loss modules: both None, `reduction` as given;
+    reduce False, 'none'; size_average False, 'sum'; else 'mean'. A string in their place (a
+    reduction given by position, where torch's order puts size_average) is refused: torch would
+    read it as True and silently average."""
+    if size_average is None and reduce is None:
+        return reduction
+    for what, value in (("size_average", size_average), ("reduce", reduce)):
+        if isinstance(value, str):
+            raise DTypeError(f"{what} (deprecated) must be a bool or None, got {value!r}; give "
+                             f"the reduction by keyword: reduction={value!r}")
+    if reduce is False:
+        reduction = "none"
+    else:
+        reduction = "sum" if size_average is False else "mean"
+    warn_user(f"size_average and reduce args will be deprecated, please use "
+              f"reduction='{reduction}' instead.", UserWarning)
+    return reduction
+
+
 def _check_reduction(reduction, name, batchmean=False):
     if reduction not in ("mean", "sum", "none") + (("batchmean",) if batchmean else ()):
         _reduce(None, reduction, name, batchmean)  # raises, naming the allowed values
@@ -230,23 +254,28 @@ def _weight(weight, shape, name, what="weight"):
     return weight
 
 
-def mse_loss(input, target, reduction="mean"):  # noqa: A002 - PyTorch's argument name
-    """(input - target)², averaged (or summed, or per element)."""
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
+    """(input - target)², averaged (or summed, or per element). size_average and reduce:
+    torch's deprecated forms of reduction (in torch's order), as _legacy_reduction maps them."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction, "mse_loss")
     x, y = _pair(input, target, "mse_loss")
     d = x - y
     return _reduce(d * d, reduction, "mse_loss")
 
 
-def l1_loss(input, target, reduction="mean"):  # noqa: A002
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
     """|input - target|, averaged (or summed, or per element)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction, "l1_loss")
     x, y = _pair(input, target, "l1_loss")
     return _reduce((x - y).abs(), reduction, "l1_loss")
 
 
-def smooth_l1_loss(input, target, reduction="mean", beta=1.0):  # noqa: A002
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean",  # noqa: A002
+                   beta=1.0):
     """0.5 d²/β where |d| < β, else |d| - 0.5 β (d = input - target); β = 0 is l1_loss."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction, "smooth_l1_loss")
     if beta < 0:
         raise ValueError(f"smooth_l1_loss: beta must be >= 0, got {beta}")
@@ -336,9 +365,11 @@ def _total_weight(w):
     return total + (total == 0)
 
 
-def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):  # noqa: A002
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100,  # noqa: A002
+             reduce=None, reduction="mean"):
     """-weight[t] * input[n, t] for log-probabilities `input` (classes in dim 1, or 0 if 1-D);
     'mean' divides by the summed weights of the targets not ignored."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction, "nll_loss")
     x = _t(input)
     _floating(x, "nll_loss")
@@ -351,8 +382,8 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):  
     return _reduce(loss, reduction, "nll_loss")
 
 
-def cross_entropy(logits, target, weight=None, ignore_index=-100, reduction="mean",
-                  label_smoothing=0.0):
+def cross_entropy(logits, target, weight=None, size_average=None, ignore_index=-100,
+                  reduce=None, reduction="mean", label_smoothing=0.0):
     """-log softmax(logits)[target], averaged (or summed, or per item); classes in dim 1 (dim 0
     if 1-D).
 
@@ -360,8 +391,9 @@ def cross_entropy(logits, target, weight=None, ignore_index=-100, reduction="mea
     or class probabilities (floats, the logits' shape; no ignore_index then). `weight` (C,)
     weighs each class; with indices, 'mean' divides by the summed weights of the targets.
     `label_smoothing` ε in [0, 1] mixes the target with the uniform distribution: (1-ε) target
-    + ε/C.
+    + ε/C. size_average and reduce: torch's deprecated forms of reduction (torch's order).
     """
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     logits = _t(logits)
     target = _t(target, logits)
     if logits.ndim == 0:  # (checked here for every path: the fused op checks it too)
@@ -386,7 +418,7 @@ def cross_entropy(logits, target, weight=None, ignore_index=-100, reduction="mea
             else target
         terms = logp * p if weight is None else logp * p * class_w
         return _reduce(-terms.sum(cdim), reduction, "cross_entropy")
-    nll = nll_loss(logp, target, weight, ignore_index, reduction)
+    nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
     if not label_smoothing:
         return nll
     _, w, _, valid = _picked(logp.detach(), target, weight, ignore_index, "cross_entropy")
@@ -409,12 +441,14 @@ def _check_cross_entropy(reduction, label_smoothing, probs, ignore_index):
                          "floating point target (class probabilities: every class counts)")
 
 
-def binary_cross_entropy(input, target, weight=None, reduction="mean"):  # noqa: A002
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,  # noqa: A002
+                         reduction="mean"):
     """-w [t log x + (1 - t) log(1 - x)] for probabilities x, with torch's values and gradients
     everywhere in [0, 1]: each log is clamped at -100 (x = 0 or 1 gives a finite loss), the
     gradient for x is g w (x - t) / max(x (1 - x), 1e-12) (at x = 0 with t > 0: -t 1e12 g w, not
     the clamped log's 0), and for the target g w (log(1 - x) - log x), unclamped (±inf at x = 0
     or 1, as torch's). One fused node, _BCE below."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction, "binary_cross_entropy")
     x, t = _pair(input, target, "binary_cross_entropy", same_shape=True)
     weight = _weight(weight, x.shape, "binary_cross_entropy")
@@ -468,11 +502,12 @@ _BCE = Op("binary_cross_entropy", _bce_forward,
 _BCE.defvjp(_bce_vjp)
 
 
-def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean",  # noqa: A002
-                                     pos_weight=None):
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,  # noqa: A002
+                                     reduce=None, reduction="mean", pos_weight=None):
     """binary_cross_entropy(sigmoid(x), t) computed stably from the logits x:
     (1 - t) x + (1 + (pos_weight - 1) t) log(1 + e^-x); pos_weight weighs the positives."""
     name = "binary_cross_entropy_with_logits"
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction, name)
     x, t = _pair(input, target, name, same_shape=True)
     weight = _weight(weight, x.shape, name)
@@ -483,10 +518,12 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
     return _reduce(loss if weight is None else loss * weight, reduction, name)
 
 
-def kl_div(input, target, reduction="mean", log_target=False):  # noqa: A002
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean",  # noqa: A002
+           log_target=False):
     """KL(target ‖ exp(input)) pointwise for log-probabilities `input`: t (log t - input)
     (0 where t = 0), or with log_target: eᵗ (t - input). 'batchmean' divides the sum by the
     batch size (the true KL divergence per item); 'mean' by the number of elements."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction, "kl_div", batchmean=True)
     x, t = _pair(input, target, "kl_div")
     if log_target:
@@ -925,7 +962,7 @@ def silu(x, inplace=False):
 
 def softplus(x, beta=1.0, threshold=20.0):
     """log(1 + e^(beta x)) / beta (x itself where beta x > threshold)."""
-    return apply(act.softplus, _t(x), beta=beta, threshold=threshold)
+    return apply(act.softplus, _t(x), beta=plain(beta), threshold=plain(threshold))
 
 
 def mish(x, inplace=False):
@@ -1000,12 +1037,12 @@ def threshold(x, threshold, value, inplace=False):
 
 def softshrink(x, lambd=0.5):
     """x - lambd where x > lambd, x + lambd where x < -lambd, else 0 (lambd >= 0)."""
-    return apply(act.softshrink, _t(x), lambd=lambd)
+    return apply(act.softshrink, _t(x), lambd=plain(lambd))
 
 
 def hardshrink(x, lambd=0.5):
     """x where |x| > lambd, else 0."""
-    return apply(act.hardshrink, _t(x), lambd=lambd)
+    return apply(act.hardshrink, _t(x), lambd=plain(lambd))
 
 
 def prelu(x, weight):
@@ -1127,14 +1164,18 @@ def pad(x, pad, mode="constant", value=None):  # noqa: A002 - torch's names
     As torch: reflect and replicate map each place of the result to the uncropped dim (pad
     (-1, 3) reflects about the dim's last entry), and refuse amounts they cannot fill (reflect:
     each below the dim's size; replicate: an empty dim); circular crops first and wraps at most
-    once around what is left.
+    once around what is left. The result is always new memory, as torch's: nothing to pad, or
+    only crops, give a copy (never the input or a view of it, which an in-place op on the
+    result would write through).
     """
     x = _t(x)
     _check_pad(x, pad, mode, value)
+    fresh = False  # (whether a dim was padded: its cat or index_select made new memory)
     for k in range(len(pad) // 2):
-        x = _pad_dim(x, x.ndim - 1 - k, int(pad[2 * k]), int(pad[2 * k + 1]), mode,
-                     0.0 if value is None else value)
-    return x
+        x, padded = _pad_dim(x, x.ndim - 1 - k, int(pad[2 * k]), int(pad[2 * k + 1]), mode,
+                             0.0 if value is None else value)
+        fresh = fresh or padded
+    return x if fresh else x.clone()
 
 
 def _check_pad(x, pad, mode, value):  # noqa: A002
@@ -1161,7 +1202,8 @@ def _check_pad(x, pad, mode, value):  # noqa: A002
 
 def _pad_dim(x, axis, left, right, mode, value):
     """pad() along one dim: constant and circular crop for negative amounts, then pad;
-    reflect and replicate take each place from the uncropped dim (crop and pad in one)."""
+    reflect and replicate take each place from the uncropped dim (crop and pad in one).
+    Returns (result, whether it is new memory): a crop alone is a view, nothing x itself."""
     n = x.shape[axis]
     crop_first = mode in ("constant", "circular")  # (torch's order for these two)
     if n + left + right < 0 or crop_first and max(-left, 0) + max(-right, 0) > n:
@@ -1171,13 +1213,14 @@ def _pad_dim(x, axis, left, right, mode, value):
         x = x.narrow(axis, max(-left, 0), n - max(-left, 0) - max(-right, 0))
         left, right, n = max(left, 0), max(right, 0), x.shape[axis]
     if not left and not right:
-        return x
+        return x, False
     if mode == "constant":
-        return cat([_full(x, axis, left, value), x, _full(x, axis, right, value)], dim=axis)
+        return cat([_full(x, axis, left, value), x, _full(x, axis, right, value)],
+                   dim=axis), True
     _check_pad_source(x, axis, left, right, mode)
     source = _make("pad_source", _pad_source, np.int64, False, x.backend, n=n, left=left,
                    right=right, mode=mode)
-    return x.index_select(axis, source)
+    return x.index_select(axis, source), True
 
 
 def _check_pad_source(x, axis, left, right, mode):

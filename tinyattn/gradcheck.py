@@ -33,12 +33,13 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, full_limit=4096, n_dir
 
     `inputs` are tensors (those with requires_grad are checked) and any other arguments `fn`
     takes, or one tensor (as torch). fn returns a tensor, or a tuple of them: each output that
-    requires grad is checked. The full Jacobian is checked when (elements of an input) x
-    (elements of the output) is at most `full_limit`, random directions otherwise: r · J · d
-    for random r and d, one number per direction (torch's fast mode; fast_mode=True uses it
-    for every size). That number sums every entry, so an error in a few entries of a large
-    Jacobian can hide within rtol of the sum (one entry 1 % off in a 100 x 100 elementwise op
-    does); raise `full_limit` to check each entry.
+    requires grad is checked; if none does, the numerical Jacobian must be zero (as torch's:
+    True, else "Numerical gradient for function expected to be zero"). The full Jacobian is
+    checked when (elements of an input) x (elements of the output) is at most `full_limit`,
+    random directions otherwise: r · J · d for random r and d, one number per direction (torch's
+    fast mode; fast_mode=True uses it for every size). That number sums every entry, so an error
+    in a few entries of a large Jacobian can hide within rtol of the sum (one entry 1 % off in a
+    100 x 100 elementwise op does); raise `full_limit` to check each entry.
     torch's other keywords: nondet_tol, check_undefined_grad and check_grad_dtypes are
     accepted and change nothing (backward here is deterministic, gives each output a gradient
     and casts each gradient to its input's dtype); check_backward_ad=False checks nothing;
@@ -84,16 +85,75 @@ def check_gradients(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, full_limit=4096,
     if not wrt:
         raise ValueError("gradcheck: no input requires grad, so there is nothing to check")
     out = fn(*xs)
-    if isinstance(out, (tuple, list)):  # each output that requires grad, in turn
-        live = [k for k, o in enumerate(out) if isinstance(o, Tensor) and o.requires_grad]
-        if not live:
-            raise ValueError("gradcheck: fn must return a tensor that depends on the inputs")
-        reports = [_check(lambda *a, k=k: fn(*a)[k], xs, wrt, out[k], eps, atol, rtol,
-                          full_limit, n_directions, seed, f"output {k}: ") for k in live]
-        return _worst(reports)
-    if not isinstance(out, Tensor) or not out.requires_grad:
-        raise ValueError("gradcheck: fn must return a tensor that depends on the inputs")
-    return _check(fn, xs, wrt, out, eps, atol, rtol, full_limit, n_directions, seed, "")
+    outs, pick = _outputs(fn, out)
+    live = [k for k, o in enumerate(outs) if isinstance(o, Tensor) and o.requires_grad]
+    if not live:  # (torch: then the numerical Jacobian must be zero)
+        return _no_differentiable_output(pick, xs, wrt, outs, eps, full_limit, n_directions,
+                                         seed)
+    if len(outs) == 1 and not isinstance(out, (tuple, list)):
+        return _check(fn, xs, wrt, out, eps, atol, rtol, full_limit, n_directions, seed, "")
+    reports = [_check(pick(k), xs, wrt, outs[k], eps, atol, rtol, full_limit, n_directions,
+                      seed, f"output {k}: ") for k in live]  # each output that requires grad
+    return _worst(reports)
+
+
+def _outputs(fn, out):
+    """fn's outputs as a list, and pick(k): a function of the inputs giving output k."""
+    if not isinstance(out, (Tensor, tuple, list)):
+        raise ValueError(f"gradcheck: fn must return a tensor or a tuple of them, got "
+                         f"{type(out).__name__}")
+    if isinstance(out, Tensor):
+        return [out], lambda k: fn
+    return list(out), lambda k: lambda *a: fn(*a)[k]
+
+
+def _no_differentiable_output(pick, xs, wrt, outs, eps, full_limit, n_directions, seed):
+    """torch's check of a function none of whose outputs requires grad: its numerical
+    Jacobian must be zero (exactly), for every tensor output and every input checked."""
+    rng = np.random.default_rng(seed)
+    modes = set()
+    for k, o in enumerate(outs):
+        if not isinstance(o, Tensor) or o.data.size == 0:
+            continue
+        for i in wrt:
+            full = xs[i].data.size * o.data.size <= full_limit
+            modes.add("full" if full else "directions")
+            where = _nonzero_change(pick(k), xs, i, eps, full, rng, n_directions)
+            if where:
+                label = f"output {k}, " if len(outs) > 1 else ""
+                return GradReport(False, float("inf"), "+".join(sorted(modes)),
+                                  "gradcheck failed: Numerical gradient for function expected "
+                                  f"to be zero (no output requires grad): {label}input {i} "
+                                  f"{fmt_shape(xs[i].shape)}: {where}")
+    mode = "+".join(sorted(modes)) or "full"
+    return GradReport(True, 0.0, mode, f"gradcheck passed: no output requires grad and the "
+                                       f"numerical Jacobian is zero ({mode})")
+
+
+def _nonzero_change(fn, xs, i, eps, full, rng, n_directions):
+    """Where moving xs[i] changes fn's output ('' if nowhere): each element in turn (full),
+    or along random directions."""
+    x = xs[i]
+    if full:
+        for k in range(x.data.size):
+            change = _perturbed(fn, xs, i, k, eps) - _perturbed(fn, xs, i, k, -eps)
+            if np.any(change != 0):
+                return f"moving element {k} changes the output by {np.abs(change).max():.3g}"
+        return ""
+    original = x.data.copy()
+    try:
+        for n in range(n_directions):
+            step = x.backend.asarray(eps * rng.standard_normal(x.shape))
+            x.data[...] = original + step
+            plus = _eval_any(fn, xs)
+            x.data[...] = original - step
+            change = plus - _eval_any(fn, xs)
+            if np.any(change != 0):
+                return (f"along random direction {n} the output changes by "
+                        f"{np.abs(change).max():.3g}")
+    finally:
+        x.data[...] = original
+    return ""
 
 
 def _worst(reports):

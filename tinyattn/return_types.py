@@ -4,6 +4,7 @@ return with a dim, as torch.return_types; and Size, the tuple x.shape and x.size
     values, indices = x.max(dim=1)      # or: x.max(dim=1).values / .indices
 """
 
+import operator
 from collections import namedtuple
 
 max = namedtuple("max", ["values", "indices"])  # noqa: A001 - torch.return_types' names
@@ -23,6 +24,28 @@ class Size(tuple):
     tuple, with numel(); a slice of it, and a tuple added to it, is a Size again."""
 
     __slots__ = ()
+
+    def __new__(cls, sizes=()):
+        """As torch.Size(sizes): each an int, or what reads as one (a NumPy int, a bool, a
+        one-element integer tensor) made an int; anything else (2.5, a float tensor, None) a
+        TypeError. (A tensor's shape skips the check: Size._of(shape), its ints as they are.)"""
+        out = tuple.__new__(cls, sizes)
+        if all(type(d) is int for d in out):
+            return out
+        made = []
+        for i, d in enumerate(out):
+            try:
+                made.append(int(operator.index(d)))  # (int(): True is 1, as torch's)
+            except TypeError:
+                raise TypeError(f"Size() takes an iterable of 'int' (item {i} is "
+                                f"'{type(d).__name__}')") from None
+        return tuple.__new__(cls, made)
+
+    @classmethod
+    def _of(cls, shape):
+        """The Size of an array's shape (a tuple of ints already): no check, as fast as a
+        tuple (a tensor's .shape makes one on every read)."""
+        return tuple.__new__(cls, shape)
 
     def numel(self):
         """The number of entries a tensor of this shape has (1 for ())."""

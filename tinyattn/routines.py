@@ -16,7 +16,7 @@ from .functional import cat, stack
 from .ops import index as ix
 from .ops import pointwise as pw
 from .ops import special as sp
-from .ops.op import broadcast_shape, dim1
+from .ops.op import broadcast_shape, dim1, plain
 from .tensor import Tensor, _fresh, _take_torch_keywords, _takes_device, _values, zeros
 
 
@@ -137,10 +137,11 @@ def broadcast_to(input, shape):  # noqa: A002
 
 
 def broadcast_tensors(*tensors):
-    """The tensors expanded to their common broadcast shape (views)."""
+    """The tensors expanded to their common broadcast shape (views; one that has that shape
+    already comes back itself, as torch's)."""
     tensors = [_t(x, next((t for t in tensors if isinstance(t, Tensor)), None)) for x in tensors]
     shape = broadcast_shape(*(t.shape for t in tensors))
-    return tuple(t.expand(*shape) for t in tensors)
+    return tuple(t if t.shape == shape else t.expand(*shape) for t in tensors)
 
 
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):  # noqa: A002
@@ -319,7 +320,7 @@ def cdist(x1, x2, p=2.0):
 def logit(input, eps=None):  # noqa: A002
     """log(p / (1 - p)); with eps, p clamped to [eps, 1 - eps] first (ops/pointwise.py: its
     gradient is torch's, inf at p = 0 and 1)."""
-    return apply(pw.logit, _t(input), eps=eps)
+    return apply(pw.logit, _t(input), eps=plain(eps))
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002

@@ -1,8 +1,10 @@
 """save(obj, f) and load(f): checkpoints as plain .npz files that can never run code.
 
-`obj` is any nesting of dicts (string or int keys: an optimizer's state dict keys its state by
-parameter position, as torch's), lists, tuples, tensors, NumPy arrays, numbers, strings, bools
-and None, at most MAX_DEPTH containers deep (as deep as load reads: save refuses
+`obj` is any nesting of dicts (string, int or float keys: an optimizer's state dict keys its
+state by parameter position, as torch's; an OrderedDict comes back as one), lists, tuples, sets
+and frozensets, argparse.Namespaces (a script's args), tensors, NumPy arrays, numbers, strings,
+bools and None; anything else (a class of the script's own) is refused by name, never pickled;
+at most MAX_DEPTH containers deep (as deep as load reads: save refuses
 deeper, and a container that holds itself, naming the place). Arrays go into the .npz as
 entries; the structure around them goes in as JSON text. A tensor keeps requires_grad, its class
 (an nn.Parameter comes back as one) and the device it was saved from (for a map_location dict);
@@ -11,7 +13,8 @@ tensors over one array (a state dict's tied weights) come back sharing one array
 saved as copies: a slice of another saved tensor comes back with memory of its own (torch keeps
 both in one storage). Files written before these were kept load as they did (plain tensors, one
 object per place), and older versions read the files written now (they ignore what they lack: a
-dict keyed by ints comes back keyed by their strings there).
+dict keyed by ints comes back keyed by their strings there). A state dict's `_metadata` (each
+module's version, as torch.save keeps it) is saved with it and comes back on an OrderedDict.
 
 `f` is a path or, as torch's, a binary file object (io.BytesIO, a file opened "wb" / "rb").
 Saving to a path writes a temporary file beside the target and renames it over the target, so a
@@ -23,6 +26,7 @@ byte), walked from its front, and leaves the file object just past it: checkpoin
 after another into one file load one after another, as torch's.
 """
 
+import argparse
 import contextlib
 import io
 import json
@@ -31,6 +35,7 @@ import os
 import struct
 import zipfile
 import zlib
+from collections import OrderedDict
 
 import numpy as np
 
@@ -47,8 +52,13 @@ MAX_DEPTH = 100  # nesting of the saved structure
 MAX_DEFLATE_RATIO = 1100  # deflate cannot expand data more than ~1032 times
 
 
-def save(obj, f):
-    """Write `obj` to `f`: a path (.npz, written atomically) or a binary file object."""
+def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True,
+         _disable_byteorder_record=False):
+    """Write `obj` to `f`: a path (.npz, written atomically) or a binary file object.
+
+    torch.save's other arguments (pickle_module, pickle_protocol,
+    _use_new_zipfile_serialization, _disable_byteorder_record) are taken and change nothing:
+    tinyattn never pickles, and writes its one format (a zip, little-endian arrays)."""
     writer = _Writer()
     structure = writer.flatten(obj)
     arrays = writer.arrays
@@ -65,7 +75,8 @@ def save(obj, f):
     atomic_write(path, lambda out: np.savez(out, **arrays))
 
 
-def load(f, backend=None, keys=None, check=None, *, map_location=None, weights_only=True):
+def load(f, backend=None, keys=None, check=None, *, map_location=None, weights_only=True,
+         mmap=None, pickle_module=None, **pickle_load_args):
     """Read what `save` wrote (from a path or a binary file object); tensors come back as
     tensors (on `backend`, default NumPy).
 
@@ -77,9 +88,21 @@ def load(f, backend=None, keys=None, check=None, *, map_location=None, weights_o
     torch.device("cpu")) for every tensor, or a dict from the device a tensor was saved from
     to where it goes ({"cuda:0": "cpu"}; a tensor saved from a device the dict does not name
     stays there, one from the host as it would without map_location; device indexes are not
-    told apart). weights_only: as torch's default, and always so here: a checkpoint holds
-    arrays and plain values, never code to run.
+    told apart); or, as torch's, a function fn(tensor, location) called for each tensor as
+    loaded on the host, location "cpu" or "cuda" (where it was saved from), whose result (a
+    tensor: `lambda t, loc: t` keeps it, `lambda t, loc: t.cuda()` moves it) is used, None
+    meaning "as without map_location". torch's map_location may also come second by position
+    (load(f, {"cuda:0": "cpu"}), load(f, fn)): a dict or a function there is taken as it.
+    weights_only: as torch's default, and always so here (False too): a checkpoint holds
+    arrays and plain values, never code to run. mmap, pickle_module and pickle's encoding,
+    errors and fix_imports are taken and change nothing (arrays are read into memory; nothing
+    is unpickled).
     """
+    unknown = set(pickle_load_args) - {"encoding", "errors", "fix_imports"}
+    if unknown:
+        raise TypeError(f"load() got an unexpected keyword argument {sorted(unknown)[0]!r}")
+    if map_location is None and (isinstance(backend, dict) or _is_function(backend)):
+        backend, map_location = None, backend  # (torch's second argument is map_location)
     place = _placement(backend, map_location)
     source, name, start = _source(f)
     try:
@@ -89,6 +112,8 @@ def load(f, backend=None, keys=None, check=None, *, map_location=None, weights_o
             if keys is not None:
                 structure = _select(structure, keys, name)
             return _Builder(reader, place).build(structure)
+    except _FunctionRaisedError as e:  # (map_location's function's own error)
+        raise e.error from None
     except (FileNotFoundError, IsADirectoryError, PermissionError, CheckpointError,
             BackendError):  # (BackendError: a device map_location named that is not here)
         raise
@@ -247,9 +272,53 @@ def _device(d, what):
     if isinstance(getattr(d, "type", None), str):
         return d.type
     raise TypeError(f"load: map_location must be a device ('cpu', 'cuda', 'cuda:0', or a device "
-                    "object such as torch.device) or a dict {saved device: device} of those; "
-                    f"got {what}{d!r:.60} ({type(d).__name__}); a function as torch's is not "
-                    "taken (tinyattn moves arrays, not storages)")
+                    "object such as torch.device), a dict {saved device: device} of those, or a "
+                    f"function fn(tensor, location); got {what}{d!r:.60} ({type(d).__name__}); "
+                    "a device is a string or an object with a .type string")
+
+
+def _is_function(x):
+    """Whether map_location `x` is torch's function form (not a device name or object)."""
+    return callable(x) and not isinstance(x, (str, dict, type)) and not hasattr(x, "xp")
+
+
+class _Remap:
+    """map_location as a function: every tensor loads on the host, then `fn` says where (see
+    load); place(saved) is the host's None, and _Builder calls `fn`."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, saved):
+        return None
+
+
+class MapLocationError(CheckpointError, TypeError):
+    """map_location's function returned something other than a tensor or None."""
+
+
+class _FunctionRaisedError(CheckpointError):
+    """Carries what map_location's function raised out of load, which raises it as it was."""
+
+    def __init__(self, error):
+        super().__init__(str(error))
+        self.error = error
+
+
+def _remapped(fn, t, location, where):
+    """What map_location's function makes of tensor `t` (loaded on the host) saved from
+    `location`: its tensor, or `t` where it returns None."""
+    try:
+        out = fn(t, str(location))
+    except Exception as e:  # noqa: BLE001 - the user's own error, raised by load as it is
+        raise _FunctionRaisedError(e) from e
+    if out is None or out is t:
+        return t
+    if not isinstance(out, Tensor):
+        raise MapLocationError(f"load: map_location's function returned a {type(out).__name__} "
+                               f"for {where}; it must return a tensor (the one it was given, or "
+                               "it moved: t.cuda(), t.cpu()) or None")
+    return Tensor._wrap(out.data, out.backend)
 
 
 def _placement(backend, map_location):
@@ -259,6 +328,8 @@ def _placement(backend, map_location):
         return lambda saved: backend
     if backend is not None:
         raise TypeError("load: give backend or map_location, not both")
+    if _is_function(map_location):
+        return _Remap(map_location)
     if not isinstance(map_location, dict):
         name = _device(map_location, "")
         return lambda saved: name
@@ -398,7 +469,10 @@ def _select(structure, keys, path):
             f"load: {path} has no {', '.join(map(repr, missing))} "
             f"entr{'y' if len(missing) == 1 else 'ies'} (asked for with keys=); it holds "
             f"{listed or 'none'}")
-    return {"dict": {k: v for k, v in held.items() if k in keys}}
+    picked = {"dict": {k: v for k, v in held.items() if k in keys}}
+    if "metadata" in structure:  # (a state dict's _metadata stays with its entries)
+        picked["metadata"] = structure["metadata"]
+    return picked
 
 
 class _Writer:
@@ -428,13 +502,14 @@ class _Writer:
             value = obj.item()
             if isinstance(value, (bool, int, float, str)):
                 return value
-        elif isinstance(obj, (dict, list, tuple)):
+        elif isinstance(obj, (dict, list, tuple, set, frozenset, argparse.Namespace)):
             return self._container(obj, where, depth)
         elif obj is None or isinstance(obj, (bool, int, float, str)):
             return obj
         hint = ("; save its .state_dict() instead" if hasattr(obj, "state_dict") else
-                " (use tensors, arrays, numbers, strings, None, and lists, tuples and dicts with "
-                "string or int keys of those)")
+                " (use tensors, arrays, numbers, strings, None, and lists, tuples, sets, "
+                "argparse.Namespaces and dicts with string, int or float keys of those: convert "
+                "it to one of them, e.g. a dict of its fields or str(value))")
         raise TypeError(f"save: cannot store a {type(obj).__name__} at {where}{hint}")
 
     def _container(self, obj, where, depth):
@@ -445,6 +520,14 @@ class _Writer:
         try:
             if isinstance(obj, dict):
                 return self._dict(obj, where, depth)
+            if isinstance(obj, argparse.Namespace):  # (its attributes, as a dict an older
+                # reader reads)
+                return {**self._dict(vars(obj), where, depth), "namespace": True}
+            if isinstance(obj, (set, frozenset)):  # (a list, with its kind: an older reader
+                # reads a list)
+                return {"list": [self.flatten(v, f"{where}[{i}]", depth + 1)
+                                 for i, v in enumerate(obj)],
+                        "set": "frozenset" if isinstance(obj, frozenset) else "set"}
             return {"list" if isinstance(obj, list) else "tuple":
                     [self.flatten(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(obj)]}
         finally:
@@ -453,10 +536,28 @@ class _Writer:
     def _dict(self, obj, where, depth):
         """{"dict": {key as a string: node}}, with "int_keys" (the keys that were ints, as
         strings) where there are some: JSON keys are strings (an older reader, which ignores
-        "int_keys", reads those keys as strings)."""
-        body, ints = {}, []
+        "int_keys", reads those keys as strings); and "metadata" for a dict that carries a
+        `_metadata` dict (a state dict's, as torch.save keeps it: load_state_dict hands each
+        module its version from it)."""
+        node = self._entries(obj, where, depth)
+        if isinstance(obj, OrderedDict):
+            node["ordered"] = True  # (comes back an OrderedDict; an older reader: a dict)
+        metadata = getattr(obj, "_metadata", None)
+        if isinstance(metadata, dict):
+            node["metadata"] = self.flatten(dict(metadata), f"{where}._metadata", depth + 1)
+        return node
+
+    def _entries(self, obj, where, depth):
+        """_dict's node without the metadata."""
+        body, ints, floats = {}, [], []
         for k, v in obj.items():
-            if isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
+            if isinstance(k, (float, np.floating)):  # (repr: the float exactly, nan and inf)
+                key = repr(float(k))
+                floats.append(key)
+                if key in obj:
+                    raise TypeError(f"save: dict keys are saved as strings: {where} has the "
+                                    f"float key {k!r} and the str key {key!r}")
+            elif isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
                 key = str(int(k))
                 ints.append(key)
                 if key in obj:
@@ -466,10 +567,14 @@ class _Writer:
             elif isinstance(k, str):
                 key = k
             else:
-                raise TypeError(f"save: dict keys must be strings or ints; {where} has the "
-                                f"{type(k).__name__} key {k!r}")
+                raise TypeError(f"save: dict keys must be strings, ints or floats; {where} has "
+                                f"the {type(k).__name__} key {k!r}: convert the keys (str(k)), "
+                                "or save a list of (key, value) pairs")
             body[key] = self.flatten(v, f"{where}[{k!r}]", depth + 1)
-        return {"dict": body, "int_keys": ints} if ints else {"dict": body}
+        node = {"dict": body, "int_keys": ints} if ints else {"dict": body}
+        if floats:
+            node["float_keys"] = floats
+        return node
 
     def _tensor(self, t):
         """{"tensor": key}, with "requires_grad", "parameter" (an nn.Parameter), "device" (not
@@ -546,6 +651,8 @@ class _Builder:
         first = self.shared.get((key, backend)) if isinstance(key, str) else None
         if first is None:
             data = _fresh(self.reader.array(key, where), backend=backend)
+            if isinstance(self.place, _Remap):  # (map_location as a function)
+                data = _remapped(self.place.fn, data, node.get("device", "cpu"), where)
             t = Parameter._wrap(data.data, data.backend) if node.get("parameter") is True \
                 else data
             self.shared[(key, backend)] = t
@@ -567,10 +674,27 @@ class _Builder:
                                   f"{where} is {str(node)[:60]}")
         if kind == "dict":
             keys = self._keys(node, body, where)
-            return {keys[k]: self.build(v, f"{where}[{keys[k]!r}]", depth + 1)
-                    for k, v in body.items()}
+            out = {keys[k]: self.build(v, f"{where}[{keys[k]!r}]", depth + 1)
+                   for k, v in body.items()}
+            if node.get("namespace") is True:
+                return argparse.Namespace(**out)
+            if "metadata" in node:
+                return self._with_metadata(node, out, where, depth)
+            return OrderedDict(out) if node.get("ordered") is True else out
         items = [self.build(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(body)]
+        if kind == "list" and node.get("set") in ("set", "frozenset"):
+            return (set if node["set"] == "set" else frozenset)(items)
         return items if kind == "list" else tuple(items)
+
+    def _with_metadata(self, node, out, where, depth):
+        """The dict as torch's state dict: an OrderedDict with its saved `_metadata`."""
+        metadata = self.build(node["metadata"], f"{where}._metadata", depth + 1)
+        if not isinstance(metadata, dict):
+            raise CheckpointError(f"load: {self.reader.path} has a damaged structure entry: "
+                                  f"{where}._metadata is {str(metadata)[:60]}")
+        out = OrderedDict(out)
+        out._metadata = OrderedDict(metadata)
+        return out
 
     def _keys(self, node, body, where):
         """{saved key: the dict's key}: the keys "int_keys" names as ints, the others as
@@ -582,4 +706,13 @@ class _Builder:
             raise CheckpointError(f"load: {self.reader.path} has a damaged structure entry: "
                                   f"{where}'s int_keys are {str(ints)[:60]}")
         ints = set(ints)
-        return {k: int(k) if k in ints else k for k in body}
+        floats = node.get("float_keys", [])
+        try:
+            floats = {k: float(k) for k in floats if isinstance(k, str) and k in body
+                      and k not in ints}
+        except (TypeError, ValueError):
+            floats = None
+        if floats is None or len(floats) != len(node.get("float_keys", [])):
+            raise CheckpointError(f"load: {self.reader.path} has a damaged structure entry: "
+                                  f"{where}'s float_keys are {str(node['float_keys'])[:60]}")
+        return {k: int(k) if k in ints else floats.get(k, k) for k in body}

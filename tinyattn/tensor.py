@@ -65,13 +65,15 @@ from .ops import softmax as sm
 from .ops import special as sp
 from .ops import views
 from .ops.mask import masked_fill
-from .ops.op import Op, broadcasts_to, quiet
+from .ops.op import Op, broadcasts_to, plain, quiet
 from .ops.op import dim1 as _axis
 from .ops.op import dims as _axes
 from .return_types import Size
 
-float16, float32, float64 = np.float16, np.float32, np.float64
-int32, int64, bool_ = np.int32, np.int64, np.bool_
+# the dtype names are NumPy's dtype objects, the very ones a tensor's .dtype gives, so that
+# they hash as they compare (x.dtype in {float16, float32}, as torch's); not the scalar types
+float16, float32, float64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
+int32, int64, bool_ = np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.bool_)
 
 
 def _unary(op):
@@ -125,13 +127,13 @@ class Tensor(TensorBase):
 
     # ---- what it is ----------------------------------------------------------------------------
 
-    shape = property(lambda self: Size(self._data.shape))  # (a tuple: ta.Size([2, 3]) == (2, 3))
+    shape = property(lambda self: Size._of(self._data.shape))  # (a tuple: Size([2, 3]) == (2, 3))
     ndim = property(lambda self: self.data.ndim)
     dtype = property(lambda self: self.data.dtype)
 
     def size(self, dim=None):
         if dim is None:
-            return Size(self._data.shape)
+            return Size._of(self._data.shape)
         try:
             return self.data.shape[dim]
         except IndexError:
@@ -177,6 +179,11 @@ class Tensor(TensorBase):
         while getattr(base, "base", None) is not None and hasattr(base.base, "strides"):
             base = base.base  # (the array that owns the memory)
         return (_address(self.data) - _address(base)) // self.data.itemsize
+
+    def data_ptr(self):
+        """The address of this tensor's first entry (an int, as torch's x.data_ptr()): its
+        array's, on the host or the GPU; two tensors over one memory compare equal."""
+        return _address(self.data)
 
     @property
     def itemsize(self):
@@ -234,6 +241,11 @@ class Tensor(TensorBase):
                 raise DTypeError(f"only floating-point tensors can require grad, this one is "
                                  f"{self.dtype}; make it with dtype=tinyattn.float32")
             if node is None:
+                if type(self._version_counter) is ag.InferenceVersion and \
+                        not ag.is_inference_mode_enabled():
+                    raise GraphError("Setting requires_grad=True on inference tensor outside "
+                                     "InferenceMode is not allowed (as torch): this tensor was "
+                                     "made in inference_mode; use a .clone() of it")
                 kept = getattr(self, "_leaf", None)
                 self._node = kept if kept is not None else Node.leaf(self)
         elif node is not None:
@@ -264,9 +276,10 @@ class Tensor(TensorBase):
             node.tensor() is self
 
     def is_inference(self):
-        """False: tinyattn has no inference tensors (inference_mode is no_grad here), so every
-        tensor can be used in a recorded computation."""
-        return False
+        """Whether this is an inference tensor (torch's): one made in inference_mode, or a
+        view or detach() of one (not a view of a normal tensor made there). Outside inference
+        mode it cannot require grad nor be saved for backward: use a .clone() of it."""
+        return type(self._version_counter) is ag.InferenceVersion
 
     # ---- leaving the graph -------------------------------------------------------------------
 
@@ -590,10 +603,8 @@ class Tensor(TensorBase):
         floor = self // other
         if rounding_mode == "floor":
             return floor
-        if floor.dtype.kind == "f":
-            if floor.dtype == np.float16:  # (torch: the quotient cut in float32, rounded once)
-                return _via_float32(lambda x, y: (x / y).trunc(), self, self._other(other))
-            return (self / other).trunc()
+        if floor.dtype.kind == "f":  # (one node, torch's: float16 in float32, zero gradients)
+            return apply(hf.div_trunc, self, self._other(other))
         # integers: trunc is floor + 1 where the exact quotient is negative and not whole
         other = self._as_tensor(other)
         return floor + ((floor * other != self) & ((self < 0) != (other < 0))).to(floor.dtype)
@@ -858,7 +869,11 @@ class Tensor(TensorBase):
                              f"this {self.dtype} tensor in place (PyTorch's rule: no float into "
                              "an integer tensor, only bool into a bool one); write x = x + y "
                              "for a new tensor, or convert this one first")
-        self.backend.xp.copyto(self._writable(name), values, casting="unsafe")
+        if values.dtype == self.dtype:
+            self.backend.xp.copyto(self._writable(name), values)
+        else:
+            with quiet():  # (float32 past 65504 into float16: inf, silently as torch)
+                self.backend.xp.copyto(self._writable(name), values, casting="unsafe")
 
     def __iadd__(self, other):
         return self._in_place("add_", ew.add, self._other(other))
@@ -1166,7 +1181,7 @@ class Tensor(TensorBase):
         return apply(ew.relu, self)
 
     def hardshrink(self, lambd=0.5):
-        return apply(act.hardshrink, self, lambd=lambd)
+        return apply(act.hardshrink, self, lambd=plain(lambd))
 
     def prelu(self, weight):
         return apply(act.prelu, self, self._other(weight))
@@ -1430,10 +1445,13 @@ class Tensor(TensorBase):
     # ---- shape -----------------------------------------------------------------------------------
 
     def reshape(self, *shape):
-        shape = _shape_args(shape, "reshape")
-        if shape == self.shape:
-            return self
-        return apply(sh.reshape, self, shape=shape)
+        """The same values in another shape: a view where the memory allows (a same-shape one
+        too: a new tensor with a node of its own, as torch's), else a copy."""
+        out = apply(sh.reshape, self, shape=_shape_args(shape, "reshape"))
+        v = out._version_counter  # (none, or another than self's: not a view, see _viewed)
+        if (v is None or v is not self._version_counter) and isinstance(self._data, np.generic):
+            return _viewed(self, sh.reshape, shape=out.shape)  # (a 0-d op result's scalar)
+        return out
 
     def view(self, *shape, dtype=None):
         """The same memory seen in another shape: writes into either reach the other. Where
@@ -1448,11 +1466,13 @@ class Tensor(TensorBase):
                     raise
                 dtype = shape[0]  # view(tinyattn.int32)
             else:
-                if shape == self.shape:
-                    return self
                 out = apply(sh.reshape, self, shape=shape)
-                if out._version_counter is None and not self.data.flags.c_contiguous:
-                    _refuse_copying_view(self, out.shape)  # (NumPy copied: torch refuses)
+                v = out._version_counter  # (none, or another than self's: not a view)
+                if v is None or v is not self._version_counter:
+                    if isinstance(self._data, np.generic):  # (a 0-d op result's scalar)
+                        return _viewed(self, sh.reshape, shape=out.shape)
+                    if not self.data.flags.c_contiguous:
+                        _refuse_copying_view(self, out.shape)  # (NumPy copied: torch refuses)
                 return out
         elif shape:
             raise TypeError(f"view: takes a shape or a dtype, not both (got {shape} and "
@@ -1485,7 +1505,8 @@ class Tensor(TensorBase):
 
     def flatten(self, start_dim=0, end_dim=-1):
         """Dims start_dim..end_dim joined into one; a 0-d tensor becomes (1,) (its one implicit
-        dim is 0 or -1), as torch."""
+        dim is 0 or -1), as torch. One dim (start_dim == end_dim, a 1-D tensor's flatten()):
+        this tensor itself, as torch's (not a view of it)."""
         if self.ndim == 0:
             _axes(start_dim, 0, "flatten")  # (an error for any other dim)
             _axes(end_dim, 0, "flatten")
@@ -1495,6 +1516,8 @@ class Tensor(TensorBase):
         if s > e:  # (a reshape would read it as nothing to join, and insert a dim)
             raise DimError(f"flatten: start_dim {start_dim} cannot come after end_dim {end_dim} "
                            f"(dims {s} and {e} of a tensor of shape {fmt_shape(self.shape)})")
+        if s == e:
+            return self
         return self.reshape(self.shape[:s] + (-1,) + self.shape[e + 1:])
 
     def unsqueeze(self, dim):
@@ -1523,12 +1546,13 @@ class Tensor(TensorBase):
         return tuple(n for i, n in enumerate(self.shape) if not (i in axes and n == 1))
 
     def permute(self, *dims):
-        dims = _shape_args(dims, "permute")
-        return apply(sh.permute, self, dims=tuple(_axis(d, self.ndim, "permute") for d in dims))
+        dims = tuple(_axis(d, self.ndim, "permute") for d in _shape_args(dims, "permute"))
+        return apply(sh.permute, self, dims=dims) if dims else _viewed(self, sh.permute, dims=())
 
     def transpose(self, dim0, dim1):
         dims = self._swapped(dim0, dim1, "transpose")
-        return self if dims is None else apply(sh.permute, self, dims=dims)
+        return _viewed(self, sh.permute, dims=()) if dims is None else \
+            apply(sh.permute, self, dims=dims)
 
     def transpose_(self, dim0, dim1):
         """transpose, in place: this tensor with dims dim0 and dim1 swapped (see
@@ -1551,16 +1575,18 @@ class Tensor(TensorBase):
         return tuple(dims)
 
     def _same_0d(self, name, *dims):
-        """This 0-d tensor, for a transpose or movedim of its one implicit dim (0 or -1) with
-        itself, as torch; any other dim is out of range."""
+        """A view of this 0-d tensor, for a movedim of its one implicit dim (0 or -1) to
+        itself, as torch's (a new tensor); any other dim is out of range."""
         for d in dims:
             for one in d if isinstance(d, (tuple, list)) else (d,):
                 _axes(one, 0, name)
-        return self
+        return _viewed(self, sh.permute, dims=())
 
     @property
     def T(self):  # noqa: N802 - PyTorch's name
-        return apply(sh.permute, self, dims=tuple(reversed(range(self.ndim))))
+        n = self.ndim
+        return apply(sh.permute, self, dims=tuple(range(n - 1, -1, -1))) if n else \
+            _viewed(self, sh.permute, dims=())
 
     @property
     def mT(self):  # noqa: N802 - PyTorch's name
@@ -1584,9 +1610,9 @@ class Tensor(TensorBase):
                              f"{fmt_shape(sizes)}, a new leading dim that the tensor "
                              f"{fmt_shape(self.shape)} does not have; give its size")
         shape = tuple(self.shape[i - lead] if n == -1 else n for i, n in enumerate(sizes))
-        if shape == self.shape:
-            return self
-        return apply(sh.expand, self, shape=shape)
+        if not shape:  # (a 0-d op result's NumPy scalar becomes an array, for a view of it)
+            return _viewed(self, sh.expand, shape=shape)
+        return apply(sh.expand, self, shape=shape)  # (the same shape: a view too, as torch's)
 
     def expand_as(self, other):
         return self.expand(other.shape)
@@ -1604,6 +1630,11 @@ class Tensor(TensorBase):
         out = self
         for step in steps:
             out = apply(sh.getitem, out, index=step)
+        v = out._version_counter  # (none, or another than self's: not a view, see _viewed)
+        if (v is None or v is not self._version_counter) and isinstance(self._data, np.generic) \
+                and steps:
+            self._data = np.array(self._data)  # (a 0-d op result's scalar: x[...] views it)
+            return self[index]
         return out
 
     def __setitem__(self, index, value):
@@ -1618,7 +1649,11 @@ class Tensor(TensorBase):
 
         def write():
             v = value.data if isinstance(value, Tensor) else value
-            sh._place(self._writable("setitem"), steps)[steps[-1]] = v
+            if getattr(v, "dtype", self.dtype) == self.dtype:
+                sh._place(self._writable("setitem"), steps)[steps[-1]] = v
+                return
+            with quiet():  # (float32 past 65504 into float16: inf, silently as torch)
+                sh._place(self._writable("setitem"), steps)[steps[-1]] = v
 
         try:
             self._in_place("setitem", sh.setitem, value, steps=steps, write=write)
@@ -2413,9 +2448,10 @@ class Tensor(TensorBase):
                                    for i in range(self.shape[axis])), "unbind")
 
     def t(self):
-        """The transpose of a matrix (a tensor with at most 2 dims)."""
+        """The transpose of a matrix (a tensor with at most 2 dims); of a vector or a 0-d
+        tensor, a view of it as it is (a new tensor, as torch's)."""
         self._at_most_2d("t")
-        return self if self.ndim < 2 else self.transpose(0, 1)
+        return self.T
 
     def t_(self):
         """t, in place: a matrix becomes its transpose (see _in_place_view); fewer dims stay."""
@@ -2444,9 +2480,10 @@ class Tensor(TensorBase):
         requires_grad_(False): requires_grad_() gives it back, hooks included). A view of
         another tensor's memory is refused, as torch: detach() it instead."""
         if _is_a_view(self):
-            raise GraphError("detach_: this tensor is a view of another tensor's memory (made "
-                             "by indexing, reshape, permute, expand...): views cannot be "
-                             "detached in place (as torch); use .detach() instead")
+            raise GraphError("detach_: Can't detach views in-place. Use detach() instead (as "
+                             "torch): this tensor is a view of another tensor's memory (made by "
+                             "indexing, reshape, permute, expand..., a same-shape one too); "
+                             "detach() gives a new tensor of its values with no graph")
         node = self._node
         if node is not None and node.op is None:
             self._require(False)
@@ -2530,8 +2567,15 @@ class Tensor(TensorBase):
         return self.diagonal().sum()
 
     def diff(self, n=1, dim=-1, prepend=None, append=None):
-        """x[i + 1] - x[i] along dim, n times; prepend/append join the tensor first."""
+        """x[i + 1] - x[i] along dim, n times; prepend/append join the tensor first. n=0: a
+        copy of the tensor (prepend and append not joined), as torch's."""
         axis = _axis(dim, self.ndim, "diff")
+        if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+            raise DTypeError(f"diff: n must be an int, got {n!r}")
+        if n < 0:
+            raise ValueError(f"diff: order must be non-negative but got {n}")
+        if n == 0:  # (torch: a copy, never this tensor itself)
+            return self.clone()
         x = self
         if prepend is not None or append is not None:
             parts = [self._as_tensor(p) for p in (prepend, self, append) if p is not None]
@@ -2605,9 +2649,11 @@ class Tensor(TensorBase):
         return _logaddexp2(x, other)
 
     def float_power(self, exponent):
-        """self ** exponent in float64 (torch.float_power)."""
+        """self ** exponent in float64 (torch.float_power); past its range inf, silently as
+        torch: pow's form from ops/half.py, which for float64 is pow run without NumPy's
+        warnings, forward and VJP."""
         e = exponent.double() if isinstance(exponent, Tensor) else exponent
-        return self.double() ** e
+        return apply(hf.half_form(ew.power), self.double(), e)
 
     def deg2rad(self):
         return self * (math.pi / 180) if self.dtype.kind == "f" else self.float() * (math.pi / 180)
@@ -2802,10 +2848,12 @@ class Tensor(TensorBase):
 
     erfc, erfinv, lgamma, digamma = (_unary(sp.erfc), _unary(sp.erfinv), _unary(sp.lgamma),
                                      _unary(sp.digamma))
+    erfc_, erfinv_, lgamma_, digamma_ = (_in_place_unary(sp.erfc), _in_place_unary(sp.erfinv),
+                                         _in_place_unary(sp.lgamma), _in_place_unary(sp.digamma))
 
     def logit(self, eps=None):
         """log(p / (1 - p)); with eps, p clamped to [eps, 1 - eps] first (as ta.logit)."""
-        return apply(pw.logit, self, eps=eps)
+        return apply(pw.logit, self, eps=plain(eps))
 
     def short(self):
         return self.to(np.int16)
@@ -2872,7 +2920,17 @@ class Tensor(TensorBase):
 
     def lcm(self, other):
         """The least common multiple of each pair (>= 0; integers only, as torch's)."""
-        return _values("lcm", self.backend.xp.lcm, *sp.integer_pair("lcm", self, other))
+        return _values("lcm", sp.lcm_values, *sp.integer_pair("lcm", self, other),
+                       backend=self.backend)
+
+    def gcd_(self, other):
+        return self._in_place_as("gcd_", lambda x: x.gcd(other), other)
+
+    def lcm_(self, other):
+        return self._in_place_as("lcm_", lambda x: x.lcm(other), other)
+
+    def heaviside_(self, values):
+        return self._in_place_as("heaviside_", lambda x: x.heaviside(values), values)
 
     def heaviside(self, values):
         """0 where this is below 0 (or NaN), `values` where it is 0, 1 where above (values, of
@@ -3318,10 +3376,8 @@ def _with_alpha(name, x, other, alpha):
     if math.isfinite(alpha) and abs(alpha) > 65504:
         raise DTypeError(f"{name}: alpha={alpha!r} does not fit float16 (its largest value is "
                          "65504): value cannot be converted without overflow (as torch)")
-    with quiet():  # (a number other past 65504: inf, as torch)
-        a, c = (float(np.float16(v)) for v in (alpha, 0 if isinstance(other, Tensor) else other))
-    scaled = (lambda t, y: t + y * a) if name == "add" else (lambda t, y: t - y * a)
-    return _via_float32(scaled, x, other if isinstance(other, Tensor) else c)
+    # (one node, as torch's: alpha and a number other in float16, the sum in float32)
+    return apply(hf.add_alpha if name == "add" else hf.sub_alpha, x, other, alpha=alpha)
 
 
 def _half_tensors(*operands):
@@ -3534,7 +3590,10 @@ def _power(name, run, base, exponent):
 def _clamp_bounds(lo, hi, name):
     """clamp's bounds as torch's two overloads take them: both numbers (or None), or both
     tensors (or None). A number with a tensor is torch's TypeError, but for a 0-d tensor that
-    needs no grad, which torch's argument parser reads as a number (its value)."""
+    needs no grad, which torch's argument parser reads as a number (its value). A NumPy number
+    is the Python number it stands for (ops/op.py's plain): x.clamp(np.finfo(float).eps)
+    keeps a float32 x float32, as torch's."""
+    lo, hi = plain(lo), plain(hi)
     lo_t, hi_t = isinstance(lo, Tensor), isinstance(hi, Tensor)
     if lo_t == hi_t or lo is None or hi is None:
         return lo, hi
@@ -3693,6 +3752,20 @@ def _viewable(shape, strides, new_shape):
             if d > 0:
                 base, numel, view_numel = strides[d - 1], 1, 1
     return view_d == -1
+
+
+def _viewed(x, op, **params):
+    """op(x) for a view op, a view of x's memory even where x's array is a NumPy scalar (what
+    NumPy makes a 0-d op's result), which no array can share: x gets it as a 0-d array first,
+    as an in-place write would give it (_writable).
+    (Whether out is a view of x: it shares x's version counter. A copy has none, or, made
+    in inference_mode, one of its own.)"""
+    out = apply(op, x, **params)
+    v = out._version_counter
+    if (v is None or v is not x._version_counter) and isinstance(x._data, np.generic):
+        x._data = np.array(x._data)
+        out = apply(op, x, **params)
+    return out
 
 
 def _refuse_copying_view(x, shape):
@@ -3857,6 +3930,8 @@ def _fresh(data, dtype=None, requires_grad=False, backend=None):
     the library use; Tensor(...) is torch's legacy one (_legacy_init)."""
     be = backends.get_backend() if backend is None else backends.backend(backend)
     t = Tensor._wrap(_to_array(data, dtype, be), be)
+    if ag._inference.get():  # (made in inference_mode: an inference tensor)
+        ag.mark_inference(t)
     if requires_grad:
         t._require(True)
     return t
@@ -3864,6 +3939,7 @@ def _fresh(data, dtype=None, requires_grad=False, backend=None):
 
 def _legacy_init(t, args, device, backend, kwargs):
     """Tensor.__init__: t made as torch's legacy Tensor(*args, device=) makes a tensor."""
+    size = _size_keyword(args, kwargs)
     if kwargs:
         name = next(iter(kwargs))
         raise TypeError(f"Tensor(): got an unexpected keyword argument {name!r}: as torch's, "
@@ -3877,10 +3953,26 @@ def _legacy_init(t, args, device, backend, kwargs):
     be = backends.get_backend() if where is None else backends.backend(where)
     t.backend = be
     t._grad = t._name = t._node = t._version_counter = None
-    if len(args) == 1 and isinstance(args[0], Tensor):
+    if size is not None:  # (() or []: a 0-d tensor, as torch's)
+        t._data = be.xp.zeros(_sizes(tuple(size), "Tensor"), get_default_dtype())
+    elif len(args) == 1 and isinstance(args[0], Tensor):
         _alias_into(t, args[0], be)
     else:
         t._data = _legacy_array(args, be, backend is not None)
+
+
+def _size_keyword(args, kwargs):
+    """torch's Tensor(size=(2, 3)), popped from kwargs: the sizes, a tuple or list of ints
+    given alone (None without it)."""
+    size = kwargs.pop("size", None)
+    if size is None:
+        return None
+    if args or not isinstance(size, (tuple, list)) or \
+            not all(_index_like(n) and not isinstance(n, bool) for n in size):
+        raise TypeError(f"Tensor(): size= takes a tuple or list of ints and no data or sizes "
+                        f"besides, as torch's; got size={size!r}"
+                        + (f" with {len(args)} positional argument(s)" if args else ""))
+    return size
 
 
 def _alias_into(t, src, be):
@@ -4124,6 +4216,8 @@ def _make(name, fill, dtype, requires_grad, backend, **settings):
     be = backends.get_backend() if backend is None else backends.backend(backend)
     dtype = get_default_dtype() if dtype is None else as_dtype(dtype)
     t = Tensor._wrap(fill(be, dtype, **settings), be)
+    if ag._inference.get():  # (made in inference_mode: an inference tensor)
+        ag.mark_inference(t)
     t._require(requires_grad)
     if not requires_grad and (ag._tracers.get() is not None or ag._everywhere):
         _seen_made(name, fill, t, dtype=dtype, **settings)
@@ -4531,13 +4625,15 @@ def _number(name, v):
 
 
 @_takes_device
-def zeros_like(t, dtype=None, requires_grad=False, backend=None):
+def zeros_like(t, dtype=None, requires_grad=False, backend=None, memory_format=None):
+    _row_major("zeros_like", memory_format, True)  # (torch's optimizers pass preserve_format)
     return zeros(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad,
                  backend=backend or t.backend)
 
 
 @_takes_device
-def ones_like(t, dtype=None, requires_grad=False, backend=None):
+def ones_like(t, dtype=None, requires_grad=False, backend=None, memory_format=None):
+    _row_major("ones_like", memory_format, True)
     return ones(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad,
                 backend=backend or t.backend)
 
@@ -4586,25 +4682,29 @@ def logspace(start, end, steps, base=10.0, dtype=None, requires_grad=False, back
 
 
 @_takes_device
-def full_like(t, fill_value, dtype=None, requires_grad=False, backend=None):
+def full_like(t, fill_value, dtype=None, requires_grad=False, backend=None, memory_format=None):
+    _row_major("full_like", memory_format, True)
     return full(t.shape, fill_value, dtype=dtype or t.dtype, requires_grad=requires_grad,
                 backend=backend or t.backend)
 
 
 @_takes_device
-def empty_like(t, dtype=None, requires_grad=False, backend=None):
+def empty_like(t, dtype=None, requires_grad=False, backend=None, memory_format=None):
+    _row_major("empty_like", memory_format, True)
     return zeros_like(t, dtype=dtype, requires_grad=requires_grad, backend=backend)
 
 
 @_takes_device
-def rand_like(t, dtype=None, requires_grad=False, backend=None):
+def rand_like(t, dtype=None, requires_grad=False, backend=None, memory_format=None):
+    _row_major("rand_like", memory_format, True)
     _float_draws("rand_like", dtype or t.dtype)
     return rand(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad,
                 backend=backend or t.backend)
 
 
 @_takes_device
-def randn_like(t, dtype=None, requires_grad=False, backend=None):
+def randn_like(t, dtype=None, requires_grad=False, backend=None, memory_format=None):
+    _row_major("randn_like", memory_format, True)
     _float_draws("randn_like", dtype or t.dtype)
     return randn(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad,
                  backend=backend or t.backend)

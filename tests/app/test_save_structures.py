@@ -42,12 +42,14 @@ def test_state_dicts_and_containers_come_back_with_the_same_structure(tmp_path):
 
 
 @pytest.mark.parametrize("obj,fragments", [
-    ({"a": [1, {"b": {1, 2}}]}, ["cannot store a set", r"obj\['a'\]\[1\]\['b'\]"]),
+    ({"a": [1, {"b": 1j}]}, ["cannot store a complex", r"obj\['a'\]\[1\]\['b'\]"]),
     ({"model": nn.Linear(2, 2)}, ["cannot store a Linear", r"obj\['model'\]",
                                   r"state_dict\(\) instead"]),
     ([ta.zeros(1), lambda: 0], ["cannot store a function", r"obj\[1\]"]),
-    ({"steps": {3.5: 0.1}}, ["keys must be strings or ints", r"obj\['steps'\]", "float key 3.5"]),
-    ({"steps": {True: 0.1}}, ["keys must be strings or ints", "bool key True"]),
+    ({"steps": {(3, 5): 0.1}}, ["keys must be strings, ints or floats", r"obj\['steps'\]",
+                                r"tuple key \(3, 5\)", r"str\(k\)"]),
+    ({"steps": {True: 0.1}}, ["keys must be strings, ints or floats", "bool key True"]),
+    ({"steps": {0.5: "a", "0.5": "b"}}, ["float key 0.5 and the str key '0.5'"]),
     ({"steps": {1: "a", "1": "b"}}, ["keys", r"obj\['steps'\]", "int key 1 and the str key '1'"]),
     ({"x": (np.array([object()]),)}, [r"obj\['x'\]\[0\]", "dtype object"]),
 ])

@@ -204,3 +204,20 @@ def test_v_may_be_left_out_for_one_entry():
     assert out.item() == 10.0 and g.tolist() == [2.0, 6.0]
     out, d = AF.jvp(lambda a: a * ta.tensor([1.0, 2.0]), ta.tensor(2.0))
     assert out.tolist() == [2.0, 4.0] and d.tolist() == [1.0, 2.0]
+
+
+@pytest.mark.parametrize("name", ["hessian", "hvp", "vhp"])
+def test_second_derivatives_are_refused_saying_what_to_do_instead(name):
+    """torch's hessian, hvp and vhp are exact second derivatives, which need gradients of
+    gradients: refused as create_graph=True is, naming the central difference to use."""
+    torch = pytest.importorskip("torch")
+    f = getattr(AF, name)
+    args = (lambda a: (a ** 3).sum(), ta.tensor([1.0, 2.0]))
+    args += () if name == "hessian" else (ta.ones(2),)
+    with pytest.raises(ta.GraphError, match=f"^{name}: .*gradients of gradients.* are not "
+                                            "supported.*central difference"):
+        f(*args)
+    assert name in AF.__all__ and hasattr(torch.autograd.functional, name)
+    keywords = {"strict": False} if name == "hessian" else {"v": ta.ones(2), "strict": False}
+    with pytest.raises(ta.GraphError):
+        f(args[0], args[1], **keywords)  # torch's keywords taken, then refused

@@ -422,7 +422,7 @@ def test_gradcheck_of_inputs_with_no_elements_passes_as_torch():
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
-def test_anomaly_says_when_a_nan_came_in_as_a_number():
+def test_anomaly_names_a_custom_backward_that_returns_nan_as_torch():
     class NanBackward(ta.autograd.Function):
         @staticmethod
         def forward(ctx, x):
@@ -430,7 +430,7 @@ def test_anomaly_says_when_a_nan_came_in_as_a_number():
 
         @staticmethod
         def backward(ctx, g):
-            return g * float("nan")
+            return g * float("nan")  # (a NaN made in a forward op is no anomaly: torch's)
 
     x = leaf([0.0, 1.0])
     with ta.detect_anomaly():
@@ -438,8 +438,9 @@ def test_anomaly_says_when_a_nan_came_in_as_a_number():
         with pytest.raises(ta.AnomalyError) as info:
             y.sum().backward()
     message = str(info.value)
-    assert "without NaN" not in message
-    assert "input 1 is the number nan" in message
+    assert message.startswith("Function 'NanBackwardBackward' returned nan values in its 0th "
+                              "output.")
+    assert "y = NanBackward.apply(x).exp()" in message  # the forward's traceback
 
 
 # ---- requires_grad switched off and on: the same leaf, as torch's -----------------------------
@@ -641,6 +642,24 @@ def test_gradcheck_under_torchs_name_with_its_keywords_and_tuple_outputs():
             gc(lambda a: a.exp(), (x,), **{keyword: True})
     with pytest.raises(NotImplementedError, match="gradients of gradients"):
         ta.autograd.gradgradcheck(lambda a: a.exp(), (x,))
+
+
+@pytest.mark.parametrize("lib_name", ["tinyattn", "torch"])
+@pytest.mark.parametrize("fast", [False, True])
+def test_gradcheck_of_a_function_with_no_differentiable_output_as_torchs(lib_name, fast):
+    """torch: with no output that requires grad, the numerical Jacobian must be zero (True),
+    else "Numerical gradient for function expected to be zero"."""
+    lib = ta if lib_name == "tinyattn" else pytest.importorskip("torch")
+    check = lib.autograd.gradcheck
+    x = lib.tensor([0.3, -1.2, 2.1], dtype=lib.float64, requires_grad=True)
+    for fn in (lambda a: a.detach() * 0, lambda a: a.argmax(), lambda a: lib.ones(3),
+               lambda a: (a.detach() * 0, a.detach().round())):
+        assert check(fn, (x,), fast_mode=fast) is True
+    with pytest.raises(Exception, match="Numerical gradient for function expected to be zero"):
+        check(lambda a: a.detach() * 2, (x,), fast_mode=fast)
+    assert check(lambda a: a.detach() * 2, (x,), fast_mode=fast, raise_exception=False) is False
+    assert check(lambda a: (a * 2, a.detach() * 3), (x,), fast_mode=fast) is True  # mixed: the
+    # outputs that need no grad are not looked at
 
 
 # ---- grad()'s refusals name grad() and grad_outputs; to_dot of several roots ------------------

@@ -48,6 +48,8 @@ CASES = [
     ("RAdam", dict(lr=0.01)),  # 6 steps: ρ_t <= 5 throughout (the momentum step)
     ("RAdam", dict(lr=0.01, betas=(0.5, 0.5), weight_decay=0.1)),  # ρ_t > 5 from step 2
     ("RAdam", dict(lr=0.01, betas=(0.9, 0.7), weight_decay=0.1, decoupled_weight_decay=True)),
+    ("Adadelta", dict()),
+    ("Adadelta", dict(lr=0.5, rho=0.8, eps=1e-4, weight_decay=0.1, maximize=True)),
 ]
 
 
@@ -398,7 +400,8 @@ def test_load_state_dict_rejects_a_mismatch():
 RESUMED = [("Adam", dict(lr=0.01)), ("AdamW", dict(lr=0.01, weight_decay=0.1, amsgrad=True)),
            ("SGD", dict(lr=0.1, momentum=0.9, weight_decay=0.01)),
            ("RMSprop", dict(lr=0.01, momentum=0.5, centered=True)), ("Adagrad", dict(lr=0.1)),
-           ("Adamax", dict(lr=0.01)), ("NAdam", dict(lr=0.01)), ("RAdam", dict(lr=0.01))]
+           ("Adamax", dict(lr=0.01)), ("NAdam", dict(lr=0.01)), ("RAdam", dict(lr=0.01)),
+           ("Adadelta", dict(lr=0.5, weight_decay=0.01))]
 
 EVERY_OPTIMIZER = RESUMED + [("SGD", dict(lr=0.1, momentum=0.9, nesterov=True)),
                              ("NAdam", dict(lr=0.01, weight_decay=0.1,
@@ -770,7 +773,8 @@ TORCH_LAYOUT = [
     ("Adamax", dict(lr=0.01, weight_decay=0.1)), ("NAdam", dict(lr=0.01)),
     ("NAdam", dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True)),
     ("RAdam", dict(lr=0.01, betas=(0.5, 0.6))),
-    ("RAdam", dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True))]
+    ("RAdam", dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True)),
+    ("Adadelta", dict(lr=0.5, rho=0.8, weight_decay=0.1))]
 
 
 def _grads_for(starts, steps, seed=12):

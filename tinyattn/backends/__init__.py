@@ -11,6 +11,7 @@ import copyreg
 import os
 
 from ..errors import BackendError
+from . import cuda, cudnn, mps  # noqa: F401 - torch's switches: ta.backends.cudnn.benchmark...
 from .allocator import keep_freed_memory  # noqa: F401 - ta.backends.keep_freed_memory
 from .base import Backend
 from .numpy_backend import NumpyBackend
@@ -34,12 +35,13 @@ def backend(name_or_backend):
                            f"{sorted(ALIASES)}")
     be = _made.get(key)
     if be is None:
+        seed = _pending.pop(key, _seed)
         if key == "numpy":
-            be = NumpyBackend(_seed)
+            be = NumpyBackend(seed)
         else:
             from .cupy_backend import make_cupy_backend  # the only place CuPy gets imported
 
-            be = make_cupy_backend(_seed)
+            be = make_cupy_backend(seed)
         _made[key] = be
         copyreg.pickle(type(be), _by_name)  # a pickled backend comes back as this very one
     return be
@@ -83,5 +85,19 @@ def manual_seed(seed):
     """Seed every backend's generator, now and for backends made later."""
     global _seed
     _seed = seed
+    _pending.clear()
     for be in _made.values():
         be.seed(seed)
+
+
+_pending = {}  # backend name -> the seed seed_one gave it before it was made
+
+
+def seed_one(name, seed):
+    """Seed one backend's generator ("cupy": torch.cuda.manual_seed): now if it is made, else
+    when it is (a later manual_seed seeds it anew, as torch's)."""
+    key = ALIASES[name]
+    if key in _made:
+        _made[key].seed(seed)
+    else:
+        _pending[key] = seed

@@ -8,6 +8,7 @@ shown by repr as PyTorch shows them (inplace only when it is True).
 from .. import functional as F
 from ..errors import ShapeError
 from ..tensor import full
+from .init import constant_
 from .module import Module, Parameter
 
 
@@ -230,6 +231,10 @@ class PReLU(Module):
         self.weight = Parameter(full((num_parameters,), init, dtype=dtype))
         if device is not None:
             self.to(device)
+
+    def reset_parameters(self):
+        """Every slope back to `init` (0.25 by default), in place, as torch's."""
+        constant_(self.weight, self.init)
 
     def forward(self, input):  # noqa: A002 - torch's argument name
         return F.prelu(input, self.weight)

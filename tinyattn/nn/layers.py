@@ -208,6 +208,7 @@ class _BatchNorm(Module):
     state dict without num_batches_tracked, torch's older checkpoints, loads)."""
 
     _dims = ()  # the input dims allowed (BatchNorm1d: 2 or 3, BatchNorm2d: 4)
+    _version = 2  # (torch's: version 2 saves num_batches_tracked)
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
                  track_running_stats=True, device=None, dtype=None, *, bias=True):
@@ -279,13 +280,18 @@ class _BatchNorm(Module):
         if self.affine:
             _ones_zeros(self.weight, self.bias)
 
-    def _state_defaults(self, prefix, state):
-        """A checkpoint from before torch 0.4.1 has no num_batches_tracked: not missing, the
-        module keeps its own count (0 if new), as torch's loading fills it in."""
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs):
+        """A checkpoint from before torch 0.4.1 (version below 2 in its _metadata, or none
+        recorded) has no num_batches_tracked: not missing, the module keeps its own count (0 if
+        new), as torch's loading fills it in. A version-2 checkpoint without it lacks it."""
         key = prefix + "num_batches_tracked"
-        if self.track_running_stats and key not in state:
-            return {key: self.num_batches_tracked}
-        return {}
+        version = local_metadata.get("version")
+        if (version is None or version < 2) and self.track_running_stats and \
+                key not in state_dict:
+            state_dict[key] = self.num_batches_tracked
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
+                                      unexpected_keys, error_msgs)
 
     def extra_repr(self):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "

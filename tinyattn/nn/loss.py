@@ -6,23 +6,8 @@ Class weights are buffers, as in PyTorch: they move with `to()` and sit in the s
 
 
 from .. import functional as F
-from ..errors import warn_user
+from ..functional import _legacy_reduction  # (shared with the loss functions)
 from .module import Module
-
-
-def _legacy_reduction(size_average, reduce, reduction):
-    """torch's deprecated size_average and reduce mapped to a reduction (with torch's
-    UserWarning): both None, `reduction` as given; reduce False, 'none'; size_average False,
-    'sum'; else 'mean'."""
-    if size_average is None and reduce is None:
-        return reduction
-    if reduce is False:
-        reduction = "none"
-    else:
-        reduction = "sum" if size_average is False else "mean"
-    warn_user(f"size_average and reduce args will be deprecated, please use "
-              f"reduction='{reduction}' instead.", UserWarning)
-    return reduction
 
 
 class _Loss(Module):
@@ -78,7 +63,8 @@ class NLLLoss(_WeightedLoss):
         self.ignore_index = ignore_index
 
     def forward(self, input, target):  # noqa: A002
-        return F.nll_loss(input, target, self.weight, self.ignore_index, self.reduction)
+        return F.nll_loss(input, target, self.weight, ignore_index=self.ignore_index,
+                          reduction=self.reduction)
 
 
 class CrossEntropyLoss(_WeightedLoss):
@@ -88,13 +74,13 @@ class CrossEntropyLoss(_WeightedLoss):
         self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
 
     def forward(self, input, target):  # noqa: A002
-        return F.cross_entropy(input, target, self.weight, self.ignore_index, self.reduction,
-                               self.label_smoothing)
+        return F.cross_entropy(input, target, self.weight, ignore_index=self.ignore_index,
+                               reduction=self.reduction, label_smoothing=self.label_smoothing)
 
 
 class BCELoss(_WeightedLoss):
     def forward(self, input, target):  # noqa: A002
-        return F.binary_cross_entropy(input, target, self.weight, self.reduction)
+        return F.binary_cross_entropy(input, target, self.weight, reduction=self.reduction)
 
 
 class BCEWithLogitsLoss(_Loss):
@@ -105,8 +91,9 @@ class BCEWithLogitsLoss(_Loss):
         self.register_buffer("pos_weight", pos_weight)
 
     def forward(self, input, target):  # noqa: A002
-        return F.binary_cross_entropy_with_logits(input, target, self.weight, self.reduction,
-                                                  self.pos_weight)
+        return F.binary_cross_entropy_with_logits(input, target, self.weight,
+                                                  reduction=self.reduction,
+                                                  pos_weight=self.pos_weight)
 
 
 class KLDivLoss(_Loss):

@@ -176,6 +176,9 @@ _HOOK_KINDS = ("pre", "post", "backward", "backward_pre")  # Module._hooks' dict
 class Module:
     """Base class of every layer and model: subclass it, assign parts in __init__, write forward."""
 
+    _version = 1  # (torch's: state_dict's _metadata records it; raise it when a module's saved
+    # entries change, and migrate older ones in _load_from_state_dict by local_metadata)
+
     def __init__(self):
         d = self.__dict__  # (attributes set before, plain ones only, are kept, as torch's)
         d["_parameters"] = _Registry(self)  # name -> Parameter or None
@@ -704,7 +707,11 @@ class Module:
         buffers, then its children. Keys start with `prefix`; values are detached unless
         keep_vars; with `destination`, it is filled and returned. As torch's, each module
         writes its own entries (_save_to_state_dict) and then calls each child's state_dict(),
-        so an override of either is obeyed; the positional form is deprecated, as torch's."""
+        so an override of either is obeyed; the positional form is deprecated, as torch's.
+        The dict made here carries `_metadata`, as torch's: {each module's prefix without the
+        trailing dot ("" for this one): {"version": its class's _version}}, which
+        load_state_dict hands to that module's _load_from_state_dict as local_metadata (an
+        override migrates older checkpoints by it)."""
         if args:
             warn_user("state_dict: positional arguments are deprecated (as in torch); give "
                       "destination=, prefix=, keep_vars=", FutureWarning)
@@ -713,9 +720,12 @@ class Module:
             keep_vars = args[2] if len(args) > 2 and keep_vars is False else keep_vars
         if destination is None:
             destination = OrderedDict()
+            destination._metadata = OrderedDict()  # {prefix without its dot: {"version": ..}}
         with _entered(self, "state_dict") as inside:
             if inside:  # a module inside itself: once, where torch's recursion never ends
                 return destination
+            if hasattr(destination, "_metadata"):  # (torch's: what load_state_dict hands each
+                destination._metadata[prefix[:-1]] = {"version": self._version}  # module)
             self._save_to_state_dict(destination, prefix, keep_vars)
             for name, module in self._modules.items():
                 if module is not None:
@@ -992,6 +1002,16 @@ class IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpect
 
     def __getitem__(self, key):
         return getattr(self, key) if isinstance(key, str) else super().__getitem__(key)
+
+    def __repr__(self):
+        """torch's: "<All keys matched successfully>" when both lists are empty, else
+        "_IncompatibleKeys(missing_keys=[...], unexpected_keys=[...])"."""
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return (f"_IncompatibleKeys(missing_keys={self.missing_keys!r}, "
+                f"unexpected_keys={self.unexpected_keys!r})")
+
+    __str__ = __repr__
 
 
 class _Indexed(Module):

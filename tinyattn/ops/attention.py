@@ -159,7 +159,7 @@ def attention_weights(q, k, attn_mask=None, is_causal=False, scale=None):
     """The attention probabilities softmax(q kᵀ * scale, masked): (..., T, S)."""
     check_qkv(q, k, k)
     check_mask_dtype(attn_mask, q.dtype)
-    scale = default_scale(q.shape[-1]) if scale is None else scale
+    scale = default_scale(q.shape[-1]) if scale is None else float(scale)  # (np.float64 too)
     if q.dtype == "float16":
         # q·k passes float16's 65504 already for entries near 64 at d = 16 (even scaled by √scale
         # each first, as torch's math path does, near 128): the scores and their softmax in

@@ -119,7 +119,10 @@ def power(be, x, y):
     else:
         with quiet():  # 0 ** -1 is inf, (-1) ** 0.5 is NaN, as in torch
             out = x**y
-    return out, (x, y, out)
+    # x ** c (c a number) keeps no output, as torch's pow.Tensor_Scalar (its gradient needs x
+    # alone, so the output may change in place before backward); c ** x and x ** y keep it for
+    # y's gradient, as torch's pow.Scalar and pow.Tensor_Tensor
+    return out, (x, y, None if is_const(y) else out)
 
 
 def _integer_exponents(x, y):
@@ -413,7 +416,10 @@ def cast(be, x, dtype):
 @cast.defvjp
 def cast_vjp(be, g, saved, dtype):
     (x_dtype,) = saved
-    return (g.astype(x_dtype),)
+    if g.dtype.itemsize <= x_dtype.itemsize:
+        return (g.astype(x_dtype),)
+    with quiet():  # (a float64 gradient past float32's range: inf, as torch, silently)
+        return (g.astype(x_dtype),)
 
 
 OPS = (add, sub, mul, div, neg, power, exp, log, sqrt, tanh, sigmoid, relu, absolute, maximum,

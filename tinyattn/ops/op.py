@@ -9,7 +9,8 @@ file: the names of its gradients (explain), its sample inputs (gradcheck and the
 with ops/samples.py), the traps detect_anomaly warns about (ops/traps.py) and how a float64
 re-run sets its parameters (graphcheck).
 The helpers: `dims` and `dim1` (checked dim arguments), `is_const` (a Python number operand),
-`quiet` (IEEE infinities and NaN without NumPy's warnings) and the broadcasting checks.
+`plain` (a NumPy number setting as its Python number), `quiet` (IEEE infinities and NaN
+without NumPy's warnings) and the broadcasting checks.
 """
 
 import functools
@@ -164,6 +165,23 @@ def is_const(v):
     (A 0-d result such as x.sum() can be a NumPy scalar, and np.float64 is a float: not const.)"""
     return type(v) in _PYTHON_NUMBERS or (isinstance(v, (int, float))
                                            and not hasattr(v, "dtype"))
+
+
+def plain(v):
+    """A NumPy number setting (np.float64(0.2), np.finfo(float).eps, a value from np.logspace)
+    as the Python number it stands for, as torch reads one: weak in type promotion, so that a
+    float32 input stays float32 (NumPy 2 computes with an np.float64 in float64) and the
+    values are the Python number's; anything else as it is. For the wrappers that hand an op
+    its number settings (the VJP sees the same ones), never on apply's path."""
+    return v.item() if isinstance(v, numpy.generic) else v
+
+
+def plain_params(params):
+    """`params` (an op's settings by name) with each NumPy number as its Python number (plain);
+    `params` itself where it holds none."""
+    if any(isinstance(v, numpy.generic) for v in params.values()):
+        return {k: plain(v) for k, v in params.items()}
+    return params
 
 
 _PYTHON_NUMBERS = frozenset((int, float, bool))  # the quick exact-type check first (a set: a

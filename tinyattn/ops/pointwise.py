@@ -531,8 +531,9 @@ def lerp(be, start, end, weight):
     lerp(1e16, 1, 1) is 1, not 1e16 + (1 - 1e16) = 0); float16 computed in float32"""
     _lerp_dtypes(start, end, weight)
     dtype = start.dtype
-    if getattr(weight, "ndim", None) == 0 and weight.dtype != dtype:
-        weight = weight.astype(dtype)  # (a 0-d float64 weight must not widen the result)
+    with quiet():  # (a float16 weight past 65504: inf, as torch's, without NumPy's warning)
+        if getattr(weight, "ndim", None) == 0 and weight.dtype != dtype:
+            weight = weight.astype(dtype)  # (a 0-d float64 weight must not widen the result)
     s, e, w = wide(start), wide(end) if hasattr(end, "dtype") else end, weight
     if hasattr(w, "dtype"):
         w = wide(w)
@@ -542,7 +543,8 @@ def lerp(be, start, end, weight):
             out = s + w * diff if abs(w) < 0.5 else e - diff * (1 - w)
         else:
             out = be.xp.where(be.xp.abs(w) < 0.5, s + w * diff, e - diff * (1 - w))
-    return out.astype(dtype, copy=False), (start, end, weight)
+        out = out.astype(dtype, copy=False)  # (float16: inf past 65504, quietly)
+    return out, (start, end, weight)
 
 
 @lerp.defvjp

@@ -9,7 +9,7 @@ are flips (with a permute).
 import numpy as np
 
 from ..errors import DimError, ShapeError, fmt_shape
-from .op import broadcasts_to, dim1, op
+from .op import broadcasts_to, dim1, op, quiet
 from .samples import case, const
 
 
@@ -56,6 +56,8 @@ def permute_vjp(be, g, saved, dims):
              case((2, 1, 3), shape=(2, 5, 3))])
 def expand(be, x, shape):
     """out = x broadcast to `shape` (a view: nothing is copied)"""
+    if x.shape == shape:  # nothing to broadcast: a plain view, writable as torch's (NumPy's
+        return x.reshape(shape), ()  # broadcast_to hands out a read-only one)
     if not broadcasts_to(x.shape, shape):
         raise ShapeError(f"expand: cannot expand {fmt_shape(x.shape)} to {fmt_shape(shape)}: "
                          "from the right, each dim must be equal or 1 in the tensor")
@@ -148,7 +150,11 @@ def getitem_add_into(be, acc, g, saved, index):
 def setitem(be, x, value, steps):
     """out = x with out[index] = value (`steps`: the index, or an int part then the rest)"""
     out = _own_copy(be, x)
-    _place(out, steps)[steps[-1]] = value
+    if getattr(value, "dtype", out.dtype) == out.dtype:
+        _place(out, steps)[steps[-1]] = value
+    else:
+        with quiet():  # (float32 past 65504 into float16: inf, silently as torch)
+            _place(out, steps)[steps[-1]] = value
     return out, (getattr(value, "ndim", 0),)
 
 

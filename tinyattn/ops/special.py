@@ -71,7 +71,8 @@ def _wide(x):
 
 
 def _back(out, like):
-    return out.astype(like.dtype, copy=False)
+    with quiet():  # (past float32's range: inf, as torch's float32 lgamma(3e38), silently)
+        return out.astype(like.dtype, copy=False)
 
 
 def _abs_sinpi(xp, x):
@@ -542,6 +543,19 @@ def histc_values(x, bins=100, low=0.0, high=0.0, backend=None):
         place = ((inside - lo) * bins / (hi - lo)).astype(np.int64)
     place = xp.minimum(place, bins - 1)
     return xp.bincount(place, minlength=bins).astype(x.dtype)
+
+
+def lcm_values(a, b, backend=None):
+    """out = |a / gcd(a, b) * b| in the pair's integer dtype, wrapping on overflow as torch's (0
+    where both are 0): NumPy's lcm takes |a| and |b| first, which can wrap to a negative
+    (lcm(int32 2**31 - 1, 6) is -6 there, 6 in torch)"""
+    xp = backend.xp
+    dtype = xp.result_type(a, b)  # (b may be a Python int: weak, the tensor's dtype as torch)
+    with quiet():  # (the wrap is torch's too; NumPy warns about it on 0-d values)
+        g = xp.gcd(a, b)
+        zero = g == 0
+        out = xp.abs(xp.asarray(a // xp.where(zero, 1, g) * b, dtype=dtype))
+        return xp.where(zero, 0, out).astype(dtype, copy=False)
 
 
 def heaviside_values(x, values, backend=None):

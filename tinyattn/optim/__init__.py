@@ -1,5 +1,6 @@
-"""Optimizers (SGD, Adam, AdamW, RMSprop, Adagrad, Adamax, NAdam, RAdam), a cosine learning-rate
-schedule with warm-up, clip_grad_norm; PyTorch's schedulers live in optim.lr_scheduler.
+"""Optimizers (SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam; LBFGS in
+optim/lbfgs.py), a cosine learning-rate schedule with warm-up, clip_grad_norm; PyTorch's
+schedulers live in optim.lr_scheduler.
 
 Like PyTorch: an optimizer takes parameters (or groups of them, dicts with their own settings),
 `step()` updates them in place from their `.grad` (`step(closure)`: the loss re-evaluated first);
@@ -16,7 +17,10 @@ with the copied parameters. Adam's update is a backend primitive (`be.adam_updat
 backend can run it as one fused kernel.
 """
 
+import copy
 import math
+import sys
+import types
 import warnings
 from collections import defaultdict
 from collections.abc import Mapping
@@ -87,14 +91,17 @@ def _scalar(value):
 def _read(group, name="optimizer"):
     """`group` with each setting given as a tensor (lr=tensor(0.01), betas of tensors) as the
     number it holds now: torch reads such a tensor at every step, so a change in place (a
-    schedule's lr.fill_) counts from the next. The group itself where it has none (no copy)."""
+    schedule's lr.fill_) counts from the next. A NumPy number (momentum=np.float64(0.9)) is
+    read as the Python number it is, as torch takes it: a float32 parameter's state stays
+    float32. The group itself where it has none (no copy)."""
     read = None
     for key, value in group.items():
-        if isinstance(value, TensorBase):
+        if isinstance(value, (TensorBase, np.generic)):
             value = _number(value, key, name)
         elif (isinstance(value, (tuple, list)) and key not in ("params", "param_names")
-              and any(isinstance(v, TensorBase) for v in value)):  # (betas)
-            value = tuple(_number(v, f"{key}[{i}]", name) if isinstance(v, TensorBase) else v
+              and any(isinstance(v, (TensorBase, np.generic)) for v in value)):  # (betas)
+            value = tuple(_number(v, f"{key}[{i}]", name)
+                          if isinstance(v, (TensorBase, np.generic)) else v
                           for i, v in enumerate(value))
         else:
             continue
@@ -105,7 +112,10 @@ def _read(group, name="optimizer"):
 
 
 def _number(t, key, name):
-    """The one number tensor setting `t` holds (torch's rule: a 1-element tensor)."""
+    """The one number tensor setting `t` holds (torch's rule: a 1-element tensor); a NumPy
+    number's Python number."""
+    if isinstance(t, np.generic):
+        return t.item()
     if t.numel() != 1:
         raise ValueError(f"{name}: {key} given as a tensor must hold one number, got shape "
                          f"{fmt_shape(t.shape)}; pass a 0-d tensor or a number")
@@ -127,11 +137,45 @@ def _count(state):
     return int(step)
 
 
+class _Required:
+    """torch.optim.optimizer.required: a default a parameter group must give a value for."""
+
+    def __repr__(self):
+        return "<required parameter>"
+
+
+required = _Required()
+
+
+def _check_required(name, group):
+    """torch's refusal of a group without a value for a default given as `required`."""
+    for key, value in group.items():
+        if value is required:
+            raise ValueError(f"{name}: parameter group didn't specify a value of required "
+                             f"optimization parameter {key}")
+
+
+def _steps_itself(cls):
+    """Whether optimizer class `cls` runs its own step() (torch's contract: it defines step(),
+    no update()), not tinyattn's step that calls update() for each parameter."""
+    return cls.update is Optimizer.update
+
+
 class Optimizer:
     """Parameter groups, their per-parameter state, and the step counter.
 
     Every optimizer takes `maximize` (ascend: the gradient's sign flipped first), refuses a
-    setting it does not have (torch's TypeError) and a value out of range (torch's ValueError)."""
+    setting it does not have (torch's TypeError) and a value out of range (torch's ValueError).
+
+    A subclass is written as torch's base class asks: `super().__init__(params, defaults)`
+    (a dict of settings, also `defaults=`), and a step() of its own that walks
+    `self.param_groups` (each group filled in from the defaults) and keeps what it needs in
+    `self.state[p]` (a defaultdict(dict)); zero_grad, add_param_group, state_dict and
+    load_state_dict (tensors cast to the parameter's dtype and device, "step" and values that
+    are no tensors kept as they are, as torch's), copy.deepcopy and pickle work for it. A default
+    given as `optim.required` must be given by every group. tinyattn's own optimizers instead
+    define update(p, g, state, group), which the base class's step() calls for each parameter
+    that has a gradient."""
 
     # the settings and their values, in the order torch's groups keep them, torch's how-to-run
     # switches among them (an instance's: with the ones it was given)
@@ -143,7 +187,9 @@ class Optimizer:
 
     def __init__(self, params, *args, **settings):
         name = type(self).__name__
-        settings = self._settings(args, settings)
+        defaults = self._torch_defaults(args, settings)
+        if defaults is None:
+            settings = self._settings(args, settings)
         if isinstance(params, TensorBase):
             raise TypeError(f"{name}: params must be an iterable of tensors or of dicts (groups), "
                             f"got one tensor {fmt_shape(params.shape)}: pass [tensor] or "
@@ -151,13 +197,34 @@ class Optimizer:
         params = list(params)
         if not params:
             raise ValueError(f"{name}: got an empty parameter list")
-        self.defaults = {**type(self).defaults, **settings}
+        # (torch's contract: the subclass's dict itself, as torch keeps it)
+        self.defaults = {**type(self).defaults, **settings} if defaults is None else defaults
         self.param_groups = []
         # parameter -> {torch's state name: tensor}; a parameter without state gives {}
         self.state = defaultdict(dict)
         self.steps = 0  # step() calls (torch keeps no such count: a load sets the most steps)
         for group in params if isinstance(params[0], dict) else [{"params": params}]:
             self.add_param_group(group)
+
+    def _torch_defaults(self, args, settings):
+        """The defaults dict of torch's base-class call, `Optimizer.__init__(self, params,
+        defaults)` (or defaults=...), a subclass's; None for tinyattn's own optimizers' calls,
+        settings by keyword and position (a dict is none of their settings)."""
+        own = type(self).defaults
+        if "defaults" in settings and "defaults" not in own:
+            given = settings.pop("defaults")
+            if args or settings:
+                raise TypeError(f"{type(self).__name__}: Optimizer.__init__ takes params and "
+                                "defaults (a dict of settings), got more: "
+                                f"{', '.join(map(str, [*map(type, args), *settings]))}")
+        elif len(args) == 1 and not settings and isinstance(args[0], Mapping):
+            given = args[0]
+        else:
+            return None
+        if not isinstance(given, Mapping):
+            raise TypeError(f"{type(self).__name__}: defaults must be a dict of settings, got "
+                            f"{type(given).__name__}")
+        return given if _steps_itself(type(self)) else {**own, **given}
 
     def _settings(self, args, settings):
         """The settings given by keyword and (torch's order) by position; an unknown one is a
@@ -199,7 +266,9 @@ class Optimizer:
         # torch's order: the names first (a state dict's group keeps them before the settings)
         named = {} if names is None else {"param_names": names}
         full = {**named, **self.defaults, **param_group, **named, "params": unique}
-        self.check(_read(full, name))
+        _check_required(name, full)
+        if not _steps_itself(type(self)):  # (a subclass of torch's contract checks its own)
+            self.check(_read(full, name))
         self.param_groups.append(full)
 
     def _unique(self, group):
@@ -244,18 +313,31 @@ class Optimizer:
 
     @property
     def lr(self):
+        """The first group's lr; setting it sets every group's. (A subclass that sets an `lr`
+        of its own before its groups exist, as torch's base class has no `lr`, keeps that
+        attribute: reading and setting it is its own from then on.)"""
+        if "_lr" in self.__dict__:
+            return self.__dict__["_lr"]
         return self.param_groups[0]["lr"]
 
     @lr.setter
     def lr(self, value):
+        if "_lr" in self.__dict__ or "param_groups" not in self.__dict__:
+            self.__dict__["_lr"] = value
+            return
         for group in self.param_groups:
             group["lr"] = value
 
     def params(self):
+        return self._every_param()
+
+    def _every_param(self):
+        """Every parameter, group after group (internal: a subclass may name an attribute
+        `params`)."""
         return [p for group in self.param_groups for p in group["params"]]
 
     def zero_grad(self, set_to_none=True):
-        zero_grads(self.params(), set_to_none)
+        zero_grads(self._every_param(), set_to_none)
 
     def check(self, group):
         """Refuse settings out of range, with torch's rules (lr, eps, weight decay, momentum
@@ -296,7 +378,7 @@ class Optimizer:
             group = _read(group, name)  # (tensor settings as numbers; no copy without them)
             for p in group["params"]:
                 if p.grad is not None:
-                    g = -p.grad.data if group["maximize"] else p.grad.data
+                    g = -p.grad.data if group.get("maximize") else p.grad.data
                     state = self.state.get(p)  # (a step that keeps no state adds no entry)
                     if state is None:
                         state = {}
@@ -320,7 +402,9 @@ class Optimizer:
         xp.copyto(p.data, wide.data, casting="unsafe")
 
     def update(self, p, g, state, group):
-        raise TypeError(f"{type(self).__name__} has no update(): an Optimizer subclass defines it")
+        raise NotImplementedError(f"{type(self).__name__} has no step() of its own: an Optimizer "
+                                  "subclass defines step() (torch's contract) or update(p, g, "
+                                  "state, group) (tinyattn's optimizers')")
 
     # ---- copies: the state follows the copied parameters ----------------------------------
 
@@ -328,7 +412,7 @@ class Optimizer:
         """pickle and copy.deepcopy: the state keyed by parameter position, so that the copy
         keys it by its own (copied) parameters (as torch's state follows them)."""
         d = dict(self.__dict__)
-        at = {id(p): i for i, p in enumerate(self.params())}
+        at = {id(p): i for i, p in enumerate(self._every_param())}
         state = d.pop("state")
         d["_state_at"] = {at[id(p)]: v for p, v in state.items() if id(p) in at}
         return d
@@ -339,9 +423,11 @@ class Optimizer:
         d.pop("state", None)  # (a pickle from before the state was kept by position: by id())
         self.__dict__.update(d)
         self.state = defaultdict(dict)
-        params = self.params()
+        params = self._every_param()
+        as_is = _steps_itself(type(self))  # (its state as its step left it: ints stay ints)
         for i, entry in (by_position or {}).items():
-            self.state[params[i]] = {self.old_state_names.get(k, k): self._as_tensor(v, params[i])
+            self.state[params[i]] = {self.old_state_names.get(k, k):
+                                     v if as_is else self._as_tensor(v, params[i])
                                      for k, v in entry.items()}
 
     @staticmethod
@@ -397,7 +483,10 @@ class Optimizer:
         saved as a tensor (lr=tensor(0.01), torch's too) a copy of ours, the parameters' names
         a list, without their positions, differentiable (always False here) or a how-to-run
         switch this optimizer does not have (torch's of another name)."""
-        own = type(self).defaults
+        own = self.defaults
+        if _steps_itself(type(self)):  # torch's contract: every setting as saved (copies)
+            return {k: (list(v) if k == "param_names" else _copied(v)) for k, v in saved.items()
+                    if k != "params"}
         return {k: (list(v) if k == "param_names" else _setting(v)) for k, v in saved.items()
                 if k not in ("params", "differentiable") and (k not in _SWITCHES or k in own)}
 
@@ -447,9 +536,7 @@ class Optimizer:
         positions = self._positions(groups)
         if torchs:
             entries = self._nested(state)
-            steps = max([self._steps_of(label, v) for label, _, key, v in entries
-                         if key == "step"], default=0)
-            return steps, groups, positions, entries
+            return self._most_steps(entries), groups, positions, entries
         entries = []
         for key, value in state.items():  # "3.m": the old names
             i, _, old = str(key).partition(".")
@@ -461,6 +548,13 @@ class Optimizer:
             raise CheckpointError(f"{name}: steps is {saved['steps']!r:.60}, not a "
                                   "number") from None
 
+    def _most_steps(self, entries):
+        """The largest "step" count among the entries (0 without one); a subclass of torch's
+        contract may keep anything under "step": what is no count is passed over."""
+        lenient = _steps_itself(type(self))
+        return max([self._steps_of(label, v) for label, _, key, v in entries
+                    if key == "step" and not (lenient and not _is_count(v))], default=0)
+
     def _nested(self, state):
         """torch's state ({position: {name: value}}) as entries (None values, as an older
         torch's SGD keeps without momentum, left out)."""
@@ -470,7 +564,8 @@ class Optimizer:
                 raise CheckpointError(f"{type(self).__name__}.load_state_dict: state [{i!r}] is "
                                       f"{type(entry).__name__}, not a dict")
             entries += [(f"[{i!r}][{key!r}]", _position(i), str(key), value)
-                        for key, value in entry.items() if value is not None]
+                        for key, value in entry.items()
+                        if value is not None or _steps_itself(type(self))]
         return entries
 
     def _steps_of(self, label, value):
@@ -517,6 +612,8 @@ class Optimizer:
         """{state name: (dtype, backend, whether 0-d)} as this optimizer's step makes its state
         for a parameter like `p` in `group`, in the order it makes them: asked of update()
         itself, on a one-element stand-in, so that every optimizer answers for itself."""
+        if _steps_itself(type(self)):  # (its step is its own: nothing to ask)
+            return {}
         xp = p.backend.xp
         stand_in = type(p)._wrap(xp.ones((1,), dtype=p.dtype), p.backend)
         state = {}
@@ -530,6 +627,8 @@ class Optimizer:
         """The saved state `value` as a tensor as this optimizer keeps it for `p` (a copy:
         stepping never writes into the dict it was loaded from). State a step does not make
         (another optimizer's) is cast to p's dtype, a 0-d entry kept as it is."""
+        if _steps_itself(type(self)):
+            return _cast(value, p, name)
         dtype, be, scalar = kept.get(name, (None, p.backend, None))
         where = f"{type(self).__name__}.load_state_dict: state {label}"
         try:
@@ -548,6 +647,47 @@ class Optimizer:
         if dtype is None and value.ndim:
             value = value.astype(p.dtype)
         return Tensor._wrap(be.asarray(value), be)
+
+
+def _is_count(value):
+    """Whether a saved "step" is a number (a tensor of one, too)."""
+    value = _host(value)
+    return isinstance(value, (int, float, np.number, np.ndarray)) and np.size(value) == 1 \
+        and not isinstance(value, bool)
+
+
+def _is_tensor(value):
+    return isinstance(value, TensorBase) or hasattr(value, "detach") and hasattr(value, "numpy")
+
+
+def _copied(value):
+    """A loaded setting of a subclass of torch's contract: a copy, tensors as ours."""
+    if _is_tensor(value):
+        return _setting(value)
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        return type(value)(_copied(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _copied(v) for k, v in value.items()}
+    return copy.deepcopy(value)
+
+
+def _cast(value, p, key):
+    """A state value loaded for parameter `p` of a subclass of torch's contract, as torch's
+    load_state_dict casts it: a tensor (ours, torch's) a copy of ours on p's device, in p's
+    dtype where p is floating point ("step" in its own dtype, on the host); dicts, lists and
+    tuples item by item (a dict's items under their own keys); anything else as it is."""
+    if _is_tensor(value):
+        host = np.array(_host(value))
+        if key == "step":
+            return Tensor._wrap(host, backends.backend("numpy"))
+        if p.dtype.kind == "f":
+            host = host.astype(p.dtype)
+        return Tensor._wrap(p.backend.asarray(host), p.backend)
+    if isinstance(value, dict):
+        return {k: _cast(v, p, k) for k, v in value.items()}
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        return type(value)(_cast(v, p, key) for v in value)
+    return value
 
 
 _ADAMS_OLD_NAMES = {"m": "exp_avg", "v": "exp_avg_sq", "v_max": "max_exp_avg_sq", "u": "exp_inf"}
@@ -693,6 +833,39 @@ class Adagrad(Optimizer):
         lr = group["lr"] / (1 + (t - 1) * group["lr_decay"])
         state["sum"].data += g * g
         p.data -= lr * (g / (xp.sqrt(state["sum"].data) + group["eps"]))
+
+
+class Adadelta(Optimizer):
+    """Adadelta (Zeiler, 2012), torch's: v = ρ v + (1-ρ) g², δ = √(u + eps) / √(v + eps) g,
+    u = ρ u + (1-ρ) δ², p -= lr δ; state square_avg (v), acc_delta (u) and the step count, as
+    torch's names them. Weight decay is added to g (L2)."""
+
+    defaults = {"lr": 1.0, "rho": 0.9, "eps": 1e-6, "weight_decay": 0.0, "maximize": False,
+                "capturable": False, "foreach": None, "differentiable": False}
+    positional = ("lr", "rho", "eps", "weight_decay", "foreach")
+
+    def check(self, group):
+        super().check(group)
+        if not 0 <= group["rho"] <= 1:
+            raise ValueError(f"Adadelta: rho must be in [0, 1], got {group['rho']!r}")
+
+    def update(self, p, g, state, group):
+        xp = p.backend.xp
+        if "square_avg" not in state:
+            state["step"] = _scalar(0)
+            state["square_avg"] = _zeros(p)
+            state["acc_delta"] = _zeros(p)
+        _count(state)
+        if group["weight_decay"]:
+            g = g + group["weight_decay"] * p.data
+        rho, eps = group["rho"], group["eps"]
+        square_avg, acc_delta = state["square_avg"].data, state["acc_delta"].data
+        square_avg *= rho
+        square_avg += (1 - rho) * g * g  # (torch's addcmul order: ((1-ρ) g) g)
+        delta = xp.sqrt(acc_delta + eps) / xp.sqrt(square_avg + eps) * g
+        acc_delta *= rho
+        acc_delta += (1 - rho) * delta * delta
+        p.data -= group["lr"] * delta
 
 
 class _Moments(Optimizer):
@@ -845,3 +1018,18 @@ def clip_grad_norm(parameters, max_norm):
             p.grad.data *= scale  # in place, as PyTorch's clip_grad_norm_
     return total
 
+
+
+from .lbfgs import LBFGSSteps as _LBFGSSteps  # noqa: E402
+
+
+class LBFGS(_LBFGSSteps, Optimizer):
+    __doc__ = _LBFGSSteps.__doc__  # (a step() of its own: torch's contract, see Optimizer)
+
+
+# torch.optim.optimizer, for `from tinyattn.optim.optimizer import Optimizer, required`
+optimizer = types.ModuleType(__name__ + ".optimizer", "torch.optim.optimizer's names: the "
+                             "Optimizer base class and `required` (a default every group must "
+                             "give).")
+optimizer.Optimizer, optimizer.required = Optimizer, required
+sys.modules[optimizer.__name__] = optimizer

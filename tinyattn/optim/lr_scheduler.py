@@ -17,7 +17,8 @@ from ..errors import warn_user
 
 __all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR",
            "ExponentialLR", "PolynomialLR", "CosineAnnealingLR", "CosineAnnealingWarmRestarts",
-           "LinearLR", "OneCycleLR", "SequentialLR", "ChainedScheduler", "ReduceLROnPlateau"]
+           "LinearLR", "OneCycleLR", "CyclicLR", "SequentialLR", "ChainedScheduler",
+           "ReduceLROnPlateau"]
 
 EPOCH_DEPRECATION_WARNING = (  # torch's words for step(epoch)
     "The epoch parameter in `scheduler.step()` was not necessary and is being deprecated where "
@@ -92,6 +93,11 @@ class LRScheduler:
 
     def load_state_dict(self, state):
         self.__dict__.update(state)
+
+
+class _LRScheduler(LRScheduler):  # noqa: N801
+    """torch's old name for LRScheduler, kept for code that subclasses it (a subclass, not an
+    alias, so that its __name__ is its own, as torch's)."""
 
 
 class LambdaLR(LRScheduler):
@@ -439,6 +445,121 @@ def _per_group(name, optimizer, value):
                              "groups")
         return list(value)
     return [value] * n
+
+
+def _format_param(name, optimizer, value):
+    """One value per parameter group (torch's _format_param): a list or tuple of as many, or
+    one value for all."""
+    n = len(optimizer.param_groups)
+    if isinstance(value, (list, tuple)):
+        if len(value) != n:
+            raise ValueError(f"{name} must have the same length as optimizer.param_groups. "
+                             f"{name} has {len(value)} values, param_groups has {n}.")
+        return list(value)
+    return [value] * n
+
+
+class CyclicLR(LRScheduler):
+    """Cyclical learning rates (Smith, 2017), torch's: lr goes from base_lr up to max_lr over
+    step_size_up steps and back over step_size_down (default step_size_up), the height scaled
+    by mode: "triangular" (1), "triangular2" (halved each cycle), "exp_range" (gamma ** step),
+    or by scale_fn(x), x the cycle number (scale_mode="cycle") or the step ("iterations").
+    With cycle_momentum, momentum (Adam's beta1) moves the other way, from max_momentum down
+    to base_momentum. Step once per batch. state_dict keeps a scale_fn that is a callable
+    object by its attributes, and none that is a function (as torch's)."""
+
+    def __init__(self, optimizer, base_lr, max_lr, step_size_up=2000, step_size_down=None,
+                 mode="triangular", gamma=1.0, scale_fn=None, scale_mode="cycle",
+                 cycle_momentum=True, base_momentum=0.8, max_momentum=0.9, last_epoch=-1):
+        if not hasattr(optimizer, "param_groups"):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.optimizer = optimizer
+        base_lrs = _format_param("base_lr", optimizer, base_lr)
+        if last_epoch == -1:
+            for lr, group in zip(base_lrs, optimizer.param_groups, strict=True):
+                group["lr"] = lr
+        self.max_lrs = _format_param("max_lr", optimizer, max_lr)
+        step_size_up = float(step_size_up)
+        step_size_down = float(step_size_down) if step_size_down is not None else step_size_up
+        self.total_size = step_size_up + step_size_down
+        self.step_ratio = step_size_up / self.total_size
+        if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
+            raise ValueError("mode is invalid and scale_fn is None")
+        self.mode, self.gamma = mode, gamma
+        self._scale_fn_custom = scale_fn
+        self.scale_mode = scale_mode
+        self._init_scale_fn()
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+                raise ValueError("optimizer must support momentum or beta1 with "
+                                 "`cycle_momentum` option enabled")
+            self.use_beta1 = "betas" in optimizer.defaults
+            self.base_momentums = _format_param("base_momentum", optimizer, base_momentum)
+            self.max_momentums = _format_param("max_momentum", optimizer, max_momentum)
+            if last_epoch == -1:
+                for high, low, group in zip(self.max_momentums, self.base_momentums,
+                                            optimizer.param_groups, strict=True):
+                    self._set_momentum(group, high)
+                    group["max_momentum"], group["base_momentum"] = high, low
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = base_lrs
+
+    def _init_scale_fn(self):
+        """A mode's scale_mode (its own: "cycle", or "iterations" for exp_range)."""
+        if self._scale_fn_custom is None and self.mode in ("triangular", "triangular2"):
+            self.scale_mode = "cycle"
+        elif self._scale_fn_custom is None and self.mode == "exp_range":
+            self.scale_mode = "iterations"
+
+    def scale_fn(self, x):
+        """The height's scale at x (the cycle, or the step)."""
+        if self._scale_fn_custom is not None:
+            return self._scale_fn_custom(x)
+        if self.mode == "triangular":
+            return 1.0
+        if self.mode == "triangular2":
+            return 1 / (2.0 ** (x - 1))
+        return self.gamma**x
+
+    def _set_momentum(self, group, value):
+        if self.use_beta1:
+            group["betas"] = (value, *group["betas"][1:])
+        else:
+            group["momentum"] = value
+
+    def get_lr(self):
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle
+        if x <= self.step_ratio:
+            scale_factor = x / self.step_ratio
+        else:
+            scale_factor = (x - 1) / (self.step_ratio - 1)
+        at = cycle if self.scale_mode == "cycle" else self.last_epoch
+        lrs = [base + (high - base) * scale_factor * self.scale_fn(at)
+               for base, high in zip(self.base_lrs, self.max_lrs, strict=True)]
+        if self.cycle_momentum:
+            for low, high, group in zip(self.base_momentums, self.max_momentums,
+                                        self.optimizer.param_groups, strict=True):
+                self._set_momentum(group, high - (high - low) * scale_factor * self.scale_fn(at))
+        return lrs
+
+    def state_dict(self):
+        """As torch's: a scale_fn that is a function is not saved, a callable object's
+        attributes are."""
+        state = super().state_dict()
+        fn = state.pop("_scale_fn_custom")
+        state["_scale_fn_custom"] = (None if fn is None or isinstance(fn, types.FunctionType)
+                                     else dict(fn.__dict__))
+        return state
+
+    def load_state_dict(self, state):
+        state = dict(state)
+        fn = state.pop("_scale_fn_custom", None)
+        super().load_state_dict(state)
+        if fn is not None:
+            self._scale_fn_custom.__dict__.update(fn)
+        self._init_scale_fn()
 
 
 class SequentialLR(LRScheduler):

@@ -7,7 +7,8 @@ tinyattn.manual_seed seeds), groups them in batches and collates each batch as t
 tensors, arrays and numbers are stacked into one tensor (Python floats as float64, ints as
 int64, NumPy scalars in their dtype), tuples and lists into a list of stacked parts, dicts key
 by key; strings stay a list.
-An IterableDataset is read in its own order and batched. Batches are loaded in this process.
+An IterableDataset is read in its own order and batched. Batches are loaded in this process,
+so get_worker_info() is None, as torch's is in the main process.
 """
 
 import bisect
@@ -20,12 +21,13 @@ import numpy as np
 
 from ..errors import ShapeError, fmt_shape, warn_user
 from ..functional import stack
-from ..tensor import Tensor, randint, randperm, tensor
+from ..tensor import Tensor, multinomial, randint, randperm, tensor
 
 __all__ = [
-    "Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset", "DataLoader",
-    "Sampler", "SequentialSampler", "RandomSampler", "BatchSampler", "random_split",
-    "default_collate",
+    "Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset", "ChainDataset",
+    "StackDataset", "DataLoader", "Sampler", "SequentialSampler", "RandomSampler",
+    "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler", "random_split",
+    "default_collate", "get_worker_info",
 ]
 
 
@@ -48,6 +50,9 @@ class IterableDataset:
 
     def __iter__(self):
         raise TypeError(f"{type(self).__name__} must define __iter__")
+
+    def __add__(self, other):
+        return ChainDataset([self, other])
 
 
 class TensorDataset(Dataset):
@@ -115,6 +120,61 @@ class ConcatDataset(Dataset):
                              "samples")
         start = self.ends[which - 1] if which else 0
         return self.datasets[which][index - start]
+
+
+class ChainDataset(IterableDataset):
+    """The streams of several IterableDatasets, one after another (torch's: each checked when
+    it is reached; len() the sum of theirs, where each has one)."""
+
+    def __init__(self, datasets):
+        self.datasets = datasets
+
+    def __iter__(self):
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise AssertionError("ChainDataset only supports IterableDataset")
+            yield from d
+
+    def __len__(self):
+        total = 0
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise AssertionError("ChainDataset only supports IterableDataset")
+            total += len(d)
+        return total
+
+
+class StackDataset(Dataset):
+    """Several datasets of one length read together (torch's): StackDataset(a, b)[i] is
+    (a[i], b[i]); StackDataset(x=a, y=b)[i] is {"x": a[i], "y": b[i]}."""
+
+    def __init__(self, *args, **kwargs):
+        if args and kwargs:
+            raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via "
+                             "``kwargs``) like input/output, but both types are given.")
+        if not (args or kwargs):
+            raise ValueError("At least one dataset should be passed")
+        datasets = list(args or kwargs.values())
+        self._length = len(datasets[0])
+        if any(self._length != len(d) for d in datasets):
+            raise ValueError("Size mismatch between datasets: lengths "
+                             f"{[len(d) for d in datasets]}")
+        self.datasets = args or kwargs
+
+    def __getitem__(self, index):
+        if isinstance(self.datasets, dict):
+            return {k: d[index] for k, d in self.datasets.items()}
+        return tuple(d[index] for d in self.datasets)
+
+    def __len__(self):
+        return self._length
+
+
+def get_worker_info():
+    """None: tinyattn's DataLoader loads every batch in this process, where torch's
+    get_worker_info() is None too (an IterableDataset that splits its stream among workers
+    reads all of it)."""
+    return None
 
 
 def random_split(dataset, lengths, generator=None):
@@ -187,6 +247,50 @@ class RandomSampler(Sampler):
         draws = [randperm(n, generator=self.generator).tolist() for _ in range(whole)]
         draws.append(randperm(n, generator=self.generator).tolist()[:part])
         return itertools.chain.from_iterable(draws)
+
+    def __len__(self):
+        return self.num_samples
+
+
+class SubsetRandomSampler(Sampler):
+    """The given indices in a new random order on each pass (a permutation drawn from
+    `generator` or the global stream), as torch's."""
+
+    def __init__(self, indices, generator=None):
+        self.indices, self.generator = indices, generator
+
+    def __iter__(self):
+        for i in randperm(len(self.indices), generator=self.generator).tolist():
+            yield self.indices[i]
+
+    def __len__(self):
+        return len(self.indices)
+
+
+class WeightedRandomSampler(Sampler):
+    """num_samples indices in 0..len(weights)-1, each drawn with probability proportional to
+    its weight (float64; they need not add up to 1), with replacement or without (then each
+    index at most once), from `generator` or the global stream: torch's, multinomial's draw."""
+
+    def __init__(self, weights, num_samples, replacement=True, generator=None):
+        if (isinstance(num_samples, bool) or not isinstance(num_samples, numbers.Integral)
+                or num_samples <= 0):
+            raise ValueError("num_samples should be a positive integer value, but got "
+                             f"num_samples={num_samples}")
+        if not isinstance(replacement, bool):
+            raise ValueError("replacement should be a boolean value, but got "
+                             f"replacement={replacement}")
+        weights = (weights.detach().to(np.float64) if isinstance(weights, Tensor)
+                   else tensor(np.asarray(weights, dtype=np.float64)))
+        if weights.ndim != 1:
+            raise ValueError("weights should be a 1d sequence but given weights have shape "
+                             f"{tuple(weights.shape)}")
+        self.weights, self.num_samples = weights, int(num_samples)
+        self.replacement, self.generator = replacement, generator
+
+    def __iter__(self):
+        yield from multinomial(self.weights, self.num_samples, self.replacement,
+                               generator=self.generator).tolist()
 
     def __len__(self):
         return self.num_samples
