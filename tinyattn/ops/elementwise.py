@@ -14,7 +14,7 @@ import numpy as np
 from ..dtypes import HALF
 from ..errors import DTypeError
 from . import traps
-from .op import is_const, op, quiet, wide
+from .op import CONST, is_const, op, quiet, wide
 from .samples import binary_grid, case, const, pos, unary_grid, vals
 
 
@@ -47,7 +47,7 @@ def add_vjp(be, g, saved):
     samples=[case((2, 3), 0.5), case(1.0, (2, 3)), *binary_grid()])
 def sub(be, x, y):
     """out = x - y"""
-    return x - y, (is_const(y),)
+    return x - y, (CONST[y.__class__],)  # (is_const, read inline)
 
 
 @sub.defvjp
@@ -62,7 +62,7 @@ def sub_vjp(be, g, saved):
 def mul(be, x, y):
     """out = x * y"""
     # each factor is kept only for the other's gradient (a constant factor needs none)
-    x_const, y_const = is_const(x), is_const(y)
+    x_const, y_const = CONST[x.__class__], CONST[y.__class__]  # (is_const, read inline)
     return x * y, (None if y_const else x, None if x_const else y, x_const, y_const)
 
 
@@ -77,20 +77,20 @@ def mul_vjp(be, g, saved):
     samples=[case((2, 3), 4.0), case(2.0, pos((2, 3))), *binary_grid(second=pos)])
 def div(be, x, y):
     """out = x / y"""
-    if is_const(x):  # c / y keeps r = 1/y, not y (torch's reciprocal): gy = -g c r²
+    if CONST[x.__class__]:  # c / y keeps r = 1/y, not y (torch's reciprocal): gy = -g c r²
         r = 1 / y
         return x * r, (x, r)
-    return x / y, (None if is_const(y) else x, y)  # x only for gy, as mul
+    return x / y, (None if CONST[y.__class__] else x, y)  # x only for gy, as mul
 
 
 @div.defvjp
 def div_vjp(be, g, saved):
     x, y = saved
-    if is_const(x):
+    if CONST[x.__class__]:  # (is_const, read inline, as in the forward)
         r = y
         return None, -g * x * r * r
     gx = g / y
-    return gx, None if is_const(y) else -gx * x / y
+    return gx, None if CONST[y.__class__] else -gx * x / y
 
 
 @op("neg", "gx = -g",
@@ -230,7 +230,10 @@ def tanh(be, x):
 @tanh.defvjp
 def tanh_vjp(be, g, saved):
     (out,) = saved
-    return (g * (1 - out * out),)
+    # g - (g out) out: the same three passes as g (1 - out²), none with a Python number, which
+    # NumPy 2 takes ~0.4 us longer to mix in (a tenth of the time per op on tiny arrays)
+    gout = g * out
+    return (g - gout * out,)
 
 
 @op("sigmoid", "gx = g * out * (1 - out)", promote="float", saves_out=0,
