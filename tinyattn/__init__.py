@@ -22,6 +22,7 @@ from . import (
     distributions,
     function,
     functional,
+    linalg,
     nn,
     optim,
     testing,
@@ -455,7 +456,7 @@ __all__ = [
     "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
     "AnomalyError", "AnomalyWarning", "record", "gradcheck_graph", "check_graph",
     "capture", "CapturedStep", "Generator", "default_generator", "utils", "distributions", "cuda",
-    "testing",
+    "testing", "linalg",
     # creation (tensor.py) and torch's module-level functions (routines.py)
     "as_tensor", "bernoulli", "empty", "empty_like", "eye", "from_numpy", "full_like", "linspace",
     "logspace", "multinomial", "normal", "rand_like", "randint", "randn_like", "randperm",

@@ -56,6 +56,11 @@ class Categorical:
     def param_shape(self):
         return self.probs.shape
 
+    @property
+    def mode(self):
+        """The most likely category of each batch entry (torch's: argmax of probs, int64)."""
+        return self.probs.detach().argmax(-1)
+
     def sample(self, sample_shape=(), generator=None):
         """Category indices of shape sample_shape + batch_shape (int64, no gradient)."""
         shape = _shape(sample_shape)
@@ -116,7 +121,15 @@ class Normal:
         self.loc, self.scale = loc.expand(*self.batch_shape), scale.expand(*self.batch_shape)
 
     @property
+    def event_shape(self):
+        return ()  # one number per batch entry, as Categorical's
+
+    @property
     def mean(self):
+        return self.loc
+
+    @property
+    def mode(self):
         return self.loc
 
     @property
@@ -148,6 +161,30 @@ class Normal:
                    tensor(value), lambda a: ~np.isnan(a), "must not be NaN")
         z = (value - self.loc) / self.scale
         return -0.5 * z * z - self.scale.log() - 0.5 * math.log(2 * math.pi)
+
+    def cdf(self, value):
+        """P(X <= value) = (1 + erf((value - loc) / (scale √2))) / 2, differentiable in loc and
+        scale; a NaN value is refused, as torch's (validate_args)."""
+        value = self._value(value, "Normal.cdf")
+        return 0.5 * (1 + ((value - self.loc) / (self.scale * math.sqrt(2))).erf())
+
+    def icdf(self, value):
+        """The quantile of probability `value`: loc + scale √2 erfinv(2 value - 1) (torch's: no
+        check of value; one outside [0, 1] gives NaN)."""
+        value = value if isinstance(value, (Tensor, numbers.Real)) else self._value(value, None)
+        q = 2 * value - 1
+        q = q if isinstance(q, Tensor) else tensor(float(q), dtype=self.loc.dtype,
+                                                    backend=self.loc.backend)
+        return self.loc + self.scale * q.erfinv() * math.sqrt(2)
+
+    def _value(self, value, name):
+        """A list in loc's float dtype; with validate_args (and a name), NaN refused."""
+        if not isinstance(value, (Tensor, numbers.Real)):
+            value = tensor(value, dtype=result_type(self.loc, 0.0), backend=self.loc.backend)
+        if name and self.validate_args:
+            _check(name, "value", value if isinstance(value, Tensor) else tensor(value),
+                   lambda a: ~np.isnan(a), "must not be NaN")
+        return value
 
     def entropy(self):
         return 0.5 + 0.5 * math.log(2 * math.pi) + self.scale.log()

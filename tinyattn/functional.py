@@ -169,8 +169,9 @@ def logsumexp(x, dim=None, keepdim=False):
 # cross_entropy with class indices and no class weights stays one fused op.
 
 
-def _reduce(loss, reduction, name, batchmean=False):
-    """loss averaged, summed or kept per element, as `reduction` says."""
+def _reduce(loss, reduction, name, batchmean=False, batch=None):
+    """loss averaged, summed or kept per element, as `reduction` says ('batchmean': the sum
+    over `batch`, by default the loss's dim 0)."""
     if reduction == "mean":
         return loss.mean()
     if reduction == "sum":
@@ -178,7 +179,7 @@ def _reduce(loss, reduction, name, batchmean=False):
     if reduction == "none":
         return loss
     if batchmean and reduction == "batchmean":
-        total, n = loss.sum(), loss.shape[0] if loss.ndim else 1
+        total, n = loss.sum(), batch if batch is not None else loss.shape[0] if loss.ndim else 1
         if total.dtype == np.float16:  # divided in float32, as torch: a batch past 65504 is
             return (total.float() / n).half()  # inf in float16, and total / inf is 0
         return total / n
@@ -382,7 +383,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100,  
     return _reduce(loss, reduction, "nll_loss")
 
 
-def cross_entropy(logits, target, weight=None, size_average=None, ignore_index=-100,
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100,  # noqa: A002
                   reduce=None, reduction="mean", label_smoothing=0.0):
     """-log softmax(logits)[target], averaged (or summed, or per item); classes in dim 1 (dim 0
     if 1-D).
@@ -394,7 +395,7 @@ def cross_entropy(logits, target, weight=None, size_average=None, ignore_index=-
     + ε/C. size_average and reduce: torch's deprecated forms of reduction (torch's order).
     """
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    logits = _t(logits)
+    logits = _t(input)  # (named `input`, torch's: F.cross_entropy(input=..., target=...))
     target = _t(target, logits)
     if logits.ndim == 0:  # (checked here for every path: the fused op checks it too)
         sm.check_class_dim(logits.shape, target.shape)
@@ -532,7 +533,10 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean",  # n
         nonzero = t != 0
         t_log_t = where(nonzero, t * where(nonzero, t, 1.0).log(), 0.0)  # xlogy(t, t)
         loss = t_log_t - t * x
-    return _reduce(loss, reduction, "kl_div", batchmean=True)
+    # 'batchmean' divides by the input's batch, as torch's (not the loss's dim 0, which a
+    # target broadcast to more dims makes another size; a 0-d input: no division)
+    return _reduce(loss, reduction, "kl_div", batchmean=True,
+                   batch=x.shape[0] if x.ndim else 1)
 
 
 def one_hot(tensor, num_classes=-1):
@@ -620,15 +624,15 @@ def matmul(a, b):
     return a @ _t(b, a)
 
 
-def linear(x, weight, bias=None):
+def linear(input, weight, bias=None):  # noqa: A002 - torch's name (input= works as there)
     """x @ weightᵀ + bias, with weight (out_features, in_features) as in PyTorch."""
-    return mm.linear(_t(x), weight, bias)
+    return mm.linear(_t(input), weight, bias)
 
 
-def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):  # noqa: A002
     """Normalize over the last dims (`normalized_shape`, at least one), then scale by weight,
-    shift by bias. x must be floating point (as torch's)."""
-    x = _t(x)
+    shift by bias. input must be floating point (as torch's, whose name it has: input=)."""
+    x = _t(input)
     _floating(x, "layer_norm")
     shape = _normalized_shape(normalized_shape, x, "layer_norm")
     return apply(nn_ops.layer_norm, x, weight, bias, n_dims=len(shape), eps=eps)
@@ -730,7 +734,9 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):  # noqa: A0
         if t is not None and tuple(t.shape) != x.shape[1:2]:
             raise ShapeError(f"group_norm: {what} must be {fmt_shape(x.shape[1:2])}, one per "
                              f"channel of input {fmt_shape(x.shape)}, got {fmt_shape(t.shape)}")
-    groups = x.reshape(x.shape[0], num_groups, -1)
+    # the group size spelled out, not -1: an empty batch (N = 0) cannot infer it, torch's gives
+    # an empty output
+    groups = x.reshape(x.shape[0], num_groups, math.prod(x.shape[1:]) // num_groups)
     y = layer_norm(groups, groups.shape[-1:], eps=eps).reshape(x.shape)
     shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
     if weight is not None:
@@ -800,14 +806,14 @@ def _padding_index(padding_idx, n, name):
     return padding_idx % n
 
 
-def dropout(x, p=0.5, training=True, inplace=False, seed=None):
+def dropout(input, p=0.5, training=True, inplace=False, seed=None):  # noqa: A002 - torch's
     """Zero each entry with probability p and scale the rest by 1/(1-p); identity if not training.
     inplace=True writes the result into x (as torch).
 
     `seed` draws the mask from a fresh generator (reproducible); without it, from the backend's
     generator, which `tinyattn.manual_seed` seeds.
     """
-    x = _t(x)
+    x = _t(input)
     nn_ops.check_dropout_p(p)
     if not training or p == 0:
         return x

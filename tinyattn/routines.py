@@ -341,12 +341,41 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 def einsum(equation, *operands):
     """Sum of products by an equation: einsum("bij,bjk->bik", a, b) is a batched matmul.
-    '...' stands for leading dims; without '->' the output is the letters used once, sorted."""
+    '...' stands for leading dims; without '->' the output is the letters used once, sorted.
+    torch's sublist form einsum(a, [0, 1], b, [1, 2], [0, 2]) is the same as "ab,bc->ac"."""
+    if not isinstance(equation, str):  # the sublist form
+        equation, operands = _einsum_equation(equation, operands)
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = operands[0]
     first = next((x for x in operands if isinstance(x, Tensor)), None)
     operands = [_t(x, first) for x in operands]
     return apply(ix.einsum, *operands, equation=equation)
+
+
+def _einsum_equation(first, rest):
+    """(equation, operands) of torch's sublist form (operand, sublist, ..., [output sublist]):
+    subscripts 0..51 as the letters A..Z, a..z (their order, which sorts the implicit output,
+    kept) and Ellipsis as '...'."""
+    args = (first, *rest)
+
+    def letters(sub):
+        if not isinstance(sub, (list, tuple)):
+            raise TypeError(f"einsum: in the sublist form each operand is followed by a list of "
+                            f"subscripts, got {type(sub).__name__}")
+        out = []
+        for s in sub:
+            if s is Ellipsis:
+                out.append("...")
+            elif isinstance(s, int) and not isinstance(s, bool) and 0 <= s < 52:
+                out.append(chr(ord("A") + s) if s < 26 else chr(ord("a") + s - 26))
+            else:
+                raise ValueError(f"einsum: subscripts must be ints in 0..51 or Ellipsis, got {s!r}")
+        return "".join(out)
+    pairs = len(args) // 2
+    equation = ",".join(letters(args[2 * k + 1]) for k in range(pairs))
+    if len(args) % 2:
+        equation += "->" + letters(args[-1])
+    return equation, [args[2 * k] for k in range(pairs)]
 
 
 def meshgrid(*tensors, indexing="ij"):

@@ -1628,7 +1628,7 @@ class Tensor(TensorBase):
         return self.reshape(-1)
 
     def __getitem__(self, index):
-        steps = _index_steps(_index(index, self.backend))
+        steps = _index_steps(_no_empty_ellipsis(_index(index, self.backend), self.ndim))
         out = self
         for step in steps:
             out = apply(sh.getitem, out, index=step)
@@ -1641,7 +1641,8 @@ class Tensor(TensorBase):
 
     def __setitem__(self, index, value):
         """x[index] = value, in place (see _in_place); value broadcasts and takes x's dtype."""
-        steps = _index_steps(_index(index, self.backend, "setitem"))
+        steps = _index_steps(_no_empty_ellipsis(_index(index, self.backend, "setitem"),
+                                                self.ndim))
         if isinstance(value, (list, tuple)):
             value = _fresh(value, backend=self.backend)
         elif isinstance(value, numbers.Number):
@@ -2017,6 +2018,9 @@ class Tensor(TensorBase):
 
     def index_select(self, dim, index):
         """The entries at `index` (1-D integers, 0..n-1 as in torch) along dim."""
+        if self.ndim == 0:
+            return self._one_entry("index_select", dim, index, None,
+                                   lambda x, i, s: x.index_select(0, i))
         axis = _axis(dim, self.ndim, "index_select")
         index = _index_tensor(index, self, "index_select")
         if index.ndim > 1:
@@ -2067,6 +2071,9 @@ class Tensor(TensorBase):
         src = value if src is None else src
         if reduce is not None:
             return self._scatter_reducing(dim, index, src, reduce)
+        if self.ndim == 0:
+            return self._one_entry("scatter", dim, index, src,
+                                   lambda x, i, s: x.scatter(0, i, s))
         return apply(ix.scatter, self, _index_tensor(index, self, "scatter").data,
                      self._other(src), dim=dim)
 
@@ -2085,11 +2092,17 @@ class Tensor(TensorBase):
         return self.scatter_reduce(dim, index, src, "sum" if reduce == "add" else "prod")
 
     def scatter_add(self, dim, index, src):
+        if self.ndim == 0:
+            return self._one_entry("scatter_add", dim, index, src,
+                                   lambda x, i, s: x.scatter_add(0, i, s))
         return apply(ix.scatter_add, self, _index_tensor(index, self, "scatter_add").data,
                      self._other(src), dim=dim)
 
     def scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
         ix.check_reduction(reduce)
+        if self.ndim == 0:
+            return self._one_entry("scatter_reduce", dim, index, src, lambda x, i, s: (
+                x.scatter_reduce(0, i, s, reduce, include_self=include_self)))
         return apply(ix.scatter_reduce, self, _index_tensor(index, self, "scatter_reduce").data,
                      self._other(src), dim=dim, reduce=reduce, include_self=include_self)
 
@@ -2110,6 +2123,9 @@ class Tensor(TensorBase):
     def index_add(self, dim, index, source, *, alpha=1):
         """A copy with alpha * source[..., k, ...] added into slice index[k] along dim
         (repeated indices add up; an integer tensor takes alpha's integer part, as torch)."""
+        if self.ndim == 0:
+            return self._one_entry("index_add", dim, index, source,
+                                   lambda x, i, s: x.index_add(0, i, s, alpha=alpha))
         axis, idx = self._slices_at("index_add", dim, index, source)
         if alpha != 1 and self.dtype.kind in "iu":
             alpha = int(alpha)  # (source * 2.5 would be float, which this tensor cannot take)
@@ -2117,6 +2133,9 @@ class Tensor(TensorBase):
 
     def index_copy(self, dim, index, source):
         """A copy with slice index[k] along dim replaced by source[..., k, ...]."""
+        if self.ndim == 0:
+            return self._one_entry("index_copy", dim, index, source,
+                                   lambda x, i, s: x.index_copy(0, i, s))
         axis, idx = self._slices_at("index_copy", dim, index, source)
         return self.scatter(axis, idx, source)
 
@@ -2239,6 +2258,22 @@ class Tensor(TensorBase):
             raise ShapeError(f"{name}: the index must be 1-D (one slice per entry), got "
                              f"{fmt_shape(index.shape)}")
         return index.reshape(-1)
+
+    def _one_entry(self, name, dim, index, src, redo):
+        """A 0-d tensor's scatter, index_add, index_select... as torch's: over its one implicit
+        dim (0 or -1), with an index (and a src tensor) of one entry, giving a 0-d tensor;
+        redo(x, index, src) does it on the (1,) tensor, whose op has the VJP."""
+        _axes(dim, 0, name)
+        index = _index_tensor(index, self, name)
+        if index.ndim > 1 or index.numel() != 1:
+            raise ShapeError(f"{name}: a 0-d tensor takes an index of one entry (0-d or 1-D), "
+                             f"got {fmt_shape(index.shape)}")
+        if isinstance(src, Tensor):
+            if src.numel() != 1:
+                raise ShapeError(f"{name}: a 0-d tensor takes a src of one entry, got "
+                                 f"{fmt_shape(src.shape)}")
+            src = src.reshape(1)
+        return redo(self.reshape(1), index.reshape(1), src).reshape(())
 
     def _slices_at(self, name, dim, index, source):
         """(axis, index spread over source's shape) for writing source's slices along dim."""
@@ -3818,6 +3853,32 @@ def _index_steps(index):
             first.extend([slice(None)] * _dims_spanned(p, is_array))
             rest.append(p)
     return tuple(first), tuple(rest)
+
+
+def _no_empty_ellipsis(index, ndim):
+    """The index without its Ellipsis where that stands for no dims and there are array parts:
+    torch then counts the arrays either side of it as adjacent (x[:, [0, 1], ..., [1, 2]] of a
+    (3, 4, 5) x is (3, 2)), where NumPy's rule, which counts any Ellipsis as a separator, puts
+    the array dims first. (Without arrays it stays: x[...] of a 0-d x is a view, x[()] not.)"""
+    if not isinstance(index, tuple) or not any(p is Ellipsis for p in index):
+        return index
+    arrays = [_is_array_part(p) for p in index]
+    if not any(arrays):
+        return index
+    spanned = sum(_part_dims(p, is_array) for p, is_array in zip(index, arrays, strict=True))
+    return index if spanned < ndim else tuple(p for p in index if p is not Ellipsis)
+
+
+def _is_array_part(p):
+    """Whether an index part is an array (an integer array of dims, or any bool mask)."""
+    return hasattr(p, "ndim") and (p.ndim > 0 or p.dtype == np.bool_) or type(p) is bool
+
+
+def _part_dims(p, is_array):
+    """How many of the indexed tensor's dims an index part spans (None and ... none)."""
+    if p is None or p is Ellipsis:
+        return 0
+    return _dims_spanned(p, is_array) if is_array or type(p) is bool else 1
 
 
 def _dims_spanned(p, is_array):

@@ -29,7 +29,7 @@ LAYERS = {
     "tensor": ["tensor"],
     "library": ["functional", "routines", "function", "replay", "nn", "nn.*", "optim", "optim.*",
                 "distributed", "utils", "utils.*", "autograd_functional", "autograd_graph",
-                "distributions", "runtime", "amp", "accelerator"],
+                "distributions", "linalg", "runtime", "amp", "accelerator"],
     "tools": ["anomaly", "gradcheck", "graphcheck", "explain", "viz", "explore", "plots",
               "exercises", "testing"],
     "app": ["cli", "__main__", "train", "runs", "sample", "data", "serialization", "graphs",

@@ -110,6 +110,23 @@ def test_backward_steps_stop_anywhere_and_show_the_gradients_so_far():
     assert x.grad is not None
 
 
+def test_backward_steps_show_each_inputs_gradient_at_its_shape_and_dtype():
+    # a broadcast input's part is summed back to its shape, a number gets None, a float32
+    # input of a float64 sum gets float32: what the walk passed on, not the VJP's raw arrays
+    x = ta.tensor(np.ones((3, 1), dtype=np.float32), requires_grad=True)
+    y = ta.tensor(np.ones((1, 4)), requires_grad=True)
+    loss = ((x + y) * 2.0).sum()
+    steps = list(loss.backward_steps())
+    mul, add = steps[1], steps[2]
+    assert mul.node.op.name == "mul" and mul.grads[1] is None
+    assert add.node.op.name == "add"
+    gx, gy = add.grads
+    assert (gx.shape, gx.dtype, gy.shape, gy.dtype) == ((3, 1), np.float32, (1, 4), np.float64)
+    np.testing.assert_allclose(gx, np.full((3, 1), 8.0))
+    np.testing.assert_allclose(gy, np.full((1, 4), 6.0))
+    np.testing.assert_allclose(x.grad.numpy(), gx)
+
+
 def test_named_tensors_are_told_by_explain_mode_and_backward_steps():
     x = ta.tensor([1.0, 2.0, 3.0], requires_grad=True)
     x.name = "x"

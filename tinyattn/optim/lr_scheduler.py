@@ -12,7 +12,7 @@ import types
 from bisect import bisect_right
 from collections import Counter
 
-from ..autograd import side_effect
+from ..autograd import TensorBase, no_grad, side_effect
 from ..errors import warn_user
 
 __all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR",
@@ -27,6 +27,23 @@ EPOCH_DEPRECATION_WARNING = (  # torch's words for step(epoch)
     "where available.")
 
 
+def _copy(value):
+    """A learning rate as a value of its own: a tensor lr copied (torch's
+    _param_groups_val_list), so that base_lrs, initial_lr and get_last_lr() never alias the
+    tensor a group reads."""
+    return value.clone() if isinstance(value, TensorBase) else value
+
+
+@no_grad()
+def _put(group, key, value):
+    """group[key] = value, but a tensor there (lr=tensor(0.01)) filled in place, as torch's
+    _update_param_group_val: the optimizer, and whoever holds that tensor, keep reading it."""
+    if isinstance(group[key], TensorBase):
+        group[key].fill_(value.item() if isinstance(value, TensorBase) else value)
+    else:
+        group[key] = value
+
+
 class LRScheduler:
     """Base class: base_lrs from each group's initial_lr, last_epoch counting the steps."""
 
@@ -39,14 +56,14 @@ class LRScheduler:
         self.optimizer = optimizer
         if last_epoch == -1:
             for group in optimizer.param_groups:
-                group.setdefault("initial_lr", group["lr"])
+                group.setdefault("initial_lr", _copy(group["lr"]))
         else:
             for i, group in enumerate(optimizer.param_groups):
                 if "initial_lr" not in group:
                     raise KeyError(f"{type(self).__name__}: resuming at last_epoch="
                                    f"{last_epoch} needs 'initial_lr' in param_groups[{i}]; "
                                    "load the optimizer's state dict first")
-        self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
+        self.base_lrs = [_copy(group["initial_lr"]) for group in optimizer.param_groups]
         self.last_epoch = last_epoch
         self._initial_step()
 
@@ -64,7 +81,7 @@ class LRScheduler:
     def step(self, epoch=None):
         """Advance one step and set every group's lr. step(epoch), deprecated in torch (and
         warned about, as there), jumps to that epoch: the closed form's lrs where the scheduler
-        has one (_closed_form), get_lr's otherwise."""
+        has one (_get_closed_form_lr), get_lr's otherwise."""
         side_effect(f"{type(self).__name__}.step()")
         self._step_count += 1
         if epoch is None:
@@ -73,19 +90,25 @@ class LRScheduler:
             return
         warn_user(EPOCH_DEPRECATION_WARNING, UserWarning)
         self.last_epoch = epoch
-        self._set(_closed_form(self))
+        self._set(self._get_closed_form_lr())
+
+    def _get_closed_form_lr(self):
+        """The lrs at last_epoch from base_lrs alone (torch's name: a subclass may define its
+        own, which step(epoch) and SequentialLR's restarts then use, as torch's do)."""
+        return _closed_form(self)
 
     def _set(self, lrs):
         for group, lr in zip(self.optimizer.param_groups, lrs, strict=True):
-            group["lr"] = lr
-        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+            _put(group, "lr", lr)
+        self._last_lr = [_copy(group["lr"]) for group in self.optimizer.param_groups]
 
     def get_last_lr(self):
         """The learning rates the last step set, one per parameter group."""
         return list(self._last_lr)
 
     def _lrs(self):
-        return [group["lr"] for group in self.optimizer.param_groups]
+        """Each group's lr, tensors copied (torch's _param_groups_val_list)."""
+        return [_copy(group["lr"]) for group in self.optimizer.param_groups]
 
     def state_dict(self):
         """Everything but the optimizer: plain numbers, lists and dicts."""
@@ -477,7 +500,7 @@ class CyclicLR(LRScheduler):
         base_lrs = _format_param("base_lr", optimizer, base_lr)
         if last_epoch == -1:
             for lr, group in zip(base_lrs, optimizer.param_groups, strict=True):
-                group["lr"] = lr
+                _put(group, "lr", lr)
         self.max_lrs = _format_param("max_lr", optimizer, max_lr)
         step_size_up = float(step_size_up)
         step_size_down = float(step_size_down) if step_size_down is not None else step_size_up
@@ -581,7 +604,7 @@ class SequentialLR(LRScheduler):
         self.last_epoch = last_epoch + 1
         self.optimizer = optimizer
         for group in optimizer.param_groups:  # undo what making the schedulers did
-            group["lr"] = group["initial_lr"]
+            _put(group, "lr", group["initial_lr"])
         for s in self._schedulers:
             _undo_step(s)
         first = self._schedulers[bisect_right(self._milestones, 0)]
@@ -595,7 +618,7 @@ class SequentialLR(LRScheduler):
         scheduler = self._schedulers[i]
         if i > 0 and self._milestones[i - 1] == self.last_epoch:
             scheduler.last_epoch = 0  # restart: the closed form at step 0
-            scheduler._set(_closed_form(scheduler))
+            scheduler._set(scheduler._get_closed_form_lr())
         else:
             scheduler.step()
         self._last_lr = scheduler.get_last_lr()
@@ -703,7 +726,7 @@ class ReduceLROnPlateau(LRScheduler):
             for group, low in zip(self.optimizer.param_groups, self.min_lrs, strict=True):
                 new = max(float(group["lr"]) * self.factor, low)
                 if float(group["lr"]) - new > self.eps:
-                    group["lr"] = new
+                    _put(group, "lr", new)
             self.cooldown_counter, self.num_bad_epochs = self.cooldown, 0
         self._last_lr = self._lrs()
 

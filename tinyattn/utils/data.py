@@ -88,6 +88,13 @@ class Subset(Dataset):
             return self.dataset[[self.indices[i] for i in index]]
         return self.dataset[self.indices[index]]
 
+    def __getitems__(self, indices):
+        """A batch's samples (the loader's read): through the dataset's own __getitems__ where
+        it has one, as torch's Subset, so a batched dataset stays batched under a Subset."""
+        mapped = [self.indices[i] for i in indices]
+        read = getattr(self.dataset, "__getitems__", None)
+        return read(mapped) if callable(read) else [self.dataset[i] for i in mapped]
+
     def __len__(self):
         return len(self.indices)
 
@@ -107,6 +114,11 @@ class ConcatDataset(Dataset):
 
     def __len__(self):
         return self.ends[-1]
+
+    @property
+    def cumulative_sizes(self):
+        """torch's name for the running totals of the datasets' lengths."""
+        return self.ends
 
     def __getitem__(self, index):
         if index < 0:
@@ -380,14 +392,22 @@ class DataLoader:
     collated), in order or shuffled anew each epoch, collated by collate_fn (default_collate).
 
     The worker options (num_workers, pin_memory, timeout, worker_init_fn, prefetch_factor,
-    persistent_workers) are accepted so torch code runs; batches are loaded in this process
+    persistent_workers, multiprocessing_context, pin_memory_device, in_order) are accepted so
+    torch code runs; batches are loaded in this process
     (num_workers > 0 says so once)."""
 
     def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
                  num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
                  worker_init_fn=None, prefetch_factor=None, persistent_workers=False,
-                 generator=None):
+                 generator=None, *, multiprocessing_context=None, pin_memory_device="",
+                 in_order=True):
         self.dataset, self.batch_size, self.drop_last = dataset, batch_size, drop_last
+        # the worker and memory options, kept as torch's attributes (code reads them back)
+        self.pin_memory, self.timeout, self.worker_init_fn = pin_memory, timeout, worker_init_fn
+        self.prefetch_factor, self.persistent_workers = prefetch_factor, persistent_workers
+        self.multiprocessing_context, self.pin_memory_device = (multiprocessing_context,
+                                                                pin_memory_device)
+        self.in_order = in_order
         self.generator, self.num_workers = generator, num_workers
         _check_options(dataset, batch_size, shuffle, sampler, batch_sampler, drop_last)
         if not isinstance(dataset, IterableDataset):
@@ -416,8 +436,12 @@ class DataLoader:
         elif self.batch_sampler is None:
             yield from (self.collate_fn(self.dataset[i]) for i in self.sampler)
         else:
+            # a dataset that reads a whole batch at once gives it through __getitems__, which
+            # torch's loader calls in place of one __getitem__ per index
+            read = getattr(self.dataset, "__getitems__", None)
             for indices in self.batch_sampler:
-                yield self.collate_fn([self.dataset[i] for i in indices])
+                samples = read(indices) if read else [self.dataset[i] for i in indices]
+                yield self.collate_fn(samples)
 
     def __len__(self):
         if isinstance(self.dataset, IterableDataset):

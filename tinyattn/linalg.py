@@ -1,0 +1,80 @@
+"""torch.linalg's norms: vector_norm, matrix_norm and norm, built on the vector_norm op
+(ops/reduce.py) and on sum/amax/amin, so their gradients are those ops' (torch builds its
+matrix 1- and inf-norms from the same pieces, ties sharing the gradient as its amax does).
+tinyattn has no SVD: the spectral (2, -2) and nuclear ("nuc") matrix norms are refused by name.
+"""
+
+import operator
+
+from .errors import DimError
+from .tensor import Tensor
+
+INF = float("inf")
+_SUMMED = {1: ("amax", 0), -1: ("amin", 0), INF: ("amax", 1), -INF: ("amin", 1)}
+
+
+def _checked(name, x, dtype):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"linalg.{name}: expected a tensor, got {type(x).__name__}")
+    return x if dtype is None else x.to(dtype)  # (torch: the input cast to dtype first)
+
+
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):  # noqa: A002 - torch's names
+    """torch.linalg.vector_norm: (Σ |x|^ord)^(1/ord) over dim (all entries by default, whatever
+    the number of dims); inf/-inf the largest/smallest |x|, 0 the count of nonzeros."""
+    if isinstance(ord, (str, bool)):
+        raise ValueError(f"linalg.vector_norm: ord must be a number, got {ord!r} (matrix norms "
+                         "such as 'fro' are linalg.matrix_norm's)")
+    return _checked("vector_norm", x, dtype).norm(ord, dim=dim, keepdim=keepdim)
+
+
+def matrix_norm(x, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):  # noqa: A002
+    """torch.linalg.matrix_norm over the two dims in dim (the last two by default): 'fro', or
+    1/-1 (the largest/smallest column sum of |x|), inf/-inf (the same of row sums)."""
+    x = _checked("matrix_norm", x, dtype)
+    try:
+        d0, d1 = (operator.index(d) for d in dim)
+    except (TypeError, ValueError):
+        raise DimError(f"linalg.matrix_norm: dim must be a 2-tuple of ints, got {dim!r}") from None
+    n = x.ndim
+    if n < 2:
+        raise DimError(f"linalg.matrix_norm: the input must have at least 2 dims, got shape "
+                       f"{tuple(x.shape)}")
+    if not (-n <= d0 < n and -n <= d1 < n):
+        raise DimError(f"linalg.matrix_norm: dim {dim!r} is out of range for shape "
+                       f"{tuple(x.shape)}")
+    d0, d1 = d0 % n, d1 % n
+    if d0 == d1:
+        raise DimError(f"linalg.matrix_norm: dims must be different, got {dim!r}")
+    if ord == "fro":
+        return x.norm(2, dim=(d0, d1), keepdim=keepdim)
+    if isinstance(ord, bool) or ord not in _SUMMED:
+        raise ValueError(f"linalg.matrix_norm: ord={ord!r} (input shape {tuple(x.shape)}) is "
+                         "not available in tinyattn (no SVD for 'nuc', 2 and -2); use 'fro', 1, "
+                         "-1, inf or -inf")
+    pick, summed = _SUMMED[ord]  # 1: sum over rows (d0), then the best column; inf: the other
+    sums = x.abs().sum(dim=(d0, d1)[summed], keepdim=True)
+    out = getattr(sums, pick)(dim=(d0, d1)[1 - summed], keepdim=True)
+    return out if keepdim else out.squeeze((d0, d1))
+
+
+def norm(x, ord=None, dim=None, keepdim=False, *, dtype=None):  # noqa: A002 - torch's names
+    """torch.linalg.norm: a vector norm for one dim (or a 1-D input), a matrix norm for two
+    (or a 2-D input); with neither ord nor dim, the 2-norm of all entries."""
+    x = _checked("norm", x, dtype)
+    if dim is not None:
+        dims = (dim,) if isinstance(dim, int) else tuple(dim)
+        if len(dims) not in (1, 2):
+            raise DimError(f"linalg.norm: dim must be one or two dims, got {dim!r}")
+    elif ord is None:
+        return x.norm(2, keepdim=keepdim)
+    elif x.ndim in (1, 2):
+        dims = tuple(range(x.ndim))
+    else:
+        raise ValueError(f"linalg.norm: with an ord and no dim, the input must be 1-D or 2-D "
+                         f"(torch's rule), got shape {tuple(x.shape)}; give dim")
+    if len(dims) == 2:
+        return matrix_norm(x, "fro" if ord is None else ord, dims, keepdim)
+    if isinstance(ord, str):
+        raise ValueError(f"linalg.norm: ord={ord!r} needs two dims, got dim={dim!r}")
+    return x.norm(2 if ord is None else ord, dim=dims, keepdim=keepdim)
