@@ -1216,19 +1216,22 @@ def _backward_into(tensors, grad_tensors, retain_graph, inputs):
     if not inputs:
         raise ValueError("backward: inputs= was given but is empty (leave it out for every "
                          "leaf)")
+    inputs = list({id(x): x for x in inputs}.values())  # (one named twice: added to once)
     found = _grad(tensors, inputs, grad_tensors, retain_graph, True, by_grad=False)
     for x, g in zip(inputs, found, strict=True):
-        if g is None:
-            continue
+        node = x._node
+        if g is None or (node.op is not None and node.tensor is not None and
+                         node.tensor() is x):
+            continue  # (a retain_grad input: the walk added into its .grad already, _deliver)
         with _grad_lock:
             held = x._grad
-            if held is None:
-                x._grad = g
+            if held is None:  # (as backward's: in x's layout, a non-leaf's in C order)
+                x._grad = g if _laid_out(g.data, x._data) else \
+                    _wrap(_grad_array(g.data, x, x.backend, x._node.op is None), x.backend)
             elif _addable(held.data, x):
                 held.data += g.data
             else:
                 x._grad = _wrap(held.data + g.data, x.backend)
-        node = x._node
         if node.op is None and node.tensor.__class__ is _HookedRef:
             _post_accumulate(node.tensor.post, x)
 
@@ -1633,10 +1636,12 @@ def _write_grad(node, g, be, owned):
     with _grad_lock:
         held = t._grad
         if held is None:
-            if owned and node.op is None and g.dtype == t.dtype and getattr(g, "ndim", 0):
+            leaf = node.op is None
+            if owned and leaf and g.dtype == t.dtype and getattr(g, "ndim", 0) and \
+                    _laid_out(g, t._data):
                 t._grad = _wrap(g, be)
-            else:  # xp.array, not astype: a 0-d gradient is often a NumPy scalar
-                t._grad = _wrap(be.xp.array(g, dtype=t.dtype, copy=True), be)
+            else:
+                t._grad = _wrap(_grad_array(g, t, be, leaf), be)
         elif node.op is None and _addable(held.data, t):
             with _quiet_if_half(g):
                 held.data += g
@@ -1649,6 +1654,22 @@ def _write_grad(node, g, be, owned):
                 t._grad = _wrap(held.data + g, be)
     if node.tensor.__class__ is _HookedRef:  # (a leaf with post accumulate grad hooks)
         _post_accumulate(node.tensor.post, t)
+
+
+def _laid_out(g, a):
+    """Whether gradient array g is laid out in memory as the tensor's array a (C order, or
+    else a's own strides), as a .grad must be (_grad_array)."""
+    return g.flags.c_contiguous if a.flags.c_contiguous else g.strides == a.strides
+
+
+def _grad_array(g, t, be, leaf=True):
+    """A new array for t's .grad holding g, laid out as torch's AccumulateGrad lays it out:
+    a leaf's in its tensor's memory order (order="K": C order for a contiguous parameter),
+    a retain_grad tensor's in C order, whatever layout g came in (the VJP of `x @ w.T` gives
+    w a transposed one, and `p.grad.view(-1)` must work as in torch)."""
+    out = be.xp.empty_like(t._data, order="K" if leaf else "C")
+    be.xp.copyto(out, g, casting="unsafe")  # (g may be a NumPy scalar, or another dtype)
+    return out
 
 
 class _HookedRef(weakref.ref):

@@ -22,11 +22,20 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
     y.shape + x.shape; with a tuple of inputs (or of outputs), a tuple over them (a tuple of
     tuples, [output][input], for both). An output that does not depend on an input gives zeros
     there (with strict=True, an error). `vectorize` is accepted (as torch's) and changes
-    nothing; strategy must be "reverse-mode"."""
+    nothing; strategy="forward-mode" (with vectorize=True, as torch asks) gives the same
+    Jacobian, computed in reverse mode here (tinyattn has no forward mode)."""
     _no_graph(create_graph, "jacobian")
-    if strategy != "reverse-mode":
-        raise ValueError(f"jacobian: strategy={strategy!r}: tinyattn has reverse mode only "
-                         "(strategy='reverse-mode')")
+    if strategy not in ("reverse-mode", "forward-mode"):
+        raise ValueError(f"jacobian: strategy={strategy!r}: expected 'reverse-mode' or "
+                         "'forward-mode' (as torch)")
+    if strategy == "forward-mode" and not vectorize:  # (torch's rules for it, kept so that
+        # code written here runs in torch too)
+        raise NotImplementedError("jacobian: strategy='forward-mode' is only implemented "
+                                  "with vectorize=True (as torch)")
+    if strategy == "forward-mode" and strict:
+        raise ValueError("jacobian: strict=True and strategy='forward-mode' are not "
+                         "supported together (as torch); set strict=False or use "
+                         "strategy='reverse-mode'")
     in_tuple, xs = _leaves(inputs, "jacobian")
     out_tuple, ys = _outputs(func, xs, "jacobian")
     table = tuple(_table_of(y, xs, i, strict, "jacobian") for i, y in enumerate(ys))

@@ -50,6 +50,7 @@ from .autograd import (
     version_of,
 )
 from .errors import GraphError, ShapeError, fmt_shape
+from .ops import views
 from .ops.op import Op
 from .tensor import Tensor
 
@@ -176,6 +177,11 @@ class _Call:
             result.append(finals[id(o)] if isinstance(o, Tensor) else o)
         if diff:
             _watch_saved(nodes["node"], list(finals.values()), inputs)
+        for t in ctx._dirty:  # a dirty view (or a base with views): the tensors sharing its
+            # memory follow, as after a built-in in-place op (torch's CopySlices); else the
+            # base kept its old node, and its gradient skipped this Function
+            if t._node is not None and t._version_counter[1] is not None:
+                views.rebase(t)
         ctx._dirty = ctx._non_differentiable = ()  # (the node keeps ctx: not these tensors)
         return type(out)(result) if many else result[0]
 
@@ -386,6 +392,9 @@ def _check_dirty(fn, t, inputs, record):
         raise GraphError(f"{fn.__name__}: forward changed in place (mark_dirty) a leaf that "
                          "requires grad, whose gradient would be lost (as torch); change a "
                          ".clone() of it, or call it under no_grad()")
+    if record:  # (a view of a leaf, a view made under no_grad...: refused as torch refuses
+        # them for a built-in in-place op, see ops/views.py)
+        views.check_in_place(t, f"{fn.__name__}.forward (mark_dirty)")
 
 
 def _give_node(o, node, ctx, inputs):

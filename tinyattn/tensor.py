@@ -1151,6 +1151,83 @@ class Tensor(TensorBase):
         below = np.nextafter(np.float16(b), np.float16(-np.inf))
         return self.copy_(self.backend.xp.where(values >= b, below, values))
 
+    # torch's other random fills and bernoulli as methods. Each draws from uniform or normal
+    # draws of `generator` (or the backend's stream), which NumPy's and CuPy's streams both
+    # have, and writes them with copy_ (cast to this tensor's dtype), as normal_ does.
+
+    def bernoulli(self, p=None, *, generator=None):
+        """ta.bernoulli(self, p): 1 with probability self's entries (or p), in self's dtype."""
+        return bernoulli(self, p, generator=generator)
+
+    def bernoulli_(self, p=0.5, *, generator=None):
+        """Overwrite with 1 with probability p (a number, or a tensor broadcast to this one's
+        shape), else 0; any dtype, as torch's."""
+        probs = p.data if isinstance(p, Tensor) else p
+        if not self.backend.xp.all((probs >= 0) & (probs <= 1)):  # (NaN fails too)
+            raise ValueError(f"bernoulli_: p must be in [0, 1], got {p}")
+        u = self._uniform_draws("bernoulli_", generator)
+        return self.copy_(u < probs)
+
+    def exponential_(self, lambd=1.0, *, generator=None):
+        """Overwrite with samples of Exponential(lambd) (mean 1 / lambd)."""
+        _float_draws("exponential_", self.dtype)
+        if not lambd > 0:
+            raise ValueError(f"exponential_: expects lambda > 0.0, but found lambda={lambd}")
+        return self.copy_(-self.backend.xp.log1p(-self._uniform_draws("exponential_",
+                                                                      generator)) / lambd)
+
+    def geometric_(self, p, *, generator=None):
+        """Overwrite with the number of trials (1, 2, ...) up to the first success of chance p."""
+        if not 0 < p < 1:
+            raise ValueError(f"geometric_: expects p to be in (0, 1), but got p={p}")
+        u = self._uniform_draws("geometric_", generator)  # 1 - u in (0, 1]: log finite
+        trials = self.backend.xp.ceil(self.backend.xp.log1p(-u) / math.log1p(-p))
+        return self.copy_(self.backend.xp.maximum(trials, 1))
+
+    def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
+        """Overwrite with exp of samples of N(mean, std²)."""
+        _float_draws("log_normal_", self.dtype)
+        if not std > 0:
+            raise ValueError(f"log_normal_: expects std > 0.0, but found std={std}")
+        z = rng_of(self.backend, check_generator(generator, self.backend, "log_normal_")
+                   ).standard_normal(self.shape)
+        return self.copy_(self.backend.xp.exp(mean + std * z))
+
+    def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
+        """Overwrite with samples of Cauchy(median, sigma)."""
+        _float_draws("cauchy_", self.dtype)
+        if not sigma > 0:
+            raise ValueError(f"cauchy_: expects sigma > 0.0, but found sigma={sigma}")
+        u = self._uniform_draws("cauchy_", generator)
+        return self.copy_(median + sigma * self.backend.xp.tan(math.pi * (u - 0.5)))
+
+    def random_(self, from_=0, to=None, *, generator=None, **kwargs):
+        """Overwrite with integers drawn uniformly from [from, to): random_(to) from 0;
+        random_() from 0 up to the dtype's largest exact integer (2**24 for float32, the
+        largest int for integers, 0 or 1 for bools), as torch's."""
+        from_ = kwargs.pop("from", from_)  # (torch's keyword is `from`)
+        if kwargs:
+            raise TypeError(f"random_: unexpected keywords {sorted(kwargs)}")
+        if to is None and from_ != 0:  # random_(to)
+            from_, to = 0, from_
+        if to is None:  # inclusive tops, as torch's
+            kind = self.dtype.kind
+            top = (1 if kind == "b" else 2 ** (np.finfo(self.dtype).nmant + 1) if kind == "f"
+                   else int_range(self.dtype)[1])
+            to = top + 1
+        if not from_ < to:
+            raise ValueError(f"random_: expects 'from' to be less than 'to', but got "
+                             f"from={from_} >= to={to}")
+        rng = rng_of(self.backend, check_generator(generator, self.backend, "random_"))
+        hi = min(to, 2**63)  # (int64's draws: uint64 tensors' top half is never drawn)
+        return self.copy_(rng.integers(from_, hi - 1, size=self.shape, dtype=np.int64,
+                                       endpoint=True))
+
+    def _uniform_draws(self, name, generator):
+        """float64 draws in [0, 1) of this tensor's shape, on its backend."""
+        return rng_of(self.backend, check_generator(generator, self.backend, name)
+                      ).random(self.shape)
+
     def any(self, dim=None, keepdim=False):
         """Whether any entry (over dim) is nonzero: a bool tensor (uint8 for a uint8 tensor,
         as torch's)."""
@@ -2895,6 +2972,17 @@ class Tensor(TensorBase):
     def short(self):
         return self.to(np.int16)
 
+    # torch's other dtype-named conversions (x.byte() for images, x.char())
+    def byte(self):
+        return self.to(np.uint8)
+
+    def char(self):
+        return self.to(np.int8)
+
+    def bfloat16(self):
+        """tinyattn has no bfloat16: the DTypeError that names it (not an AttributeError)."""
+        return self.to("bfloat16")
+
     def quantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
         """The q-th quantiles along dim (of every entry for None), as torch's: q a number in
         [0, 1] or a 1-D tensor of them (then the result's first dim); interpolation "linear",
@@ -3080,8 +3168,11 @@ class Tensor(TensorBase):
         return int(self.item())
 
     def __repr__(self):
-        body = np.array2string(self.numpy(), separator=", ", prefix="tensor(", precision=4,
-                               threshold=200, edgeitems=3)
+        values = self.numpy()
+        if values.dtype == np.float16:  # (NumPy prints float16's 1060. as 1.060e+03; torch not)
+            values = values.astype(np.float32)
+        body = np.array2string(values, separator=", ", prefix="tensor(", precision=4,
+                               threshold=200, edgeitems=3, floatmode=_float_mode(values))
         extra = []
         if self.data.size == 0 and self.shape != (0,):  # "[]" alone reads as shape (0,)
             extra.append(f"size={fmt_shape(self.shape)}")
@@ -3138,6 +3229,21 @@ class memory_format:  # noqa: N801 - torch's name
 
 contiguous_format, preserve_format, channels_last, channels_last_3d = (memory_format(n) for n in (
     "contiguous_format", "preserve_format", "channels_last", "channels_last_3d"))
+
+
+def _float_mode(values):
+    """NumPy's floatmode that prints floats as torch does: four decimals always ("1.5000",
+    "1.0000e-05"), except whole numbers in plain notation ("1., 2."). NumPy picks scientific
+    notation by torch's rule (nonzero magnitudes past 1e8, below 1e-4 or 1000 apart); its
+    default "maxprec" dropped trailing zeros ("1.5") where torch keeps them."""
+    if values.dtype.kind != "f" or values.size == 0:
+        return "maxprec"
+    finite = values[np.isfinite(values)]
+    sizes = np.abs(finite[finite != 0]).astype(np.float64)
+    scientific = sizes.size > 0 and (sizes.max() >= 1e8 or sizes.min() < 1e-4
+                                     or sizes.max() / sizes.min() > 1e3)
+    whole = bool(np.all(finite == np.round(finite)))
+    return "maxprec" if whole and not scientific else "fixed"
 
 
 def _row_major(name, fmt, preserve):
@@ -4774,6 +4880,18 @@ def randn_like(t, dtype=None, requires_grad=False, backend=None, memory_format=N
 
 
 @_takes_device
+def randint_like(t, low=0, high=None, *, dtype=None, requires_grad=False, backend=None,
+                 memory_format=None, generator=None):
+    """randint in t's shape, dtype (unless given) and backend: randint_like(t, high) or
+    randint_like(t, low, high), as torch's."""
+    _row_major("randint_like", memory_format, True)
+    if high is None:
+        low, high = 0, low
+    return randint(low, high, t.shape, generator=generator, dtype=dtype or t.dtype,
+                   requires_grad=requires_grad, backend=backend or t.backend)
+
+
+@_takes_device
 def randint(low=None, high=None, size=None, *, generator=None, dtype=None, requires_grad=False,
             backend=None):
     """Random integers in [low, high) (randint(high, size) and randint(high=, size=) mean
@@ -4977,3 +5095,20 @@ def as_tensor(data, dtype=None, backend=None):
             dtype is None or as_dtype(dtype) == data.dtype):
         return from_numpy(data)
     return _fresh(data, dtype=dtype, backend=be)
+
+
+@_takes_device
+def asarray(obj, *, dtype=None, copy=None, requires_grad=False, backend=None):
+    """torch.asarray: as_tensor, with torch's copy= (None: share memory with a tensor or NumPy
+    array where no conversion is needed; True: always a copy, a clone of a tensor; False:
+    share or raise) and requires_grad=."""
+    out = as_tensor(obj, dtype=dtype, backend=backend)
+    source = obj.data if isinstance(obj, Tensor) else obj
+    shared = isinstance(source, np.ndarray) and np.may_share_memory(out.data, source) or (
+        out is obj)
+    if copy and shared:
+        out = out.clone()
+    elif copy is False and not shared and isinstance(obj, (Tensor, np.ndarray)):
+        raise ValueError(f"asarray: copy=False, but the {type(obj).__name__} cannot be shared "
+                         f"as a {out.dtype} tensor on {out.backend.name} without a copy")
+    return out.requires_grad_() if requires_grad else out

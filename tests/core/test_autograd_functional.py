@@ -161,8 +161,11 @@ def test_strict_refuses_an_output_that_does_not_depend_on_an_input():
      "vjp: create_graph=True"),
     (lambda: AF.jvp(lambda a: a, ta.ones(2), ta.ones(2), create_graph=True), ta.GraphError,
      "jvp: create_graph=True"),
-    (lambda: AF.jacobian(lambda a: a, ta.ones(2), strategy="forward-mode"), ValueError,
-     "jacobian: strategy='forward-mode': tinyattn has reverse mode only"),
+    (lambda: AF.jacobian(lambda a: a, ta.ones(2), strategy="forward-mode"),
+     NotImplementedError, "jacobian: strategy='forward-mode' is only implemented with "
+     "vectorize=True"),
+    (lambda: AF.jacobian(lambda a: a, ta.ones(2), strategy="fwd"), ValueError,
+     "jacobian: strategy='fwd': expected 'reverse-mode' or 'forward-mode'"),
     (lambda: AF.jacobian(lambda a: a, ta.tensor([1, 2])), ta.DTypeError,
      "jacobian: input 0 is int64: only floating-point inputs have a derivative"),
     (lambda: AF.jacobian(lambda a: a, [ta.ones(2), np.ones(2)]), TypeError,

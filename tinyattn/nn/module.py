@@ -30,6 +30,7 @@ from ..autograd import (
 )
 from ..dtypes import as_dtype
 from ..errors import DTypeError, ShapeError, StateDictError, fmt_shape, warn_user
+from ..function import Function
 from ..tensor import Tensor, _type_named, as_tensor, empty, to_args
 
 
@@ -194,6 +195,11 @@ class Module:
         """copy.deepcopy and pickle: the module's attributes, and its dicts adopted (a copy.copy
         shares the original's dicts, which then keep both modules' attributes in step)."""
         self.__dict__.update(state)
+        # what the original had cached about its tree is dropped: its _tree_version stamp is
+        # another process's count (a pickle), which this process's count may reach after a
+        # change, and the stale walk would then pass for current
+        object.__setattr__(self, "_named_at", -1)
+        object.__setattr__(self, "_params_at", (-1, ()))
         for kind, tree in _KINDS.items():
             entries = state.get(kind)
             if isinstance(entries, _Registry):
@@ -333,7 +339,7 @@ class Module:
         call's tensor inputs have been summed: grad_input holds one per positional argument
         (None where none flows), grad_output one per output. A tuple it returns replaces
         grad_input for the hooks after it and for backward (a None in it: no gradient for
-        that input, as torch; a zero one here). With no input that requires grad it runs
+        that input from this call, as torch). With no input that requires grad it runs
         once the outputs' gradients are in, grad_input all None (as torch). An output that
         gets no gradient has None in grad_output. Each call of the module wraps its inputs,
         and its outputs, in one packed copy so that the hook sees all their gradients at
@@ -346,6 +352,16 @@ class Module:
         a tuple it returns (one per output) replaces grad_output for the hooks after it, for
         the full backward hooks and for backward (as torch)."""
         return self._hook("backward_pre", hook, prepend, False)
+
+    def register_backward_hook(self, hook):
+        """torch's deprecated form: refused, with the replacement named (its grad_input is
+        that of the last op inside forward, which no module here has as one op: a Linear's
+        would be addmm's three; quietly giving the full hook's would change a user's values)."""
+        raise NotImplementedError(
+            "register_backward_hook: torch's deprecated module backward hook (grad_input of "
+            "the last op inside forward) is not supported; use "
+            "register_full_backward_hook(hook), whose hook(module, grad_input, grad_output) "
+            "gets the gradients with respect to the module's own inputs and outputs")
 
     def _hook(self, kind, hook, prepend, with_kwargs, always_call=False):
         if not callable(hook):
@@ -735,13 +751,28 @@ class Module:
 
     def _save_to_state_dict(self, destination, prefix, keep_vars):
         """This module's own parameters and persistent buffers (not its children's) into
-        `destination`, as torch's."""
+        `destination`, as torch's, and its get_extra_state() under "_extra_state" where the
+        class defines one."""
         for name, p in self._parameters.items():
             if p is not None:
                 destination[prefix + name] = p if keep_vars else p.detach()
         for name, b in self._buffers.items():
             if b is not None and name not in self._non_persistent:
                 destination[prefix + name] = b if keep_vars else b.detach()
+        if _overrides(self, "get_extra_state"):
+            destination[prefix + _EXTRA_STATE] = self.get_extra_state()
+
+    def get_extra_state(self):
+        """State that is not a tensor (a setting, a tokenizer's table) for state_dict(), as
+        torch's: a subclass that defines it (and set_extra_state) saves it under
+        "<prefix>_extra_state"; load_state_dict hands it back to set_extra_state."""
+        raise RuntimeError(f"{type(self).__name__}.get_extra_state: a module that keeps extra "
+                           "state defines get_extra_state (and set_extra_state)")
+
+    def set_extra_state(self, state):
+        """Restore what get_extra_state() returned (called by load_state_dict), as torch's."""
+        raise RuntimeError(f"{type(self).__name__}.set_extra_state: a module whose state_dict "
+                           "holds '_extra_state' defines set_extra_state to read it")
 
     def _own_state(self):
         """{name: tensor} of this module's parameters and persistent buffers that are set."""
@@ -810,6 +841,16 @@ class Module:
                     pending.append((self, name, t, value))
             elif strict:
                 missing_keys.append(key)
+        # "_extra_state" (torch's rule): set_extra_state reads it (deferred as the writes,
+        # old None marks it); a class without one finds the key unexpected
+        extra = prefix + _EXTRA_STATE
+        if _overrides(self, "set_extra_state"):
+            if extra in state_dict:
+                pending.append((self, _EXTRA_STATE, None, state_dict[extra]))
+            elif strict:
+                missing_keys.append(extra)
+        elif strict and extra in state_dict:
+            unexpected_keys.append(extra)
         if strict:
             unexpected_keys.extend(self._unexpected(state_dict, prefix, own))
         if alone:
@@ -819,7 +860,7 @@ class Module:
         """The keys of `state_dict` under `prefix` that are neither this module's own tensors
         nor under one of its children (None slots hold nothing)."""
         for key in state_dict:
-            if key.startswith(prefix):
+            if key.startswith(prefix) and key != prefix + _EXTRA_STATE:  # (see above)
                 first, dot, _ = key[len(prefix):].partition(".")
                 if (self._modules.get(first) is None) if dot else first not in own:
                     yield key
@@ -898,6 +939,14 @@ def _indented(text):
     return "\n".join([first] + [f"  {line}" if line.strip() else "" for line in rest])
 
 
+_EXTRA_STATE = "_extra_state"  # the key of get_extra_state()'s value, after the module's prefix
+
+
+def _overrides(module, method):
+    """Whether `module`'s class defines `method` (get_extra_state, set_extra_state) itself."""
+    return getattr(type(module), method) is not getattr(Module, method)
+
+
 def _key_problems(missing, unexpected):
     """What a strict load_state_dict refuses of the missing and unexpected keys."""
     problems = []
@@ -930,7 +979,9 @@ def _commit(pending, assign):
     given under two keys becomes one Parameter)."""
     made = {}  # id(given tensor) -> the Parameter it became
     for module, name, old, value in pending:
-        if assign:
+        if old is None:  # the module's extra state (see _load_from_state_dict)
+            module.set_extra_state(value)
+        elif assign:
             setattr(module, name, _assigned(old, value, made))
         else:
             old.backend.xp.copyto(old.data, old.backend.asarray(value), casting="unsafe")
@@ -1036,7 +1087,8 @@ class _Indexed(Module):
     __iadd__ = extend  # layers += [...] extends in place (as torch's)
 
     def insert(self, index, module):
-        """Put module at index (-len..len), the ones from there on moving one place up."""
+        """Put module at index (-len..len), the ones from there on moving one place up; returns
+        self (torch's Sequential.insert does: `seq = seq.insert(0, m)`)."""
         _check_module(type(self).__name__, module)
         n = len(self._modules)
         if not -n <= index <= n:  # (a list's insert would append or prepend, silently)
@@ -1045,6 +1097,7 @@ class _Indexed(Module):
         items = list(self._modules.values())
         items.insert(index, module)
         self._renumber(items)
+        return self
 
     def pop(self, index=-1):
         """The module at index (a slice: a Sequential or ModuleList of those), removed; as
@@ -1173,7 +1226,8 @@ class _BackwardWatch:
         self.where = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
         self.inputs = args
         if self.where and module._hooks["backward"]:
-            self.parts, packed, self.inputs = _packed(args, self.where)
+            self.dropped = ()  # (what the hooks replaced with None, see _on_inputs)
+            self.parts, packed, self.inputs = _packed(args, self.where, self)
             packed.register_hook(self._on_inputs)
         else:
             self.where = []  # (no full hook to give them to: the inputs go in as they are)
@@ -1239,13 +1293,16 @@ class _BackwardWatch:
             shape, dtype, n = self.parts[j]
             grads[i] = g[start:start + n].reshape(shape).to(dtype)
             start += n
+        self.dropped = ()
         new = self._call(tuple(grads))
         if new is None:
             return None
         if not isinstance(new, (tuple, list)) or len(new) != self.n_args:
             raise ShapeError(f"{type(self.module).__name__}: a full backward hook must return "
                              f"None or {self.n_args} gradients (one per input), got {new!r}")
-        # (None: that input gets no gradient, as in torch; here a zero one)
+        # (None: that input gets no gradient, as in torch: _PackInputs drops its part, which
+        # is a zero one here meanwhile)
+        self.dropped = {j for j, i in enumerate(self.where) if new[i] is None}
         flat = [(new[i] if new[i] is not None else grads[i] * 0).reshape(-1).to(g.dtype)
                 for i in self.where]
         return F.cat(flat)
@@ -1263,13 +1320,35 @@ class _BackwardWatch:
         return result
 
 
-def _packed(values, where):
+class _PackInputs(Function):
+    """A call's inputs packed into one flat tensor, as F.cat, but for the _BackwardWatch
+    `watch`: its backward gives no gradient at all (None, not zeros: an optimizer then skips
+    a parameter) to an input whose grad_input a full backward hook replaced with None
+    (watch.dropped, positions among the packed inputs), as torch."""
+
+    @staticmethod
+    def forward(ctx, watch, *xs):
+        ctx.watch, ctx.parts = watch, [(x.shape, x.dtype, x.numel()) for x in xs]
+        return F.cat([x.reshape(-1) for x in xs])
+
+    @staticmethod
+    def backward(ctx, g):
+        grads, start, dropped = [None], 0, ctx.watch.dropped
+        for j, (shape, dtype, n) in enumerate(ctx.parts):
+            grads.append(None if j in dropped else g[start:start + n].reshape(shape).to(dtype))
+            start += n
+        return tuple(grads)
+
+
+def _packed(values, where, watch=None):
     """The tensors of `values` at positions `where` packed into one flat tensor (their dtypes
     promoted) and read back out of it: ([(shape, dtype, numel)], the packed tensor, values with
-    those tensors replaced by their parts, in their own dtypes)."""
+    those tensors replaced by their parts, in their own dtypes). With `watch`, the inputs of
+    its call, packed by _PackInputs."""
     xs = [values[i] for i in where]
     parts = [(x.shape, x.dtype, x.numel()) for x in xs]
-    packed = F.cat([x.reshape(-1) for x in xs])
+    packed = F.cat([x.reshape(-1) for x in xs]) if watch is None else \
+        _PackInputs.apply(watch, *xs)
     new, start = list(values), 0
     for i, (shape, dtype, n) in zip(where, parts, strict=True):
         part = packed[start:start + n].reshape(shape)

@@ -109,7 +109,8 @@ def _negative_slope(xp, g, x, positive, factor):
     float16 in float32."""
     xw = wide(x)
     with quiet():  # (alpha = 0 or inf: 0 * e^x, inf * e^x, as torch)
-        slope = xp.where(xw > 0, positive, factor * xp.exp(xp.minimum(xw, 0)))
+        # x <= 0 picks the exp side, as torch's test: a NaN x gets the positive slope, not NaN
+        slope = xp.where(xw <= 0, factor * xp.exp(xp.minimum(xw, 0)), positive)
     return (g * slope).astype(g.dtype, copy=False)
 
 
@@ -145,7 +146,8 @@ def celu(be, x, alpha=1.0):
 def celu_vjp(be, g, saved, alpha=1.0):
     (x,) = saved
     with quiet():
-        return (g * be.xp.where(x > 0, 1, be.xp.exp(x / alpha)),)
+        # (x <= 0 as torch tests it: at a NaN x the gradient is g, not g e^NaN)
+        return (g * be.xp.where(x <= 0, be.xp.exp(x / alpha), 1),)
 
 
 @op("logsigmoid", "gx = g * sigmoid(-x)", saves={0: 0},

@@ -118,7 +118,7 @@ def power(be, x, y):
         out = _integer_power(be.xp, x, y)
     else:
         with quiet():  # 0 ** -1 is inf, (-1) ** 0.5 is NaN, as in torch
-            out = x**y
+            out = _number_power(be.xp, x, y) if is_const(y) else x**y
     # x ** c (c a number) keeps no output, as torch's pow.Tensor_Scalar (its gradient needs x
     # alone, so the output may change in place before backward); c ** x and x ** y keep it for
     # y's gradient, as torch's pow.Scalar and pow.Tensor_Tensor
@@ -153,7 +153,7 @@ def power_vjp(be, g, saved):
     with contextlib.nullcontext() if _whole_power(y) else quiet():
         if not is_const(x):
             if is_const(y):
-                gx = g * (y * x ** (y - 1)) if y != 0 else xp.zeros_like(g)
+                gx = g * (y * _number_power(xp, x, y - 1)) if y != 0 else xp.zeros_like(g)
             else:  # x^0 is constant in x, even at x = 0 where y * x^(y-1) would be 0 * inf
                 gx = xp.where(y == 0, 0, g * (y * x ** (y - 1)))  # (0, not g * 0)
         if not is_const(y):
@@ -162,6 +162,18 @@ def power_vjp(be, g, saved):
             log_x = xp.log(x) if not is_const(x) else _log(x)
             gy = g * xp.where((x == 0) & (y >= 0), 0, out * log_x)
     return gx, gy
+
+
+def _number_power(xp, x, c):
+    """x ** c for a number c, with torch's values at -0.0 and -inf: its float32 and float64
+    kernels take c = -0.5 as rsqrt ((-0.0) ** -0.5 = -inf, (-inf) ** -0.5 = NaN, where C's pow
+    gives inf and 0) and c = 0.5 as sqrt (NumPy's too); its float16 one is C's pow, where NumPy
+    takes sqrt for 0.5 ((-inf) ** 0.5 = inf, (-0.0) ** 0.5 = +0.0). Call it quietly."""
+    if c == -0.5 and x.dtype.itemsize > 2:
+        return 1 / xp.sqrt(x)
+    if c == 0.5 and x.dtype.itemsize == 2:
+        return xp.where(x == -xp.inf, xp.inf, xp.sqrt(x)) + 0  # (+ 0: -0.0 becomes +0.0)
+    return x**c
 
 
 def _whole_power(y):
@@ -230,10 +242,18 @@ def tanh(be, x):
 @tanh.defvjp
 def tanh_vjp(be, g, saved):
     (out,) = saved
-    # g - (g out) out: the same three passes as g (1 - out²), none with a Python number, which
-    # NumPy 2 takes ~0.4 us longer to mix in (a tenth of the time per op on tiny arrays)
-    gout = g * out
-    return (g - gout * out,)
+    # torch's g (1 - out²), with the 1 a 0-d array of out's dtype where out is a NumPy array:
+    # the same bits as the Python number 1, which NumPy 2 takes ~0.4 us longer to mix in (a
+    # tenth of the time per op on tiny arrays). (g - (g out) out, as quick, loses digits in
+    # float32 where out² nears 1.)
+    one = _ONES.get(out.dtype, 1) if out.__class__ is np.ndarray else 1
+    return (g * (one - out * out),)
+
+
+# 0-d ones by dtype (read-only, shared), for the VJPs above that subtract from 1 (see tanh_vjp)
+_ONES = {np.dtype(t): np.ones((), t) for t in (np.float16, np.float32, np.float64)}
+for _one in _ONES.values():
+    _one.flags.writeable = False
 
 
 @op("sigmoid", "gx = g * out * (1 - out)", promote="float", saves_out=0,

@@ -303,7 +303,26 @@ def logaddexp_vjp(be, g, saved):
     samples=[case(vals([-4.0, -0.3, 0.0, 1.5, 6.0])), *unary_grid()])
 def erf(be, x):
     """out = 2/√π ∫₀ˣ e^(-t²) dt"""
-    return be.xp.asarray(be.erf(x)), (x,)
+    out = be.xp.asarray(be.erf(x))
+    if x.dtype.itemsize < 8:  # the backend's float32 erf is 1 - t e^(...): near 0 that
+        # cancels (erf(1e-6) 10% off, 0 below 1e-7); its Taylor series keeps every digit there
+        xp, xw = be.xp, wide(x)
+        near = xp.where(xp.abs(xw) < 0.5, xw, 0)
+        series = near * _poly_of(near * near, ERF_SERIES)
+        out = xp.where(xp.abs(xw) < 0.5, series, out).astype(x.dtype, copy=False)
+    return out, (x,)
+
+
+# erf(x) = 2/√π Σ (-1)^n x^(2n+1) / (n! (2n + 1)): to |x| = 1/2 nine terms are exact in float32
+ERF_SERIES = [TWO_OVER_SQRT_PI * (-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(9)]
+
+
+def _poly_of(t, coefs):
+    """coefs[0] + coefs[1] t + coefs[2] t² + ... (Horner)."""
+    out = coefs[-1]
+    for c in reversed(coefs[:-1]):
+        out = out * t + c
+    return out
 
 
 @erf.defvjp
@@ -319,7 +338,9 @@ def erf_vjp(be, g, saved):
 def logit(be, x, eps=None):
     """out = log(x / (1 - x)), x clamped to [eps, 1 - eps] first when eps is given"""
     xp = be.xp
-    z = x if eps is None else xp.clip(x, eps, 1 - eps)
+    # torch's clamp: x < eps to eps, then x > 1 - eps to 1 - eps (so eps > 1/2 gives eps
+    # everywhere; NumPy's clip with min > max gives max)
+    z = x if eps is None else xp.where(x < eps, eps, xp.where(x > 1 - eps, 1 - eps, x))
     with quiet():  # (±inf at 0 and 1, NaN outside [0, 1], as torch)
         return xp.log(z / (1 - z)), (x,)
 
@@ -433,6 +454,9 @@ def round_even(be, x, decimals=0):
     """out = x rounded to `decimals` places, halves to even (torch's and NumPy's rule)"""
     if _whole(x, "round") and decimals >= 0:
         return x.copy(), ()
+    if decimals and x.dtype.itemsize == 2:  # float16 scaled in float32, as torch: 1000 * 100
+        with quiet():  # overflowed float16 (inf); back past 65504: inf, as torch's, quietly
+            return be.xp.round(wide(x), decimals).astype(x.dtype), ()
     return be.xp.round(x, decimals), ()
 
 
