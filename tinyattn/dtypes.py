@@ -43,6 +43,8 @@ def as_dtype(dtype):
     """`dtype` (a NumPy dtype, its name or type, or a torch dtype: torch.float16) as a NumPy
     dtype. bfloat16 (and any other dtype NumPy lacks) is a DTypeError naming it and the
     float dtypes there are, not NumPy's "data type not understood"."""
+    if isinstance(dtype, np.dtype) and dtype.kind in "biuf":  # (an array's own: the commonest)
+        return dtype
     if type(dtype).__module__ == "torch":  # torch.float16 -> "float16" (torch.bool -> "bool")
         dtype = str(dtype).removeprefix("torch.")
     try:

@@ -911,12 +911,12 @@ def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_caus
         raise DTypeError("scaled_dot_product_attention: impl='flash' takes a bool mask (True = "
                          f"attend), got {mask.dtype}; use impl='composite' for an additive mask")
     if dropout_p > 0:
-        weights = attn.attention_weights(q, k, mask, is_causal, scale)  # (..., T, S)
+        weights = attn.checked_weights(q, k, mask, is_causal, scale)  # (..., T, S)
         return dropout(weights, dropout_p) @ v  # (..., T, dv)
     if impl == "flash" or impl == "auto" and not float_mask and q.shape[-2] >= \
             q.backend.flash_from:
         return apply(attn.flash_attention, q, k, v, mask, scale=scale, causal=is_causal)
-    return attn.sdpa_composite(q, k, v, mask, is_causal, scale)
+    return attn.checked_weights(q, k, mask, is_causal, scale) @ v  # (..., T, dv): composite
 
 
 def _check_sdpa_args(impl, dropout_p, attn_mask, is_causal):

@@ -55,8 +55,8 @@ class Size(tuple):
         return n
 
     def __getitem__(self, index):
-        out = tuple.__getitem__(self, index)
-        return Size(out) if type(index) is slice else out
+        out = tuple.__getitem__(self, index)  # (a slice's items are ints already: no check)
+        return tuple.__new__(Size, out) if type(index) is slice else out
 
     def __add__(self, other):
         if not isinstance(other, tuple):

@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from ..dtypes import HALF
 from ..errors import DTypeError, ShapeError, fmt_shape
 from . import traps
 from .op import broadcast_shape, broadcasts_to, op
@@ -84,16 +85,17 @@ def check_qkv(q, k, v):
     (batch, head) dims broadcast together: what attention needs, checked before a matmul can
     fail on it (NumPy's message names neither attention nor enable_gqa; matmul's names no
     attention). Shapes and dtypes only."""
-    if q.ndim < 2 or k.ndim < 2 or v.ndim < 2:
+    qs, ks, vs = tuple(q.shape), tuple(k.shape), tuple(v.shape)  # (plain tuples: quick slices)
+    if len(qs) < 2 or len(ks) < 2 or len(vs) < 2:
         raise ShapeError(f"scaled_dot_product_attention: q, k, v need at least 2 dims (T, d), "
-                         f"got {fmt_shape(q.shape)}, {fmt_shape(k.shape)}, {fmt_shape(v.shape)}")
-    if q.dtype.kind != "f" or k.dtype.kind != "f" or v.dtype.kind != "f":
+                         f"got {fmt_shape(qs)}, {fmt_shape(ks)}, {fmt_shape(vs)}")
+    dtype = q.dtype
+    if dtype.kind != "f" or k.dtype.kind != "f" or v.dtype.kind != "f":
         _refuse_dtypes(q, k, v)
-    if q.dtype != k.dtype or q.dtype != v.dtype:  # (torch's rule: no promotion)
+    if k.dtype != dtype or v.dtype != dtype:  # (torch's rule: no promotion)
         raise DTypeError(f"scaled_dot_product_attention: q, k and v must have the same dtype, "
-                         f"got q {q.dtype}, k {k.dtype}, v {v.dtype}; convert them first, e.g. "
-                         f"with .to({q.dtype})")
-    qs, ks, vs = q.shape, k.shape, v.shape
+                         f"got q {dtype}, k {k.dtype}, v {v.dtype}; convert them first, e.g. "
+                         f"with .to({dtype})")
     if qs[-1] != ks[-1] or ks[-2] != vs[-2]:
         raise ShapeError(f"scaled_dot_product_attention: q {fmt_shape(qs)}, k {fmt_shape(ks)}, "
                          f"v {fmt_shape(vs)}: q and k need the same last dim (d), k and v the "
@@ -160,7 +162,12 @@ def attention_weights(q, k, attn_mask=None, is_causal=False, scale=None):
     check_qkv(q, k, k)
     check_mask_dtype(attn_mask, q.dtype)
     scale = default_scale(q.shape[-1]) if scale is None else float(scale)  # (np.float64 too)
-    if q.dtype == "float16":
+    return checked_weights(q, k, attn_mask, is_causal, scale)
+
+
+def checked_weights(q, k, attn_mask, is_causal, scale):
+    """attention_weights once q, k and the mask are checked and the scale is known."""
+    if q.dtype == HALF:
         # q·k passes float16's 65504 already for entries near 64 at d = 16 (even scaled by √scale
         # each first, as torch's math path does, near 128): the scores and their softmax in
         # float32, as torch's fused CPU kernels take them; the weights come back in float16
@@ -185,4 +192,6 @@ def _weights(q, k, attn_mask, is_causal, scale):
 def sdpa_composite(q, k, v, attn_mask=None, is_causal=False, scale=None):
     """softmax(q kᵀ * scale, masked) @ v, one node per step."""
     check_qkv(q, k, v)
-    return attention_weights(q, k, attn_mask, is_causal, scale) @ v  # (..., T, dv)
+    check_mask_dtype(attn_mask, q.dtype)
+    scale = default_scale(q.shape[-1]) if scale is None else float(scale)
+    return checked_weights(q, k, attn_mask, is_causal, scale) @ v  # (..., T, dv)
