@@ -350,11 +350,13 @@ from .runtime import (  # torch's setup calls: seeds, determinism, threads, lega
     ShortTensor,
     are_deterministic_algorithms_enabled,
     compile,  # noqa: A004 - torch's name
+    get_float32_matmul_precision,
     get_num_threads,
     get_rng_state,
     initial_seed,
     is_deterministic_algorithms_warn_only_enabled,
     seed,
+    set_float32_matmul_precision,
     set_num_threads,
     set_rng_state,
     use_deterministic_algorithms,
@@ -507,6 +509,7 @@ __all__ += [
     "accelerator", "amp", "autocast", "bfloat16", "compile", "seed", "initial_seed",
     "get_rng_state", "set_rng_state", "use_deterministic_algorithms",
     "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
-    "set_num_threads", "get_num_threads", "FloatTensor", "DoubleTensor", "HalfTensor",
+    "set_num_threads", "get_num_threads", "set_float32_matmul_precision",
+    "get_float32_matmul_precision", "FloatTensor", "DoubleTensor", "HalfTensor",
     "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor",
 ]

@@ -693,7 +693,9 @@ class GradFn:
     (fn(grad_inputs, grad_outputs) after the node's VJP, may return new grad_inputs),
     register_prehook (fn(grad_outputs) before it, may return new grad_outputs), and calling it
     on the output's gradient runs its VJP (the input gradients: one tensor, or a tuple with
-    None for an input that gets none); for a leaf's, variable (its tensor). Any other
+    None for an input that gets none); for a leaf's, variable (its tensor); _saved_self,
+    _saved_other, _saved_result and _saved_<param> (what the op saved, see _saved_value); a
+    custom Function's saved_tensors and its ctx's attributes (needs_input_grad). Any other
     attribute is the node's (op, parents, shape, name: the tensor's label). While one is held,
     `y.grad_fn` gives that same object (the node keeps a weak reference to it, made on first
     access: nothing is added per op)."""
@@ -779,11 +781,28 @@ class GradFn:
 
     def __getattr__(self, attr):
         node = object.__getattribute__(self, "_node")
+        if attr.startswith("_saved_") and node.op is not None:
+            return _saved_value(self, node, attr)
         try:
             return getattr(node, attr)
         except AttributeError:
+            ctx = getattr(node.saved, "ctx", None)  # (a custom Function's: torch's grad_fn is
+            if ctx is not None and attr != "saved_tensors" and hasattr(ctx, attr):  # its ctx)
+                return getattr(ctx, attr)
             raise AttributeError(f"'{type(self).__name__}' object has no attribute "
                                  f"'{attr}'") from None
+
+    @property
+    def saved_tensors(self):
+        """A custom Function's ctx.saved_tensors (torch's grad_fn.saved_tensors), until
+        backward frees them."""
+        node = self._node
+        if node.op is None or "call" not in node.params:  # (function.py's node: fn=, call=)
+            raise AttributeError(f"'{self.name()}' object has no attribute 'saved_tensors' "
+                                 "(only a custom Function's node has)")
+        if node.saved is None:
+            raise GraphError(_freed_message(self.name(), "saved_tensors"))
+        return node.saved.tensors
 
     def __eq__(self, other):
         return isinstance(other, GradFn) and other._node is self._node
@@ -826,6 +845,52 @@ def _prehook(fn, grad):
 
 def _leaf_post_hook(fn, grad_outputs):
     fn((), grad_outputs)
+
+
+_SAVED_INPUTS = {"self": 0, "other": 1}  # torch's names of an op's first two inputs
+_SAVED_NAMES = {"pow": {"exponent": 1}}  # (an op whose second input torch names otherwise)
+
+
+def _freed_message(name, what):
+    return (f"{name}.{what}: the saved tensors have already been freed by an earlier backward() "
+            "(torch: Trying to backward through the graph a second time (or directly access "
+            "saved tensors after they have already been freed)); pass retain_graph=True to that "
+            "backward() to keep them")
+
+
+def _saved_value(grad_fn, node, attr):
+    """torch's grad_fn._saved_<name> (Autograd mechanics, "Saved tensors"): `result` the output
+    the op saved, `self`/`other` its first/second input (`exponent` pow's), else a parameter of
+    the call (`dim`); an input that is a leaf comes back as that very tensor, another array as a
+    tensor of its own. A number the op saved comes back as the number, None where it kept none."""
+    op, name = node.op, attr[len("_saved_"):]
+    position = None if name == "result" else \
+        _SAVED_NAMES.get(op.name, {}).get(name, _SAVED_INPUTS.get(name))
+    place = op.saves_out if name == "result" else op.saves.get(position)
+    if place is None and name not in node.params:
+        raise AttributeError(f"'{grad_fn.name()}' object has no attribute '{attr}' ({op.name} "
+                             "saves no such value for backward)")
+    if place is None:
+        return node.params[name]
+    if node.saved is None:
+        raise GraphError(_freed_message(grad_fn.name(), attr))
+    value = node.saved[place]
+    if not isinstance(value, numpy.ndarray) and not hasattr(value, "__cuda_array_interface__"):
+        return value  # (a number, or None)
+    return _saved_tensor(value, None if position is None else node.parents[position])
+
+
+def _saved_tensor(value, parent):
+    """A saved array as a tensor: the input's own leaf tensor where it is that (parent: the
+    input's node, None for the output), else a tensor of the array."""
+    leaf = parent.tensor() if parent is not None and parent.tensor is not None else None
+    if leaf is not None and leaf._data is value:
+        return leaf
+    from . import backends  # (late: the graph layer makes no backend on import)
+
+    be = backends.backend("numpy" if isinstance(value, (numpy.ndarray, numpy.generic))
+                          else "cupy")
+    return _wrap(value, be)
 
 
 def _post_hooked(op, ref, hooks):

@@ -7,6 +7,8 @@
 - Determinism: use_deterministic_algorithms(mode, warn_only=False) is taken and reported by
   are_deterministic_algorithms_enabled(); tinyattn's NumPy ops are deterministic whatever it
   says (and ta.backends.cudnn.deterministic / benchmark change nothing: there is no cuDNN).
+- set_float32_matmul_precision("highest" | "high" | "medium") is kept and reported by
+  get_float32_matmul_precision(); float32 matmuls here are full float32 whatever it says.
 - Threads: set_num_threads(n) / get_num_threads(). NumPy's BLAS picks its thread count when it
   loads: tinyattn sets it through threadpoolctl where that package is installed, and otherwise
   only keeps the count (get_num_threads reports it) and warns once that it changes nothing; set
@@ -32,9 +34,10 @@ from .tensor import Tensor, manual_seed, tensor, zeros
 
 __all__ = ["seed", "initial_seed", "get_rng_state", "set_rng_state",
            "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
-           "is_deterministic_algorithms_warn_only_enabled", "set_num_threads", "get_num_threads",
-           "compile", "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor",
-           "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"]
+           "is_deterministic_algorithms_warn_only_enabled", "set_float32_matmul_precision",
+           "get_float32_matmul_precision", "set_num_threads", "get_num_threads", "compile",
+           "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ShortTensor",
+           "CharTensor", "ByteTensor", "BoolTensor"]
 
 
 # ---- random state --------------------------------------------------------------------------
@@ -106,6 +109,26 @@ def are_deterministic_algorithms_enabled():
 
 def is_deterministic_algorithms_warn_only_enabled():
     return _deterministic["warn_only"]
+
+
+# ---- float32 matmul precision ------------------------------------------------------------------
+
+_matmul_precision = {"value": "highest"}
+
+
+def set_float32_matmul_precision(precision):
+    """Kept and reported by get_float32_matmul_precision() (torch's "highest", "high" or
+    "medium"); tinyattn's float32 matmuls are full float32 whatever it says (no TF32 or
+    bfloat16 passes). Another value warns and changes nothing, as torch's."""
+    if precision not in ("highest", "high", "medium"):
+        warn_user(f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
+                  f"set_float32_matmul_precision call has no effect.", UserWarning)
+        return
+    _matmul_precision["value"] = precision
+
+
+def get_float32_matmul_precision():
+    return _matmul_precision["value"]
 
 
 # ---- threads -----------------------------------------------------------------------------------

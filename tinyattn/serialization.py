@@ -340,20 +340,37 @@ def _placement(backend, map_location):
     return lambda saved: table.get(saved, None if saved == "cpu" else saved)
 
 
+_TORCH_LEGACY = b"\x80\x02\x8a\nl\xfc\x9cF\xf9 j\xa8P\x19"  # torch.save's old magic number
+
+
+def _by_torch(head):
+    """Whether `head` (a file's first bytes) is torch.save's: its zip archive, whose first
+    entry is "<archive>/data.pkl", or its older plain pickle with the magic number first."""
+    if head.startswith(_LOCAL) and len(head) >= 30:
+        nlen = struct.unpack("<H", head[26:28])[0]
+        return head[30:30 + nlen].endswith(b"/data.pkl")
+    return head.startswith(_TORCH_LEGACY)
+
+
 def _not_a_zip(source, name, start, e):
     if isinstance(source, str):
         with open(source, "rb") as f:
-            head = f.read(8)
+            head = f.read(300)
     else:
         source.seek(start)
-        head = source.read(8)
+        head = source.read(300)
+    if _by_torch(head):
+        return (f"load: {name} was written by torch.save (PyTorch's pickle format), which "
+                "tinyattn does not read: load it with torch and convert each tensor (for a "
+                "state dict: {k: tinyattn.tensor(v.numpy()) for k, v in sd.items()}), or "
+                "save it with tinyattn.save")
     if head.startswith(b"\x93NUMPY"):
         return (f"load: {name} holds a single .npy array, not a checkpoint; load it with "
                 "numpy.load, or write checkpoints with tinyattn.save")
     if head.startswith(b"PK"):
         return f"load: {name} is not a readable checkpoint (a damaged or truncated zip: {e})"
     return (f"not a tinyattn checkpoint: {name} (not a readable checkpoint: a checkpoint is an "
-            f".npz zip written by tinyattn.save; this file starts with {head!r})")
+            f".npz zip written by tinyattn.save; this file starts with {head[:8]!r})")
 
 
 class _Reader:

@@ -49,7 +49,7 @@ from .dtypes import (
     promote_types,
     result_type,
 )
-from .errors import DimError, DTypeError, GraphError, ShapeError, fmt_shape, warn_user
+from .errors import BackendError, DimError, DTypeError, GraphError, ShapeError, fmt_shape, warn_user
 from .generator import check as check_generator
 from .generator import default_generator, rng_of, seed_of, tell_effects_to
 from .ops import activation as act
@@ -370,6 +370,20 @@ class Tensor(TensorBase):
         return self.to("cuda")
 
     is_cuda = property(lambda self: self.backend.name == "cupy")
+
+    def pin_memory(self, device=None):
+        """self, for nanoGPT's `x.pin_memory().to(device, non_blocking=True)`: tinyattn has no
+        page-locked memory (a host-to-GPU copy is the same without it; is_pinned() stays
+        False). As torch's, only a tensor on the host can be pinned."""
+        if self.backend.name != "numpy":
+            raise BackendError(f"pin_memory: only a tensor on the host (the numpy backend) can "
+                               f"be pinned, got one of shape {fmt_shape(self.shape)} on "
+                               f"{self.backend.name}")
+        return self
+
+    def is_pinned(self, device=None):
+        """False: tinyattn's host tensors are ordinary (pageable) memory."""
+        return False
 
     def is_floating_point(self):
         return self.dtype.kind == "f"
@@ -3171,8 +3185,15 @@ class Tensor(TensorBase):
         values = self.numpy()
         if values.dtype == np.float16:  # (NumPy prints float16's 1060. as 1.060e+03; torch not)
             values = values.astype(np.float32)
+        # torch's print options: 80 columns (NumPy keeps a column per "]" to come after a row
+        # of a 2-D or more: torch not), a summary past 1000 entries, "1,  ..., 2" and bools as
+        # wide as the widest shown (True alone is 4 wide, not NumPy's " True")
+        width = 4 if values.dtype == np.bool_ and values.all() else 5
         body = np.array2string(values, separator=", ", prefix="tensor(", precision=4,
-                               threshold=200, edgeitems=3, floatmode=_float_mode(values))
+                               threshold=1000, edgeitems=3, floatmode=_float_mode(values),
+                               max_line_width=80 + max(values.ndim - 1, 0),
+                               formatter={"bool": lambda v: f"{v!s:>{width}}"})
+        body = body.replace(", ...,", ",  ...,")
         extra = []
         if self.data.size == 0 and self.shape != (0,):  # "[]" alone reads as shape (0,)
             extra.append(f"size={fmt_shape(self.shape)}")

@@ -18,6 +18,7 @@ backend can run it as one fused kernel.
 """
 
 import copy
+import inspect
 import math
 import sys
 import types
@@ -161,6 +162,18 @@ def _steps_itself(cls):
     return cls.update is Optimizer.update
 
 
+def _signature(cls):
+    """torch's constructor signature for an optimizer class: params, the settings torch takes
+    by position (its `positional`), then the rest keyword-only, each with its default."""
+    kind = inspect.Parameter
+    positional = [kind(k, kind.POSITIONAL_OR_KEYWORD, default=cls.defaults[k])
+                  for k in cls.positional]
+    keywords = [kind(k, kind.KEYWORD_ONLY, default=v) for k, v in cls.defaults.items()
+                if k not in cls.positional]
+    return inspect.Signature([kind("params", kind.POSITIONAL_OR_KEYWORD), *positional,
+                              *keywords])
+
+
 class Optimizer:
     """Parameter groups, their per-parameter state, and the step counter.
 
@@ -184,6 +197,16 @@ class Optimizer:
     # the names earlier tinyattn versions kept state under, where not torch's (their checkpoints
     # and pickles load)
     old_state_names = {}
+
+    def __init_subclass__(cls, **kwargs):
+        """inspect.signature(AdamW) names its settings, as torch's (nanoGPT asks whether
+        'fused' is among them); a subclass with an __init__ of its own keeps that one's."""
+        super().__init_subclass__(**kwargs)
+        own_init = vars(cls).get("__init__")
+        if own_init is not None and getattr(own_init, "__module__", None) != __name__:
+            cls.__signature__ = None  # (inspect then reads the subclass's __init__)
+        elif "defaults" in vars(cls):
+            cls.__signature__ = _signature(cls)
 
     def __init__(self, params, *args, **settings):
         name = type(self).__name__

@@ -251,14 +251,19 @@ class RandomSampler(Sampler):
         return len(self.data_source) if self._num_samples is None else self._num_samples
 
     def __iter__(self):
+        # drawn lazily, as torch's (32 indices at a time with replacement), so that minGPT's
+        # num_samples=int(1e10) is an endless stream rather than one giant array
         n = len(self.data_source)
         if self.replacement:
-            return iter(randint(0, n, (self.num_samples,), generator=self.generator).tolist())
+            whole, part = divmod(self.num_samples, 32)
+            for size in itertools.chain(itertools.repeat(32, whole), [part] if part else []):
+                yield from randint(0, n, (size,), generator=self.generator).tolist()
+            return
         # more than n: whole permutations one after another, then part of one more (torch's)
         whole, part = divmod(self.num_samples, n)
-        draws = [randperm(n, generator=self.generator).tolist() for _ in range(whole)]
-        draws.append(randperm(n, generator=self.generator).tolist()[:part])
-        return itertools.chain.from_iterable(draws)
+        for _ in range(whole):
+            yield from randperm(n, generator=self.generator).tolist()
+        yield from randperm(n, generator=self.generator).tolist()[:part]
 
     def __len__(self):
         return self.num_samples
