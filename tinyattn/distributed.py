@@ -15,9 +15,30 @@ exception on one rank into its message and MPI Abort, so no rank waits forever i
 Ranks that disagree (other parameters, or `check_same` settings) all raise DisagreementError
 together instead of reducing mismatched buffers; a process a launcher started must call
 `init()` before anything here asks about the world (DistributedError otherwise).
+
+torch.distributed's names, for a PyTorch DDP script (nanoGPT's train.py) with `torch` swapped
+for tinyattn: `init_process_group(backend)` joins the same MPI world, whatever the backend
+string ("nccl", "gloo", "mpi", None: every one runs over MPI here, with no other transport);
+`destroy_process_group()`, `is_initialized()`, `is_available()`, `get_rank()`,
+`get_world_size()`, `barrier()`, and the collectives on tensors, in place: `all_reduce(t, op)`
+(ReduceOp SUM, AVG, MAX, MIN, PRODUCT), `broadcast(t, src)`, `all_gather(list, t)`, and
+`all_gather_object`. They run through host memory, one MPI call each, and every rank must pass
+tensors of the same shape and dtype (as with torch). The module wrapper is
+`tinyattn.nn.parallel.DistributedDataParallel`.
+
+Start such a script with `mpiexec -n N python train.py`, not torchrun. torchrun's variables are
+not set by mpiexec, so when this module is imported in a process that an MPI launcher started
+as one of N > 1 it sets RANK, WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE in os.environ from
+the launcher's (PMI_RANK, OMPI_COMM_WORLD_RANK, MPI_LOCALRANKID...): a script's
+`int(os.environ.get('RANK', -1)) != -1` test and its reads of them after init_process_group
+then work unchanged. init_process_group sets them again from MPI's world itself (over any
+stale value; in a world of one, 0 and 1). `get_rank()` and `get_world_size()` are the way that
+needs no environment. A process with torchrun's WORLD_SIZE > 1 but no MPI launcher is refused
+(it would be a world of one on its own).
 """
 
 import contextlib
+import enum
 import os
 import sys
 import time
@@ -33,6 +54,10 @@ BUCKET_BYTES = 25 * 2**20  # PyTorch DDP's default bucket size
 LAUNCHERS = (("PMI_SIZE", "PMI_RANK"),  # MPICH's hydra, Intel MPI, srun --mpi=pmi2
              ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"),  # Open MPI
              ("MV2_COMM_WORLD_SIZE", "MV2_COMM_WORLD_RANK"))  # MVAPICH
+# and the ones for this machine's processes: (local size, local rank)
+LOCAL_LAUNCHERS = (("MPI_LOCALNRANKS", "MPI_LOCALRANKID"),  # MPICH's hydra
+                   ("OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"),  # Open MPI
+                   ("MV2_COMM_WORLD_LOCAL_SIZE", "MV2_COMM_WORLD_LOCAL_RANK"))  # MVAPICH
 
 # joined: init() ran (before that, a process a launcher started must not answer as a world of 1)
 _world = {"comm": None, "rank": 0, "size": 1, "nccl": None, "joined": False}
@@ -111,7 +136,8 @@ def _mpi():
     return MPI
 
 
-def barrier():
+def barrier(group=None, async_op=False, device_ids=None):
+    """Wait until every rank got here (torch's keywords are taken and ignored)."""
     if _joined()["size"] > 1:
         _world["comm"].Barrier()
 
@@ -193,7 +219,7 @@ def _params(model):
 
 def _signature(params):
     """(dtype code, shape, backend) per parameter: a few microseconds for a model's dozens."""
-    return [(p.data.dtype.char, p.data.shape, p.backend.name) for p in params]
+    return [(p._data.dtype.char, p._data.shape, p.backend.name) for p in params]
 
 
 def _check_same_parameters(what, params, which=""):
@@ -235,9 +261,9 @@ def broadcast_parameters(model, root=0):
     _check_same_parameters("broadcast_parameters", params)
     for p in params:
         be = p.backend
-        host = np.ascontiguousarray(be.to_numpy(p.data))
+        host = np.ascontiguousarray(be.to_numpy(p._data))
         _world["comm"].Bcast(host, root=root)
-        p.data[...] = host if be.name == "numpy" else be.asarray(host)
+        p._data[...] = host if be.name == "numpy" else be.asarray(host)
 
 
 def allreduce_gradients(model, bucket_bytes=BUCKET_BYTES):
@@ -262,7 +288,7 @@ def allreduce_gradients(model, bucket_bytes=BUCKET_BYTES):
         if any_rank and p.grad is None:
             from .tensor import Tensor
 
-            p.grad = Tensor._wrap(p.backend.xp.zeros_like(p.data), p.backend)
+            p.grad = Tensor._wrap(p.backend.xp.zeros_like(p._data), p.backend)
         if any_rank:
             live.append(p.grad)
     groups = list(buckets(live, bucket_bytes))
@@ -277,15 +303,15 @@ def buckets(grads, bucket_bytes):
     (or one gradient larger than that)."""
     groups = {}
     for g in grads:
-        groups.setdefault((g.backend.name, g.data.dtype.str), []).append(g)
+        groups.setdefault((g.backend.name, g._data.dtype.str), []).append(g)
     for group in groups.values():
         bucket, nbytes = [], 0
         for g in group:
-            if bucket and nbytes + g.data.nbytes > bucket_bytes:
+            if bucket and nbytes + g._data.nbytes > bucket_bytes:
                 yield bucket
                 bucket, nbytes = [], 0
             bucket.append(g)
-            nbytes += g.data.nbytes
+            nbytes += g._data.nbytes
         if bucket:
             yield bucket
 
@@ -294,7 +320,7 @@ def _reduce_bucket(bucket, size):
     be = bucket[0].backend
     if be.name != "numpy" and _nccl(be) is not None:
         return _reduce_nccl(bucket, size, be)
-    flat = np.concatenate([np.ravel(be.to_numpy(g.data)) for g in bucket])
+    flat = np.concatenate([np.ravel(be.to_numpy(g._data)) for g in bucket])
     dtype = flat.dtype
     if dtype not in (np.float32, np.float64):  # MPI has no float16 sum: reduce in float32
         flat = flat.astype(np.float32)
@@ -302,9 +328,9 @@ def _reduce_bucket(bucket, size):
     flat /= size
     offset = 0
     for g in bucket:
-        piece = flat[offset:offset + g.data.size].reshape(g.data.shape).astype(dtype, copy=False)
-        g.data[...] = piece if be.name == "numpy" else be.asarray(piece)
-        offset += g.data.size
+        piece = flat[offset:offset + g._data.size].reshape(g._data.shape).astype(dtype, copy=False)
+        g._data[...] = piece if be.name == "numpy" else be.asarray(piece)
+        offset += g._data.size
     return flat.nbytes
 
 
@@ -325,7 +351,7 @@ def _reduce_nccl(bucket, size, be):
     """Untested without a GPU: one in-place ncclAllReduce on a flattened device buffer."""
     nccl, comm = _world["nccl"]
     xp = be.xp
-    flat = xp.concatenate([g.data.ravel() for g in bucket])
+    flat = xp.concatenate([g._data.ravel() for g in bucket])
     codes = {"float16": nccl.NCCL_FLOAT16, "float32": nccl.NCCL_FLOAT32,
              "float64": nccl.NCCL_FLOAT64}
     if flat.dtype.name not in codes:
@@ -336,8 +362,8 @@ def _reduce_nccl(bucket, size, be):
     flat /= size
     offset = 0
     for g in bucket:
-        g.data[...] = flat[offset:offset + g.data.size].reshape(g.data.shape)
-        offset += g.data.size
+        g._data[...] = flat[offset:offset + g._data.size].reshape(g._data.shape)
+        offset += g._data.size
     return flat.nbytes
 
 
@@ -368,3 +394,224 @@ def abort_on_error(stream=None):
         time.sleep(0.5)  # mpiexec forwards the message through a pipe; Abort may tear it down first
         _world["comm"].Abort(1)  # mpiexec ends every rank (MPICH's may return here first)
         os._exit(1)
+
+
+# ---- torch.distributed's names, on the world above (see the module's docstring) ----------------
+
+
+class ReduceOp(enum.Enum):
+    """How all_reduce combines the ranks' tensors (torch.distributed.ReduceOp's, those MPI has;
+    AVG is MPI's SUM divided by the world size)."""
+
+    SUM = "SUM"
+    AVG = "AVG"  # (distinct values: an Enum would make a second "SUM" an alias of SUM)
+    PRODUCT = "PROD"
+    MIN = "MIN"
+    MAX = "MAX"
+
+
+class _Work:
+    """What a collective returns with async_op=True: it has finished already (MPI's blocking
+    call), so wait() returns at once."""
+
+    def wait(self, timeout=None):
+        return True
+
+    def is_completed(self):
+        return True
+
+
+def launched_rank():
+    """This process's rank as the MPI launcher announced it in the environment (0 without)."""
+    for size, rank in LAUNCHERS:
+        if os.environ.get(size, "").isdigit() and os.environ.get(rank, "").isdigit():
+            return int(os.environ[rank])
+    return 0
+
+
+def _launched_local():
+    """(local rank, local size) from the launcher's environment, or None where it gives none."""
+    for size, rank in LOCAL_LAUNCHERS:
+        if os.environ.get(size, "").isdigit() and os.environ.get(rank, "").isdigit():
+            return int(os.environ[rank]), int(os.environ[size])
+    return None
+
+
+def _set_torchrun_env(rank, size, local):
+    """torchrun's variables in os.environ: RANK, WORLD_SIZE, and LOCAL_RANK, LOCAL_WORLD_SIZE
+    when `local` ((local rank, local size)) is known."""
+    os.environ.update(RANK=str(rank), WORLD_SIZE=str(size))
+    if local is not None:
+        os.environ.update(LOCAL_RANK=str(local[0]), LOCAL_WORLD_SIZE=str(local[1]))
+
+
+def _local_of_world():
+    """(local rank, local size): the launcher's, else the ranks that share this machine's memory
+    (one collective), else (0, 1) in a world of one."""
+    local = _launched_local()
+    if local is not None or _world["size"] == 1:
+        return local or (0, 1)
+    node = _world["comm"].Split_type(_mpi().COMM_TYPE_SHARED)
+    local = (node.Get_rank(), node.Get_size())
+    node.Free()
+    return local
+
+
+def _group(name):
+    """The world, once init_process_group ran; DistributedError naming `name` before."""
+    if not _world.get("group"):
+        raise DistributedError(f"{name}: the default process group has not been initialized: "
+                               "call init_process_group() first")
+    return _world
+
+
+def is_available():
+    """True: the functions here always work (a world of one without MPI)."""
+    return True
+
+
+def is_initialized():
+    """Whether init_process_group ran (and destroy_process_group has not since)."""
+    return bool(_world.get("group"))
+
+
+def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1, rank=-1,
+                       store=None, group_name="", pg_options=None, device_id=None):
+    """torch's: join the world. Every backend runs over MPI here (tinyattn has no NCCL or Gloo
+    transport of its own); the world is the one `mpiexec -n N` started (a world of one without
+    a launcher). world_size and rank, when given, must be MPI's. Sets RANK, WORLD_SIZE,
+    LOCAL_RANK and LOCAL_WORLD_SIZE in os.environ from MPI's world."""
+    name = "init_process_group"
+    if _world.get("group"):
+        raise DistributedError(f"{name}: the default process group is already initialized "
+                               "(call destroy_process_group() first)")
+    if backend is not None and not isinstance(backend, str):
+        raise TypeError(f"{name}: backend must be a string such as 'nccl' or 'gloo' (or None): "
+                        f"got {backend!r}")
+    asked = os.environ.get("WORLD_SIZE", "")
+    if launched_size() == 1 and asked.isdigit() and int(asked) > 1:
+        raise DistributedError(f"{name}: WORLD_SIZE={asked} in the environment (torchrun's?) "
+                               "but no MPI launcher started this process, so it would be a "
+                               f"world of 1 on its own: start it with `mpiexec -n {asked} "
+                               "python ...` (tinyattn's processes talk through MPI)")
+    init()
+    size, me = _world["size"], _world["rank"]
+    if world_size not in (None, -1) and world_size != size:
+        raise DistributedError(f"{name}: world_size={world_size} but MPI's world has {size} "
+                               f"process{'es' if size != 1 else ''} (mpiexec -n sets it)")
+    if rank not in (None, -1) and rank != me:
+        raise DistributedError(f"{name}: rank={rank} but this process is rank {me} of MPI's "
+                               "world (MPI numbers the processes)")
+    _set_torchrun_env(me, size, _local_of_world())
+    _world["group"] = backend or "mpi"
+
+
+def destroy_process_group(group=None):
+    """torch's: leave the default process group (MPI itself ends with the process)."""
+    _group("destroy_process_group")
+    _world["group"] = None
+
+
+def get_rank(group=None):
+    return _group("get_rank")["rank"]
+
+
+def get_world_size(group=None):
+    return _group("get_world_size")["size"]
+
+
+def _host(name, tensor):
+    """The tensor's values as a NumPy array of a type MPI reduces (a copy)."""
+    from .tensor import Tensor
+
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"{name}: expects a tensor, got {type(tensor).__name__}")
+    array = np.array(tensor.backend.to_numpy(tensor._data), copy=True, ndmin=0)
+    kind = array.dtype.kind
+    if (kind == "f" and array.dtype.itemsize < 4) or kind not in "fiuc":
+        array = array.astype(np.float32)  # (MPI has no float16 or bool sum)
+    return np.ascontiguousarray(array)
+
+
+def _put(tensor, values):
+    """Write `values` into the tensor's memory, in place (a change counted as an in-place op's)."""
+    from .autograd import bump_version
+
+    data, be = tensor._data, tensor.backend
+    values = np.asarray(values).reshape(data.shape).astype(data.dtype, copy=False)
+    if isinstance(data, np.generic):  # (a 0-d op result's scalar: no memory to write into)
+        tensor._data = np.array(values)
+    else:
+        data[...] = values if be.name == "numpy" else be.asarray(values)
+    bump_version(tensor)
+
+
+def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
+    """torch's: combine every rank's `tensor` by `op` (a ReduceOp), into each rank's, in place."""
+    name = "all_reduce"
+    world = _group(name)
+    array = _host(name, tensor)
+    if not isinstance(op, ReduceOp):
+        raise ValueError(f"{name}: op must be a ReduceOp (SUM, AVG, MAX, MIN, PRODUCT): got "
+                         f"{op!r}")
+    if op is ReduceOp.AVG and tensor._data.dtype.kind not in "fc":
+        raise TypeError(f"{name}: ReduceOp.AVG needs a floating-point tensor: got "
+                        f"{tensor._data.dtype.name} {tuple(tensor._data.shape)}")
+    if world["size"] > 1:
+        mpi_op = getattr(_mpi(), "SUM" if op is ReduceOp.AVG else op.value)
+        world["comm"].Allreduce(_mpi().IN_PLACE, array, op=mpi_op)
+        if op is ReduceOp.AVG:
+            array /= world["size"]
+        _put(tensor, array)
+    return _Work() if async_op else None
+
+
+def broadcast(tensor, src, group=None, async_op=False):
+    """torch's: rank `src`'s `tensor` into every rank's, in place."""
+    name = "broadcast"
+    world = _group(name)
+    array = _host(name, tensor)
+    if not _whole(src) or not 0 <= src < world["size"]:
+        raise ValueError(f"{name}: src {src!r} is not a rank of a world of {world['size']}")
+    if world["size"] > 1:
+        world["comm"].Bcast(array, root=src)
+        _put(tensor, array)
+    return _Work() if async_op else None
+
+
+def all_gather(tensor_list, tensor, group=None, async_op=False):
+    """torch's: tensor_list[r] = rank r's `tensor`, on every rank (one tensor per rank in the
+    list, each of the tensor's shape)."""
+    name = "all_gather"
+    world = _group(name)
+    array = _host(name, tensor)
+    if not isinstance(tensor_list, (list, tuple)) or len(tensor_list) != world["size"]:
+        got = f"{len(tensor_list)} tensors" if isinstance(tensor_list, (list, tuple)) else \
+            f"a {type(tensor_list).__name__}"
+        raise ValueError(f"{name}: tensor_list has {got} for a world of {world['size']}: it "
+                         "must be a list of one tensor per rank")
+    for i, t in enumerate(tensor_list):
+        _host(f"{name}: tensor_list[{i}]", t)
+        if tuple(t.shape) != tuple(tensor.shape):
+            raise ValueError(f"{name}: tensor_list[{i}] has shape {tuple(t.shape)} but the "
+                             f"tensor has shape {tuple(tensor.shape)}")
+    every = array[None]
+    if world["size"] > 1:
+        every = np.empty((world["size"], *array.shape), array.dtype)
+        world["comm"].Allgather(array, every)
+    for t, values in zip(tensor_list, every, strict=True):
+        _put(t, values)
+    return _Work() if async_op else None
+
+
+def all_gather_object(object_list, obj, group=None):
+    """torch's: object_list[r] = rank r's `obj` (pickled), on every rank."""
+    world = _group("all_gather_object")
+    if len(object_list) != world["size"]:
+        raise ValueError(f"all_gather_object: object_list has {len(object_list)} entries for a "
+                         f"world of {world['size']}: it must have one per rank")
+    object_list[:] = world["comm"].allgather(obj) if world["size"] > 1 else [obj]
+
+
+if launched_size() > 1:  # started by mpiexec: torchrun's variables, for a torch script's tests
+    _set_torchrun_env(launched_rank(), launched_size(), _launched_local())

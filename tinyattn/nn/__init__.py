@@ -10,7 +10,7 @@ works as with torch.
 import sys
 
 from .. import functional
-from . import init, utils
+from . import init, parallel, utils
 from .activation import (
     CELU,
     ELU,
@@ -99,7 +99,7 @@ __all__ = [
     "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "NLLLoss", "CrossEntropyLoss", "BCELoss",
     "BCEWithLogitsLoss", "KLDivLoss", "Identity", "Sigmoid", "SiLU", "Softmax", "LogSoftmax",
     "Flatten", "Unflatten", "RMSNorm", "ModuleDict", "ParameterList", "ParameterDict", "init",
-    "utils",
+    "utils", "parallel",
     "MultiheadAttention", "RotaryEmbedding", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU",
     "Mish", "Softplus", "Softsign", "Hardtanh", "Hardsigmoid", "Hardswish", "LogSigmoid",
     "Softmin", "CosineSimilarity", "PairwiseDistance", "GLU", "TransformerEncoderLayer",
