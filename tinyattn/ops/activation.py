@@ -13,7 +13,7 @@ import math
 from ..errors import DTypeError, ShapeError, fmt_shape
 from .elementwise import masked, sigmoid_of
 from .index import fill_value, largest
-from .op import op, quiet, wide
+from .op import op, quiet, quietly, wide
 from .samples import GRID, case, unary_grid, vals
 
 SELU_ALPHA = 1.6732632423543772848170429916717
@@ -36,6 +36,7 @@ def _softplus(xp, x):
 
 @op("silu", "gx = g * s * (1 + x * (1 - s)), s = sigmoid(x)", saves={0: 0},
     samples=unary_grid())
+@quietly  # silu(-inf) = -inf * 0 = NaN, as torch
 def silu(be, x):
     """out = x * sigmoid(x) (swish)"""
     _floating(x, "silu")
@@ -45,6 +46,7 @@ def silu(be, x):
 
 
 @silu.defvjp
+@quietly
 def silu_vjp(be, g, saved):
     x, s = saved
     return ((g * s * (1 + x * (1 - s))).astype(g.dtype, copy=False),)
@@ -53,6 +55,7 @@ def silu_vjp(be, g, saved):
 @op("softplus", "gx = g * sigmoid(beta x)  (g where beta x > threshold)", saves={0: 0},
     samples=[case(vals([-30.0, -1.0, 0.5, 19.0, 25.0])), case((2, 3), beta=2.0, threshold=3.0),
              *unary_grid()])
+@quietly  # (softplus of ±inf and NaN: their IEEE values, as torch)
 def softplus(be, x, beta=1.0, threshold=20.0):
     """out = log(1 + e^(beta x)) / beta, or x where beta x > threshold (torch's switch)"""
     _floating(x, "softplus")
@@ -63,6 +66,7 @@ def softplus(be, x, beta=1.0, threshold=20.0):
 
 
 @softplus.defvjp
+@quietly
 def softplus_vjp(be, g, saved, beta=1.0, threshold=20.0):
     (x,) = saved
     bx = wide(x) * beta
@@ -72,6 +76,7 @@ def softplus_vjp(be, g, saved, beta=1.0, threshold=20.0):
 
 @op("mish", "gx = g * (t + x * sigmoid(x) * (1 - t²)), t = tanh(softplus(x))", saves={0: 0},
     samples=unary_grid())
+@quietly  # mish(-inf) = -inf * 0 = NaN, as torch
 def mish(be, x):
     """out = x * tanh(softplus(x))"""
     _floating(x, "mish")
@@ -81,6 +86,7 @@ def mish(be, x):
 
 
 @mish.defvjp
+@quietly
 def mish_vjp(be, g, saved):
     x, t = saved
     xw = wide(x)
@@ -152,6 +158,7 @@ def celu_vjp(be, g, saved, alpha=1.0):
 
 @op("logsigmoid", "gx = g * sigmoid(-x)", saves={0: 0},
     samples=[case(vals([-800.0, -2.0, 0.0, 3.0, 800.0])), *unary_grid()])
+@quietly  # (logsigmoid of ±inf and NaN: their IEEE values, as torch)
 def logsigmoid(be, x):
     """out = log sigmoid(x) = -softplus(-x), without overflow"""
     _floating(x, "logsigmoid")
@@ -166,6 +173,7 @@ def logsigmoid_vjp(be, g, saved):
 
 @op("softsign", "gx = g / (1 + |x|)²", saves={0: 0},
     samples=unary_grid())
+@quietly  # softsign(±inf) = inf / inf = NaN, as torch
 def softsign(be, x):
     """out = x / (1 + |x|)"""
     _floating(x, "softsign")
@@ -173,6 +181,7 @@ def softsign(be, x):
 
 
 @softsign.defvjp
+@quietly
 def softsign_vjp(be, g, saved):
     (x,) = saved
     d = 1 + be.xp.abs(x)
@@ -243,6 +252,7 @@ def hardsigmoid_vjp(be, g, saved):
 
 @op("hardswish", "gx = 0 where x <= -3, g (2x + 3) / 6 where x < 3, else g", saves={0: 0},
     samples=[case(vals([-5.0, -2.0, 0.5, 2.9, 4.0])), *unary_grid()])
+@quietly  # hardswish(-inf) = -inf * 0 = NaN, as torch
 def hardswish(be, x):
     """out = x * clip(x / 6 + 1/2, 0, 1)"""
     _floating(x, "hardswish")
@@ -362,6 +372,7 @@ def _prelu_weight(x, weight):
     grads=("gx", "gw"), saves={0: 0, 1: 1},
     samples=[case((2, 3, 4), (3,)), case((2, 3), (1,)), case((3,), ()), case((), (1,)),
              case(vals([-1.0, -0.5, 2.0]), vals([0.25])), case((2, 3, 2, 2), (3,))])
+@quietly  # (w * x at x = +inf, unused there: 0 * inf = NaN, quietly)
 def prelu(be, x, weight):
     """out = x where x > 0, else w x: one learned slope w, or one per channel (dim 1)"""
     w = _prelu_weight(x, weight)
@@ -369,6 +380,7 @@ def prelu(be, x, weight):
 
 
 @prelu.defvjp
+@quietly
 def prelu_vjp(be, g, saved):
     x, weight = saved  # at 0: g * w and x g = 0 (torch's choice)
     xp = be.xp

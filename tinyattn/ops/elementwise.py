@@ -14,7 +14,7 @@ import numpy as np
 from ..dtypes import HALF
 from ..errors import DTypeError
 from . import traps
-from .op import CONST, is_const, op, quiet, wide
+from .op import CONST, is_const, op, quiet, quietly, wide
 from .samples import binary_grid, case, const, pos, unary_grid, vals
 
 
@@ -75,6 +75,7 @@ def mul_vjp(be, g, saved):
 @op("div", "gx = g / y, gy = -g * x / y²",
     grads=("gx", "gy"), broadcasts=True, promote="float", saves={0: 0, 1: 1},
     samples=[case((2, 3), 4.0), case(2.0, pos((2, 3))), *binary_grid(second=pos)])
+@quietly  # x / 0 = ±inf, 0 / 0 = NaN (and in the VJP), as torch
 def div(be, x, y):
     """out = x / y"""
     if CONST[x.__class__]:  # c / y keeps r = 1/y, not y (torch's reciprocal): gy = -g c r²
@@ -84,6 +85,7 @@ def div(be, x, y):
 
 
 @div.defvjp
+@quietly
 def div_vjp(be, g, saved):
     x, y = saved
     if CONST[x.__class__]:  # (is_const, read inline, as in the forward)
@@ -191,6 +193,7 @@ def _log(c):
 
 @op("exp", "gx = g * out", promote="float", saves_out=0,
     samples=unary_grid())
+@quietly  # e^1000 = inf (g * inf in the VJP), as torch
 def exp(be, x):
     """out = e^x"""
     out = be.xp.exp(x)
@@ -198,6 +201,7 @@ def exp(be, x):
 
 
 @exp.defvjp
+@quietly
 def exp_vjp(be, g, saved):
     (out,) = saved
     return (g * out,)
@@ -205,12 +209,14 @@ def exp_vjp(be, g, saved):
 
 @op("log", "gx = g / x", promote="float", saves={0: 0},
     samples=unary_grid(positive=True))
+@quietly  # log 0 = -inf, log -1 = NaN, and g / 0 in the VJP, as torch
 def log(be, x):
     """out = ln x"""
     return be.xp.log(x), (x,)
 
 
 @log.defvjp
+@quietly
 def log_vjp(be, g, saved):
     (x,) = saved
     return (g / x,)
@@ -218,6 +224,7 @@ def log_vjp(be, g, saved):
 
 @op("sqrt", "gx = g / (2 * out)", promote="float", saves_out=0,
     samples=unary_grid(positive=True))
+@quietly  # √-1 = NaN, as torch (its VJP's g / 0 is quiet below)
 def sqrt(be, x):
     """out = √x"""
     out = be.xp.sqrt(x)

@@ -12,7 +12,7 @@ import numbers
 import numpy as np
 
 from ..errors import DTypeError, ShapeError, fmt_shape
-from .op import op, wide
+from .op import op, quietly, wide
 from .samples import case, const, vals
 
 
@@ -21,6 +21,7 @@ from .samples import case, const, vals
     fused=True, saves={1: 2}, fresh=True,
     samples=[case((2, 3, 4), (4,), (4,)), case((3, 4), None, None),
              case((2, 3, 4), (3, 4), (3, 4), n_dims=2), case((2, 5), (5,), None, eps=1e-3)])
+@quietly  # a row holding inf: NaN (inf - inf), x² past the dtype's range: inf, as torch
 def layer_norm(be, x, weight=None, bias=None, n_dims=1, eps=1e-5):
     """out = (x - mean) / √(var + eps) * weight + bias over the last n_dims dims"""
     for name, p in (("weight", weight), ("bias", bias)):
@@ -40,6 +41,7 @@ def layer_norm(be, x, weight=None, bias=None, n_dims=1, eps=1e-5):
 
 
 @layer_norm.defvjp
+@quietly
 def layer_norm_vjp(be, g, saved, n_dims=1, eps=1e-5):
     xhat, rstd, weight, has_bias = saved
     xp = be.xp
@@ -61,6 +63,7 @@ def layer_norm_vjp(be, g, saved, n_dims=1, eps=1e-5):
     grads=("gx", "gw"), fused=True, saves={0: 0, 1: 2}, fresh=True,
     samples=[case((2, 3, 4), (4,)), case((3, 4), None), case((2, 3, 4), (3, 4), n_dims=2),
              case((2, 5), (5,), eps=1e-3)])
+@quietly  # (as layer_norm)
 def rms_norm(be, x, weight=None, n_dims=1, eps=1e-5):
     """out = x / √(mean(x²) + eps) * weight over the last n_dims dims"""
     if weight is not None and weight.shape != x.shape[x.ndim - n_dims:]:
@@ -79,6 +82,7 @@ def rms_norm(be, x, weight=None, n_dims=1, eps=1e-5):
 
 
 @rms_norm.defvjp
+@quietly
 def rms_norm_vjp(be, g, saved, n_dims=1, eps=1e-5):
     x, rms, weight = saved
     xhat = x / rms
@@ -94,6 +98,7 @@ def rms_norm_vjp(be, g, saved, n_dims=1, eps=1e-5):
 @op("gelu", "gx = g * (Φ(x) + x φ(x))  (tanh: its derivative)", fused=True, saves={0: 0},
     fresh=True, samples=[case((3, 4)), case((3, 4), approximate="tanh"),
              case(vals([-8.0, -3.0, -0.5, 0.0, 0.7, 2.6, 6.0]))])
+@quietly  # gelu(-inf) = -inf * 0 = NaN, as torch
 def gelu(be, x, approximate="none"):
     """out = x Φ(x) = x (1 + erf(x/√2)) / 2; tanh: x (1 + tanh(√(2/π)(x + 0.044715 x³))) / 2"""
     if approximate not in ("none", "tanh"):
@@ -106,6 +111,7 @@ def gelu(be, x, approximate="none"):
 
 
 @gelu.defvjp
+@quietly
 def gelu_vjp(be, g, saved, approximate="none"):
     x, s_or_cdf = saved  # σ(2√(2/π)(x + 0.044715 x³)) (tanh form), or Φ(x)
     return (be.gelu_backward(g, x, s_or_cdf, approximate),)

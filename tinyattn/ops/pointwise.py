@@ -12,7 +12,7 @@ import math
 
 from ..errors import DTypeError, fmt_shape
 from .elementwise import masked
-from .op import is_const, op, quiet, wide
+from .op import is_const, op, quiet, quietly, wide
 from .samples import binary_grid, case, pos, unary_grid, vals, within
 
 LN2, LN10 = math.log(2), math.log(10)
@@ -23,12 +23,14 @@ TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
 
 @op("sin", "gx = g * cos(x)", promote="float", saves={0: 0},
     samples=unary_grid())
+@quietly  # sin ±inf = NaN (cos ±inf in the VJP), as torch
 def sin(be, x):
     """out = sin x"""
     return be.xp.sin(x), (x,)
 
 
 @sin.defvjp
+@quietly
 def sin_vjp(be, g, saved):
     (x,) = saved
     return (g * be.xp.cos(x),)
@@ -36,12 +38,14 @@ def sin_vjp(be, g, saved):
 
 @op("cos", "gx = -g * sin(x)", promote="float", saves={0: 0},
     samples=unary_grid())
+@quietly  # cos ±inf = NaN (sin ±inf in the VJP), as torch
 def cos(be, x):
     """out = cos x"""
     return be.xp.cos(x), (x,)
 
 
 @cos.defvjp
+@quietly
 def cos_vjp(be, g, saved):
     (x,) = saved
     return (-g * be.xp.sin(x),)
@@ -49,6 +53,7 @@ def cos_vjp(be, g, saved):
 
 @op("tan", "gx = g * (1 + out²)", promote="float", saves_out=0,
     samples=unary_grid(low=-1.2, high=1.2))
+@quietly  # tan ±inf = NaN; near π/2, out² past the dtype's range: inf, as torch
 def tan(be, x):
     """out = tan x"""
     out = be.xp.tan(x)
@@ -56,6 +61,7 @@ def tan(be, x):
 
 
 @tan.defvjp
+@quietly
 def tan_vjp(be, g, saved):
     (out,) = saved
     return (g * (1 + out * out),)
@@ -477,6 +483,7 @@ sign.defvjp(_zero_vjp)
 
 
 @op("frac", "gx = g", samples=unary_grid())
+@quietly  # frac ±inf = inf - inf = NaN, as torch
 def frac(be, x):
     """out = x - trunc(x), the fractional part with x's sign"""
     return x - be.xp.trunc(x), ()

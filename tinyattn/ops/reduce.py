@@ -10,10 +10,10 @@ import math
 import numpy as np
 
 from ..backends import stable
-from ..errors import DimError, DTypeError, fmt_shape
+from ..errors import DimError, DTypeError, fmt_shape, warn_user
 from . import traps
 from .elementwise import masked, sgn
-from .op import acc_dtype, dims, op, quiet, wide, wide_sum
+from .op import acc_dtype, dims, op, quiet, quietly, wide, wide_sum
 from .samples import case, vals
 
 
@@ -39,10 +39,19 @@ def _sum(be, x, axes, keepdim, mean=False):
     (Backend.row_sum: the fused norms and softmaxes take the same, so both agree to the bit).
     float16 is summed in float32, as torch (x.mean already does)."""
     k = len(axes)
+    if mean and not _count(x.shape, axes):
+        return _mean_of_none(x, axes, keepdim)
     if 0 < k < x.ndim and axes[0] == x.ndim - k:  # (axes are sorted and distinct)
         s = be.row_sum(x, k, mean=mean)
         return s if keepdim else s.reshape(x.shape[:-k])
     return x.mean(axis=axes, keepdims=keepdim) if mean else wide_sum(x, axes, keepdim)
+
+
+def _mean_of_none(x, axes, keepdim):
+    """The mean over axes that hold no entries: 0 / 0 = NaN, as torch, without NumPy's
+    'Mean of empty slice' warning (a warnings.warn of its own, which errstate does not stop)."""
+    with quiet():
+        return wide_sum(x, axes, keepdim) / 0
 
 
 @op("sum", "gx = broadcast(g, x.shape)", promote="sum",
@@ -79,6 +88,9 @@ def reduce_mean_vjp(be, g, saved, dim=None, keepdim=False):
 def per_count(a, n):
     """a / n for a count n; float16 divided in float32 and rounded once, as torch (n past 65504
     is inf in float16: a mean's gradient over 256 x 512 entries came out all zeros)."""
+    if not n:  # (a mean over nothing: g / 0, for an empty gradient; quietly)
+        with quiet():
+            return a / n
     if a.dtype.char == "e":
         return (a.astype(np.float32) / n).astype(np.float16)
     return a / n
@@ -155,8 +167,13 @@ def reduce_var(be, x, dim=None, keepdim=False, correction=1):
     _floating(x, "var")
     axes = _reduced(dim, x.ndim, "var")
     centered = wide(x)  # (float16: the squares summed in float32; 300² overflows float16)
-    centered = centered - centered.mean(axis=axes, keepdims=True)
-    denom = _count(x.shape, axes) - correction
+    n = _count(x.shape, axes)
+    centered = centered - (centered.mean(axis=axes, keepdims=True) if n
+                           else _mean_of_none(centered, axes, True))
+    denom = n - correction
+    if denom <= 0:  # torch's UserWarning (its var, std, var_mean and std_mean give it)
+        warn_user("var(): degrees of freedom is <= 0. Correction should be strictly less than "
+                  "the reduction factor (input numel divided by output numel).")
     with quiet():
         out = (centered * centered).sum(axis=axes, keepdims=keepdim) / max(denom, 0)
     return out.astype(x.dtype, copy=False), (centered, axes, denom)
@@ -176,6 +193,7 @@ def reduce_var_vjp(be, g, saved, dim=None, keepdim=False, correction=1):
     traps=traps.float16_logits,
     samples=[case((2, 3, 4), dim=-1), case((3, 4)), case((2, 3), dim=0, keepdim=True),
              case(vals([[1e4, 1e4 - 1.0, -1e4]]), dim=1)])
+@quietly  # a row holding inf and -inf: inf - inf = NaN inside, as torch's
 def logsumexp(be, x, dim=None, keepdim=False):
     """out = log Σ e^x over dim, computed as m + log Σ e^(x - m) with m = max x"""
     xp = be.xp
