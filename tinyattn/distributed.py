@@ -193,7 +193,7 @@ def _params(model):
 
 def _signature(params):
     """(dtype code, shape, backend) per parameter: a few microseconds for a model's dozens."""
-    return [(p.data.dtype.char, p.data.shape, p.backend.name) for p in params]
+    return [(p._data.dtype.char, p._data.shape, p.backend.name) for p in params]
 
 
 def _check_same_parameters(what, params, which=""):
@@ -235,9 +235,9 @@ def broadcast_parameters(model, root=0):
     _check_same_parameters("broadcast_parameters", params)
     for p in params:
         be = p.backend
-        host = np.ascontiguousarray(be.to_numpy(p.data))
+        host = np.ascontiguousarray(be.to_numpy(p._data))
         _world["comm"].Bcast(host, root=root)
-        p.data[...] = host if be.name == "numpy" else be.asarray(host)
+        p._data[...] = host if be.name == "numpy" else be.asarray(host)
 
 
 def allreduce_gradients(model, bucket_bytes=BUCKET_BYTES):
@@ -262,7 +262,7 @@ def allreduce_gradients(model, bucket_bytes=BUCKET_BYTES):
         if any_rank and p.grad is None:
             from .tensor import Tensor
 
-            p.grad = Tensor._wrap(p.backend.xp.zeros_like(p.data), p.backend)
+            p.grad = Tensor._wrap(p.backend.xp.zeros_like(p._data), p.backend)
         if any_rank:
             live.append(p.grad)
     groups = list(buckets(live, bucket_bytes))
@@ -277,15 +277,15 @@ def buckets(grads, bucket_bytes):
     (or one gradient larger than that)."""
     groups = {}
     for g in grads:
-        groups.setdefault((g.backend.name, g.data.dtype.str), []).append(g)
+        groups.setdefault((g.backend.name, g._data.dtype.str), []).append(g)
     for group in groups.values():
         bucket, nbytes = [], 0
         for g in group:
-            if bucket and nbytes + g.data.nbytes > bucket_bytes:
+            if bucket and nbytes + g._data.nbytes > bucket_bytes:
                 yield bucket
                 bucket, nbytes = [], 0
             bucket.append(g)
-            nbytes += g.data.nbytes
+            nbytes += g._data.nbytes
         if bucket:
             yield bucket
 
@@ -294,7 +294,7 @@ def _reduce_bucket(bucket, size):
     be = bucket[0].backend
     if be.name != "numpy" and _nccl(be) is not None:
         return _reduce_nccl(bucket, size, be)
-    flat = np.concatenate([np.ravel(be.to_numpy(g.data)) for g in bucket])
+    flat = np.concatenate([np.ravel(be.to_numpy(g._data)) for g in bucket])
     dtype = flat.dtype
     if dtype not in (np.float32, np.float64):  # MPI has no float16 sum: reduce in float32
         flat = flat.astype(np.float32)
@@ -302,9 +302,9 @@ def _reduce_bucket(bucket, size):
     flat /= size
     offset = 0
     for g in bucket:
-        piece = flat[offset:offset + g.data.size].reshape(g.data.shape).astype(dtype, copy=False)
-        g.data[...] = piece if be.name == "numpy" else be.asarray(piece)
-        offset += g.data.size
+        piece = flat[offset:offset + g._data.size].reshape(g._data.shape).astype(dtype, copy=False)
+        g._data[...] = piece if be.name == "numpy" else be.asarray(piece)
+        offset += g._data.size
     return flat.nbytes
 
 
@@ -325,7 +325,7 @@ def _reduce_nccl(bucket, size, be):
     """Untested without a GPU: one in-place ncclAllReduce on a flattened device buffer."""
     nccl, comm = _world["nccl"]
     xp = be.xp
-    flat = xp.concatenate([g.data.ravel() for g in bucket])
+    flat = xp.concatenate([g._data.ravel() for g in bucket])
     codes = {"float16": nccl.NCCL_FLOAT16, "float32": nccl.NCCL_FLOAT32,
              "float64": nccl.NCCL_FLOAT64}
     if flat.dtype.name not in codes:
@@ -336,8 +336,8 @@ def _reduce_nccl(bucket, size, be):
     flat /= size
     offset = 0
     for g in bucket:
-        g.data[...] = flat[offset:offset + g.data.size].reshape(g.data.shape)
-        offset += g.data.size
+        g._data[...] = flat[offset:offset + g._data.size].reshape(g._data.shape)
+        offset += g._data.size
     return flat.nbytes
 
 
