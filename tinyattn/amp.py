@@ -164,7 +164,7 @@ class GradScaler:
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                g = p.grad.data
+                g = p.grad._data
                 if g.dtype == np.float16:
                     raise ValueError("Attempting to unscale FP16 gradients.")
                 xp = p.grad.backend.xp

@@ -150,19 +150,19 @@ class AnomalyTracer(Recorder):
         call = super().forward(op, inputs, params, out)
         index = call.index if call is not None else self.count
         label = f"{op.name}#{index}"
-        arrays = [x.data if isinstance(x, Tensor) else x for x in inputs]
+        arrays = [x._data if isinstance(x, Tensor) else x for x in inputs]
         if call is not None:
             frame, _ = user_frame()
             summary = traceback.StackSummary.extract(traceback.walk_stack(frame),
                                                      limit=_TRACE_FRAMES, lookup_lines=False)
             summary.reverse()
             _traces[out._node] = summary
-            if out.dtype.kind == "f" and not _all_finite(out.data):  # no error: kept to show
-                note = _forward_message(op, arrays, params, out.data)
+            if out.dtype.kind == "f" and not _all_finite(out._data):  # no error: kept to show
+                note = _forward_message(op, arrays, params, out._data)
                 if note:  # None: an infinity that came in on purpose (a -inf mask)
                     _notes[out._node] = note
         if self.warn and op.traps is not None:
-            for message in op.traps(out.backend, arrays, params, out.data, label):
+            for message in op.traps(out.backend, arrays, params, out._data, label):
                 _warn_at_user_line(message)
 
     # ---- backward ---------------------------------------------------------------------------

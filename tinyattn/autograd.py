@@ -16,7 +16,6 @@ import copy
 import functools
 import inspect
 import itertools
-import operator
 import sys
 import threading
 import types
@@ -72,21 +71,33 @@ class TensorBase:
             raise TypeError(f".data: a tensor's data is a tensor (or a backend array), got a "
                             f"{type(value).__name__}; wrap it first: ta.tensor(...)")
 
-    # (the getter is C code, barely slower than the slot: every op reads .data; apply and
-    # _wrap read and write `_data` itself. While a captured step records, watching_data_reads
-    # swaps in one that tells the tracers of a read from outside the library.)
-    data = property(operator.attrgetter("_data"), _set_data)
+    def _detached(self):
+        """`t.data`, as torch's: a new tensor on the same array and backend (no copy), with no
+        node (requires_grad False, a leaf) and a version counter of its own, so autograd does
+        not see in-place changes made through it (`w.data.normal_(0, 0.02)`, `p.data.add_(g,
+        alpha=-lr)` after a forward: no "changed in place" error at backward). A plain Tensor,
+        a Parameter's too. The library reads and writes the array itself, `_data`."""
+        if isinstance(self._data, numpy.generic):  # (a 0-d op result's NumPy scalar: an array
+            self._data = numpy.array(self._data)  # now, so a write through .data reaches it)
+        out = _wrap(self._data, self.backend)
+        if type(self._version_counter) is InferenceVersion:  # (an inference tensor's: one too,
+            out._version_counter = InferenceVersion((0, None))  # as torch's)
+        return out
+
+    # (While a captured step records, watching_data_reads swaps in a getter that tells the
+    # tracers of a read from outside the library.)
+    data = property(_detached, _set_data)
 
     def _watched_data(self):
         """.data while a recording watches (watching_data_reads): a read from code outside
         tinyattn (fn's own: `if flag.data > 0`) is told to the tracers as a value read, which
-        a replay could not make again; the library's own reads (every op's) are not."""
+        a replay could not make again; the library's own reads are not."""
         if (_tracers.get() is not None or _everywhere) and _by_user(sys._getframe(1)):
             for tracer in current_tracers():
                 read = getattr(tracer, "read", None)  # (any object may be a tracer)
                 if read is not None:
                     read(self, ".data")
-        return self._data
+        return self._detached()
 
     def _watched_set_data(self, value):
         """`t.data = v` while a recording watches: told to the tracers as a change ("data")
@@ -137,15 +148,15 @@ class TensorBase:
                 raise BackendError(f".grad: assigned a gradient on the {value.backend.name} "
                                    f"backend to a tensor on {self.backend.name}; move it with "
                                    f".to('{self.backend.name}') first")
-            if value.data.shape != self.data.shape:
+            if value._data.shape != self._data.shape:
                 raise ShapeError(f".grad: assigned a gradient of shape "
-                                 f"{fmt_shape(value.data.shape)} to a tensor of shape "
-                                 f"{fmt_shape(self.data.shape)}; a gradient has its tensor's "
+                                 f"{fmt_shape(value._data.shape)} to a tensor of shape "
+                                 f"{fmt_shape(self._data.shape)}; a gradient has its tensor's "
                                  "shape (as torch)")
-            if value.data.dtype != self.data.dtype:
-                raise DTypeError(f".grad: assigned a {value.data.dtype} gradient to a "
-                                 f"{self.data.dtype} tensor; a gradient has its tensor's dtype "
-                                 f"(as torch): convert it with .to({self.data.dtype}) first")
+            if value._data.dtype != self._data.dtype:
+                raise DTypeError(f".grad: assigned a {value._data.dtype} gradient to a "
+                                 f"{self._data.dtype} tensor; a gradient has its tensor's dtype "
+                                 f"(as torch): convert it with .to({self._data.dtype}) first")
         if _tracers.get() is not None or _everywhere:  # (a captured step's recording refuses)
             state_changed(self, "grad")
         self._grad = value
@@ -768,12 +779,12 @@ class GradFn:
             raise TypeError(f"{self.name()}: takes the output's gradient, one tensor")
         g = grad_outputs[0]
         if node.op is None:
-            _write_grad(node, g.data, g.backend, False)
+            _write_grad(node, g._data, g.backend, False)
             return ()
         _check_saved(node)
         op = _extras(node).get("op", node.op)
         with no_grad():
-            gs = op.vjp(g.backend, g.data, node.saved, **node.params)
+            gs = op.vjp(g.backend, g._data, node.saved, **node.params)
         found = tuple(None if p is None or gx is None else
                       _wrap(_fit(op, node.parents, gx, p), g.backend)
                       for p, gx in zip(node.parents, gs, strict=True))
@@ -918,7 +929,7 @@ def _run_post_hooks(vjp, ref, hooks, be, g, saved, **params):
             out = _hook_values(fn, out, len(grads))
             grads = tuple(None if x is None else x if isinstance(x, TensorBase) else
                           _wrap(be.asarray(x), be) for x in out)
-    return tuple(None if x is None else x.data for x in grads)
+    return tuple(None if x is None else x._data for x in grads)
 
 
 def _torch_name(op):
@@ -1129,7 +1140,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                         materialize_grads)
     found = _grad(outputs, inputs, grad_outputs, bool(retain_graph), allow_unused)
     if materialize_grads:
-        found = tuple(_wrap(x.backend.xp.zeros_like(x.data), x.backend) if g is None else g
+        found = tuple(_wrap(x.backend.xp.zeros_like(x._data), x.backend) if g is None else g
                       for x, g in zip(inputs, found, strict=True))
     return found
 
@@ -1193,7 +1204,7 @@ def _stacked(x, parts, materialize):
     if all(p is None for p in parts) and not materialize:
         return None
     xp = x.backend.xp
-    return _wrap(xp.stack([xp.zeros_like(x.data) if p is None else p.data for p in parts]),
+    return _wrap(xp.stack([xp.zeros_like(x._data) if p is None else p._data for p in parts]),
                  x.backend)
 
 
@@ -1291,12 +1302,12 @@ def _backward_into(tensors, grad_tensors, retain_graph, inputs):
         with _grad_lock:
             held = x._grad
             if held is None:  # (as backward's: in x's layout, a non-leaf's in C order)
-                x._grad = g if _laid_out(g.data, x._data) else \
-                    _wrap(_grad_array(g.data, x, x.backend, x._node.op is None), x.backend)
-            elif _addable(held.data, x):
-                held.data += g.data
+                x._grad = g if _laid_out(g._data, x._data) else \
+                    _wrap(_grad_array(g._data, x, x.backend, x._node.op is None), x.backend)
+            elif _addable(held._data, x):
+                held._data += g._data
             else:
-                x._grad = _wrap(held.data + g.data, x.backend)
+                x._grad = _wrap(held._data + g._data, x.backend)
         if node.op is None and node.tensor.__class__ is _HookedRef:
             _post_accumulate(node.tensor.post, x)
 
@@ -1432,7 +1443,7 @@ def _run_hooks(node, g, be, owned):
         out = hook(_wrap(g, be))
         if out is None:
             continue
-        new = out.data if isinstance(out, TensorBase) else be.asarray(out)
+        new = out._data if isinstance(out, TensorBase) else be.asarray(out)
         if new.shape != g.shape or new.dtype != g.dtype:  # (torch refuses both too)
             raise ShapeError(f"register_hook: a hook returned a gradient {fmt_shape(new.shape)} "
                              f"{new.dtype} for a tensor {fmt_shape(g.shape)} {g.dtype}")
@@ -1593,7 +1604,7 @@ def _seed_gradient(tensor, gradient, be, k=None):
     output's position for grad(), whose messages name grad() and grad_outputs (None: backward)."""
     shape = fmt_shape(tensor.shape)
     if gradient is None:
-        if tensor.data.size != 1:
+        if tensor._data.size != 1:
             if k is not None:
                 raise GraphError(f"grad: output {k} has shape {shape}; grad() makes the "
                                  "grad_output of a scalar output only (as torch): pass "
@@ -1602,8 +1613,8 @@ def _seed_gradient(tensor, gradient, be, k=None):
             raise GraphError(f"backward: the output has shape {shape}; backward() needs a "
                              "scalar (reduce with .sum() or .mean() first) or an explicit "
                              f"gradient= of shape {shape}")
-        return be.xp.ones_like(tensor.data)
-    g = gradient.data if isinstance(gradient, TensorBase) else be.asarray(gradient)
+        return be.xp.ones_like(tensor._data)
+    g = gradient._data if isinstance(gradient, TensorBase) else be.asarray(gradient)
     if g.shape != tensor.shape:
         if k is not None:
             raise ShapeError(f"grad: grad_outputs[{k}] has shape {fmt_shape(g.shape)} but "
@@ -1661,7 +1672,7 @@ def zero_grads(tensors, set_to_none=True):
         if set_to_none:
             t.grad = None
         elif t.grad is not None:
-            t.grad.data[...] = 0
+            t.grad._data[...] = 0
 
 
 _grad_lock = threading.Lock()  # backward in two threads into one shared leaf loses no update
@@ -1707,16 +1718,16 @@ def _write_grad(node, g, be, owned):
                 t._grad = _wrap(g, be)
             else:
                 t._grad = _wrap(_grad_array(g, t, be, leaf), be)
-        elif node.op is None and _addable(held.data, t):
+        elif node.op is None and _addable(held._data, t):
             with _quiet_if_half(g):
-                held.data += g
+                held._data += g
         elif not _fits(held.shape, getattr(g, "shape", ())):
             raise ShapeError(f"backward: the tensor's .grad has shape {fmt_shape(held.shape)} "
                              f"but its new gradient has shape {fmt_shape(g.shape)} (was its "
                              ".data replaced by another shape?); set .grad = None first")
         else:
             with _quiet_if_half(g):
-                t._grad = _wrap(held.data + g, be)
+                t._grad = _wrap(held._data + g, be)
     if node.tensor.__class__ is _HookedRef:  # (a leaf with post accumulate grad hooks)
         _post_accumulate(node.tensor.post, t)
 

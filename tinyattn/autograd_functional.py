@@ -75,10 +75,10 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
     out_tuple, ys = _outputs(func, xs, "jvp")
     result = []
     for i, y in enumerate(ys):
-        total = zeros_like(y).data
+        total = zeros_like(y)._data
         for j, block in enumerate(_table_of(y, xs, i, strict, "jvp")):  # y.shape + x_j.shape
-            w = vs[j].data
-            total += y.backend.xp.tensordot(block.data, w, axes=w.ndim).astype(y.dtype)
+            w = vs[j]._data
+            total += y.backend.xp.tensordot(block._data, w, axes=w.ndim).astype(y.dtype)
         result.append(Tensor._wrap(total, y.backend))
     outs = tuple(y.detach() for y in ys)
     return (outs if out_tuple else outs[0]), (tuple(result) if out_tuple else result[0])
@@ -155,11 +155,11 @@ def _table_of(y, xs, i, strict, name):
     if y.requires_grad:
         for k in range(y.numel()):
             onehot = zeros_like(y)
-            onehot.data.reshape(-1)[k] = 1
+            onehot._data.reshape(-1)[k] = 1
             for j, g in enumerate(grad(y, list(xs), onehot, retain_graph=True,
                                        allow_unused=True)):
                 if g is not None:
-                    blocks[j][k] = g.data
+                    blocks[j][k] = g._data
                     used[j] = True
     for j, u in enumerate(used):  # (grad gives None only for an input off y's graph)
         if not u and y.numel():

@@ -202,7 +202,7 @@ def _learner_op(my_op):
             raise NotYet(f"{my_op.name}'s VJP returned {what}: return one gradient per input, "
                          "in a tuple: (gx,)")
         gx = grads[0]
-        return (gx if gx is None else gx.data if isinstance(gx, Tensor) else be.xp.asarray(gx),)
+        return (gx if gx is None else gx._data if isinstance(gx, Tensor) else be.xp.asarray(gx),)
 
     checked.vjp = vjp
     return checked

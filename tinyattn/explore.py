@@ -165,7 +165,7 @@ def _node_info(node, tensor, root, index, names, recording):
     if recording is not None:  # as recorded (viz.Recording.value_of), with a note if changed
         value, note = recording.value_of(node, tensor)
     elif tensor is not None and tensor._node is node:  # (a tensor changed in place: moved on)
-        value, note = (tensor.data, tensor.backend), None
+        value, note = (tensor._data, tensor.backend), None
     else:
         value, note = None, None
     info["value"] = None if value is None else payload(_host(value))
@@ -179,7 +179,7 @@ def _steps(loss, index, sums):
     the explain line and the sums made; and each node's sum of the parts it got, before its
     hooks ran (host arrays)."""
     steps = []
-    totals = {0: np.ones_like(_host((loss.data, loss.backend)))}  # the seed (a leaf root's all)
+    totals = {0: np.ones_like(_host((loss._data, loss.backend)))}  # the seed (a leaf root's all)
     with tracing(sums):
         for step in backward_steps(loss, retain_graph=True):
             k = index[step.node]
@@ -224,7 +224,7 @@ def _hooks_for_walk(nodes, run):
 def _keep_after(record, g):
     """Our last hook on a node: keep a copy of the gradient the user's hooks left (returning
     None, it changes nothing)."""
-    record[1] = np.array(_host((g.data, g.backend)), copy=True)
+    record[1] = np.array(_host((g._data, g.backend)), copy=True)
 
 
 def _graph_of(loss):

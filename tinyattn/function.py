@@ -69,7 +69,7 @@ class FunctionCtx:
     def save_for_backward(self, *tensors):
         """Keep these (tensors or None) for backward, as ctx.saved_tensors there. Changed in
         place before backward, an input or output kept so makes backward raise."""
-        self.saved_tensors = tuple(Tensor._wrap(t.data, t.backend) if isinstance(t, Tensor)
+        self.saved_tensors = tuple(Tensor._wrap(t._data, t.backend) if isinstance(t, Tensor)
                                    else t for t in tensors)
 
     def mark_dirty(self, *tensors):
@@ -203,7 +203,7 @@ class _Call:
     def _record(self, outs, diff, ctx, inputs):
         """Run the node (apply, with the forward's result handed over) and, for several
         differentiable outputs, one part node per output: {position: node, "node": node}."""
-        parts = [outs[j].data for j in diff]
+        parts = [outs[j]._data for j in diff]
         if len(diff) == 1:
             self.layout[diff[0]][2] = "all"
             self.size, self.dtype = None, parts[0].dtype
@@ -241,7 +241,7 @@ class _Call:
             else:
                 out = self.fn.forward(ctx, *args, **kw)
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
-        parts = [o.data for o, spec in zip(outs, self.layout, strict=True)
+        parts = [o._data for o, spec in zip(outs, self.layout, strict=True)
                  if spec is not None and spec[2] is not None]
         return self._pack(be, parts), _saved(ctx)
 
@@ -285,7 +285,7 @@ class _Call:
             if gx is None or not self.needs[i]:
                 out.append(None)
                 continue
-            out.append(_fitted(name, i, gx.data if isinstance(gx, Tensor) else be.asarray(gx),
+            out.append(_fitted(name, i, gx._data if isinstance(gx, Tensor) else be.asarray(gx),
                                self.shapes[i]))
         return tuple(out)
 
@@ -410,7 +410,8 @@ def _give_node(o, node, ctx, inputs):
 def _input_seen_in(o, inputs):
     """The input whose memory tensor `o` is (the input itself, or a view of it), or None."""
     for a in inputs:
-        if isinstance(a, Tensor) and (o is a or o.data is a.data or _is_view_of(o.data, a.data)):
+        if isinstance(a, Tensor) and (o is a or o._data is a._data or
+                                      _is_view_of(o._data, a._data)):
             return a
     return None
 
@@ -425,7 +426,7 @@ def _plain(o, ctx, inputs):
     base = _input_seen_in(o, inputs)
     if base is None and o._node is None:
         return o
-    out = Tensor._wrap(o.data, o.backend)
+    out = Tensor._wrap(o._data, o.backend)
     if base is not None:
         share_version(base, out, differentiable=False)  # (torch refuses its in-place changes)
     return out
@@ -464,4 +465,4 @@ def _watch_saved(node, outputs, inputs):
 
 def _holds(saved, t):
     """Whether the saved tensor's array is t's, or a view of its memory."""
-    return saved.data is t.data or _is_view_of(saved.data, t.data)
+    return saved._data is t._data or _is_view_of(saved._data, t._data)

@@ -552,11 +552,11 @@ def one_hot(tensor, num_classes=-1):
         raise ValueError(f"one_hot: num_classes must be -1 (the largest id + 1) or at least 0, "
                          f"got {num_classes}")
     if num_classes == -1:
-        if ids.data.size == 0:
+        if ids._data.size == 0:
             raise ValueError("one_hot: cannot infer num_classes from an empty tensor; pass "
                              "num_classes")
         _seen_read(ids, "one_hot without num_classes: the largest id")
-        num_classes = int(ids.data.max()) + 1
+        num_classes = int(ids._data.max()) + 1
     classes = arange(num_classes, backend=ids.backend)
     return _values("one_hot", _one_hot, ids, classes)
 
@@ -594,7 +594,7 @@ def apply_rotary(x, cos, sin, interleaved=False):
     grad go through the op-by-op form, which differentiates them too."""
     x = _t(x)
     cos, sin = _t(cos, x), _t(sin, x)
-    dtype = result_type(x.data, cos.data, sin.data)  # as a * cos would promote
+    dtype = result_type(x._data, cos._data, sin._data)  # as a * cos would promote
     if dtype.kind != "f":
         dtype = get_default_dtype()
     x, cos, sin = (t if t.dtype == dtype else t.to(dtype) for t in (x, cos, sin))
@@ -789,7 +789,7 @@ def _embedding_renorm(weight, ids, max_norm, norm_type):
     scaled down in its own memory, its version bumped (a graph that saved it refuses it)."""
     def write():
         nn_ops.embedding_renorm_(weight.backend, weight._writable("embedding_renorm_"),
-                                 ids.data, max_norm, norm_type)
+                                 ids._data, max_norm, norm_type)
 
     with no_grad():
         weight._in_place("embedding_renorm_", None, write=write)

@@ -113,10 +113,10 @@ def _no_differentiable_output(pick, xs, wrt, outs, eps, full_limit, n_directions
     rng = np.random.default_rng(seed)
     modes = set()
     for k, o in enumerate(outs):
-        if not isinstance(o, Tensor) or o.data.size == 0:
+        if not isinstance(o, Tensor) or o._data.size == 0:
             continue
         for i in wrt:
-            full = xs[i].data.size * o.data.size <= full_limit
+            full = xs[i]._data.size * o._data.size <= full_limit
             modes.add("full" if full else "directions")
             where = _nonzero_change(pick(k), xs, i, eps, full, rng, n_directions)
             if where:
@@ -135,24 +135,24 @@ def _nonzero_change(fn, xs, i, eps, full, rng, n_directions):
     or along random directions."""
     x = xs[i]
     if full:
-        for k in range(x.data.size):
+        for k in range(x._data.size):
             change = _perturbed(fn, xs, i, k, eps) - _perturbed(fn, xs, i, k, -eps)
             if np.any(change != 0):
                 return f"moving element {k} changes the output by {np.abs(change).max():.3g}"
         return ""
-    original = x.data.copy()
+    original = x._data.copy()
     try:
         for n in range(n_directions):
             step = x.backend.asarray(eps * rng.standard_normal(x.shape))
-            x.data[...] = original + step
+            x._data[...] = original + step
             plus = _eval_any(fn, xs)
-            x.data[...] = original - step
+            x._data[...] = original - step
             change = plus - _eval_any(fn, xs)
             if np.any(change != 0):
                 return (f"along random direction {n} the output changes by "
                         f"{np.abs(change).max():.3g}")
     finally:
-        x.data[...] = original
+        x._data[...] = original
     return ""
 
 
@@ -177,7 +177,7 @@ def _check(fn, xs, wrt, out, eps, atol, rtol, full_limit, n_directions, seed, la
     modes = set()
     for i in wrt:
         x = xs[i]
-        if x.data.size * out.data.size <= full_limit:
+        if x._data.size * out._data.size <= full_limit:
             modes.add("full")
             found = _full(fn, xs, i, out, eps, atol, rtol)
         else:
@@ -202,7 +202,7 @@ def _float64_copies(inputs):
                           "float64, so it is checked as a float64 copy")
             # C order: _perturbed moves entries through data.reshape(-1), which must be a view
             # (for a transposed input it would be a copy, and the perturbation would be lost)
-            data = x.data.astype(np.float64 if x.dtype.kind == "f" else x.dtype, order="C")
+            data = x._data.astype(np.float64 if x.dtype.kind == "f" else x.dtype, order="C")
             t = Tensor._wrap(data, x.backend)
             t.requires_grad = x.requires_grad
             copies.append(t)
@@ -214,7 +214,7 @@ def _float64_copies(inputs):
 def _eval_any(fn, xs):
     with no_grad():
         out = fn(*xs)
-    return out.backend.to_numpy(out.data).astype(np.float64)
+    return out.backend.to_numpy(out._data).astype(np.float64)
 
 
 def _vjp(fn, xs, i, cotangent):
@@ -225,12 +225,12 @@ def _vjp(fn, xs, i, cotangent):
     out = fn(*xs)
     out.backward(out.backend.asarray(cotangent.astype(out.dtype)))
     g = xs[i].grad
-    return np.zeros(xs[i].shape) if g is None else g.backend.to_numpy(g.data).astype(np.float64)
+    return np.zeros(xs[i].shape) if g is None else g.backend.to_numpy(g._data).astype(np.float64)
 
 
 def _perturbed(fn, xs, i, flat_index, delta):
     """fn(xs) with element `flat_index` of xs[i] moved by `delta` (then put back)."""
-    data = xs[i].data
+    data = xs[i]._data
     view = data.reshape(-1)
     old = view[flat_index].item()
     view[flat_index] = old + delta
@@ -253,7 +253,7 @@ def _compare(analytic, numeric, atol, rtol):
 def _full(fn, xs, i, out, eps, atol, rtol):
     """Every entry d out[j] / d x[k] of the Jacobian, both ways."""
     x = xs[i]
-    n_out, n_in = out.data.size, x.data.size
+    n_out, n_in = out._data.size, x._data.size
     if n_out == 0 or n_in == 0:  # an empty Jacobian: nothing can disagree (torch passes it)
         return -np.inf, 0.0, ""
     numeric = np.zeros((n_out, n_in))
@@ -282,17 +282,17 @@ def _directions(fn, xs, i, out, eps, atol, rtol, rng, n_directions):
     x = xs[i]
     worst = (-np.inf, 0.0, "")
     max_err = 0.0
-    original = x.data.copy()
+    original = x._data.copy()
     for n in range(n_directions):
         r = rng.standard_normal(out.shape)
         d = rng.standard_normal(x.shape)
         analytic = float(np.sum(_vjp(fn, xs, i, r) * d))
         step = x.backend.asarray(eps * d)
-        x.data[...] = original + step
+        x._data[...] = original + step
         plus = _eval_any(fn, xs)
-        x.data[...] = original - step
+        x._data[...] = original - step
         minus = _eval_any(fn, xs)
-        x.data[...] = original
+        x._data[...] = original
         numeric = float(np.sum((plus - minus) * r) / (2 * eps))
         excess, abs_err, _ = _compare(np.array([analytic]), np.array([numeric]), atol, rtol)
         max_err = max(max_err, abs_err)

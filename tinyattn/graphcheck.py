@@ -94,7 +94,7 @@ class Recorder(Tracer):
         if node is None:  # not on a graph: nothing to check later
             return None
         frame, _ = user_frame()
-        call = Call(op, self.count, [x.data if isinstance(x, Tensor) else x for x in inputs],
+        call = Call(op, self.count, [x._data if isinstance(x, Tensor) else x for x in inputs],
                     params, [i for i, p in enumerate(node.parents) if p is not None],
                     out.backend, describe_frame(frame))
         _calls[node] = call

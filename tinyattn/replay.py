@@ -46,8 +46,8 @@ ones run eagerly.
 Refused by recording (the step warns once and stays eager, still right): values read into
 Python (item(), float(), bool(), numpy(), printing, a count from nonzero() or argwhere(),
 unique(): a replay would reuse the recording's); a read of a tensor's `.data` by fn's own code
-(a branch on `flag.data > 0`, a write t.data[...] = v: its array, which tells no op; use the
-tensor in ops, or item() / bool() for a value); a tensor made inside fn from values
+(a branch on `flag.data > 0`, a write t.data[...] = v: a detached tensor, which the graph does
+not see; use the tensor in ops, or item() / bool() for a value); a tensor made inside fn from values
 (ta.tensor(...), such as a batch read from a closure's iterator: a replay could not make it
 again, and one equal on two calls may come from the batch; make it outside fn and pass it in);
 in-place changes (x[i] = v, fill_, zero_, copy_, on .grad too), tensor hooks,
@@ -87,7 +87,7 @@ def _checked(out):
     if not found or not all(isinstance(t, Tensor) for t in found):
         raise TypeError(f"capture: fn must return the loss as a Tensor, or a tuple (loss, "
                         f"*tensors) (logits, say), got {type(out).__name__}")
-    if found[0].data.size != 1:
+    if found[0]._data.size != 1:
         raise ShapeError(f"capture: fn must return the loss (one value) first, got a tensor of "
                          f"shape {fmt_shape(found[0].shape)}; reduce it with .sum() or .mean()")
     return found[0], found[1:], as_tuple
@@ -102,7 +102,7 @@ def _signature(args):
     passed twice, or a tensor and its detach()): recorded with step(x, x), a program reads both
     from one place, so step(x, y) needs a program of its own."""
     first = {}
-    return tuple((a.shape, a.dtype, a.backend, first.setdefault(id(a.data), k))
+    return tuple((a.shape, a.dtype, a.backend, first.setdefault(id(a._data), k))
                  for k, a in enumerate(args))
 
 
@@ -127,7 +127,7 @@ def _guard(prog):
     id no other object takes), and what the lists, dicts and sets of the modules fn reaches
     hold (see _reached)."""
     live = tuple((t.shape, t.dtype, t._node, t._node is None or not t._node.hooks,
-                  t.data.__class__) for t in prog.live)
+                  t._data.__class__) for t in prog.live)
     names = tuple(id(_bound(where, name)) for where, name in prog.names)
     held = tuple(_Held(c) for c in prog.containers)
     return (live, (_module._state_version[0], get_default_dtype()),
@@ -334,9 +334,9 @@ class _Recorder(Tracer):
         self.refused = None
         # id(tensor) -> (kind, index, the tensor (kept: ids stay unique), its version then, its
         # array then: one replaced, t.data = ..., is a change a replay would not make)
-        self.where = {id(a): (ARG, k, a, _version(a), a.data) for k, a in enumerate(args)}
+        self.where = {id(a): (ARG, k, a, _version(a), a._data) for k, a in enumerate(args)}
         # id(array) -> (kind, index): a tensor around the same array (detach()) is that input
-        self.arrays = {id(a.data): (ARG, k) for k, a in enumerate(args)}
+        self.arrays = {id(a._data): (ARG, k) for k, a in enumerate(args)}
         self.nodes = set()  # id() of the recorded ops' nodes (the tensors in `where` keep them)
         self.data_read = False  # whether fn's own code read a tensor's .data
 
@@ -384,13 +384,13 @@ class _Recorder(Tracer):
         self.prog.instrs.append(instr)
 
     def _note(self, t, kind, i):
-        self.where[id(t)] = (kind, i, t, _version(t), t.data)
-        self.arrays.setdefault(id(t.data), (kind, i))
+        self.where[id(t)] = (kind, i, t, _version(t), t._data)
+        self.arrays.setdefault(id(t._data), (kind, i))
 
     def output(self, t):
         """The index of the op whose output fn returned as `t`, or None."""
         seen = self.where.get(id(t))  # or t.detach() of one (changes: see _unsupported)
-        kind, i = seen[:2] if seen is not None else self.arrays.get(id(t.data), (None, None))
+        kind, i = seen[:2] if seen is not None else self.arrays.get(id(t._data), (None, None))
         return i if kind == OUT else None
 
     def refuse(self, why):
@@ -427,7 +427,7 @@ class _Recorder(Tracer):
                 self.refuse("a tensor was changed in place inside fn")
                 return None, None
             return seen[:2]
-        same = self.arrays.get(id(x.data))
+        same = self.arrays.get(id(x._data))
         if same is not None and x._node is None:  # x.detach() of a tensor seen: the same values
             self._note(x, *same)
             return same
@@ -465,7 +465,7 @@ _CHANGES = {
 }
 
 
-_DATA_READ = ("fn read a tensor's .data (its array), which a replay would take as it was when "
+_DATA_READ = ("fn read a tensor's .data (detached), which a replay would take as it was when "
               "recorded (a branch on it, a number from it); use the tensor itself in ops, or "
               "item() / bool() for a value (the step then stays eager, and right)")
 
@@ -480,7 +480,7 @@ def _promotes(op, inputs):
     first, mixed = None, False
     for x in inputs:
         if isinstance(x, Tensor):
-            dt = x.data.dtype
+            dt = x._data.dtype
             if dt is not first:
                 mixed = first is not None
                 first = dt
@@ -552,7 +552,7 @@ class CapturedStep:
         """Run fn eagerly under a _Recorder; the program replays once two in a row agree."""
         held = _module.held_arrays()
         for k, a in enumerate(args):
-            if id(a.data) in held:
+            if id(a._data) in held:
                 self._give_up(f"argument {k} is a module's parameter or buffer (or shares its "
                               "memory), which fn may also read through the module, where a "
                               "replay would read the next call's argument; pass a copy "
@@ -604,7 +604,7 @@ class CapturedStep:
         """{id(tensor): its array now} for the tensors the last recording read: as this call
         begins, to tell one fn gives another array (t.data = ...) before reading it."""
         last = self._last.get(sig)
-        return {id(t): t.data for t in last[0].live} if last is not None else {}
+        return {id(t): t._data for t in last[0].live} if last is not None else {}
 
     def _restarted(self, last_guard, guard):
         """Count a fresh start; at RESTARTS_TO_WARN in a row, say once why nothing replays."""
@@ -631,7 +631,7 @@ class CapturedStep:
         """The recorded forwards on arrays, then the VJPs newest first (backward's order), each
         gradient summed as backward sums it; then the leaves' .grad."""
         try:
-            outs, saves, filled = _forward(prog, [a.data for a in args])
+            outs, saves, filled = _forward(prog, [a._data for a in args])
         except _ShapeMovedError as e:  # (nothing written yet: the eager call gives the result)
             self._give_up(str(e))
             return self._eager(args)
@@ -651,11 +651,11 @@ def _forward(prog, arrays):
     outs, saves, filled = [None] * len(instrs), [None] * len(instrs), {}
 
     def read(kind, i):
-        return outs[i] if kind == OUT else arrays[i] if kind == ARG else live[i].data
+        return outs[i] if kind == OUT else arrays[i] if kind == ARG else live[i]._data
 
     for j, ins in enumerate(instrs):
         xs = [outs[i] if kind == OUT else arrays[i] if kind == ARG
-              else live[i].data if kind == LIVE else consts[i]
+              else live[i]._data if kind == LIVE else consts[i]
               for kind, i in ins.srcs]
         if ins.promote:
             xs = ag.promote(ins.op.promote, xs, ins.op.nondiff)
@@ -740,7 +740,7 @@ def _unsupported(rec, arrays):
         node = t._node
         if _version(t) != version:
             return "a tensor was changed in place inside fn"
-        if t.data is not array or arrays.get(id(t), array) is not array:
+        if t._data is not array or arrays.get(id(t), array) is not array:
             return ("fn replaced a tensor's .data (t.data = ...), which a replay would not do "
                     "again (the Python in fn runs only while recording); do it outside fn")
         if node is not None and node.hooks:  # (an empty dict: every hook removed)
@@ -796,7 +796,7 @@ def _same(a, b):
 def _plain(v):
     """A tensor as its array; a slice or dict as a tuple of what it holds."""
     if isinstance(v, Tensor):
-        return v.data
+        return v._data
     if isinstance(v, slice):  # (_same compared the types first)
         return v.start, v.stop, v.step
     if isinstance(v, dict):

@@ -224,7 +224,7 @@ def is_floating_point(input):  # noqa: A002
 def result_type(tensor, other):
     """The dtype an op on the two gives (torch's promotion: a number never raises a tensor's
     precision, only its category)."""
-    return dtypes.result_type(*(x.data if isinstance(x, Tensor) else x for x in (tensor, other)))
+    return dtypes.result_type(*(x._data if isinstance(x, Tensor) else x for x in (tensor, other)))
 
 
 def promote_types(type1, type2):
@@ -261,7 +261,7 @@ def searchsorted(sorted_sequence, values, *, out_int32=False, right=False, side=
         raise ShapeError(f"searchsorted: the sorted sequence {fmt_shape(seq.shape)} must be "
                          f"1-D, or have the leading dims (all but the last) of the values "
                          f"{fmt_shape(vals.shape)}")
-    a, v = seq.backend.to_numpy(seq.data), vals.backend.to_numpy(vals.data)
+    a, v = seq.backend.to_numpy(seq._data), vals.backend.to_numpy(vals._data)
     if sorter is not None:
         a = _sorted_by(a, sorter)
     if a.ndim == 1:

@@ -318,7 +318,7 @@ def _remapped(fn, t, location, where):
         raise MapLocationError(f"load: map_location's function returned a {type(out).__name__} "
                                f"for {where}; it must return a tensor (the one it was given, or "
                                "it moved: t.cuda(), t.cpu()) or None")
-    return Tensor._wrap(out.data, out.backend)
+    return Tensor._wrap(out._data, out.backend)
 
 
 def _placement(backend, map_location):
@@ -601,7 +601,7 @@ class _Writer:
         if seen is not None:
             seen[1]["object"] = seen[2]
             return seen[1]
-        node = {"tensor": self._key(t.data, t.numpy)}
+        node = {"tensor": self._key(t._data, t.numpy)}
         if t.requires_grad:
             node["requires_grad"] = True
         if isinstance(t, Parameter):
@@ -670,12 +670,12 @@ class _Builder:
             data = _fresh(self.reader.array(key, where), backend=backend)
             if isinstance(self.place, _Remap):  # (map_location as a function)
                 data = _remapped(self.place.fn, data, node.get("device", "cpu"), where)
-            t = Parameter._wrap(data.data, data.backend) if node.get("parameter") is True \
+            t = Parameter._wrap(data._data, data.backend) if node.get("parameter") is True \
                 else data
             self.shared[(key, backend)] = t
         else:
             cls = Parameter if node.get("parameter") is True else Tensor
-            t = cls._wrap(first.data, first.backend)
+            t = cls._wrap(first._data, first.backend)
             share_version(first, t, differentiable=False)
         if node.get("requires_grad") is True:
             t._require(True)

@@ -1,14 +1,15 @@
 """Tensor: a backend array that remembers how it was made, and the functions that create one.
 
 Every method that computes something calls `apply(op, ...)` with an op from `tinyattn.ops`;
-the Tensor itself holds only `data` (a NumPy or CuPy array), `backend`, `grad`, an optional
+the Tensor itself holds only `_data` (a NumPy or CuPy array), `backend`, `grad`, an optional
 `name`, and `_node` (the autograd node, or None when the tensor needs no gradient).
 dtypes: lists and Python floats get the default dtype (float32 unless set_default_dtype says
 otherwise), NumPy arrays keep theirs, and only floating-point tensors can require grad.
 In-place ops (`+=`, `add_`, `x[i] = v`, ...) follow PyTorch's rules; see `Tensor._in_place`
 (and `Tensor._in_place_view` for t_, transpose_, squeeze_ and unsqueeze_, which change the shape).
-`t.data` is the raw array: writing into it (`t.data[...] = v`) changes the values with no
-version bump and no graph, the explicit escape hatch PyTorch's `.data` also is.
+`t.data` is torch's: a detached tensor on the same memory (requires_grad False, no graph, a
+version counter of its own), so a change written through it (`w.data.normal_(0, 0.02)`,
+`p.data.add_(g, alpha=-lr)`) is not seen by autograd, the escape hatch PyTorch's `.data` is.
 NumPy meets a tensor as torch's: np.asarray(t) shares its memory, np.exp(t) is a tensor, and
 array + t is t's own operator, on the graph (Tensor.__array_ufunc__).
 """
@@ -128,40 +129,40 @@ class Tensor(TensorBase):
     # ---- what it is ----------------------------------------------------------------------------
 
     shape = property(lambda self: Size._of(self._data.shape))  # (a tuple: Size([2, 3]) == (2, 3))
-    ndim = property(lambda self: self.data.ndim)
-    dtype = property(lambda self: self.data.dtype)
+    ndim = property(lambda self: self._data.ndim)
+    dtype = property(lambda self: self._data.dtype)
 
     def size(self, dim=None):
         if dim is None:
             return Size._of(self._data.shape)
         try:
-            return self.data.shape[dim]
+            return self._data.shape[dim]
         except IndexError:
             n = self.ndim
             raise DimError(f"size: dim {dim} is out of range for a tensor with {n} dims" + (
                 f" (valid: {-n}..{n - 1})" if n else ": a 0-d tensor has no dims")) from None
 
     def numel(self):
-        return int(self.data.size)
+        return int(self._data.size)
 
     def dim(self):
-        return self.data.ndim
+        return self._data.ndim
 
     ndimension, nelement = dim, numel
 
     @property
     def nbytes(self):
-        return int(self.data.nbytes)
+        return int(self._data.nbytes)
 
     def element_size(self):
-        return int(self.data.itemsize)
+        return int(self._data.itemsize)
 
     def stride(self, dim=None):
         """The step between neighbours along each dim, in elements, as torch's x.stride():
         NumPy's byte strides over the itemsize (a view shares its base's memory as torch's
         does: x.t().stride() is swapped, an expanded dim's is 0). A dim of size 1 may show
         another step than torch's, which never reads it."""
-        steps = tuple(s // self.data.itemsize for s in self.data.strides)
+        steps = tuple(s // self._data.itemsize for s in self._data.strides)
         if dim is None:
             return steps
         try:
@@ -175,20 +176,20 @@ class Tensor(TensorBase):
         """Where this tensor's first entry sits in the memory it shares with the tensor it is
         a view of, in elements (torch's): x[1].storage_offset() is 4 for a (3, 4) x, and 0 for
         a tensor with memory of its own."""
-        base = self.data
+        base = self._data
         while getattr(base, "base", None) is not None and hasattr(base.base, "strides"):
             base = base.base  # (the array that owns the memory)
-        return (_address(self.data) - _address(base)) // self.data.itemsize
+        return (_address(self._data) - _address(base)) // self._data.itemsize
 
     def data_ptr(self):
         """The address of this tensor's first entry (an int, as torch's x.data_ptr()): its
         array's, on the host or the GPU; two tensors over one memory compare equal."""
-        return _address(self.data)
+        return _address(self._data)
 
     @property
     def itemsize(self):
         """Bytes per entry (torch's x.itemsize, the same as element_size())."""
-        return int(self.data.itemsize)
+        return int(self._data.itemsize)
 
     @property
     def device(self):
@@ -288,14 +289,14 @@ class Tensor(TensorBase):
         is torch's (detach and copy to the host first): this gives the same either way."""
         if ag._tracers.get() is not None or ag._everywhere:
             _seen_read(self, "numpy()")
-        return self.backend.to_numpy(self.data)
+        return self.backend.to_numpy(self._data)
 
     def item(self):
-        if self.data.size != 1:
-            raise ValueError(f"item: the tensor has {self.data.size} elements, not one")
+        if self._data.size != 1:
+            raise ValueError(f"item: the tensor has {self._data.size} elements, not one")
         if ag._tracers.get() is not None or ag._everywhere:
             _seen_read(self, "item()")
-        return self.data.item()
+        return self._data.item()
 
     def tolist(self):
         return self.numpy().tolist()
@@ -303,7 +304,7 @@ class Tensor(TensorBase):
     def detach(self):
         """The same values as a new leaf with no graph (the data is shared, not copied: an
         in-place change to either is seen by both, and counts in both's version)."""
-        out = Tensor._wrap(self.data, self.backend)
+        out = Tensor._wrap(self._data, self.backend)
         share_version(self, out, differentiable=False)
         return out
 
@@ -333,7 +334,7 @@ class Tensor(TensorBase):
     def _to_backend(self, be):
         if be is self.backend:
             return self
-        moved = Tensor._wrap(be.asarray(self.backend.to_numpy(self.data)), be)
+        moved = Tensor._wrap(be.asarray(self.backend.to_numpy(self._data)), be)
         moved._require(self.requires_grad)
         return moved
 
@@ -347,18 +348,18 @@ class Tensor(TensorBase):
         if self._node is not None and self._node.op is not None:
             raise GraphError("deepcopy: only tensors made by the user (graph leaves) can be "
                              "deep-copied, not one computed on the graph; detach() it first")
-        new = type(self)._wrap(self.data.copy(), self.backend)
+        new = type(self)._wrap(self._data.copy(), self.backend)
         memo[id(self)] = new
         new._require(self.requires_grad)
         new._name = self._name
         if self.grad is not None:  # (a copy of a .grad: its shape, dtype and backend are right)
-            new._grad = Tensor._wrap(self.grad.data.copy(), self.backend)
+            new._grad = Tensor._wrap(self.grad._data.copy(), self.backend)
         return new
 
     def __reduce_ex__(self, protocol):
         """Pickled as its values (on the host), backend name, class, requires_grad and name;
         unpickled as a new leaf (no graph, no .grad, as torch)."""
-        return _unpickle, (type(self), self.backend.to_numpy(self.data), self.backend.name,
+        return _unpickle, (type(self), self.backend.to_numpy(self._data), self.backend.name,
                            self.requires_grad, self._name)
 
     def cpu(self):
@@ -504,7 +505,7 @@ class Tensor(TensorBase):
         _no_sequence(other)
         made = _fresh(other, backend=self.backend)  # an array keeps its dtype
         if not hasattr(other, "dtype") and category(made.dtype) <= category(self.dtype):
-            made = Tensor._wrap(made.data.astype(self.dtype), self.backend)  # a list of numbers
+            made = Tensor._wrap(made._data.astype(self.dtype), self.backend)  # a list of numbers
         return made
 
     def __add__(self, other):
@@ -587,7 +588,7 @@ class Tensor(TensorBase):
         _no_sequence(other)
         made = _fresh(other, backend=self.backend)
         if not hasattr(other, "dtype") and category(made.dtype) <= category(self.dtype):
-            made = Tensor._wrap(made.data.astype(self.dtype), self.backend)
+            made = Tensor._wrap(made._data.astype(self.dtype), self.backend)
         return made
 
     def _as_tensor(self, other):
@@ -746,12 +747,12 @@ class Tensor(TensorBase):
         return self._bits(other, operator.xor, "bitwise_xor")
 
     def __bool__(self):
-        if self.data.size != 1:
+        if self._data.size != 1:
             raise ValueError(f"the truth value of a tensor of shape {fmt_shape(self.shape)} is "
                              "ambiguous: use .any() or .all()")
         if ag._tracers.get() is not None or ag._everywhere:
             _seen_read(self, "bool()")
-        return bool(self.data)
+        return bool(self._data)
 
     # ---- in place: the same tensor, changed (PyTorch's rules) -------------------------------
 
@@ -782,7 +783,7 @@ class Tensor(TensorBase):
                 write()
             else:
                 with no_grad():
-                    self._store(name, apply(op, self, *args, **params).data)
+                    self._store(name, apply(op, self, *args, **params)._data)
             bump_version(self)
             return self
         self._refuse_in_place(name)
@@ -801,7 +802,7 @@ class Tensor(TensorBase):
             if getattr(self, "_view_of", None) is not None:  # (a view made under no_grad)
                 views.check_unrecorded(self, name)
             with no_grad():
-                self._store(name, compute(self).data)
+                self._store(name, compute(self)._data)
             bump_version(self)
             return self
         self._refuse_in_place(name)
@@ -847,7 +848,7 @@ class Tensor(TensorBase):
                 out = apply(op, self, **params)
         # (out's array is a view of x's: a permute, or a reshape adding or dropping 1s, never
         # copies)
-        self.data = out.data
+        self._data = out._data
         bump_version(self)
         if record:
             self._node = out._node
@@ -858,14 +859,14 @@ class Tensor(TensorBase):
     def _before(self):
         """This tensor's values now, in memory of their own, on its node (for ops that keep
         their input while this tensor's memory changes)."""
-        source = Tensor._wrap(self.data.copy(), self.backend)
+        source = Tensor._wrap(self._data.copy(), self.backend)
         source._node = self._node
         return source
 
     def _become(self, name, result):
         """Take result's values (into this tensor's memory) and its node; the tensors sharing
         the memory follow (a view's base, other views: ops/views.py's rebase)."""
-        self._store(name, result.data)
+        self._store(name, result._data)
         bump_version(self)
         self._node = result._node
         if self._node is not None and self._name is not None:
@@ -934,7 +935,7 @@ class Tensor(TensorBase):
     def _in_place_bits(self, name, fn, other):
         """&=, |=, ^=, <<=, >>= and their methods (bitwise_and_, ...) on bool or integer
         tensors (no gradients: these never require grad)."""
-        values = self._bits(other, fn, name).data
+        values = self._bits(other, fn, name)._data
         if ag._tracers.get() is not None or ag._everywhere:  # (as _in_place: a replay would
             ag.state_changed(self, "values")  # not write it)
         self._store(name, values)
@@ -1151,7 +1152,7 @@ class Tensor(TensorBase):
         _float_draws("normal_", self.dtype)
         _check_std("normal_", std)
         draw = randn(*self.shape, generator=generator, dtype=self.dtype, backend=self.backend)
-        return self.copy_(draw.data * std + mean)
+        return self.copy_(draw._data * std + mean)
 
     def uniform_(self, a=0.0, b=1.0, *, generator=None):  # noqa: A002
         """Overwrite with samples of U[a, b) from `generator` or the backend's stream."""
@@ -1159,9 +1160,9 @@ class Tensor(TensorBase):
         _check_uniform(self.dtype, a, b)
         draw = rand(*self.shape, generator=generator, dtype=self.dtype, backend=self.backend)
         if self.dtype != np.float16:
-            return self.copy_(draw.data * (b - a) + a)
+            return self.copy_(draw._data * (b - a) + a)
         # float16: scaled in float32, and a value rounded up onto b put just below it
-        values = (draw.data.astype(np.float32) * (b - a) + a).astype(np.float16)
+        values = (draw._data.astype(np.float32) * (b - a) + a).astype(np.float16)
         below = np.nextafter(np.float16(b), np.float16(-np.inf))
         return self.copy_(self.backend.xp.where(values >= b, below, values))
 
@@ -1176,7 +1177,7 @@ class Tensor(TensorBase):
     def bernoulli_(self, p=0.5, *, generator=None):
         """Overwrite with 1 with probability p (a number, or a tensor broadcast to this one's
         shape), else 0; any dtype, as torch's."""
-        probs = p.data if isinstance(p, Tensor) else p
+        probs = p._data if isinstance(p, Tensor) else p
         if not self.backend.xp.all((probs >= 0) & (probs <= 1)):  # (NaN fails too)
             raise ValueError(f"bernoulli_: p must be in [0, 1], got {p}")
         u = self._uniform_draws("bernoulli_", generator)
@@ -1564,7 +1565,7 @@ class Tensor(TensorBase):
                 if v is None or v is not self._version_counter:
                     if isinstance(self._data, np.generic):  # (a 0-d op result's scalar)
                         return _viewed(self, sh.reshape, shape=out.shape)
-                    if not self.data.flags.c_contiguous:
+                    if not self._data.flags.c_contiguous:
                         _refuse_copying_view(self, out.shape)  # (NumPy copied: torch refuses)
                 return out
         elif shape:
@@ -1586,7 +1587,7 @@ class Tensor(TensorBase):
             shown = f"{self.dtype} {fmt_shape(self.shape)} as {dtype} (a different item size)"
             if self.ndim == 0:
                 raise ShapeError(f"view: cannot view a 0-d tensor of {shown}")
-            if self.shape[-1] != 1 and self.data.strides[-1] != old:
+            if self.shape[-1] != 1 and self._data.strides[-1] != old:
                 raise ShapeError(f"view: cannot view {shown}: its last dim must be contiguous "
                                  "(stride 1); call .contiguous() first")
             if (self.shape[-1] * old) % new:
@@ -1742,7 +1743,7 @@ class Tensor(TensorBase):
             value = Tensor._wrap(self.backend.asarray(value), self.backend)
 
         def write():
-            v = value.data if isinstance(value, Tensor) else value
+            v = value._data if isinstance(value, Tensor) else value
             if getattr(v, "dtype", self.dtype) == self.dtype:
                 sh._place(self._writable("setitem"), steps)[steps[-1]] = v
                 return
@@ -1761,12 +1762,12 @@ class Tensor(TensorBase):
 
     def _writable(self, name):
         """This tensor's array, ready to be written into (a 0-d NumPy scalar becomes an array)."""
-        if isinstance(self.data, np.generic):
-            self.data = np.array(self.data)
-        if not getattr(self.data.flags, "writeable", True):
+        if isinstance(self._data, np.generic):
+            self._data = np.array(self._data)
+        if not getattr(self._data.flags, "writeable", True):
             raise GraphError(f"{name}: this tensor's memory is read-only (an expand() view, or a "
                              "read-only array); change a .clone() of it instead")
-        return self.data
+        return self._data
 
     def split(self, split_size_or_sections, dim=0):
         """Pieces of `split_size` along dim (the last may be smaller), or of the given sizes."""
@@ -2098,7 +2099,7 @@ class Tensor(TensorBase):
         x = self[part] if any(n != m for n, m in zip(index.shape, self.shape, strict=True)) \
             else self
         _check_slots("gather", index, self.shape, axis)  # (before the op, which takes -1)
-        return apply(sh.take_along_dim, x, index.data, dim=axis)
+        return apply(sh.take_along_dim, x, index._data, dim=axis)
 
     def _gather_0d(self, dim, index):
         _axes(dim, 0, "gather")
@@ -2123,13 +2124,13 @@ class Tensor(TensorBase):
         if dim is None:
             return self.reshape(-1).take_along_dim(indices.reshape(-1), 0)
         return apply(sh.take_along_dim, self, _index_tensor(indices, self, "take_along_dim")
-                     .data, dim=dim)
+                     ._data, dim=dim)
 
     def masked_select(self, mask):
         """The entries where mask (broadcast with self) is True, as a 1-D tensor."""
         mask = _cond(mask, self)
         shape = np.broadcast_shapes(self.shape, mask.shape)
-        return self.expand(shape)[mask.expand(shape).data]
+        return self.expand(shape)[mask.expand(shape)._data]
 
     def nonzero(self, as_tuple=False):
         """The indices of the nonzero entries: (n, ndim) int64, or one 1-D tensor per dim.
@@ -2140,14 +2141,14 @@ class Tensor(TensorBase):
         return self._nonzero(as_tuple)
 
     def _nonzero(self, as_tuple):
-        found = self.backend.xp.nonzero(self.data if self.ndim else self.data.reshape(1))
+        found = self.backend.xp.nonzero(self._data if self.ndim else self._data.reshape(1))
         parts = [Tensor._wrap(p.astype(np.int64, copy=False), self.backend) for p in found]
         if as_tuple:
             return tuple(parts)
         xp = self.backend.xp
         if self.ndim == 0:  # (1, 0) where it is nonzero, (0, 0) where not, as torch
             return Tensor._wrap(xp.zeros((parts[0].shape[0], 0), dtype=np.int64), self.backend)
-        return Tensor._wrap(xp.stack([p.data for p in parts], axis=1) if parts else
+        return Tensor._wrap(xp.stack([p._data for p in parts], axis=1) if parts else
                             xp.zeros((0, 0), dtype=np.int64), self.backend)
 
     def argwhere(self):
@@ -2165,7 +2166,7 @@ class Tensor(TensorBase):
         if self.ndim == 0:
             return self._one_entry("scatter", dim, index, src,
                                    lambda x, i, s: x.scatter(0, i, s))
-        return apply(ix.scatter, self, _index_tensor(index, self, "scatter").data,
+        return apply(ix.scatter, self, _index_tensor(index, self, "scatter")._data,
                      self._other(src), dim=dim)
 
     def _scatter_reducing(self, dim, index, src, reduce):
@@ -2186,7 +2187,7 @@ class Tensor(TensorBase):
         if self.ndim == 0:
             return self._one_entry("scatter_add", dim, index, src,
                                    lambda x, i, s: x.scatter_add(0, i, s))
-        return apply(ix.scatter_add, self, _index_tensor(index, self, "scatter_add").data,
+        return apply(ix.scatter_add, self, _index_tensor(index, self, "scatter_add")._data,
                      self._other(src), dim=dim)
 
     def scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
@@ -2194,7 +2195,7 @@ class Tensor(TensorBase):
         if self.ndim == 0:
             return self._one_entry("scatter_reduce", dim, index, src, lambda x, i, s: (
                 x.scatter_reduce(0, i, s, reduce, include_self=include_self)))
-        return apply(ix.scatter_reduce, self, _index_tensor(index, self, "scatter_reduce").data,
+        return apply(ix.scatter_reduce, self, _index_tensor(index, self, "scatter_reduce")._data,
                      self._other(src), dim=dim, reduce=reduce, include_self=include_self)
 
     def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
@@ -2321,7 +2322,7 @@ class Tensor(TensorBase):
             raise ValueError(f"unfold: step must be > 0, got {step}")
         windows = _make("unfold_index", _window_index, np.int64, False, self.backend,
                         count=(n - size) // step + 1, size=size, step=step)
-        out = x[(slice(None),) * axis + (windows.data,)].movedim(axis + 1, -1)
+        out = x[(slice(None),) * axis + (windows._data,)].movedim(axis + 1, -1)
         return out.reshape(size) if self.ndim == 0 else out
 
     def diag_embed(self, offset=0, dim1=-2, dim2=-1):
@@ -2340,7 +2341,7 @@ class Tensor(TensorBase):
         zeros = _make("zeros", _zeros, self.dtype, False, be, shape=self.shape[:-1] + (n, n))
         rows, cols = (_make("arange", _arange, np.int64, False, be, start=start, end=start + k,
                             step=1) for start in (max(-offset, 0), max(offset, 0)))
-        square = apply(sh.setitem, zeros, self, steps=((Ellipsis, rows.data, cols.data),))
+        square = apply(sh.setitem, zeros, self, steps=((Ellipsis, rows._data, cols._data),))
         return square.movedim((-2, -1), (a, b))
 
     def _slice_index(self, name, index):
@@ -2399,7 +2400,7 @@ class Tensor(TensorBase):
             raise ShapeError(f"masked_scatter: the mask picks {n} entries but source "
                              f"{fmt_shape(source.shape)} has only {source.numel()}")
         flat = apply(sh.setitem, x.reshape(-1), source.reshape(-1)[:n],
-                     steps=((where.data,),))
+                     steps=((where._data,),))
         return flat.reshape(x.shape)
 
     def _with_mask_shape(self, name, mask):
@@ -2596,12 +2597,12 @@ class Tensor(TensorBase):
         ta.contiguous_format only (preserve_format is refused, as torch; channels_last too:
         tinyattn's arrays are row-major only)."""
         _row_major("contiguous", memory_format, preserve=False)
-        if self.data.flags.c_contiguous:
+        if self._data.flags.c_contiguous:
             return self
         return self.clone()
 
     def is_contiguous(self):
-        return bool(self.data.flags.c_contiguous)
+        return bool(self._data.flags.c_contiguous)
 
     def detach_(self):
         """Make this tensor a leaf with no graph, in place (a leaf keeps its node aside, as
@@ -2685,7 +2686,7 @@ class Tensor(TensorBase):
         zeros = _make("zeros", _zeros, self.dtype, False, be, shape=(n, n))
         rows, cols = (_make("arange", _arange, np.int64, False, be, start=start, end=start + k,
                             step=1) for start in (max(-diagonal, 0), max(diagonal, 0)))
-        return apply(sh.setitem, zeros, self, steps=((rows.data, cols.data),))
+        return apply(sh.setitem, zeros, self, steps=((rows._data, cols._data),))
 
     def trace(self):
         """The sum of the main diagonal of a matrix."""
@@ -3090,7 +3091,7 @@ class Tensor(TensorBase):
             raise GraphError("resize_: cannot resize a tensor that requires grad (torch's "
                              "rule); resize a copy instead: x.detach().clone().resize_(...)")
         shape = _sizes(sizes, "resize_")
-        n, flat = math.prod(shape), _storage(self.data)
+        n, flat = math.prod(shape), _storage(self._data)
         if n > flat.size:
             grown = self.backend.xp.zeros(n, dtype=self.dtype)
             grown[:flat.size] = flat
@@ -3154,9 +3155,9 @@ class Tensor(TensorBase):
 
     def _number(self, how):
         """The one value of a tensor of one element, for float(t) and int(t) (`how`)."""
-        if self.data.size != 1:
+        if self._data.size != 1:
             raise ValueError(f"{how}: only a tensor of one element can be converted to a Python "
-                             f"number, got shape {fmt_shape(self.shape)} ({self.data.size} "
+                             f"number, got shape {fmt_shape(self.shape)} ({self._data.size} "
                              "elements)")
         return self.item()
 
@@ -3176,7 +3177,7 @@ class Tensor(TensorBase):
 
     def __index__(self):
         """The one integer (or bool) of the tensor, as an int: [10, 20, 30][t], range(t)."""
-        if self.dtype.kind not in "iub" or self.data.size != 1:
+        if self.dtype.kind not in "iub" or self._data.size != 1:
             raise TypeError(f"only integer tensors of a single element can be converted to an "
                             f"index, got a {self.dtype} tensor of shape {fmt_shape(self.shape)}")
         return int(self.item())
@@ -3195,10 +3196,10 @@ class Tensor(TensorBase):
                                formatter={"bool": lambda v: f"{v!s:>{width}}"})
         body = body.replace(", ...,", ",  ...,")
         extra = []
-        if self.data.size == 0 and self.shape != (0,):  # "[]" alone reads as shape (0,)
+        if self._data.size == 0 and self.shape != (0,):  # "[]" alone reads as shape (0,)
             extra.append(f"size={fmt_shape(self.shape)}")
         if self.dtype != get_default_dtype() and (  # (shown by the values: ints, True/False)
-                self.data.size == 0 or self.dtype not in (np.int64, np.bool_)):
+                self._data.size == 0 or self.dtype not in (np.int64, np.bool_)):
             extra.append(f"dtype={self.dtype}")
         if self.backend.name != "numpy":
             extra.append(f"backend='{self.backend.name}'")
@@ -3497,7 +3498,7 @@ def _is_a_view(t):
     if v is None or not v[1]:
         return False
     base = v[1][0]()
-    return base is not None and base is not t and base.data is not t.data
+    return base is not None and base is not t and base._data is not t._data
 
 
 def _storage(a):
@@ -3934,9 +3935,9 @@ def _viewed(x, op, **params):
 
 def _refuse_copying_view(x, shape):
     """view's error (torch's) where x's memory cannot be read as `shape` without a copy."""
-    if _viewable(x.shape, x.data.strides, shape):
+    if _viewable(x.shape, x._data.strides, shape):
         return
-    strides = tuple(s // x.data.itemsize for s in x.data.strides)
+    strides = tuple(s // x._data.itemsize for s in x._data.strides)
     raise ShapeError(f"view: a tensor of shape {fmt_shape(x.shape)} and strides "
                      f"{fmt_shape(strides)} (not laid out in order: a transpose, permute or "
                      f"stepped slice of another) cannot be viewed as {fmt_shape(shape)}: view "
@@ -4074,15 +4075,15 @@ def _index_part(p, be, name="getitem"):
         if dtype in _INDEX_DTYPES:  # (the common case first: one set lookup)
             # 0-d: an int, as in torch: x[t] is a view, and its dims go where an int's go
             # (NumPy's 0-d array is an array)
-            return p.__index__() if p.data.ndim == 0 else p.data
+            return p.__index__() if p._data.ndim == 0 else p._data
         kind = dtype.kind
         if kind == "b":
-            return p.data
+            return p._data
         if dtype == np.uint8:  # torch's old byte masks: a mask still, not positions
-            return _byte_mask(p.data, name)
+            return _byte_mask(p._data, name)
         if kind not in "iu":
             raise DTypeError(f"{name}: index tensors must be integer or bool, got {dtype}")
-        if p.data.ndim == 0:  # (any 0-d integer is an int, as in torch)
+        if p._data.ndim == 0:  # (any 0-d integer is an int, as in torch)
             return p.__index__()
         raise DTypeError(f"{name}: index tensors must be int64, int32, uint8 (a mask) or bool, "
                          f"got {dtype} (torch: tensors used as indices must be long, int, byte "
@@ -4175,7 +4176,7 @@ def _alias_into(t, src, be):
         out = apply(sh.reshape, src, shape=src.shape)  # (a view of src, recorded)
         t._data, t._node = out._data, out._node
     else:
-        t._data = src.data
+        t._data = src._data
     share_version(src, t)
 
 
@@ -4229,7 +4230,7 @@ def _to_array(data, dtype, be):
     """Backend array for `data`: lists and floats get the default dtype, arrays keep theirs (in
     this machine's byte order: a '>f4' array's values become float32)."""
     if isinstance(data, Tensor):
-        data = data.backend.to_numpy(data.data) if data.backend is not be else data.data
+        data = data.backend.to_numpy(data._data) if data.backend is not be else data._data
     elif type(data).__module__ == "torch" and hasattr(data, "detach"):  # a torch tensor: its
         as_dtype(data.dtype)  # (bfloat16 refused by name, before NumPy meets it)
         data = data.detach().cpu().numpy()  # values (as torch.tensor(t) takes them), no warning
@@ -5124,8 +5125,8 @@ def asarray(obj, *, dtype=None, copy=None, requires_grad=False, backend=None):
     array where no conversion is needed; True: always a copy, a clone of a tensor; False:
     share or raise) and requires_grad=."""
     out = as_tensor(obj, dtype=dtype, backend=backend)
-    source = obj.data if isinstance(obj, Tensor) else obj
-    shared = isinstance(source, np.ndarray) and np.may_share_memory(out.data, source) or (
+    source = obj._data if isinstance(obj, Tensor) else obj
+    shared = isinstance(source, np.ndarray) and np.may_share_memory(out._data, source) or (
         out is obj)
     if copy and shared:
         out = out.clone()

@@ -842,7 +842,7 @@ def _train_step(cfg, task, model, opt, sched, be, step, captured=None):
     opt.step()
     sched.step()
     seconds = time.perf_counter() - tick
-    pred = logits.data.argmax(axis=-1)
+    pred = logits._data.argmax(axis=-1)
     target = be.asarray(y[rows])
     correct = float(((pred == target) & (target != IGNORE)).sum())
     scored = max(1, int((y != IGNORE).sum()))
@@ -876,7 +876,7 @@ def evaluate(model, data, be, batch=256):
             logits = model(tensor(xb, backend=be))  # (b, T, V)
             loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
                                    tensor(yb.reshape(-1), backend=be), reduction="sum")
-            pred = be.to_numpy(logits.data.argmax(axis=-1))
+            pred = be.to_numpy(logits._data.argmax(axis=-1))
             mask = yb != IGNORE
             total_loss += loss.item()
             correct += int(((pred == yb) & mask).sum())
@@ -972,7 +972,7 @@ def _write_report(out, task, model, history, heldout, be):
     example = x[:1, :ATTENTION_POSITIONS]  # (1, T')
     with no_grad(), eval_mode(model):
         _, maps = model(tensor(example, backend=be), return_attention=True)
-    weights = np.stack([be.to_numpy(w.data)[0] for w in maps])  # (L, H, T', T')
+    weights = np.stack([be.to_numpy(w._data)[0] for w in maps])  # (L, H, T', T')
     _plot_attention(weights, [_label(task.decode([i])) for i in example[0]],
                     os.path.join(out, "attention.png"), task.name, positions=x.shape[1])
     written.append("attention.png")

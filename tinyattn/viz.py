@@ -65,7 +65,7 @@ def _kept(x):
     A Python number is (x, None, None, 0); a NumPy array (a mask passed as it is) is copied
     when small, and kept as it is when big (it has no counter)."""
     if isinstance(x, Tensor):
-        a = x.data
+        a = x._data
         if a.size <= KEEP_COPY:
             return a.copy(), x.backend, None, _version(x)
         v = version_of(x)
@@ -133,7 +133,7 @@ class Recording(Tracer):
         if kept is not None and kept is not CHANGED:
             return kept, None
         if tensor is not None and tensor._node is node:
-            return (tensor.data, tensor.backend), (NOW if kept is CHANGED else None)
+            return (tensor._data, tensor.backend), (NOW if kept is CHANGED else None)
         return None, kept
 
 
@@ -345,7 +345,7 @@ class _Graph:
                 lines.append(note)
         if self.show_grads:
             grad = t._grad if t is not None else None  # (_grad: no non-leaf warning)
-            grad_norm = norm(grad.data) if grad is not None else self.rec.grad_norms.get(node)
+            grad_norm = norm(grad._data) if grad is not None else self.rec.grad_norms.get(node)
             if grad_norm is not None:
                 lines.append(f"‖grad‖ {_g(grad_norm)}")
         return lines

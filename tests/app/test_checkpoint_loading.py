@@ -91,7 +91,7 @@ def test_only_the_entries_asked_for_are_read(tmp_path, run, monkeypatch):
             dst.writestr(name, src.read(name))
         dst.writestr("junk.npy", npy_bytes((8_000_000,), payload=bytes(32_000_000)))
     # (one entry per array: the LM head's weight, tied to the embedding's, is stored once)
-    n_model = len({id(t.data) for t in ta.load(run / "checkpoint.npz")["model"].values()})
+    n_model = len({id(t._data) for t in ta.load(run / "checkpoint.npz")["model"].values()})
     opened = []
     real_open = zipfile.ZipFile.open
 

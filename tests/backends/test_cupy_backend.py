@@ -411,7 +411,7 @@ def test_gpu_ops_on_their_kernels(cp_be, name, inputs, params, dtype):
         results[backend] = [out] + [x.grad for x in xs
                                     if isinstance(x, tinyattn.Tensor) and x.requires_grad]
     for i, (got, want) in enumerate(zip(results["cupy"], results["numpy"], strict=True)):
-        assert_close(got.data, want.numpy(), dtype, cp_be, 1 if i == 0 else 10)
+        assert_close(got._data, want.numpy(), dtype, cp_be, 1 if i == 0 else 10)
     assert_launched(cp_be, *(p.format(dt=suffix(dtype)) for p in OP_KERNELS[name]))
 
 

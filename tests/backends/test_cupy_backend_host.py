@@ -104,7 +104,7 @@ def _against_torch(fn, arrays, dtype, tol_scale=1.0):
     theirs = [torch.tensor(a.astype(np.float64), requires_grad=True) if a.dtype.kind == "f"
               else torch.tensor(a) for a in arrays]
     out, ref = fn(ta, F, *ours), fn(torch, torch_f, *theirs)
-    assert out.backend.name == "cupy" and isinstance(out.data, out.backend.xp.ndarray)
+    assert out.backend.name == "cupy" and isinstance(out._data, out.backend.xp.ndarray)
     assert out.dtype == dtype and out.shape == tuple(ref.shape)
     g = np.random.default_rng(1).standard_normal(out.shape).astype(dtype)
     out.backward(ta.tensor(g, backend="cupy"))
@@ -477,10 +477,10 @@ def test_tensor_to_cupy_and_back(fake_be):
     x = ta.tensor(np.arange(6.0).reshape(2, 3))
     y = x.to("cupy")
     assert y.backend is fake_be and x.to("cuda").backend is fake_be
-    assert isinstance(y.data, fake_be.xp.ndarray)
+    assert isinstance(y._data, fake_be.xp.ndarray)
     assert y.to("cupy") is y
     back = y.to("numpy")
-    assert isinstance(back.data, np.ndarray)
+    assert isinstance(back._data, np.ndarray)
     np.testing.assert_array_equal(back.numpy(), x.numpy())
     assert "backend='cupy'" in repr(y)
     assert (y * 2).sum().item() == 30.0
@@ -493,7 +493,7 @@ def test_tensor_to_cupy_and_back(fake_be):
 def test_module_to_cupy(fake_be):
     model = ta.nn.TinyTransformer(vocab_size=7, d_model=16, n_heads=2, n_layers=1, max_len=8)
     model.to("cupy")
-    assert all(p.backend is fake_be and isinstance(p.data, fake_be.xp.ndarray)
+    assert all(p.backend is fake_be and isinstance(p._data, fake_be.xp.ndarray)
                for p in model.parameters())
     with pytest.raises(BackendError, match="two backends"):
         model(ta.tensor(np.array([[1, 2, 3]]), backend="numpy"))
@@ -502,7 +502,7 @@ def test_module_to_cupy(fake_be):
     on_cpu = ta.nn.TinyTransformer(vocab_size=7, d_model=16, n_heads=2, n_layers=1, max_len=8)
     on_cpu.load_state_dict(model.state_dict())  # device tensors into a NumPy model
     model.load_state_dict(on_cpu.state_dict())  # and NumPy arrays onto the device
-    assert all(isinstance(p.data, fake_be.xp.ndarray) for p in model.parameters())
+    assert all(isinstance(p._data, fake_be.xp.ndarray) for p in model.parameters())
     np.testing.assert_allclose(on_cpu(ta.tensor(np.array([[1, 2, 3]]))).numpy(),
                                logits.numpy(), rtol=1e-5, atol=1e-7)  # erf: fast vs exact
 
@@ -540,7 +540,7 @@ def test_hooks_functions_and_clipping_on_the_device(fake_be):
 def test_embedding_from_pretrained_keeps_the_tables_device(fake_be):
     table = ta.tensor(np.arange(6.0).reshape(3, 2)).to("cupy")
     m = ta.nn.Embedding.from_pretrained(table)
-    assert m.weight.backend is fake_be and isinstance(m.weight.data, fake_be.xp.ndarray)
+    assert m.weight.backend is fake_be and isinstance(m.weight._data, fake_be.xp.ndarray)
     np.testing.assert_array_equal(m(ta.tensor([2], backend="cupy")).numpy(), [[4.0, 5.0]])
 
 

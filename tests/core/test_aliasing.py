@@ -101,7 +101,7 @@ def test_a_0d_leaf_grad_is_an_array_that_accumulates_in_place():
     loss = x * 3.0
     loss.backward(retain_graph=True)
     held = x.grad
-    assert isinstance(held.data, np.ndarray)  # not a NumPy scalar: it can be written into
+    assert isinstance(held._data, np.ndarray)  # not a NumPy scalar: it can be written into
     loss.backward()
     assert x.grad is held and held.item() == 6.0
 
@@ -330,6 +330,6 @@ def test_gradcheck_perturbs_a_transposed_input_itself():
     """gradcheck moves one entry at a time through a flat view of its float64 copy; a copy that
     kept a transposed input's layout made that view a copy, so every numeric derivative was 0."""
     a = ta.tensor(np.arange(12.0).reshape(3, 4).T, requires_grad=True)  # Fortran-ordered data
-    assert not a.data.flags.c_contiguous
+    assert not a._data.flags.c_contiguous
     assert ta.gradcheck(lambda x: (x * x).sum(), [a])
     assert ta.gradcheck(lambda x, y: x @ y, [a, ta.tensor(np.ones((3, 2)), requires_grad=True)])

@@ -215,7 +215,7 @@ def test_a_frozen_or_replaced_parameter_is_seen():
         _check_against_eager(step, model, twin, x, y)
     assert step.state == "replaying" and model.lm_head.weight.grad is not None
     for m in (model, twin):  # a parameter's array replaced by one of another dtype
-        m.ln_f.weight.data = m.ln_f.weight.data.astype(np.float64)
+        m.ln_f.weight.data = m.ln_f.weight.data.double()
     for _ in range(3):
         _check_against_eager(step, model, twin, x, y)
     assert model.ln_f.weight.grad.dtype == np.float64
@@ -611,7 +611,7 @@ def test_same_compares_values_and_arrays_by_identity():
     assert not _same({"a": 1}, {"b": 1}) and not _same({"a": 1}, ("dict", ("a", 1)))
     t = ta.ones(2)
     assert _same(t, t) and not _same(t, ta.ones(2)) and not _same(t, t.numpy())
-    assert _same(ta.tensor(np.float32(3)).data[()], np.float32(3))
+    assert _same(ta.tensor(np.float32(3))._data[()], np.float32(3))
 
 
 @pytest.mark.parametrize("case,message", [
@@ -1404,12 +1404,11 @@ def test_a_mask_whose_count_decides_a_later_shape_goes_back_to_eager():
 
 
 def test_a_branch_on_data_is_a_value_read():
-    """`.data` is the raw array: a branch on it (or a number from it) in fn would be frozen
+    """`.data` is a detached tensor: a branch on it (or a number from it) in fn would be frozen
     into the replay. A read of .data from fn's own code while recording is refused by name
     (the library's reads are not), the step stays eager and right, and .data is again the
     plain getter after the recording, also when fn raised."""
-    import operator
-
+    plain = ta.Tensor.data.fget
     w = ta.tensor(np.ones(3), requires_grad=True)
 
     def fn(x, flag):
@@ -1418,15 +1417,28 @@ def test_a_branch_on_data_is_a_value_read():
 
     step = ta.capture(fn)
     x = ta.ones(3, dtype=np.float64)
-    with pytest.warns(UserWarning, match=r"capture: fn read a tensor's \.data \(its array\), "
-                                         r"which a replay would take as it was when recorded"):
+    with pytest.warns(UserWarning, match=r"capture: fn read a tensor's values into Python "
+                                         r"\(bool\(\)\)"):  # (the branch on .data's values)
         for _ in range(3):
             assert step(x, ta.tensor(1.0)).item() == 6.0
     assert step.state.startswith("eager")
     w.grad = None
     assert step(x, ta.tensor(-1.0)).item() == 3.0
     np.testing.assert_array_equal(w.grad.numpy(), [1.0, 1.0, 1.0])
-    assert isinstance(ta.Tensor.data.fget, operator.attrgetter)
+
+    def with_data(x):  # .data's values in ops, which a replay would take as recorded
+        return (w.data * x).sum() + (w * x).sum()
+
+    step = ta.capture(with_data)
+    with pytest.warns(UserWarning, match=r"capture: fn read a tensor's \.data \(detached\), "
+                                         r"which a replay would take as it was when recorded"):
+        for _ in range(3):
+            assert step(x).item() == 6.0
+    assert step.state.startswith("eager")
+    w.grad = None
+    assert step(x).item() == 6.0
+    np.testing.assert_array_equal(w.grad.numpy(), [1.0, 1.0, 1.0])  # (.data's part: none)
+    assert ta.Tensor.data.fget is plain
 
     def broken(x):
         x.data  # noqa: B018 - a read, then an error
@@ -1434,7 +1446,7 @@ def test_a_branch_on_data_is_a_value_read():
 
     with pytest.raises(KeyError, match="in fn"):
         ta.capture(broken)(x)
-    assert isinstance(ta.Tensor.data.fget, operator.attrgetter)
+    assert ta.Tensor.data.fget is plain
 
 
 _SCALE = ta.tensor(2.0)  # a global fn reads by name (rebound by the test below)

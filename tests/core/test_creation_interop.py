@@ -35,7 +35,7 @@ def _outcome(fn):
 def test_an_np_matrix_becomes_a_plain_tensor_as_in_torch(make):
     m = np.matrix([[1.0, 2.0], [3.0, 4.0]])
     t, ref = getattr(ta, make)(m), getattr(torch, make)(m)
-    assert type(t.data) is np.ndarray
+    assert type(t._data) is np.ndarray
     assert (t * t).tolist() == (ref * ref).tolist() == [[1.0, 4.0], [9.0, 16.0]]  # not m @ m
     assert t[0].shape == tuple(ref[0].shape) == (2,)
     assert t.sum(0).tolist() == ref.sum(0).tolist() == [4.0, 6.0]

@@ -32,7 +32,7 @@ def operands():
             # 0-d view, as torch's): np.float64 is a Python float too, and must not count as a
             # Python number
             picked = ta.tensor(values).max()
-            assert isinstance(picked.data, np.generic)
+            assert isinstance(picked._data, np.generic)
             out.append((f"{name} 0-d (a NumPy scalar)", picked,
                         torch.from_numpy(np.array(values)).max()))
     out += [(f"python {type(v).__name__}", v, v) for v in PYTHON]

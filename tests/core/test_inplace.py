@@ -30,7 +30,7 @@ def test_sgd_by_hand_updates_the_parameters_in_place():
     ta.manual_seed(0)
     model = ta.nn.Linear(3, 1)
     weight = model.weight
-    held = weight.data  # what an optimizer (or the user) holds: the same array, changed
+    held = weight._data  # what an optimizer (or the user) holds: the same array, changed
     x = ta.randn(16, 3)
     y = x @ ta.tensor([[1.0], [-2.0], [0.5]]) + 0.3
     losses = []
@@ -42,7 +42,7 @@ def test_sgd_by_hand_updates_the_parameters_in_place():
             for p in model.parameters():
                 p -= 0.1 * p.grad
         losses.append(loss.item())
-    assert model.weight is weight and weight.data is held and weight.is_leaf
+    assert model.weight is weight and weight._data is held and weight.is_leaf
     assert weight.requires_grad and weight._version == 60
     assert losses[-1] < 0.05 * losses[0]  # it trains (before: the loss never moved)
 
@@ -51,12 +51,12 @@ def test_sgd_by_hand_updates_the_parameters_in_place():
 def test_augmented_assignment_changes_the_same_tensor(op):
     x = ta.tensor([1.0, 2.0, 4.0])
     alias = x
-    held = x.data
+    held = x._data
     exec(f"x {op} 2.0", {}, {"x": x})
     want = {"+=": [3, 4, 6], "-=": [-1, 0, 2], "*=": [2, 4, 8], "/=": [0.5, 1, 2],
             "**=": [1, 4, 16]}[op]
     np.testing.assert_array_equal(alias.numpy(), want)
-    assert x.data is held and x._version == 1
+    assert x._data is held and x._version == 1
 
 
 def test_methods_change_in_place_and_return_the_tensor():
@@ -92,11 +92,11 @@ def test_bool_and_int_in_place_bit_ops():
 
 def test_floordiv_mod_and_shift_assignments_change_the_same_tensor_as_torch():
     a = ta.tensor([5.0, 7.0])
-    alias, held = a.detach(), a.data  # shares a's memory
+    alias, held = a.detach(), a._data  # shares a's memory
     a //= 2  # rebound `a` to a new tensor before: the alias kept [5.0, 7.0]
     a %= 2
     assert alias.tolist() == a.tolist() == [0.0, 1.0]  # torch: [0.0, 1.0] for both
-    assert a.data is held and a._version == 2
+    assert a._data is held and a._version == 2
     i = ta.tensor([5, -7])
     j = i
     i <<= 1
@@ -435,12 +435,12 @@ def test_every_op_declares_what_its_saved_arrays_alias():
                 if not isinstance(item, np.ndarray) or item.size == 0:
                     continue
                 for i, x in enumerate(xs):
-                    if isinstance(x, ta.Tensor) and np.shares_memory(item, x.data):
+                    if isinstance(x, ta.Tensor) and np.shares_memory(item, x._data):
                         assert opdef.saves.get(i) == j, f"{name}: saved[{j}] is input {i}'s"
-                if np.shares_memory(item, out.data):
+                if np.shares_memory(item, out._data):
                     assert opdef.saves_out == j, f"{name}: saved[{j}] is the output"
-            if isinstance(out.data, np.ndarray) and isinstance(xs[0], ta.Tensor) and \
-                    np.shares_memory(out.data, xs[0].data):
+            if isinstance(out._data, np.ndarray) and isinstance(xs[0], ta.Tensor) and \
+                    np.shares_memory(out._data, xs[0]._data):
                 assert opdef.view, f"{name}: the output is a view of input 0, not declared"
                 assert out._version_counter is xs[0]._version_counter
 
@@ -467,7 +467,7 @@ def test_an_op_that_says_fresh_returns_gradients_of_their_own(name):
         xs = S.materialize(inputs, rng, lambda v, rg: ta.tensor(v, requires_grad=rg))
         out = apply(opdef, *xs, **params)
         g = rng.standard_normal(out.shape).astype(out.dtype)
-        others = [g, out.data, *(x.data for x in xs if isinstance(x, ta.Tensor)),
+        others = [g, out._data, *(x._data for x in xs if isinstance(x, ta.Tensor)),
                   *(a for a in out._node.saved if isinstance(a, np.ndarray))]
         grads = opdef.vjp(out.backend, g, out._node.saved, **params)
         arrays = [gx for gx in grads if getattr(gx, "ndim", 0) > 0]  # (0-d: backward copies)

@@ -146,7 +146,7 @@ def test_a_base_laid_out_in_another_order(torch):
         c = lib.tensor(0.7, dtype=lib.float64, requires_grad=True)
         b = a * 1
         if lib is ta:
-            assert not b.data.flags.c_contiguous
+            assert not b._data.flags.c_contiguous
         b[1:, 2].mul_(c)  # (ours: b in Fortran order)
         b.t_()
         b[0, 1:].add_(c)

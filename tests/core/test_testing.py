@@ -153,10 +153,10 @@ def test_arrays_on_either_device(monkeypatch):
 
     fake_cupy.install(monkeypatch, kernels=False)
     on_gpu = ta.ones(2, device="cuda")
-    ta.testing.assert_close(on_gpu.data, on_gpu)  # a CuPy array is on "cuda"
-    assert _message(on_gpu.data, np.ones(2, np.float32)) == \
+    ta.testing.assert_close(on_gpu._data, on_gpu)  # a CuPy array is on "cuda"
+    assert _message(on_gpu._data, np.ones(2, np.float32)) == \
         "the devices do not match: cuda != cpu"
-    assert _message(1.0, on_gpu.data[0].astype(np.float64)) == \
+    assert _message(1.0, on_gpu._data[0].astype(np.float64)) == \
         "the devices do not match: cpu != cuda"
     assert _message([on_gpu], [ta.ones(2)]) == "item [0]: the devices do not match: cuda != cpu"
 

@@ -516,7 +516,7 @@ def test_load_state_dict_assign_makes_the_given_tensors_the_parameters_as_torchs
     assert ours.load_state_dict(given, assign=True) == ([], [])
     for key, p in ours.named_parameters():
         assert type(p) is nn.Parameter, key
-        assert np.shares_memory(p.data, given[key].data), key  # the given memory, not a copy
+        assert np.shares_memory(p._data, given[key]._data), key  # the given memory, not a copy
     assert ours[2].bias is bias  # a Parameter given is the parameter itself
     assert not ours[0].weight.requires_grad and ours[2].weight.requires_grad  # as they were
     np.testing.assert_array_equal(ours[0].bias.numpy(), given["0.bias"].numpy())
@@ -571,7 +571,7 @@ def test_load_state_dict_assign_sets_buffers_and_keeps_tied_weights_tied():
     m = Tied()
     w = ta.ones(2, 2)
     m.load_state_dict({"a.weight": w, "b.weight": w}, assign=True)
-    assert m.a.weight is m.b.weight and np.shares_memory(m.a.weight.data, w.data)
+    assert m.a.weight is m.b.weight and np.shares_memory(m.a.weight._data, w._data)
 
 
 # ---- nn.Parameter: torch's arguments, and the memory of the tensor it is made from --------------

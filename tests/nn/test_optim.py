@@ -427,7 +427,7 @@ def test_every_optimizer_steps_float16_weights_in_float32(name, kwargs):
             w16.grad, w32.grad = ta.tensor(g), ta.tensor(g.astype(np.float32))
             opt16.step()
             opt32.step()
-            w32.data[...] = w32.data.astype(np.float16)  # what the float16 weight keeps
+            w32._data[...] = w32._data.astype(np.float16)  # what the float16 weight keeps
     assert w16.dtype == np.float16
     if not kwargs.get("weight_decay", 0.01 if name == "AdamW" else 0):
         assert w16.numpy()[1] == start[1]  # a zero gradient: only weight decay would move it
@@ -615,7 +615,7 @@ def test_a_copied_model_and_optimizer_keep_the_state_on_the_copied_parameters(ho
         assert list(opt2.state[q]) == list(opt.state[p]) == ["step", "exp_avg", "exp_avg_sq",
                                                              "max_exp_avg_sq"]
         for k, v in opt.state[p].items():
-            assert opt2.state[q][k] is not v and opt2.state[q][k].data is not v.data  # copies
+            assert opt2.state[q][k] is not v and opt2.state[q][k]._data is not v._data  # copies
             assert opt2.state[q][k].dtype == v.dtype
             np.testing.assert_array_equal(opt2.state[q][k].numpy(), v.numpy())
     for _ in range(2):

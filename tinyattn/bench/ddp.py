@@ -64,7 +64,7 @@ def worker(sizes, repeats, warmup=3):
                  for _ in range(warmup + repeats)][warmup:]
         sent = dict(dist.stats)
         _step(model, opt, idx[rows], tgt[rows], tgt.size)
-        grad_bytes = sum(p.data.nbytes for p in model.parameters())
+        grad_bytes = sum(p._data.nbytes for p in model.parameters())
         results[size] = {
             "processes": n, "batch": B, "step_s": statistics.median(t for t, _ in times),
             "allreduce_s": statistics.median(r for _, r in times),

@@ -197,7 +197,7 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     log_low, log_high = _log_cdf(lo), _log_cdf(hi)
     ratio = math.exp(log_low - log_high)  # Φ(lo) / Φ(hi), in [0, 1)
     xp = tensor.backend.xp
-    u = rand(*tensor.shape, generator=generator, dtype=np.float64, backend=tensor.backend).data
+    u = rand(*tensor.shape, generator=generator, dtype=np.float64, backend=tensor.backend)._data
     # log u for u uniform in [Φ(lo), Φ(hi)]: log Φ(hi) + log(ratio + (1 - ratio) U)
     log_u = log_high + xp.log(xp.maximum(ratio + (1 - ratio) * u, np.finfo(np.float64).tiny))
     z = _normal_quantile(xp, xp.minimum(log_u, 0.0))

@@ -47,7 +47,7 @@ class Parameter(Tensor):
         if data is None:
             data = empty(0, dtype=dtype, backend=backend)
         t = as_tensor(data, dtype=dtype, backend=backend)
-        self._data, self.backend = t.data, t.backend
+        self._data, self.backend = t._data, t.backend
         self._grad = self._name = self._node = self._version_counter = None
         if t is data:  # the same memory: in-place changes count in both (torch's version);
             # not a view of it: a Parameter is a leaf of its own (no _base, as torch's)
@@ -64,7 +64,7 @@ class Parameter(Tensor):
         deep copy keeps its .grad)."""
         if id(self) in memo:
             return memo[id(self)]
-        new = type(self)._wrap(self.data.copy(), self.backend)
+        new = type(self)._wrap(self._data.copy(), self.backend)
         memo[id(self)] = new
         new._require(self.requires_grad)
         new._name = self._name
@@ -86,7 +86,7 @@ _held = weakref.WeakValueDictionary()
 
 def held_arrays():
     """id() of the array of every tensor a module holds (parameters and buffers)."""
-    return {id(t.data) for t in list(_held.values())}
+    return {id(t._data) for t in list(_held.values())}
 
 
 class _Registry(OrderedDict):
@@ -681,10 +681,10 @@ class Module:
         """Put tensor `t` on backend `be` and cast it to `dtype` if it is floating (integer
         buffers keep theirs) or `every`, in place; None: no change there."""
         if be is not None and be is not t.backend:
-            t.data = be.asarray(t.backend.to_numpy(t.data))
+            t._data = be.asarray(t.backend.to_numpy(t._data))
             t.backend = be
         if dtype is not None and (every or t.dtype.kind == "f") and t.dtype != dtype:
-            t.data = t.data.astype(dtype)
+            t._data = t._data.astype(dtype)
 
     def cpu(self):
         return self.to("cpu")
@@ -984,7 +984,7 @@ def _commit(pending, assign):
         elif assign:
             setattr(module, name, _assigned(old, value, made))
         else:
-            old.backend.xp.copyto(old.data, old.backend.asarray(value), casting="unsafe")
+            old.backend.xp.copyto(old._data, old.backend.asarray(value), casting="unsafe")
             bump_version(old)
 
 
@@ -999,7 +999,7 @@ def _assigned(old, value, made):
         new = value
         new.requires_grad = old.requires_grad  # (torch's: the old one's setting)
     elif new is None:  # the given memory as a Parameter, as torch's Parameter(t)
-        new = Parameter._wrap(value.data, value.backend)
+        new = Parameter._wrap(value._data, value.backend)
         share_version(value, new, differentiable=False)  # (a leaf of its own, as above)
         new._require(old.requires_grad)
     made[id(value)] = new

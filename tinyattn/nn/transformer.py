@@ -233,12 +233,12 @@ class TinyTransformer(Module):
     def _init_gpt2(self, n_layers):
         for name, p in self.named_parameters():
             if name.endswith("bias"):
-                p.data[...] = 0
+                p._data[...] = 0
             elif name.startswith("ln") or ".ln" in name or "_norm." in name:  # norm gains
-                p.data[...] = 1
+                p._data[...] = 1
             else:
                 std = 0.02 / math.sqrt(2 * n_layers) if name.endswith("proj.weight") else 0.02
-                p.data[...] = randn(*p.shape, dtype=p.dtype).data * std
+                p._data[...] = randn(*p.shape, dtype=p.dtype)._data * std
 
     def forward(self, idx, return_attention=False, cache=None):
         """idx (B, T) integer ids -> logits (B, T, V); with return_attention, also the attention

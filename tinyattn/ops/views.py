@@ -162,11 +162,11 @@ def check_in_place(x, name):
                              "recorded would change the leaf (torch: \"a view of a leaf "
                              "Variable that requires grad is being used in an in-place "
                              "operation\"); do the update inside `with tinyattn.no_grad():`")
-        if any(s == 0 and n > 1 for n, s in zip(x.shape, x.data.strides, strict=True)):
+        if any(s == 0 and n > 1 for n, s in zip(x.shape, x._data.strides, strict=True)):
             raise GraphError(f"{name}: more than one entry of this tensor {shape} is one place "
                              "in memory (an expand() view), so an in-place change is ambiguous "
                              "(torch refuses it too); change a .clone() of it instead")
-        if positions(x.backend, root.data, x.data) is None:
+        if positions(x.backend, root._data, x._data) is None:
             raise GraphError(f"{name}: this view {shape} no longer sees its base's memory (the "
                              "base was given other values with .data = ...), so the change "
                              "cannot reach it; change a .clone() of it instead")
@@ -185,18 +185,18 @@ def rebase(x):
     docstring). The caller checked the change with check_in_place first."""
     root, written = root_of(x), None
     if root is not x:
-        written = positions(x.backend, root.data, x.data)
+        written = positions(x.backend, root._data, x._data)
         _take(root, apply(copy_slices, root, x, where=written))
     if ag._tracers.get() is not None or ag._everywhere:  # (a captured step's recording
         ag.state_changed(root, "values")  # refuses it: a replay would not rewrite it)
     changed = None  # (a mask of root's entries, made when first needed)
     for other in _views(root, x):
-        where = positions(other.backend, root.data, other.data)
+        where = positions(other.backend, root._data, other._data)
         if where is None:
             continue
         if written is not None and (other._node is not None or root._node is None):
             if changed is None:
-                changed = np.zeros(root.data.size, dtype=bool)
+                changed = np.zeros(root._data.size, dtype=bool)
                 changed[_host(written).reshape(-1)] = True
             if not changed[_host(where).reshape(-1)].any():
                 continue  # its values did not change: its history still gives them (a

@@ -58,7 +58,7 @@ def _position(key):
 def _host(value):
     """A state value as a NumPy array (or number): tinyattn's tensors, torch's, device arrays."""
     if isinstance(value, TensorBase):
-        return value.backend.to_numpy(value.data)
+        return value.backend.to_numpy(value._data)
     if hasattr(value, "detach") and hasattr(value, "numpy"):  # a torch tensor
         return value.detach().cpu().numpy()
     if hasattr(value, "__cuda_array_interface__") and hasattr(value, "get"):  # CuPy's
@@ -79,7 +79,7 @@ def _setting(value):
 def _zeros(p, dtype=None, fill=0):
     """State of p's shape on p's backend (`dtype`: p's if not given)."""
     xp = p.backend.xp
-    return Tensor._wrap(xp.full(p.data.shape, fill, dtype=dtype or p.data.dtype), p.backend)
+    return Tensor._wrap(xp.full(p._data.shape, fill, dtype=dtype or p._data.dtype), p.backend)
 
 
 def _scalar(value):
@@ -127,13 +127,13 @@ def _wide(p):
     """The dtype a step keeps a parameter's state in: float32 for float16 (see steps_half_
     natively), else the parameter's."""
     xp = p.backend.xp
-    return xp.float32 if p.data.dtype == xp.float16 else p.data.dtype
+    return xp.float32 if p._data.dtype == xp.float16 else p._data.dtype
 
 
 def _count(state):
     """Count one more step in state["step"] (a 0-d tensor, in place, as torch's step_t += 1);
     the count, as an int."""
-    step = state["step"].data
+    step = state["step"]._data
     step += 1
     return int(step)
 
@@ -401,7 +401,7 @@ class Optimizer:
             group = _read(group, name)  # (tensor settings as numbers; no copy without them)
             for p in group["params"]:
                 if p.grad is not None:
-                    g = -p.grad.data if group.get("maximize") else p.grad.data
+                    g = -p.grad._data if group.get("maximize") else p.grad._data
                     state = self.state.get(p)  # (a step that keeps no state adds no entry)
                     if state is None:
                         state = {}
@@ -417,12 +417,12 @@ class Optimizer:
 
     def _update(self, p, g, state, group):
         """update(), with a float16 parameter stepped on a float32 copy written back rounded."""
-        if self.steps_half_natively or p.data.dtype != np.float16:
+        if self.steps_half_natively or p._data.dtype != np.float16:
             return self.update(p, g, state, group)
         xp = p.backend.xp
-        wide = type(p)._wrap(p.data.astype(xp.float32), p.backend)
+        wide = type(p)._wrap(p._data.astype(xp.float32), p.backend)
         self.update(wide, g.astype(xp.float32), state, group)
-        xp.copyto(p.data, wide.data, casting="unsafe")
+        xp.copyto(p._data, wide._data, casting="unsafe")
 
     def update(self, p, g, state, group):
         raise NotImplementedError(f"{type(self).__name__} has no step() of its own: an Optimizer "
@@ -734,19 +734,19 @@ class SGD(Optimizer):
 
     def update(self, p, g, state, group):
         if group["weight_decay"]:
-            g = g + group["weight_decay"] * p.data
+            g = g + group["weight_decay"] * p._data
         mu = group["momentum"]
         if mu:
             buf = state.get("momentum_buffer")
             if buf is None:  # the first step: the gradient itself (a copy)
                 state["momentum_buffer"] = buf = Tensor._wrap(g.copy(), p.backend)
             else:
-                buf = buf.data
+                buf = buf._data
                 buf *= mu
                 buf += (1 - group["dampening"]) * g
-            buf = state["momentum_buffer"].data
+            buf = state["momentum_buffer"]._data
             g = g + mu * buf if group["nesterov"] else buf
-        p.data -= group["lr"] * g
+        p._data -= group["lr"] * g
 
 
 class Adam(Optimizer):
@@ -774,11 +774,11 @@ class Adam(Optimizer):
         # corrected for its own count, as torch's)
         t = _count(state)
         beta1, beta2 = group["betas"]
-        p.backend.adam_update(p.data, g, state["exp_avg"].data, state["exp_avg_sq"].data,
+        p.backend.adam_update(p._data, g, state["exp_avg"]._data, state["exp_avg_sq"]._data,
                               lr=group["lr"], beta1=beta1, beta2=beta2, eps=group["eps"],
                               weight_decay=group["weight_decay"], step=t,
                               decoupled=group["decoupled_weight_decay"],
-                              v_max=state["max_exp_avg_sq"].data if group["amsgrad"] else None)
+                              v_max=state["max_exp_avg_sq"]._data if group["amsgrad"] else None)
 
 
 class AdamW(Adam):
@@ -800,28 +800,28 @@ class RMSprop(Optimizer):
     def update(self, p, g, state, group):
         xp = p.backend.xp
         if group["weight_decay"]:
-            g = g + group["weight_decay"] * p.data
+            g = g + group["weight_decay"] * p._data
         alpha = group["alpha"]
         if "square_avg" not in state:
             state["step"] = _scalar(0)  # (as torch's: this step needs no count)
             state["square_avg"] = _zeros(p)
         _count(state)
-        square_avg = state["square_avg"].data
+        square_avg = state["square_avg"]._data
         square_avg *= alpha
         square_avg += (1 - alpha) * g * g
         if group["centered"]:
-            grad_avg = state.setdefault("grad_avg", _zeros(p)).data
+            grad_avg = state.setdefault("grad_avg", _zeros(p))._data
             grad_avg += (1 - alpha) * (g - grad_avg)
             avg = xp.sqrt(square_avg - grad_avg * grad_avg) + group["eps"]
         else:
             avg = xp.sqrt(square_avg) + group["eps"]
         if group["momentum"] > 0:
-            buf = state.setdefault("momentum_buffer", _zeros(p)).data
+            buf = state.setdefault("momentum_buffer", _zeros(p))._data
             buf *= group["momentum"]
             buf += g / avg
-            p.data -= group["lr"] * buf
+            p._data -= group["lr"] * buf
         else:
-            p.data -= group["lr"] * (g / avg)
+            p._data -= group["lr"] * (g / avg)
 
 
 class Adagrad(Optimizer):
@@ -849,13 +849,13 @@ class Adagrad(Optimizer):
     def update(self, p, g, state, group):
         xp = p.backend.xp
         if "sum" not in state:  # (a group added later, a checkpoint without it)
-            self._start(p, state, group, p.data.dtype)
+            self._start(p, state, group, p._data.dtype)
         t = _count(state)
         if group["weight_decay"]:
-            g = g + group["weight_decay"] * p.data
+            g = g + group["weight_decay"] * p._data
         lr = group["lr"] / (1 + (t - 1) * group["lr_decay"])
-        state["sum"].data += g * g
-        p.data -= lr * (g / (xp.sqrt(state["sum"].data) + group["eps"]))
+        state["sum"]._data += g * g
+        p._data -= lr * (g / (xp.sqrt(state["sum"]._data) + group["eps"]))
 
 
 class Adadelta(Optimizer):
@@ -880,15 +880,15 @@ class Adadelta(Optimizer):
             state["acc_delta"] = _zeros(p)
         _count(state)
         if group["weight_decay"]:
-            g = g + group["weight_decay"] * p.data
+            g = g + group["weight_decay"] * p._data
         rho, eps = group["rho"], group["eps"]
-        square_avg, acc_delta = state["square_avg"].data, state["acc_delta"].data
+        square_avg, acc_delta = state["square_avg"]._data, state["acc_delta"]._data
         square_avg *= rho
         square_avg += (1 - rho) * g * g  # (torch's addcmul order: ((1-ρ) g) g)
         delta = xp.sqrt(acc_delta + eps) / xp.sqrt(square_avg + eps) * g
         acc_delta *= rho
         acc_delta += (1 - rho) * delta * delta
-        p.data -= group["lr"] * delta
+        p._data -= group["lr"] * delta
 
 
 class _Moments(Optimizer):
@@ -906,15 +906,15 @@ class _Moments(Optimizer):
                 state["exp_avg_sq"] = _zeros(p)
         t = _count(state)
         if group["weight_decay"] and group.get("decoupled_weight_decay"):
-            p.data *= 1 - group["lr"] * group["weight_decay"]
+            p._data *= 1 - group["lr"] * group["weight_decay"]
         elif group["weight_decay"]:
-            g = g + group["weight_decay"] * p.data
+            g = g + group["weight_decay"] * p._data
         beta1, beta2 = group["betas"]
-        m = state["exp_avg"].data
+        m = state["exp_avg"]._data
         m *= beta1
         m += (1 - beta1) * g
         if second:
-            v = state["exp_avg_sq"].data
+            v = state["exp_avg_sq"]._data
             v *= beta2
             v += (1 - beta2) * g * g
         return g, t, beta1, beta2
@@ -930,9 +930,9 @@ class Adamax(_Moments):
     def update(self, p, g, state, group):
         xp = p.backend.xp
         g, t, beta1, beta2 = self._moments(p, g, state, group, second=False)
-        u = state.setdefault("exp_inf", _zeros(p)).data
+        u = state.setdefault("exp_inf", _zeros(p))._data
         xp.maximum(u * beta2, xp.abs(g) + group["eps"], out=u)
-        p.data -= group["lr"] / (1 - beta1**t) * state["exp_avg"].data / u
+        p._data -= group["lr"] / (1 - beta1**t) * state["exp_avg"]._data / u
 
 
 class NAdam(_Moments):
@@ -953,12 +953,12 @@ class NAdam(_Moments):
         mu_next = beta1 * (1 - 0.5 * 0.96 ** ((t + 1) * psi))
         # Πμ kept in its state tensor's dtype (float32, float64 with a float64 default dtype),
         # as torch keeps it: the same steps to the bit
-        product = state.setdefault("mu_product", _scalar(1.0)).data
+        product = state.setdefault("mu_product", _scalar(1.0))._data
         product *= product.dtype.type(mu)
         product = float(product)
-        denom = p.backend.xp.sqrt(state["exp_avg_sq"].data / (1 - beta2**t)) + group["eps"]
-        p.data -= group["lr"] * (1 - mu) / (1 - product) * (g / denom)
-        p.data -= group["lr"] * mu_next / (1 - product * mu_next) * (state["exp_avg"].data
+        denom = p.backend.xp.sqrt(state["exp_avg_sq"]._data / (1 - beta2**t)) + group["eps"]
+        p._data -= group["lr"] * (1 - mu) / (1 - product) * (g / denom)
+        p._data -= group["lr"] * mu_next / (1 - product * mu_next) * (state["exp_avg"]._data
                                                                      / denom)
 
 
@@ -973,17 +973,17 @@ class RAdam(_Moments):
 
     def update(self, p, g, state, group):
         g, t, beta1, beta2 = self._moments(p, g, state, group)
-        m_hat = state["exp_avg"].data / (1 - beta1**t)
+        m_hat = state["exp_avg"]._data / (1 - beta1**t)
         rho_inf = 2 / (1 - beta2) - 1
         rho_t = rho_inf - 2 * t * beta2**t / (1 - beta2**t)
         if rho_t <= 5:
-            p.data -= group["lr"] * m_hat
+            p._data -= group["lr"] * m_hat
             return
         rect = math.sqrt((rho_t - 4) * (rho_t - 2) * rho_inf
                          / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
-        adaptive = math.sqrt(1 - beta2**t) / (p.backend.xp.sqrt(state["exp_avg_sq"].data)
+        adaptive = math.sqrt(1 - beta2**t) / (p.backend.xp.sqrt(state["exp_avg_sq"]._data)
                                               + group["eps"])
-        p.data -= group["lr"] * m_hat * adaptive * rect
+        p._data -= group["lr"] * m_hat * adaptive * rect
 
 
 class CosineSchedule:
@@ -1034,11 +1034,11 @@ def clip_grad_norm(parameters, max_norm):
     params = [p for p in parameters if p.grad is not None]
     if not params:
         return 0.0
-    total = math.sqrt(sum(_squares(p.grad.data) for p in params))
+    total = math.sqrt(sum(_squares(p.grad._data) for p in params))
     if total > max_norm:
         scale = max_norm / (total + 1e-6)
         for p in params:
-            p.grad.data *= scale  # in place, as PyTorch's clip_grad_norm_
+            p.grad._data *= scale  # in place, as PyTorch's clip_grad_norm_
     return total
 
 

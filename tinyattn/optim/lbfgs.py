@@ -166,26 +166,26 @@ class LBFGSSteps:
 
     def _gather_flat_grad(self):
         xp = self._xp()
-        views = [xp.zeros(p.data.size, dtype=p.data.dtype) if p.grad is None
-                 else p.grad.data.reshape(-1) for p in self._params]
+        views = [xp.zeros(p._data.size, dtype=p._data.dtype) if p.grad is None
+                 else p.grad._data.reshape(-1) for p in self._params]
         return xp.concatenate(views, 0)
 
     def _add_grad(self, step_size, update):
         offset = 0
         for p in self._params:
-            numel = p.data.size
-            p.data += step_size * update[offset:offset + numel].reshape(p.data.shape)
+            numel = p._data.size
+            p._data += step_size * update[offset:offset + numel].reshape(p._data.shape)
             bump_version(p)
             offset += numel
         assert offset == self._numel()
 
     def _clone_param(self):
-        return [p.data.copy() for p in self._params]
+        return [p._data.copy() for p in self._params]
 
     def _set_param(self, params_data):
         xp = self._xp()
         for p, pdata in zip(self._params, params_data, strict=True):
-            xp.copyto(p.data, pdata)
+            xp.copyto(p._data, pdata)
             bump_version(p)
 
     def _directional_evaluate(self, closure, x, t, d):
@@ -325,7 +325,7 @@ def _arrays(value):
     """A state value as the step computes with it: tensors as their arrays (lists item by
     item); numbers, None as they are."""
     if isinstance(value, TensorBase):
-        return value.data
+        return value._data
     if isinstance(value, list):
         return [_arrays(v) for v in value]
     return value

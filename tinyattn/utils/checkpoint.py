@@ -331,15 +331,15 @@ def _standing_in(reads, inputs):
     runs the node on copies) and a fresh leaf node: grad() stops there, and its hooks and
     .grad are left to the walk the node is part of. (The tensors are the user's, changed for
     the block's run: the block reads them by name.)"""
-    kept = [(t.data, t._node) for t in reads]
+    kept = [(t._data, t._node) for t in reads]
     try:
         for t, x in zip(reads, inputs, strict=True):
-            t.data = x.data
+            t._data = x._data
             t._node = Node.leaf(t)
         yield
     finally:
         for t, (data, node) in zip(reads, kept, strict=True):
-            t.data, t._node = data, node
+            t._data, t._node = data, node
 
 
 def _streams():

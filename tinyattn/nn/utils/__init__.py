@@ -51,7 +51,7 @@ def _norm(xp, a, p):
 def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
     """The norm of the norms of `tensors` (as torch: for a p-norm, the norm of all their
     entries taken as one vector), as a 0-d tensor."""
-    arrays = [t.data for t in _tensors(tensors)]
+    arrays = [t._data for t in _tensors(tensors)]
     norm_type = float(norm_type)
     if not arrays:
         return Tensor(0.0)
@@ -74,11 +74,11 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     if not params:
         return
     xp = params[0].grad.backend.xp
-    total = total_norm.data if isinstance(total_norm, Tensor) else xp.asarray(total_norm)
+    total = total_norm._data if isinstance(total_norm, Tensor) else xp.asarray(total_norm)
     scale = xp.minimum(float(max_norm) / (total + 1e-6), 1.0)
     with quiet():  # (an infinite norm: inf * 0 is NaN in the grads, silently, as in torch)
         for p in params:
-            p.grad.data *= scale.astype(p.grad.dtype)  # in place, as PyTorch
+            p.grad._data *= scale.astype(p.grad.dtype)  # in place, as PyTorch
             bump_version(p.grad)
 
 
@@ -98,7 +98,7 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
     clip_value = float(clip_value)
     for p in _with_grads(parameters):
         xp = p.grad.backend.xp
-        xp.clip(p.grad.data, -clip_value, clip_value, out=p.grad.data)
+        xp.clip(p.grad._data, -clip_value, clip_value, out=p.grad._data)
         bump_version(p.grad)
 
 
@@ -125,6 +125,6 @@ def vector_to_parameters(vec, parameters):
     start = 0
     for p in params:
         n = p.numel()
-        p.data[...] = vec.data[start:start + n].reshape(p.shape)
+        p._data[...] = vec._data[start:start + n].reshape(p.shape)
         bump_version(p)
         start += n
