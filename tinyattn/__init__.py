@@ -203,6 +203,7 @@ from .routines import (  # torch.exp, torch.sum, ... as functions
     gt,
     heaviside,
     histc,
+    histogram,
     hstack,
     hypot,
     iinfo,
@@ -496,9 +497,9 @@ __all__ = [
     "celu", "celu_", "hardshrink", "prelu", "relu_", "rrelu", "rrelu_", "selu", "selu_",
     "threshold", "threshold_", "sgn",
     "Size", "memory_format", "contiguous_format", "preserve_format", "channels_last",
-    "channels_last_3d", "isin", "bincount", "histc", "quantile", "nanquantile", "nanmedian",
-    "tensordot", "kron", "erfc", "erfinv", "lgamma", "digamma", "block_diag", "cartesian_prod",
-    "unique_consecutive", "gcd", "lcm", "heaviside",
+    "channels_last_3d", "isin", "bincount", "histc", "histogram", "quantile", "nanquantile",
+    "nanmedian", "tensordot", "kron", "erfc", "erfinv", "lgamma", "digamma", "block_diag",
+    "cartesian_prod", "unique_consecutive", "gcd", "lcm", "heaviside",
 ]
 
 # torch's setup names (runtime.py, amp.py, accelerator.py; bfloat16 a name that refuses use)

@@ -1067,6 +1067,15 @@ def sum_to(g, shape):
         with numpy.errstate(over="ignore", invalid="ignore"):
             return g.sum(axis=axes, keepdims=True, dtype="float32").astype(g.dtype).reshape(
                 shape)
+    k = len(stretched)
+    if not lead and 0 < k < g.ndim and stretched[0] == g.ndim - k:
+        # over the last dims: the backend's row sums, as x.sum(-1, keepdim=True) takes them
+        # (ops/reduce.py), so a hand-written gradient `(-g).sum(1, keepdim=True)` equals this
+        # one to the bit, as in torch (NumPy's reduction rounds otherwise: 3e-9 off)
+        from . import backends  # (late: the graph layer makes no backend on import)
+
+        be = backends.backend("numpy" if isinstance(g, numpy.ndarray) else "cupy")
+        return be.row_sum(g, k).reshape(shape)
     return g.sum(axis=axes, keepdims=True).reshape(shape)
 
 

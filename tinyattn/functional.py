@@ -417,8 +417,9 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if probs:  # -Σ_c w_c p_c log softmax(x)_c; 'mean' divides by the number of items
         p = target * (1 - label_smoothing) + label_smoothing / n_class if label_smoothing \
             else target
-        terms = logp * p if weight is None else logp * p * class_w
-        return _reduce(-terms.sum(cdim), reduction, "cross_entropy")
+        with quiet():  # (p = 0 at a -inf logit: NaN, as torch's, without NumPy's warning)
+            terms = logp * p if weight is None else logp * p * class_w
+            return _reduce(-terms.sum(cdim), reduction, "cross_entropy")
     nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
     if not label_smoothing:
         return nll
@@ -527,12 +528,13 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean",  # n
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction, "kl_div", batchmean=True)
     x, t = _pair(input, target, "kl_div")
-    if log_target:
-        loss = t.exp() * (t - x)
-    else:
-        nonzero = t != 0
-        t_log_t = where(nonzero, t * where(nonzero, t, 1.0).log(), 0.0)  # xlogy(t, t)
-        loss = t_log_t - t * x
+    with quiet():  # (t = 0 at x = log 0 = -inf: NaN, as torch's, without NumPy's warning)
+        if log_target:
+            loss = t.exp() * (t - x)
+        else:
+            nonzero = t != 0
+            t_log_t = where(nonzero, t * where(nonzero, t, 1.0).log(), 0.0)  # xlogy(t, t)
+            loss = t_log_t - t * x
     # 'batchmean' divides by the input's batch, as torch's (not the loss's dim 0, which a
     # target broadcast to more dims makes another size; a 0-d input: no division)
     return _reduce(loss, reduction, "kl_div", batchmean=True,

@@ -17,6 +17,7 @@ median = namedtuple("median", ["values", "indices"])
 nanmedian = namedtuple("nanmedian", ["values", "indices"])
 kthvalue = namedtuple("kthvalue", ["values", "indices"])
 aminmax = namedtuple("aminmax", ["min", "max"])
+histogram = namedtuple("histogram", ["hist", "bin_edges"])
 
 
 class Size(tuple):

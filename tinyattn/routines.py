@@ -125,6 +125,7 @@ quantile, nanquantile, nanmedian, kron = (_method(n) for n in (
     "quantile", "nanquantile", "nanmedian", "kron"))
 bincount, histc, unique_consecutive = (_method(n) for n in ("bincount", "histc",
                                                             "unique_consecutive"))
+histogram = _method("histogram")
 gcd, lcm, heaviside = _method("gcd"), _method("lcm"), _method("heaviside")
 clone, detach, unflatten = _method("clone"), _method("detach"), _method("unflatten")
 

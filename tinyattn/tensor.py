@@ -3054,6 +3054,23 @@ class Tensor(TensorBase):
         return _values("histc", sp.histc_values, self, bins=bins, low=float(min),
                        high=float(max), backend=self.backend)
 
+    def histogram(self, bins=100, *, range=None, weight=None, density=False):  # noqa: A002
+        """(hist, bin_edges), as torch's: the histogram of every entry in `bins` equal bins of
+        `range` (the entries' own min and max without one), or between the edges of a 1-D bins
+        tensor; with weight, each entry counts its weight; with density, hist integrates to 1
+        (makemore: `hy, hx = torch.histogram(t, density=True)`). No gradient."""
+        weight = None if weight is None else self._as_tensor(weight)
+        sp.check_histogram(self, bins, weight, range)
+        if isinstance(bins, Tensor):
+            edges = bins.detach().clone()
+        else:
+            low, high = (None, None) if range is None else (float(range[0]), float(range[1]))
+            edges = _values("histogram_edges", sp.histogram_edges, self, bins=int(bins),
+                            low=low, high=high, backend=self.backend)
+        hist = _values("histogram", sp.histogram_values, self, edges, weight,
+                       density=bool(density), backend=self.backend)
+        return return_types.histogram(hist, edges)
+
     def gcd(self, other):
         """The greatest common divisor of each pair (>= 0; integers only, as torch's)."""
         return _values("gcd", self.backend.xp.gcd, *sp.integer_pair("gcd", self, other))

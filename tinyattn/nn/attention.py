@@ -44,10 +44,12 @@ class MultiheadAttention(Module):
         self.head_dim = embed_dim // num_heads
         self.kdim = embed_dim if kdim is None else kdim
         self.vdim = embed_dim if vdim is None else vdim
+        # torch's flag: one packed in_proj_weight (True) or q/k/v_proj_weight (False)
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
         self.dropout, self.batch_first = dropout, batch_first
         self.add_zero_attn = add_zero_attn
         E = embed_dim  # noqa: N806 - the docstring's name
-        if self.kdim == E and self.vdim == E:
+        if self._qkv_same_embed_dim:
             self.in_proj_weight = Parameter(zeros(3 * E, E, dtype=dtype))
             self.q_proj_weight = self.k_proj_weight = self.v_proj_weight = None
         else:

@@ -201,11 +201,16 @@ class Transformer(Module):
             TransformerDecoderLayer(d_model, nhead, **options), num_decoder_layers,
             LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype))
         self.d_model, self.nhead, self.batch_first = d_model, nhead, batch_first
+        self._reset_parameters()
+        if device is not None:
+            self.to(device)
+
+    def _reset_parameters(self):
+        """torch's: every weight matrix Xavier-uniform (again), in place; vectors left as
+        they are."""
         for p in self.parameters():
             if p.ndim > 1:
                 init.xavier_uniform_(p)
-        if device is not None:
-            self.to(device)
 
     def forward(self, src, tgt, src_mask=None, tgt_mask=None, memory_mask=None,
                 src_key_padding_mask=None, tgt_key_padding_mask=None,

@@ -88,11 +88,11 @@ def div(be, x, y):
 @quietly
 def div_vjp(be, g, saved):
     x, y = saved
+    # (rounded as torch's: a micrograd tanh written (e - 1) / (e + 1) gets 0.5, not 0.4999...)
     if CONST[x.__class__]:  # (is_const, read inline, as in the forward)
-        r = y
-        return None, -g * x * r * r
-    gx = g / y
-    return gx, None if CONST[y.__class__] else -gx * x / y
+        r = y  # torch's c / y is y.reciprocal() * c: gy = -(g c) (r r)
+        return None, -(g * x) * (r * r)
+    return g / y, None if CONST[y.__class__] else -g * (x / y / y)
 
 
 @op("neg", "gx = -g",

@@ -491,6 +491,36 @@ def check_histc(dtype, bins):
         raise ValueError(f"histc: bins must be an int > 0, got {bins!r}")
 
 
+def check_histogram(x, bins, weight, range_):
+    """torch.histogram's arguments: a float tensor; bins an int > 0 or a 1-D tensor of at least
+    2 edges in its dtype; a weight of its shape and dtype; a range (min, max), min <= max."""
+    if x.dtype.kind != "f":
+        raise DTypeError(f"histogram: takes a floating-point tensor, got {x.dtype} (as torch); "
+                         "convert it with .float()")
+    _check_histogram_bins(x, bins)
+    if weight is not None and tuple(weight.shape) != tuple(x.shape):
+        raise ShapeError(f"histogram: weight must have the input's shape {tuple(x.shape)}, got "
+                         f"{tuple(weight.shape)}")
+    if weight is not None and weight.dtype != x.dtype:
+        raise DTypeError(f"histogram: weight is {weight.dtype} but the input is {x.dtype}; "
+                         "torch takes one dtype (convert one with .to())")
+    if range_ is not None and not float(range_[0]) <= float(range_[1]):
+        raise ValueError(f"histogram: min should not exceed max, got range {tuple(range_)}")
+
+
+def _check_histogram_bins(x, bins):
+    """histogram's bins: an int > 0, or a 1-D tensor of at least 2 edges in x's dtype."""
+    if hasattr(bins, "shape"):
+        if bins.dtype != x.dtype:
+            raise DTypeError(f"histogram: the bins tensor is {bins.dtype} but the input is "
+                             f"{x.dtype}; torch takes one dtype (convert one with .to())")
+        if bins.ndim != 1 or bins.shape[0] < 2:
+            raise ValueError(f"histogram: bins must be 1-D with at least 2 edges, got shape "
+                             f"{tuple(bins.shape)}")
+    elif isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins <= 0:
+        raise ValueError(f"histogram: bins must be an int > 0 or a tensor of edges, got {bins!r}")
+
+
 def integer_pair(name, x, other):
     """(x, other) for gcd and lcm: integer tensors, or a Python int other (torch has them for
     integers only, bool not among them)."""
@@ -543,6 +573,39 @@ def histc_values(x, bins=100, low=0.0, high=0.0, backend=None):
         place = ((inside - lo) * bins / (hi - lo)).astype(np.int64)
     place = xp.minimum(place, bins - 1)
     return xp.bincount(place, minlength=bins).astype(x.dtype)
+
+
+def histogram_edges(x, bins=100, low=None, high=None, backend=None):
+    """edges = bins + 1 evenly spaced values from low to high, in x's dtype: x's own min and
+    max where no range is given ([0, 1] for no entries), widened by 0.5 each way where they are
+    one value (torch's rule)"""
+    if low is None:
+        low, high = (float(x.min()), float(x.max())) if x.size else (0.0, 1.0)
+    if not (math.isfinite(low) and math.isfinite(high)):
+        raise ValueError(f"histogram: range of [{low}, {high}] is not finite (as torch)")
+    if low == high:
+        low, high = low - 0.5, high + 0.5
+    return backend.xp.linspace(low, high, bins + 1).astype(x.dtype)
+
+
+def histogram_values(x, edges, weight=None, density=False, backend=None):
+    """out[i] = how many entries (their weights' sum, with weight) fall in [edges[i],
+    edges[i+1]) (the last bin holds its right edge; entries outside, and NaN, not counted), in
+    x's dtype; with density, out / (Σ out * the bin's width)"""
+    xp = backend.xp
+    widths = xp.diff(edges)
+    if (widths < 0).any():
+        raise ValueError("histogram: the bin edges must increase (as NumPy; torch counts "
+                         "nonsense silently)")
+    flat = x.reshape(-1)
+    inside = (flat >= edges[0]) & (flat <= edges[-1])
+    place = xp.minimum(xp.searchsorted(edges, flat[inside], side="right") - 1, widths.size - 1)
+    w = None if weight is None else weight.reshape(-1)[inside].astype(np.float64)
+    out = xp.bincount(place, weights=w, minlength=widths.size).astype(x.dtype)
+    if density:
+        with quiet():  # (no entries: 0 / 0, NaN as torch)
+            out = out / (out.sum() * widths)
+    return out
 
 
 def lcm_values(a, b, backend=None):
