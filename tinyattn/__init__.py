@@ -366,6 +366,8 @@ from .serialization import load, save
 from .tensor import (
     Device,
     Tensor,
+    TypedStorage,
+    UntypedStorage,
     arange,
     as_tensor,
     asarray,
@@ -381,6 +383,7 @@ from .tensor import (
     float32,
     float64,
     from_numpy,
+    frombuffer,
     full,
     full_like,
     int32,
@@ -415,6 +418,7 @@ device = Device  # torch's name: ta.device("cpu") == x.device
 masked_fill, masked_scatter, index_add, index_copy, index_fill, index_put, mode, put = (
     _method(n) for n in ("masked_fill", "masked_scatter", "index_add", "index_copy",
                          "index_fill", "index_put", "mode", "put"))
+as_strided = _method("as_strided")
 
 # torch's other names for the dtypes (dtype=ta.long, mask.to(ta.bool)). Bound here, not in
 # tensor.py, where `float`, `int` and `bool` must stay Python's own (nothing below uses them).
@@ -500,6 +504,7 @@ __all__ = [
     "channels_last_3d", "isin", "bincount", "histc", "histogram", "quantile", "nanquantile",
     "nanmedian", "tensordot", "kron", "erfc", "erfinv", "lgamma", "digamma", "block_diag",
     "cartesian_prod", "unique_consecutive", "gcd", "lcm", "heaviside",
+    "as_strided", "frombuffer", "TypedStorage", "UntypedStorage",
 ]
 
 # torch's setup names (runtime.py, amp.py, accelerator.py; bfloat16 a name that refuses use)

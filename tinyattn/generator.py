@@ -18,6 +18,7 @@ import numpy as np
 
 from . import backends
 from .errors import BackendError
+from .return_types import Device
 
 
 def _no_one(what):
@@ -44,7 +45,9 @@ class Generator:
 
     @property
     def device(self):
-        return self.backend.name
+        """The device it draws on, as a tensor's .device (torch's): device(type='cpu') for the
+        NumPy backend, device(type='cuda') for CuPy; equal to "cpu" / "cuda"."""
+        return Device.of_backend(self.backend.name)
 
     def manual_seed(self, seed):
         """Start the stream again from `seed` (an int; a negative one wraps, -1 is 2**64 - 1,
@@ -70,8 +73,8 @@ class Generator:
 
     def get_state(self):
         """A copy of the stream's state, for set_state (the same draws follow it again)."""
-        return {"device": self.device, "initial_seed": self._initial,
-                "bit_generator": self.backend.rng_state(self.rng)}
+        return {"device": self.backend.name, "initial_seed": self._initial,  # (a saved state's
+                "bit_generator": self.backend.rng_state(self.rng)}  # "numpy", as before)
 
     def set_state(self, state):
         """Go back to a state get_state returned (of a generator on the same backend)."""
@@ -79,20 +82,20 @@ class Generator:
                                                          "bit_generator"}:
             raise TypeError("Generator.set_state: takes what Generator.get_state() returned, "
                             f"got {type(state).__name__}")
-        if state["device"] != self.device:
+        if Device.of_backend(state["device"]) != self.device:
             raise BackendError(f"Generator.set_state: the state is of a {state['device']} "
-                               f"generator, this one draws on {self.device}")
+                               f"generator, this one draws on {self.backend.name}")
         try:
             rng = self.backend.rng_at(state["bit_generator"])
         except (TypeError, ValueError, KeyError) as e:
-            raise TypeError(f"Generator.set_state: the state of a {self.device} generator is "
+            raise TypeError(f"Generator.set_state: the state of a {self.backend.name} generator is "
                             f"what get_state returned; this one is not ({e})") from e
         _side_effect("Generator.set_state()")
         self.rng, self._initial = rng, state["initial_seed"]
         return self
 
     def __repr__(self):
-        return f"<tinyattn.Generator on {self.device}, initial seed {self._initial}>"
+        return f"<tinyattn.Generator on {self.backend.name}, initial seed {self._initial}>"
 
 
 class _DefaultGenerator(Generator):
@@ -165,8 +168,9 @@ def check(generator, be, where):
         raise TypeError(f"{where}: generator must be a tinyattn.Generator, got "
                         f"{type(generator).__name__}")
     if generator.backend is not be:
-        raise BackendError(f"{where}: the generator draws on {generator.device}, the tensor is "
-                           f"made on {be.name}: make it with tinyattn.Generator('{be.name}')")
+        raise BackendError(f"{where}: the generator draws on {generator.backend.name}, the "
+                           f"tensor is made on {be.name}: make it with "
+                           f"tinyattn.Generator('{be.name}')")
     return generator
 
 

@@ -20,6 +20,32 @@ aminmax = namedtuple("aminmax", ["min", "max"])
 histogram = namedtuple("histogram", ["hist", "bin_edges"])
 
 
+class Device(str):
+    """A tensor's (and a Generator's) device, as torch's (x.device.type, .index,
+    device(type='cpu')), that is its name as a str too: x.device == "cpu", a dict key as
+    "cpu", x.to(x.device). device("cuda:0") is device(type='cuda', index=0), equal to "cuda"
+    (one GPU: the backend's)."""
+
+    def __new__(cls, type="cpu", index=None):  # noqa: A002 - torch's name
+        kind, _, number = str(type).partition(":")
+        self = super().__new__(cls, kind)
+        self.index = int(number) if number else index
+        return self
+
+    @classmethod
+    def of_backend(cls, name):
+        """The device of a backend: cpu for numpy, cuda for cupy (another keeps its name)."""
+        return cls({"numpy": "cpu", "cupy": "cuda"}.get(name, name))
+
+    @property
+    def type(self):
+        return str.__str__(self)
+
+    def __repr__(self):
+        index = "" if self.index is None else f", index={self.index}"
+        return f"device(type='{self}'{index})"
+
+
 class Size(tuple):
     """A tensor's shape, as torch.Size: a tuple of ints, equal to (and hashed as) the plain
     tuple, with numel(); a slice of it, and a tuple added to it, is a Size again."""

@@ -69,7 +69,7 @@ from .ops.mask import masked_fill
 from .ops.op import Op, broadcasts_to, plain, quiet
 from .ops.op import dim1 as _axis
 from .ops.op import dims as _axes
-from .return_types import Size
+from .return_types import Device, Size
 
 # the dtype names are NumPy's dtype objects, the very ones a tensor's .dtype gives, so that
 # they hash as they compare (x.dtype in {float16, float32}, as torch's); not the scalar types
@@ -176,15 +176,25 @@ class Tensor(TensorBase):
         """Where this tensor's first entry sits in the memory it shares with the tensor it is
         a view of, in elements (torch's): x[1].storage_offset() is 4 for a (3, 4) x, and 0 for
         a tensor with memory of its own."""
-        base = self._data
-        while getattr(base, "base", None) is not None and hasattr(base.base, "strides"):
-            base = base.base  # (the array that owns the memory)
-        return (_address(self._data) - _address(base)) // self._data.itemsize
+        return (_address(self._data) - _address(_owner(self._data))) // self._data.itemsize
 
     def data_ptr(self):
         """The address of this tensor's first entry (an int, as torch's x.data_ptr()): its
         array's, on the host or the GPU; two tensors over one memory compare equal."""
         return _address(self._data)
+
+    def storage(self):
+        """The memory this tensor and its views share, as torch's x.storage(): a TypedStorage,
+        its entries in this tensor's dtype from the start of the memory (x[1].storage() is
+        x's whole memory; storage_offset() says where x[1] starts in it). A write into it
+        (s[0] = 5) reaches every tensor on that memory."""
+        return TypedStorage(_flat_memory(self, self.dtype), self.device)
+
+    def untyped_storage(self):
+        """The memory this tensor and its views share as bytes (torch's x.untyped_storage()):
+        a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr() tells whether two
+        tensors share memory."""
+        return UntypedStorage(_flat_memory(self, np.dtype(np.uint8)), self.device)
 
     @property
     def itemsize(self):
@@ -195,8 +205,7 @@ class Tensor(TensorBase):
     def device(self):
         """device(type='cpu') (the NumPy backend) or device(type='cuda') (CuPy), equal to its
         name ("cpu" == x.device): x.to(y.device) moves x to y's backend."""
-        name = self.backend.name
-        return Device("cpu" if name == "numpy" else "cuda" if name == "cupy" else name)
+        return Device.of_backend(self.backend.name)
 
     @property
     def _version(self):
@@ -310,10 +319,13 @@ class Tensor(TensorBase):
 
     def clone(self, *, memory_format=None):
         """A copy in memory of its own; gradients flow back to this tensor. memory_format:
-        ta.preserve_format (torch's default) or ta.contiguous_format, both a row-major copy
-        here; ta.channels_last is refused (tinyattn's arrays are row-major only)."""
+        ta.preserve_format (torch's default: laid out as this tensor is, so x.t().clone()
+        keeps x.t()'s strides; row-major for an expand) or ta.contiguous_format (row-major);
+        ta.channels_last is refused."""
         _row_major("clone", memory_format, preserve=True)
-        return apply(ew.clone, self)
+        if memory_format is contiguous_format or self._data.flags.c_contiguous:
+            return apply(ew.clone, self)
+        return apply(ew.clone, self, keep_layout=True)
 
     def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False):
         """torch's forms: to(dtype), to(device), to(device, dtype), to(other tensor), and the
@@ -1764,6 +1776,10 @@ class Tensor(TensorBase):
         """This tensor's array, ready to be written into (a 0-d NumPy scalar becomes an array)."""
         if isinstance(self._data, np.generic):
             self._data = np.array(self._data)
+        if views.overlaps(self._data):
+            raise GraphError(f"{name}: {views.OVERLAP} (a tensor of shape {fmt_shape(self.shape)} "
+                             f"and strides {self.stride()}: an expand() view, read-only); "
+                             "change a .clone() of it instead")
         if not getattr(self._data.flags, "writeable", True):
             raise GraphError(f"{name}: this tensor's memory is read-only (an expand() view, or a "
                              "read-only array); change a .clone() of it instead")
@@ -2304,8 +2320,9 @@ class Tensor(TensorBase):
 
     def unfold(self, dimension, size, step):
         """Every window of `size` entries along dim `dimension`, `step` apart, as a new last
-        dim: dim becomes the (n - size) // step + 1 windows. torch's is a view; this is a copy
-        (a getitem, whose VJP adds up an entry's share of overlapping windows)."""
+        dim: dim becomes the (n - size) // step + 1 windows. A view of this tensor's memory,
+        as torch's (an as_strided: writes reach this tensor, and the VJP adds up an entry's
+        share of overlapping windows)."""
         size, step = operator.index(size), operator.index(step)
         if self.ndim == 0:  # its one implicit dim (0 or -1), as torch: windows of (1,)
             _axes(dimension, 0, "unfold")
@@ -2320,10 +2337,28 @@ class Tensor(TensorBase):
                              f"{fmt_shape(self.shape)})")
         if step <= 0:
             raise ValueError(f"unfold: step must be > 0, got {step}")
-        windows = _make("unfold_index", _window_index, np.int64, False, self.backend,
-                        count=(n - size) // step + 1, size=size, step=step)
-        out = x[(slice(None),) * axis + (windows._data,)].movedim(axis + 1, -1)
+        strides = x.stride()
+        out = x.as_strided(x.shape[:axis] + ((n - size) // step + 1,) + x.shape[axis + 1:] + (
+            size,), strides[:axis] + (strides[axis] * step,) + strides[axis + 1:] + (
+            strides[axis],))
         return out.reshape(size) if self.ndim == 0 else out
+
+    def as_strided(self, size, stride, storage_offset=None):
+        """A view of this tensor's memory (its storage(), from its start) read with `size`
+        and `stride` (in entries), from entry `storage_offset` (this tensor's own
+        storage_offset() when None), as torch's: writes through it reach this tensor, and its
+        gradient adds up where the view sees an entry twice."""
+        size = _shape_args((size,), "as_strided")
+        stride = tuple(operator.index(s) for s in stride)
+        offset = self.storage_offset() if storage_offset is None else operator.index(
+            storage_offset)
+        if len(stride) != len(size):
+            raise ShapeError(f"as_strided: mismatch in length of strides and shape: size "
+                             f"{fmt_shape(size)}, stride {stride}")
+        if min(stride, default=0) < 0 or offset < 0:
+            raise ValueError(f"as_strided: negative strides or storage offset are not supported "
+                             f"(as torch), got strides {stride} and storage offset {offset}")
+        return _viewed(self, views.strided, size=size, stride=stride, offset=offset)
 
     def diag_embed(self, offset=0, dim1=-2, dim2=-1):
         """Each vector along the last dim as the diagonal (above it for offset > 0) of a
@@ -2599,7 +2634,7 @@ class Tensor(TensorBase):
         _row_major("contiguous", memory_format, preserve=False)
         if self._data.flags.c_contiguous:
             return self
-        return self.clone()
+        return self.clone(memory_format=contiguous_format)
 
     def is_contiguous(self):
         return bool(self._data.flags.c_contiguous)
@@ -3232,26 +3267,6 @@ class Tensor(TensorBase):
                                    f"<{made.name()}>" if made is not None else None, self._name)
 
 
-class Device(str):
-    """A tensor's device, as torch's (x.device.type, .index, device(type='cpu')), that is its
-    name as a str too: x.device == "cpu", a dict key as "cpu", x.to(x.device). device("cuda:0")
-    is device(type='cuda', index=0), equal to "cuda" (one GPU: the backend's)."""
-
-    def __new__(cls, type="cpu", index=None):  # noqa: A002 - torch's name
-        kind, _, number = str(type).partition(":")
-        self = super().__new__(cls, kind)
-        self.index = int(number) if number else index
-        return self
-
-    @property
-    def type(self):
-        return str.__str__(self)
-
-    def __repr__(self):
-        index = "" if self.index is None else f", index={self.index}"
-        return f"device(type='{self}'{index})"
-
-
 class memory_format:  # noqa: N801 - torch's name
     """torch's memory formats, for clone, contiguous and resize_: tinyattn's arrays are
     row-major (C order) only, so ta.contiguous_format and ta.preserve_format are taken and
@@ -3268,6 +3283,82 @@ class memory_format:  # noqa: N801 - torch's name
 
 contiguous_format, preserve_format, channels_last, channels_last_3d = (memory_format(n) for n in (
     "contiguous_format", "preserve_format", "channels_last", "channels_last_3d"))
+
+
+class UntypedStorage:
+    """A tensor's memory as torch's x.untyped_storage(): its bytes, flat (size(), len,
+    nbytes(), data_ptr(), tolist(), s[i], s[i] = v, iteration). Writes reach the tensors
+    on that memory."""
+
+    __slots__ = ("_array", "device")
+
+    def __init__(self, array, device):
+        self._array, self.device = array, device
+
+    def size(self):
+        return int(self._array.size)
+
+    def __len__(self):
+        return int(self._array.size)
+
+    def nbytes(self):
+        return int(self._array.nbytes)
+
+    def element_size(self):
+        return int(self._array.itemsize)
+
+    def data_ptr(self):
+        """The address of the memory's start (torch's): equal for tensors sharing memory."""
+        return _address(self._array)
+
+    def tolist(self):
+        return self._array.tolist()
+
+    def __iter__(self):
+        return iter(self.tolist())
+
+    def _entry(self, i):
+        if isinstance(i, (bool, np.bool_)) or not isinstance(i, (numbers.Integral, Tensor)):
+            raise TypeError(f"{type(self).__name__}: an index must be an int, got "
+                            f"{type(i).__name__} {i!r:.40}")
+        i, n = operator.index(i), self.size()
+        if not -n <= i < n:
+            raise IndexError(f"{type(self).__name__}: index {i} is out of range for a storage "
+                             f"of size {n}")
+        return i % n
+
+    def __getitem__(self, i):
+        return self._array[self._entry(i)].item()
+
+    def __setitem__(self, i, value):
+        self._array[self._entry(i)] = value
+
+    def _header(self):
+        return f"tinyattn.UntypedStorage(device={self.device})"
+
+    def __repr__(self):
+        values = "".join(f" {v}\n" for v in self.tolist())
+        return f"{values}[{self._header()} of size {self.size()}]"
+
+
+class TypedStorage(UntypedStorage):
+    """A tensor's memory as torch's x.storage(): its entries in the tensor's dtype, flat from
+    the start of the memory its views share (x[1].storage() is all of x's). torch's
+    TypedStorage, which it prints as the values, one a line, then
+    [...TypedStorage(dtype=float32, device=cpu) of size n]."""
+
+    __slots__ = ()
+
+    @property
+    def dtype(self):
+        return self._array.dtype
+
+    def untyped(self):
+        """The same memory as bytes (an UntypedStorage)."""
+        return UntypedStorage(self._array.view(np.uint8), self.device)
+
+    def _header(self):
+        return f"tinyattn.TypedStorage(dtype={self.dtype}, device={self.device})"
 
 
 def _float_mode(values):
@@ -3526,6 +3617,26 @@ def _storage(a):
             and getattr(base, "flags", a.flags).c_contiguous and _address(base) == _address(a):
         return base.reshape(-1)
     return a.reshape(-1)
+
+
+def _owner(a):
+    """The array that owns a's memory (a itself when it is no view of another array)."""
+    while getattr(a, "base", None) is not None and hasattr(a.base, "strides"):
+        a = a.base
+    return a
+
+
+def _flat_memory(t, dtype):
+    """The memory of t's array's owner as a flat array of `dtype` (its bytes reinterpreted),
+    in that memory where it is C-ordered (a copy of the values otherwise)."""
+    if isinstance(t._data, np.generic):  # (a 0-d op result's scalar: an array from now on)
+        t._data = np.array(t._data)
+    owner = _owner(t._data)
+    flat = owner.reshape(-1)
+    if flat.dtype == dtype:
+        return flat
+    raw = t.backend.xp.ascontiguousarray(flat).view(np.uint8)
+    return raw[:raw.size - raw.size % dtype.itemsize].view(dtype)
 
 
 def _address(array):
@@ -4567,11 +4678,6 @@ def _triangle_keep(be, dtype, n, m, diagonal, lower):
     return offset <= diagonal if lower else offset >= diagonal
 
 
-def _window_index(be, dtype, count, size, step):
-    """(count, size): row i holds i * step .. i * step + size - 1, the places of window i."""
-    return be.asarray(np.arange(count)[:, None] * step + np.arange(size)).astype(dtype)
-
-
 def _index_places(be, dtype, shape, steps):
     """The flat (row-major) place in a tensor of `shape` of every entry the index `steps`
     picks, in the shape of the pick (index_put's accumulate)."""
@@ -4835,15 +4941,26 @@ def _number(name, v):
 @_takes_device
 def zeros_like(t, dtype=None, requires_grad=False, backend=None, memory_format=None):
     _row_major("zeros_like", memory_format, True)  # (torch's optimizers pass preserve_format)
-    return zeros(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad,
-                 backend=backend or t.backend)
+    return _laid_like(t, zeros(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad,
+                               backend=backend or t.backend), memory_format)
+
+
+def _laid_like(t, out, memory_format):
+    """out (just made, of t's shape) laid out in memory as t is, dims in t's order of strides
+    (torch's preserve_format for the *_like functions: zeros_like(x.t()) has x.t()'s
+    strides); as it is for memory_format=contiguous_format or a row-major t."""
+    if memory_format is contiguous_format or t._data.flags.c_contiguous or \
+            out.backend is not t.backend:
+        return out
+    out._data = views.laid_out_as(out.backend.xp, t._data, out._data)
+    return out
 
 
 @_takes_device
 def ones_like(t, dtype=None, requires_grad=False, backend=None, memory_format=None):
     _row_major("ones_like", memory_format, True)
-    return ones(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad,
-                backend=backend or t.backend)
+    return _laid_like(t, ones(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad,
+                              backend=backend or t.backend), memory_format)
 
 
 def manual_seed(seed):
@@ -4892,30 +5009,32 @@ def logspace(start, end, steps, base=10.0, dtype=None, requires_grad=False, back
 @_takes_device
 def full_like(t, fill_value, dtype=None, requires_grad=False, backend=None, memory_format=None):
     _row_major("full_like", memory_format, True)
-    return full(t.shape, fill_value, dtype=dtype or t.dtype, requires_grad=requires_grad,
-                backend=backend or t.backend)
+    return _laid_like(t, full(t.shape, fill_value, dtype=dtype or t.dtype,
+                              requires_grad=requires_grad, backend=backend or t.backend),
+                      memory_format)
 
 
 @_takes_device
 def empty_like(t, dtype=None, requires_grad=False, backend=None, memory_format=None):
     _row_major("empty_like", memory_format, True)
-    return zeros_like(t, dtype=dtype, requires_grad=requires_grad, backend=backend)
+    return zeros_like(t, dtype=dtype, requires_grad=requires_grad, backend=backend,
+                      memory_format=memory_format)
 
 
 @_takes_device
 def rand_like(t, dtype=None, requires_grad=False, backend=None, memory_format=None):
     _row_major("rand_like", memory_format, True)
     _float_draws("rand_like", dtype or t.dtype)
-    return rand(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad,
-                backend=backend or t.backend)
+    return _laid_like(t, rand(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad,
+                              backend=backend or t.backend), memory_format)
 
 
 @_takes_device
 def randn_like(t, dtype=None, requires_grad=False, backend=None, memory_format=None):
     _row_major("randn_like", memory_format, True)
     _float_draws("randn_like", dtype or t.dtype)
-    return randn(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad,
-                 backend=backend or t.backend)
+    return _laid_like(t, randn(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad,
+                               backend=backend or t.backend), memory_format)
 
 
 @_takes_device
@@ -4926,8 +5045,9 @@ def randint_like(t, low=0, high=None, *, dtype=None, requires_grad=False, backen
     _row_major("randint_like", memory_format, True)
     if high is None:
         low, high = 0, low
-    return randint(low, high, t.shape, generator=generator, dtype=dtype or t.dtype,
-                   requires_grad=requires_grad, backend=backend or t.backend)
+    return _laid_like(t, randint(low, high, t.shape, generator=generator, dtype=dtype or t.dtype,
+                                 requires_grad=requires_grad, backend=backend or t.backend),
+                      memory_format)
 
 
 @_takes_device
@@ -5120,6 +5240,21 @@ def from_numpy(array):
                          "memory cannot convert it (torch's rule); tinyattn.tensor(a) copies it "
                          "in this machine's order")
     return Tensor._wrap(array, be)
+
+
+def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
+    """A 1-D tensor over the memory of an object with the buffer protocol (a bytearray, an
+    array.array, a memoryview...), as torch.frombuffer: `count` entries of `dtype` (-1: all
+    there are) from byte `offset`. It shares the memory: a write to either reaches the other
+    (a read-only buffer, bytes, gives a tensor that refuses writes)."""
+    dtype = as_dtype(dtype)
+    try:
+        array = np.frombuffer(buffer, dtype=dtype, count=count, offset=offset)
+    except (ValueError, TypeError) as e:
+        size = memoryview(buffer).nbytes if isinstance(e, ValueError) else "?"
+        raise type(e)(f"frombuffer: {e} (a buffer of {size} bytes, dtype {dtype}, count "
+                      f"{count}, offset {offset} bytes)") from None
+    return from_numpy(array).requires_grad_(requires_grad)
 
 
 @_takes_device

@@ -424,8 +424,10 @@ def _train_and_report(run, stopper, progress, stop_after, stream):
     metrics = _finish(run, interrupted, stopper.signal if interrupted else None)
     if run.main:
         written = _write_report(run.out, run.task, run.model, run.history, run.heldout, run.be)
-        _summary(stream, metrics, run.out, ["metrics.jsonl", "metrics.json",
-                                            "checkpoint.npz"] + written)
+        files = ["metrics.jsonl", "metrics.json", "checkpoint.npz"] + written
+        # (a finished run resumed for its missing report has no metrics.jsonl to write again)
+        _summary(stream, metrics, run.out,
+                 [name for name in files if os.path.exists(os.path.join(run.out, name))])
     return metrics
 
 

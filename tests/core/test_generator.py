@@ -88,7 +88,8 @@ def test_manual_seed_returns_the_default_generator_as_torch():
     assert torch.manual_seed(3) is torch.default_generator
     g = ta.manual_seed(3)
     assert g is ta.default_generator and isinstance(g, ta.Generator)
-    assert g.initial_seed() == 3 and g.device == "numpy"
+    assert g.initial_seed() == 3 and g.device == "cpu"  # a device, as torch's (and x.device)
+    assert repr(g.device) == repr(torch.default_generator.device) == "device(type='cpu')"
     want = ta.randn(4).numpy()
     ta.manual_seed(3)
     np.testing.assert_array_equal(ta.randn(4, generator=g).numpy(), want)  # the same stream
@@ -110,7 +111,7 @@ def test_seed_and_initial_seed():
     seeds = {ta.Generator().seed() for _ in range(8)} | {s}
     assert len(seeds) == 9 and all(0 <= k < 2**63 for k in seeds)  # 63-bit system entropy
     assert max(seeds) > 2**56  # (all 9 below: 1 chance in 2**63)
-    assert ta.Generator("cpu").device == "numpy" and "initial seed" in repr(g)
+    assert ta.Generator("numpy").device == ta.device("cpu") and "initial seed" in repr(g)
     with pytest.raises(ta.BackendError, match="unknown backend 'tpu'"):
         ta.Generator("tpu")
     for edge in (0, 2**63 - 1):  # the ends of the range are seeds too

@@ -16,6 +16,7 @@ from ..errors import DTypeError
 from . import traps
 from .op import CONST, is_const, op, quiet, quietly, wide
 from .samples import binary_grid, case, const, pos, unary_grid, vals
+from .views import laid_out_as
 
 
 def masked(xp, g, keep):
@@ -417,13 +418,14 @@ def clip_vjp(be, g, saved, min=None, max=None):  # noqa: A002
 
 @op("clone", "gx = g",
     samples=[case((2, 3)), case(())])
-def clone(be, x):
-    """out = a copy of x in memory of its own"""
-    return x.copy(), ()
+def clone(be, x, keep_layout=False):
+    """out = a copy of x in memory of its own (keep_layout: laid out as x's, dims in x's
+    order of strides, torch's preserve_format; else row-major)"""
+    return laid_out_as(be.xp, x, x) if keep_layout else x.copy(), ()
 
 
 @clone.defvjp
-def clone_vjp(be, g, saved):
+def clone_vjp(be, g, saved, keep_layout=False):
     return (g,)
 
 

@@ -62,6 +62,45 @@ def as_strided_vjp(be, g, saved, where):
     return (gx.reshape(shape),)
 
 
+@op("as_strided", "gx = zeros(x.shape); gx[view] += g (an entry seen twice gets both)",
+    view=True)
+def strided(be, x, size, stride, offset):
+    """out = x's memory (from its start, the array that owns it) read with `size` and `stride`
+    (in entries) from entry `offset`: torch's as_strided, a view (unfold is one too)"""
+    owner = x
+    while getattr(owner, "base", None) is not None and hasattr(owner.base, "strides"):
+        owner = owner.base  # (the array that owns the memory: torch's storage)
+    item, total = x.itemsize, owner.nbytes // x.itemsize
+    need = 0 if 0 in size else 1 + offset + sum((n - 1) * s for n, s in zip(size, stride,
+                                                                            strict=True))
+    if need > total:
+        raise ValueError(f"as_strided: sizes {list(size)}, strides {list(stride)}, storage "
+                         f"offset {offset}, and itemsize {item} requiring a storage size of "
+                         f"{need * item} are out of bounds for storage of size {total * item} "
+                         "(torch's setStorage error)")
+    if not (owner.flags.c_contiguous or owner.flags.f_contiguous):
+        raise ValueError(f"as_strided: the memory of this {fmt_shape(x.shape)} tensor is not "
+                         "one run (its array's owner is itself strided); use a .clone() of it")
+    flat = owner.reshape(-1, order="A").view(np.uint8)[offset * item:]
+    steps = tuple(s * item for s in stride)
+    if be.name == "numpy":  # (its base is the owner: a view that shares x's version)
+        out = np.ndarray(size, x.dtype, buffer=flat, strides=steps)
+    else:
+        out = be.xp.lib.stride_tricks.as_strided(flat.view(x.dtype), size, steps)
+    return out, (x.shape, positions(be, x, out))
+
+
+@strided.defvjp
+def strided_vjp(be, g, saved, size, stride, offset):
+    shape, where = saved
+    if where is None:
+        raise GraphError(f"as_strided: the view {fmt_shape(size)} (strides {stride}, storage "
+                         f"offset {offset}) reads memory outside its input {fmt_shape(shape)}, "
+                         "so its gradient has nowhere to go; call as_strided on the tensor "
+                         "whose memory it reads (the base)")
+    return as_strided_vjp(be, g, (shape,), where)
+
+
 # ---- where a view sits in its root ------------------------------------------------------------
 
 
@@ -145,6 +184,27 @@ _RULES = {
 }
 
 
+OVERLAP = ("unsupported operation: more than one element of the written-to tensor refers to a "
+           "single memory location")
+
+
+def overlaps(a):
+    """Whether two entries of the array `a` are one place in memory the way torch detects it
+    (a dim of stride 0 and size > 1: an expand's), which an in-place write refuses."""
+    return any(s == 0 and n > 1 for n, s in zip(a.shape, getattr(a, "strides", ()), strict=True))
+
+
+def laid_out_as(xp, a, values):
+    """A copy of `values` (an array of a's shape) in new memory laid out as a's is, dims in
+    a's order of strides (torch's memory_format=preserve_format: x.t().clone() keeps the
+    strides (1, n)); C order where a's is, or where a has overlapping entries (an expand)."""
+    if a.ndim < 2 or a.flags.c_contiguous or overlaps(a):
+        return xp.array(values, copy=True, order="C")
+    order = sorted(range(a.ndim), key=lambda d: (-abs(a.strides[d]), d))
+    copied = xp.array(values.transpose(order), copy=True, order="C")
+    return copied.transpose(tuple(int(i) for i in np.argsort(order)))
+
+
 def check_in_place(x, name):
     """Raise a GraphError where a recorded in-place change of x, whose memory other tensors
     may share, cannot be recorded (torch's refusals, see the module's docstring)."""
@@ -162,10 +222,10 @@ def check_in_place(x, name):
                              "recorded would change the leaf (torch: \"a view of a leaf "
                              "Variable that requires grad is being used in an in-place "
                              "operation\"); do the update inside `with tinyattn.no_grad():`")
-        if any(s == 0 and n > 1 for n, s in zip(x.shape, x._data.strides, strict=True)):
+        if overlaps(x._data):
             raise GraphError(f"{name}: more than one entry of this tensor {shape} is one place "
                              "in memory (an expand() view), so an in-place change is ambiguous "
-                             "(torch refuses it too); change a .clone() of it instead")
+                             f"(torch: \"{OVERLAP}\"); change a .clone() of it instead")
         if positions(x.backend, root._data, x._data) is None:
             raise GraphError(f"{name}: this view {shape} no longer sees its base's memory (the "
                              "base was given other values with .data = ...), so the change "
