@@ -897,11 +897,16 @@ def _saved_tensor(value, parent):
     leaf = parent.tensor() if parent is not None and parent.tensor is not None else None
     if leaf is not None and leaf._data is value:
         return leaf
-    from . import backends  # (late: the graph layer makes no backend on import)
+    return _wrap(value, _backend_of(value))
 
-    be = backends.backend("numpy" if isinstance(value, (numpy.ndarray, numpy.generic))
-                          else "cupy")
-    return _wrap(value, be)
+
+def _backend_of(array):
+    """The backend whose array `array` is: NumPy's (an ndarray or NumPy scalar), else CuPy's.
+    (Imported late: the graph layer makes no backend on import.)"""
+    from . import backends
+
+    return backends.backend("numpy" if isinstance(array, (numpy.ndarray, numpy.generic))
+                            else "cupy")
 
 
 def _post_hooked(op, ref, hooks):
@@ -1072,10 +1077,7 @@ def sum_to(g, shape):
         # over the last dims: the backend's row sums, as x.sum(-1, keepdim=True) takes them
         # (ops/reduce.py), so a hand-written gradient `(-g).sum(1, keepdim=True)` equals this
         # one to the bit, as in torch (NumPy's reduction rounds otherwise: 3e-9 off)
-        from . import backends  # (late: the graph layer makes no backend on import)
-
-        be = backends.backend("numpy" if isinstance(g, numpy.ndarray) else "cupy")
-        return be.row_sum(g, k).reshape(shape)
+        return _backend_of(g).row_sum(g, k).reshape(shape)
     return g.sum(axis=axes, keepdims=True).reshape(shape)
 
 
