@@ -90,6 +90,7 @@ from .gradcheck import check_gradients, gradcheck, gradgradcheck
 from .graphcheck import check_graph, gradcheck_graph, record
 from .replay import CapturedStep, capture
 from .return_types import Size
+from .routines import FOREACH as _FOREACH  # torch._foreach_* (set below)
 from .routines import (  # torch.exp, torch.sum, ... as functions
     _method,
     abs,  # noqa: A004 - torch's name
@@ -419,6 +420,7 @@ masked_fill, masked_scatter, index_add, index_copy, index_fill, index_put, mode,
     _method(n) for n in ("masked_fill", "masked_scatter", "index_add", "index_copy",
                          "index_fill", "index_put", "mode", "put"))
 as_strided = _method("as_strided")
+globals().update(_FOREACH)  # torch._foreach_mul_, _foreach_add_, ... (routines.py)
 
 # torch's other names for the dtypes (dtype=ta.long, mask.to(ta.bool)). Bound here, not in
 # tensor.py, where `float`, `int` and `bool` must stay Python's own (nothing below uses them).

@@ -233,7 +233,8 @@ def _graph_parser(sub):
     p = sub.add_parser("graph", help="draw the autograd graph of an example loss",
                        description="Build the loss graph of the default tiny transformer (or a "
                                    "small MLP, or one attention call), run backward, and draw "
-                                   "it: values, gradient norms, VJP formulas, module clusters.")
+                                   "it: values, gradients (signed when one element, else "
+                                   "their norms), VJP formulas, module clusters.")
     p.add_argument("--model", choices=["tiny", "mlp", "attention"], default="tiny")
     p.add_argument("--out", default=None,
                    help="output file: .svg, .png or .pdf (needs Graphviz's dot), or .dot text "

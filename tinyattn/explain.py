@@ -4,10 +4,11 @@
         loss.backward()
 
 prints, for every op the gradient passes through, its step index, the op, its VJP formula,
-the shape and norm of the incoming gradient g and of each gradient it sends to its inputs —
-and a line whenever a tensor used in several places adds up another contribution. A backward
-pass run inside a VJP of the pass (checkpoint recomputing its block, grad() in a custom
-backward) is told indented, its steps numbered inside the step whose VJP runs it: [5.0], [5.1]
+the shape and norm of the incoming gradient g and of each gradient it sends to its inputs (a
+one-element gradient's signed value instead: `gy () = -0.104`) — and a line whenever a
+tensor used in several places adds up another contribution. A backward pass run inside a
+VJP of the pass (checkpoint recomputing its block, grad() in a custom backward) is told
+indented, its steps numbered inside the step whose VJP runs it: [5.0], [5.1]
 come before [5], and the outer pass keeps its own numbers and counts.
 `describe(step)` gives the same line for a Step of `loss.backward_steps()`, for notebooks.
 `param_names` reads the `params=` that explain mode, viz and the explorer take.
@@ -96,8 +97,16 @@ def walk_depth():
     return max(running - 1, 0)
 
 
+def grad_text(a):
+    """A gradient as a learner reads it: a one-element array's signed value ("= -1.5", as
+    micrograd's `grad -1.5000`: a norm would hide the sign), a bigger one's norm ("‖3.46‖")."""
+    if a.size == 1:
+        return f"= {a.item():.3g}"
+    return f"‖{norm(a):.3g}‖"
+
+
 def _shape_norm(a):
-    return f"{fmt_shape(a.shape)} ‖{norm(a):.3g}‖"
+    return f"{fmt_shape(a.shape)} {grad_text(a)}"
 
 
 def grad_names(op, n_inputs):
@@ -126,10 +135,18 @@ def describe(step):
     return vjp_line(step.index, step.node, step.g, step.grads)
 
 
+def live_tensor(node):
+    """The tensor a node stands for (a leaf, a retain_grad tensor), while the node is still
+    that tensor's: None when it is gone, or when an in-place op has since moved the tensor on
+    to a newer node (its name and .grad are then the newer node's, not this one's)."""
+    t = node.tensor() if node.tensor is not None else None
+    return t if t is not None and t._node is node else None
+
+
 def node_name(node, names=None):
     """What a learner calls the tensor a node stands for: a parameter or tensor name, "leaf",
     or "the output of <op>"."""
-    t = node.tensor() if node.tensor is not None else None
+    t = live_tensor(node)
     name = None
     if t is not None:
         name = (names or {}).get(id(t)) or t.name

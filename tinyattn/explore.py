@@ -26,7 +26,7 @@ import numpy as np
 
 from .autograd import Tracer, backward_steps, toposort, tracing
 from .errors import GraphError
-from .explain import describe, grad_names, norm, param_names
+from .explain import describe, grad_names, grad_text, live_tensor, norm, param_names
 from .files import atomic_write
 
 ASSETS = Path(__file__).resolve().parent / "assets"
@@ -86,12 +86,15 @@ def _heatmap(a):
 
 
 def payload(a):
-    """What the panel shows of one array: shape, dtype and norm; every number when small;
-    summary statistics and a heatmap of a 2-D slice when large."""
+    """What the panel shows of one array: shape, dtype and norm (and "shown", what an edge
+    that carried it says: a one-element gradient's signed value, else the norm in ‖ ‖, as
+    explain mode prints it); every number when small; summary statistics and a heatmap of a
+    2-D slice when large."""
     a = np.asarray(a)
     out = {"shape": list(a.shape), "dtype": str(a.dtype)}
     if a.dtype.kind in "fiu":
         out["norm"] = _g3(norm(a))
+        out["shown"] = grad_text(a).removeprefix("= ")
     if a.size <= SMALL:
         text = np.array2string(a, precision=4, separator=", ", suppress_small=True)
         out["text"] = text
@@ -188,7 +191,8 @@ def _steps(loss, index, sums):
             steps.append({"node": k, "g": payload(g), "explain": describe(step),
                           "grads": [None if gx is None else payload(gx) for gx in grads],
                           "sums": [{"node": index[n], "from": index[u], "shape": list(t.shape),
-                                    "norm": _g3(norm(t))} for n, u, t in sums.events]})
+                                    "norm": _g3(norm(t)), "shown": grad_text(t)}
+                                   for n, u, t in sums.events]})
             sums.events.clear()
             for parent, gx in zip(step.node.parents, grads, strict=True):
                 if gx is not None:  # summed in the order backward sums them
@@ -243,8 +247,10 @@ def _graph_of(loss):
 
 
 def _tensor_of(node):
-    """The tensor whose .grad a node writes (a leaf, a retain_grad tensor), or None."""
-    return node.tensor() if node.tensor is not None else None
+    """The tensor whose .grad a node writes (a leaf, a retain_grad tensor), or None; None
+    too for a node older than an in-place change of that tensor (its name and .grad are the
+    newer node's: explain.live_tensor)."""
+    return live_tensor(node)
 
 
 @contextlib.contextmanager

@@ -560,6 +560,103 @@ def can_cast(from_, to):
     return src.kind == "b" if dst.kind == "b" else dtypes.category(src) <= dtypes.category(dst)
 
 
+# torch._foreach_*: one op over a list of tensors (torch's fused kernels, which EMA code and
+# hand-written optimizers call: _foreach_mul_(ema, decay); _foreach_add_(ema, params, alpha=..)).
+# Here each is the Tensor method on every tensor in turn: the same values, gradients and in-place
+# rules (a leaf that requires grad is refused outside no_grad). Each other argument is one list
+# with an entry per tensor, or one value (a number or a tensor) for all of them.
+_FOREACH_UNARY = ("abs", "acos", "asin", "atan", "ceil", "cos", "cosh", "erf", "erfc", "exp",
+                  "expm1", "floor", "frac", "lgamma", "log", "log10", "log1p", "log2", "neg",
+                  "reciprocal", "round", "rsqrt", "sigmoid", "sign", "sin", "sinh", "sqrt", "tan",
+                  "tanh", "trunc")
+_FOREACH_BINARY = ("add", "sub", "mul", "div", "pow", "clamp_min", "clamp_max", "maximum",
+                   "minimum", "lerp", "addcmul", "addcdiv")
+
+
+def _foreach_column(op, value, n):
+    """An argument of op (_foreach_add_, ...) as its n entries, one per tensor."""
+    if isinstance(value, (list, tuple)):
+        if len(value) != n:
+            raise ValueError(f"{op}: the tensor lists must have the same number of entries: "
+                             f"{n} tensors, {len(value)} in another argument")
+        return list(value)
+    return [value] * n
+
+
+def _foreach_args(op, tensors, others=(), kwargs=None):
+    """(the tensors as a list, one column per other argument and per keyword value=): the
+    fourth argument of addcmul and addcdiv, scalars, is value= per tensor (a list or a 1-d
+    tensor); every other keyword (alpha=) is the same for all."""
+    if not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"{op}: expects a list or tuple of tensors, got "
+                        f"{type(tensors).__name__}")
+    tensors, n, kwargs = list(tensors), len(tensors), dict(kwargs or {})
+    if "addc" in op and len(others) == 3:
+        scalars = others[2]
+        kwargs["value"] = scalars.tolist() if isinstance(scalars, Tensor) else scalars
+        others = others[:2]
+    columns = {i: _foreach_column(op, o, n) for i, o in enumerate(others)}
+    if "value" in kwargs:
+        columns["value"] = _foreach_column(op, kwargs.pop("value"), n)
+    return tensors, columns, kwargs
+
+
+def _foreach(name, inplace):
+    """torch._foreach_<name> (inplace: _foreach_<name>_, which changes the tensors and returns
+    their list; otherwise a tuple of new tensors)."""
+    method = name + "_" if inplace and hasattr(Tensor, name + "_") else name
+    op = f"_foreach_{name}" + "_" * inplace
+
+    def fn(self, *others, **kwargs):
+        tensors, columns, kwargs = _foreach_args(op, self, others, kwargs)
+        out = []
+        for i, t in enumerate(tensors):
+            args = [c[i] for k, c in columns.items() if k != "value"]
+            kw = {**kwargs, "value": columns["value"][i]} if "value" in columns else kwargs
+            result = getattr(t, method)(*args, **kw)
+            if inplace and method == name:  # (no in-place method: maximum_, minimum_)
+                result = t.copy_(result)
+            out.append(result)
+        return tensors if inplace else tuple(out)
+
+    fn.__name__ = fn.__qualname__ = op
+    fn.__doc__ = f"torch.{op}: Tensor.{method} on each tensor of a list."
+    return fn
+
+
+def _foreach_zero_(self):
+    """torch._foreach_zero_: every tensor of the list filled with zeros, in place."""
+    return [t.zero_() for t in _foreach_args("_foreach_zero_", self)[0]]
+
+
+def _foreach_copy_(self, src, non_blocking=False):
+    """torch._foreach_copy_: src[i] copied into self[i], in place."""
+    tensors, columns, _ = _foreach_args("_foreach_copy_", self, (src,))
+    return [t.copy_(s) for t, s in zip(tensors, columns[0], strict=True)]
+
+
+def _foreach_clone(self):
+    """torch._foreach_clone: a copy of each tensor."""
+    return tuple(t.clone() for t in _foreach_args("_foreach_clone", self)[0])
+
+
+def _foreach_norm(self, ord=2, dtype=None):  # noqa: A002 - torch's argument name
+    """torch._foreach_norm: each tensor's vector norm (a 0-d tensor each)."""
+    tensors = _foreach_args("_foreach_norm", self)[0]
+    return tuple(t.norm(ord) if dtype is None else t.to(dtype).norm(ord) for t in tensors)
+
+
+def _foreach_max(self):
+    """torch._foreach_max: each tensor's largest entry."""
+    return tuple(t.max() for t in _foreach_args("_foreach_max", self)[0])
+
+
+FOREACH = {f"_foreach_{n}" + "_" * inplace: _foreach(n, inplace)
+           for n in _FOREACH_UNARY + _FOREACH_BINARY for inplace in (False, True)}
+FOREACH.update({f.__name__: f for f in (_foreach_zero_, _foreach_copy_, _foreach_clone,
+                                        _foreach_norm, _foreach_max)})
+
+
 # torch's keyword names (split(tensor=), searchsorted(input=), ...), and NumPy's axis= and
 # keepdims= (the functions made of a method pass them on: the methods take them)
 _take_torch_keywords(globals(), {
@@ -569,4 +666,4 @@ _take_torch_keywords(globals(), {
     "result_type": {"scalar": "other", "scalar1": "tensor", "scalar2": "other"}})
 
 __all__ = [name for name in dir() if not name.startswith("_") and name not in (
-    "apply", "ix", "pw", "Tensor", "cat", "np", "dtypes", "broadcast_shape")]
+    "apply", "ix", "pw", "Tensor", "cat", "np", "dtypes", "broadcast_shape", "FOREACH")]

@@ -1,11 +1,12 @@
 """Graph pictures: the autograd graph behind a tensor as DOT text, a graphviz.Digraph, or a file.
 
 `to_dot(loss)` walks the nodes behind `loss` iteratively (a 100k-node graph is fine) and writes
-plain DOT text, no graphviz package needed: tensor boxes (name, shape, dtype, values, gradient
-norm), op ellipses (the VJP formula on hover, fused ops double-ringed) and one cluster per module
-path, which `collapse` can fold into a single box. Leaves, the root and retain_grad tensors always
-show their values; interior values and gradients appear when the pass ran inside `with record():`,
-which keeps each value as it was computed (a copy: a later in-place op does not change it).
+plain DOT text, no graphviz package needed: tensor boxes (name, shape, dtype, values, the
+gradient: signed for one element, `grad -1.5`, else its norm), op ellipses (the VJP formula on
+hover, fused ops double-ringed) and one cluster per module path, which `collapse` can fold
+into a single box. Leaves, the root and retain_grad tensors always show their values;
+interior values and gradients appear when the pass ran inside `with record():`, which keeps
+each value as it was computed (a copy: a later in-place op does not change it).
 `draw_graph` wraps the text in a graphviz.Digraph; `render` writes SVG/PNG/PDF with `dot`;
 `explore` makes the interactive backward-pass page (tinyattn/explore.py).
 """
@@ -23,7 +24,7 @@ import numpy as np
 from . import display
 from .autograd import Tracer, toposort, tracing, version_of
 from .errors import GraphError, TinyattnError, fmt_shape
-from .explain import named_params, norm, param_names
+from .explain import live_tensor, named_params, norm, param_names
 from .files import atomic_write
 from .tensor import Tensor
 
@@ -85,14 +86,15 @@ def _unkept(kept):
 
 class Recording(Tracer):
     """What ran inside `with record():` — each node's output value, its constant inputs, and
-    (when backward ran inside too) the norm of the gradient that reached it. Values are kept
+    (when backward ran inside too) the gradient that reached it, as the picture shows it (a
+    one-element one's signed value, a bigger one's norm: grad_line). Values are kept
     as they were computed: copied, or for arrays above KEEP_COPY elements watched for
     in-place changes (`value` then says CHANGED)."""
 
     def __init__(self):
         self.values = weakref.WeakKeyDictionary()  # node -> _kept(output)
         self.constants = weakref.WeakKeyDictionary()  # node -> {input position: _kept(input)}
-        self.grad_norms = weakref.WeakKeyDictionary()  # node -> ‖d root / d output‖
+        self.grads = weakref.WeakKeyDictionary()  # node -> grad_line(d root / d output)
 
     def forward(self, op, inputs, params, out):
         node = out._node
@@ -110,7 +112,7 @@ class Recording(Tracer):
             self.constants[node] = consts
 
     def backward(self, node, g, grads):
-        self.grad_norms[node] = norm(g)
+        self.grads[node] = grad_line(g)
 
     def value(self, node):
         """(array, backend) of node's output as it was computed, None if not recorded, or
@@ -137,9 +139,17 @@ class Recording(Tracer):
         return None, kept
 
 
+def grad_line(a):
+    """A gradient's line in a tensor box: a one-element one's signed value, as micrograd's
+    draw_dot shows it (`grad -1.5`), a bigger one's norm (`‖grad‖ 3.46`)."""
+    if a.size == 1:
+        return f"grad {_g(a.item())}"
+    return f"‖grad‖ {_g(norm(a))}"
+
+
 def record():
     """`with record() as rec:` run forward (and backward); then `to_dot(loss, recording=rec)`
-    shows every interior value and gradient norm. Outside such a block nothing is recorded."""
+    shows every interior value and gradient. Outside such a block nothing is recorded."""
     return tracing(Recording())
 
 
@@ -297,10 +307,12 @@ class _Graph:
     # -- items --
 
     def _tensor(self, node):
-        """The Tensor object behind a node, when one is still around (leaf, root, retained)."""
+        """The Tensor object behind a node, when one is still around (leaf, root, retained)
+        and still this node's (explain.live_tensor: one changed in place since has moved on,
+        and its name and .grad are the newer node's)."""
         if node in self.roots:
             return self.roots[node]
-        return node.tensor() if node.tensor is not None else None
+        return live_tensor(node)
 
     def _name(self, node, t):
         """A parameter's path, the tensor's name, or the name an intermediate was given while
@@ -335,7 +347,7 @@ class _Graph:
         return ("root" if node in self.roots else kind), scope
 
     def _value_lines(self, node, t):
-        """The value summary and the gradient norm, as far as they are shown and known."""
+        """The value summary and the gradient (grad_line), as far as they are shown and known."""
         lines = []
         if self.show_values:
             value, note = self.rec.value_of(node, t)
@@ -345,9 +357,9 @@ class _Graph:
                 lines.append(note)
         if self.show_grads:
             grad = t._grad if t is not None else None  # (_grad: no non-leaf warning)
-            grad_norm = norm(grad._data) if grad is not None else self.rec.grad_norms.get(node)
-            if grad_norm is not None:
-                lines.append(f"‖grad‖ {_g(grad_norm)}")
+            line = grad_line(grad._data) if grad is not None else self.rec.grads.get(node)
+            if line is not None:
+                lines.append(line)
         return lines
 
     def _add_op(self, node, k, tid):
@@ -581,7 +593,8 @@ def to_dot(root, show_values=True, show_grads=True, show_saved=False, collapse=(
     several roots (a tuple or a list of tensors, as torchviz's make_dot takes: a loss and an
     intermediate) are drawn in one picture, the part they share once.
 
-    show_values / show_grads: value summaries and gradient norms on tensor boxes. show_saved:
+    show_values / show_grads: value summaries and gradients on tensor boxes (a one-element
+    gradient signed, `grad -1.5`, a bigger one's norm, `‖grad‖ 3.46`). show_saved:
     what each op saved for its VJP. collapse: module paths or fnmatch patterns ("blocks.*.attn")
     whose ops fold into one box. direction: "forward" (data flow) or "backward" (gradient
     flow, edges reversed). params: a Module, a {name: tensor} dict or (name, tensor) pairs

@@ -24,13 +24,15 @@ def three_ops():
 
 def explained(loss):
     """What explain mode prints for loss.backward() (the graph kept): [(op, formula, g norm,
-    [gradient norms]) per VJP], [sum-so-far norms of the accumulation lines]."""
+    [gradient norms]) per VJP], [sum-so-far norms of the accumulation lines]; a one-element
+    gradient's signed value where explain prints it instead of a norm ("= -1.5": "-1.5")."""
     out = io.StringIO()
     with ta.explain(file=out):
         loss.backward(retain_graph=True)
     vjps, sums = [], []
     for line in out.getvalue().splitlines():
-        norms = re.findall(r"‖([^‖]+)‖", line)
+        numbers = line.rpartition(" | ")[2]  # (after the formula, which has "=" of its own)
+        norms = [a or b for a, b in re.findall(r"‖([^‖]+)‖|= ([^,\s]+)", numbers)]
         if m := re.match(r"\[(\d+)\] (\w+)(?: -> [^:]+)?: (.*?)(?: \(fused\))? \| g ", line):
             vjps.append((m.group(2), m.group(3), norms[0], norms[1:]))
         elif "is used more than once" in line:

@@ -12,7 +12,8 @@ import tinyattn.functional as F  # noqa: N812 - PyTorch's usual name
 from tinyattn.explain import describe, grad_names
 from tinyattn.ops import REGISTRY
 
-VJP = re.compile(r"\[(\d+)\] (\w+): (.*) \| g (\(.*?\)) ‖(\S+)‖ -> (.*)")
+# (g's norm; a one-element g is shown signed instead, "g () = -1")
+VJP = re.compile(r"\[(\d+)\] (\w+): (.*) \| g (\(.*?\)) (?:‖(\S+)‖|= (?:\S+)) -> (.*)")
 
 
 def norm(a):

@@ -71,10 +71,12 @@ def test_page_numbers_are_explain_modes_numbers():
         assert len(data["steps"]) == len(vjps)
         for step, (op, formula, g, grads) in zip(data["steps"], vjps, strict=True):
             node = data["nodes"][step["node"]]
-            assert (node["op"], node["formula"], step["g"]["norm"]) == (op, formula, g)
-            assert [gr["norm"] for gr in step["grads"] if gr is not None] == grads
+            # (what an edge shows: a norm, or a one-element gradient's signed value)
+            assert (node["op"], node["formula"], step["g"]["shown"].strip("‖")) == (op, formula, g)
+            assert [gr["shown"].strip("‖") for gr in step["grads"] if gr is not None] == grads
             assert re.match(rf"\[{data['steps'].index(step)}\] {op}( -> [^:]+)?: ", step["explain"])
-        assert [e["norm"] for s in data["steps"] for e in s["sums"]] == sums
+        assert [e["shown"].removeprefix("= ").strip("‖") for s in data["steps"]
+                for e in s["sums"]] == sums
 
 
 def test_three_ops_sums_x_from_two_users():
@@ -132,8 +134,10 @@ def test_without_a_recording_interior_values_are_absent_not_wrong():
 
 def test_payload_small_large_signed_cropped_and_not_finite():
     small = explore.payload(np.array([[1.0, -2.0]], dtype=np.float32))
-    assert small == {"shape": [1, 2], "dtype": "float32", "norm": "2.24",
+    assert small == {"shape": [1, 2], "dtype": "float32", "norm": "2.24", "shown": "‖2.24‖",
                      "text": "[[ 1., -2.]]"}
+    one = explore.payload(np.array([-0.5]))  # one element: an edge shows it with its sign
+    assert (one["norm"], one["shown"]) == ("0.5", "-0.5")
     a = np.arange(2 * 40 * 70, dtype=np.float64).reshape(2, 40, 70) - 1000.0
     a[0, 0, 1] = -np.inf
     big = explore.payload(a)

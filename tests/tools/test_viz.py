@@ -93,7 +93,7 @@ def test_interior_values_need_a_recording():
     sm_out = [k for k in interior if "(2, 3)" in recorded[k]["label"]
               and f"mean {y.numpy().mean():.3g}" in recorded[k]["label"]]
     assert sm_out  # softmax rows sum to one: mean 1/3
-    assert recorded[by_label(recorded, "loss")]["label"].endswith("‖grad‖ 1")  # the seed
+    assert recorded[by_label(recorded, "loss")]["label"].endswith("\ngrad 1")  # the seed
     hidden, _, _ = parse(viz.to_dot(loss, recording=rec, show_values=False, show_grads=False))
     assert all("mean" not in a["label"] and "grad" not in a["label"] for a in hidden.values())
 

@@ -30,18 +30,19 @@
 
   const stepOf = nodes.map(() => -1); // node -> the step its VJP runs at (-1: never)
   steps.forEach((st, j) => { stepOf[st.node] = j; });
-  // node -> the parts of its gradient, in the order they arrive: {step, user, input, norm}
+  // node -> the parts of its gradient, in the order they arrive: {step, user, input, norm,
+  // shown} (shown: a one-element part's signed value, a bigger one's norm in ‖ ‖)
   const parts = nodes.map(() => []);
-  if (nodes.length) parts[0].push({ step: -1, user: null, input: null, norm: "1" }); // the seed
+  if (nodes.length) parts[0].push({ step: -1, user: null, input: null, norm: "1", shown: steps.length ? steps[0].g.shown : "1" }); // the seed
   steps.forEach((st, j) => {
     nodes[st.node].inputs.forEach((inp, i) => {
       if (inp.parent !== null && st.grads[i] !== null) {
-        parts[inp.parent].push({ step: j, user: st.node, input: i, norm: st.grads[i].norm });
+        parts[inp.parent].push({ step: j, user: st.node, input: i, norm: st.grads[i].norm, shown: st.grads[i].shown });
       }
     });
   });
-  const sums = nodes.map(() => []); // node -> the "+=" sums so far, in order ({step, shape, norm})
-  steps.forEach((st, j) => st.sums.forEach((e) => sums[e.node].push({ step: j, shape: e.shape, norm: e.norm })));
+  const sums = nodes.map(() => []); // node -> the "+=" sums so far, in order ({step, shape, shown})
+  steps.forEach((st, j) => st.sums.forEach((e) => sums[e.node].push({ step: j, shape: e.shape, shown: e.shown })));
 
   function doneAt(k) { // the number of steps after which node k is done (null: never)
     if (nodes[k].op !== "leaf") return stepOf[k] >= 0 ? stepOf[k] + 1 : null;
@@ -119,9 +120,14 @@
     edges.push({ el: g, user: k, parent: p, input, label: textAt(g, mid.x + 5, mid.y + 3, "grad-label") });
   }
 
-  function edgeNorm(e) {
+  function edgeGrad(e) { // the payload of the gradient an edge carries, or null
     const st = steps[stepOf[e.user]];
     const gr = e.input === null ? st.g : st.grads[e.input];
+    return gr || null;
+  }
+
+  function edgeNorm(e) {
+    const gr = edgeGrad(e);
     return gr ? gr.norm : null;
   }
 
@@ -281,7 +287,7 @@
       e.el.classList.toggle("carried", value !== null);
       e.el.classList.toggle("just", value !== null && stepOf[e.user] === cur - 1);
       const fan = e.input !== null && parts[e.parent].length > 1;
-      e.label.textContent = value === null ? "" : `${fan ? "+= " : ""}‖${value}‖`;
+      e.label.textContent = value === null ? "" : `${fan ? "+= " : ""}${edgeGrad(e).shown}`;
       const w = value === null ? 1 : 1.2 + 3 * (Math.log10(Math.max(parseFloat(value), 1e-30)) - logLo) / (logHi - logLo);
       e.el.querySelector("path").style.strokeWidth = w;
     }
@@ -409,8 +415,8 @@
     if (parts[k].length < 2 || !got.length) return null;
     return el("ul", { class: "parts", "data-field": "parts" }, ...got.map((p, m) => {
       const from = p.user === null ? el("span", {}, "the seed: d loss / d loss = 1") : el("span", {}, "from ", link(p.user), ` (step ${p.step})`);
-      const sum = m > 0 && sums[k][m - 1] ? ` — sum so far ${shape(sums[k][m - 1].shape)} ‖${sums[k][m - 1].norm}‖` : "";
-      return el("li", {}, `${m ? "+=" : "="} ‖${p.norm}‖ `, from, sum);
+      const sum = m > 0 && sums[k][m - 1] ? ` — sum so far ${shape(sums[k][m - 1].shape)} ${sums[k][m - 1].shown}` : "";
+      return el("li", {}, `${m ? "+=" : "="} ${p.shown} `, from, sum);
     }));
   }
 

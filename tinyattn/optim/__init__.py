@@ -33,7 +33,10 @@ from ..autograd import TensorBase, bump_version, enable_grad, no_grad, side_effe
 from ..dtypes import get_default_dtype
 from ..errors import CheckpointError, fmt_shape, warn_user
 from ..tensor import Tensor
-from . import lr_scheduler  # noqa: F401 - optim.lr_scheduler, as in torch
+from . import (  # noqa: F401 - optim.lr_scheduler and optim.swa_utils, as in torch
+    lr_scheduler,
+    swa_utils,
+)
 
 # torch's switches for how a step runs (multi-tensor, fused kernel, CUDA graphs, a step autograd
 # records): each optimizer takes the ones torch's of the same name takes, and keeps them in its
@@ -298,6 +301,10 @@ class Optimizer:
         """(the group's parameters, each once, with a warning if one came twice; their names or
         None)."""
         params = group["params"]
+        if isinstance(params, (set, frozenset)):  # (torch's words)
+            raise TypeError("optimizer parameters need to be organized in ordered collections, "
+                            "but the ordering of tensors in sets will change between runs. "
+                            "Please use a list instead.")
         params = [params] if isinstance(params, TensorBase) else list(params)
         params, names = self._named(params, group)
         unique = list({id(p): p for p in params}.values())
