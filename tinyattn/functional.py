@@ -23,6 +23,7 @@ from .ops.op import Op, acc_dtype, broadcast_shape, dim1, plain, plain_params, q
 from .tensor import (
     Tensor,
     _fresh,
+    _int_of,
     _make,
     _one_dim,
     _rand,
@@ -548,6 +549,7 @@ def one_hot(tensor, num_classes=-1):
     if ids.dtype.kind not in "iu":
         raise DTypeError(f"one_hot: the input must hold integer class indices, got {ids.dtype}; "
                          "convert with .long()")
+    num_classes = _int_of(num_classes)  # (as torch: num_classes=ids.max() + 1)
     if not isinstance(num_classes, (int, np.integer)) or isinstance(num_classes, bool):
         raise DTypeError(f"one_hot: num_classes must be an int, got {num_classes!r}")
     if num_classes < -1:  # (below -1 it would read as 0 classes: every id out of range)
@@ -1176,7 +1178,7 @@ def pad(x, pad, mode="constant", value=None):  # noqa: A002 - torch's names
     only crops, give a copy (never the input or a view of it, which an in-place op on the
     result would write through).
     """
-    x = _t(x)
+    x, pad = _t(x), [_int_of(n) for n in pad]
     _check_pad(x, pad, mode, value)
     fresh = False  # (whether a dim was padded: its cat or index_select made new memory)
     for k in range(len(pad) // 2):

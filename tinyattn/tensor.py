@@ -1186,6 +1186,10 @@ class Tensor(TensorBase):
         """ta.bernoulli(self, p): 1 with probability self's entries (or p), in self's dtype."""
         return bernoulli(self, p, generator=generator)
 
+    def multinomial(self, num_samples, replacement=False, *, generator=None):
+        """ta.multinomial(self, ...): category indices drawn from this tensor's rows."""
+        return multinomial(self, num_samples, replacement, generator=generator)
+
     def bernoulli_(self, p=0.5, *, generator=None):
         """Overwrite with 1 with probability p (a number, or a tensor broadcast to this one's
         shape), else 0; any dtype, as torch's."""
@@ -1444,6 +1448,7 @@ class Tensor(TensorBase):
     def topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's names
         """The named pair (values, indices) of the k largest (or smallest) entries along dim."""
         _refuse_bool("topk", self)
+        k = _int_of(k)
         n = self.shape[_axis(dim, self.ndim, "topk")] if self.ndim else 1
         if not isinstance(k, (int, np.integer)) or not 0 <= k <= n:
             raise DimError(f"topk: k must be an int in 0..{n} for dim {dim} of a tensor of "
@@ -1788,7 +1793,7 @@ class Tensor(TensorBase):
     def split(self, split_size_or_sections, dim=0):
         """Pieces of `split_size` along dim (the last may be smaller), or of the given sizes."""
         axis = _axis(dim, self.ndim, "split")
-        n = self.shape[axis]
+        n, split_size_or_sections = self.shape[axis], _int_of(split_size_or_sections)
         if isinstance(split_size_or_sections, (int, np.integer)):
             step = int(split_size_or_sections)
             if step < 0 or step == 0 < n:
@@ -1809,7 +1814,7 @@ class Tensor(TensorBase):
     def chunk(self, chunks, dim=0):
         """At most `chunks` pieces of equal size along dim (the last may be smaller); an
         empty dim gives `chunks` empty pieces (as torch)."""
-        axis = _axis(dim, self.ndim, "chunk")
+        axis, chunks = _axis(dim, self.ndim, "chunk"), _int_of(chunks)
         if not isinstance(chunks, (int, np.integer)) or isinstance(chunks, bool):
             raise TypeError(f"chunk: chunks must be an int, got {type(chunks).__name__} "
                             f"{chunks!r}")
@@ -2057,6 +2062,7 @@ class Tensor(TensorBase):
     def kthvalue(self, k, dim=-1, keepdim=False):
         """The named pair (values, indices) of the k-th smallest entry along dim (k from 1)."""
         _refuse_bool("kthvalue", self)
+        k = _int_of(k)
         n = self.shape[_axis(dim, self.ndim, "kthvalue")] if self.ndim else 1
         if not isinstance(k, (int, np.integer)) or not 1 <= k <= n:
             raise DimError(f"kthvalue: k must be an int in 1..{n} for dim {dim} of a tensor of "
@@ -2733,7 +2739,7 @@ class Tensor(TensorBase):
     def diff(self, n=1, dim=-1, prepend=None, append=None):
         """x[i + 1] - x[i] along dim, n times; prepend/append join the tensor first. n=0: a
         copy of the tensor (prepend and append not joined), as torch's."""
-        axis = _axis(dim, self.ndim, "diff")
+        axis, n = _axis(dim, self.ndim, "diff"), _int_of(n)
         if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
             raise DTypeError(f"diff: n must be an int, got {n!r}")
         if n < 0:
@@ -4011,6 +4017,14 @@ def _count(name, what, n, message=None):
     return n
 
 
+def _int_of(n):
+    """A count given as a one-element integer tensor (topk(x, mask.sum())) as its int, as
+    torch takes it; anything else as given, for the caller's own check to name."""
+    if isinstance(n, Tensor) and n.dtype.kind in "iu" and n._data.size == 1:
+        return int(n.item())
+    return n
+
+
 def _cond(mask, like):
     """A bool mask as a Tensor on `like`'s backend."""
     if isinstance(mask, Tensor):
@@ -5154,6 +5168,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):  # no
     category is drawn at most once (the Gumbel top-k trick). Drawn as an op (a captured step
     draws anew on each replay)."""
     p = input if isinstance(input, Tensor) else Tensor(input)
+    num_samples = _int_of(num_samples)
     check_generator(generator, p.backend, "multinomial")
     _check_multinomial(p, num_samples, replacement)
     if p.ndim == 2 and p.shape[0] == 0:  # no rows: nothing to draw (torch's (0, n))

@@ -2,7 +2,8 @@
 
 module.py holds Module, Parameter and the containers; layers.py the basic layers;
 activation.py the activation modules; encoder.py torch's Transformer, its encoder and decoder
-stacks; transformer.py the attention, MLP and block that make TinyTransformer.
+stacks; recurrent.py RNN, LSTM, GRU and their cells; transformer.py the attention, MLP and
+block that make TinyTransformer.
 tinyattn.nn.functional is tinyattn.functional itself, so `import tinyattn.nn.functional as F`
 works as with torch.
 """
@@ -84,6 +85,7 @@ from .module import (
     ParameterList,
     Sequential,
 )
+from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from .transformer import (
     MLP,
     CausalSelfAttention,
@@ -106,6 +108,7 @@ __all__ = [
     "TransformerEncoder", "functional", "TransformerDecoderLayer", "TransformerDecoder",
     "Transformer", "BatchNorm1d", "BatchNorm2d", "GroupNorm",
     "Tanhshrink", "Threshold", "Softshrink", "Hardshrink", "PReLU", "RReLU", "Softmax2d",
+    "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell",
 ]
 
 sys.modules[__name__ + ".functional"] = functional  # the module, not a copy: one F

@@ -104,15 +104,12 @@ def dims(dim, ndim, opname):
         return (dim % ndim,)
     if dim is None:
         return tuple(range(ndim))
-    if isinstance(dim, list):
-        dim = tuple(dim)
+    many = isinstance(dim, (tuple, list))
+    dim = tuple(_dim_index(d, opname) for d in dim) if many else _dim_index(dim, opname)
     if ndim == 0 and dim in (0, -1, (), (0,), (-1,)):
         return ()  # a 0-d tensor has one implicit dim, as in PyTorch
-    many = isinstance(dim, (tuple, list))
     out = []
     for d in dim if many else (dim,):
-        if not isinstance(d, int) or isinstance(d, bool):
-            raise TypeError(f"{opname}: dim must be an int or a tuple of ints, got {d!r}")
         if not -max(ndim, 1) <= d < max(ndim, 1):
             raise DimError(f"{opname}: dim {d} is out of range for a tensor with {ndim} dims "
                            f"(valid: {-max(ndim, 1)}..{max(ndim, 1) - 1})")
@@ -120,6 +117,19 @@ def dims(dim, ndim, opname):
     if len(set(out)) != len(out):
         raise DimError(f"{opname}: dim {dim} repeats a dim")
     return tuple(sorted(out))
+
+
+def _dim_index(d, opname):
+    """One dim as an int: a NumPy int or an integer 0-d tensor too (dim=np.int64(1),
+    dim=torch.tensor(1)), as torch takes them; bools and floats are refused."""
+    if isinstance(d, int) and not isinstance(d, bool):
+        return d
+    if not isinstance(d, (bool, numpy.bool_)) and hasattr(d, "__index__"):
+        try:
+            return d.__index__()
+        except TypeError:  # (a float tensor's __index__)
+            pass
+    raise TypeError(f"{opname}: dim must be an int or a tuple of ints, got {d!r}")
 
 
 def dim1(dim, ndim, opname):
