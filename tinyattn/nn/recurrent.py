@@ -98,6 +98,20 @@ def _want(name, label, got, want, input):  # noqa: A002 - torch's argument name
                          f"{fmt_shape(want)} for input of shape {fmt_shape(input.shape)}")
 
 
+def _check_input(module, input, ndims, word):  # noqa: A002
+    """input a tensor of ndims[0] (unbatched) or ndims[1] dims ending in module.input_size, or
+    torch's error naming the module and the shape (`word`: torch's, "input" for a cell's,
+    "tensor" for a layer's)."""
+    name = type(module).__name__
+    _tensor_input(name, input)
+    if input.ndim not in ndims:
+        raise ShapeError(f"{name}: Expected input to be {ndims[0]}D or {ndims[1]}D, got "
+                         f"{input.ndim}D {word} instead (shape {fmt_shape(input.shape)})")
+    if input.shape[-1] != module.input_size:
+        raise ShapeError(f"{name}: input has shape {fmt_shape(input.shape)}, its last dim "
+                         f"must be input_size={module.input_size}")
+
+
 def _tensor_input(name, input):  # noqa: A002
     if not isinstance(input, Tensor):
         raise TypeError(f"{name}: input must be a Tensor, got {type(input).__name__} "
@@ -143,14 +157,7 @@ class RNNCellBase(Module):
 
     def _input(self, input):  # noqa: A002
         """input as (N, I), and whether it came batched."""
-        name = type(self).__name__
-        _tensor_input(name, input)
-        if input.ndim not in (1, 2):
-            raise ShapeError(f"{name}: Expected input to be 1D or 2D, got {input.ndim}D input "
-                             f"instead (shape {fmt_shape(input.shape)})")
-        if input.shape[-1] != self.input_size:
-            raise ShapeError(f"{name}: input has shape {fmt_shape(input.shape)}, its last dim "
-                             f"must be input_size={self.input_size}")
+        _check_input(self, input, (1, 2), "input")
         return (input, True) if input.ndim == 2 else (input.unsqueeze(0), False)
 
     def _state(self, hx, x, batched, input, label="hx"):  # noqa: A002
@@ -325,14 +332,7 @@ class RNNBase(Module):
 
     def _time_major(self, input):  # noqa: A002
         """input as (L, N, I), and whether it came batched."""
-        name = type(self).__name__
-        _tensor_input(name, input)
-        if input.ndim not in (2, 3):
-            raise ShapeError(f"{name}: Expected input to be 2D or 3D, got {input.ndim}D tensor "
-                             f"instead (shape {fmt_shape(input.shape)})")
-        if input.shape[-1] != self.input_size:
-            raise ShapeError(f"{name}: input has shape {fmt_shape(input.shape)}, its last dim "
-                             f"must be input_size={self.input_size}")
+        _check_input(self, input, (2, 3), "tensor")
         if input.ndim == 2:
             return input.unsqueeze(1), False
         return (input.transpose(0, 1) if self.batch_first else input), True
