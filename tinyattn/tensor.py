@@ -747,6 +747,8 @@ class Tensor(TensorBase):
         return self.shape == other.shape and bool((self == other).all())
 
     def __invert__(self):
+        if self.dtype.kind not in "biu":  # (NumPy's own message names neither op nor dtype)
+            _check_bits("invert", self, hint=_NOT_HINT)
         return _values("invert", operator.invert, self)
 
     def __and__(self, other):
@@ -1049,7 +1051,7 @@ class Tensor(TensorBase):
         return self._in_place_bits("bitwise_right_shift_", operator.rshift, other)
 
     def bitwise_not_(self):
-        _check_bits("bitwise_not_", self)
+        _check_bits("bitwise_not_", self, hint=_NOT_HINT)
         return self._in_place_values("bitwise_not_", Tensor.bitwise_not)
 
     def eq_(self, other):
@@ -1737,10 +1739,15 @@ class Tensor(TensorBase):
         return self.reshape(-1)
 
     def __getitem__(self, index):
-        steps = _index_steps(_no_empty_ellipsis(_index(index, self.backend), self.ndim))
+        parts = _index(index, self.backend)
+        steps = _index_steps(_no_empty_ellipsis(parts, self.ndim))
         out = self
-        for step in steps:
-            out = apply(sh.getitem, out, index=step)
+        try:
+            for step in steps:
+                out = apply(sh.getitem, out, index=step)
+        except IndexError:
+            _check_masks(parts, self.shape, "getitem")  # (a clearer error, where a mask is off)
+            raise
         v = out._version_counter  # (none, or another than self's: not a view, see _viewed)
         if (v is None or v is not self._version_counter) and isinstance(self._data, np.generic) \
                 and steps:
@@ -1750,8 +1757,8 @@ class Tensor(TensorBase):
 
     def __setitem__(self, index, value):
         """x[index] = value, in place (see _in_place); value broadcasts and takes x's dtype."""
-        steps = _index_steps(_no_empty_ellipsis(_index(index, self.backend, "setitem"),
-                                                self.ndim))
+        parts = _index(index, self.backend, "setitem")
+        steps = _index_steps(_no_empty_ellipsis(parts, self.ndim))
         if isinstance(value, (list, tuple)):
             value = _fresh(value, backend=self.backend)
         elif isinstance(value, numbers.Number):
@@ -1770,11 +1777,13 @@ class Tensor(TensorBase):
         try:
             self._in_place("setitem", sh.setitem, value, steps=steps, write=write)
         except (IndexError, ValueError) as e:
+            if isinstance(e, IndexError):
+                _check_masks(parts, self.shape, "setitem")
             if isinstance(e, (DimError, ShapeError, GraphError)):
                 raise
             kind = DimError if isinstance(e, IndexError) else ShapeError
             shown = fmt_shape(value.shape) if isinstance(value, Tensor) else repr(value)
-            raise kind(f"setitem: index {index!r} into a tensor of shape "
+            raise kind(f"setitem: index {_index_shown(index)} into a tensor of shape "
                        f"{fmt_shape(self.shape)} (value {shown}): {e}") from None
 
     def _writable(self, name):
@@ -3582,15 +3591,18 @@ def _operand_of(name, other):
     return other
 
 
-def _check_bits(name, *values):
+def _check_bits(name, *values, hint="use logical_and/or/xor for truth values of floats"):
     """A bitwise op's operands: integer or bool tensors and Python ints, as torch allows."""
     for v in values:
         kind = v.dtype.kind if isinstance(v, Tensor) else "b" if isinstance(v, bool) \
             else "i" if isinstance(v, int) else "f"
         if kind not in "biu":
             shown = v.dtype if isinstance(v, Tensor) else type(v).__name__
-            raise DTypeError(f"{name}: takes integer or bool tensors, got {shown}; "
-                             "use logical_and/or/xor for truth values of floats")
+            raise DTypeError(f"{name}: takes integer or bool tensors, got {shown}; {hint}")
+
+
+_NOT_HINT = ("use logical_not (or x == 0) for the truth values of floats, or keep the mask bool "
+             "(a comparison, not .float())")
 
 
 def _to_flags(args, copy):
@@ -3893,6 +3905,9 @@ def _clamp_bounds(lo, hi, name):
     is the Python number it stands for (ops/op.py's plain): x.clamp(np.finfo(float).eps)
     keeps a float32 x float32, as torch's."""
     lo, hi = plain(lo), plain(hi)
+    if lo is None and hi is None:
+        raise ValueError(f"{name}: needs min, max or both (torch's rule: at least one of them "
+                         "must not be None)")
     lo_t, hi_t = isinstance(lo, Tensor), isinstance(hi, Tensor)
     if lo_t == hi_t or lo is None or hi is None:
         return lo, hi
@@ -4142,6 +4157,41 @@ def _no_empty_ellipsis(index, ndim):
 def _is_array_part(p):
     """Whether an index part is an array (an integer array of dims, or any bool mask)."""
     return hasattr(p, "ndim") and (p.ndim > 0 or p.dtype == np.bool_) or type(p) is bool
+
+
+def _check_masks(parts, shape, name):
+    """A DimError that names the mask's shape and the tensor's, as torch's "The shape of the
+    mask [8, 6] at index 0 does not match the shape of the indexed tensor [40, 6] at index 0",
+    where a bool mask in the index (`parts`, as _index gives it) misfits the dims it covers;
+    else nothing (the caller raises its own error)."""
+    parts = parts if isinstance(parts, tuple) else (parts,)
+    arrays = [_is_array_part(p) for p in parts]
+    spanned = sum(_part_dims(p, a) for p, a in zip(parts, arrays, strict=True))
+    d = 0
+    for p, is_array in zip(parts, arrays, strict=True):
+        if p is Ellipsis:
+            d += max(len(shape) - spanned, 0)
+            continue
+        if is_array and type(p) is not bool and p.dtype == np.bool_ and p.ndim:
+            covered = tuple(shape[d:d + p.ndim])
+            if tuple(p.shape) != covered:
+                k = next((k for k, (m, n) in enumerate(zip(p.shape, covered, strict=False))
+                          if m != n), len(covered))
+                told = (f"dim {d + k}: {p.shape[k]} entries for {covered[k]}" if k < len(covered)
+                        else f"dims {d}..{d + p.ndim - 1}, past its last dim {len(shape) - 1}")
+                raise DimError(f"{name}: the bool mask {fmt_shape(p.shape)} does not match the "
+                               f"indexed tensor {fmt_shape(shape)} at {told}; a mask must have "
+                               "the shape of the dims it covers") from None
+        d += _part_dims(p, is_array)
+
+
+def _index_shown(index):
+    """An index for a message, its tensors and arrays by dtype and shape, not by value."""
+    def shown(p):
+        if getattr(p, "ndim", 0):
+            return f"<{str(p.dtype).removeprefix('torch.')} {fmt_shape(p.shape)}>"
+        return repr(p)
+    return "[" + ", ".join(map(shown, index)) + "]" if isinstance(index, tuple) else shown(index)
 
 
 def _part_dims(p, is_array):

@@ -297,3 +297,21 @@ def test_a_grad_of_another_shape_than_the_new_gradient_is_named():
     row.data = np.ones((1, 2), np.float32)  # a .grad the new gradient broadcasts into: added
     (row * 2).sum().backward()
     assert row.grad.numpy().tolist() == [[4.0, 4.0]] * 3
+
+
+def test_fill_values_that_are_not_numbers_are_refused_by_name():
+    """full / fill_ / masked_fill with a string or None: a TypeError naming the op (torch's
+    rule), not NumPy's "could not convert string to float"."""
+    with raises(TypeError, "full: the value must be a number", "str 'x'"):
+        ta.full((2,), "x")
+    with raises(TypeError, "fill_: the value must be a number"):
+        ta.zeros(3).fill_("a")
+    with raises(TypeError, "masked_fill: the value must be a number", "None"):
+        ta.zeros(3).masked_fill(ta.ones(3, dtype=ta.bool), None)
+
+
+@pytest.mark.parametrize("call", [lambda x: x.clamp(), lambda x: x.clip(), lambda x: x.clamp_(),
+                                  lambda x: ta.clamp(x)])
+def test_clamp_without_bounds_names_clamp(call):
+    with raises(ValueError, "needs min, max or both"):
+        call(ta.zeros(3))

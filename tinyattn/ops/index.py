@@ -85,6 +85,9 @@ def fill_value(value, dtype, name):
     kind = dtype.kind
     if kind == "f" and type(value) is float and not 65504.0 < abs(value) < math.inf:
         return value  # (fits every float dtype, or is ±inf or NaN: the common cases, quickly)
+    if isinstance(value, (str, bytes)) or value is None:
+        raise TypeError(f"{name}: the value must be a number (or a tensor), got "
+                        f"{type(value).__name__} {value!r}")
     if not isinstance(value, numbers.Number) or isinstance(value, (bool, np.bool_)) or \
             kind not in "iuf":
         return value

@@ -229,6 +229,8 @@ class Optimizer:
         # parameter -> {torch's state name: tensor}; a parameter without state gives {}
         self.state = defaultdict(dict)
         self.steps = 0  # step() calls (torch keeps no such count: a load sets the most steps)
+        if not _steps_itself(type(self)):  # (torch's flag: a scheduler stepped before any
+            self._opt_called = False  # optimizer step warns; a step() of its own is not seen)
         for group in params if isinstance(params[0], dict) else [{"params": params}]:
             self.add_param_group(group)
 
@@ -403,6 +405,7 @@ class Optimizer:
     def _step(self):
         side_effect(f"{type(self).__name__}.step()")
         self.steps += 1
+        self._opt_called = True
         name = type(self).__name__
         for group in self.param_groups:
             group = _read(group, name)  # (tensor settings as numbers; no copy without them)

@@ -25,6 +25,12 @@ EPOCH_DEPRECATION_WARNING = (  # torch's words for step(epoch)
     "possible. Please use `scheduler.step()` to step the scheduler. During the deprecation, if "
     "epoch is different from None, the closed form is used instead of the new chainable form, "
     "where available.")
+ORDER_WARNING = (  # torch's words, for scheduler.step() called before any optimizer.step()
+    "Detected call of `lr_scheduler.step()` before `optimizer.step()`. In PyTorch 1.1.0 and "
+    "later, you should call them in the opposite order: `optimizer.step()` before "
+    "`lr_scheduler.step()`.  Failure to do this will result in PyTorch skipping the first "
+    "value of the learning rate schedule. See more details at "
+    "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate")
 
 
 def _copy(value):
@@ -83,6 +89,8 @@ class LRScheduler:
         warned about, as there), jumps to that epoch: the closed form's lrs where the scheduler
         has one (_get_closed_form_lr), get_lr's otherwise."""
         side_effect(f"{type(self).__name__}.step()")
+        if self._step_count == 1 and getattr(self.optimizer, "_opt_called", True) is False:
+            warn_user(ORDER_WARNING, UserWarning)  # (the first step after the initial one)
         self._step_count += 1
         if epoch is None:
             self.last_epoch += 1

@@ -194,14 +194,21 @@ def random_split(dataset, lengths, generator=None):
     up to 1: each floor(f n), the rest given one by one from the first), from one random
     permutation drawn from `generator` (or the global stream)."""
     n = len(dataset)
-    lengths = list(lengths)
-    if lengths and all(isinstance(f, float) for f in lengths) and math.isclose(sum(lengths), 1):
+    # a tensor's entries as numbers (torch.tensor([7, 3]) works there), NumPy's float32
+    # fractions as fractions (any real number that is no int, as torch reads them)
+    lengths = [k.item() if isinstance(k, Tensor) and k.ndim == 0 else k for k in lengths]
+    if lengths and all(isinstance(f, numbers.Real) and not isinstance(f, numbers.Integral)
+                       for f in lengths) and math.isclose(sum(lengths), 1):
         if any(f < 0 for f in lengths):  # (none above 1 then: they add up to 1)
             raise ValueError(f"random_split: each fraction must be in [0, 1], got {lengths}")
         counts = [int(math.floor(f * n)) for f in lengths]
         for i in range(n - sum(counts)):
             counts[i % len(counts)] += 1
         lengths = counts
+        for i, k in enumerate(lengths):
+            if k == 0:  # (torch's words)
+                warn_user(f"Length of split at index {i} is 0. This might result in an empty "
+                          "dataset.", UserWarning)
     if any(not isinstance(k, numbers.Integral) or k < 0 for k in lengths) or sum(lengths) != n:
         raise ValueError(f"random_split: the lengths {lengths} must be ints >= 0 that add up to "
                          f"the {n} samples (or fractions that add up to 1)")
