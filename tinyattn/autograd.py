@@ -567,6 +567,8 @@ def _saved_versions(op, inputs, arrays, saved):
             x = inputs[i]
             if isinstance(x, TensorBase) and (s is arrays[i] or _is_view_of(s, arrays[i])):
                 v = version_of(x)
+                if v.__class__ is InferenceVersion and not _inference.get():
+                    _refuse_saved_inference(op)
                 found += ((v, v[0], i),)
     return found
 
@@ -593,17 +595,15 @@ class InferenceVersion(list):
 
     __slots__ = ()
 
-    def __getitem__(self, i):
-        if i == 0 and not _inference.get():
-            caller = sys._getframe(1)
-            if caller.f_code is _saved_versions.__code__:  # a recorded op saves it
-                op = caller.f_locals.get("op")
-                raise GraphError(f"{getattr(op, 'name', 'an op')}: Inference tensors cannot be "
-                                 "saved for backward (as torch): this tensor was made in "
-                                 "inference_mode, and the op records it for its gradient. To "
-                                 "work around you can make a clone to get a normal tensor and "
-                                 "use it in autograd (t.clone(), made outside inference_mode)")
-        return list.__getitem__(self, i)
+
+def _refuse_saved_inference(op):
+    """An inference tensor saved for backward by a recorded op (_saved_versions): torch's
+    error."""
+    raise GraphError(f"{getattr(op, 'name', 'an op')}: Inference tensors cannot be saved for "
+                     "backward (as torch): this tensor was made in inference_mode, and the op "
+                     "records it for its gradient. To work around you can make a clone to get a "
+                     "normal tensor and use it in autograd (t.clone(), made outside "
+                     "inference_mode)")
 
 
 def mark_inference(tensor):
@@ -1349,7 +1349,7 @@ def _walk(tensor, gradient, retain_graph, steps, sink=None, more=(), keep=None):
         node = heappop(heap)[1]
         g = grads.pop(node)  # every user has sent its part
         if node.hooks:  # Tensor.register_hook: each may replace the gradient (none left: {})
-            g = _run_hooks(node, g, be, owned)
+            g = _run_hooks(node, g, be, owned, grads, keep)
         if node.tensor is not undelivered:  # a leaf, retain_grad, or any node for grad()
             if _deliver(node, g, be, owned, sink, keep):  # a leaf, or where grad() stops
                 continue
@@ -1444,22 +1444,41 @@ def _begin(tracers, steps, sink):
     return None if sink is None else _NOTHING
 
 
-def _run_hooks(node, g, be, owned):
+def _run_hooks(node, g, be, owned, grads, keep):
     """The gradient after the node's hooks, in the order they were registered: each gets it
     as a tensor and may return a replacement of the same shape (or None to keep it). The walk
     owns neither: a hook may keep what it saw or returned, which a later backward adding into
-    a leaf's .grad in place must not change (so .grad takes a copy)."""
+    a leaf's .grad in place must not change (so .grad takes a copy). While they run, hook_pass()
+    tells them the walk's state (`grads`: the gradients still pending; `keep`: grad()'s)."""
     owned.discard(node)
-    for hook in list(node.hooks.values()):
-        out = hook(_wrap(g, be))
-        if out is None:
-            continue
-        new = out._data if isinstance(out, TensorBase) else be.asarray(out)
-        if new.shape != g.shape or new.dtype != g.dtype:  # (torch refuses both too)
-            raise ShapeError(f"register_hook: a hook returned a gradient {fmt_shape(new.shape)} "
-                             f"{new.dtype} for a tensor {fmt_shape(g.shape)} {g.dtype}")
-        g = new
+    outer = getattr(_hook_pass, "state", _NO_PASS)
+    _hook_pass.state = (grads, node, keep)
+    try:
+        for hook in list(node.hooks.values()):
+            out = hook(_wrap(g, be))
+            if out is None:
+                continue
+            new = out._data if isinstance(out, TensorBase) else be.asarray(out)
+            if new.shape != g.shape or new.dtype != g.dtype:  # (torch refuses both too)
+                raise ShapeError(f"register_hook: a hook returned a gradient "
+                                 f"{fmt_shape(new.shape)} {new.dtype} for a tensor "
+                                 f"{fmt_shape(g.shape)} {g.dtype}")
+            g = new
+    finally:
+        _hook_pass.state = outer
     return g
+
+
+_hook_pass = threading.local()  # .state: (grads, node, keep) of the pass whose hooks run now
+_NO_PASS = (None, None, None)
+
+
+def hook_pass():
+    """(the gradients still pending, the node whose hooks run, grad()'s `keep`) of the
+    backward pass that runs the calling tensor hook; (None, None, None) outside one. The walk
+    keeps no pass object, and torch's hooks ask their engine the same (autograd.graph's
+    register_multi_grad_hook reads it)."""
+    return getattr(_hook_pass, "state", _NO_PASS)
 
 
 class RemovableHandle:

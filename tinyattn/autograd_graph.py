@@ -13,7 +13,6 @@ torch's, on tensor hooks.
 """
 
 import contextvars
-import sys
 import threading
 
 from . import autograd
@@ -108,7 +107,7 @@ def register_multi_grad_hook(tensors, fn, *, mode="all"):
         last = [None]  # the walk state of the pass that called fn last
 
         def first(grad):
-            grads = _walk_state()[0]
+            grads = autograd.hook_pass()[0]
             with lock:
                 seen, last[0] = last[0] is grads and grads is not None, grads
             if not seen:
@@ -120,7 +119,7 @@ def register_multi_grad_hook(tensors, fn, *, mode="all"):
 
     def hook_for(i):
         def hook(grad):
-            grads, node, keep = _walk_state()
+            grads, node, keep = autograd.hook_pass()
             with lock:
                 entry = passes.get(id(grads))
                 if entry is None or entry[0] is not grads:
@@ -137,21 +136,6 @@ def register_multi_grad_hook(tensors, fn, *, mode="all"):
         return hook
 
     return _MultiHandle(t.register_hook(hook_for(i)) for i, t in enumerate(tensors))
-
-
-def _walk_state():
-    """(the gradients still pending, the node being processed, grad()'s `keep`) of the
-    backward pass whose hook is running: read from autograd._walk's frame (the engine keeps
-    no pass object, and torch's hook asks its engine the same). (None, None, None) outside a
-    pass."""
-    frame = sys._getframe(2)
-    code = autograd._walk.__code__
-    while frame is not None and frame.f_code is not code:
-        frame = frame.f_back
-    if frame is None:
-        return None, None, None
-    local = frame.f_locals
-    return local.get("grads"), local.get("node"), local.get("keep")
 
 
 def _expected(nodes, current, pending, keep):

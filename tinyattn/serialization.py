@@ -33,6 +33,7 @@ import json
 import math
 import os
 import struct
+import sys
 import zipfile
 import zlib
 from collections import OrderedDict
@@ -59,10 +60,7 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
     torch.save's other arguments (pickle_module, pickle_protocol,
     _use_new_zipfile_serialization, _disable_byteorder_record) are taken and change nothing:
     tinyattn never pickles, and writes its one format (a zip, little-endian arrays)."""
-    writer = _Writer()
-    structure = writer.flatten(obj)
-    arrays = writer.arrays
-    arrays[_META] = np.array(json.dumps({"format": FORMAT, "structure": structure}))
+    arrays = _with_stack_room(lambda: _Writer().write(obj))
     if not _is_path(f):
         _file_object(f, "save")
         buf = io.BytesIO()  # (whole first: a failure writes nothing into f)
@@ -108,12 +106,14 @@ def load(f, backend=None, keys=None, check=None, *, map_location=None, weights_o
     try:
         with _archive(source, start) as (archive, size), zipfile.ZipFile(archive) as zf:
             reader = _Reader(zf, name, check, size)
-            structure = reader.structure()
-            if keys is not None:
-                structure = _select(structure, keys, name)
-            return _Builder(reader, place).build(structure)
+            return _with_stack_room(lambda: _Builder(reader, place).build(
+                _select(reader.structure(), keys, name) if keys is not None else
+                reader.structure()))
     except _FunctionRaisedError as e:  # (map_location's function's own error)
         raise e.error from None
+    except RecursionError:  # (even with more room: a forged structure, nested far too deep)
+        raise CheckpointError(f"load: {name} has a damaged structure entry: nested too "
+                              "deep") from None
     except (FileNotFoundError, IsADirectoryError, PermissionError, CheckpointError,
             BackendError):  # (BackendError: a device map_location named that is not here)
         raise
@@ -126,6 +126,22 @@ def load(f, backend=None, keys=None, check=None, *, map_location=None, weights_o
             struct.error, zlib.error) as e:
         raise CheckpointError(f"load: {name} is not a readable checkpoint (corrupt, truncated or "
                               f"not written by tinyattn.save): {type(e).__name__}: {e}") from None
+
+
+def _with_stack_room(fn):
+    """fn(): save's and load's walks of a structure recurse a few frames per level, up to
+    MAX_DEPTH levels; where a deep structure meets a call stack already deep (or functions
+    wrapped by a tool, as mutation testing wraps each), the interpreter's recursion limit is
+    raised for one more try and set back after. A structure never deeper than that: no cost."""
+    try:
+        return fn()
+    except RecursionError:
+        old = sys.getrecursionlimit()
+        sys.setrecursionlimit(old + 16 * MAX_DEPTH)
+        try:
+            return fn()
+        finally:
+            sys.setrecursionlimit(old)
 
 
 _LOCAL, _CENTRAL, _END = b"PK\x03\x04", b"PK\x01\x02", b"PK\x05\x06"
@@ -398,9 +414,6 @@ class _Reader:
         except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as e:
             raise CheckpointError(f"load: {self.path} has a damaged structure entry: "
                                   f"{type(e).__name__}: {e}") from None
-        except RecursionError:
-            raise CheckpointError(f"load: {self.path} has a damaged structure entry: nested "
-                                  "too deep") from None
         if fmt != FORMAT:
             raise CheckpointError(f"load: {self.path} has format {fmt!r}, this version reads "
                                   f"{FORMAT!r}")
@@ -502,6 +515,12 @@ class _Writer:
         self.tensors = {}  # id(tensor) -> (tensor, its node, its number): one saved twice is
         # one object
         self.above = {}  # id(container) -> its place: the containers around what is flattened
+
+    def write(self, obj):
+        """{entry: array} of the file: obj's arrays and its structure (_META, as JSON)."""
+        structure = self.flatten(obj)
+        self.arrays[_META] = np.array(json.dumps({"format": FORMAT, "structure": structure}))
+        return self.arrays
 
     def flatten(self, obj, where="obj", depth=0):
         """A JSON-able description of obj. `where` is obj's place in what is being saved

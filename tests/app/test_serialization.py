@@ -1,6 +1,7 @@
 """Checkpoints: round trips, no pickle ever, clear errors, and a failed save loses nothing."""
 
 import errno
+import inspect
 import io
 import json
 import os
@@ -809,3 +810,25 @@ def test_save_and_load_take_bytes_paths(tmp_path):
         ta.load(os.fsencode(tmp_path / "bad.npz"))
     with pytest.raises(FileNotFoundError):
         ta.load(os.fsencode(tmp_path / "missing.npz"))
+
+
+def test_a_structure_as_deep_as_load_reads_saves_and_loads_from_a_deep_call_stack(tmp_path):
+    """save and load recurse a few frames per level: from a call stack already near Python's
+    recursion limit they still handle MAX_DEPTH levels (no RecursionError), and the limit is
+    set back after."""
+    import sys
+
+    path = tmp_path / "ck.npz"
+    ok = {"w": ta.ones(2), "cfg": _deep(serialization.MAX_DEPTH - 1, "dict")}
+    limit = sys.getrecursionlimit()
+    in_use = len(inspect.stack(0))
+
+    def down(n):
+        if n:
+            return down(n - 1)
+        ta.save(ok, path)
+        return ta.load(path)
+
+    back = down(limit - in_use - 120)  # ~120 frames left: fewer than a level-by-level walk needs
+    assert back["cfg"] == ok["cfg"] and back["w"].tolist() == [1.0, 1.0]
+    assert sys.getrecursionlimit() == limit
