@@ -2,11 +2,12 @@
 (ops/reduce.py) and on sum/amax/amin, so their gradients are those ops' (torch builds its
 matrix 1- and inf-norms from the same pieces, ties sharing the gradient as its amax does).
 tinyattn has no SVD: the spectral (2, -2) and nuclear ("nuc") matrix norms are refused by name.
+Also multi_dot, a chain of matrix products (attention rollout multiplies its layers' maps so).
 """
 
 import operator
 
-from .errors import DimError
+from .errors import DimError, ShapeError
 from .tensor import Tensor
 
 INF = float("inf")
@@ -56,6 +57,36 @@ def matrix_norm(x, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):  # no
     sums = x.abs().sum(dim=(d0, d1)[summed], keepdim=True)
     out = getattr(sums, pick)(dim=(d0, d1)[1 - summed], keepdim=True)
     return out if keepdim else out.squeeze((d0, d1))
+
+
+def multi_dot(tensors):
+    """torch.linalg.multi_dot: tensors[0] @ tensors[1] @ ... @ tensors[-1], two or more 2-D
+    tensors, the first of which may be 1-D (a row vector) and the last 1-D (a column vector),
+    their dims then dropped from the result (as torch). The products run left to right (torch
+    picks the cheapest order: the same value up to rounding); the gradient is matmul's."""
+    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"linalg.multi_dot: expected a list or tuple of tensors, got "
+                        f"{type(tensors).__name__}")
+    if len(tensors) < 2:
+        raise ValueError(f"linalg.multi_dot: expected at least 2 tensors, got {len(tensors)}")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"linalg.multi_dot: tensor {i} is a {type(t).__name__}, not a tensor")
+    shapes = ", ".join(str(tuple(t.shape)) for t in tensors)
+    last = len(tensors) - 1
+    for i, t in enumerate(tensors):
+        if t.ndim != 2 and not (t.ndim == 1 and i in (0, last)):
+            raise DimError(f"linalg.multi_dot: tensor {i} must be 2-D (only the first and the "
+                           f"last may be 1-D), got shapes {shapes}")
+    for i in range(last):
+        if tensors[i].shape[-1] != tensors[i + 1].shape[0]:
+            raise ShapeError(f"linalg.multi_dot: tensors {i} and {i + 1} cannot be multiplied "
+                             f"(inner dims {tensors[i].shape[-1]} and "
+                             f"{tensors[i + 1].shape[0]}), got shapes {shapes}")
+    out = tensors[0]
+    for t in tensors[1:]:
+        out = out @ t
+    return out
 
 
 def norm(x, ord=None, dim=None, keepdim=False, *, dtype=None):  # noqa: A002 - torch's names

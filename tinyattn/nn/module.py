@@ -31,7 +31,7 @@ from ..autograd import (
 from ..dtypes import as_dtype
 from ..errors import DTypeError, ShapeError, StateDictError, fmt_shape, warn_user
 from ..function import Function
-from ..tensor import Tensor, _type_named, as_tensor, empty, to_args
+from ..tensor import Tensor, _type_named, as_tensor, empty, to_args, zeros
 
 
 class Parameter(Tensor):
@@ -337,7 +337,8 @@ class Module:
     def register_full_backward_hook(self, hook, prepend=False):
         """hook(module, grad_input, grad_output) runs when the gradients with respect to this
         call's tensor inputs have been summed: grad_input holds one per positional argument
-        (None where none flows), grad_output one per output. A tuple it returns replaces
+        (zeros for a tensor that needs no gradient, None for a non-tensor, as torch),
+        grad_output one per output. A tuple it returns replaces
         grad_input for the hooks after it and for backward (a None in it: no gradient for
         that input from this call, as torch). With no input that requires grad it runs
         once the outputs' gradients are in, grad_input all None (as torch). An output that
@@ -423,7 +424,7 @@ class Module:
         for hook, with_kwargs, _ in list(self._hooks["pre"].values()):
             out = hook(self, args, kwargs) if with_kwargs else hook(self, args)
             if out is not None and with_kwargs:
-                args, kwargs = out
+                args, kwargs = _args_kwargs(self, out)
             elif out is not None:
                 args = out if isinstance(out, tuple) else (out,)
         return args, kwargs
@@ -932,6 +933,18 @@ class Module:
         return ""
 
 
+def _args_kwargs(module, out):
+    """What a with_kwargs forward pre-hook returned, checked: an (args, kwargs) pair."""
+    if isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], Mapping):
+        return out
+    got = f"a tuple of {len(out)}" if isinstance(out, tuple) else type(out).__name__
+    if isinstance(out, tuple) and len(out) == 2:
+        got = f"a pair whose kwargs is a {type(out[1]).__name__}"
+    raise RuntimeError(  # (torch's error is a RuntimeError too)
+        f"{type(module).__name__}: a forward pre-hook registered with with_kwargs=True must "
+        f"return None or a tuple (new_args, new_kwargs), new_kwargs a dict, got {got}")
+
+
 def _indented(text):
     """A child's repr under its parent's: every line after the first indented by two spaces,
     blank ones left empty (torch's _addindent)."""
@@ -1229,6 +1242,10 @@ class _BackwardWatch:
             self.dropped = ()  # (what the hooks replaced with None, see _on_inputs)
             self.parts, packed, self.inputs = _packed(args, self.where, self)
             packed.register_hook(self._on_inputs)
+            # the tensor arguments that need no gradient: zeros in grad_input (as torch's,
+            # whose hook sees every tensor argument once one needs grad; None: non-tensors)
+            self.still = [(i, tuple(a.shape), a.dtype, a.backend) for i, a in enumerate(args)
+                          if isinstance(a, Tensor) and not a.requires_grad]
         else:
             self.where = []  # (no full hook to give them to: the inputs go in as they are)
 
@@ -1293,6 +1310,8 @@ class _BackwardWatch:
             shape, dtype, n = self.parts[j]
             grads[i] = g[start:start + n].reshape(shape).to(dtype)
             start += n
+        for i, shape, dtype, backend in self.still:
+            grads[i] = zeros(*shape, dtype=dtype, backend=backend)
         self.dropped = ()
         new = self._call(tuple(grads))
         if new is None:

@@ -199,22 +199,28 @@ def random_split(dataset, lengths, generator=None):
     lengths = [k.item() if isinstance(k, Tensor) and k.ndim == 0 else k for k in lengths]
     if lengths and all(isinstance(f, numbers.Real) and not isinstance(f, numbers.Integral)
                        for f in lengths) and math.isclose(sum(lengths), 1):
-        if any(f < 0 for f in lengths):  # (none above 1 then: they add up to 1)
-            raise ValueError(f"random_split: each fraction must be in [0, 1], got {lengths}")
-        counts = [int(math.floor(f * n)) for f in lengths]
-        for i in range(n - sum(counts)):
-            counts[i % len(counts)] += 1
-        lengths = counts
-        for i, k in enumerate(lengths):
-            if k == 0:  # (torch's words)
-                warn_user(f"Length of split at index {i} is 0. This might result in an empty "
-                          "dataset.", UserWarning)
+        lengths = _fraction_counts(lengths, n)
     if any(not isinstance(k, numbers.Integral) or k < 0 for k in lengths) or sum(lengths) != n:
         raise ValueError(f"random_split: the lengths {lengths} must be ints >= 0 that add up to "
                          f"the {n} samples (or fractions that add up to 1)")
     order = randperm(n, generator=generator).tolist()
     ends = [0, *itertools.accumulate(lengths)]
     return [Subset(dataset, order[ends[i]:ends[i + 1]]) for i in range(len(lengths))]
+
+
+def _fraction_counts(fractions, n):
+    """random_split's lengths for fractions that add up to 1 of n samples: each floor(f n),
+    the rest given one by one from the first; an empty one warned about in torch's words."""
+    if any(f < 0 for f in fractions):  # (none above 1 then: they add up to 1)
+        raise ValueError(f"random_split: each fraction must be in [0, 1], got {fractions}")
+    counts = [int(math.floor(f * n)) for f in fractions]
+    for i in range(n - sum(counts)):
+        counts[i % len(counts)] += 1
+    for i, k in enumerate(counts):
+        if k == 0:
+            warn_user(f"Length of split at index {i} is 0. This might result in an empty "
+                      "dataset.", UserWarning)
+    return counts
 
 
 # ---- samplers: the order of the indices ------------------------------------------------------
