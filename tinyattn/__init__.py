@@ -420,6 +420,7 @@ masked_fill, masked_scatter, index_add, index_copy, index_fill, index_put, mode,
     _method(n) for n in ("masked_fill", "masked_scatter", "index_add", "index_copy",
                          "index_fill", "index_put", "mode", "put"))
 as_strided = _method("as_strided")
+index_reduce = _method("index_reduce")
 globals().update(_FOREACH)  # torch._foreach_mul_, _foreach_add_, ... (routines.py)
 
 # torch's other names for the dtypes (dtype=ta.long, mask.to(ta.bool)). Bound here, not in
@@ -506,7 +507,7 @@ __all__ = [
     "channels_last_3d", "isin", "bincount", "histc", "histogram", "quantile", "nanquantile",
     "nanmedian", "tensordot", "kron", "erfc", "erfinv", "lgamma", "digamma", "block_diag",
     "cartesian_prod", "unique_consecutive", "gcd", "lcm", "heaviside",
-    "as_strided", "frombuffer", "TypedStorage", "UntypedStorage",
+    "as_strided", "frombuffer", "TypedStorage", "UntypedStorage", "index_reduce",
 ]
 
 # torch's setup names (runtime.py, amp.py, accelerator.py; bfloat16 a name that refuses use)

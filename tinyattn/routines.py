@@ -312,10 +312,36 @@ def bucketize(input, boundaries, *, out_int32=False, right=False):  # noqa: A002
     return searchsorted(boundaries, input, out_int32=out_int32, right=right)
 
 
-def cdist(x1, x2, p=2.0):
-    """‖x1[i] - x2[j]‖_p for every pair of rows: (..., P, M), (..., R, M) -> (..., P, R)."""
+_CDIST_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
+                "donot_use_mm_for_euclid_dist")
+
+
+def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    """‖x1[i] - x2[j]‖_p for every pair of rows: (..., P, M), (..., R, M) -> (..., P, R), the
+    batch dims broadcast. compute_mode is torch's speed setting: every mode computes the
+    differences directly here (torch's exact "donot_use_mm" path), so all give those values."""
     x1 = _t(x1)
-    return (x1.unsqueeze(-2) - _t(x2, x1).unsqueeze(-3)).norm(p, dim=-1)
+    x2 = _t(x2, x1)
+    if compute_mode not in _CDIST_MODES:
+        raise ValueError(f"cdist: compute_mode must be one of {', '.join(_CDIST_MODES)}, "
+                         f"got {compute_mode!r}")
+    if not p >= 0:
+        raise ValueError(f"cdist: p must be >= 0, got {p}")
+    if x1.dtype.kind != "f" or x2.dtype.kind != "f":
+        raise DTypeError(f"cdist: takes floating-point tensors (torch's rule), got {x1.dtype} "
+                         f"and {x2.dtype}; convert with .float()")
+    if x1.ndim < 2 or x2.ndim < 2:
+        raise ShapeError(f"cdist: x1 {fmt_shape(x1.shape)} and x2 {fmt_shape(x2.shape)} must "
+                         "each be at least 2-D: (..., rows, features)")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise ShapeError(f"cdist: x1 {fmt_shape(x1.shape)} and x2 {fmt_shape(x2.shape)} must "
+                         "have the same number of features (last dim)")
+    try:
+        broadcast_shape(x1.shape[:-2], x2.shape[:-2])
+    except ValueError:
+        raise ShapeError(f"cdist: the batch dims of x1 {fmt_shape(x1.shape)} and x2 "
+                         f"{fmt_shape(x2.shape)} (all but the last two) do not broadcast") from None
+    return (x1.unsqueeze(-2) - x2.unsqueeze(-3)).norm(p, dim=-1)
 
 
 def logit(input, eps=None):  # noqa: A002

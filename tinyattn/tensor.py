@@ -1161,6 +1161,17 @@ class Tensor(TensorBase):
     def zero_(self):
         return self.fill_(0)
 
+    def fill_diagonal_(self, fill_value, wrap=False):
+        """The main diagonal (i, i, ..., i) set to fill_value, in place, as torch's: 2-D of any
+        shape, or more dims all of one size; wrap=True starts a tall matrix's diagonal again
+        every columns + 1 rows. Through masked_fill_: the filled entries get no gradient."""
+        if self.ndim < 2 or (self.ndim > 2 and len(set(self.shape)) != 1):
+            raise ShapeError(f"fill_diagonal_: takes a 2-D tensor, or more dims all of one size, "
+                             f"got {fmt_shape(self.shape)}")
+        mask = _make("diagonal_mask", _diagonal_mask, np.bool_, False, self.backend,
+                     shape=self.shape, wrap=bool(wrap))
+        return self.masked_fill_(mask, fill_value)
+
     def normal_(self, mean=0.0, std=1.0, *, generator=None):
         """Overwrite with samples of N(mean, std²) from `generator` or the backend's stream."""
         _float_draws("normal_", self.dtype)
@@ -2282,6 +2293,24 @@ class Tensor(TensorBase):
     def index_fill_(self, dim, index, value):
         return self._in_place_as("index_fill_", lambda x: x.index_fill(dim, index, value))
 
+    def index_reduce(self, dim, index, source, reduce, *, include_self=True):
+        """A copy with slice k of source along dim reduced into slice index[k] ("prod", "mean",
+        "amax" or "amin", torch's; include_self=False leaves out this tensor's values where a
+        slice is named): scatter_reduce with the index spread over source, whose VJP gives the
+        gradients."""
+        if reduce not in ("prod", "mean", "amax", "amin"):
+            raise ValueError(f"index_reduce: reduce must be one of prod, mean, amax, amin, got "
+                             f"{reduce!r} (torch's; index_add sums)")
+        if self.ndim == 0:
+            return self._one_entry("index_reduce", dim, index, source, lambda x, i, s: (
+                x.index_reduce(0, i, s, reduce, include_self=include_self)))
+        axis, idx = self._slices_at("index_reduce", dim, index, source)
+        return self.scatter_reduce(axis, idx, source, reduce, include_self=include_self)
+
+    def index_reduce_(self, dim, index, source, reduce, *, include_self=True):
+        return self._in_place_as("index_reduce_", lambda x: x.index_reduce(
+            dim, index, source, reduce, include_self=include_self), source)
+
     def index_put(self, indices, values, accumulate=False):
         """A copy with `values` written at self[indices] (indices: a tuple or list of index
         tensors, one per leading dim); accumulate=True adds them instead, a place named twice
@@ -2858,22 +2887,26 @@ class Tensor(TensorBase):
 
     def addmm(self, mat1, mat2, *, beta=1, alpha=1):
         """beta * self + alpha * (mat1 @ mat2) (self broadcasts; beta = 0 ignores it, NaNs too)."""
-        return self._plus_product("addmm", mat1.mm(mat2), beta, alpha)
+        return self._plus_product("addmm", lambda: mat1.mm(mat2), beta, alpha)
 
     def addmv(self, mat, vec, *, beta=1, alpha=1):
-        return self._plus_product("addmv", mat.mv(vec), beta, alpha)
+        return self._plus_product("addmv", lambda: mat.mv(vec), beta, alpha)
 
     def addr(self, vec1, vec2, *, beta=1, alpha=1):
-        return self._plus_product("addr", vec1.outer(vec2), beta, alpha)
+        return self._plus_product("addr", lambda: vec1.outer(vec2), beta, alpha)
 
     def baddbmm(self, batch1, batch2, *, beta=1, alpha=1):
-        return self._plus_product("baddbmm", batch1.bmm(batch2), beta, alpha)
+        return self._plus_product("baddbmm", lambda: batch1.bmm(batch2), beta, alpha)
 
     def addbmm(self, batch1, batch2, *, beta=1, alpha=1):
         """beta * self + alpha * Σ_b batch1[b] @ batch2[b]."""
-        return self._plus_product("addbmm", batch1.bmm(batch2).sum(0), beta, alpha)
+        return self._plus_product("addbmm", lambda: batch1.bmm(batch2).sum(0), beta, alpha)
 
-    def _plus_product(self, name, product, beta, alpha):
+    def _plus_product(self, name, make_product, beta, alpha):
+        try:  # (a shape error of the product's own op, "bmm: ...", named as the call: name)
+            product = make_product()
+        except ShapeError as e:
+            raise ShapeError(f"{name}: {e}") from None
         if not broadcasts_to(self.shape, product.shape):
             raise ShapeError(f"{name}: this tensor {fmt_shape(self.shape)} does not broadcast "
                              f"to the product's shape {fmt_shape(product.shape)}")
@@ -4740,6 +4773,13 @@ def _triangle_keep(be, dtype, n, m, diagonal, lower):
     xp = be.xp
     offset = xp.arange(m)[None, :] - xp.arange(n)[:, None]
     return offset <= diagonal if lower else offset >= diagonal
+
+
+def _diagonal_mask(be, dtype, shape, wrap):
+    """True on the main diagonal of `shape` (NumPy's fill_diagonal: torch's wrap rule)."""
+    mask = np.zeros(shape, dtype=dtype)
+    np.fill_diagonal(mask, True, wrap=wrap)
+    return be.xp.asarray(mask)
 
 
 def _index_places(be, dtype, shape, steps):

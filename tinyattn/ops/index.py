@@ -19,7 +19,7 @@ import string
 import numpy as np
 
 from ..dtypes import int_range, promote_types
-from ..errors import DimError, DTypeError, fmt_shape
+from ..errors import DimError, DTypeError, ShapeError, fmt_shape
 from .matmul import same_dtype
 from .op import dim1, op, quiet
 from .samples import case, const, vals
@@ -85,12 +85,9 @@ def fill_value(value, dtype, name):
     kind = dtype.kind
     if kind == "f" and type(value) is float and not 65504.0 < abs(value) < math.inf:
         return value  # (fits every float dtype, or is ±inf or NaN: the common cases, quickly)
-    if isinstance(value, (str, bytes)) or value is None:
-        raise TypeError(f"{name}: the value must be a number (or a tensor), got "
-                        f"{type(value).__name__} {value!r}")
     if not isinstance(value, numbers.Number) or isinstance(value, (bool, np.bool_)) or \
             kind not in "iuf":
-        return value
+        return _as_it_is(value, name)
     if kind == "f":
         top = largest(dtype)
         if math.isfinite(value) and abs(value) > top:
@@ -103,6 +100,15 @@ def fill_value(value, dtype, name):
         raise DTypeError(f"{name}: {value!r} does not fit {dtype} (its values are {lo}..{hi}); "
                          "value cannot be converted without overflow")
     return int(value) % (hi + 1) if kind == "u" else int(value)
+
+
+def _as_it_is(value, name):
+    """fill_value's value kept as it is (a bool, an array, a number into a bool dtype), but a
+    string or None, refused by name (NumPy's own message names neither op nor value)."""
+    if isinstance(value, (str, bytes)) or value is None:
+        raise TypeError(f"{name}: the value must be a number (or a tensor), got "
+                        f"{type(value).__name__} {value!r}")
+    return value
 
 
 def _scatter_number(value, dtype):
@@ -313,6 +319,7 @@ def parse_einsum(equation, shapes):
                  if "..." in i] or [0])
     ell = "".join(spare[:n_ell])
     spelled = [_spell_operand(i, s, ell, equation) for i, s in zip(ins, shapes, strict=True)]
+    _check_sizes(spelled, shapes, ell, equation)
     if arrow:
         out = rhs.replace("...", ell)
     else:  # implicit: the ellipsis, then the letters used once, sorted
@@ -320,6 +327,20 @@ def parse_einsum(equation, shapes):
         out = ell + "".join(sorted(c for c in set(letters) if letters.count(c) == 1
                                    and c not in ell))
     return spelled, out
+
+
+def _check_sizes(spelled, shapes, ell, equation):
+    """Each letter one size in every operand (or 1, which broadcasts), else torch's error: the
+    subscript (or a dim of '...', spelled in the letters `ell`) and its two sizes named."""
+    seen = {}  # letter -> (size, operand) of its first size other than 1
+    for k, (subs, shape) in enumerate(zip(spelled, shapes, strict=True)):
+        for c, n in zip(subs, shape, strict=True):
+            if n != 1 and seen.setdefault(c, (n, k))[0] != n:
+                what = "a dim of '...'" if c in ell else f"subscript '{c}'"
+                raise ShapeError(f"einsum: {what} has size {n} in operand {k} "
+                                 f"{fmt_shape(shape)} but {seen[c][0]} in operand {seen[c][1]} "
+                                 f"{fmt_shape(shapes[seen[c][1]])} of {equation!r} (sizes of a "
+                                 "subscript must match, or be 1)")
 
 
 def _spell_operand(subs, shape, ell, equation):
