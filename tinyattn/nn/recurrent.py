@@ -23,6 +23,7 @@ from .. import functional as F
 from ..errors import ShapeError, fmt_shape
 from ..tensor import Tensor, zeros
 from . import init
+from .layers import _place
 from .module import Module, Parameter
 
 __all__ = ["RNNCellBase", "RNNCell", "LSTMCell", "GRUCell", "RNNBase", "RNN", "LSTM", "GRU"]
@@ -70,11 +71,6 @@ def _mode(nonlinearity):
     if nonlinearity not in ("tanh", "relu"):
         raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'.")
     return "RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU"
-
-
-def _place(module, device):
-    if device is not None:
-        module.to(device)
 
 
 def _check_sizes(input_size, hidden_size):
