@@ -38,11 +38,7 @@ def test_a_with_kwargs_pre_hook_returning_no_args_kwargs_pair_is_a_clear_error(r
 
 def test_a_with_kwargs_pre_hook_may_return_new_args_and_kwargs_as_torch():
     torch = pytest.importorskip("torch")
-    x = np.random.default_rng(0).normal(size=(2, 5, 8)).astype(np.float32)
-    torch.manual_seed(0)
-    theirs = torch.nn.MultiheadAttention(8, 2, batch_first=True)
-    ours = nn.MultiheadAttention(8, 2, batch_first=True)
-    _state_from_torch(ours, theirs)
+    x, theirs, ours = _twin_attention(torch)
 
     def weights_please(module, args, kwargs):  # the encoder layers call it need_weights=False
         return args, {**kwargs, "need_weights": True, "average_attn_weights": False}
@@ -104,11 +100,7 @@ def test_full_backward_hook_gives_zeros_for_a_tensor_input_that_needs_no_grad_as
     input's shape and dtype) for every tensor argument that needs no gradient, once another one
     does, and None only for non-tensor arguments; code reading grad_input[1].norm() works."""
     torch = pytest.importorskip("torch")
-    x = np.random.default_rng(0).normal(size=(2, 5, 8)).astype(np.float32)
-    torch.manual_seed(0)
-    theirs = torch.nn.MultiheadAttention(8, 2, batch_first=True)
-    ours = nn.MultiheadAttention(8, 2, batch_first=True)
-    _state_from_torch(ours, theirs)
+    x, theirs, ours = _twin_attention(torch)
     seen = {}
     for name, mha, lib in (("ta", ours, ta), ("torch", theirs, torch)):
         log = seen[name] = []
@@ -136,3 +128,14 @@ def test_full_backward_hook_gives_zeros_for_a_tensor_input_that_needs_no_grad_as
     assert gids.dtype == ta.int64 and gids.tolist() == [0, 0]
     assert gb.dtype == ta.float64 and gb.tolist() == [0.0, 0.0]
     assert a.grad.tolist() == [3.0, 6.0]
+
+
+def _twin_attention(torch):
+    """An input (2, 5, 8) and a torch MultiheadAttention(8, 2) with its tinyattn twin (same
+    weights)."""
+    x = np.random.default_rng(0).normal(size=(2, 5, 8)).astype(np.float32)
+    torch.manual_seed(0)
+    theirs = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+    ours = nn.MultiheadAttention(8, 2, batch_first=True)
+    _state_from_torch(ours, theirs)
+    return x, theirs, ours
