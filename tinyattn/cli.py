@@ -140,17 +140,22 @@ def _sample_parser(sub):
     p = sub.add_parser("sample", help="generate with a trained checkpoint")
     p.add_argument("--checkpoint", required=True, help="a checkpoint.npz from tinyattn train")
     p.add_argument("--prompt", default=None, help="digits for a toy task, text for text")
-    p.add_argument("--max-new-tokens", dest="max_new_tokens", type=int, default=200)
+    # (a toy task's answer is greedy and always whole: these settings are for text models)
+    p.add_argument("--max-new-tokens", dest="max_new_tokens", type=int, default=200,
+                   help="characters to add to a text prompt (unused for toy tasks, whose "
+                        "answer is always its full length)")
     p.add_argument("--temperature", type=float, default=0.8,
                    help="> 0 (unused with --greedy and for toy tasks, whose answers are "
                         "greedy: 0 is taken there)")
     p.add_argument("--top-k", dest="top_k", type=int, default=None,
-                   help="sample from the k most likely tokens (k >= 1)")
+                   help="sample from the k most likely tokens (k >= 1; unused for toy tasks)")
     p.add_argument("--top-p", dest="top_p", type=float, default=None,
                    help="sample from the fewest most likely tokens whose probability reaches "
-                        "p, in (0, 1]")
+                        "p, in (0, 1]; unused for toy tasks")
     p.add_argument("--greedy", action="store_true")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0,
+                   help="of the sampling, and of the held-out problems a toy task answers "
+                        "without --prompt")
     p.set_defaults(fn=cmd_sample)
 
 
@@ -160,8 +165,7 @@ def cmd_graph(args):
     from . import graphs, viz
     from .train import FlagError
 
-    if args.seed < 0:
-        raise FlagError(f"graph: --seed must be a whole number >= 0: got {args.seed}")
+    _check_graph_values(args, FlagError)
     # --html with an option only a picture takes: named, not dropped silently (the page draws
     # the gradients' direction, --direction backward, and shows every value in its panel)
     picture = [flag for flag, on in (("--out", args.out is not None),
@@ -193,6 +197,16 @@ def cmd_graph(args):
     hover = " (hover an op for its VJP)" if str(path).lower().endswith(".svg") else ""
     print(f"wrote {path}: the {args.model} loss graph{hover}")
     return 0
+
+
+def _check_graph_values(args, error):
+    """`graph`'s --seed, and its file names: an empty one is refused, not taken as not given
+    (--html '' would draw the default graph.svg instead of the page)."""
+    if args.seed < 0:
+        raise error(f"graph: --seed must be a whole number >= 0: got {args.seed}")
+    for name, value in (("--out", args.out), ("--html", args.html)):
+        if value == "":
+            raise error(f"graph: {name} must name a file, not an empty string: got ''")
 
 
 GRAPH_COLLAPSE = {"tiny": ["blocks.*.*"], "mlp": ["*"], "attention": []}  # the default folds

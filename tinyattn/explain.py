@@ -125,9 +125,16 @@ def vjp_line(index, node, g, grads):
                      if gx is not None)
     where = f"  [{node.scope}]" if node.scope else ""
     fused = " (fused)" if op.fused else ""
-    made = f" -> {node.name}" if node.name else ""  # the tensor this op made, when named
+    made = f" -> {one_line(node.name)}" if node.name else ""  # the tensor it made, when named
     return (f"[{index}] {op.name}{made}: {op.formula}{fused} | g {_shape_norm(g)} -> "
             f"{sent or 'nothing (no input needs a gradient)'}{where}")
+
+
+def one_line(name):
+    """A tensor's name as explain prints it: a newline, tab or other control character in it
+    escaped (`x\\nbad`), so that every VJP stays one line; other characters as they are."""
+    name = str(name)
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in name)
 
 
 def describe(step):
@@ -152,7 +159,7 @@ def node_name(node, names=None):
         name = (names or {}).get(id(t)) or t.name
     name = name or node.name
     if name:
-        return name
+        return one_line(name)
     if node.op is None:
         return "a leaf"
     return f"the output of {node.op.name}" + (f" [{node.scope}]" if node.scope else "")

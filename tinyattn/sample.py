@@ -196,6 +196,9 @@ def sample(checkpoint, prompt=None, max_new_tokens=200, temperature=0.8, top_k=N
     check_sampling(temperature, top_k, top_p, max_new_tokens, greedy or zero)
     if seed is not None and not (_count(seed) or seed == 0):  # (None: a random seed)
         raise FlagError(f"sample: --seed must be a whole number >= 0: got {seed}")
+    if os.fspath(checkpoint) == "":
+        raise FlagError("sample: --checkpoint must name a checkpoint file, not an empty string: "
+                        "got ''")
     if os.path.isdir(checkpoint):
         inside = os.path.join(checkpoint, "checkpoint.npz")
         hint = f" (give {inside})" if os.path.isfile(inside) else ""

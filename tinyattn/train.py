@@ -234,6 +234,9 @@ RULES = [
     ("full_corpus", lambda v, c: not v or (c.task in LANGUAGE_TASKS and c.text is None),
      "is for --task shakespeare or text without --text (the whole shipped corpus)"),
     ("out", lambda v, c: v is None or isinstance(v, (str, os.PathLike)), "must be a folder"),
+    # (an empty --out, an unset shell variable's, is no folder: not runs/<task> silently)
+    ("out", lambda v, c: v is None or os.fspath(v) != "",
+     "must name a folder for the run, not an empty string"),
     ("out", lambda v, c: _file_in_the_way(c.run_dir()) is None, _out_problem),
 ]
 
@@ -255,7 +258,8 @@ def validate(cfg):
             ok = False
         if not ok:
             what = what(cfg) if callable(what) else what
-            bad[name] = f"{flag(name)} {what}: got {value}"
+            shown = repr(value) if value == "" else value  # (an empty string seen as '')
+            bad[name] = f"{flag(name)} {what}: got {shown}"
     if bad:
         raise FlagError("\n  ".join(bad.values()) if len(bad) == 1 else
                         "bad settings:\n  " + "\n  ".join(bad.values()))
@@ -386,10 +390,13 @@ def settle(cfg, resume=False):
     given, steps, warmup = cfg.given(), cfg.steps, cfg.warmup
     if "warmup" in given or not (_int(steps) and _int(warmup) and 1 <= steps <= warmup):
         return _copy(cfg, {})
-    print(f"train: --warmup {warmup} (the default) does not fit in --steps {steps}: warming up "
-          f"over {steps // 10} steps (a tenth of --steps) instead; give --warmup N (fewer than "
-          f"{steps}) to choose", file=sys.stderr)
-    return _copy(cfg, {"warmup": steps // 10})
+    settled = _copy(cfg, {"warmup": steps // 10})
+    with contextlib.suppress(FlagError):  # (a run its other flags refuse gets no note about it)
+        validate(settled)
+        print(f"train: --warmup {warmup} (the default) does not fit in --steps {steps}: warming "
+              f"up over {steps // 10} steps (a tenth of --steps) instead; give --warmup N (fewer "
+              f"than {steps}) to choose", file=sys.stderr)
+    return settled
 
 
 def _with_the_runs_settings(cfg):

@@ -477,6 +477,11 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="few rounds, small sizes (a smoke test)")
     args = ap.parse_args(argv)
     out = pathlib.Path(args.out)
+    if args.out == "":  # (Path("") is ".": a folder, found only after the benchmarks)
+        raise SystemExit("tinyattn bench report: --out must name a file, not an empty string: "
+                         "got ''")
+    if out.is_dir():
+        raise SystemExit(f"tinyattn bench report: --out {out} is a folder, not a file")
     if not out.parent.is_dir():
         raise SystemExit(f"tinyattn bench report: no folder {out.parent} for --out {out}")
     # PyTorch's OpenMP threads spin between calls by default and hold the cores NumPy needs next;

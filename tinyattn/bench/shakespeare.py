@@ -318,6 +318,8 @@ def main(argv=None):
 def results_file(path):
     """An argparse type: --json's path, checked before the benchmark runs (minutes before the
     results are written): a file, in a folder that exists and takes new files."""
+    if path == "":  # (else the benchmark runs for minutes and writes nothing)
+        raise argparse.ArgumentTypeError("an empty string names no file")
     if path.endswith(os.sep) or os.path.isdir(path):
         raise argparse.ArgumentTypeError(f"{path} is a folder, not a file")
     folder = os.path.dirname(path) or "."
