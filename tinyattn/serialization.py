@@ -317,7 +317,7 @@ class _FunctionRaisedError(CheckpointError):
     """Carries what map_location's function raised out of load, which raises it as it was."""
 
     def __init__(self, error):
-        super().__init__(str(error))
+        super().__init__(error)  # (not str(error): an error whose __str__ fails is raised too)
         self.error = error
 
 
