@@ -20,6 +20,7 @@ from .ops import shape as sh
 from .ops import softmax as sm
 from .ops.index import fill_value
 from .ops.op import Op, acc_dtype, broadcast_shape, dim1, plain, plain_params, quiet
+from .ops.op import dims as _axes
 from .tensor import (
     Tensor,
     _fresh,
@@ -39,7 +40,10 @@ __all__ = [
     "relu", "tanh", "sigmoid", "gelu", "where", "masked_fill", "softmax", "log_softmax",
     "logsumexp", "cross_entropy", "rms_norm", "mse_loss", "l1_loss", "smooth_l1_loss",
     "huber_loss", "nll_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
-    "kl_div", "one_hot", "matmul", "linear", "layer_norm", "embedding", "batch_norm", "group_norm",
+    "kl_div", "margin_ranking_loss", "soft_margin_loss", "hinge_embedding_loss",
+    "cosine_embedding_loss", "triplet_margin_loss", "poisson_nll_loss",
+    "multilabel_soft_margin_loss", "gaussian_nll_loss", "linear_cross_entropy", "one_hot",
+    "matmul", "linear", "layer_norm", "embedding", "batch_norm", "group_norm",
     "gumbel_softmax",
     "dropout", "cat", "stack", "causal_mask", "scaled_dot_product_attention", "attention_weights",
     "rotary_tables", "apply_rotary",
@@ -256,22 +260,42 @@ def _weight(weight, shape, name, what="weight"):
     return weight
 
 
-def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
+def _reduce_weighted(loss, weight, reduction, name, x, by_weight=True):
+    """loss times weight (torch's weight= of mse_loss, l1_loss and huber_loss: the input x's
+    shape), reduced; with a weight, 'mean' divides by Σ weight (by_weight, mse and l1's) or by
+    the number of elements (huber's), as torch's."""
+    if weight is None:
+        return _reduce(loss, reduction, name)
+    weight = _t(weight, x)
+    if weight.shape != x.shape:
+        raise ShapeError(f"{name}: weight {fmt_shape(weight.shape)} must have the shape of the "
+                         f"input {fmt_shape(x.shape)} (torch: weights and input must have the "
+                         "same size)")
+    loss = loss * weight
+    if reduction == "mean" and by_weight:
+        return loss.sum() / weight.sum()
+    return _reduce(loss, reduction, name)
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean",  # noqa: A002
+             weight=None):
     """(input - target)², averaged (or summed, or per element). size_average and reduce:
-    torch's deprecated forms of reduction (in torch's order), as _legacy_reduction maps them."""
+    torch's deprecated forms of reduction (in torch's order), as _legacy_reduction maps them.
+    weight (the input's shape) weighs each element; 'mean' then divides by Σ weight."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction, "mse_loss")
     x, y = _pair(input, target, "mse_loss")
     d = x - y
-    return _reduce(d * d, reduction, "mse_loss")
+    return _reduce_weighted(d * d, weight, reduction, "mse_loss", x)
 
 
-def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
-    """|input - target|, averaged (or summed, or per element)."""
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean",  # noqa: A002
+            weight=None):
+    """|input - target|, averaged (or summed, or per element); weight as mse_loss's."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction, "l1_loss")
     x, y = _pair(input, target, "l1_loss")
-    return _reduce((x - y).abs(), reduction, "l1_loss")
+    return _reduce_weighted((x - y).abs(), weight, reduction, "l1_loss", x)
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean",  # noqa: A002
@@ -290,16 +314,17 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
                    "smooth_l1_loss")
 
 
-def huber_loss(input, target, reduction="mean", delta=1.0):  # noqa: A002
-    """0.5 d² where |d| < δ, else δ (|d| - 0.5 δ): δ x smooth_l1_loss with β = δ."""
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):  # noqa: A002
+    """0.5 d² where |d| < δ, else δ (|d| - 0.5 δ): δ x smooth_l1_loss with β = δ. weight (the
+    input's shape) weighs each element; 'mean' is still the mean over the elements (torch's)."""
     _check_reduction(reduction, "huber_loss")
     if not delta > 0:
         raise ValueError(f"huber_loss: delta must be > 0, got {delta}")
     x, y = _pair(input, target, "huber_loss")
     d = x - y
     a = d.abs()
-    return _reduce(where(a < delta, d * d * 0.5, (a - 0.5 * delta) * delta), reduction,
-                   "huber_loss")
+    return _reduce_weighted(where(a < delta, d * d * 0.5, (a - 0.5 * delta) * delta), weight,
+                            reduction, "huber_loss", x, by_weight=False)
 
 
 def _picked(x, target, weight, ignore_index, name):
@@ -432,6 +457,20 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     return nll * (1 - label_smoothing) + smooth * (label_smoothing / n_class)
 
 
+def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None,  # noqa: A002
+                         weight=None, reduction="mean", ignore_index=None, label_smoothing=0.0,
+                         options=None):
+    """cross_entropy(linear(input, linear_weight, linear_bias), target, ...): torch 2.13's
+    reference form, the LM head and its loss in one call (ignore_index None: -100). torch's
+    options (a chunked path that saves memory, the same loss) is not supported."""
+    if options is not None:
+        raise ValueError("linear_cross_entropy: options (torch's chunked path) is not "
+                         "supported; leave it None for the same loss, computed in one piece")
+    return cross_entropy(linear(input, linear_weight, linear_bias), target, weight,
+                         ignore_index=-100 if ignore_index is None else ignore_index,
+                         reduction=reduction, label_smoothing=label_smoothing)
+
+
 def _check_cross_entropy(reduction, label_smoothing, probs, ignore_index):
     """cross_entropy's settings, checked on every path before the fused op (inside an op a
     ValueError would read as a ShapeError)."""
@@ -528,6 +567,11 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean",  # n
     batch size (the true KL divergence per item); 'mean' by the number of elements."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction, "kl_div", batchmean=True)
+    if reduction == "mean":  # (torch's warning, word for word, at the caller's line)
+        warn_user("reduction: 'mean' divides the total loss by both the batch size and the "
+                  "support size.'batchmean' divides only by the batch size, and aligns with the "
+                  "KL div math definition.'mean' will be changed to behave the same as "
+                  "'batchmean' in the next major release.", UserWarning)
     x, t = _pair(input, target, "kl_div")
     with quiet():  # (t = 0 at x = log 0 = -inf: NaN, as torch's, without NumPy's warning)
         if log_target:
@@ -540,6 +584,159 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean",  # n
     # target broadcast to more dims makes another size; a 0-d input: no division)
     return _reduce(loss, reduction, "kl_div", batchmean=True,
                    batch=x.shape[0] if x.ndim else 1)
+
+
+# ---- margin and count losses (composed: the gradients are those ops' VJPs) ---------------------
+
+
+def _same_ndim(name, **tensors):
+    """The tensors (by torch's argument names), refused unless they have one number of dims."""
+    tensors = {k: _t(v) for k, v in tensors.items()}
+    if len({t.ndim for t in tensors.values()}) > 1:
+        shown = [f"{k} {fmt_shape(t.shape)}" for k, t in tensors.items()]
+        raise ShapeError(f"{name}: {', '.join(shown[:-1])} and {shown[-1]} must have the same "
+                         "number of dims")
+    return tensors.values()
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                        reduction="mean"):
+    """max(0, -target (input1 - input2) + margin), target ±1: input1 should rank above input2
+    where target is 1, below where it is -1."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction, "margin_ranking_loss")
+    x1, x2, y = _same_ndim("margin_ranking_loss", input1=input1, input2=input2, target=target)
+    return _reduce((-y * (x1 - x2) + margin).clamp_min(0), reduction, "margin_ranking_loss")
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
+    """log(1 + exp(-target input)) for targets ±1 (softplus, stable for large margins)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction, "soft_margin_loss")
+    x, y = _pair(input, target, "soft_margin_loss", same_shape=True)
+    return _reduce(softplus(-y * x), reduction, "soft_margin_loss")
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,  # noqa: A002
+                         reduction="mean"):
+    """input where target is 1, max(0, margin - input) where it is -1 (as torch: both where it
+    is neither)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction, "hinge_embedding_loss")
+    x, y = _pair(input, target, "hinge_embedding_loss", same_shape=True)
+    loss = where(y != 1, (margin - x).clamp_min(0), 0.0) + where(y != -1, x, 0.0)
+    return _reduce(loss, reduction, "hinge_embedding_loss")
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                          reduction="mean"):
+    """1 - cos(input1, input2) where target is 1, max(0, cos - margin) where it is -1; inputs
+    (N, D) with target (N,), or (D,) with a 0-d target. cos as torch's: Σ x1 x2 /
+    √((Σ x1² + 1e-12)(Σ x2² + 1e-12))."""
+    name = "cosine_embedding_loss"
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction, name)
+    x1, x2, y = (_t(v) for v in (input1, input2, target))
+    if y.ndim > 1 or x1.ndim != y.ndim + 1 or x2.ndim != y.ndim + 1:
+        raise ShapeError(f"{name}: expects input1 and input2 (N, D) with target (N,), or (D,) "
+                         f"with a 0-d target; got input1 {fmt_shape(x1.shape)}, input2 "
+                         f"{fmt_shape(x2.shape)}, target {fmt_shape(y.shape)}")
+    dim = y.ndim
+    squares = ((x1 * x1).sum(dim) + 1e-12) * ((x2 * x2).sum(dim) + 1e-12)
+    cos = (x1 * x2).sum(dim) / squares.sqrt()
+    loss = where(y == 1, 1 - cos, 0.0) + where(y == -1, (cos - margin).clamp_min(0), 0.0)
+    return _reduce(loss, reduction, name)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, swap=False,
+                        size_average=None, reduce=None, reduction="mean"):
+    """max(0, margin + d(anchor, positive) - d(anchor, negative)), d the pairwise p-distance
+    (pairwise_distance's eps); swap: d(anchor, negative) is min'ed with d(positive, negative)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction, "triplet_margin_loss")
+    a, pos, neg = _same_ndim("triplet_margin_loss", anchor=anchor, positive=positive,
+                             negative=negative)
+    d_pos, d_neg = pairwise_distance(a, pos, p, eps), pairwise_distance(a, neg, p, eps)
+    if swap:
+        d_neg = d_neg.minimum(pairwise_distance(pos, neg, p, eps))
+    return _reduce((margin + d_pos - d_neg).clamp_min(0), reduction, "triplet_margin_loss")
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None,  # noqa: A002
+                     eps=1e-8, reduce=None, reduction="mean"):
+    """The Poisson negative log-likelihood of counts `target` with rate exp(input) (log_input)
+    or input: exp(input) - target input, or input - target log(input + eps); full adds
+    Stirling's target log target - target + ½ log(2π target) where target > 1."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction, "poisson_nll_loss")
+    x, t = _pair(input, target, "poisson_nll_loss", same_shape=True)
+    loss = x.exp() - t * x if log_input else x - t * (x + eps).log()
+    if full:
+        big = t > 1
+        tb = where(big, t, 2.0)  # (log of the masked-out targets: no inf, no NaN gradient)
+        stirling = tb * tb.log() - tb + 0.5 * (2 * math.pi * tb).log()
+        loss = loss + where(big, stirling, 0.0)
+    return _reduce(loss, reduction, "poisson_nll_loss")
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None,  # noqa: A002
+                                reduce=None, reduction="mean"):
+    """Binary cross-entropy from logits for each class (dim -1), averaged over the classes: one
+    loss per item; weight (C,) weighs each class."""
+    name = "multilabel_soft_margin_loss"
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction, name)
+    x, t = _pair(input, target, name, same_shape=True)
+    loss = -(t * logsigmoid(x) + (1 - t) * logsigmoid(-x))
+    if weight is not None:
+        loss = loss * _weight(weight, x.shape, name)
+    return _reduce(loss.sum(-1) / x.shape[-1], reduction, name)
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):  # noqa: A002
+    """½ (log v + (input - target)² / v) (+ ½ log 2π if full), v = max(var, eps) with var's
+    own gradient (torch's clamp under no_grad). var: the input's shape, a float, or (as torch)
+    one dim short of it, or a 1 in place of one of its dims."""
+    _check_reduction(reduction, "gaussian_nll_loss")
+    x = _t(input)
+    t = _t(target, x)
+    _floating(x, "gaussian_nll_loss")
+    if isinstance(var, (int, float, np.number)):  # (as torch: var * ones_like(input))
+        var = _constant_like(x, float(var))
+    var = _gaussian_var_shape(_t(var, x), x)
+    _values("gaussian_var_check", _check_variance, var)  # (a captured step checks it again)
+    v = var + (var.clamp(min=eps) - var).detach()
+    loss = 0.5 * (v.log() + (x - t) ** 2 / v)
+    return _reduce(loss + 0.5 * math.log(2 * math.pi) if full else loss, reduction,
+                   "gaussian_nll_loss")
+
+
+def _constant_like(x, value):
+    """A tensor of x's shape, dtype and backend holding `value` (ta.full: a captured step
+    replays it, where zeros_like(x) + value sends the step back to eager)."""
+    return full(x.shape, value, dtype=x.dtype, backend=x.backend)
+
+
+def _gaussian_var_shape(var, x):
+    """var as it broadcasts against x: x's shape; one dim short of it (a dim of 1 added at the
+    end); or x's number of dims with exactly one dim that differs, 1 in var (torch's rule)."""
+    if var.shape == x.shape:
+        return var
+    if var.shape == x.shape[:-1]:
+        return var.unsqueeze(-1)
+    differ = [v for a, v in zip(x.shape, var.shape, strict=False) if a != v]
+    if var.ndim == x.ndim and differ == [1]:
+        return var
+    raise ShapeError(f"gaussian_nll_loss: var {fmt_shape(var.shape)} is of incorrect size for "
+                     f"the input {fmt_shape(x.shape)}: give the input's shape, that shape without "
+                     "its last dim, or a 1 in place of one of its dims")
+
+
+def _check_variance(var):
+    """No negative variance (torch's check); the array itself, no gradient."""
+    if var.size and bool((var < 0).any()):
+        raise ValueError("gaussian_nll_loss: var has negative entries")
+    return var
 
 
 def one_hot(tensor, num_classes=-1):
@@ -679,10 +876,12 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     dims = (0, *range(2, x.ndim))  # every dim but the channels'
     shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
     if training:
-        n = x.numel() // x.shape[1]
-        if n <= 1:
+        n = x.shape[0] * math.prod(x.shape[2:])  # values per channel
+        if n == 1:
             raise ShapeError(f"batch_norm: needs more than one value per channel to train, "
                              f"got {fmt_shape(x.shape)}")
+        if n == 0:  # an empty batch: an empty output, the running statistics as they were
+            return _channel_affine(x.clone(), weight, bias, shape)  # (torch's)
         mean, var = x.mean(dims, keepdim=True), x.var(dims, keepdim=True, correction=0)
         with no_grad():
             if running_mean is not None:
@@ -693,7 +892,11 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         if running_mean is None or running_var is None:
             raise ValueError("batch_norm: without training, give running_mean and running_var")
         mean, var = running_mean.reshape(shape), running_var.reshape(shape)
-    y = (x - mean) / (var + eps).sqrt()
+    return _channel_affine((x - mean) / (var + eps).sqrt(), weight, bias, shape)
+
+
+def _channel_affine(y, weight, bias, shape):
+    """y scaled by weight and shifted by bias (each (C,), or None), per channel (dim 1)."""
     if weight is not None:
         y = y * weight.reshape(shape)
     return y if bias is None else y + bias.reshape(shape)
@@ -919,6 +1122,7 @@ def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_caus
         return dropout(weights, dropout_p) @ v  # (..., T, dv)
     if impl == "flash" or impl == "auto" and not float_mask and q.shape[-2] >= \
             q.backend.flash_from:
+        attn.check_flash_mask(mask, q, k, v)  # (in this function's name, not the op's)
         return apply(attn.flash_attention, q, k, v, mask, scale=scale, causal=is_causal)
     return attn.checked_weights(q, k, mask, is_causal, scale) @ v  # (..., T, dv): composite
 
@@ -1121,6 +1325,8 @@ def softmin(x, dim=None, dtype=None):
 def normalize(x, p=2.0, dim=1, eps=1e-12):
     """x / max(‖x‖_p over dim, eps): unit vectors along dim."""
     x = _t(x)
+    _floating(x, "normalize")  # (checked here: vector_norm's errors would name vector_norm)
+    _axes(dim, x.ndim, "normalize")
     norm = x.norm(p, dim=dim, keepdim=True)
     return x / norm.clamp_min(eps)
 
@@ -1143,6 +1349,9 @@ def glu(x, dim=-1):
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """Σ x1 x2 / (max(‖x1‖, eps) max(‖x2‖, eps)) along dim (the inputs broadcast first)."""
     x1, x2, shape = _broadcast_pair(x1, x2, "cosine_similarity")
+    _floating(x1, "cosine_similarity", "x1")  # (in this name, not normalize's)
+    _floating(x2, "cosine_similarity", "x2")
+    _axes(dim, len(shape), "cosine_similarity")
     x1, x2 = x1.expand(shape), x2.expand(shape)
     return (normalize(x1, 2.0, dim, eps) * normalize(x2, 2.0, dim, eps)).sum(dim)
 
@@ -1273,6 +1482,9 @@ def _full(like, axis, size, value):
 
 
 # torch's keyword names: input= for the tensor (softmax(input=x)), where(condition, input=,
-# other=), matmul(input=, other=), and NumPy's axis= and keepdims= (cat(xs, axis=0))
+# other=), matmul(input=, other=), scaled_dot_product_attention(query=, key=, value=), and
+# NumPy's axis= and keepdims= (cat(xs, axis=0))
 _take_torch_keywords(globals(), {"where": {"input": "x", "other": "y"},
-                                 "matmul": {"input": "a", "other": "b"}}, first="x")
+                                 "matmul": {"input": "a", "other": "b"},
+                                 "scaled_dot_product_attention": {"query": "q", "key": "k",
+                                                                  "value": "v"}}, first="x")

@@ -68,13 +68,21 @@ from .layers import (
 from .loss import (
     BCELoss,
     BCEWithLogitsLoss,
+    CosineEmbeddingLoss,
     CrossEntropyLoss,
+    GaussianNLLLoss,
+    HingeEmbeddingLoss,
     HuberLoss,
     KLDivLoss,
     L1Loss,
+    MarginRankingLoss,
     MSELoss,
+    MultiLabelSoftMarginLoss,
     NLLLoss,
+    PoissonNLLLoss,
     SmoothL1Loss,
+    SoftMarginLoss,
+    TripletMarginLoss,
 )
 from .module import (
     Module,
@@ -109,6 +117,8 @@ __all__ = [
     "Transformer", "BatchNorm1d", "BatchNorm2d", "GroupNorm",
     "Tanhshrink", "Threshold", "Softshrink", "Hardshrink", "PReLU", "RReLU", "Softmax2d",
     "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell",
+    "MarginRankingLoss", "SoftMarginLoss", "HingeEmbeddingLoss", "CosineEmbeddingLoss",
+    "TripletMarginLoss", "PoissonNLLLoss", "MultiLabelSoftMarginLoss", "GaussianNLLLoss",
 ]
 
 sys.modules[__name__ + ".functional"] = functional  # the module, not a copy: one F

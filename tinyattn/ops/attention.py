@@ -151,6 +151,26 @@ def check_mask_dtype(attn_mask, q_dtype):
                          f"query {q_dtype}; convert it with .to({q_dtype})")
 
 
+def check_mask_shape(attn_mask, scores_shape):
+    """attn_mask broadcasts to the scores (..., T, S), or an error in
+    scaled_dot_product_attention's name (not that of the op inside it that would find out)."""
+    shape, target = attn_mask._data.shape, tuple(scores_shape)
+    # (the usual masks, (T, S) or the scores' own shape, without NumPy's slower broadcast_shapes)
+    if shape != target[len(target) - len(shape):] and not broadcasts_to(shape, target):
+        kind = "mask" if attn_mask.dtype == bool else "float mask"
+        raise ShapeError(f"scaled_dot_product_attention: the scores {fmt_shape(scores_shape)} "
+                         f"cannot take a {kind} of shape {fmt_shape(attn_mask.shape)}: it must "
+                         "broadcast to them; give a (T, S) or (..., T, S) mask"
+                         + (", True = attend" if attn_mask.dtype == bool else ""))
+
+
+def check_flash_mask(attn_mask, q, k, v):
+    """check_mask_shape before the flash op (a mask is optional: None passes)."""
+    if attn_mask is not None:
+        lead = broadcast_shape(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+        check_mask_shape(attn_mask, lead + (q.shape[-2], k.shape[-2]))
+
+
 def default_scale(d):
     """1/√d for a head dim d; 1 for d = 0, where every score is an empty sum, 0, whatever the
     scale (1/√0 = inf would make them 0 * inf = NaN; torch gives the mean of v)."""
@@ -178,12 +198,9 @@ def checked_weights(q, k, attn_mask, is_causal, scale):
 def _weights(q, k, attn_mask, is_causal, scale):
     """attention_weights once checked, the scale known."""
     scores = q @ k.transpose(-2, -1)  # (..., T, S)
+    if attn_mask is not None:
+        check_mask_shape(attn_mask, scores.shape)
     if attn_mask is not None and attn_mask.dtype != bool:
-        if not broadcasts_to(attn_mask.shape, scores.shape):
-            raise ShapeError(f"scaled_dot_product_attention: the scores "
-                             f"{fmt_shape(scores.shape)} cannot take a float mask of shape "
-                             f"{fmt_shape(attn_mask.shape)}: it must broadcast to them; give a "
-                             "(T, S) or (..., T, S) mask")
         scores = scores * scale + attn_mask  # an additive float mask (-inf where masked)
         return scaled_masked_softmax(scores, None, scale=1.0, causal=is_causal)
     return scaled_masked_softmax(scores, attn_mask, scale=scale, causal=is_causal)
