@@ -5053,11 +5053,14 @@ def _laid_like(t, out, memory_format):
     """out (just made, of t's shape) laid out in memory as t is, dims in t's order of strides
     (torch's preserve_format for the *_like functions: zeros_like(x.t()) has x.t()'s
     strides); as it is for memory_format=contiguous_format or a row-major t."""
-    if memory_format is contiguous_format or t._data.flags.c_contiguous or \
-            out.backend is not t.backend:
+    order = None if memory_format is contiguous_format or out.backend is not t.backend else \
+        views.stride_order(t._data)
+    if order is None:
         return out
-    out._data = views.laid_out_as(out.backend.xp, t._data, out._data)
-    return out
+    if out.requires_grad:  # (a leaf: its own array swapped, no op between)
+        out._data = views.laid_out_as(out.backend.xp, t._data, out._data)
+        return out
+    return apply(views.laid_out, out, order=order)  # (an op: a captured step replays it)
 
 
 @_takes_device

@@ -1519,3 +1519,29 @@ def test_a_modules_list_or_dict_changed_in_place_is_recorded_again():
                 if b.grad is not None:
                     np.testing.assert_array_equal(a.grad.numpy(), b.grad.numpy())
         assert step.state == "replaying"
+
+
+@pytest.mark.parametrize("make", [lambda y: ta.zeros_like(y), lambda y: ta.ones_like(y),
+                                  lambda y: ta.full_like(y, 2.0), lambda y: ta.empty_like(y)])
+def test_a_like_tensor_of_a_strided_one_replays_with_its_layout(make):
+    """zeros_like(x.t()) keeps x.t()'s strides (torch's preserve_format) through an op
+    (laid_out), so a captured fn that makes one replays, not 'fn replaced a tensor's .data'."""
+    w = ta.randn(3, 4, requires_grad=True)
+
+    def fn(x):
+        y = (x * w).t()  # (4, 3), strides of a transpose
+        z = make(y)
+        assert z.stride() == y.stride()
+        return (y * z).sum()
+
+    step = ta.capture(fn)
+    for _ in range(4):
+        x = ta.randn(3, 4)
+        w.grad = None
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            loss = step(x)
+        want = make(ta.ones(4, 3)).numpy().T
+        np.testing.assert_allclose(w.grad.numpy(), x.numpy() * want, rtol=1e-6)
+        np.testing.assert_allclose(loss.item(), (x.numpy() * w.numpy() * want).sum(), rtol=1e-5)
+    assert step.state == "replaying"

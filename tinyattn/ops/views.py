@@ -27,6 +27,7 @@ from .. import autograd as ag
 from ..autograd import apply
 from ..errors import GraphError, fmt_shape
 from .op import op
+from .samples import case
 
 # ---- the two ops of the rewritten history -----------------------------------------------------
 
@@ -198,11 +199,35 @@ def laid_out_as(xp, a, values):
     """A copy of `values` (an array of a's shape) in new memory laid out as a's is, dims in
     a's order of strides (torch's memory_format=preserve_format: x.t().clone() keeps the
     strides (1, n)); C order where a's is, or where a has overlapping entries (an expand)."""
-    if a.ndim < 2 or a.flags.c_contiguous or overlaps(a):
+    order = stride_order(a)
+    if order is None:
         return xp.array(values, copy=True, order="C")
-    order = sorted(range(a.ndim), key=lambda d: (-abs(a.strides[d]), d))
+    return _in_order(xp, values, order)
+
+
+def stride_order(a):
+    """a's dims from the largest stride to the smallest, or None where C order lays it out so
+    (fewer than 2 dims, row-major already, or overlapping entries: an expand)."""
+    if a.ndim < 2 or a.flags.c_contiguous or overlaps(a):
+        return None
+    return tuple(sorted(range(a.ndim), key=lambda d: (-abs(a.strides[d]), d)))
+
+
+def _in_order(xp, values, order):
     copied = xp.array(values.transpose(order), copy=True, order="C")
     return copied.transpose(tuple(int(i) for i in np.argsort(order)))
+
+
+@op("laid_out", "gx = g", samples=[case((2, 3), order=(1, 0)), case((2, 3, 4), order=(2, 0, 1))])
+def laid_out(be, x, order):
+    """out = x in new memory, its dims laid out from the largest stride to the smallest in
+    `order` (the *_like functions' preserve_format: zeros_like(x.t()) has x.t()'s strides)"""
+    return _in_order(be.xp, x, order), ()
+
+
+@laid_out.defvjp
+def laid_out_vjp(be, g, saved, order):
+    return (g,)
 
 
 def check_in_place(x, name):
