@@ -1,0 +1,93 @@
+"""ta.capture, where mutation testing found it untested: a tensor changed in place or given
+another array by tinyattn's own code inside fn (which the tracer is not told of) keeps the step
+eager, named; and the word after four fresh starts names a tensor rebound by name."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import tinyattn as ta
+
+
+def test_an_in_place_change_after_the_read_made_by_a_method_of_several_ops_is_named():
+    """c.sinc_() (a method made of several ops, not recorded: c needs no grad) after the loss
+    read c: what the recording sees is c's version moved, said as an in-place change."""
+    w = ta.tensor(np.arange(12.0).reshape(3, 4), requires_grad=True)
+
+    def fn(x):
+        c = x * 2
+        loss = (w + c).sum()
+        c.sinc_()
+        return loss
+
+    step = ta.capture(fn)
+    with pytest.warns(UserWarning) as seen:
+        for _ in range(3):
+            w.grad = None
+            assert step(ta.ones(3, 4)).item() == 66.0 + 24.0
+            np.testing.assert_array_equal(w.grad.numpy(), np.ones((3, 4)))
+    assert step.state == "eager: a tensor was changed in place inside fn"
+    assert [str(r.message) for r in seen] == [
+        "capture: a tensor was changed in place inside fn; running fn eagerly from now on"]
+
+
+def test_weights_given_new_arrays_before_fn_reads_them_keep_the_step_eager():
+    """fn rounds its module's weights through float16 (m.half(); m.float(): new arrays, by
+    tinyattn's code) before it reads them. A replay would not round them again: from the second
+    call (the first whose weights' arrays are not those the last recording read) the step is
+    eager, and every call rounds the weights moved between calls, as fn does uncaptured."""
+    m = ta.nn.Linear(3, 1, bias=False)
+    with ta.no_grad():
+        m.weight.copy_(ta.tensor([[1.0, 2.0, 3.0]]))
+
+    def fn(x):
+        m.half()
+        m.float()
+        return (m.weight * x).sum()
+
+    step = ta.capture(fn)
+    x = ta.ones(1, 3)
+    with pytest.warns(UserWarning) as seen:
+        for k in range(5):
+            nudge = np.float32(5e-5 * (k + 1))  # under half float16's step at 1: rounded off
+            with ta.no_grad():
+                m.weight.add_(nudge)
+            want = float(np.float16(1 + nudge)) + float(np.float16(2 + nudge)) + float(
+                np.float16(3 + nudge))
+            assert step(x).item() == want == 6.0
+            np.testing.assert_array_equal(m.weight.numpy(), [[1.0, 2.0, 3.0]])
+    assert step.state.startswith("eager: fn replaced a tensor's .data (t.data = ...)")
+    assert len(seen) == 1 and str(seen[0].message).startswith(
+        "capture: fn replaced a tensor's .data (t.data = ...), which a replay would not do again")
+
+
+def test_a_tensor_rebound_by_name_on_every_call_is_named_once():
+    """A closure's tensor rebound to another on each call: each recording starts afresh; the
+    fourth fresh start in a row says so, naming the rebinding, and the step stays right."""
+    w = ta.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    scales = [ta.tensor(float(k)) for k in range(1, 7)]  # (kept: no id taken again)
+    scale = scales[0]
+
+    def fn(x):
+        return (w * x * scale).sum()
+
+    step = ta.capture(fn)
+    x = ta.ones(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the first call and three fresh starts: no word yet
+        for k in range(4):
+            scale = scales[k]
+            assert step(x).item() == 6.0 * (k + 1)
+    scale = scales[4]
+    with pytest.warns(UserWarning) as seen:
+        assert step(x).item() == 30.0
+    assert [str(r.message) for r in seen] == [
+        "capture: fn was recorded anew on 4 calls in a row because a tensor it reads by name "
+        "(rebound) or a module's list, dict or set (changed in place) changed between calls; "
+        "it replays once two calls in a row agree (still eager, still right)"]
+    assert step.state == "recording"
+    w.grad = None
+    assert step(x).item() == 30.0 and step(x).item() == 30.0  # agreed: replays, still right
+    assert step.state == "replaying"
+    np.testing.assert_array_equal(w.grad.numpy(), [10.0, 10.0, 10.0])
