@@ -61,3 +61,17 @@ def test_the_parts_report_the_shapes_their_defaults_make(cls, args):
     made = cls(*args)
     assert params == {n: tuple(p.shape) for n, p in made.named_parameters()}
     assert buffers == {n: tuple(b.shape) for n, b in made.named_buffers()}
+
+
+def test_named_parameters_with_a_prefix_lists_a_shared_weight_once_as_torch():
+    torch = pytest.importorskip("torch")
+
+    def names(lib):
+        m = lib.nn.Module()
+        m.a, m.b = lib.nn.Linear(2, 2), lib.nn.Linear(2, 2)
+        m.b.weight = m.a.weight
+        return ([n for n, _ in m.named_parameters(prefix="net")],
+                [n for n, _ in m.named_parameters(prefix="net", remove_duplicate=False)])
+
+    assert names(ta) == names(torch)
+    assert names(ta)[0] == ["net.a.weight", "net.a.bias", "net.b.bias"]

@@ -64,3 +64,34 @@ def test_digamma_float64_at_whole_numbers_is_torchs_bit_for_bit():
     np.testing.assert_array_equal(got, torch.digamma(torch.tensor(x)).numpy())
     assert got[-1] == 2.25175258906672110764  # ψ(10), torch's PSI_10
     assert got[0] == pytest.approx(-0.5772156649015329, rel=1e-15)  # ψ(1) = -γ
+
+
+# ---- a second draw (2026-11-28, after the ops changed) ------------------------------------------
+
+
+def test_a_float16_celu_with_alpha_zero_is_refused_as_the_float32_one():
+    for dtype in (ta.float16, ta.float32):
+        with pytest.raises(ValueError, match="^celu: alpha must not be 0"):
+            F.celu(ta.tensor([1.0, -1.0], dtype=dtype), alpha=0)
+
+
+def test_unique_rows_counts_a_repeat_that_is_not_the_first_row_once():
+    torch = pytest.importorskip("torch")
+    rows = np.array([[1, 2], [0, 0], [1, 2], [0, 0], [3, 1]])
+    values, inverse, counts = ta.unique(ta.tensor(rows), dim=0, return_inverse=True,
+                                        return_counts=True)
+    want = torch.unique(torch.tensor(rows), dim=0, return_inverse=True, return_counts=True)
+    for got, exp in zip((values, inverse, counts), want, strict=True):
+        np.testing.assert_array_equal(got.numpy(), exp.numpy())
+
+
+def test_an_as_strided_view_past_its_inputs_last_entry_is_refused_by_name_in_backward():
+    """A strided leaf (from_numpy of floats 0, 2, .., 8 of 12) read by as_strided at 0, 5 and
+    10: 10 lies past the leaf's last entry, so that part of the gradient has nowhere to go: a
+    GraphError that says so (not an IndexError of the lookup past its last entry)."""
+    x = ta.from_numpy(np.arange(12.0)[:10:2]).requires_grad_()
+    s = x.as_strided((3,), (5,), 0)
+    np.testing.assert_array_equal(s.detach().numpy(), [0.0, 5.0, 10.0])
+    with pytest.raises(ta.GraphError, match=r"^as_strided: the view \(3,\) .* reads memory "
+                                            r"outside its input \(5,\)"):
+        s.sum().backward()
