@@ -71,7 +71,8 @@ def test_masks_and_layers_name_the_shapes():
         F.layer_norm(t(2, 3), 3, weight=t(4))
     with raises(ta.ShapeError, "scaled_dot_product_attention", "(2, 3)", "(2, 4)"):
         F.scaled_dot_product_attention(t(2, 3), t(2, 4), t(2, 4))
-    with raises(ta.ShapeError, "scaled_masked_softmax", "(2, 2)", "(3, 3)"):
+    with raises(ta.ShapeError, "scaled_dot_product_attention: the scores (2, 2)",
+                "mask of shape (3, 3)"):
         F.scaled_dot_product_attention(t(2, 3), t(2, 3), t(2, 3),
                                        attn_mask=np.ones((3, 3), dtype=bool), impl="composite")
 
