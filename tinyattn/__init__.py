@@ -149,6 +149,7 @@ from .routines import (  # torch.exp, torch.sum, ... as functions
     clip,
     clone,
     column_stack,
+    complex,  # noqa: A004 - torch's name (refused: no complex numbers)
     concat,
     concatenate,
     copysign,
@@ -210,6 +211,7 @@ from .routines import (  # torch.exp, torch.sum, ... as functions
     iinfo,
     index_select,
     inner,
+    is_complex,
     is_floating_point,
     is_tensor,
     isclose,
@@ -271,6 +273,7 @@ from .routines import (  # torch.exp, torch.sum, ... as functions
     numel,
     outer,
     permute,
+    polar,
     positive,
     pow,  # noqa: A004 - torch's name
     prod,
@@ -337,6 +340,8 @@ from .routines import (  # torch.exp, torch.sum, ... as functions
     unsqueeze,
     var,
     var_mean,
+    view_as_complex,
+    view_as_real,
     vstack,
     xlogy,
 )
@@ -512,10 +517,20 @@ __all__ = [
 
 # torch's setup names (runtime.py, amp.py, accelerator.py; bfloat16 a name that refuses use)
 from .amp import autocast  # noqa: E402
-from .dtypes import bfloat16  # noqa: E402
+from .dtypes import (  # noqa: E402 - (complex dtypes: names that refuse use too)
+    bfloat16,
+    cdouble,
+    cfloat,
+    chalf,
+    complex32,
+    complex64,
+    complex128,
+)
 
 __all__ += [
     "accelerator", "amp", "autocast", "bfloat16", "compile", "seed", "initial_seed",
+    "complex32", "complex64", "complex128", "chalf", "cfloat", "cdouble", "complex", "polar",
+    "view_as_complex", "view_as_real", "is_complex",
     "get_rng_state", "set_rng_state", "use_deterministic_algorithms",
     "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
     "set_num_threads", "get_num_threads", "set_float32_matmul_precision",

@@ -52,11 +52,26 @@ def as_dtype(dtype):
     except TypeError:
         dt = None
     name = str(dtype if dt is None else dt)
-    if dt is None or dt.kind == "V" or "bfloat16" in name:  # (ml_dtypes' bfloat16: kind "V")
-        hint = "; convert a bfloat16 tensor with .float() first" if "bfloat16" in name else ""
+    if dt is None or dt.kind in "Vc" or "bfloat16" in name:  # (ml_dtypes' bfloat16: kind "V")
         raise DTypeError(f"dtype {name} is not supported: tinyattn holds bools, integers and "
-                         f"the float dtypes float16, float32 and float64{hint}")
+                         f"the float dtypes float16, float32 and float64{_hint(name)}")
     return dt
+
+
+ROPE_HINT = ("Write rotary embeddings in the cos/sin form: emb = cat((freqs, freqs), -1), "
+             "x * emb.cos() + cat((-x2, x1), -1) * emb.sin() (x1, x2 the halves of x; for "
+             "weights trained with the complex form, pair x[..., 0::2] with x[..., 1::2])")
+NO_COMPLEX = ("complex numbers are not supported: tinyattn holds bools, integers and real "
+              "floats. " + ROPE_HINT)
+
+
+def _hint(name):
+    """The end of as_dtype's message for a dtype tinyattn lacks: what to do instead."""
+    if "bfloat16" in name:
+        return "; convert a bfloat16 tensor with .float() first"
+    if "complex" in name or name in ("cfloat", "cdouble", "chalf"):  # (torch's aliases)
+        return "; complex numbers are not supported. " + ROPE_HINT
+    return ""
 
 
 def category(dtype):
@@ -245,6 +260,23 @@ class UnsupportedDType:
         return UnsupportedDType, (self.name,)
 
     is_floating_point = True  # (torch's attribute on its dtypes; bfloat16 is a float)
+    is_complex = False
+
+
+class UnsupportedComplexDType(UnsupportedDType):
+    """torch's complex dtypes (ta.complex64, ta.cfloat): names that as_dtype refuses, as
+    tinyattn has no complex numbers."""
+
+    __slots__ = ()
+
+    def __reduce__(self):
+        return UnsupportedComplexDType, (self.name,)
+
+    is_floating_point = False
+    is_complex = True
 
 
 bfloat16 = UnsupportedDType("bfloat16")
+complex32 = chalf = UnsupportedComplexDType("complex32")
+complex64 = cfloat = UnsupportedComplexDType("complex64")
+complex128 = cdouble = UnsupportedComplexDType("complex128")

@@ -28,9 +28,12 @@ hooks; the default dtype; grad enabled; no tracer (explain mode, anomaly detecti
 each name through which fn read a tensor still holding that tensor (a closure variable or a
 global of fn, or of a function fn names: `scale = ta.tensor(...)` rebound between calls); the
 lists, dicts and sets among the attributes of the modules fn names (and their submodules)
-holding the same objects (`m.active.remove(1)`). Not checked: a tensor fn reaches another way
-(an attribute of a plain object, an entry of a dict of its own, a helper's argument) and then
-rebound, a list inside a list or a dict changed in place, objects other than modules: fn reads
+holding the same objects (`m.active.remove(1)`); each number or string fn reads by name (a
+closure variable, a global: `temperature = 0.5` between calls, compared by value), and what the
+lists, dicts and sets fn names and the attributes of the plain objects it names (a config, an
+argparse Namespace) hold (`cfg.p = 0.1`, `T[0] = 2.0`). Not checked: a tensor or number fn
+reaches another way (deeper inside an object, a helper's argument) and then rebound, a list
+inside a list or a dict changed in place, a container of over 1024 entries: fn reads
 the tensors it read when recorded (their current values), and its Python ran as recorded.
 
 Replayed as ops: comparisons, ~, isnan, argmax, argsort (sort, topk) and the like (ops with no
@@ -57,8 +60,11 @@ a Generator's, seed(), set_state()), a backward pass of fn's own (backward(), ba
 autograd.grad(), another captured step: return the loss, the step runs its backward), setting
 .grad (p.grad = None), switching requires_grad, replacing a tensor's .data; an argument that a
 module holds (a buffer, a frozen parameter: fn may read it through the module too; pass a
-copy). Python numbers in fn are constants of the recording (a weight that follows a schedule
-comes in as a tensor), and other Python side effects in fn happen on the recording calls only
+copy). Python numbers in fn are constants of the recording: one changed where capture watches
+(above) records fn again, two calls later it replays; one that changes every call (a weight
+that follows a schedule) is better passed in as a tensor. A buffer a module updates in place
+(BatchNorm's running statistics in train mode) keeps the step eager, naming it. Other Python
+side effects in fn happen on the recording calls only
 (a write into an array that fn's code did not reach through .data, a NumPy array of its own
 say, too: capture cannot see them). An argument may not require grad.
 """
@@ -128,7 +134,7 @@ def _guard(prog):
     hold (see _reached)."""
     live = tuple((t.shape, t.dtype, t._node, t._node is None or not t._node.hooks,
                   t._data.__class__) for t in prog.live)
-    names = tuple(id(_bound(where, name)) for where, name in prog.names)
+    names = tuple(_key(_bound(where, name)) for where, name in prog.names)
     held = tuple(_Held(c) for c in prog.containers)
     return (live, (_module._state_version[0], get_default_dtype()),
             (prog.watched, names, held))
@@ -142,6 +148,20 @@ def _rebound(last_guard, guard):
 
 _EMPTY = object()  # what _bound gives for a closure cell or a global that is gone
 
+# Python values fn may use as numbers or settings (a temperature, a dropout p, a reduction),
+# which a recording makes constants of: watched by value where fn reaches them by name
+_VALUES = frozenset((bool, int, float, complex, str))
+
+
+def _key(v):
+    """What a watched name holds, to compare: a number or string by its value (one made anew
+    with the same value is no change), anything else by its id."""
+    return (type(v), v) if type(v) in _VALUES else id(v)
+
+
+def _same_held(a, b):
+    return a is b or (type(a) in _VALUES and type(a) is type(b) and a == b)
+
 
 def _bound(where, name):
     """What a closure cell (name None) or a global of fn's (`where` its globals) holds now."""
@@ -154,8 +174,9 @@ def _bound(where, name):
 
 
 class _Held(tuple):
-    """The objects a module's list, dict (its keys and values) or set holds: equal to another
-    that holds the same objects (`is`: a tensor in it would compare element by element)."""
+    """The objects a module's list, dict (its keys and values) or set holds (or a list or dict
+    fn names, or a plain object's attributes): equal to another that holds the same objects
+    (`is`: a tensor in it would compare element by element), numbers and strings by value."""
 
     __slots__ = ()
 
@@ -165,7 +186,8 @@ class _Held(tuple):
         return super().__new__(cls, container)
 
     def __eq__(self, other):
-        return len(self) == len(other) and all(a is b for a, b in zip(self, other, strict=True))
+        return len(self) == len(other) and all(
+            _same_held(a, b) for a, b in zip(self, other, strict=True))
 
     def __ne__(self, other):
         return not self == other
@@ -181,12 +203,14 @@ def _reached(fn, live):
     """What fn reaches by name, as far as capture can tell without running it: fn itself, the
     functions in its closure and its globals (not the library's), a bound method's object and a
     partial's arguments. Returns (names, containers, watched): (closure cell or globals, name)
-    of each name that holds a tensor of `live`; the lists, dicts and sets among the plain
-    attributes of every Module found there (and of its submodules); which they are, by id (two
-    recordings compare what these hold only if they watched the same). A tensor found another
-    way (an attribute of some object, a helper's argument) is not watched by name."""
+    of each name that holds a tensor of `live` or a number or string (a temperature: a
+    constant of the recording); the lists, dicts and sets among the plain attributes of every
+    Module found there (and of its submodules), and the lists, dicts and sets found there and
+    the attributes of the plain objects (a config, an argparse Namespace); which they are, by
+    id (two recordings compare what these hold only if they watched the same). A tensor or
+    number found another way (deeper in an object, a helper's argument) is not watched."""
     ids = {id(t) for t in live}
-    names, modules, seen = [], [], set()
+    names, modules, plain, seen = [], [], [], set()
     todo = [fn]
     while todo:
         f = todo.pop()
@@ -194,13 +218,15 @@ def _reached(fn, live):
             continue
         seen.add(id(f))
         for where, name, v in _named_values(f):
-            if id(v) in ids and where is not None:
+            if where is not None and (id(v) in ids or type(v) in _VALUES):
                 names.append((where, name))
             elif isinstance(v, _module.Module):
                 modules.append(v)
             elif isinstance(v, _CALLABLES):
                 todo.append(v)
-    containers = _containers(modules)
+            else:
+                plain.append(v)
+    containers = _containers(modules, plain)
     watched = (*((id(where), name) for where, name in names), *map(id, containers))
     return names, containers, watched
 
@@ -222,9 +248,10 @@ def _named_values(f):
     return found + [(g, name, g[name]) for name in f.__code__.co_names if name in g]
 
 
-def _containers(modules):
-    """The lists, dicts and sets among the plain attributes of `modules` and their submodules
-    (each once)."""
+def _containers(modules, plain=()):
+    """The lists, dicts and sets among the plain attributes of `modules` and their submodules,
+    and among `plain` (other objects fn names), with the attributes (__dict__) of the plain
+    objects among these (each once; none with more than _MAX_HELD entries)."""
     found, counted = [], set()
     for root in modules:
         for _, m in root.named_modules():
@@ -233,7 +260,25 @@ def _containers(modules):
                         id(v) not in counted:
                     counted.add(id(v))
                     found.append(v)
+    for v in plain:
+        held = v if isinstance(v, (list, dict, set)) else _attributes(v)
+        if held is not None and len(held) <= _MAX_HELD and id(held) not in counted:
+            counted.add(id(held))
+            found.append(held)
     return found
+
+
+_MAX_HELD = 1024  # entries of a list, dict or set fn names above which it is not watched
+
+
+def _attributes(v):
+    """The __dict__ of a plain object of the user's (a config, a Namespace), or None: not of
+    a class, a module, a Tensor or an object of the library's (a Generator's state moves)."""
+    if isinstance(v, (type, types.ModuleType, Tensor)) or \
+            (type(v).__module__ or "").startswith("tinyattn"):
+        return None
+    held = getattr(v, "__dict__", None)
+    return held if isinstance(held, dict) else None
 
 
 class _Instr:
@@ -403,6 +448,8 @@ class _Recorder(Tracer):
                     f"runs only while recording); {_INSTEAD.get(what, 'call it outside fn')}")
 
     def changed(self, tensor, what):
+        if what == "values" and _module._held.get(id(tensor)) is tensor:
+            self.refuse(_BUFFER_WRITE)
         self.refuse(_CHANGES[what])
 
     def read(self, tensor, how):
@@ -464,6 +511,12 @@ _CHANGES = {
             "(the Python in fn runs only while recording); do it outside fn",
 }
 
+
+_BUFFER_WRITE = ("a module's buffer or frozen parameter was changed in place inside fn (the "
+                 "running statistics of a BatchNorm in train mode, say), which a replay would "
+                 "not change again; capture a step whose modules leave their buffers as they "
+                 "are (BatchNorm in eval(), or track_running_stats=False), or call fn "
+                 "uncaptured")
 
 _DATA_READ = ("fn read a tensor's .data (detached), which a replay would take as it was when "
               "recorded (a branch on it, a number from it); use the tensor itself in ops, or "
@@ -612,8 +665,9 @@ class CapturedStep:
         if self._restarts == RESTARTS_TO_WARN:
             what = ("a module's mode, parameters, buffers or attributes (one set inside "
                     "forward?) or the default dtype" if last_guard[1] != guard[1] else
-                    "a tensor it reads by name (rebound) or a module's list, dict or set "
-                    "(changed in place)" if _rebound(last_guard, guard) else
+                    "a number or tensor it reads by name (rebound), or a list, dict or set "
+                    "or an object's attribute it reaches (changed in place; by fn itself, a "
+                    "counter?)" if _rebound(last_guard, guard) else
                     "a tensor it reads (its shape, dtype or requires_grad)")
             warn_user(f"capture: fn was recorded anew on {RESTARTS_TO_WARN} calls in a row "
                       f"because {what} changed between calls; it replays once two calls "

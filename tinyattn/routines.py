@@ -222,6 +222,24 @@ def is_floating_point(input):  # noqa: A002
     return input.is_floating_point()
 
 
+def is_complex(input):  # noqa: A002
+    return input.is_complex()
+
+
+def _no_complex(name):
+    """torch's function `name`, which makes or takes complex tensors: a DTypeError naming it
+    and its inputs' shapes (tinyattn has no complex numbers), not an AttributeError."""
+    def refuse(*args, **kwargs):
+        shapes = ", ".join(fmt_shape(a.shape) for a in args if isinstance(a, Tensor))
+        raise DTypeError(f"{name}: {dtypes.NO_COMPLEX} (got {shapes or 'no tensors'})")
+    refuse.__name__ = refuse.__qualname__ = name
+    return refuse
+
+
+polar, view_as_complex, view_as_real, complex = (  # noqa: A001 - torch's names
+    _no_complex(n) for n in ("polar", "view_as_complex", "view_as_real", "complex"))
+
+
 def result_type(tensor, other):
     """The dtype an op on the two gives (torch's promotion: a number never raises a tensor's
     precision, only its category)."""

@@ -42,6 +42,7 @@ from .autograd import (
 )
 from .dtypes import (
     HALF,
+    NO_COMPLEX,
     _int_in,
     as_dtype,
     category,
@@ -401,6 +402,10 @@ class Tensor(TensorBase):
     def is_floating_point(self):
         return self.dtype.kind == "f"
 
+    def is_complex(self):
+        """Always False: tinyattn has no complex numbers (ta.polar says so by name)."""
+        return False
+
     def type(self, dtype=None, non_blocking=False):
         """With a dtype, this tensor converted to it (as .to): a dtype, or a type name as
         torch's ("torch.DoubleTensor", "tinyattn.LongTensor", "torch.cuda.FloatTensor" also
@@ -513,6 +518,9 @@ class Tensor(TensorBase):
         if type(other) in _PLAIN:  # the common cases, without an ABC check
             return other
         if isinstance(other, (Tensor, numbers.Number)):
+            if isinstance(other, numbers.Complex) and not isinstance(other, numbers.Real):
+                raise DTypeError(f"a complex number ({other}) with a tensor of shape "
+                                 f"{fmt_shape(self.shape)}: {NO_COMPLEX}")
             return other.item() if isinstance(other, np.generic) else other
         _no_sequence(other)
         made = _fresh(other, backend=self.backend)  # an array keeps its dtype

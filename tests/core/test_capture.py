@@ -638,7 +638,7 @@ def test_each_refusal_says_why(case, message):
     w = ta.randn(3, 4, requires_grad=True)
     v = ta.randn(3, 4, requires_grad=True)
     before = w * 2
-    calls = [0]
+    calls = np.zeros(1, dtype=int)  # (a list fn reaches would be watched: a fresh start a call)
 
     def fn(x):
         calls[0] += 1

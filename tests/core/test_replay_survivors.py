@@ -83,9 +83,10 @@ def test_a_tensor_rebound_by_name_on_every_call_is_named_once():
     with pytest.warns(UserWarning) as seen:
         assert step(x).item() == 30.0
     assert [str(r.message) for r in seen] == [
-        "capture: fn was recorded anew on 4 calls in a row because a tensor it reads by name "
-        "(rebound) or a module's list, dict or set (changed in place) changed between calls; "
-        "it replays once two calls in a row agree (still eager, still right)"]
+        "capture: fn was recorded anew on 4 calls in a row because a number or tensor it reads "
+        "by name (rebound), or a list, dict or set or an object's attribute it reaches (changed "
+        "in place; by fn itself, a counter?) changed between calls; it replays once two calls "
+        "in a row agree (still eager, still right)"]
     assert step.state == "recording"
     w.grad = None
     assert step(x).item() == 30.0 and step(x).item() == 30.0  # agreed: replays, still right
