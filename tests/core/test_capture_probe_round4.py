@@ -17,9 +17,10 @@ def _batch(i, shape=(5, 4)):
     return ta.tensor(np.random.default_rng(i).standard_normal(shape).astype(np.float32))
 
 
-def _twins(fn_of, set_value, values, seed_each=False):
+def _check_twins(fn_of, set_value, values, seed_each=False):
     """Run a captured step and its eager twin over len(values) calls, set_value(v) before each
-    call (outside fn); return the losses, grads and last state of each."""
+    call (outside fn); assert every call's loss and weight gradient equal, bit for bit, and
+    return the captured step."""
     ta.manual_seed(0)
     m1 = nn.Linear(4, 3)
     m2 = copy.deepcopy(m1)
@@ -54,7 +55,7 @@ def _set_global(v):
 
 
 def test_a_number_read_from_a_global_changed_after_replaying_is_seen():
-    _twins(lambda m: lambda x: (m(x) * SCALE).sum(), _set_global, [1.0, 1.0, 1.0, 3.0, 5.0])
+    _check_twins(lambda m: lambda x: (m(x) * SCALE).sum(), _set_global, [1.0, 1.0, 1.0, 3.0, 5.0])
 
 
 def test_a_number_read_from_a_closure_changed_after_replaying_is_seen():
@@ -67,7 +68,7 @@ def test_a_number_read_from_a_closure_changed_after_replaying_is_seen():
     def fn_of(m):
         return lambda x: (m(x) / temp).logsumexp(-1).mean()
 
-    _twins(fn_of, set_temp, [1.0, 1.0, 1.0, 2.0, 4.0])
+    _check_twins(fn_of, set_temp, [1.0, 1.0, 1.0, 2.0, 4.0])
 
 
 def test_a_number_in_a_list_or_a_config_object_changed_after_replaying_is_seen():
@@ -81,11 +82,11 @@ def test_a_number_in_a_list_or_a_config_object_changed_after_replaying_is_seen()
     def fn_of(m):
         return lambda x: F.dropout(m(x) * box[0], p=cfg.p).sum()
 
-    _twins(fn_of, set_both, [1.0, 1.0, 1.0, 2.0, 3.0], seed_each=True)
+    _check_twins(fn_of, set_both, [1.0, 1.0, 1.0, 2.0, 3.0], seed_each=True)
 
 
 def test_an_equal_number_made_anew_each_call_still_replays():
-    step = _twins(lambda m: lambda x: (m(x) * SCALE).sum(), _set_global,
+    step = _check_twins(lambda m: lambda x: (m(x) * SCALE).sum(), _set_global,
                   [float(s) for s in ["1.5", "1.5", "1.5", "1.5"]])
     assert step.state == "replaying"
 
