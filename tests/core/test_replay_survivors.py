@@ -92,3 +92,56 @@ def test_a_tensor_rebound_by_name_on_every_call_is_named_once():
     assert step(x).item() == 30.0 and step(x).item() == 30.0  # agreed: replays, still right
     assert step.state == "replaying"
     np.testing.assert_array_equal(w.grad.numpy(), [10.0, 10.0, 10.0])
+
+
+# ---- the draw of replay taken again after its guard grew (2026-11-28 01:12) ------------------
+
+
+def test_a_grad_call_inside_fn_is_refused_with_what_to_do_instead():
+    w = ta.randn(4, requires_grad=True)
+
+    def fn(x):
+        y = (w * x).sum()
+        ta.autograd.grad(y, [w], retain_graph=True)
+        return y
+
+    step = ta.capture(fn)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        step(ta.randn(4))
+    assert step.state == ("eager: fn called autograd.grad(), which a replay would not call "
+                          "again (the Python in fn runs only while recording); call fn "
+                          "uncaptured (a replay runs no grad() and makes no tensor from one)")
+
+
+def test_an_integer_tensor_first_and_a_float_one_replay_in_the_float_dtype():
+    """arange(4) + w * x: add's inputs int64 then float32, promoted to float32 as eager does
+    (NumPy alone would make float64)."""
+    w = ta.randn(4, requires_grad=True)
+    step = ta.capture(lambda x: (ta.arange(4) + w * x).sum())
+    for i in range(4):
+        x = ta.tensor(np.random.default_rng(i).standard_normal(4).astype(np.float32))
+        w.grad = None
+        loss = step(x)
+        assert loss.dtype == ta.float32 and w.grad.dtype == ta.float32
+        np.testing.assert_array_equal(w.grad.numpy(), x.numpy())
+        assert loss.item() == pytest.approx(6 + float((w.detach() * x).sum().item()), rel=1e-6)
+    assert step.state == "replaying"
+
+
+def test_an_attribute_of_a_config_object_changed_between_calls_is_seen():
+    """Only cfg.scale changes (no list, no global): the replay uses the new value."""
+    import types
+
+    cfg = types.SimpleNamespace(scale=1.0)
+    w = ta.randn(3, requires_grad=True)
+    step = ta.capture(lambda x: (w * x * cfg.scale).sum())
+    x = ta.ones(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for scale in (1.0, 1.0, 1.0, 3.0, 3.0):
+            cfg.scale = scale
+            w.grad = None
+            loss = step(x)
+            np.testing.assert_allclose(w.grad.numpy(), [scale] * 3)
+            assert loss.item() == pytest.approx(scale * float(w.detach().sum().item()), rel=1e-6)
