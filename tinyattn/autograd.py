@@ -24,6 +24,7 @@ from heapq import heappop, heappush  # (names, not heapq.x: backward calls them 
 
 import numpy
 
+from .display import one_line
 from .dtypes import FLOATS, HALF, WIDE, promote, promoted  # noqa: F401 (replay: FLOATS, promote)
 from .errors import (
     BackendError,
@@ -1118,7 +1119,7 @@ class Step:
         self.pending = pending
 
     def __repr__(self):
-        made = f" -> {self.node.name}" if self.node.name else ""
+        made = f" -> {one_line(self.node.name)}" if self.node.name else ""
         return f"<Step {self.index}: {self.node.op.name}{made}>"
 
 

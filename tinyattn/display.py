@@ -1,7 +1,7 @@
 """How tinyattn's objects show themselves in a notebook, in plain NumPy and text: a tensor's
 compact HTML card (shape, dtype, grad_fn, name, a small heatmap of a 2-D tensor) and a graph
-picture (`Graph`: SVG through Graphviz's `dot`, the DOT text where `dot` is missing).
-Tensor._repr_html_ and viz.show use these; nothing here knows of tensors or graphs.
+picture (`Graph`: SVG through Graphviz's `dot`, the DOT text where `dot` is missing), and
+`one_line`, a name escaped to one line of text. Tensor._repr_html_ and viz.show use these; nothing here knows of tensors or graphs.
 """
 
 import html
@@ -11,6 +11,13 @@ import numpy as np
 
 HEATMAP_MAX = 32  # a 2-D tensor up to 32 × 32 gets a heatmap; beyond, statistics only
 _LOW, _HIGH = np.array([247, 251, 255]), np.array([8, 48, 107])  # white to dark blue
+
+
+def one_line(name):
+    """A name as one line of text: a newline, tab or other control character in it escaped
+    (`x\\nbad`), other characters as they are (explain's VJP lines, a Step's repr)."""
+    name = str(name)
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in name)
 
 
 def _cell_colour(t):

@@ -18,6 +18,7 @@ import sys
 
 from . import autograd
 from .autograd import TensorBase, Tracer, tracing
+from .display import one_line
 from .errors import fmt_shape
 
 # the code of the walk behind every backward pass: a running pass has a frame of it on the stack
@@ -128,13 +129,6 @@ def vjp_line(index, node, g, grads):
     made = f" -> {one_line(node.name)}" if node.name else ""  # the tensor it made, when named
     return (f"[{index}] {op.name}{made}: {op.formula}{fused} | g {_shape_norm(g)} -> "
             f"{sent or 'nothing (no input needs a gradient)'}{where}")
-
-
-def one_line(name):
-    """A tensor's name as explain prints it: a newline, tab or other control character in it
-    escaped (`x\\nbad`), so that every VJP stays one line; other characters as they are."""
-    name = str(name)
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in name)
 
 
 def describe(step):

@@ -220,3 +220,12 @@ def test_params_may_be_named_pairs_and_a_list_of_tensors_is_refused():
     with pytest.raises(TypeError, match=r"^explain: params must be a Module, a \{name: tensor\} "
                                         r"dict or \(name, tensor\) pairs"):
         ta.explain(params=list(lin.parameters()))
+
+
+def test_a_step_repr_stays_one_line_when_a_name_holds_a_newline():
+    x = ta.randn(2, requires_grad=True)
+    y = x * 2
+    y.name = "a\nb\tc"
+    steps = list(y.sum().backward_steps())
+    assert repr(steps[1]) == "<Step 1: mul -> a\\nb\\tc>"
+    assert "\n" not in repr(steps[1])
