@@ -1,7 +1,8 @@
 """How tinyattn's objects show themselves in a notebook, in plain NumPy and text: a tensor's
 compact HTML card (shape, dtype, grad_fn, name, a small heatmap of a 2-D tensor) and a graph
 picture (`Graph`: SVG through Graphviz's `dot`, the DOT text where `dot` is missing), and
-`one_line`, a name escaped to one line of text. Tensor._repr_html_ and viz.show use these; nothing here knows of tensors or graphs.
+`one_line`, a name escaped to one line of text. Tensor._repr_html_ and viz.show use these;
+nothing here knows of tensors or graphs.
 """
 
 import html

@@ -5018,6 +5018,9 @@ def _arange_args(start, end, step, dtype):
     NaN or inf; no bool dtype."""
     if isinstance(start, Tensor) or isinstance(end, Tensor) or isinstance(step, Tensor):
         start, end, step = (_number("arange", v) for v in (start, end, step))
+    for v in (start, end, step):
+        if isinstance(v, numbers.Complex) and not isinstance(v, numbers.Real):
+            raise DTypeError(f"arange: a complex bound or step ({v!r}): {NO_COMPLEX}")
     dtype = _arange_dtype(start, end, step, dtype)
     if not (math.isfinite(start) and math.isfinite(end) and math.isfinite(step)):
         raise ShapeError(f"arange: unsupported range {start} -> {end} (step {step})")

@@ -18,7 +18,7 @@ import string
 
 import numpy as np
 
-from ..dtypes import int_range, promote_types
+from ..dtypes import NO_COMPLEX, int_range, promote_types
 from ..errors import DimError, DTypeError, ShapeError, fmt_shape
 from .matmul import same_dtype
 from .op import dim1, op, quiet
@@ -85,8 +85,8 @@ def fill_value(value, dtype, name):
     kind = dtype.kind
     if kind == "f" and type(value) is float and not 65504.0 < abs(value) < math.inf:
         return value  # (fits every float dtype, or is ±inf or NaN: the common cases, quickly)
-    if not isinstance(value, numbers.Number) or isinstance(value, (bool, np.bool_)) or \
-            kind not in "iuf":
+    if not isinstance(value, numbers.Number) or isinstance(
+            value, (bool, np.bool_, complex, np.complexfloating)) or kind not in "iuf":
         return _as_it_is(value, name)
     if kind == "f":
         top = largest(dtype)
@@ -104,10 +104,13 @@ def fill_value(value, dtype, name):
 
 def _as_it_is(value, name):
     """fill_value's value kept as it is (a bool, an array, a number into a bool dtype), but a
-    string or None, refused by name (NumPy's own message names neither op nor value)."""
+    string, None or a complex number, refused by name (NumPy's own message names neither op
+    nor value)."""
     if isinstance(value, (str, bytes)) or value is None:
         raise TypeError(f"{name}: the value must be a number (or a tensor), got "
                         f"{type(value).__name__} {value!r}")
+    if isinstance(value, (complex, np.complexfloating)):
+        raise DTypeError(f"{name}: a complex value ({value!r}): {NO_COMPLEX}")
     return value
 
 
