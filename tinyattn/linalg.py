@@ -2,7 +2,8 @@
 (ops/reduce.py) and on sum/amax/amin, so their gradients are those ops' (torch builds its
 matrix 1- and inf-norms from the same pieces, ties sharing the gradient as its amax does).
 tinyattn has no SVD: the spectral (2, -2) and nuclear ("nuc") matrix norms are refused by name.
-Also multi_dot, a chain of matrix products (attention rollout multiplies its layers' maps so).
+Also multi_dot, a chain of matrix products (attention rollout multiplies its layers' maps so),
+and matrix_power (Tensor.matrix_power: repeated squaring by matmul; no inverse, so n >= 0).
 """
 
 import operator
@@ -87,6 +88,12 @@ def multi_dot(tensors):
     for t in tensors[1:]:
         out = out @ t
     return out
+
+
+def matrix_power(A, n):  # noqa: N803 - torch's argument name
+    """torch.linalg.matrix_power: A (..., m, m) multiplied by itself n times (n >= 0; see
+    Tensor.matrix_power)."""
+    return _checked("matrix_power", A, None).matrix_power(n)
 
 
 def norm(x, ord=None, dim=None, keepdim=False, *, dtype=None):  # noqa: A002 - torch's names

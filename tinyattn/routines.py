@@ -3,15 +3,19 @@
 Each is the Tensor method of the same name called on its first argument (made a tensor if it
 is not one), so it records the same op and has the same gradient. The few with no method of
 their own (einsum, meshgrid, std_mean, var_mean, the stacks, repeat_interleave of repeats
-alone, isin, tensordot, block_diag, cartesian_prod) are written out below, with torch's
-finfo, iinfo and can_cast, which describe dtypes.
+alone, isin, tensordot, block_diag, cartesian_prod, combinations, chain_matmul, trapezoid,
+cumulative_trapezoid, real and imag) are written out below, with torch's finfo, iinfo and
+can_cast, which describe dtypes.
 """
+
+import itertools
+import numbers
 
 import numpy as np
 
 from . import dtypes
 from .autograd import apply
-from .errors import DimError, DTypeError, ShapeError, fmt_shape
+from .errors import DimError, DTypeError, ShapeError, fmt_shape, warn_user
 from .functional import cat, stack
 from .ops import index as ix
 from .ops import pointwise as pw
@@ -72,6 +76,11 @@ addmm, addmv, addr, baddbmm, addbmm = (_method(n) for n in (
     "addmm", "addmv", "addr", "baddbmm", "addbmm"))
 inner, cross, dist, msort, fliplr, flipud, rot90, tensor_split, diagflat = (_method(n) for n in (
     "inner", "cross", "dist", "msort", "fliplr", "flipud", "rot90", "tensor_split", "diagflat"))
+hsplit, vsplit, dsplit, matrix_power = (_method(n) for n in ("hsplit", "vsplit", "dsplit",
+                                                              "matrix_power"))
+select_scatter, slice_scatter, diagonal_scatter = (_method(n) for n in (
+    "select_scatter", "slice_scatter", "diagonal_scatter"))
+conj, resolve_conj, is_conj = _method("conj"), _method("resolve_conj"), _method("is_conj")
 ger = outer
 addcmul, addcdiv, fmax, fmin = (_method(n) for n in ("addcmul", "addcdiv", "fmax", "fmin"))
 nan_to_num = _method("nan_to_num")
@@ -224,6 +233,16 @@ def is_floating_point(input):  # noqa: A002
 
 def is_complex(input):  # noqa: A002
     return input.is_complex()
+
+
+def real(input):  # noqa: A002
+    """torch.real: a real tensor itself (Tensor.real)."""
+    return _t(input).real
+
+
+def imag(input):  # noqa: A002
+    """torch.imag: refused for a real tensor, as torch's (Tensor.imag)."""
+    return _t(input).imag
 
 
 def _no_complex(name):
@@ -544,6 +563,140 @@ def cartesian_prod(*tensors):
     if len(ts) == 1:
         return ts[0]
     return stack([g.reshape(-1) for g in meshgrid(*ts, indexing="ij")], dim=1)
+
+
+def combinations(input, r=2, with_replacement=False):  # noqa: A002
+    """torch.combinations: every length-r combination of the entries of a 1-D tensor, as the
+    rows of a (count, r) tensor, in itertools' order (with_replacement: an entry may repeat);
+    r = 0: an empty (0,) tensor. An index into the tensor, so the gradient adds back into
+    the entries (getitem's scatter-add)."""
+    x = _t(input)
+    if x.ndim != 1:
+        raise ShapeError(f"combinations: takes a 1-D tensor, got shape {fmt_shape(x.shape)}")
+    if isinstance(r, bool) or not isinstance(r, numbers.Integral):
+        raise TypeError(f"combinations: r must be an int, got {r!r}")
+    if r < 0:
+        raise ValueError(f"combinations: r must be non-negative, got {r}")
+    if r == 0:  # (torch's: a new empty tensor, off the graph)
+        return zeros(0, dtype=x.dtype, backend=x.backend)
+    pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    rows = np.array(list(pick(range(x.shape[0]), int(r))), dtype=np.int64).reshape(-1, int(r))
+    return x[rows]
+
+
+def chain_matmul(*matrices):
+    """torch.chain_matmul, deprecated in torch (a warning says so, as torch's) for
+    linalg.multi_dot: the product of the 2-D matrices, left to right; of one, a copy of it."""
+    warn_user("chain_matmul is deprecated (as torch's) and will be removed in a future "
+              "release; use linalg.multi_dot instead, which takes a list of two or more tensors")
+    if not matrices:
+        raise ValueError("chain_matmul: expected one or more matrices, got none")
+    for i, m in enumerate(matrices):
+        if not isinstance(m, Tensor):
+            raise TypeError(f"chain_matmul: matrix {i} is a {type(m).__name__}, not a tensor "
+                            "(the matrices are separate arguments; multi_dot takes a list)")
+    shapes = ", ".join(fmt_shape(m.shape) for m in matrices)
+    for i, m in enumerate(matrices):
+        if m.ndim != 2:
+            raise ShapeError(f"chain_matmul: takes 2-D matrices, got matrix {i} of shape "
+                             f"{fmt_shape(m.shape)} (shapes {shapes})")
+        if i and matrices[i - 1].shape[1] != m.shape[0]:
+            raise ShapeError(f"chain_matmul: matrices {i - 1} and {i} cannot be multiplied "
+                             f"(inner dims {matrices[i - 1].shape[1]} and {m.shape[0]}), got "
+                             f"shapes {shapes}")
+    if len(matrices) == 1:
+        return matrices[0].clone()
+    out = matrices[0]
+    for m in matrices[1:]:
+        out = out @ m
+    return out
+
+
+# ---- trapezoid, cumulative_trapezoid: torch's formulas, so their gradients are the pieces' ----
+
+
+def trapezoid(y, x=None, *, dx=None, dim=-1):
+    """torch.trapezoid: the integral of y along dim by the trapezoid rule, at the sample points
+    x (a tensor: 1-D, one per entry of the dim; or of y's dims, or fewer, padded in front, and
+    broadcast after the differences are taken) or at a constant spacing dx (1 by default).
+    A dim of no entries gives zeros of y's dtype (as torch and NumPy)."""
+    y, axis, x, dx = _trapezoid_args("trapezoid", y, x, dx, dim)
+    if y.shape[axis] == 0:
+        return zeros(*(y.shape[:axis] + y.shape[axis + 1:]), dtype=y.dtype, backend=y.backend)
+    if x is None:
+        return (y.sum(dim=axis) - (y.select(axis, 0) + y.select(axis, -1)) * 0.5) * dx
+    return (_steps("trapezoid", x, y, axis) * _pair_sums(y, axis)).sum(dim=axis) / 2.0
+
+
+trapz = trapezoid
+
+
+def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
+    """torch.cumulative_trapezoid: trapezoid's running integral along dim (one entry fewer
+    than y has along it), from x or dx as trapezoid takes them."""
+    y, axis, x, dx = _trapezoid_args("cumulative_trapezoid", y, x, dx, dim)
+    if x is None:
+        return (dx / 2.0 * _pair_sums(y, axis)).cumsum(dim=axis)
+    return (_steps("cumulative_trapezoid", x, y, axis) * _pair_sums(y, axis) / 2.0).cumsum(
+        dim=axis)
+
+
+def _trapezoid_args(name, y, x, dx, dim):
+    """(y, the dim as an axis, x as a tensor or None, dx as a number) after torch's checks."""
+    y = _t(y, x if isinstance(x, Tensor) else None)
+    if x is not None and dx is not None:
+        raise TypeError(f"{name}: takes x or dx, not both (x and dx are two ways to give the "
+                        "spacing of the samples)")
+    if isinstance(x, numbers.Number):
+        raise TypeError(f"{name}: x must be a tensor of sample points, got the number {x!r}; "
+                        f"a constant spacing is given as dx={x!r}")
+    dx = _spacing(name, 1 if dx is None else dx)
+    if y.ndim == 0:
+        raise DimError(f"{name}: y is 0-d: it needs a dim to integrate along (dim={dim})")
+    axis = dim1(dim, y.ndim, name)
+    x = None if x is None else _t(x, y)
+    if y.dtype == bool or x is not None and x.dtype == bool:
+        raise DTypeError(f"{name}: got a bool tensor for {'y' if y.dtype == bool else 'x'}; "
+                         "bool is not supported (as torch): convert it with .float() first")
+    return y, axis, x, dx
+
+
+def _spacing(name, dx):
+    """dx as a real Python number (a 0-d tensor too, as torch takes one: off the graph)."""
+    if isinstance(dx, Tensor) and dx.numel() == 1 and dx.dtype != bool:
+        dx = dx.item()
+    dx = plain(dx)
+    if isinstance(dx, bool) or not isinstance(dx, (int, float)):
+        raise TypeError(f"{name}: dx must be a real number, got {dx!r}")
+    return dx
+
+
+def _pair_sums(y, axis):
+    """y[i] + y[i + 1] along axis."""
+    lead = (slice(None),) * axis
+    return y[lead + (slice(None, -1),)] + y[lead + (slice(1, None),)]
+
+
+def _steps(name, x, y, axis):
+    """x[i + 1] - x[i] along axis, shaped to broadcast against y's pair sums (torch's rules:
+    a 1-D x has one point per entry of the dim; one with fewer dims than y gets 1s in front)."""
+    if x.ndim == 1:
+        if x.shape[0] != y.shape[axis]:
+            raise ShapeError(f"{name}: there must be one `x` value for each sample point: x "
+                             f"{fmt_shape(x.shape)} for dim {axis} of y {fmt_shape(y.shape)}")
+        x = x.reshape(tuple(-1 if d == axis else 1 for d in range(y.ndim)))
+    elif x.ndim < y.ndim:
+        x = x.reshape((1,) * (y.ndim - x.ndim) + tuple(x.shape))
+    lead = (slice(None),) * axis
+    steps = x[lead + (slice(1, None),)] - x[lead + (slice(None, -1),)]
+    pairs = y.shape[:axis] + ((y.shape[axis] or 1) - 1,) + y.shape[axis + 1:]  # (builtin max:
+    # shadowed here by torch's)
+    try:
+        broadcast_shape(steps.shape, pairs)
+    except ValueError:
+        raise ShapeError(f"{name}: the spacings of x {fmt_shape(x.shape)} do not broadcast "
+                         f"with y {fmt_shape(y.shape)} along dim {axis}") from None
+    return steps
 
 
 # ---- describing dtypes: torch.finfo, torch.iinfo, torch.can_cast --------------------------------

@@ -406,6 +406,32 @@ class Tensor(TensorBase):
         """Always False: tinyattn has no complex numbers (ta.polar says so by name)."""
         return False
 
+    # torch's complex-number vocabulary, as it reads on a real tensor (tinyattn has no other)
+
+    @property
+    def real(self):
+        """This tensor itself (as torch's for a real tensor: its own real part, on the graph)."""
+        return self
+
+    @property
+    def imag(self):
+        """Refused, as torch refuses it for a real tensor (a DTypeError naming imag)."""
+        raise DTypeError(f"imag: is not implemented for tensors with non-complex dtypes (got "
+                         f"{self.dtype} {fmt_shape(self.shape)}: a real tensor has no imaginary "
+                         "part, and tinyattn has no complex dtypes)")
+
+    def conj(self):
+        """This tensor itself: a real tensor is its own conjugate (torch returns it too)."""
+        return self
+
+    def resolve_conj(self):
+        """This tensor itself: a real tensor never has a lazy conjugate bit to resolve."""
+        return self
+
+    def is_conj(self):
+        """False: a real tensor never has torch's conjugate bit set."""
+        return False
+
     def type(self, dtype=None, non_blocking=False):
         """With a dtype, this tensor converted to it (as .to): a dtype, or a type name as
         torch's ("torch.DoubleTensor", "tinyattn.LongTensor", "torch.cuda.FloatTensor" also
@@ -654,6 +680,36 @@ class Tensor(TensorBase):
 
     def matmul(self, other):
         return self @ other
+
+    def matrix_power(self, n):
+        """torch.linalg.matrix_power: this (..., m, m) tensor multiplied by itself n times (by
+        repeated squaring; the gradient is matmul's); n = 0: the identity, on the graph with a
+        zero gradient (as torch's); n = 1: a copy. A negative n needs the inverse, which
+        tinyattn does not have: refused."""
+        name = "linalg.matrix_power"
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+            raise TypeError(f"{name}: n must be an int, got {n!r}")
+        if self.ndim < 2 or self.shape[-1] != self.shape[-2]:
+            raise ShapeError(f"{name}: the input must be square matrices (..., m, m), with at "
+                             f"least 2 dims, got shape {fmt_shape(self.shape)}")
+        if n < 0:
+            raise ValueError(f"{name}: a negative power (n={n}) needs the matrix inverse, and "
+                             "tinyattn has no linalg.inv; invert the matrix another way, or use "
+                             "n >= 0")
+        if n == 0:  # (torch's: the identity written over a copy, so on the graph: gradient 0)
+            m = self.shape[-1]
+            eye_ = _make("eye", _eye, self.dtype, False, self.backend, n=m, m=m)
+            return apply(sh.setitem, self, eye_, steps=((Ellipsis,),))
+        if n == 1:
+            return self.clone()
+        out, base, n = None, self, int(n)
+        while n:  # (n >= 2: at least one product, so the result is never self)
+            if n & 1:
+                out = base if out is None else out @ base
+            n >>= 1
+            if n:
+                base = base @ base
+        return out
 
     def mm(self, other):
         """The product of two matrices (2-D only, as torch.mm; matmul broadcasts)."""
@@ -2756,6 +2812,66 @@ class Tensor(TensorBase):
                            f"(shape {fmt_shape(self.shape)})")
         return self[(slice(None),) * axis + (index,)]
 
+    # torch's out-of-place scatters: a copy of this tensor with src written into one part of
+    # it, as the setitem op (its gradient: g to this tensor outside the part, g's part to src)
+
+    def select_scatter(self, src, dim, index):
+        """A copy with src written at `index` along dim; src has self.select(dim, index)'s
+        shape."""
+        axis = _axis(dim, self.ndim, "select_scatter")
+        index, n = _int_argument("select_scatter", "index", index), self.shape[axis]
+        if not -n <= index < n:
+            raise DimError(f"select_scatter: index {index} is out of range for dim {axis} of "
+                           f"size {n} (shape {fmt_shape(self.shape)})")
+        return self._scatter("select_scatter", src, (slice(None),) * axis + (index,))
+
+    def slice_scatter(self, src, dim=0, start=None, end=None, step=1):
+        """A copy with src written at start:end:step along dim (Python's slice rules: negative
+        bounds count from the end, bounds past the ends are clamped); src has that slice's
+        shape."""
+        axis = _axis(dim, self.ndim, "slice_scatter")
+        start, end = (None if v is None else _int_argument("slice_scatter", what, v)
+                      for what, v in (("start", start), ("end", end)))
+        step = _int_argument("slice_scatter", "step", step)
+        if step <= 0:
+            raise ValueError(f"slice_scatter: slice step must be positive, got {step}")
+        return self._scatter("slice_scatter", src,
+                             (slice(None),) * axis + (slice(start, end, step),))
+
+    def diagonal_scatter(self, src, offset=0, dim1=0, dim2=1):
+        """A copy with src written on the diagonal of dims dim1, dim2 (above it for offset > 0);
+        src has self.diagonal(offset, dim1, dim2)'s shape (the diagonal as its last dim)."""
+        a, b = (_axis(d, self.ndim, "diagonal_scatter") for d in (dim1, dim2))
+        if a == b:
+            raise DimError(f"diagonal_scatter: dim1 and dim2 are both {a}")
+        offset = _int_argument("diagonal_scatter", "offset", offset)
+        length = self._data.diagonal(offset, a, b).shape[-1]
+        be, index = self.backend, [slice(None)] * self.ndim
+        for axis, first in ((a, max(-offset, 0)), (b, max(offset, 0))):  # the diagonal's places
+            index[axis] = _make("arange", _arange, np.int64, False, be, start=first,
+                                end=first + length, step=1)._data
+        # NumPy puts the picked entries where the two index arrays stand when they are next
+        # to each other, else first: src's last dim goes there
+        return self._scatter("diagonal_scatter", src, tuple(index),
+                             moved_to=min(a, b) if abs(a - b) == 1 else 0)
+
+    def _scatter(self, name, src, index, moved_to=None):
+        """A copy of this tensor with src written at `index` (src must have exactly the shape
+        of the part it fills, torch's rule for its scatters; moved_to: where src's last dim
+        stands in that part, for diagonal_scatter)."""
+        if not isinstance(src, Tensor):
+            raise TypeError(f"{name}: src must be a tensor, got {type(src).__name__}")
+        want = self._data[index].shape
+        if moved_to is not None:
+            want = want[:moved_to] + want[moved_to + 1:] + want[moved_to:moved_to + 1]
+        if tuple(src.shape) != tuple(want):
+            raise ShapeError(f"{name}: src {fmt_shape(src.shape)} must have the shape of the "
+                             f"part of the input it fills, {fmt_shape(want)} (input "
+                             f"{fmt_shape(self.shape)})")
+        if moved_to is not None:
+            src = src.movedim(-1, moved_to)
+        return apply(sh.setitem, self, src, steps=(index,))
+
     def take(self, index):
         """Entries of the flattened tensor at `index` (any shape; the result has its shape)."""
         return self.reshape(-1)[index]
@@ -3022,6 +3138,41 @@ class Tensor(TensorBase):
         bounds = [0, *(min(max(c if c >= 0 else c + size, 0), size) for c in cuts), size]
         return tuple(self.narrow(axis, lo, max(hi - lo, 0)) for lo, hi in
                      zip(bounds[:-1], bounds[1:], strict=True))
+
+    def hsplit(self, indices_or_sections):
+        """torch.hsplit: tensor_split along dim 1 (dim 0 of a 1-D tensor), where a number of
+        sections must divide the dim; or cut at the given indices."""
+        return self._split_along("hsplit", 1, 1 if self.ndim > 1 else 0, indices_or_sections)
+
+    def vsplit(self, indices_or_sections):
+        """torch.vsplit: hsplit's rule along dim 0, for a tensor with at least 2 dims."""
+        return self._split_along("vsplit", 2, 0, indices_or_sections)
+
+    def dsplit(self, indices_or_sections):
+        """torch.dsplit: hsplit's rule along dim 2, for a tensor with at least 3 dims."""
+        return self._split_along("dsplit", 3, 2, indices_or_sections)
+
+    def _split_along(self, name, need, axis, indices_or_sections):
+        """tensor_split(indices_or_sections, axis) after torch's checks for hsplit, vsplit and
+        dsplit: enough dims, and sections (an int) that divide the dim into equal pieces."""
+        if self.ndim < need:
+            raise ShapeError(f"{name}: needs a tensor with at least {need} dim"
+                             f"{'s' if need > 1 else ''}, got {self.ndim} dims (shape "
+                             f"{fmt_shape(self.shape)})")
+        sections = _int_of(indices_or_sections)
+        if isinstance(sections, numbers.Integral) and not isinstance(sections, bool):
+            n, size = int(sections), self.shape[axis]
+            if n < 0:
+                raise ValueError(f"{name}: the number of sections must be > 0, got {n}")
+            if n == 0 or size % n:
+                raise ShapeError(f"{name}: cannot split dim {axis} of size {size} into {n} "
+                                 f"equal sections: {size} is not divisible by {n} (give a list "
+                                 "of indices to cut at for pieces of other sizes)")
+        elif not isinstance(sections, (list, tuple)) or not all(
+                isinstance(i, numbers.Integral) and not isinstance(i, bool) for i in sections):
+            raise TypeError(f"{name}: takes an int (the number of sections) or a list or tuple "
+                            f"of ints (the indices to cut at), got {indices_or_sections!r}")
+        return self.tensor_split(sections, axis)
 
     def diagflat(self, offset=0):
         return self.flatten().diag(offset)
@@ -3466,6 +3617,8 @@ _TORCH_KEYWORDS = {
     "tensor_split": dict.fromkeys(("sections", "indices", "tensor_indices_or_sections"),
                                   "indices_or_sections"),
     "split": {"split_size": "split_size_or_sections"},
+    **{name: dict.fromkeys(("sections", "indices"), "indices_or_sections")
+       for name in ("hsplit", "vsplit", "dsplit")},
     "mm": {"mat2": "other"}, "swapdims": {"dim0": "axis0", "dim1": "axis1"},
     "copy_": {"other": "src"}, "max": {"other": "dim"}, "min": {"other": "dim"},
 }
@@ -4079,6 +4232,15 @@ def _int_of(n):
     if isinstance(n, Tensor) and n.dtype.kind in "iu" and n._data.size == 1:
         return int(n.item())
     return n
+
+
+def _int_argument(name, what, value):
+    """An int setting (an index, a bound, a step) as an int: a NumPy int or a one-element
+    integer tensor too; a float or a bool is a TypeError naming `name` and `what`."""
+    value = _int_of(value)
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name}: {what} must be an int, got {value!r}")
+    return int(value)
 
 
 def _cond(mask, like):
