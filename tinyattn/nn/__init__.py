@@ -60,10 +60,12 @@ from .layers import (
     GroupNorm,
     Identity,
     LayerNorm,
+    LazyLinear,
     Linear,
     PairwiseDistance,
     RMSNorm,
     Unflatten,
+    UninitializedParameter,
 )
 from .loss import (
     BCELoss,
@@ -119,6 +121,7 @@ __all__ = [
     "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell",
     "MarginRankingLoss", "SoftMarginLoss", "HingeEmbeddingLoss", "CosineEmbeddingLoss",
     "TripletMarginLoss", "PoissonNLLLoss", "MultiLabelSoftMarginLoss", "GaussianNLLLoss",
+    "LazyLinear", "UninitializedParameter",
 ]
 
 sys.modules[__name__ + ".functional"] = functional  # the module, not a copy: one F

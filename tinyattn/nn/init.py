@@ -18,7 +18,7 @@ from ..tensor import rand, randn
 __all__ = [
     "calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "eye_",
     "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "trunc_normal_",
-    "orthogonal_",
+    "orthogonal_", "sparse_",
 ]
 
 _LINEAR = ("linear", "identity", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
@@ -98,6 +98,24 @@ def eye_(tensor):
     if tensor.ndim != 2:
         raise ShapeError(f"eye_: needs a 2-D tensor, got {fmt_shape(tensor.shape)}")
     return tensor.copy_(tensor.backend.xp.eye(*tensor.shape, dtype=tensor.dtype))
+
+
+@no_grad()
+def sparse_(tensor, sparsity, std=0.01, generator=None):
+    """A sparse matrix (Martens, 2010), torch's rule: N(0, std²) draws, then in each column
+    ceil(sparsity * rows) entries, at rows drawn anew for each column, set to 0. (torch draws
+    the rows from the global stream even with a generator; here both draws use it.)"""
+    if tensor.ndim != 2:
+        raise ValueError(f"sparse_: only tensors with 2 dimensions are supported, got "
+                         f"{fmt_shape(tensor.shape)}")
+    rows, cols = tensor.shape
+    zeros = math.ceil(sparsity * rows)
+    tensor.normal_(0, std, generator=generator)
+    # each column's rows in a random order (a uniform permutation): the first `zeros` go
+    ranks = rand(rows, cols, generator=generator, dtype=np.float64,
+                 backend=tensor.backend).numpy().argsort(axis=0).argsort(axis=0)
+    values = np.where(ranks < zeros, 0, tensor.backend.to_numpy(tensor._data))
+    return tensor.copy_(tensor.backend.asarray(values.astype(tensor.dtype)))
 
 
 def xavier_uniform_(tensor, gain=1.0, generator=None):

@@ -1,6 +1,6 @@
-"""Layers: Linear, Embedding, LayerNorm, RMSNorm, BatchNorm1d/2d, GroupNorm, Dropout, Identity,
-Flatten, Unflatten, CosineSimilarity and PairwiseDistance (the activation modules live in
-activation.py).
+"""Layers: Linear (and LazyLinear, with its UninitializedParameter), Embedding, LayerNorm,
+RMSNorm, BatchNorm1d/2d, GroupNorm, Dropout, Identity, Flatten, Unflatten, CosineSimilarity and
+PairwiseDistance (the activation modules live in activation.py).
 
 Weights are Parameters initialised as PyTorch does by default; `TinyTransformer` re-initialises
 its own the GPT-2 way. Each forward is one line of functional code.
@@ -76,6 +76,87 @@ class Linear(Module):
     def extra_repr(self):
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}")
+
+
+class UninitializedParameter(Parameter):
+    """torch's: a lazy module's parameter before its shape is known. It holds no values (an
+    empty array of its dtype, which .to() converts; its shape reads (0,), where torch's
+    refuses) until materialize(shape) gives it that shape, in place: the same object becomes
+    a Parameter (cls_to_become), so an optimizer given it before steps it after."""
+
+    __slots__ = ()
+    cls_to_become = Parameter
+
+    def materialize(self, shape, device=None, dtype=None):
+        """Give it `shape` (uninitialized values; the module's reset_parameters fills them) and
+        `dtype` (its own if None), and make it a Parameter; `device` as torch's, a backend."""
+        be = self.backend if device is None else self.to(device).backend
+        self._data = be.xp.empty(tuple(shape), dtype=dtype or self._data.dtype)
+        self.backend = be
+        self.__class__ = self.cls_to_become
+
+    def __repr__(self):
+        return "<UninitializedParameter>"
+
+
+class LazyLinear(Linear):
+    """torch's: a Linear whose in_features is inferred from its first input (input.shape[-1]).
+    Until that first call its weight and bias are UninitializedParameters (in_features 0);
+    the call gives them their shapes in place (the same objects: an optimizer built before
+    steps them), initialises them as Linear's, and the module becomes a Linear (its class
+    changes, as torch's cls_to_become). A state dict loaded before the call gives the
+    parameters its shapes."""
+
+    cls_to_become = Linear
+
+    def __init__(self, out_features, bias=True, device=None, dtype=None):
+        Module.__init__(self)
+        self.in_features, self.out_features = 0, out_features
+        self.weight = UninitializedParameter(dtype=dtype)
+        self.bias = UninitializedParameter(dtype=dtype) if bias else None
+        _place(self, device)
+
+    def has_uninitialized_params(self):
+        return any(isinstance(p, UninitializedParameter) for p in self._parameters.values())
+
+    def reset_parameters(self):
+        if not self.has_uninitialized_params() and self.in_features != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input):  # noqa: A002 - torch's argument name
+        """Shape the parameters for `input` (a tensor whose last dim is in_features) and
+        initialise them; a module whose parameters a load shaped takes in_features from
+        them."""
+        if self.has_uninitialized_params():
+            with no_grad():
+                self.in_features = input.shape[-1]
+                self.weight.materialize((self.out_features, self.in_features))
+                if self.bias is not None:
+                    self.bias.materialize((self.out_features,))
+                self.reset_parameters()
+        if self.in_features == 0:
+            if input.shape[-1] != self.weight.shape[-1]:
+                raise ShapeError(f"LazyLinear: the input's last dim {input.shape[-1]} is not "
+                                 f"the loaded weight's in_features {self.weight.shape[-1]}")
+            self.in_features = input.shape[-1]
+
+    def forward(self, input):  # noqa: A002 - torch's argument name
+        self.initialize_parameters(input)
+        # a Linear from now on, as torch's (past Module.__setattr__, which keeps attributes)
+        object.__setattr__(self, "__class__", self.cls_to_become)
+        return F.linear(input, self.weight, self.bias)
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs):
+        """As torch's lazy modules: an uninitialized parameter takes the shape of its entry
+        first (the load then fills it)."""
+        for name, p in self._parameters.items():
+            value = state_dict.get(prefix + name)
+            if isinstance(p, UninitializedParameter) and value is not None:
+                if not isinstance(value, UninitializedParameter):
+                    p.materialize(tuple(value.shape))
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
+                                      unexpected_keys, error_msgs)
 
 
 class Embedding(Module):

@@ -1,6 +1,6 @@
-"""Optimizers (SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam; LBFGS in
-optim/lbfgs.py), a cosine learning-rate schedule with warm-up, clip_grad_norm; PyTorch's
-schedulers live in optim.lr_scheduler.
+"""Optimizers (SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam, Rprop, ASGD,
+Adafactor; LBFGS in optim/lbfgs.py), a cosine learning-rate schedule with warm-up,
+clip_grad_norm; PyTorch's schedulers live in optim.lr_scheduler.
 
 Like PyTorch: an optimizer takes parameters (or groups of them, dicts with their own settings),
 `step()` updates them in place from their `.grad` (`step(closure)`: the loss re-evaluated first);
@@ -371,12 +371,16 @@ class Optimizer:
     def zero_grad(self, set_to_none=True):
         zero_grads(self._every_param(), set_to_none)
 
+    # the settings check() refuses below 0, where a group has them (torch's rules; an optimizer
+    # whose torch class checks fewer names its own)
+    nonnegative = ("lr", "eps", "weight_decay", "momentum", "alpha", "lr_decay", "momentum_decay",
+                   "initial_accumulator_value", "dampening")
+
     def check(self, group):
         """Refuse settings out of range, with torch's rules (lr, eps, weight decay, momentum
         and the like >= 0; betas in [0, 1))."""
         name = type(self).__name__
-        for key in ("lr", "eps", "weight_decay", "momentum", "alpha", "lr_decay", "momentum_decay",
-                    "initial_accumulator_value", "dampening"):
+        for key in self.nonnegative:
             if key in group and not group[key] >= 0:
                 raise ValueError(f"{name}: {key} must be >= 0, got {group[key]!r}")
         betas = group.get("betas", ())
@@ -673,13 +677,19 @@ class Optimizer:
                                   f"{e})") from None
         if scalar and value.size == 1:
             value = value.reshape(())
-        elif (scalar is not None or value.ndim) and value.shape != p.shape:
+        elif (scalar is not None or value.ndim) and value.shape != self.state_shape(name, p):
             raise CheckpointError(f"{where} does not match this optimizer's parameters: shape "
                                   f"{fmt_shape(value.shape)}, the parameter's "
                                   f"{fmt_shape(p.shape)}")
         if dtype is None and value.ndim:
             value = value.astype(p.dtype)
         return Tensor._wrap(be.asarray(value), be)
+
+    @staticmethod
+    def state_shape(name, p):
+        """The shape state `name` of parameter `p` has (a load checks it): p's own; an
+        optimizer with state of other shapes (Adafactor's factors) says so."""
+        return tuple(p.shape)
 
 
 def _is_count(value):
@@ -994,6 +1004,156 @@ class RAdam(_Moments):
         adaptive = math.sqrt(1 - beta2**t) / (p.backend.xp.sqrt(state["exp_avg_sq"]._data)
                                               + group["eps"])
         p._data -= group["lr"] * m_hat * adaptive * rect
+
+
+class Rprop(Optimizer):
+    """Resilient backpropagation (Riedmiller & Braun, 1993), torch's: each entry has its own
+    step size (state step_size, from lr), times etaplus where g keeps the sign of the previous
+    step's (state prev), times etaminus where it flips (and that entry does not move this step,
+    its g counted as 0), clamped to step_sizes; p -= sign(g) step_size."""
+
+    defaults = {"lr": 1e-2, "etas": (0.5, 1.2), "step_sizes": (1e-6, 50), "foreach": None,
+                "maximize": False, "differentiable": False, "capturable": False}
+    positional = ("lr", "etas", "step_sizes")
+    nonnegative = ("lr",)
+
+    def check(self, group):
+        super().check(group)
+        etas = group["etas"]
+        if not (isinstance(etas, (tuple, list)) and len(etas) == 2
+                and 0.0 < etas[0] < 1.0 < etas[1]):
+            raise ValueError(f"Rprop: etas must be a pair (etaminus, etaplus) with 0 < etaminus "
+                             f"< 1 < etaplus (torch's rule), got {etas!r}")
+
+    def update(self, p, g, state, group):
+        xp = p.backend.xp
+        if "prev" not in state:
+            state["step"] = _scalar(0)
+            state["prev"] = _zeros(p)
+            state["step_size"] = _zeros(p, fill=group["lr"])
+        _count(state)
+        etaminus, etaplus = group["etas"]
+        prev, step_size = state["prev"]._data, state["step_size"]._data
+        sign = xp.sign(g * prev)
+        factor = xp.where(sign > 0, etaplus, xp.where(sign < 0, etaminus, 1.0))
+        step_size *= factor.astype(step_size.dtype)
+        xp.clip(step_size, *group["step_sizes"], out=step_size)
+        g = xp.where(sign < 0, 0, g).astype(g.dtype)  # (a flipped sign: no step, prev 0)
+        p._data -= xp.sign(g) * step_size
+        prev[...] = g
+
+
+class ASGD(Optimizer):
+    """Averaged SGD (Polyak & Juditsky, 1992), torch's: p *= 1 - λ η, p -= η g, with
+    η = lr / (1 + λ lr t)^α after step t (state eta), and the running average of p in state ax,
+    from step t0 on (state mu = 1 / max(1, t - t0); before, ax is p itself). eta and mu are
+    0-d tensors as the step count (float32, float64 with a float64 default dtype), as torch's."""
+
+    defaults = {"lr": 1e-2, "lambd": 1e-4, "alpha": 0.75, "t0": 1e6, "weight_decay": 0.0,
+                "foreach": None, "maximize": False, "differentiable": False, "capturable": False}
+    positional = ("lr", "lambd", "alpha", "t0", "weight_decay", "foreach", "maximize",
+                  "differentiable", "capturable")
+    nonnegative = ("lr", "weight_decay")  # (torch checks no lambd, alpha or t0)
+
+    def update(self, p, g, state, group):
+        if "ax" not in state:
+            state["step"] = _scalar(0)
+            state["eta"] = _scalar(group["lr"])
+            state["mu"] = _scalar(1.0)
+            state["ax"] = _zeros(p)
+        t = _count(state)
+        lr, lambd = group["lr"], group["lambd"]
+        if group["weight_decay"]:
+            g = g + group["weight_decay"] * p._data
+        eta = float(state["eta"]._data)  # (as torch: the float32 value it keeps)
+        p._data *= 1 - lambd * eta
+        p._data -= eta * g
+        mu, ax = float(state["mu"]._data), state["ax"]._data
+        if mu != 1:
+            ax += (p._data - ax) * mu
+        else:
+            ax[...] = p._data
+        state["eta"]._data[...] = lr / ((1 + lambd * lr * t) ** group["alpha"])
+        state["mu"]._data[...] = 1 / max(1, t - group["t0"])
+
+
+def _lerp_(start, end, weight):
+    """start += weight (end - start) in place, as torch's lerp_ computes it (from the end for
+    a weight of 0.5 or more: weight 1 gives end exactly)."""
+    if abs(weight) < 0.5:
+        start += weight * (end - start)
+    else:
+        start[...] = end - (end - start) * (1 - weight)
+
+
+class Adafactor(Optimizer):
+    """Adafactor (Shazeer & Stern, 2018), torch's: the second moment of a matrix's gradient
+    kept factored, a row mean (state row_var) and a column mean (col_var) over the last two
+    dims, of a vector's as a whole (variance), each averaged with weight t^beta2_decay at
+    step t; the step g / √v̂ (v̂ clamped to eps₁², eps₁ None: the dtype's machine epsilon) is
+    scaled down to an RMS of at most d, and taken with size min(lr, 1/√t) max(eps₂, RMS(p));
+    weight decay multiplies p by 1 - lr wd first."""
+
+    defaults = {"lr": 1e-2, "beta2_decay": -0.8, "eps": (None, 1e-3), "d": 1.0,
+                "weight_decay": 0.0, "foreach": None, "maximize": False}
+    positional = ("lr", "beta2_decay", "eps", "d", "weight_decay")
+    nonnegative = ("lr", "weight_decay")
+
+    def check(self, group):
+        super().check(group)
+        eps = group["eps"]
+        if not (isinstance(eps, (tuple, list)) and len(eps) == 2):
+            raise ValueError(f"Adafactor: eps must be a pair (eps1 or None, eps2), got {eps!r}")
+        if eps[0] is not None and not eps[0] >= 0:
+            raise ValueError(f"Adafactor: eps[0] (epsilon1) must be >= 0 or None, got {eps[0]!r}")
+        if not eps[1] >= 0:
+            raise ValueError(f"Adafactor: eps[1] (epsilon2) must be >= 0, got {eps[1]!r}")
+        if not group["beta2_decay"] <= 0:
+            raise ValueError(f"Adafactor: beta2_decay must be <= 0, got {group['beta2_decay']!r}")
+        if not group["d"] >= 1:
+            raise ValueError(f"Adafactor: d (the clipping threshold) must be >= 1, got "
+                             f"{group['d']!r}")
+
+    @staticmethod
+    def state_shape(name, p):
+        shape = list(p.shape)
+        if name in ("row_var", "col_var") and len(shape) > 1:
+            shape[-1 if name == "row_var" else -2] = 1
+        return tuple(shape)
+
+    def update(self, p, g, state, group):
+        xp = p.backend.xp
+        if "step" not in state:
+            state["step"] = _scalar(0)
+            for name in ("row_var", "col_var") if g.ndim > 1 else ("variance",):
+                state[name] = Tensor._wrap(xp.zeros(self.state_shape(name, p), dtype=g.dtype),
+                                           p.backend)
+        t = float(_count(state))
+        lr, (eps1, eps2) = group["lr"], group["eps"]
+        if eps1 is None:
+            eps1 = float(xp.finfo(p._data.dtype).eps)
+        size = min(lr, 1 / t**0.5) * max(eps2, _rms(xp, p._data))
+        if group["weight_decay"]:
+            p._data *= 1 - lr * group["weight_decay"]
+        v = self._variance(xp, g, state, t ** group["beta2_decay"], eps1)
+        step = 1 / xp.sqrt(xp.maximum(v, eps1 * eps1)) * g
+        p._data -= size / max(1.0, _rms(xp, step) / group["d"]) * step
+
+    @staticmethod
+    def _variance(xp, g, state, weight, eps1):
+        """The second-moment estimate v̂ after this step's g (the moments updated in place)."""
+        if g.ndim <= 1:
+            _lerp_(state["variance"]._data, g * g, weight)
+            return state["variance"]._data.copy()
+        row, col = state["row_var"]._data, state["col_var"]._data
+        _lerp_(row, xp.sum(g * g, axis=-1, keepdims=True) / g.shape[-1], weight)
+        _lerp_(col, xp.sum(g * g, axis=-2, keepdims=True) / g.shape[-2], weight)
+        return (row @ col) / xp.maximum(row.mean(axis=-2, keepdims=True), eps1)
+
+
+def _rms(xp, a):
+    """‖a‖₂ / √(its size), as a Python float."""
+    return float(xp.sqrt(xp.sum(a * a))) / a.size**0.5
 
 
 class CosineSchedule:
