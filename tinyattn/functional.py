@@ -835,8 +835,26 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):  # no
     shift by bias. input must be floating point (as torch's, whose name it has: input=)."""
     x = _t(input)
     _floating(x, "layer_norm")
+    if weight is not None and weight.dtype != x.dtype or bias is not None and \
+            bias.dtype != x.dtype:  # (the check spelled out for the common case: one dtype)
+        _norm_params_dtype("layer_norm", x, weight=weight, bias=bias)
     shape = _normalized_shape(normalized_shape, x, "layer_norm")
     return apply(nn_ops.layer_norm, x, weight, bias, n_dims=len(shape), eps=eps)
+
+
+def _norm_params_dtype(name, x, **params):
+    """torch's rule for the norms' parameters (layer_norm, group_norm, batch_norm; weight,
+    bias, running statistics): one dtype, the input's, or float32 for a float16 input (whose
+    norm runs in float32). Anything else torch refuses ("mixed dtype"), and so does this,
+    rather than give a result whose dtype depends on the op."""
+    given = {k: p for k, p in params.items() if p is not None}
+    dtypes = {np.dtype(p.dtype) for p in given.values()}
+    allowed = (x.dtype, np.float32) if x.dtype == np.float16 else (x.dtype,)
+    if len(dtypes) > 1 or (dtypes and dtypes.pop() not in allowed):
+        shown = ", ".join(f"{k} {p.dtype}" for k, p in given.items())
+        raise DTypeError(f"{name}: input {x.dtype} with {shown}: the parameters must have the "
+                         f"input's dtype (float32 ones are allowed for float16 input), as in "
+                         f"torch; convert the module or the input, e.g. with .to({x.dtype})")
 
 
 def _normalized_shape(normalized_shape, x, name):
@@ -861,6 +879,10 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002
     if eps is None:  # (torch's: float32's epsilon for float16 input, its compute type)
         eps = float(np.finfo(np.promote_types(x.dtype, np.float32)).eps)
     eps = float(eps)
+    if weight is not None and weight.dtype != x.dtype:  # torch's: x's dtype out, whatever the
+        wide = result_type(x, weight)  # weight's (the product in the wider dtype, rounded once)
+        return apply(nn_ops.rms_norm, x.to(wide), weight.to(wide), n_dims=len(shape),
+                     eps=eps).to(x.dtype)
     return apply(nn_ops.rms_norm, x, weight, n_dims=len(shape), eps=eps)  # (..., *shape)
 
 
@@ -881,7 +903,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             raise ShapeError(f"batch_norm: needs more than one value per channel to train, "
                              f"got {fmt_shape(x.shape)}")
         if n == 0:  # an empty batch: an empty output, the running statistics as they were
-            return _channel_affine(x.clone(), weight, bias, shape)  # (torch's)
+            return _channel_affine(x.clone(), weight, bias, shape, x.dtype)  # (torch's)
         mean, var = x.mean(dims, keepdim=True), x.var(dims, keepdim=True, correction=0)
         with no_grad():
             if running_mean is not None:
@@ -892,14 +914,16 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         if running_mean is None or running_var is None:
             raise ValueError("batch_norm: without training, give running_mean and running_var")
         mean, var = running_mean.reshape(shape), running_var.reshape(shape)
-    return _channel_affine((x - mean) / (var + eps).sqrt(), weight, bias, shape)
+    return _channel_affine((x - mean) / (var + eps).sqrt(), weight, bias, shape, x.dtype)
 
 
-def _channel_affine(y, weight, bias, shape):
-    """y scaled by weight and shifted by bias (each (C,), or None), per channel (dim 1)."""
+def _channel_affine(y, weight, bias, shape, dtype):
+    """y scaled by weight and shifted by bias (each (C,), or None), per channel (dim 1), in
+    `dtype`, the input's (float16 with float32 parameters: computed in float32, as torch)."""
     if weight is not None:
         y = y * weight.reshape(shape)
-    return y if bias is None else y + bias.reshape(shape)
+    y = y if bias is None else y + bias.reshape(shape)
+    return y if y.dtype == dtype else y.to(dtype)
 
 
 def _check_batch_norm(x, running_mean, running_var, weight, bias):
@@ -918,6 +942,8 @@ def _check_batch_norm(x, running_mean, running_var, weight, bias):
     for what, t in given[2:]:  # (updated in place with C values: (1, C) would not take them)
         if t is not None and t.ndim != 1:
             raise ShapeError(f"batch_norm: {what} must be 1-D ({c},), got {fmt_shape(t.shape)}")
+    _norm_params_dtype("batch_norm", x, weight=weight, bias=bias, running_mean=running_mean,
+                       running_var=running_var)
 
 
 def _check_num_groups(num_groups, name):
@@ -943,12 +969,10 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):  # noqa: A0
                              f"channel of input {fmt_shape(x.shape)}, got {fmt_shape(t.shape)}")
     # the group size spelled out, not -1: an empty batch (N = 0) cannot infer it, torch's gives
     # an empty output
+    _norm_params_dtype("group_norm", x, weight=weight, bias=bias)
     groups = x.reshape(x.shape[0], num_groups, math.prod(x.shape[1:]) // num_groups)
     y = layer_norm(groups, groups.shape[-1:], eps=eps).reshape(x.shape)
-    shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
-    if weight is not None:
-        y = y * weight.reshape(shape)
-    return y if bias is None else y + bias.reshape(shape)
+    return _channel_affine(y, weight, bias, (1, x.shape[1]) + (1,) * (x.ndim - 2), x.dtype)
 
 
 def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):

@@ -57,6 +57,7 @@ def _mean_of_none(x, axes, keepdim):
 @op("sum", "gx = broadcast(g, x.shape)", promote="sum",
     samples=[case((2, 3, 4)), case((2, 3, 4), dim=1), case((2, 3, 4), dim=(0, 2), keepdim=True),
              case((), dim=0), case((3,), dim=-1), case((2, 3, 4), dim=(1, 2))])
+@quietly  # inf + -inf: NaN, silently, as torch
 def reduce_sum(be, x, dim=None, keepdim=False):
     """out = Σ x over dim"""
     axes = _reduced(dim, x.ndim, "sum")
@@ -72,6 +73,7 @@ def reduce_sum_vjp(be, g, saved, dim=None, keepdim=False):
 @op("mean", "gx = broadcast(g, x.shape) / n",
     samples=[case((2, 3, 4)), case((2, 3, 4), dim=-1, keepdim=True), case((2, 3), dim=(0, 1)),
              case((2, 3, 4), dim=(-1, -2))])
+@quietly  # (as sum)
 def reduce_mean(be, x, dim=None, keepdim=False):
     """out = Σ x / n over dim"""
     _floating(x, "mean")
@@ -161,6 +163,7 @@ def _nonempty(x, axes, name):
 @op("var", "gx = g * 2 (x - mean) / (n - correction)",
     samples=[case((2, 3, 4)), case((2, 5), dim=1), case((3, 4), dim=0, keepdim=True,
              correction=0)])
+@quietly  # (as sum: the mean of inf and -inf)
 def reduce_var(be, x, dim=None, keepdim=False, correction=1):
     """out = Σ (x - mean)² / (n - correction) over dim (correction=1: the unbiased estimate);
     with n - correction <= 0, inf (or NaN where every x is the mean), as in torch"""

@@ -8,7 +8,7 @@ gradient goes to the index each running extreme came from, as in torch).
 import numpy
 
 from ..backends.stable import NEG_INF
-from .op import dim1, dims, op, quiet, wide
+from .op import dim1, dims, op, quiet, quietly, wide
 from .samples import case, vals
 
 
@@ -54,6 +54,7 @@ def _axis(x, dim, name):
 
 @op("cumsum", "gx = reverse_cumsum(g)", promote="sum",
     samples=[case((2, 3, 4), dim=1), case((5,), dim=0), case((2, 3), dim=-1), case((), dim=0)])
+@quietly  # inf + -inf: NaN, silently, as torch
 def cumsum(be, x, dim):
     """out_j = Σ_{i <= j} x_i along dim"""
     axis = _axis(x, dim, "cumsum")
@@ -63,6 +64,7 @@ def cumsum(be, x, dim):
 
 
 @cumsum.defvjp
+@quietly
 def cumsum_vjp(be, g, saved, dim):
     (axis,) = saved
     return (g if axis is None else reverse_cumsum(be.xp, g, axis),)
