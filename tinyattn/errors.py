@@ -1,7 +1,8 @@
 """The errors tinyattn raises on bad input.
 
 Every error is a `TinyattnError` and also the built-in exception a Python user would expect
-(`ShapeError` is a `ValueError`, `DimError` an `IndexError`, ...), so both kinds of `except` work.
+(`ShapeError` a `ValueError` and, as torch's, a `RuntimeError`; `DimError` an `IndexError`, ...),
+so both kinds of `except` work.
 Messages name the op (or key, or file) and the shapes involved, and say what to do.
 Warnings go through `warn_user`, which points them at the user's line.
 """
@@ -26,8 +27,10 @@ class TinyattnError(Exception):
     """Base class of every error raised by tinyattn on purpose."""
 
 
-class ShapeError(TinyattnError, ValueError):
-    """Shapes that do not fit together (matmul, broadcasting, reshape, masks, attention)."""
+class ShapeError(TinyattnError, ValueError, RuntimeError):
+    """Shapes that do not fit together (matmul, broadcasting, reshape, view, masks, attention):
+    a ValueError and, as torch raises them, a RuntimeError, so a torch habit such as
+    `try: x.view(s) except RuntimeError: x.reshape(s)` works too."""
 
 
 class DimError(TinyattnError, IndexError):

@@ -242,8 +242,16 @@ class Module:
         elif name in _KINDS and isinstance(value, Mapping):
             self._replace_dict(name, value)  # (torch code may set a new dict of them)
         else:
-            if d.get(name, _MISSING) is not value:  # a setting (Dropout.p, eps) that forward
-                _state_version[0] += 1  # reads: a captured step records again
+            self._set_plain(d, name, value)
+
+    def _set_plain(self, d, name, value):
+        """A plain attribute, as object's: into the instance's dict, or through the class's
+        data descriptor where it has one (a property's setter, __class__), as torch's."""
+        if d.get(name, _MISSING) is not value:  # a setting (Dropout.p, eps) that forward reads:
+            _state_version[0] += 1  # a captured step records again
+        if name == "__class__" or hasattr(getattr(type(self), name, None), "__set__"):
+            object.__setattr__(self, name, value)
+        else:
             d[name] = value
 
     def _set_before_init(self, name, value):
