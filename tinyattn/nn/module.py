@@ -12,7 +12,7 @@ import operator
 import threading
 import weakref
 from collections import OrderedDict, namedtuple
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 
 import numpy as np
 
@@ -174,6 +174,56 @@ _KINDS = {"_parameters": True, "_modules": True, "_buffers": False}  # kind: whe
 _HOOK_KINDS = ("pre", "post", "backward", "backward_pre")  # Module._hooks' dicts
 
 
+class _HookDict(MutableMapping):
+    """torch's Module._forward_hooks (and _forward_pre_hooks, _backward_hooks,
+    _backward_pre_hooks): a live {key: hook} view of one kind of the module's hooks, which code
+    written for torch reads, clears (`m._forward_hooks.clear()` takes every forward hook off)
+    or deletes from. A hook set through it is a plain one (no kwargs, not always called)."""
+
+    def __init__(self, module, kind):
+        self._module, self._kind = module, kind
+
+    def _dict(self, make=False):
+        hooks = self._module._hooks
+        if hooks is None and make:
+            hooks = {k: OrderedDict() for k in _HOOK_KINDS}
+            object.__setattr__(self._module, "_hooks", hooks)
+        return {} if hooks is None else hooks[self._kind]
+
+    def __getitem__(self, key):
+        return self._dict()[key][0]
+
+    def __setitem__(self, key, hook):
+        self._dict(make=True)[key] = (hook, False, False)
+        _state_version[0] += 1  # (a captured step records again)
+
+    def __delitem__(self, key):
+        del self._dict()[key]
+        _state_version[0] += 1
+
+    def __iter__(self):
+        return iter(list(self._dict()))
+
+    def __len__(self):
+        return len(self._dict())
+
+    def __repr__(self):
+        return f"OrderedDict({dict(self)!r})"
+
+
+def _hook_dict(kind):
+    """The property of _HookDict `kind`; setting it (`m._forward_hooks = OrderedDict()`, as
+    torch code resets them) replaces every hook of that kind with the mapping's."""
+
+    def replace(self, hooks):
+        view = _HookDict(self, kind)
+        view.clear()
+        view.update(hooks)
+
+    return property(lambda self: _HookDict(self, kind), replace,
+                    doc=f"torch's {{key: hook}} of the module's {kind} hooks, live (_HookDict)")
+
+
 class Module:
     """Base class of every layer and model: subclass it, assign parts in __init__, write forward."""
 
@@ -326,6 +376,8 @@ class Module:
     # {"pre": {...}, "post": {...}, "backward": {...}, "backward_pre": {...}} once a hook is
     # registered (see _hook): key -> (hook, with_kwargs, always_call)
     _hooks = None
+    _forward_pre_hooks, _forward_hooks = _hook_dict("pre"), _hook_dict("post")
+    _backward_pre_hooks, _backward_hooks = _hook_dict("backward_pre"), _hook_dict("backward")
 
     def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
         """hook(module, args) runs before forward (hook(module, args, kwargs) with_kwargs); what
