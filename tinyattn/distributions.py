@@ -8,21 +8,27 @@ log_prob and entropy (and Normal.rsample) carry gradients to the parameters.
 
 import math
 import numbers
+import sys
+import types
+import warnings
 
 import numpy as np
 
 from .autograd import no_grad
 from .dtypes import result_type
 from .errors import ShapeError, fmt_shape
-from .tensor import Tensor, multinomial, randn, tensor
+from .tensor import Tensor, arange, full, multinomial, randn, tensor
 
-__all__ = ["Categorical", "Normal"]
+__all__ = ["Categorical", "Normal", "kl_divergence", "register_kl"]
 
 
 class Categorical:
     """Categories 0..K-1 of the last dim of `probs` (weights, normalised here) or of `logits`
     (log-weights); the dims before it are the batch. Like torch (validate_args), bad parameters
     are refused when made: NaN, inf or negative probs, NaN or +inf logits, impossible rows."""
+
+    has_rsample = False  # a draw is an index: no gradient flows through it
+    has_enumerate_support = True  # (torch's: enumerate_support() lists the categories)
 
     def __init__(self, probs=None, logits=None, validate_args=None):
         if (probs is None) == (logits is None):
@@ -36,6 +42,7 @@ class Categorical:
         self.validate_args = validate_args is not False
         if self.validate_args:
             _check_categorical(given, "probs" if logits is None else "logits")
+        self._given = "probs" if logits is None else "logits"  # (what repr names, as torch's)
         if logits is None:
             self.probs = given / given.sum(-1, keepdim=True)
             eps = float(np.finfo(self.probs.dtype).eps)  # torch's clamp: log 0 -> log eps
@@ -100,8 +107,52 @@ class Categorical:
         finite = self.logits.clamp(min=float(np.finfo(self.logits.dtype).min))
         return -(finite * self.probs).sum(-1)
 
+    def perplexity(self):
+        """exp(entropy()), torch's."""
+        return self.entropy().exp()
+
+    @property
+    def mean(self):
+        """NaN of batch_shape (a category has no mean), as torch's."""
+        return full(self.batch_shape, math.nan, dtype=self.probs.dtype,
+                    backend=self.probs.backend)
+
+    @property
+    def variance(self):
+        return self.mean
+
+    @property
+    def support(self):
+        """The categories 0..K-1, as torch's constraints.integer_interval."""
+        return _IntegerInterval(0, self.probs.shape[-1] - 1)
+
+    def enumerate_support(self, expand=True):
+        """The categories 0..K-1 (int64) of shape (K, 1, ...) with a 1 per batch dim, expanded
+        to (K, *batch_shape) with expand=True (torch's)."""
+        batch = tuple(self.batch_shape)
+        values = arange(self.probs.shape[-1], backend=self.probs.backend)
+        values = values.reshape(-1, *(1,) * len(batch))
+        return values.expand(-1, *batch) if expand else values
+
+    def expand(self, batch_shape, _instance=None):
+        """The same distribution over a larger batch_shape (probs and logits expanded: views,
+        so gradients reach the original parameters), as torch's."""
+        new = _instance or object.__new__(type(self))
+        k = self.probs.shape[-1]
+        new.probs = self.probs.expand(*_shape(batch_shape), k)
+        new.logits = self.logits.expand(*_shape(batch_shape), k)
+        new.validate_args, new._given = self.validate_args, self._given
+        return new
+
+    def sample_n(self, n):
+        """sample((n,)), with torch's FutureWarning."""
+        warnings.warn("`sample_n(n)` will be deprecated. Use `sample((n,))` instead.",
+                      FutureWarning, stacklevel=2)
+        return self.sample((n,))
+
     def __repr__(self):
-        return f"Categorical(probs: {fmt_shape(self.probs.shape)})"
+        given = getattr(self, "_given", "probs")
+        return f"Categorical({given}: {fmt_shape(getattr(self, given).shape)})"
 
 
 class Normal:
@@ -109,6 +160,8 @@ class Normal:
     that is not finite and > 0, is refused when made (validate_args=False takes them). As torch's
     broadcast_all: a number takes the other (tensor) parameter's float dtype and backend, and
     loc and scale are broadcast to batch_shape (views, so gradients reach the given tensors)."""
+
+    has_rsample = True  # rsample: loc + scale ε carries gradients to loc and scale
 
     def __init__(self, loc, scale, validate_args=None):
         loc, scale = _tensors(loc, scale)
@@ -119,6 +172,13 @@ class Normal:
                    "must be > 0 and finite")
         self.batch_shape = tuple(np.broadcast_shapes(loc.shape, scale.shape))
         self.loc, self.scale = loc.expand(*self.batch_shape), scale.expand(*self.batch_shape)
+
+    def expand(self, batch_shape, _instance=None):
+        """This Normal with loc and scale broadcast to batch_shape (views: gradients reach the
+        parameters given); a shape they do not broadcast to is refused, as torch's."""
+        shape = _shape(batch_shape)
+        return Normal(self.loc.expand(*shape), self.scale.expand(*shape),
+                      validate_args=self.validate_args and None)
 
     @property
     def event_shape(self):
@@ -193,6 +253,56 @@ class Normal:
         return f"Normal(loc: {fmt_shape(self.loc.shape)}, scale: {fmt_shape(self.scale.shape)})"
 
 
+_KL = {}  # (type of p, type of q) -> kl(p, q), as torch's _KL_REGISTRY
+
+
+def register_kl(type_p, type_q):
+    """A decorator, torch's: @register_kl(P, Q) def kl(p, q) makes kl_divergence(p, q) call it
+    for a p of type P and a q of type Q (or of subclasses, the closest match chosen)."""
+    def decorator(fn):
+        _KL[type_p, type_q] = fn
+        return fn
+    return decorator
+
+
+def kl_divergence(p, q):
+    """KL(p || q), one value per batch entry (p's and q's batch shapes broadcast), made of
+    tensor ops, so it is differentiable in both distributions' parameters. A pair with no
+    registered formula is a NotImplementedError, as torch's."""
+    fits = [(tp, tq) for tp, tq in _KL if isinstance(p, tp) and isinstance(q, tq)]
+    if not fits:
+        raise NotImplementedError(f"No KL(p || q) is implemented for p type "
+                                  f"{type(p).__name__} and q type {type(q).__name__}")
+    closest = min(fits, key=lambda pq: (type(p).__mro__.index(pq[0]),
+                                        type(q).__mro__.index(pq[1])))
+    return _KL[closest](p, q)
+
+
+@register_kl(Normal, Normal)
+def _kl_normal_normal(p, q):
+    """torch's formula: (σp/σq)² and ((μp - μq)/σq)² less 1 and log (σp/σq)², halved."""
+    var_ratio = (p.scale / q.scale) ** 2
+    t1 = ((p.loc - q.loc) / q.scale) ** 2
+    return 0.5 * (var_ratio + t1 - 1 - var_ratio.log())
+
+
+@register_kl(Categorical, Categorical)
+def _kl_categorical_categorical(p, q):
+    """Σ p (log p - log q) over the categories: inf where q gives 0 to a category p can draw,
+    0 from a category p gives 0 to (torch's)."""
+    t = p.probs * (p.logits - q.logits)
+    shape = t.shape
+    t = t.masked_fill((q.probs == 0).expand(*shape), math.inf)
+    return t.masked_fill((p.probs == 0).expand(*shape), 0.0).sum(-1)
+
+
+# torch.distributions.kl, for `from tinyattn.distributions.kl import kl_divergence`
+kl = types.ModuleType(__name__ + ".kl", "torch.distributions.kl's names: kl_divergence and "
+                      "register_kl.")
+kl.kl_divergence, kl.register_kl = kl_divergence, register_kl
+sys.modules[kl.__name__] = kl
+
+
 def _tensors(*params):
     """torch's broadcast_all, less the broadcast: tensors stay as they are; a number becomes a
     tensor of the first tensor's dtype (the default float dtype where that is not floating, or
@@ -236,4 +346,21 @@ def _check_categorical(given, name):
                "must not be NaN or +inf")
         _check("Categorical", "logits", given, lambda a: (a > -np.inf).any(-1),
                "rows must not be all -inf (no category is possible)")
+
+
+class _IntegerInterval:
+    """torch's constraints.integer_interval: the whole numbers lower_bound..upper_bound."""
+
+    is_discrete, event_dim = True, 0
+
+    def __init__(self, lower_bound, upper_bound):
+        self.lower_bound, self.upper_bound = lower_bound, upper_bound
+
+    def check(self, value):
+        """Where value holds a whole number in the interval (a bool tensor)."""
+        return ((value % 1) == 0) & (value >= self.lower_bound) & (value <= self.upper_bound)
+
+    def __repr__(self):
+        return (f"IntegerInterval(lower_bound={self.lower_bound}, "
+                f"upper_bound={self.upper_bound})")
 

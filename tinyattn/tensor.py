@@ -314,6 +314,8 @@ class Tensor(TensorBase):
     def detach(self):
         """The same values as a new leaf with no graph (the data is shared, not copied: an
         in-place change to either is seen by both, and counts in both's version)."""
+        if isinstance(self._data, np.generic):  # (a 0-d op result's NumPy scalar, which no
+            self._data = np.array(self._data)  # tensor can share: an array from now on)
         out = Tensor._wrap(self._data, self.backend)
         share_version(self, out, differentiable=False)
         return out
@@ -460,6 +462,25 @@ class Tensor(TensorBase):
 
     def new_full(self, size, fill_value, dtype=None, requires_grad=False):
         return self._new(full, (size, fill_value), dtype, requires_grad)
+
+    def new(self, *args, device=None):
+        """torch's legacy constructor, this tensor's dtype and backend: new() is empty (0,);
+        new(2, 3) or new(x.size()) is uninitialised of that size; new(other) is other itself
+        (its dtype must be this one's), detached; new([1, 2]) or new((2, 3)) is that data (old
+        VAE code: std.data.new(std.size()).normal_())."""
+        if len(args) == 1 and isinstance(args[0], Tensor):
+            if args[0].dtype != self.dtype:
+                raise TypeError(f"new(): the tensor given is {args[0].dtype}, expected "
+                                f"{self.dtype} (this tensor's dtype)")
+            return args[0].detach()
+        if all(isinstance(n, numbers.Integral) and not isinstance(n, bool) for n in args):
+            return self.new_empty(*args) if args else self.new_empty(0)
+        if len(args) == 1 and isinstance(args[0], return_types.Size):
+            return self.new_empty(args[0])
+        if len(args) == 1:
+            return self.new_tensor(args[0])
+        raise TypeError(f"new(): takes sizes (ints), a Size, a tensor or data, got "
+                        f"{tuple(type(a).__name__ for a in args)}")
 
     def new_tensor(self, data, dtype=None, requires_grad=False):
         """data as a new leaf tensor on this backend, with this tensor's dtype unless given."""

@@ -47,6 +47,8 @@ class Parameter(Tensor):
         if data is None:
             data = empty(0, dtype=dtype, backend=backend)
         t = as_tensor(data, dtype=dtype, backend=backend)
+        if isinstance(t._data, np.generic):  # (a 0-d op result's NumPy scalar: Parameter(
+            t._data = np.array(t._data)  # torch.ones([]) * 2.0) shares it as an array)
         self._data, self.backend = t._data, t.backend
         self._grad = self._name = self._node = self._version_counter = None
         if t is data:  # the same memory: in-place changes count in both (torch's version);
@@ -1057,7 +1059,8 @@ def _commit(pending, assign):
         elif assign:
             setattr(module, name, _assigned(old, value, made))
         else:
-            old.backend.xp.copyto(old._data, old.backend.asarray(value), casting="unsafe")
+            old.backend.xp.copyto(old._writable("load_state_dict"), old.backend.asarray(value),
+                                  casting="unsafe")
             bump_version(old)
 
 

@@ -415,6 +415,8 @@ class Optimizer:
             group = _read(group, name)  # (tensor settings as numbers; no copy without them)
             for p in group["params"]:
                 if p.grad is not None:
+                    if isinstance(p._data, np.generic):  # (a 0-d op result's NumPy scalar,
+                        p._writable(name)  # Parameter(ones([]) * 2): stepped in place as an array)
                     g = -p.grad._data if group.get("maximize") else p.grad._data
                     state = self.state.get(p)  # (a step that keeps no state adds no entry)
                     if state is None:
@@ -758,8 +760,10 @@ class SGD(Optimizer):
         mu = group["momentum"]
         if mu:
             buf = state.get("momentum_buffer")
-            if buf is None:  # the first step: the gradient itself (a copy)
-                state["momentum_buffer"] = buf = Tensor._wrap(g.copy(), p.backend)
+            if buf is None:  # the first step: the gradient itself (a copy; an array, where a
+                # 0-d parameter's g + wd * p is a NumPy scalar, so later steps write into it)
+                buf = Tensor._wrap(p.backend.xp.array(g), p.backend)
+                state["momentum_buffer"] = buf
             else:
                 buf = buf._data
                 buf *= mu
