@@ -1,7 +1,10 @@
 """tinyattn.functional (import as F): the ops as functions, with PyTorch's names and arguments.
 
 Each function checks and shapes its arguments, then runs one op (or, for attention, a few) from
-`tinyattn.ops`. Tensors, NumPy arrays and lists are all accepted where a tensor is expected.
+`tinyattn.ops`. unfold and fold, conv1d and conv2d, the avg / max pools and adaptive_avg_pool2d
+are composed from tensor ops (pad, Tensor.unfold, index_select, matmul, max, sum), so their
+gradients are those ops' own. Tensors, NumPy arrays and lists are all accepted where a tensor
+is expected.
 """
 
 import math
@@ -52,6 +55,8 @@ __all__ = [
     "cosine_similarity", "pairwise_distance", "glu", "atleast_1d", "atleast_2d", "atleast_3d",
     "tanhshrink", "threshold", "softshrink", "hardshrink", "prelu", "rrelu", "relu_", "elu_",
     "celu_", "selu_", "leaky_relu_", "hardtanh_", "rrelu_", "threshold_",
+    "unfold", "fold", "conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
+    "adaptive_avg_pool2d",
 ]
 
 
@@ -1503,6 +1508,329 @@ def _full(like, axis, size, value):
     """A constant block of `like`'s shape with `size` entries along axis."""
     shape = like.shape[:axis] + (size,) + like.shape[axis + 1:]
     return full(shape, value, dtype=like.dtype, backend=like.backend)
+
+
+# ---- unfold and fold, convolution, pooling -----------------------------------------------------
+# All composed from tensor ops (pad, Tensor.unfold's windows, slicing, index_select, matmul,
+# max, sum), so each gradient is theirs. The 1-d functions run the 2-d ones on (N, C, 1, L).
+
+
+def _ints(value, n, name, what, least=1):
+    """`value` (an int, or a sequence of n ints) as a tuple of n ints, each at least `least`."""
+    one = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+    values = (value,) * n if one else tuple(value) if isinstance(value, (tuple, list)) else ()
+    if len(values) != n or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                                   for v in values):
+        raise ValueError(f"{name}: {what} must be an int or {n} ints, got {value!r}")
+    if min(values) < least:
+        raise ValueError(f"{name}: {what} must be {'positive' if least else 'non-negative'}, "
+                         f"got {value!r}")
+    return tuple(int(v) for v in values)
+
+
+def _batched(x, spatial, name):
+    """x as (N, C, *spatial dims), and whether it came unbatched, (C, *spatial dims): torch
+    takes both (and gives the unbatched one back without its N)."""
+    if x.ndim == spatial + 1:
+        return x.unsqueeze(0), True
+    if x.ndim != spatial + 2:
+        dims = "L" if spatial == 1 else "H, W"
+        raise ShapeError(f"{name}: expected input (N, C, {dims}) or (C, {dims}), got "
+                         f"{fmt_shape(x.shape)}")
+    return x, False
+
+
+def _lifted(spatial, *sizes):
+    """1-d sizes as the 2-d ones that run them (a height of 1); 2-d ones as they are."""
+    return [(1,) + s if spatial == 1 else s for s in sizes]
+
+
+def _unlifted(y, spatial, unbatched):
+    """The 2-d result back to what the caller gave: without the height of a 1-d one, without
+    the N of an unbatched one."""
+    y = y.squeeze(2) if spatial == 1 else y
+    return y.squeeze(0) if unbatched else y
+
+
+def _windows(x, kernel, dilation, stride, pads, name, value=0.0):
+    """Every kernel window of x (N, C, H, W) padded by pads ((top, bottom), (left, right)) with
+    `value`: (N, C, oh, ow, kh, kw), a view of the padded input (Tensor.unfold)."""
+    if any(left or right for left, right in pads):
+        x = pad(x, (*pads[1], *pads[0]), value=value)
+    spans = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation, strict=True))
+    if any(s > n for s, n in zip(spans, x.shape[2:], strict=True)):
+        shown = 1 if name.endswith("1d") else 2  # (a 1-d caller's message: its own dim)
+        raise ShapeError(f"{name}: the kernel {fmt_shape(kernel[-shown:])} (dilation "
+                         f"{fmt_shape(dilation[-shown:])}) is larger than the padded input "
+                         f"{fmt_shape(x.shape[-shown:])} (padding {pads[-shown:]})")
+    w = x.unfold(2, spans[0], stride[0]).unfold(3, spans[1], stride[1])
+    return w if dilation == (1, 1) else w[..., ::dilation[0], ::dilation[1]]
+
+
+def _columns(w):
+    """Windows (N, C, oh, ow, kh, kw) in torch's unfold layout: (N, C*kh*kw, oh*ow)."""
+    n, c, oh, ow, kh, kw = w.shape
+    return w.permute(0, 1, 4, 5, 2, 3).reshape(n, c * kh * kw, oh * ow)
+
+
+def _window_args(name, spatial, kernel_size, dilation, padding, stride):
+    return (_ints(kernel_size, spatial, name, "kernel_size"),
+            _ints(dilation, spatial, name, "dilation"),
+            _ints(padding, spatial, name, "padding", least=0),
+            _ints(kernel_size if stride is None else stride, spatial, name, "stride"))
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002 - torch's name
+    """Every kernel_size block of input (N, C, H, W) (or (C, H, W)) as a column, as torch's
+    (im2col): (N, C*kh*kw, L), each column a block in C, kh, kw order, the L blocks in row-major
+    order. The input is zero-padded by `padding` on each side first."""
+    x, unbatched = _batched(_t(input), 2, "unfold")
+    kernel, dilation, padding, stride = _window_args("unfold", 2, kernel_size, dilation, padding,
+                                                     stride)
+    cols = _columns(_windows(x, kernel, dilation, stride, [(p, p) for p in padding], "unfold"))
+    if cols._is_view():  # (1 x 1 blocks: a view of the input; torch's is new memory)
+        cols = cols.clone()
+    return cols.squeeze(0) if unbatched else cols
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
+    """unfold's adjoint (col2im), as torch's: each column of input (N, C*kh*kw, L) (or
+    (C*kh*kw, L)) added back into its block of an (N, C, H, W) output of output_size (H, W);
+    overlapping blocks add up, what lands in the padding is dropped."""
+    x = _t(input)
+    if x.ndim not in (2, 3):
+        raise ShapeError(f"fold: expected input (N, C*kh*kw, L) or (C*kh*kw, L), got "
+                         f"{fmt_shape(x.shape)}")
+    kernel, dilation, padding, stride = _window_args("fold", 2, kernel_size, dilation, padding,
+                                                     stride)
+    size = _ints(output_size, 2, "fold", "output_size")
+    blocks = [(n + 2 * p - d * (k - 1) - 1) // s + 1 for n, p, d, k, s in
+              zip(size, padding, dilation, kernel, stride, strict=True)]
+    kk, n_cols = math.prod(kernel), x.shape[-1]
+    if x.shape[-2] % kk or n_cols != math.prod(blocks) or min(blocks) < 1:
+        raise ShapeError(f"fold: input {fmt_shape(x.shape)} must be (N, C*kh*kw, L) with its "
+                         f"dim -2 divisible by kh*kw = {kk} and L = {blocks[0]} * {blocks[1]} = "
+                         f"{math.prod(blocks)} blocks (output_size {size}, kernel_size {kernel}, "
+                         f"dilation {dilation}, padding {padding}, stride {stride})")
+    cols = x.reshape(-1, x.shape[-2] // kk, kk * n_cols)  # (N, C, kk*L): one column per (o, l)
+    cols = cat([cols, _full(cols, 2, 1, 0.0)], dim=2)  # and a zero, for places with fewer
+    places = _fold_places(size, kernel, dilation, padding, stride, blocks)
+    out = cols.index_select(2, places.reshape(-1)).reshape(cols.shape[:2] + size + (kk,)).sum(-1)
+    return out.squeeze(0) if x.ndim == 2 else out
+
+
+def _fold_places(size, kernel, dilation, padding, stride, blocks):
+    """(H, W, kh*kw): for each place of fold's output and each kernel offset o, the column
+    (o * L + block) that lands there, or o * L + ... = kk*L (the zero) where none does (a block
+    covers a place at most once per offset)."""
+    (h, w), (oh, ow), kk = size, blocks, math.prod(kernel)
+    places = np.full((h, w, kk), kk * oh * ow, dtype=np.int64)
+    for o in range(kk):
+        i, j = divmod(o, kernel[1])
+        rows = np.arange(oh) * stride[0] + i * dilation[0] - padding[0]
+        cols = np.arange(ow) * stride[1] + j * dilation[1] - padding[1]
+        r_in, c_in = (rows >= 0) & (rows < h), (cols >= 0) & (cols < w)
+        block = o * oh * ow + np.arange(oh * ow).reshape(oh, ow)
+        places[rows[r_in][:, None], cols[c_in][None, :], o] = block[r_in][:, c_in]
+    return places
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
+    """A 1-d convolution (cross-correlation, as torch's) of input (N, C_in, L) (or (C_in, L))
+    with weight (C_out, C_in / groups, k), plus bias (C_out,): (N, C_out, L_out). padding: an
+    int, "valid" (none) or "same" (the output as long as the input; stride 1 only)."""
+    return _conv("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
+    """A 2-d convolution (cross-correlation, as torch's) of input (N, C_in, H, W) (or
+    (C_in, H, W)) with weight (C_out, C_in / groups, kh, kw), plus bias (C_out,). Each group of
+    C_in / groups input channels makes C_out / groups output channels. padding: ints, "valid"
+    or "same" (stride 1 only; an odd total pads one more on the bottom and right, as torch)."""
+    return _conv("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
+
+
+def _conv(name, spatial, input, weight, bias, stride, padding, dilation, groups):  # noqa: A002
+    """conv1d and conv2d: the unfolded input's columns times the weight's rows, per group."""
+    x, unbatched = _batched(_t(input), spatial, name)
+    w = _t(weight, x)
+    b = None if bias is None else _t(bias, x)
+    _check_conv(name, spatial, x, w, b, groups)
+    stride, dilation = (_ints(stride, spatial, name, "stride"),
+                        _ints(dilation, spatial, name, "dilation"))
+    pads = _conv_pads(name, padding, w.shape[2:], stride, dilation)
+    kernel, stride, dilation = _lifted(spatial, w.shape[2:], stride, dilation)
+    cols = _windows(x.reshape(x.shape[:2] + (1,) * (2 - spatial) + x.shape[2:]), kernel, dilation,
+                    stride, [(0, 0)] * (2 - spatial) + pads, name)
+    oh, ow = cols.shape[2:4]
+    n, out = x.shape[0], w.shape[0]
+    cols = _columns(cols).reshape(n, groups, -1, oh * ow)  # (N, g, C_in/g * kh*kw, L)
+    y = (w.reshape(groups, out // groups, -1) @ cols).reshape(n, out, oh, ow)
+    if b is not None:
+        y = y + b.reshape(1, out, 1, 1)
+    return _unlifted(y, spatial, unbatched)
+
+
+def _check_conv(name, spatial, x, w, b, groups):
+    """The input, weight, bias and groups of a convolution fit together (as torch checks)."""
+    _floating(x, name)
+    for what, t in (("weight", w), ("bias", b)):
+        if t is not None and t.dtype != x.dtype:
+            raise DTypeError(f"{name}: input {x.dtype} and {what} {t.dtype} must have the same "
+                             f"dtype, as in torch; convert one with .to({x.dtype})")
+    if isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups < 1:
+        raise ValueError(f"{name}: groups must be a positive int, got {groups!r}")
+    if w.ndim != spatial + 2:
+        raise ShapeError(f"{name}: weight must be (out_channels, in_channels / groups, "
+                         f"{'k' if spatial == 1 else 'kh, kw'}), got {fmt_shape(w.shape)}")
+    if w.shape[0] % groups:
+        raise ShapeError(f"{name}: groups {groups} must divide out_channels {w.shape[0]} "
+                         f"(weight {fmt_shape(w.shape)})")
+    if x.shape[1] % groups:
+        raise ShapeError(f"{name}: groups {groups} must divide the {x.shape[1]} channels of "
+                         f"input {fmt_shape(x.shape)}")
+    if x.shape[1] != w.shape[1] * groups:
+        raise ShapeError(f"{name}: input {fmt_shape(x.shape)} has {x.shape[1]} channels, but "
+                         f"weight {fmt_shape(w.shape)} with groups {groups} expects "
+                         f"{w.shape[1] * groups} (weight.shape[1] * groups)")
+    if b is not None and tuple(b.shape) != w.shape[:1]:
+        raise ShapeError(f"{name}: bias {fmt_shape(b.shape)} must be {fmt_shape(w.shape[:1])}, "
+                         f"one per output channel of weight {fmt_shape(w.shape)}")
+
+
+def _check_padding_string(name, padding, stride):
+    """A padding string is "valid" or "same", and "same" has stride 1 (torch's rules)."""
+    if padding not in ("valid", "same"):
+        raise ValueError(f"{name}: padding {padding!r} must be 'valid', 'same', an int or ints")
+    if padding == "same" and any(s != 1 for s in stride):
+        raise ValueError(f"{name}: padding='same' is not supported for strided convolutions "
+                         f"(stride {stride}), as in torch")
+
+
+def _conv_pads(name, padding, kernel, stride, dilation):
+    """[(before, after)] per spatial dim: "same" splits d*(k-1) with the odd one after."""
+    if isinstance(padding, str):
+        _check_padding_string(name, padding, stride)
+        totals = [d * (k - 1) if padding == "same" else 0
+                  for k, d in zip(kernel, dilation, strict=True)]
+        return [(t // 2, t - t // 2) for t in totals]
+    return [(p, p) for p in _ints(padding, len(kernel), name, "padding", least=0)]
+
+
+def _pool_args(name, spatial, input, kernel_size, stride, padding, dilation, ceil_mode):  # noqa: A002
+    """A pool's input as (N, C, H, W) (and whether it came unbatched) and its kernel, dilation,
+    padding and stride as 2-d tuples, checked as torch checks them."""
+    if ceil_mode:
+        raise ValueError(f"{name}: ceil_mode=True is not supported (tinyattn's pools keep the "
+                         "windows that fit: ceil_mode=False)")
+    x, unbatched = _batched(_t(input), spatial, name)
+    kernel, dilation, pads, stride = _window_args(name, spatial, kernel_size, dilation, padding,
+                                                  stride)
+    spans = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation, strict=True))
+    if any(2 * p > s for p, s in zip(pads, spans, strict=True)):
+        raise ValueError(f"{name}: padding {pads} must be at most half of kernel_size {kernel}"
+                         f" (dilation {dilation}), as in torch")
+    x = x.reshape(x.shape[:2] + (1,) * (2 - spatial) + x.shape[2:])
+    kernel, dilation, stride = _lifted(spatial, kernel, dilation, stride)
+    return x, unbatched, (kernel, dilation, (0,) * (2 - spatial) + pads, stride)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
+               return_indices=False):
+    """The largest entry of each window along the last dim of (N, C, L) (or (C, L)); padding
+    never wins. return_indices: also each one's place in L (as torch's)."""
+    return _max_pool("max_pool1d", 1, input, kernel_size, stride, padding, dilation, ceil_mode,
+                     return_indices)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
+               return_indices=False):
+    """The largest entry of each kernel_size window of (N, C, H, W) (or (C, H, W)); stride
+    defaults to kernel_size. The gradient goes to the first largest entry, as torch's.
+    return_indices: also each one's place in H*W."""
+    return _max_pool("max_pool2d", 2, input, kernel_size, stride, padding, dilation, ceil_mode,
+                     return_indices)
+
+
+def _max_pool(name, spatial, input, kernel_size, stride, padding, dilation, ceil_mode,  # noqa: A002
+              return_indices):
+    x, unbatched, (kernel, dilation, pads, stride) = _pool_args(
+        name, spatial, input, kernel_size, stride, padding, dilation, ceil_mode)
+    lowest = np.iinfo(x.dtype).min if x.dtype.kind in "iu" else -math.inf
+    w = _windows(x, kernel, dilation, stride, [(p, p) for p in pads], name, value=lowest)
+    n, c, oh, ow = w.shape[:4]
+    y, picked = w.reshape(n, c, oh, ow, math.prod(kernel)).max(-1)
+    if not return_indices:
+        return _unlifted(y, spatial, unbatched)
+    rows = _fresh(np.arange(oh)[:, None] * stride[0] - pads[0], backend=x.backend)
+    cols = _fresh(np.arange(ow)[None, :] * stride[1] - pads[1], backend=x.backend)
+    where = _values("max_pool_indices", _pool_places, picked, rows, cols, kw=kernel[1],
+                    dilation=dilation, width=x.shape[3])
+    return _unlifted(y, spatial, unbatched), _unlifted(where, spatial, unbatched)
+
+
+def _pool_places(picked, rows, cols, kw, dilation, width):
+    """The place in the input's H*W of each window's picked offset (row-major in the window)."""
+    return (rows + picked // kw * dilation[0]) * width + cols + picked % kw * dilation[1]
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # noqa: A002
+               count_include_pad=True):
+    """The mean of each window along the last dim of (N, C, L) (or (C, L)); count_include_pad:
+    the zero padding counts in the mean (else only the input's own entries)."""
+    return _avg_pool("avg_pool1d", 1, input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, None)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # noqa: A002
+               count_include_pad=True, divisor_override=None):
+    """The mean of each kernel_size window of (N, C, H, W) (or (C, H, W)); stride defaults to
+    kernel_size. count_include_pad: the zero padding counts in the mean; divisor_override: each
+    window's sum is divided by it instead."""
+    return _avg_pool("avg_pool2d", 2, input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override)
+
+
+def _avg_pool(name, spatial, input, kernel_size, stride, padding, ceil_mode,  # noqa: A002
+              count_include_pad, divisor_override):
+    x, unbatched, (kernel, dilation, pads, stride) = _pool_args(
+        name, spatial, input, kernel_size, stride, padding, 1, ceil_mode)
+    _floating(x, name)
+    if divisor_override is not None and divisor_override == 0:
+        raise ValueError(f"{name}: divisor_override must not be 0")
+    w = _windows(x, kernel, dilation, stride, [(p, p) for p in pads], name)
+    total = w.sum((-2, -1))
+    if divisor_override is not None:
+        return _unlifted(total / divisor_override, spatial, unbatched)
+    if count_include_pad or not any(pads):
+        return _unlifted(total / math.prod(kernel), spatial, unbatched)
+    counts = [np.minimum(np.arange(m) * s - p + k, n) - np.maximum(np.arange(m) * s - p, 0)
+              for m, s, p, k, n in zip(total.shape[2:], stride, pads, kernel, x.shape[2:],
+                                       strict=True)]
+    divisor = _fresh((counts[0][:, None] * counts[1][None, :]).astype(x.dtype),
+                     backend=x.backend)
+    return _unlifted(total / divisor, spatial, unbatched)
+
+
+def adaptive_avg_pool2d(input, output_size):  # noqa: A002 - torch's name
+    """The mean over each of output_size (oh, ow) equal windows of (N, C, H, W) (or (C, H, W));
+    None keeps that dim's size. Only sizes that divide H and W are supported (torch's windows
+    for the others overlap and differ in size)."""
+    x, unbatched = _batched(_t(input), 2, "adaptive_avg_pool2d")
+    _floating(x, "adaptive_avg_pool2d")
+    given = output_size if isinstance(output_size, (tuple, list)) else (output_size,) * 2
+    if len(given) != 2:
+        raise ValueError(f"adaptive_avg_pool2d: output_size must be an int or 2 ints (or None), "
+                         f"got {output_size!r}")
+    size = _ints(tuple(n if s is None else s for s, n in zip(given, x.shape[2:], strict=True)), 2,
+                 "adaptive_avg_pool2d", "output_size")
+    (h, w), (oh, ow) = x.shape[2:], size
+    if h % oh or w % ow:
+        raise ValueError(f"adaptive_avg_pool2d: input {fmt_shape(_t(input).shape)}: output_size "
+                         f"{fmt_shape(size)} does not divide its last two dims; only sizes that "
+                         "divide them (windows of equal size) are supported")
+    y = x.reshape(x.shape[:2] + (oh, h // oh, ow, w // ow)).mean((3, 5))
+    return y.squeeze(0) if unbatched else y
 
 
 # torch's keyword names: input= for the tensor (softmax(input=x)), where(condition, input=,

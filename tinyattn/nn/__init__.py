@@ -1,7 +1,8 @@
 """tinyattn.nn: modules with PyTorch's names — Module and Parameter, layers, a tiny GPT.
 
 module.py holds Module, Parameter and the containers; layers.py the basic layers;
-activation.py the activation modules; encoder.py torch's Transformer, its encoder and decoder
+activation.py the activation modules; conv.py the convolution, pooling and Unfold/Fold
+modules; encoder.py torch's Transformer, its encoder and decoder
 stacks; recurrent.py RNN, LSTM, GRU and their cells; transformer.py the attention, MLP and
 block that make TinyTransformer.
 tinyattn.nn.functional is tinyattn.functional itself, so `import tinyattn.nn.functional as F`
@@ -43,6 +44,17 @@ from .activation import (
     Threshold,
 )
 from .attention import MultiheadAttention, RotaryEmbedding
+from .conv import (
+    AdaptiveAvgPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    Conv1d,
+    Conv2d,
+    Fold,
+    MaxPool1d,
+    MaxPool2d,
+    Unfold,
+)
 from .encoder import (
     Transformer,
     TransformerDecoder,
@@ -122,6 +134,8 @@ __all__ = [
     "MarginRankingLoss", "SoftMarginLoss", "HingeEmbeddingLoss", "CosineEmbeddingLoss",
     "TripletMarginLoss", "PoissonNLLLoss", "MultiLabelSoftMarginLoss", "GaussianNLLLoss",
     "LazyLinear", "UninitializedParameter",
+    "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool2d",
+    "Unfold", "Fold",
 ]
 
 sys.modules[__name__ + ".functional"] = functional  # the module, not a copy: one F
