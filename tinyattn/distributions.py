@@ -1,9 +1,17 @@
-"""tinyattn.distributions: torch.distributions' Categorical and Normal, made of tensor ops, so
-log_prob and entropy (and Normal.rsample) carry gradients to the parameters.
+"""tinyattn.distributions: torch.distributions' Categorical, Normal, Bernoulli, Uniform,
+Exponential, Laplace, Gamma, Beta and Independent, made of tensor ops, so log_prob, entropy,
+cdf and rsample (where torch has it; not Gamma's nor Beta's here) carry gradients to the
+parameters; kl_divergence with torch's closed
+forms between them (register_kl adds more; also as the module `distributions.kl`), and the few
+constraints their support and arg_constraints name (Real, Boolean, Interval...).
 
     dist = Categorical(logits=model(x)[:, -1])   # the next-token distribution
     token = dist.sample()                        # int64, no gradient
     loss = -dist.log_prob(token).mean()          # REINFORCE-style, differentiable
+    z = Independent(Normal(mu, sigma), 1)        # a diagonal Gaussian: log_prob sums the dims
+
+Parameters are validated when made, and values when scored, as torch's validate_args does by
+default (a ValueError); validate_args=False takes them as they are.
 """
 
 import math
@@ -14,12 +22,74 @@ import warnings
 
 import numpy as np
 
+from . import functional as F
 from .autograd import no_grad
 from .dtypes import result_type
 from .errors import ShapeError, fmt_shape
-from .tensor import Tensor, arange, full, multinomial, randn, tensor
+from .generator import check as check_generator
+from .generator import rng_of
+from .tensor import Tensor, arange, full, multinomial, rand, randn, tensor, zeros
 
-__all__ = ["Categorical", "Normal", "kl_divergence", "register_kl"]
+__all__ = ["Bernoulli", "Beta", "Categorical", "Exponential", "Gamma", "Independent", "Laplace",
+           "Normal", "Uniform", "kl_divergence", "register_kl"]
+
+
+class _Constraint:
+    """torch.distributions.constraints' few: check(value) is a bool tensor, True where value
+    lies in the set; the bounds (numbers or tensors) are attributes, as torch's."""
+
+    event_dim = 0
+
+    def __init__(self, name, test, is_discrete=False, **bounds):
+        self._name, self._test, self.is_discrete, self._bounds = name, test, is_discrete, bounds
+        self.__dict__.update(bounds)
+
+    def check(self, value):
+        return self._test(value, *self._bounds.values())
+
+    def __repr__(self):
+        bounds = ", ".join(f"{k}={fmt_shape(v.shape) if isinstance(v, Tensor) else v}"
+                           for k, v in self._bounds.items())
+        return f"{self._name}({bounds})"
+
+
+class _IndependentConstraint:
+    """torch's constraints.independent: a value holds where the base constraint holds over all
+    of its last reinterpreted_batch_ndims dims."""
+
+    is_discrete = False
+
+    def __init__(self, base_constraint, reinterpreted_batch_ndims):
+        self.base_constraint, self.reinterpreted_batch_ndims = (base_constraint,
+                                                                reinterpreted_batch_ndims)
+        self.event_dim = base_constraint.event_dim + reinterpreted_batch_ndims
+
+    def check(self, value):
+        good, n = self.base_constraint.check(value), self.reinterpreted_batch_ndims
+        return good.reshape(*good.shape[:good.ndim - n], -1).all(-1)
+
+    def __repr__(self):
+        return f"IndependentConstraint({self.base_constraint!r}, {self.reinterpreted_batch_ndims})"
+
+
+def _interval(low, high):
+    return _Constraint("Interval", lambda v, lo, hi: (v >= lo) & (v <= hi),
+                       lower_bound=low, upper_bound=high)
+
+
+def _greater_than(low):
+    return _Constraint("GreaterThan", lambda v, lo: v > lo, lower_bound=low)
+
+
+def _less_than(high):
+    return _Constraint("LessThan", lambda v, hi: v < hi, upper_bound=high)
+
+
+_real = _Constraint("Real", lambda v: v == v)  # (all but NaN, as torch's)
+_boolean = _Constraint("Boolean", lambda v: (v == 0) | (v == 1), is_discrete=True)
+_unit_interval = _interval(0.0, 1.0)
+_positive = _greater_than(0.0)
+_nonnegative = _Constraint("GreaterThanEq", lambda v, lo: v >= lo, lower_bound=0.0)
 
 
 class Categorical:
@@ -162,6 +232,9 @@ class Normal:
     loc and scale are broadcast to batch_shape (views, so gradients reach the given tensors)."""
 
     has_rsample = True  # rsample: loc + scale ε carries gradients to loc and scale
+    has_enumerate_support = False
+    arg_constraints = {"loc": _real, "scale": _positive}  # (torch's; as checked: scale finite)
+    support = _real
 
     def __init__(self, loc, scale, validate_args=None):
         loc, scale = _tensors(loc, scale)
@@ -253,6 +326,521 @@ class Normal:
         return f"Normal(loc: {fmt_shape(self.loc.shape)}, scale: {fmt_shape(self.scale.shape)})"
 
 
+class _Distribution:
+    """What the distributions below share, as torch's Distribution: parameters made tensors
+    (numbers take a tensor parameter's dtype) and broadcast to batch_shape (views, so gradients
+    reach the given tensors), checked against arg_constraints when made, and values checked
+    against the support (and batch_shape) when scored, both with validate_args (the default)."""
+
+    has_rsample = True
+    has_enumerate_support = False
+    event_shape = ()
+    _params = ()  # the parameters' names, the first giving dtype and backend
+
+    def _init(self, validate_args, **params):
+        values = _tensors(*params.values())
+        self.batch_shape = tuple(np.broadcast_shapes(*(v.shape for v in values)))
+        for name, v in zip(params, values, strict=True):
+            setattr(self, name, v.expand(*self.batch_shape))
+        self.validate_args = validate_args is not False
+        if self.validate_args:
+            for name in params:
+                _refuse_outside(type(self).__name__, name, getattr(self, name),
+                                self.arg_constraints[name])
+
+    @property
+    def _like(self):
+        return getattr(self, self._params[0])
+
+    def _extended(self, sample_shape):
+        return _shape(sample_shape) + tuple(self.batch_shape) + tuple(self.event_shape)
+
+    def _value(self, value, where):
+        """value as a tensor (a number or list in the parameters' float dtype); with a `where`
+        and validate_args, one that does not broadcast to batch_shape + event_shape or lies
+        outside the support is a ValueError, as torch's."""
+        like = self._like
+        if not isinstance(value, Tensor):
+            value = tensor(value, dtype=result_type(like, 0.0), backend=like.backend)
+        if where and self.validate_args:
+            full_shape = tuple(self.batch_shape) + tuple(self.event_shape)
+            try:
+                np.broadcast_shapes(value.shape, full_shape)
+            except ValueError:
+                raise ValueError(f"{where}: value of shape {fmt_shape(value.shape)} does not "
+                                 f"broadcast to batch_shape + event_shape "
+                                 f"{fmt_shape(full_shape)}") from None
+            _refuse_outside(where, "value", value, self.support)
+        return value
+
+    @property
+    def stddev(self):
+        return self.variance.sqrt()
+
+    def sample(self, sample_shape=(), generator=None):
+        """rsample's draw, without its gradient."""
+        with no_grad():
+            return self.rsample(sample_shape, generator).detach()
+
+    def rsample(self, sample_shape=(), generator=None):
+        raise NotImplementedError(f"{type(self).__name__} has no rsample")
+
+    def cdf(self, value):
+        raise NotImplementedError(f"{type(self).__name__} has no cdf")
+
+    def icdf(self, value):
+        raise NotImplementedError(f"{type(self).__name__} has no icdf")
+
+    def perplexity(self):
+        return self.entropy().exp()
+
+    def expand(self, batch_shape, _instance=None):
+        """This distribution with its parameters broadcast to batch_shape (views: gradients
+        reach the parameters given), as torch's; not validated again."""
+        new = _instance or object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.batch_shape = _shape(batch_shape)
+        for name in self._params:
+            setattr(new, name, getattr(self, name).expand(*new.batch_shape))
+        return new
+
+    def sample_n(self, n):
+        """sample((n,)), with torch's FutureWarning."""
+        warnings.warn("`sample_n(n)` will be deprecated. Use `sample((n,))` instead.",
+                      FutureWarning, stacklevel=2)
+        return self.sample((n,))
+
+    def __repr__(self):
+        params = ", ".join(f"{name}: {fmt_shape(getattr(self, name).shape)}"
+                           for name in self._params)
+        return f"{type(self).__name__}({params})"
+
+
+class Bernoulli(_Distribution):
+    """1 with probability `probs`, 0 otherwise; or from `logits` (log-odds), not both. log_prob
+    is -binary_cross_entropy_with_logits(logits, value): finite at logits of ±100. The other
+    parameter is made from the given one as torch's: probs = sigmoid(logits), or logits =
+    log p - log(1 - p) of probs clamped to [eps, 1 - eps]."""
+
+    has_rsample = False  # a draw is 0 or 1: no gradient flows through it
+    has_enumerate_support = True
+    arg_constraints = {"probs": _unit_interval, "logits": _real}
+    support = _boolean
+    _params = ("probs", "logits")
+
+    def __init__(self, probs=None, logits=None, validate_args=None):
+        if (probs is None) == (logits is None):
+            raise ValueError("Bernoulli: either `probs` or `logits` must be specified, "
+                             "but not both")
+        self._given = "probs" if logits is None else "logits"  # (what repr names, as torch's)
+        self._init(validate_args, **{self._given: probs if logits is None else logits})
+        if logits is None:
+            eps = float(np.finfo(self.probs.dtype).eps)
+            clamped = self.probs.clamp(eps, 1 - eps)
+            self.logits = clamped.log() - (-clamped).log1p()
+        else:
+            self.probs = self.logits.sigmoid()
+
+    @property
+    def _like(self):
+        return getattr(self, self._given)
+
+    @property
+    def param_shape(self):
+        return self._like.shape
+
+    @property
+    def mean(self):
+        return self.probs
+
+    @property
+    def mode(self):
+        """1 where probs > 1/2, 0 where below, NaN at 1/2 (torch's)."""
+        p = self.probs.detach()
+        return (p >= 0.5).to(p.dtype).masked_fill(p == 0.5, math.nan)
+
+    @property
+    def variance(self):
+        return self.probs * (1 - self.probs)
+
+    def sample(self, sample_shape=(), generator=None):
+        """0s and 1s (in probs' dtype) of shape sample_shape + batch_shape, no gradient."""
+        shape = self._extended(sample_shape)
+        with no_grad():
+            return self.probs.detach().expand(*shape).bernoulli(generator=generator)
+
+    def log_prob(self, value):
+        """log P(value) for values 0 and 1 (bools and integers taken, as floats)."""
+        value = self._value(value, "Bernoulli.log_prob")
+        if value.dtype != self.logits.dtype:
+            value = value.to(self.logits.dtype)
+        shape = tuple(np.broadcast_shapes(value.shape, self.logits.shape))
+        return -F.binary_cross_entropy_with_logits(self.logits.expand(*shape),
+                                                   value.expand(*shape), reduction="none")
+
+    def entropy(self):
+        return F.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
+
+    def enumerate_support(self, expand=True):
+        """0. and 1. of shape (2, 1, ...) with a 1 per batch dim, expanded to (2, *batch_shape)
+        with expand=True (torch's)."""
+        batch, like = tuple(self.batch_shape), self._like
+        values = arange(2, dtype=result_type(like, 0.0), backend=like.backend)
+        values = values.reshape(-1, *(1,) * len(batch))
+        return values.expand(-1, *batch) if expand else values
+
+    def __repr__(self):
+        return f"Bernoulli({self._given}: {fmt_shape(self._like.shape)})"
+
+
+class Uniform(_Distribution):
+    """Uniform on [low, high); low < high checked when made. log_prob is -inf at high (and,
+    without validate_args, outside); with it, a value outside [low, high] is a ValueError, as
+    torch's (whose support is the closed interval)."""
+
+    _params = ("low", "high")
+
+    def __init__(self, low, high, validate_args=None):
+        self._init(validate_args, low=low, high=high)
+
+    @property
+    def arg_constraints(self):
+        return {"low": _less_than(self.high), "high": _greater_than(self.low)}
+
+    @property
+    def support(self):
+        return _interval(self.low, self.high)
+
+    @property
+    def mean(self):
+        return (self.high + self.low) / 2
+
+    @property
+    def mode(self):
+        """NaN (every value is a mode), as torch's."""
+        return full(self.batch_shape, math.nan, dtype=self.low.dtype, backend=self.low.backend)
+
+    @property
+    def stddev(self):
+        return (self.high - self.low) / 12 ** 0.5
+
+    @property
+    def variance(self):
+        return (self.high - self.low) ** 2 / 12
+
+    def rsample(self, sample_shape=(), generator=None):
+        """low + u (high - low), u ~ U[0, 1): gradients reach low and high."""
+        u = rand(*self._extended(sample_shape), generator=generator, dtype=self.low.dtype,
+                 backend=self.low.backend)
+        return self.low + u * (self.high - self.low)
+
+    def log_prob(self, value):
+        value = self._value(value, "Uniform.log_prob")
+        inside = (self.low <= value).to(self.low.dtype) * (self.high > value).to(self.low.dtype)
+        return inside.log() - (self.high - self.low).log()
+
+    def cdf(self, value):
+        value = self._value(value, "Uniform.cdf")
+        return ((value - self.low) / (self.high - self.low)).clamp(0, 1)
+
+    def icdf(self, value):
+        return self._value(value, None) * (self.high - self.low) + self.low
+
+    def entropy(self):
+        return (self.high - self.low).log()
+
+
+class Exponential(_Distribution):
+    """rate e^(-rate x) on x >= 0; rate > 0 checked when made (inf taken, as torch's)."""
+
+    arg_constraints = {"rate": _positive}
+    support = _nonnegative
+    _params = ("rate",)
+
+    def __init__(self, rate, validate_args=None):
+        self._init(validate_args, rate=rate)
+
+    @property
+    def mean(self):
+        return self.rate.reciprocal()
+
+    @property
+    def mode(self):
+        return zeros(*self.batch_shape, dtype=self.rate.dtype, backend=self.rate.backend)
+
+    @property
+    def stddev(self):
+        return self.rate.reciprocal()
+
+    @property
+    def variance(self):
+        return self.rate ** -2
+
+    def rsample(self, sample_shape=(), generator=None):
+        """E / rate, E ~ Exponential(1): gradients reach rate."""
+        e = zeros(*self._extended(sample_shape), dtype=self.rate.dtype, backend=self.rate.backend)
+        return e.exponential_(generator=generator) / self.rate
+
+    def log_prob(self, value):
+        value = self._value(value, "Exponential.log_prob")
+        return self.rate.log() - self.rate * value
+
+    def cdf(self, value):
+        value = self._value(value, "Exponential.cdf")
+        return 1 - (-self.rate * value).exp()
+
+    def icdf(self, value):
+        return -(-self._value(value, None)).log1p() / self.rate
+
+    def entropy(self):
+        return 1.0 - self.rate.log()
+
+
+class Laplace(_Distribution):
+    """e^(-|x - loc| / scale) / 2 scale; loc not NaN and scale > 0 checked when made (inf
+    taken, as torch's)."""
+
+    arg_constraints = {"loc": _real, "scale": _positive}
+    support = _real
+    _params = ("loc", "scale")
+
+    def __init__(self, loc, scale, validate_args=None):
+        self._init(validate_args, loc=loc, scale=scale)
+
+    @property
+    def mean(self):
+        return self.loc
+
+    @property
+    def mode(self):
+        return self.loc
+
+    @property
+    def stddev(self):
+        return 2 ** 0.5 * self.scale
+
+    @property
+    def variance(self):
+        return 2 * self.scale ** 2
+
+    def rsample(self, sample_shape=(), generator=None):
+        """loc - scale sign(u) log(1 - |u|), u ~ U[eps - 1, 1) (torch's): gradients reach loc
+        and scale."""
+        eps = float(np.finfo(self.loc.dtype).eps)
+        u = zeros(*self._extended(sample_shape), dtype=self.loc.dtype, backend=self.loc.backend)
+        u = u.uniform_(eps - 1, 1, generator=generator)
+        return self.loc - self.scale * u.sign() * (-u.abs()).log1p()
+
+    def log_prob(self, value):
+        value = self._value(value, "Laplace.log_prob")
+        return -(2 * self.scale).log() - (value - self.loc).abs() / self.scale
+
+    def cdf(self, value):
+        d = self._value(value, "Laplace.cdf") - self.loc
+        return 0.5 - 0.5 * d.sign() * (-d.abs() / self.scale).expm1()
+
+    def icdf(self, value):
+        term = self._value(value, None) - 0.5
+        return self.loc - self.scale * term.sign() * (-2 * term.abs()).log1p()
+
+    def entropy(self):
+        return 1 + (2 * self.scale).log()
+
+
+class Gamma(_Distribution):
+    """rate^a x^(a-1) e^(-rate x) / Γ(a) on x >= 0, a = concentration; both > 0 checked when
+    made. Unlike torch's, no rsample (torch's is an implicit reparameterisation, not made here)
+    and no cdf (no regularised incomplete gamma function among tinyattn's ops)."""
+
+    has_rsample = False
+    arg_constraints = {"concentration": _positive, "rate": _positive}
+    support = _nonnegative
+    _params = ("concentration", "rate")
+
+    def __init__(self, concentration, rate, validate_args=None):
+        self._init(validate_args, concentration=concentration, rate=rate)
+
+    @property
+    def mean(self):
+        return self.concentration / self.rate
+
+    @property
+    def mode(self):
+        return ((self.concentration - 1) / self.rate).clamp(min=0)
+
+    @property
+    def variance(self):
+        return self.concentration / self.rate ** 2
+
+    def sample(self, sample_shape=(), generator=None):
+        """Draws of shape sample_shape + batch_shape (no gradient), at least the dtype's
+        smallest normal number, as torch's."""
+        shape = self._extended(sample_shape)
+        draws = _standard_gamma(self.concentration, shape, generator, "Gamma.sample")
+        with no_grad():
+            value = draws / self.rate.detach()
+            return value.clamp(min=float(np.finfo(value.dtype).tiny))
+
+    def log_prob(self, value):
+        value = self._value(value, "Gamma.log_prob")
+        a, rate = self.concentration, self.rate
+        return a.xlogy(rate) + (a - 1).xlogy(value) - rate * value - a.lgamma()
+
+    def entropy(self):
+        a = self.concentration
+        return a - self.rate.log() + a.lgamma() + (1.0 - a) * a.digamma()
+
+
+class Beta(_Distribution):
+    """x^(a-1) (1-x)^(b-1) / B(a, b) on [0, 1], a = concentration1, b = concentration0; both
+    > 0 checked when made. Unlike torch's, no rsample (torch's goes through Dirichlet's
+    implicit reparameterisation, not made here)."""
+
+    has_rsample = False
+    arg_constraints = {"concentration1": _positive, "concentration0": _positive}
+    support = _unit_interval
+    _params = ("concentration1", "concentration0")
+
+    def __init__(self, concentration1, concentration0, validate_args=None):
+        self._init(validate_args, concentration1=concentration1, concentration0=concentration0)
+
+    @property
+    def mean(self):
+        return self.concentration1 / (self.concentration1 + self.concentration0)
+
+    @property
+    def mode(self):
+        """(a-1) / (a+b-2), a and b less 1 clamped at 0; 1 where both are below 1 (torch's,
+        from Dirichlet's mode: the first category)."""
+        a, b = self.concentration1.detach(), self.concentration0.detach()
+        am1, bm1 = (a - 1).clamp(min=0), (b - 1).clamp(min=0)
+        return (am1 / (am1 + bm1)).masked_fill((a < 1) & (b < 1), 1.0)
+
+    @property
+    def variance(self):
+        total = self.concentration1 + self.concentration0
+        return self.concentration1 * self.concentration0 / (total ** 2 * (total + 1))
+
+    def sample(self, sample_shape=(), generator=None):
+        """X / (X + Y), X ~ Gamma(a), Y ~ Gamma(b), in [tiny, 1 - eps] (no gradient)."""
+        shape = self._extended(sample_shape)
+        x = _standard_gamma(self.concentration1, shape, generator, "Beta.sample")
+        y = _standard_gamma(self.concentration0, shape, generator, "Beta.sample")
+        with no_grad():
+            finfo = np.finfo(x.dtype)
+            return (x / (x + y)).clamp(float(finfo.tiny), 1 - float(finfo.eps))
+
+    def log_prob(self, value):
+        value = self._value(value, "Beta.log_prob")
+        a, b = self.concentration1, self.concentration0
+        return ((a - 1).xlogy(value) + (b - 1).xlogy(1 - value) + (a + b).lgamma() - a.lgamma()
+                - b.lgamma())
+
+    def entropy(self):
+        """Dirichlet's entropy for two categories, as torch's."""
+        a, b = self.concentration1, self.concentration0
+        total = a + b
+        return (a.lgamma() + b.lgamma() - total.lgamma() - (2 - total) * total.digamma()
+                - (a - 1) * a.digamma() - (b - 1) * b.digamma())
+
+
+def _standard_gamma(concentration, shape, generator, where):
+    """Gamma(concentration, 1) draws of `shape` (no gradient) from `generator` or the
+    backend's own stream, in concentration's dtype: the backend's standard_gamma."""
+    be = concentration.backend
+    rng = rng_of(be, check_generator(generator, be, where))
+    a = be.xp.broadcast_to(concentration.detach()._data, shape)
+    draws = rng.standard_gamma(a).astype(concentration.dtype, copy=False)
+    return tensor(draws, dtype=concentration.dtype, backend=be)
+
+
+class Independent(_Distribution):
+    """base_distribution with its last reinterpreted_batch_ndims batch dims made event dims:
+    log_prob and entropy sum over them (a diagonal Gaussian: Independent(Normal(mu, sigma), 1)).
+    Sampling, mean and variance are the base's."""
+
+    arg_constraints = {}
+
+    def __init__(self, base_distribution, reinterpreted_batch_ndims, validate_args=None):
+        n, batch = int(reinterpreted_batch_ndims), tuple(base_distribution.batch_shape)
+        if not 0 <= n <= len(batch):
+            raise ValueError(f"Independent: expected 0 <= reinterpreted_batch_ndims <= "
+                             f"len(base_distribution.batch_shape), actual {n} vs {len(batch)}")
+        shape = batch + tuple(base_distribution.event_shape)
+        cut = len(batch) - n
+        self.batch_shape, self.event_shape = shape[:cut], shape[cut:]
+        self.base_dist, self.reinterpreted_batch_ndims = base_distribution, n
+        self.validate_args = validate_args is not False
+
+    @property
+    def has_rsample(self):
+        return self.base_dist.has_rsample
+
+    @property
+    def has_enumerate_support(self):
+        return self.reinterpreted_batch_ndims == 0 and self.base_dist.has_enumerate_support
+
+    @property
+    def support(self):
+        base, n = self.base_dist.support, self.reinterpreted_batch_ndims
+        return _IndependentConstraint(base, n) if n else base
+
+    @property
+    def mean(self):
+        return self.base_dist.mean
+
+    @property
+    def mode(self):
+        return self.base_dist.mode
+
+    @property
+    def variance(self):
+        return self.base_dist.variance
+
+    def sample(self, sample_shape=(), generator=None):
+        return self.base_dist.sample(sample_shape, generator=generator)
+
+    def rsample(self, sample_shape=(), generator=None):
+        return self.base_dist.rsample(sample_shape, generator=generator)
+
+    def log_prob(self, value):
+        return _sum_rightmost(self.base_dist.log_prob(value), self.reinterpreted_batch_ndims)
+
+    def entropy(self):
+        return _sum_rightmost(self.base_dist.entropy(), self.reinterpreted_batch_ndims)
+
+    def enumerate_support(self, expand=True):
+        if self.reinterpreted_batch_ndims > 0:
+            raise NotImplementedError("Enumeration over cartesian product is not implemented")
+        return self.base_dist.enumerate_support(expand=expand)
+
+    def expand(self, batch_shape, _instance=None):
+        """The base expanded to batch_shape + the reinterpreted dims, as torch's."""
+        n = self.reinterpreted_batch_ndims
+        base = self.base_dist.expand(_shape(batch_shape) + tuple(self.event_shape[:n]))
+        return Independent(base, n, validate_args=self.validate_args)
+
+    def __repr__(self):
+        return f"Independent({self.base_dist!r}, {self.reinterpreted_batch_ndims})"
+
+
+def _sum_rightmost(value, dim):
+    """value summed over its last `dim` dims (torch's _sum_rightmost)."""
+    return value.reshape(*value.shape[:value.ndim - dim], -1).sum(-1) if dim else value
+
+
+def _refuse_outside(where, name, value, constraint):
+    """validate_args: a ValueError naming `name` where `value` lies outside `constraint`."""
+    with no_grad():
+        good = np.asarray(constraint.check(value.detach()).numpy())
+    if good.all():
+        return
+    values = np.broadcast_to(np.asarray(value.detach().numpy()), good.shape)
+    raise ValueError(f"{where}: {name} must be within {constraint!r}, got "
+                     f"{values[~good][0].tolist()} ({int((~good).sum())} of {good.size} "
+                     f"invalid)")
+
+
 _KL = {}  # (type of p, type of q) -> kl(p, q), as torch's _KL_REGISTRY
 
 
@@ -294,6 +882,178 @@ def _kl_categorical_categorical(p, q):
     shape = t.shape
     t = t.masked_fill((q.probs == 0).expand(*shape), math.inf)
     return t.masked_fill((p.probs == 0).expand(*shape), 0.0).sum(-1)
+
+
+def _fill(t, mask, value):
+    """t with `value` where mask (both broadcast): torch's t[mask] = value, out of place."""
+    shape = tuple(np.broadcast_shapes(t.shape, mask.shape))
+    return t.expand(*shape).masked_fill(mask.expand(*shape), value)
+
+
+@register_kl(Bernoulli, Bernoulli)
+def _kl_bernoulli_bernoulli(p, q):
+    """torch's: p (softplus(-lq) - softplus(-lp)) + (1 - p) (softplus(lq) - softplus(lp)), inf
+    where q gives 0 to an outcome p can draw, 0 from an outcome p gives 0 to."""
+    t1 = p.probs * (F.softplus(-q.logits) - F.softplus(-p.logits))
+    t1 = _fill(_fill(t1, q.probs == 0, math.inf), p.probs == 0, 0.0)
+    t2 = (1 - p.probs) * (F.softplus(q.logits) - F.softplus(p.logits))
+    t2 = _fill(_fill(t2, q.probs == 1, math.inf), p.probs == 1, 0.0)
+    return t1 + t2
+
+
+@register_kl(Uniform, Uniform)
+def _kl_uniform_uniform(p, q):
+    """log of the widths' ratio; inf where p's interval is not inside q's."""
+    result = ((q.high - q.low) / (p.high - p.low)).log()
+    return _fill(result, (q.low > p.low) | (q.high < p.high), math.inf)
+
+
+@register_kl(Exponential, Exponential)
+def _kl_exponential_exponential(p, q):
+    rate_ratio = q.rate / p.rate
+    return -rate_ratio.log() + rate_ratio - 1
+
+
+@register_kl(Laplace, Laplace)
+def _kl_laplace_laplace(p, q):
+    scale_ratio = p.scale / q.scale
+    loc_abs_diff = (p.loc - q.loc).abs()
+    t3 = scale_ratio * (-loc_abs_diff / p.scale).exp()
+    return -scale_ratio.log() + loc_abs_diff / q.scale + t3 - 1
+
+
+@register_kl(Exponential, Normal)
+def _kl_exponential_normal(p, q):
+    var_normal, rate_sqr = q.scale ** 2, p.rate ** 2
+    t1 = 0.5 * (rate_sqr * var_normal * 2 * math.pi).log()
+    return t1 - 1 + (rate_sqr.reciprocal() - q.loc / p.rate + q.loc ** 2 * 0.5) / var_normal
+
+
+@register_kl(Laplace, Normal)
+def _kl_laplace_normal(p, q):
+    var_normal = q.scale ** 2
+    scale_sqr_var_ratio = p.scale ** 2 / var_normal
+    t1 = 0.5 * (2 * scale_sqr_var_ratio / math.pi).log()
+    t234 = 0.5 * p.loc ** 2 - p.loc * q.loc + 0.5 * q.loc ** 2
+    return -t1 + scale_sqr_var_ratio + t234 / var_normal - 1
+
+
+@register_kl(Uniform, Normal)
+def _kl_uniform_normal(p, q):
+    width = p.high - p.low
+    t1 = (math.sqrt(math.pi * 2) * q.scale / width).log()
+    t3 = ((p.high + p.low - 2 * q.loc) / 2) ** 2
+    return t1 + 0.5 * (width ** 2 / 12 + t3) / q.scale ** 2
+
+
+@register_kl(Uniform, Exponential)
+def _kl_uniform_exponential(p, q):
+    """inf where p's interval reaches below 0 (outside q's support)."""
+    result = q.rate * (p.high + p.low) / 2 - ((p.high - p.low) * q.rate).log()
+    return _fill(result, p.low < 0, math.inf)
+
+
+@register_kl(Normal, Laplace)
+def _kl_normal_laplace(p, q):
+    loc_diff = p.loc - q.loc
+    ratio = loc_diff / p.scale
+    t2 = math.sqrt(2 / math.pi) * p.scale * (-0.5 * ratio ** 2).exp()
+    t3 = loc_diff * (math.sqrt(0.5) * ratio).erf()
+    return -(p.scale / q.scale).log() + (t2 + t3) / q.scale - 0.5 * (1 + math.log(0.5 * math.pi))
+
+
+@register_kl(Gamma, Gamma)
+def _kl_gamma_gamma(p, q):
+    t1 = q.concentration * (p.rate / q.rate).log()
+    t2 = q.concentration.lgamma() - p.concentration.lgamma()
+    t3 = (p.concentration - q.concentration) * p.concentration.digamma()
+    return t1 + t2 + t3 + (q.rate - p.rate) * (p.concentration / p.rate)
+
+
+@register_kl(Beta, Beta)
+def _kl_beta_beta(p, q):
+    sum_p = p.concentration1 + p.concentration0
+    sum_q = q.concentration1 + q.concentration0
+    t1 = q.concentration1.lgamma() + q.concentration0.lgamma() + sum_p.lgamma()
+    t2 = p.concentration1.lgamma() + p.concentration0.lgamma() + sum_q.lgamma()
+    t3 = (p.concentration1 - q.concentration1) * p.concentration1.digamma()
+    t4 = (p.concentration0 - q.concentration0) * p.concentration0.digamma()
+    return t1 - t2 + t3 + t4 + (sum_q - sum_p) * sum_p.digamma()
+
+
+@register_kl(Exponential, Gamma)
+def _kl_exponential_gamma(p, q):
+    ratio, euler = q.rate / p.rate, 0.57721566490153286060  # (Euler-Mascheroni, torch's)
+    return (-q.concentration * ratio.log() + ratio + q.concentration.lgamma()
+            + q.concentration * euler - (1 + euler))
+
+
+@register_kl(Gamma, Exponential)
+def _kl_gamma_exponential(p, q):
+    return -p.entropy() - q.rate.log() + q.rate * p.concentration / p.rate
+
+
+@register_kl(Gamma, Normal)
+def _kl_gamma_normal(p, q):
+    a, var_normal, beta_sqr = p.concentration, q.scale ** 2, p.rate ** 2
+    t1 = 0.5 * (beta_sqr * var_normal * 2 * math.pi).log() - a - a.lgamma()
+    t234 = 0.5 * (a ** 2 + a) / beta_sqr - q.loc * a / p.rate + 0.5 * q.loc ** 2
+    return t1 + (a - 1) * a.digamma() + t234 / var_normal
+
+
+@register_kl(Beta, Exponential)
+def _kl_beta_exponential(p, q):
+    return -p.entropy() - q.rate.log() + q.rate * p.mean
+
+
+@register_kl(Beta, Gamma)
+def _kl_beta_gamma(p, q):
+    t2 = q.concentration.lgamma() - q.concentration * q.rate.log()
+    t3 = (q.concentration - 1) * (p.concentration1.digamma()
+                                  - (p.concentration1 + p.concentration0).digamma())
+    return -p.entropy() + t2 - t3 + q.rate * p.mean
+
+
+@register_kl(Beta, Normal)
+def _kl_beta_normal(p, q):
+    e_beta, var_normal = p.mean, q.scale ** 2
+    t2 = 0.5 * (var_normal * 2 * math.pi).log()
+    t3 = (e_beta * (1 - e_beta) / (p.concentration1 + p.concentration0 + 1) + e_beta ** 2) * 0.5
+    return -p.entropy() + t2 + (t3 - q.loc * e_beta + q.loc ** 2 * 0.5) / var_normal
+
+
+@register_kl(Beta, Uniform)
+def _kl_beta_uniform(p, q):
+    """inf where q's interval does not hold [0, 1]."""
+    result = -p.entropy() + (q.high - q.low).log()
+    return _fill(result, (q.low > 0) | (q.high < 1), math.inf)
+
+
+@register_kl(Exponential, Beta)
+@register_kl(Exponential, Uniform)
+@register_kl(Gamma, Beta)
+@register_kl(Gamma, Uniform)
+@register_kl(Laplace, Beta)
+@register_kl(Laplace, Exponential)
+@register_kl(Laplace, Gamma)
+@register_kl(Laplace, Uniform)
+@register_kl(Normal, Beta)
+@register_kl(Normal, Exponential)
+@register_kl(Normal, Gamma)
+@register_kl(Normal, Uniform)
+def _kl_infinity(p, q):
+    """inf: q's support is bounded where p's is not (torch's _infinite_like, of p's shape)."""
+    like = getattr(p, {Exponential: "rate", Gamma: "concentration"}.get(type(p), "loc"))
+    return full(like.shape, math.inf, dtype=like.dtype, backend=like.backend)
+
+
+@register_kl(Independent, Independent)
+def _kl_independent_independent(p, q):
+    """The bases' KL summed over the reinterpreted dims (the same number in both, as torch)."""
+    if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
+        raise NotImplementedError("KL(Independent || Independent) needs the same "
+                                  "reinterpreted_batch_ndims in both")
+    return _sum_rightmost(kl_divergence(p.base_dist, q.base_dist), p.reinterpreted_batch_ndims)
 
 
 # torch.distributions.kl, for `from tinyattn.distributions.kl import kl_divergence`
