@@ -33,6 +33,12 @@ class ShapeError(TinyattnError, ValueError, RuntimeError):
     `try: x.view(s) except RuntimeError: x.reshape(s)` works too."""
 
 
+class LinAlgError(TinyattnError, RuntimeError):
+    """A matrix that a linear-algebra routine cannot take: singular (linalg.inv, linalg.solve),
+    not positive-definite (linalg.cholesky). A RuntimeError, as torch.linalg.LinAlgError is;
+    also ta.linalg.LinAlgError."""
+
+
 class DimError(TinyattnError, IndexError):
     """A `dim` argument out of range for the tensor it applies to."""
 

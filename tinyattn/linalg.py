@@ -1,15 +1,33 @@
-"""torch.linalg's norms: vector_norm, matrix_norm and norm, built on the vector_norm op
-(ops/reduce.py) and on sum/amax/amin, so their gradients are those ops' (torch builds its
-matrix 1- and inf-norms from the same pieces, ties sharing the gradient as its amax does).
-tinyattn has no SVD: the spectral (2, -2) and nuclear ("nuc") matrix norms are refused by name.
+"""torch.linalg: norms, products, and the dense solvers and factorizations.
+
+The norms: vector_norm, matrix_norm and norm, built on the vector_norm op (ops/reduce.py) and
+on sum/amax/amin, so their gradients are those ops' (torch builds its matrix 1- and inf-norms
+from the same pieces, ties sharing the gradient as its amax does). tinyattn has no SVD op: the
+spectral (2, -2) and nuclear ("nuc") matrix norms are refused by name.
 Also multi_dot, a chain of matrix products (attention rollout multiplies its layers' maps so),
-and matrix_power (Tensor.matrix_power: repeated squaring by matmul; no inverse, so n >= 0).
+and matrix_power (Tensor.matrix_power: repeated squaring by matmul; n < 0 through inv).
+The solvers and factorizations, each an op of ops/linalg.py with its VJP, batched over leading
+dims: inv, det, slogdet (a named tuple (sign, logabsdet)), solve (B a matrix or a vector, by
+torch's rule; left=False), cholesky (upper=), solve_triangular (upper=, left=,
+unitriangular=). Integer inputs are a DTypeError; float16 is computed in float32 and given back
+in float16 (torch's CPU refuses it). A singular matrix (inv, solve, solve_triangular) or one
+that is not positive-definite (cholesky) raises LinAlgError, a RuntimeError as torch's
+torch.linalg.LinAlgError (on the CuPy backend: inf or NaN instead). Where tinyattn differs
+from torch: cholesky factors (A + Aᵀ)/2 where torch reads one triangle of A (the same for the
+symmetric matrices it is for), and solve_triangular with a zero on the diagonal raises
+LinAlgError where torch gives inf and NaN.
 """
 
 import operator
 
-from .errors import DimError, ShapeError
+from .autograd import apply
+from .errors import DimError, LinAlgError, ShapeError
+from .ops import linalg as la
+from .return_types import linalg_slogdet
 from .tensor import Tensor
+
+__all__ = ["vector_norm", "matrix_norm", "norm", "multi_dot", "matrix_power", "inv", "det",
+           "slogdet", "solve", "cholesky", "solve_triangular", "LinAlgError"]
 
 INF = float("inf")
 _SUMMED = {1: ("amax", 0), -1: ("amin", 0), INF: ("amax", 1), -INF: ("amin", 1)}
@@ -116,3 +134,57 @@ def norm(x, ord=None, dim=None, keepdim=False, *, dtype=None):  # noqa: A002 - t
     if isinstance(ord, str):
         raise ValueError(f"linalg.norm: ord={ord!r} needs two dims, got dim={dim!r}")
     return x.norm(2 if ord is None else ord, dim=dims, keepdim=keepdim)
+
+
+def inv(A):  # noqa: N803 - torch's argument name
+    """torch.linalg.inv: A⁻¹ for A (..., n, n); the gradient is -A⁻ᵀ g A⁻ᵀ. A singular A is a
+    LinAlgError. (torch.inverse and Tensor.inverse are the same.)"""
+    return apply(la.inv, _checked("inv", A, None))
+
+
+def det(A):  # noqa: N803
+    """torch.linalg.det: det A for A (..., n, n), shape (...); the gradient g det(A) A⁻ᵀ (the
+    cofactors, which stay finite where A is singular)."""
+    return apply(la.det, _checked("det", A, None))
+
+
+def slogdet(A):  # noqa: N803
+    """torch.linalg.slogdet: the named tuple (sign, logabsdet) of det A, each of shape (...);
+    logabsdet's gradient is g A⁻ᵀ, sign has none (sign 0 and logabsdet -inf for a singular A)."""
+    both = apply(la.slogdet, _checked("slogdet", A, None))
+    return linalg_slogdet(both[0].detach(), both[1])
+
+
+def solve(A, B, *, left=True):  # noqa: N803
+    """torch.linalg.solve: X with A X = B (or X A = B for left=False), A (..., n, n). B is a
+    batch of vectors (..., n) when it is 1-D or has A's shape without its last dim (torch's
+    rule), else of matrices (..., n, k); the batch dims broadcast. The gradients: gB = A⁻ᵀ g,
+    gA = -gB Xᵀ. A singular A is a LinAlgError."""
+    a, b = _checked("solve", A, None), _checked("solve", B, None)
+    vector = b.ndim == 1 or (b.ndim == a.ndim - 1 and tuple(b.shape) == tuple(a.shape[:-1]))
+    if a.ndim >= 2 and not left:
+        a = a.mT  # X A = B is Aᵀ Xᵀ = Bᵀ
+    if vector:
+        return apply(la.solve, a, b.unsqueeze(-1)).squeeze(-1)
+    if left:
+        return apply(la.solve, a, b)
+    return apply(la.solve, a, b.mT).mT
+
+
+def cholesky(A, *, upper=False):  # noqa: N803
+    """torch.linalg.cholesky: L, lower-triangular with L Lᵀ = A, for a symmetric positive-
+    definite A (..., n, n); Lᵀ when upper. tinyattn factors (A + Aᵀ)/2 (torch reads A's lower,
+    or upper, triangle alone: the same for a symmetric A), so the gradient is the symmetric one
+    torch gives. A matrix that is not positive-definite is a LinAlgError."""
+    return apply(la.cholesky, _checked("cholesky", A, None), upper=bool(upper))
+
+
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False):  # noqa: N803
+    """torch.linalg.solve_triangular: X with T X = B (X T = B for left=False), T the upper
+    (upper=True) or lower triangle of A (..., n, n), with ones on its diagonal if unitriangular;
+    B (..., n, k), or (..., k, n) for left=False; the batch dims broadcast. The gradient of A
+    stays in its triangle. Computed by the backend's general solver on T (NumPy has no
+    triangular one): a zero on T's diagonal is a LinAlgError (torch gives inf and NaN)."""
+    return apply(la.solve_triangular, _checked("solve_triangular", A, None),
+                 _checked("solve_triangular", B, None), upper=bool(upper), left=bool(left),
+                 unitriangular=bool(unitriangular))

@@ -18,6 +18,8 @@ nanmedian = namedtuple("nanmedian", ["values", "indices"])
 kthvalue = namedtuple("kthvalue", ["values", "indices"])
 aminmax = namedtuple("aminmax", ["min", "max"])
 histogram = namedtuple("histogram", ["hist", "bin_edges"])
+slogdet = namedtuple("slogdet", ["sign", "logabsdet"])  # torch.slogdet, Tensor.slogdet
+linalg_slogdet = namedtuple("linalg_slogdet", ["sign", "logabsdet"])  # torch.linalg.slogdet
 
 
 class Device(str):

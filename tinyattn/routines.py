@@ -78,6 +78,7 @@ inner, cross, dist, msort, fliplr, flipud, rot90, tensor_split, diagflat = (_met
     "inner", "cross", "dist", "msort", "fliplr", "flipud", "rot90", "tensor_split", "diagflat"))
 hsplit, vsplit, dsplit, matrix_power = (_method(n) for n in ("hsplit", "vsplit", "dsplit",
                                                               "matrix_power"))
+inverse, det, logdet, slogdet = (_method(n) for n in ("inverse", "det", "logdet", "slogdet"))
 select_scatter, slice_scatter, diagonal_scatter = (_method(n) for n in (
     "select_scatter", "slice_scatter", "diagonal_scatter"))
 conj, resolve_conj, is_conj = _method("conj"), _method("resolve_conj"), _method("is_conj")

@@ -58,6 +58,7 @@ from .ops import activation as act
 from .ops import elementwise as ew
 from .ops import half as hf
 from .ops import index as ix
+from .ops import linalg as la
 from .ops import matmul as mm
 from .ops import pointwise as pw
 from .ops import reduce as rd
@@ -705,8 +706,8 @@ class Tensor(TensorBase):
     def matrix_power(self, n):
         """torch.linalg.matrix_power: this (..., m, m) tensor multiplied by itself n times (by
         repeated squaring; the gradient is matmul's); n = 0: the identity, on the graph with a
-        zero gradient (as torch's); n = 1: a copy. A negative n needs the inverse, which
-        tinyattn does not have: refused."""
+        zero gradient (as torch's); n = 1: a copy; n < 0: the inverse's power -n (as torch's;
+        a singular matrix is a linalg.LinAlgError)."""
         name = "linalg.matrix_power"
         if isinstance(n, bool) or not isinstance(n, numbers.Integral):
             raise TypeError(f"{name}: n must be an int, got {n!r}")
@@ -714,9 +715,7 @@ class Tensor(TensorBase):
             raise ShapeError(f"{name}: the input must be square matrices (..., m, m), with at "
                              f"least 2 dims, got shape {fmt_shape(self.shape)}")
         if n < 0:
-            raise ValueError(f"{name}: a negative power (n={n}) needs the matrix inverse, and "
-                             "tinyattn has no linalg.inv; invert the matrix another way, or use "
-                             "n >= 0")
+            return self.inverse().matrix_power(-int(n))
         if n == 0:  # (torch's: the identity written over a copy, so on the graph: gradient 0)
             m = self.shape[-1]
             eye_ = _make("eye", _eye, self.dtype, False, self.backend, n=m, m=m)
@@ -731,6 +730,24 @@ class Tensor(TensorBase):
             if n:
                 base = base @ base
         return out
+
+    def inverse(self):
+        """torch.linalg.inv of this (..., n, n) tensor (ops/linalg.py)."""
+        return apply(la.inv, self)
+
+    def det(self):
+        """torch.linalg.det of this (..., n, n) tensor: shape (...)."""
+        return apply(la.det, self)
+
+    def slogdet(self):
+        """(sign, logabsdet) of det, as torch.slogdet (a named tuple); sign has no gradient."""
+        both = apply(la.slogdet, self)
+        return return_types.slogdet(both[0].detach(), both[1])
+
+    def logdet(self):
+        """log det, as torch.logdet: NaN where det < 0, -inf where det = 0."""
+        sign, logabsdet = self.slogdet()
+        return logabsdet.masked_fill(sign < 0, float("nan"))
 
     def mm(self, other):
         """The product of two matrices (2-D only, as torch.mm; matmul broadcasts)."""

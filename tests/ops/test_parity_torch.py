@@ -198,6 +198,11 @@ TORCH = {
     "scatter_reduce": lambda x, i, src, dim, reduce, include_self=True: x.scatter_reduce(
         dim, i.long(), src, reduce, include_self=include_self),
     "einsum": lambda *xs, equation: torch.einsum(equation, *xs),
+    # dense solvers and factorizations (ops/linalg.py; slogdet's output stacks sign, logabsdet)
+    "inv": torch.linalg.inv, "det": torch.linalg.det,
+    "slogdet": lambda a: torch.stack(tuple(torch.linalg.slogdet(a))),
+    "solve": torch.linalg.solve, "cholesky": torch.linalg.cholesky,
+    "solve_triangular": torch.linalg.solve_triangular,
     # activations
     "silu": TF.silu, "softplus": TF.softplus, "mish": TF.mish, "elu": TF.elu,
     "selu": TF.selu, "celu": TF.celu, "logsigmoid": TF.logsigmoid, "softsign": TF.softsign,

@@ -609,6 +609,11 @@ def make_fake(emulate=False, reverse=False):
     cupy.get_default_memory_pool = lambda: _POOL
     cupy.random = types.SimpleNamespace(default_rng=default_rng, Generator=FakeGenerator,
                                         XORWOW=FakeXORWOW)
+    # cupy.linalg: the routines tinyattn's ops/linalg.py calls (NumPy's, on device arrays)
+    cupy.linalg = types.SimpleNamespace(**{
+        name: (lambda fn: lambda *args, **kwargs: _call(fn, *args, **kwargs))(
+            getattr(np.linalg, name))
+        for name in ("inv", "det", "slogdet", "solve", "cholesky", "svd")})
     runtime = types.SimpleNamespace(getDeviceCount=lambda: 2, getDevice=lambda: DEVICE["current"],
                                     getDeviceProperties=_device_properties,
                                     runtimeGetVersion=lambda: 12040,

@@ -1,8 +1,8 @@
 """Ops: the registry of every op, merged from the family files.
 
 Each family file (elementwise, pointwise, activation, reduce, scan, shape, index, matmul, softmax,
-mask, nn, attention, special) defines its ops with `@op` from ops/op.py, each forward directly
-above its VJP, and lists them in OPS.
+mask, nn, attention, special, linalg) defines its ops with `@op` from ops/op.py, each forward
+directly above its VJP, and lists them in OPS.
 REGISTRY maps every op's name to its Op.
 """
 
@@ -12,6 +12,7 @@ from . import (
     elementwise,
     half,  # noqa: F401 (float16 forms of the ops, for dtypes.promoted)
     index,
+    linalg,
     mask,
     matmul,
     nn,
@@ -27,7 +28,7 @@ from .op import Op, op
 __all__ = ["Op", "op", "REGISTRY", "FAMILIES"]
 
 FAMILIES = (elementwise, pointwise, activation, reduce, scan, shape, index, matmul, softmax,
-            mask, nn, attention, special)
+            mask, nn, attention, special, linalg)
 
 
 def _merge(families):
