@@ -1,10 +1,10 @@
 """tinyattn.functional (import as F): the ops as functions, with PyTorch's names and arguments.
 
 Each function checks and shapes its arguments, then runs one op (or, for attention, a few) from
-`tinyattn.ops`. unfold and fold, conv1d and conv2d, the avg / max pools and adaptive_avg_pool2d
-are composed from tensor ops (pad, Tensor.unfold, index_select, matmul, max, sum), so their
-gradients are those ops' own. Tensors, NumPy arrays and lists are all accepted where a tensor
-is expected.
+`tinyattn.ops`. unfold and fold, conv1d and conv2d, conv_transpose1d / 2d, the avg / max pools
+and the adaptive pools are composed from tensor ops (pad, Tensor.unfold, index_select, matmul,
+max, sum), so their gradients are those ops' own. Tensors, NumPy arrays and lists are all
+accepted where a tensor is expected.
 """
 
 import math
@@ -56,7 +56,8 @@ __all__ = [
     "tanhshrink", "threshold", "softshrink", "hardshrink", "prelu", "rrelu", "relu_", "elu_",
     "celu_", "selu_", "leaky_relu_", "hardtanh_", "rrelu_", "threshold_",
     "unfold", "fold", "conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
-    "adaptive_avg_pool2d",
+    "adaptive_avg_pool2d", "conv_transpose1d", "conv_transpose2d", "adaptive_avg_pool1d",
+    "adaptive_max_pool1d", "adaptive_max_pool2d",
 ]
 
 
@@ -1671,8 +1672,9 @@ def _conv(name, spatial, input, weight, bias, stride, padding, dilation, groups)
     return _unlifted(y, spatial, unbatched)
 
 
-def _check_conv(name, spatial, x, w, b, groups):
-    """The input, weight, bias and groups of a convolution fit together (as torch checks)."""
+def _check_conv_dtypes(name, x, w, b, groups):
+    """A convolution's input is floating point, its weight and bias of the input's dtype, and
+    groups a positive int (as torch checks them)."""
     _floating(x, name)
     for what, t in (("weight", w), ("bias", b)):
         if t is not None and t.dtype != x.dtype:
@@ -1680,6 +1682,11 @@ def _check_conv(name, spatial, x, w, b, groups):
                              f"dtype, as in torch; convert one with .to({x.dtype})")
     if isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups < 1:
         raise ValueError(f"{name}: groups must be a positive int, got {groups!r}")
+
+
+def _check_conv(name, spatial, x, w, b, groups):
+    """The input, weight, bias and groups of a convolution fit together (as torch checks)."""
+    _check_conv_dtypes(name, x, w, b, groups)
     if w.ndim != spatial + 2:
         raise ShapeError(f"{name}: weight must be (out_channels, in_channels / groups, "
                          f"{'k' if spatial == 1 else 'kh, kw'}), got {fmt_shape(w.shape)}")
@@ -1717,12 +1724,96 @@ def _conv_pads(name, padding, kernel, stride, dilation):
     return [(p, p) for p in _ints(padding, len(kernel), name, "padding", least=0)]
 
 
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0,  # noqa: A002
+                     groups=1, dilation=1):
+    """A 1-d transposed convolution (conv1d's gradient by its input, as torch's) of input
+    (N, C_in, L) (or (C_in, L)) with weight (C_in, C_out / groups, k), plus bias (C_out,):
+    (N, C_out, (L - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1)."""
+    return _conv_transpose("conv_transpose1d", 1, input, weight, bias, stride, padding,
+                           output_padding, groups, dilation)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0,  # noqa: A002
+                     groups=1, dilation=1):
+    """A 2-d transposed convolution (conv2d's gradient by its input, as torch's) of input
+    (N, C_in, H, W) (or (C_in, H, W)) with weight (C_in, C_out / groups, kh, kw), plus bias
+    (C_out,). Each output dim is (n - 1) * stride - 2 * padding + dilation * (k - 1) +
+    output_padding + 1; output_padding (extra places at the end) must be smaller than stride
+    or dilation."""
+    return _conv_transpose("conv_transpose2d", 2, input, weight, bias, stride, padding,
+                           output_padding, groups, dilation)
+
+
+def _conv_transpose(name, spatial, input, weight, bias, stride, padding, output_padding,  # noqa: A002
+                    groups, dilation):
+    """Each input place's channels times the weight's columns (Wᵀ x, per group) as the columns
+    of fold (col2im) into the full, unpadded output, which is then cropped by padding and
+    extended by output_padding."""
+    x, unbatched = _batched(_t(input), spatial, name)
+    w = _t(weight, x)
+    b = None if bias is None else _t(bias, x)
+    _check_conv_transpose(name, spatial, x, w, b, groups)
+    stride, padding, output_padding, dilation = _transpose_args(name, spatial, stride, padding,
+                                                                output_padding, dilation)
+    kernel = tuple(w.shape[2:])
+    full = [(n - 1) * s + d * (k - 1) + 1 for n, s, d, k in
+            zip(x.shape[2:], stride, dilation, kernel, strict=True)]
+    size = [f - 2 * p + o for f, p, o in zip(full, padding, output_padding, strict=True)]
+    if min(size) < 1:
+        raise ShapeError(f"{name}: input {fmt_shape(x.shape)} with weight {fmt_shape(w.shape)} "
+                         f"gives an output of {fmt_shape(size)}, too small (stride {stride}, "
+                         f"padding {padding}, output_padding {output_padding}, dilation "
+                         f"{dilation})")
+    n, c_in, out = x.shape[0], x.shape[1], w.shape[1] * groups
+    cols = w.reshape(groups, c_in // groups, -1).transpose(1, 2) @ x.reshape(
+        n, groups, c_in // groups, math.prod(x.shape[2:]))  # (N, g, C_out/g * kk, L)
+    full, kernel, stride, dilation = _lifted(spatial, tuple(full), kernel, stride, dilation)
+    y = fold(cols.reshape(n, out * math.prod(kernel), -1), full, kernel, dilation, 0, stride)
+    crops = [a for p, o in zip(padding[::-1], output_padding[::-1], strict=True)
+             for a in (-p, o - p)]  # (the last dim's (left, right) first, as pad takes them)
+    if any(crops):
+        y = pad(y, crops)
+    if b is not None:
+        y = y + b.reshape(1, out, 1, 1)
+    return _unlifted(y, spatial, unbatched)
+
+
+def _transpose_args(name, spatial, stride, padding, output_padding, dilation):
+    """A transposed convolution's stride, padding, output_padding and dilation as tuples, each
+    output_padding smaller than its stride or its dilation (torch's rule)."""
+    stride, dilation = (_ints(stride, spatial, name, "stride"),
+                        _ints(dilation, spatial, name, "dilation"))
+    padding = _ints(padding, spatial, name, "padding", least=0)
+    output_padding = _ints(output_padding, spatial, name, "output_padding", least=0)
+    if any(o >= s and o >= d for o, s, d in zip(output_padding, stride, dilation, strict=True)):
+        raise ValueError(f"{name}: output_padding {output_padding} must be smaller than either "
+                         f"stride {stride} or dilation {dilation} in each dim, as in torch")
+    return stride, padding, output_padding, dilation
+
+
+def _check_conv_transpose(name, spatial, x, w, b, groups):
+    """The input, weight (C_in, C_out / groups, *kernel), bias and groups of a transposed
+    convolution fit together (as torch checks)."""
+    _check_conv_dtypes(name, x, w, b, groups)
+    if w.ndim != spatial + 2:
+        raise ShapeError(f"{name}: weight must be (in_channels, out_channels / groups, "
+                         f"{'k' if spatial == 1 else 'kh, kw'}), got {fmt_shape(w.shape)}")
+    if x.shape[1] % groups:
+        raise ShapeError(f"{name}: groups {groups} must divide the {x.shape[1]} channels of "
+                         f"input {fmt_shape(x.shape)}")
+    if x.shape[1] != w.shape[0]:
+        raise ShapeError(f"{name}: input {fmt_shape(x.shape)} has {x.shape[1]} channels, but "
+                         f"weight {fmt_shape(w.shape)} expects {w.shape[0]} (weight.shape[0])")
+    out = w.shape[1] * groups
+    if b is not None and tuple(b.shape) != (out,):
+        raise ShapeError(f"{name}: bias {fmt_shape(b.shape)} must be {fmt_shape((out,))}, one "
+                         f"per output channel (weight {fmt_shape(w.shape)} times groups {groups})")
+
+
 def _pool_args(name, spatial, input, kernel_size, stride, padding, dilation, ceil_mode):  # noqa: A002
     """A pool's input as (N, C, H, W) (and whether it came unbatched) and its kernel, dilation,
-    padding and stride as 2-d tuples, checked as torch checks them."""
-    if ceil_mode:
-        raise ValueError(f"{name}: ceil_mode=True is not supported (tinyattn's pools keep the "
-                         "windows that fit: ceil_mode=False)")
+    padding and stride as 2-d tuples, checked as torch checks them; the padding as (before,
+    after) per dim, after grown with ceil_mode to hold torch's last, ragged window."""
     x, unbatched = _batched(_t(input), spatial, name)
     kernel, dilation, pads, stride = _window_args(name, spatial, kernel_size, dilation, padding,
                                                   stride)
@@ -1732,7 +1823,24 @@ def _pool_args(name, spatial, input, kernel_size, stride, padding, dilation, cei
                          f" (dilation {dilation}), as in torch")
     x = x.reshape(x.shape[:2] + (1,) * (2 - spatial) + x.shape[2:])
     kernel, dilation, stride = _lifted(spatial, kernel, dilation, stride)
-    return x, unbatched, (kernel, dilation, (0,) * (2 - spatial) + pads, stride)
+    pads = (0,) * (2 - spatial) + pads
+    extras = [_ceil_extra(*a) if ceil_mode else 0
+              for a in zip(x.shape[2:], kernel, dilation, pads, stride, strict=True)]
+    return x, unbatched, (kernel, dilation, [(p, p + e) for p, e in zip(pads, extras,
+                                                                         strict=True)], stride)
+
+
+def _ceil_extra(n, k, d, p, s):
+    """How far ceil_mode's last window reaches past the padded dim (n + 2p): torch rounds the
+    number of windows up, but keeps a last window only if it starts inside the input or the
+    left padding (a kernel larger than the padded input: 0, and _windows refuses it)."""
+    span, room = d * (k - 1) + 1, n + 2 * p
+    if room < span:
+        return 0
+    count = -(-(room - span) // s) + 1
+    if (count - 1) * s >= n + p:
+        count -= 1
+    return max(0, (count - 1) * s + span - room)
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
@@ -1747,7 +1855,9 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
                return_indices=False):
     """The largest entry of each kernel_size window of (N, C, H, W) (or (C, H, W)); stride
     defaults to kernel_size. The gradient goes to the first largest entry, as torch's.
-    return_indices: also each one's place in H*W."""
+    return_indices: also each one's place in H*W. ceil_mode: the number of windows rounded up,
+    a last window that runs past the end kept if it starts inside the input or the left
+    padding (torch's rule; also for the other pools)."""
     return _max_pool("max_pool2d", 2, input, kernel_size, stride, padding, dilation, ceil_mode,
                      return_indices)
 
@@ -1757,13 +1867,13 @@ def _max_pool(name, spatial, input, kernel_size, stride, padding, dilation, ceil
     x, unbatched, (kernel, dilation, pads, stride) = _pool_args(
         name, spatial, input, kernel_size, stride, padding, dilation, ceil_mode)
     lowest = np.iinfo(x.dtype).min if x.dtype.kind in "iu" else -math.inf
-    w = _windows(x, kernel, dilation, stride, [(p, p) for p in pads], name, value=lowest)
+    w = _windows(x, kernel, dilation, stride, pads, name, value=lowest)
     n, c, oh, ow = w.shape[:4]
     y, picked = w.reshape(n, c, oh, ow, math.prod(kernel)).max(-1)
     if not return_indices:
         return _unlifted(y, spatial, unbatched)
-    rows = _fresh(np.arange(oh)[:, None] * stride[0] - pads[0], backend=x.backend)
-    cols = _fresh(np.arange(ow)[None, :] * stride[1] - pads[1], backend=x.backend)
+    rows = _fresh(np.arange(oh)[:, None] * stride[0] - pads[0][0], backend=x.backend)
+    cols = _fresh(np.arange(ow)[None, :] * stride[1] - pads[1][0], backend=x.backend)
     where = _values("max_pool_indices", _pool_places, picked, rows, cols, kw=kernel[1],
                     dilation=dilation, width=x.shape[3])
     return _unlifted(y, spatial, unbatched), _unlifted(where, spatial, unbatched)
@@ -1785,8 +1895,9 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # n
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # noqa: A002
                count_include_pad=True, divisor_override=None):
     """The mean of each kernel_size window of (N, C, H, W) (or (C, H, W)); stride defaults to
-    kernel_size. count_include_pad: the zero padding counts in the mean; divisor_override: each
-    window's sum is divided by it instead."""
+    kernel_size. count_include_pad: the zero padding counts in the mean (what ceil_mode's last
+    window has past the padding never does); divisor_override: each window's sum is divided by
+    it instead."""
     return _avg_pool("avg_pool2d", 2, input, kernel_size, stride, padding, ceil_mode,
                      count_include_pad, divisor_override)
 
@@ -1798,39 +1909,125 @@ def _avg_pool(name, spatial, input, kernel_size, stride, padding, ceil_mode,  # 
     _floating(x, name)
     if divisor_override is not None and divisor_override == 0:
         raise ValueError(f"{name}: divisor_override must not be 0")
-    w = _windows(x, kernel, dilation, stride, [(p, p) for p in pads], name)
+    w = _windows(x, kernel, dilation, stride, pads, name)
     total = w.sum((-2, -1))
     if divisor_override is not None:
         return _unlifted(total / divisor_override, spatial, unbatched)
-    if count_include_pad or not any(pads):
-        return _unlifted(total / math.prod(kernel), spatial, unbatched)
-    counts = [np.minimum(np.arange(m) * s - p + k, n) - np.maximum(np.arange(m) * s - p, 0)
-              for m, s, p, k, n in zip(total.shape[2:], stride, pads, kernel, x.shape[2:],
-                                       strict=True)]
-    divisor = _fresh((counts[0][:, None] * counts[1][None, :]).astype(x.dtype),
-                     backend=x.backend)
-    return _unlifted(total / divisor, spatial, unbatched)
+    return _unlifted(total / _avg_divisor(total, x, kernel, stride, pads, count_include_pad),
+                     spatial, unbatched)
+
+
+def _avg_divisor(total, x, kernel, stride, pads, count_include_pad):
+    """torch's divisor of each window's sum: the window's size within the padded input (only
+    ceil_mode's last window is cut short), or without count_include_pad its size within the
+    input itself; a plain number where every window has the kernel's size."""
+    counts = []
+    for m, s, (p, _), k, n in zip(total.shape[2:], stride, pads, kernel, x.shape[2:],
+                                  strict=True):
+        start = np.arange(m) * s - p
+        end = np.minimum(start + k, n + p)
+        counts.append(end - start if count_include_pad else
+                      np.minimum(end, n) - np.maximum(start, 0))
+    divisor = counts[0][:, None] * counts[1][None, :]
+    if (divisor == math.prod(kernel)).all():
+        return math.prod(kernel)
+    return _fresh(divisor.astype(x.dtype), backend=x.backend)
+
+
+def adaptive_avg_pool1d(input, output_size):  # noqa: A002 - torch's name
+    """The mean over each of output_size windows of (N, C, L) (or (C, L)), torch's windows:
+    the i-th from floor(i L / out) to ceil((i + 1) L / out) (they overlap where out does not
+    divide L)."""
+    return _adaptive_avg_pool("adaptive_avg_pool1d", 1, input, output_size)
 
 
 def adaptive_avg_pool2d(input, output_size):  # noqa: A002 - torch's name
-    """The mean over each of output_size (oh, ow) equal windows of (N, C, H, W) (or (C, H, W));
-    None keeps that dim's size. Only sizes that divide H and W are supported (torch's windows
-    for the others overlap and differ in size)."""
-    x, unbatched = _batched(_t(input), 2, "adaptive_avg_pool2d")
-    _floating(x, "adaptive_avg_pool2d")
-    given = output_size if isinstance(output_size, (tuple, list)) else (output_size,) * 2
-    if len(given) != 2:
-        raise ValueError(f"adaptive_avg_pool2d: output_size must be an int or 2 ints (or None), "
-                         f"got {output_size!r}")
-    size = _ints(tuple(n if s is None else s for s, n in zip(given, x.shape[2:], strict=True)), 2,
-                 "adaptive_avg_pool2d", "output_size")
+    """The mean over each of output_size (oh, ow) windows of (N, C, H, W) (or (C, H, W)); None
+    keeps that dim's size. The windows per dim are adaptive_avg_pool1d's."""
+    return _adaptive_avg_pool("adaptive_avg_pool2d", 2, input, output_size)
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):  # noqa: A002
+    """The largest entry of each of adaptive_avg_pool1d's windows of (N, C, L) (or (C, L));
+    return_indices: also each one's place in L. The gradient goes to the first largest."""
+    return _adaptive_max_pool("adaptive_max_pool1d", 1, input, output_size, return_indices)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):  # noqa: A002
+    """The largest entry of each of adaptive_avg_pool2d's windows of (N, C, H, W) (or
+    (C, H, W)), the first in row-major order on a tie, as torch's; return_indices: also each
+    one's place in H*W."""
+    return _adaptive_max_pool("adaptive_max_pool2d", 2, input, output_size, return_indices)
+
+
+def _adaptive_args(name, spatial, input, output_size):  # noqa: A002
+    """The input as (N, C, H, W) (a 1-d one with H = 1), whether it came unbatched, and the
+    output size as 2 ints (None: the input's own size)."""
+    x, unbatched = _batched(_t(input), spatial, name)
+    given = output_size if isinstance(output_size, (tuple, list)) else (output_size,) * spatial
+    if len(given) != spatial:
+        raise ValueError(f"{name}: output_size must be an int or {spatial} ints (or None), got "
+                         f"{output_size!r}")
+    size = _ints(tuple(n if s is None else s for s, n in zip(given, x.shape[2:], strict=True)),
+                 spatial, name, "output_size")
+    x = x.reshape(x.shape[:2] + (1,) * (2 - spatial) + x.shape[2:])
+    return x, unbatched, _lifted(spatial, size)[0]
+
+
+def _adaptive_windows(n, m):
+    """torch's m windows along a dim of n, [floor(i n / m), ceil((i + 1) n / m)): (m, K) places
+    of each window's entries (n, a padding slot, past its end) and (m,) their sizes."""
+    start = np.arange(m) * n // m
+    size = -(-(np.arange(m) + 1) * n // m) - start
+    offsets = np.arange(size.max())[None, :]
+    return np.where(offsets < size[:, None], start[:, None] + offsets, n), size
+
+
+def _adaptive_gather(x, size, fill):
+    """Every adaptive window of x (N, C, H, W): (N, C, oh, ow, K), entries in row-major order
+    with `fill` past each window's end; the (oh, ow, K) places in H*W (H*W for a fill) and the
+    (oh, ow) window sizes."""
+    (h, w), (rows, n_rows), (cols, n_cols) = x.shape[2:], *(
+        _adaptive_windows(n, m) for n, m in zip(x.shape[2:], size, strict=True))
+    places = rows[:, None, :, None] * w + cols[None, :, None, :]  # (oh, ow, Kh, Kw)
+    places = np.where((rows[:, None, :, None] == h) | (cols[None, :, None, :] == w), h * w,
+                      places).reshape(size + (-1,))
+    flat = x.reshape(x.shape[:2] + (h * w,))
+    flat = cat([flat, _full(flat, 2, 1, fill)], dim=2)
+    picked = flat.index_select(2, places.reshape(-1)).reshape(x.shape[:2] + places.shape)
+    return picked, places, n_rows[:, None] * n_cols[None, :]
+
+
+def _adaptive_avg_pool(name, spatial, input, output_size):  # noqa: A002
+    x, unbatched, size = _adaptive_args(name, spatial, input, output_size)
+    _floating(x, name)
     (h, w), (oh, ow) = x.shape[2:], size
-    if h % oh or w % ow:
-        raise ValueError(f"adaptive_avg_pool2d: input {fmt_shape(_t(input).shape)}: output_size "
-                         f"{fmt_shape(size)} does not divide its last two dims; only sizes that "
-                         "divide them (windows of equal size) are supported")
-    y = x.reshape(x.shape[:2] + (oh, h // oh, ow, w // ow)).mean((3, 5))
-    return y.squeeze(0) if unbatched else y
+    if not (h % oh or w % ow):  # (equal windows, side by side: a reshape)
+        y = x.reshape(x.shape[:2] + (oh, h // oh, ow, w // ow)).mean((3, 5))
+        return _unlifted(y, spatial, unbatched)
+    windows, _, counts = _adaptive_gather(x, size, 0.0)
+    y = windows.sum(-1) / _fresh(counts.astype(x.dtype), backend=x.backend)
+    return _unlifted(y, spatial, unbatched)
+
+
+def _adaptive_max_pool(name, spatial, input, output_size, return_indices):  # noqa: A002
+    x, unbatched, size = _adaptive_args(name, spatial, input, output_size)
+    lowest = np.iinfo(x.dtype).min if x.dtype.kind in "iu" else -math.inf
+    windows, places, _ = _adaptive_gather(x, size, lowest)
+    y, picked = windows.max(-1)
+    if not return_indices:
+        return _unlifted(y, spatial, unbatched)
+    k = places.shape[-1]
+    where = _values("adaptive_max_pool_indices", _adaptive_places, picked,
+                    _fresh(places.reshape(-1), backend=x.backend),
+                    _fresh(np.arange(size[0] * size[1]).reshape(size) * k, backend=x.backend))
+    return _unlifted(y, spatial, unbatched), _unlifted(where, spatial, unbatched)
+
+
+def _adaptive_places(picked, places, first):
+    """The place in H*W of each window's picked entry: places (flat) at the window's first
+    entry `first` plus the picked offset."""
+    return places[first + picked]
 
 
 # torch's keyword names: input= for the tensor (softmax(input=x)), where(condition, input=,

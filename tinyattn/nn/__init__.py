@@ -45,11 +45,16 @@ from .activation import (
 )
 from .attention import MultiheadAttention, RotaryEmbedding
 from .conv import (
+    AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
     AvgPool1d,
     AvgPool2d,
     Conv1d,
     Conv2d,
+    ConvTranspose1d,
+    ConvTranspose2d,
     Fold,
     MaxPool1d,
     MaxPool2d,
@@ -135,7 +140,8 @@ __all__ = [
     "TripletMarginLoss", "PoissonNLLLoss", "MultiLabelSoftMarginLoss", "GaussianNLLLoss",
     "LazyLinear", "UninitializedParameter",
     "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool2d",
-    "Unfold", "Fold",
+    "Unfold", "Fold", "ConvTranspose1d", "ConvTranspose2d", "AdaptiveAvgPool1d",
+    "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
 ]
 
 sys.modules[__name__ + ".functional"] = functional  # the module, not a copy: one F

@@ -1,9 +1,10 @@
-"""Convolution, pooling and fold modules: Conv1d, Conv2d, MaxPool1d/2d, AvgPool1d/2d,
-AdaptiveAvgPool2d, Unfold and Fold, with torch's names, arguments, parameters and reprs.
+"""Convolution, pooling and fold modules: Conv1d, Conv2d, ConvTranspose1d/2d, MaxPool1d/2d,
+AvgPool1d/2d, AdaptiveAvgPool1d/2d, AdaptiveMaxPool1d/2d, Unfold and Fold, with torch's names,
+arguments, parameters and reprs.
 
-Each forward is one call of tinyattn.functional (conv1d, conv2d, max_pool*, avg_pool*,
-adaptive_avg_pool2d, unfold, fold), which composes it from tensor ops. Not supported, and
-refused by name: padding_mode other than "zeros", ceil_mode=True.
+Each forward is one call of tinyattn.functional (conv1d, conv2d, conv_transpose*, max_pool*,
+avg_pool*, adaptive_*_pool*, unfold, fold), which composes it from tensor ops. Not supported,
+and refused by name: padding_mode other than "zeros".
 """
 
 import math
@@ -24,6 +25,14 @@ class _ConvNd(Module):
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
                  groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
         super().__init__()
+        self._setup(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
+                    padding_mode)
+        self.transposed, self.output_padding = False, (0,) * self._spatial
+        self._make_parameters((out_channels, in_channels // groups), bias, device, dtype)
+
+    def _setup(self, in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
+               padding_mode):
+        """The sizes as torch keeps them (tuples; a padding string as it is), checked."""
         name, n = type(self).__name__, self._spatial
         self.kernel_size = F._ints(kernel_size, n, name, "kernel_size")
         self.stride = F._ints(stride, n, name, "stride")
@@ -35,10 +44,11 @@ class _ConvNd(Module):
         _check_channels(name, in_channels, out_channels, groups, padding_mode)
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         self.padding, self.padding_mode = padding, padding_mode
-        self.transposed, self.output_padding = False, (0,) * n
-        self.weight = Parameter(zeros(out_channels, in_channels // groups, *self.kernel_size,
-                                      dtype=dtype))
-        self.bias = Parameter(zeros(out_channels, dtype=dtype)) if bias else None
+
+    def _make_parameters(self, channels, bias, device, dtype):
+        """weight (*channels, *kernel_size) and bias (out_channels,), initialised, placed."""
+        self.weight = Parameter(zeros(*channels, *self.kernel_size, dtype=dtype))
+        self.bias = Parameter(zeros(self.out_channels, dtype=dtype)) if bias else None
         self.reset_parameters()
         _place(self, device)
 
@@ -66,6 +76,8 @@ class _ConvNd(Module):
             s += f", padding={self.padding}"
         if self.dilation != (1,) * len(self.dilation):
             s += f", dilation={self.dilation}"
+        if self.output_padding != (0,) * len(self.output_padding):
+            s += f", output_padding={self.output_padding}"
         if self.groups != 1:
             s += f", groups={self.groups}"
         return s + (", bias=False" if self.bias is None else "")
@@ -97,17 +109,73 @@ class Conv2d(_ConvNd):
     _spatial = 2
 
 
-def _refuse_ceil_mode(module, ceil_mode):
-    if ceil_mode:
-        raise ValueError(f"{type(module).__name__}: ceil_mode=True is not supported (tinyattn's "
-                         "pools keep the windows that fit: ceil_mode=False)")
+class _ConvTransposeNd(_ConvNd):
+    """ConvTranspose1d and ConvTranspose2d: weight (in_channels, out_channels / groups,
+    *kernel_size) and bias (out_channels,), initialised as torch's (fan_in from the weight's
+    dim 1: out_channels / groups * prod(kernel_size))."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
+                 device=None, dtype=None):
+        Module.__init__(self)
+        name = type(self).__name__
+        if isinstance(padding, str):
+            raise ValueError(f"{name}: padding {padding!r}: a transposed convolution takes an "
+                             "int or ints, as torch's")
+        self._setup(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
+                    padding_mode)
+        self.transposed = True
+        self.output_padding = F._ints(output_padding, self._spatial, name, "output_padding",
+                                      least=0)
+        self._make_parameters((in_channels, out_channels // groups), bias, device, dtype)
+
+    def forward(self, input, output_size=None):  # noqa: A002 - torch's argument name
+        """The transposed convolution; output_size (the spatial sizes, or with the leading
+        dims too) picks the output_padding that gives it, as torch's."""
+        conv = F.conv_transpose1d if self._spatial == 1 else F.conv_transpose2d
+        return conv(input, self.weight, self.bias, self.stride, self.padding,
+                    self._output_padding(input, output_size), self.groups, self.dilation)
+
+    def _output_padding(self, input, output_size):  # noqa: A002
+        """self.output_padding, or the one that makes the output output_size (torch's rule:
+        each size within stride - 1 above the smallest output)."""
+        if output_size is None:
+            return self.output_padding
+        n, leading = self._spatial, input.ndim - self._spatial
+        size = tuple(int(s) for s in output_size)
+        size = size[leading:] if len(size) == n + leading else size
+        if len(size) != n:
+            raise ValueError(f"{type(self).__name__}: for {input.ndim}-d input, output_size "
+                             f"must have {n} or {n + leading} elements (got {len(size)})")
+        smallest = tuple((m - 1) * s - 2 * p + d * (k - 1) + 1 for m, s, p, d, k in zip(
+            input.shape[leading:], self.stride, self.padding, self.dilation, self.kernel_size,
+            strict=True))
+        largest = tuple(m + s - 1 for m, s in zip(smallest, self.stride, strict=True))
+        if any(not lo <= s <= hi for s, lo, hi in zip(size, smallest, largest, strict=True)):
+            raise ValueError(f"{type(self).__name__}: requested an output size of {size}, but "
+                             f"valid sizes range from {smallest} to {largest} (for an input of "
+                             f"{tuple(input.shape[leading:])})")
+        return tuple(s - lo for s, lo in zip(size, smallest, strict=True))
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    """A 1-d transposed convolution over (N, C_in, L): weight (in_channels, out_channels /
+    groups, k)."""
+
+    _spatial = 1
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """A 2-d transposed convolution over (N, C_in, H, W): weight (in_channels, out_channels /
+    groups, kh, kw)."""
+
+    _spatial = 2
 
 
 class _MaxPoolNd(Module):
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
                  ceil_mode=False):
         super().__init__()
-        _refuse_ceil_mode(self, ceil_mode)
         self.kernel_size, self.stride = kernel_size, kernel_size if stride is None else stride
         self.padding, self.dilation = padding, dilation
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
@@ -115,7 +183,7 @@ class _MaxPoolNd(Module):
     def forward(self, input):  # noqa: A002 - torch's argument name
         pool = F.max_pool1d if isinstance(self, MaxPool1d) else F.max_pool2d
         return pool(input, self.kernel_size, self.stride, self.padding, self.dilation,
-                    return_indices=self.return_indices)
+                    ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
     def extra_repr(self):
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
@@ -140,7 +208,6 @@ class AvgPool1d(Module):
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
                  count_include_pad=True):
         super().__init__()
-        _refuse_ceil_mode(self, ceil_mode)
         self.kernel_size = _single(kernel_size)
         self.stride = _single(kernel_size if stride is None else stride)
         self.padding, self.ceil_mode = _single(padding), ceil_mode
@@ -148,7 +215,7 @@ class AvgPool1d(Module):
 
     def forward(self, input):  # noqa: A002 - torch's argument name
         return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding,
-                            count_include_pad=self.count_include_pad)
+                            ceil_mode=self.ceil_mode, count_include_pad=self.count_include_pad)
 
     def extra_repr(self):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
@@ -160,14 +227,13 @@ class AvgPool2d(Module):
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
                  count_include_pad=True, divisor_override=None):
         super().__init__()
-        _refuse_ceil_mode(self, ceil_mode)
         self.kernel_size, self.stride = kernel_size, kernel_size if stride is None else stride
         self.padding, self.ceil_mode = padding, ceil_mode
         self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
 
     def forward(self, input):  # noqa: A002 - torch's argument name
         return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding,
-                            count_include_pad=self.count_include_pad,
+                            ceil_mode=self.ceil_mode, count_include_pad=self.count_include_pad,
                             divisor_override=self.divisor_override)
 
     def extra_repr(self):
@@ -175,7 +241,7 @@ class AvgPool2d(Module):
 
 
 class AdaptiveAvgPool2d(Module):
-    """The mean over output_size equal windows of (N, C, H, W) (sizes that divide H and W)."""
+    """The mean over each of output_size windows of (N, C, H, W) (F.adaptive_avg_pool2d's)."""
 
     def __init__(self, output_size):
         super().__init__()
@@ -186,6 +252,35 @@ class AdaptiveAvgPool2d(Module):
 
     def extra_repr(self):
         return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
+    """The mean over each of output_size windows along L of (N, C, L)."""
+
+    def forward(self, input):  # noqa: A002 - torch's argument name
+        return F.adaptive_avg_pool1d(input, self.output_size)
+
+
+class AdaptiveMaxPool2d(Module):
+    """The largest entry of each of output_size windows of (N, C, H, W); return_indices: also
+    their places in H*W."""
+
+    def __init__(self, output_size, return_indices=False):
+        super().__init__()
+        self.output_size, self.return_indices = output_size, return_indices
+
+    def forward(self, input):  # noqa: A002 - torch's argument name
+        return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveMaxPool1d(AdaptiveMaxPool2d):
+    """The largest entry of each of output_size windows along L of (N, C, L)."""
+
+    def forward(self, input):  # noqa: A002 - torch's argument name
+        return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
 
 
 class Unfold(Module):
