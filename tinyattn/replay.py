@@ -462,7 +462,9 @@ class _Recorder(Tracer):
 
     def module_hooks(self, module):
         where = f" ({module._path})" if module._path else ""
-        kind = "forward" if module._hooks["pre"] or module._hooks["post"] else "backward"
+        g = _module._GLOBAL  # (a global forward hook: every module runs it)
+        kind = "forward" if module._hooks["pre"] or module._hooks["post"] or g["pre"] or \
+            g["post"] else "backward"
         self.refuse(f"{type(module).__name__}{where} has {kind} hooks, which a replay would "
                     "not call")
 

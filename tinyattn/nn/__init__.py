@@ -12,7 +12,7 @@ works as with torch.
 import sys
 
 from .. import functional
-from . import init, parallel, utils
+from . import init, modules, parallel, utils
 from .activation import (
     CELU,
     ELU,
@@ -128,7 +128,7 @@ __all__ = [
     "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "NLLLoss", "CrossEntropyLoss", "BCELoss",
     "BCEWithLogitsLoss", "KLDivLoss", "Identity", "Sigmoid", "SiLU", "Softmax", "LogSoftmax",
     "Flatten", "Unflatten", "RMSNorm", "ModuleDict", "ParameterList", "ParameterDict", "init",
-    "utils", "parallel",
+    "utils", "parallel", "modules",
     "MultiheadAttention", "RotaryEmbedding", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU",
     "Mish", "Softplus", "Softsign", "Hardtanh", "Hardsigmoid", "Hardswish", "LogSigmoid",
     "Softmin", "CosineSimilarity", "PairwiseDistance", "GLU", "TransformerEncoderLayer",

@@ -186,7 +186,7 @@ class _HookDict(MutableMapping):
         self._module, self._kind = module, kind
 
     def _dict(self, make=False):
-        hooks = self._module._hooks
+        hooks = self._module.__dict__.get("_hooks")  # (its own: not the class's, see _GLOBAL)
         if hooks is None and make:
             hooks = {k: OrderedDict() for k in _HOOK_KINDS}
             object.__setattr__(self._module, "_hooks", hooks)
@@ -224,6 +224,56 @@ def _hook_dict(kind):
 
     return property(lambda self: _HookDict(self, kind), replace,
                     doc=f"torch's {{key: hook}} of the module's {kind} hooks, live (_HookDict)")
+
+
+# the global forward hooks (torch's nn.modules.module.register_module_forward_hook and
+# register_module_forward_pre_hook), run by every module's call before its own. While there
+# is one, Module._hooks (None otherwise: a module without hooks of its own then calls forward
+# straight away, one check) is _NO_OWN_HOOKS, empty hook dicts that no module registers into
+# (each registers into a dict of its own): every call then takes _call_hooked, which runs them
+_GLOBAL = {"pre": OrderedDict(), "post": OrderedDict()}
+_NO_OWN_HOOKS = {k: OrderedDict() for k in _HOOK_KINDS}
+
+
+def _with_global(hooks, kind):
+    """[(key, (hook, with_kwargs, always_call))] of the global hooks of `kind` ("pre" or
+    "post") and then the module's own, as torch runs them."""
+    return [*_GLOBAL[kind].items(), *hooks[kind].items()]
+
+
+class _GlobalHandle(RemovableHandle):
+    """A global hook's handle: removing the last one takes the hooked path off every call."""
+
+    def remove(self):
+        super().remove()
+        if not _GLOBAL["pre"] and not _GLOBAL["post"]:
+            Module._hooks = None
+        _state_version[0] += 1
+
+
+def _global_hook(kind, hook, with_kwargs=False, always_call=False):
+    if not callable(hook):
+        raise TypeError(f"register_module_forward_{'pre_' if kind == 'pre' else ''}hook: the "
+                        f"hook must be callable, got {hook!r}")
+    handle = _GlobalHandle(_GLOBAL[kind], (hook, with_kwargs, always_call))
+    Module._hooks = _NO_OWN_HOOKS
+    _state_version[0] += 1  # (a captured step records again)
+    return handle
+
+
+def register_module_forward_pre_hook(hook):
+    """hook(module, args) runs before every module's forward, before the module's own
+    pre-hooks; what it returns, if not None, replaces the arguments (torch's). Returns a
+    handle whose remove() takes it off."""
+    return _global_hook("pre", hook)
+
+
+def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
+    """hook(module, args, output) (hook(module, args, kwargs, output) with_kwargs) runs after
+    every module's forward, before the module's own forward hooks; what it returns, if not
+    None, replaces the output; always_call: also when forward raised (torch's). Returns a
+    handle whose remove() takes it off."""
+    return _global_hook("post", hook, with_kwargs, always_call)
 
 
 class Module:
@@ -432,7 +482,7 @@ class Module:
                     "backward_pre": "full_backward_pre_"}
             raise TypeError(f"register_{name[kind]}hook: the hook must be callable, got "
                             f"{hook!r}")
-        if self._hooks is None:
+        if "_hooks" not in self.__dict__:  # (Module._hooks may be _NO_OWN_HOOKS: see _GLOBAL)
             object.__setattr__(self, "_hooks", {k: OrderedDict() for k in _HOOK_KINDS})
         hooks = self._hooks[kind]
         handle = RemovableHandle(hooks, (hook, with_kwargs, always_call))
@@ -443,7 +493,7 @@ class Module:
 
     def _call_hooked(self, args, kwargs):
         hooks = self._hooks
-        if any(hooks.values()):
+        if any(hooks.values()) or _GLOBAL["pre"] or _GLOBAL["post"]:
             for tracer in current_tracers():
                 tracer.module_hooks(self)
         called, output, watch = set(), None, None  # (called: the always_call hooks run)
@@ -453,7 +503,7 @@ class Module:
                 watch = _BackwardWatch(self, args)
                 args = watch.inputs
             output = self.forward(*args, **kwargs)
-            for key, (hook, with_kwargs, always_call) in list(hooks["post"].items()):
+            for key, (hook, with_kwargs, always_call) in _with_global(hooks, "post"):
                 if always_call:
                     called.add(key)
                 out = hook(self, args, kwargs, output) if with_kwargs else \
@@ -469,7 +519,7 @@ class Module:
         """After forward or a hook raised: the always_call forward hooks that did not run yet,
         with the output so far (None if forward did not return), as torch; an error one
         raises is a warning (the first error goes on)."""
-        for key, (hook, with_kwargs, always_call) in list(self._hooks["post"].items()):
+        for key, (hook, with_kwargs, always_call) in _with_global(self._hooks, "post"):
             if not always_call or key in called:
                 continue
             try:
@@ -483,7 +533,7 @@ class Module:
 
     def _pre_hooked(self, args, kwargs):
         """(args, kwargs) after the forward pre-hooks, each of which may replace them."""
-        for hook, with_kwargs, _ in list(self._hooks["pre"].values()):
+        for _, (hook, with_kwargs, _) in _with_global(self._hooks, "pre"):
             out = hook(self, args, kwargs) if with_kwargs else hook(self, args)
             if out is not None and with_kwargs:
                 args, kwargs = _args_kwargs(self, out)

@@ -1,5 +1,6 @@
 """nn.utils: gradient clipping and parameter vectors with PyTorch's names (and nn.utils.rnn's
-pad_sequence, in rnn.py).
+padding and packing, in rnn.py; parametrize.py and parametrizations.py: torch's
+parametrizations, weight_norm and spectral_norm among them).
 
 clip_grad_norm_ scales every gradient by one factor so that their joint norm is at most
 max_norm, and returns that norm (before clipping) as a tensor; it is get_total_norm of the
@@ -15,9 +16,10 @@ from ...autograd import bump_version, no_grad
 from ...errors import GraphError, ShapeError, fmt_shape
 from ...ops.op import quiet
 from ...tensor import Tensor
-from . import rnn
+from . import parametrizations, parametrize, rnn
 
-__all__ = ["rnn", "clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm",
+__all__ = ["rnn", "parametrize", "parametrizations", "clip_grad_norm_", "clip_grad_value_",
+           "clip_grads_with_norm_", "get_total_norm",
            "parameters_to_vector", "vector_to_parameters"]
 
 
