@@ -20,6 +20,7 @@ from . import (
     autograd_graph,
     cuda,
     distributions,
+    func,
     function,
     functional,
     linalg,
@@ -494,7 +495,7 @@ __all__ = [
     "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
     "AnomalyError", "AnomalyWarning", "record", "gradcheck_graph", "check_graph",
     "capture", "CapturedStep", "Generator", "default_generator", "utils", "distributions", "cuda",
-    "testing", "linalg",
+    "testing", "linalg", "func",
     # creation (tensor.py) and torch's module-level functions (routines.py)
     "as_tensor", "asarray", "randint_like",
     "bernoulli", "empty", "empty_like", "eye", "from_numpy", "full_like", "linspace",

@@ -30,7 +30,7 @@ LAYERS = {
     "library": ["functional", "routines", "function", "replay", "nn", "nn.*", "nn.parallel",
                 "optim", "optim.*",
                 "distributed", "utils", "utils.*", "autograd_functional", "autograd_graph",
-                "distributions", "linalg", "runtime", "amp", "accelerator"],
+                "distributions", "linalg", "func", "runtime", "amp", "accelerator"],
     "tools": ["anomaly", "gradcheck", "graphcheck", "explain", "viz", "explore", "plots",
               "exercises", "testing"],
     "app": ["cli", "__main__", "train", "runs", "sample", "data", "serialization", "graphs",
