@@ -1,7 +1,8 @@
 """tinyattn.distributions: torch.distributions' Categorical, Normal, Bernoulli, Uniform,
-Exponential, Laplace, Gamma, Beta and Independent, made of tensor ops, so log_prob, entropy,
-cdf and rsample (where torch has it; not Gamma's nor Beta's here) carry gradients to the
-parameters; kl_divergence with torch's closed
+Exponential, Laplace, Gamma, Beta, Independent, MultivariateNormal (from a covariance, precision
+or scale_tril matrix: all through a Cholesky factor), OneHotCategorical, Poisson, Binomial and
+Geometric, made of tensor ops, so log_prob, entropy, cdf and rsample (where torch has it; not
+Gamma's nor Beta's here) carry gradients to the parameters; kl_divergence with torch's closed
 forms between them (register_kl adds more; also as the module `distributions.kl`), and the few
 constraints their support and arg_constraints name (Real, Boolean, Interval...).
 
@@ -28,10 +29,12 @@ from .dtypes import result_type
 from .errors import ShapeError, fmt_shape
 from .generator import check as check_generator
 from .generator import rng_of
-from .tensor import Tensor, arange, full, multinomial, rand, randn, tensor, zeros
+from .linalg import cholesky, solve_triangular
+from .tensor import Tensor, arange, eye, full, multinomial, rand, randn, tensor, zeros
 
-__all__ = ["Bernoulli", "Beta", "Categorical", "Exponential", "Gamma", "Independent", "Laplace",
-           "Normal", "Uniform", "kl_divergence", "register_kl"]
+__all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Exponential", "Gamma", "Geometric",
+           "Independent", "Laplace", "MultivariateNormal", "Normal", "OneHotCategorical",
+           "Poisson", "Uniform", "kl_divergence", "register_kl"]
 
 
 class _Constraint:
@@ -90,6 +93,40 @@ _boolean = _Constraint("Boolean", lambda v: (v == 0) | (v == 1), is_discrete=Tru
 _unit_interval = _interval(0.0, 1.0)
 _positive = _greater_than(0.0)
 _nonnegative = _Constraint("GreaterThanEq", lambda v, lo: v >= lo, lower_bound=0.0)
+_real_vector = _IndependentConstraint(_real, 1)
+_nonnegative_integer = _Constraint("IntegerGreaterThan", lambda v, lo: ((v % 1) == 0) & (v >= lo),
+                                   is_discrete=True, lower_bound=0)
+_simplex = _Constraint("Simplex", lambda v: (v >= 0).all(-1) & ((v.sum(-1) - 1).abs() < 1e-6))
+_one_hot = _Constraint("OneHot", lambda v: ((v == 0) | (v == 1)).all(-1) & (v.sum(-1) == 1),
+                       is_discrete=True)
+_simplex.event_dim = _one_hot.event_dim = 1
+
+
+def _matrix_constraint(name, test):
+    """A constraint on the last two dims (event_dim 2): `test` maps a NumPy array (..., n, n)
+    to a bool array (...)."""
+    made = _Constraint(name, lambda v: tensor(test(np.asarray(v.detach().numpy())),
+                                              backend=v.backend))
+    made.event_dim = 2
+    return made
+
+
+def _is_positive_definite(a):
+    """torch's constraints.positive_definite: symmetric (to 1e-6) and with a Cholesky factor."""
+    finite = np.isfinite(a).all((-2, -1))
+    symmetric = np.isclose(a, np.swapaxes(a, -1, -2), atol=1e-6).all((-2, -1))
+    eig = np.linalg.eigvalsh(np.where(np.isfinite(a), a, 0.0))
+    return finite & symmetric & (eig.min(-1, initial=np.inf) > 0)
+
+
+def _is_lower_cholesky(a):
+    """torch's constraints.lower_cholesky: lower-triangular with a positive diagonal."""
+    lower = (np.tril(a) == a).all((-2, -1))
+    return lower & (np.diagonal(a, axis1=-2, axis2=-1) > 0).all(-1)
+
+
+_positive_definite = _matrix_constraint("PositiveDefinite", _is_positive_definite)
+_lower_cholesky = _matrix_constraint("LowerCholesky", _is_lower_cholesky)
 
 
 class Categorical:
@@ -363,7 +400,11 @@ class _Distribution:
         if not isinstance(value, Tensor):
             value = tensor(value, dtype=result_type(like, 0.0), backend=like.backend)
         if where and self.validate_args:
-            full_shape = tuple(self.batch_shape) + tuple(self.event_shape)
+            event = tuple(self.event_shape)
+            if event and tuple(value.shape[value.ndim - len(event):]) != event:
+                raise ValueError(f"{where}: value of shape {fmt_shape(value.shape)} must end in "
+                                 f"event_shape {fmt_shape(event)}")
+            full_shape = tuple(self.batch_shape) + event
             try:
                 np.broadcast_shapes(value.shape, full_shape)
             except ValueError:
@@ -384,6 +425,9 @@ class _Distribution:
 
     def rsample(self, sample_shape=(), generator=None):
         raise NotImplementedError(f"{type(self).__name__} has no rsample")
+
+    def entropy(self):
+        raise NotImplementedError(f"{type(self).__name__} has no entropy")
 
     def cdf(self, value):
         raise NotImplementedError(f"{type(self).__name__} has no cdf")
@@ -824,6 +868,446 @@ class Independent(_Distribution):
         return f"Independent({self.base_dist!r}, {self.reinterpreted_batch_ndims})"
 
 
+_MATRIX_FORMS = ("covariance_matrix", "precision_matrix", "scale_tril")
+
+
+class MultivariateNormal(_Distribution):
+    """N(loc, Σ) over the last dim of loc (the event), Σ given as exactly one of
+    covariance_matrix, precision_matrix (Σ⁻¹) or scale_tril (L, lower-triangular with a
+    positive diagonal, L Lᵀ = Σ); the batch dims of loc and the matrix broadcast, as torch's.
+    Everything is computed from L (a Cholesky factor): rsample is loc + L ε, log_prob solves
+    L z = value - loc, log det Σ is 2 Σ log diag L, so gradients reach loc and the matrix given.
+    With validate_args, loc must not hold NaN, and the matrix must be positive-definite
+    (symmetric) or, for scale_tril, lower-triangular with a positive diagonal (ValueErrors)."""
+
+    arg_constraints = {"loc": _real_vector, "covariance_matrix": _positive_definite,
+                       "precision_matrix": _positive_definite, "scale_tril": _lower_cholesky}
+    support = _real_vector
+    _params = ("loc",)
+
+    def __init__(self, loc, covariance_matrix=None, precision_matrix=None, scale_tril=None,
+                 validate_args=None):
+        given = {name: m for name, m in zip(_MATRIX_FORMS, (covariance_matrix, precision_matrix,
+                                                            scale_tril), strict=True)
+                 if m is not None}
+        loc = loc if isinstance(loc, Tensor) else tensor(loc)
+        if loc.ndim < 1:
+            raise ValueError("MultivariateNormal: loc must be at least one-dimensional.")
+        if len(given) != 1:
+            raise ValueError("MultivariateNormal: Exactly one of covariance_matrix or "
+                             "precision_matrix or scale_tril may be specified.")
+        (self._given, matrix), = given.items()
+        loc, matrix = _tensors(loc, matrix)
+        batch = _mvn_batch_shape(self._given, loc, matrix)
+        n = loc.shape[-1]
+        self.batch_shape, self.event_shape = batch, (n,)
+        self.loc, self._matrix = loc.expand(*batch, n), matrix.expand(*batch, n, n)
+        self.validate_args = validate_args is not False
+        if self.validate_args:
+            _refuse_outside("MultivariateNormal", "loc", self.loc, _real_vector)
+            _refuse_outside("MultivariateNormal", self._given, self._matrix,
+                            self.arg_constraints[self._given])
+        if self._given == "scale_tril":
+            self._unbroadcasted_scale_tril = matrix
+        elif self._given == "covariance_matrix":
+            self._unbroadcasted_scale_tril = cholesky(matrix)
+        else:
+            self._unbroadcasted_scale_tril = _precision_to_scale_tril(matrix)
+
+    def _full(self, matrix):
+        return matrix.expand(*self.batch_shape, *self.event_shape, *self.event_shape)
+
+    @property
+    def scale_tril(self):
+        if self._given == "scale_tril":
+            return self._matrix
+        return self._full(self._unbroadcasted_scale_tril)
+
+    @property
+    def covariance_matrix(self):
+        if self._given == "covariance_matrix":
+            return self._matrix
+        low = self._unbroadcasted_scale_tril
+        return self._full(low @ low.mT)
+
+    @property
+    def precision_matrix(self):
+        """Σ⁻¹ = L⁻ᵀ L⁻¹ (torch's cholesky_inverse), L⁻¹ by a triangular solve."""
+        if self._given == "precision_matrix":
+            return self._matrix
+        low = self._unbroadcasted_scale_tril
+        eye = _eye_like(low)
+        low_inv = solve_triangular(low, eye.expand(*low.shape), upper=False)
+        return self._full(low_inv.mT @ low_inv)
+
+    @property
+    def mean(self):
+        return self.loc
+
+    @property
+    def mode(self):
+        return self.loc
+
+    @property
+    def variance(self):
+        """The diagonal of Σ: the squares of L's rows, summed."""
+        return (self._unbroadcasted_scale_tril ** 2).sum(-1).expand(*self.batch_shape,
+                                                                     *self.event_shape)
+
+    def rsample(self, sample_shape=(), generator=None):
+        """loc + L ε, ε ~ N(0, I): gradients reach loc and the matrix given."""
+        eps = randn(*self._extended(sample_shape), generator=generator, dtype=self.loc.dtype,
+                    backend=self.loc.backend)
+        return self.loc + (self._unbroadcasted_scale_tril @ eps.unsqueeze(-1)).squeeze(-1)
+
+    def log_prob(self, value):
+        """-(n log 2π + |L⁻¹ (value - loc)|²) / 2 - Σ log diag L."""
+        diff = self._value(value, "MultivariateNormal.log_prob") - self.loc
+        low = self._unbroadcasted_scale_tril
+        m = _batch_mahalanobis(low, diff)
+        half_log_det = low.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+        return -0.5 * (self.event_shape[0] * math.log(2 * math.pi) + m) - half_log_det
+
+    def entropy(self):
+        half_log_det = self._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+        h = 0.5 * self.event_shape[0] * (1.0 + math.log(2 * math.pi)) + half_log_det
+        return h.expand(*self.batch_shape)
+
+    def expand(self, batch_shape, _instance=None):
+        """loc and the matrix given broadcast to batch_shape (views), L kept, as torch's."""
+        new = _instance or object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.batch_shape = _shape(batch_shape)
+        n = self.event_shape[0]
+        new.loc, new._matrix = (self.loc.expand(*new.batch_shape, n),
+                                self._matrix.expand(*new.batch_shape, n, n))
+        return new
+
+    def __repr__(self):
+        return (f"MultivariateNormal(loc: {fmt_shape(self.loc.shape)}, {self._given}: "
+                f"{fmt_shape(self._matrix.shape)})")
+
+
+def _mvn_batch_shape(form, loc, matrix):
+    """loc's and the matrix's batch dims broadcast (torch's errors: a ValueError for a matrix
+    of fewer than 2 dims, a RuntimeError for dims that do not broadcast); a matrix that is not
+    square, or of another size than loc's event, is a ValueError (torch takes it, and fails
+    later)."""
+    if matrix.ndim < 2:
+        raise ValueError(f"MultivariateNormal: {form} matrix must be at least two-dimensional, "
+                         f"with optional leading batch dimensions")
+    n = loc.shape[-1]
+    if tuple(matrix.shape[-2:]) != (n, n):
+        raise ShapeError(f"MultivariateNormal: {form} must be (..., n, n) with n = loc's event "
+                         f"size {n}, got {fmt_shape(matrix.shape)}")
+    try:
+        return tuple(np.broadcast_shapes(tuple(matrix.shape[:-2]), tuple(loc.shape[:-1])))
+    except ValueError:
+        raise ShapeError(f"MultivariateNormal: the batch dims of {form} "
+                         f"{fmt_shape(matrix.shape)} and loc {fmt_shape(loc.shape)} do not "
+                         f"broadcast") from None
+
+
+def _eye_like(matrix):
+    return eye(matrix.shape[-1], dtype=matrix.dtype, backend=matrix.backend)
+
+
+def _precision_to_scale_tril(precision):
+    """L with L Lᵀ = P⁻¹, torch's way: the Cholesky factor of P flipped, flipped back and
+    transposed is L⁻¹ (lower-triangular), and L comes from a triangular solve."""
+    flipped = cholesky(precision.flip((-2, -1)))
+    low_inv = flipped.flip((-2, -1)).mT
+    return solve_triangular(low_inv, _eye_like(precision).expand(*low_inv.shape), upper=False)
+
+
+def _batch_mahalanobis(low, x):
+    """|L⁻¹ x|² over the last dim, L (..., n, n) and x (..., n) broadcast against each other."""
+    n = x.shape[-1]
+    batch = tuple(np.broadcast_shapes(tuple(low.shape[:-2]), tuple(x.shape[:-1])))
+    z = solve_triangular(low.expand(*batch, n, n), x.expand(*batch, n).unsqueeze(-1),
+                         upper=False)
+    return (z.squeeze(-1) ** 2).sum(-1)
+
+
+class OneHotCategorical(_Distribution):
+    """Categorical's draws as one-hot vectors over the last dim (the event, of size K): built
+    on a Categorical of the same probs or logits (its checks, as torch's), so log_prob (the
+    logit at the value's hot index) and entropy carry gradients to them."""
+
+    has_rsample = False
+    has_enumerate_support = True
+    arg_constraints = {"probs": _simplex, "logits": _real_vector}
+    support = _one_hot
+    _params = ("probs",)
+
+    def __init__(self, probs=None, logits=None, validate_args=None):
+        self._categorical = Categorical(probs, logits, validate_args=validate_args)
+        self.batch_shape = tuple(self._categorical.batch_shape)
+        self.event_shape = tuple(self._categorical.param_shape[-1:])
+        self.validate_args = validate_args is not False
+
+    @property
+    def probs(self):
+        return self._categorical.probs
+
+    @property
+    def logits(self):
+        return self._categorical.logits
+
+    @property
+    def param_shape(self):
+        return self._categorical.param_shape
+
+    @property
+    def mean(self):
+        return self.probs
+
+    @property
+    def mode(self):
+        """The most likely category, one-hot (in probs' dtype, no gradient)."""
+        return _eye_like(self.probs)[self._categorical.mode]
+
+    @property
+    def variance(self):
+        return self.probs * (1 - self.probs)
+
+    def sample(self, sample_shape=(), generator=None):
+        """One-hot rows (in probs' dtype) of shape sample_shape + batch_shape + (K,)."""
+        with no_grad():
+            return _eye_like(self.probs)[self._categorical.sample(sample_shape, generator)]
+
+    def log_prob(self, value):
+        value = self._value(value, "OneHotCategorical.log_prob")
+        return self._categorical.log_prob(value.detach().argmax(-1))
+
+    def entropy(self):
+        return self._categorical.entropy()
+
+    def enumerate_support(self, expand=True):
+        """The K one-hot rows, of shape (K, 1, ..., K) with a 1 per batch dim, expanded to
+        (K, *batch_shape, K) with expand=True (torch's)."""
+        k, batch = self.event_shape[0], tuple(self.batch_shape)
+        values = _eye_like(self.probs).reshape(k, *(1,) * len(batch), k)
+        return values.expand(k, *batch, k) if expand else values
+
+    def expand(self, batch_shape, _instance=None):
+        new = _instance or object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new._categorical = self._categorical.expand(batch_shape)
+        new.batch_shape = _shape(batch_shape)
+        return new
+
+    def __repr__(self):
+        given = self._categorical._given
+        return f"OneHotCategorical({given}: {fmt_shape(getattr(self, given).shape)})"
+
+
+def _binary_pair(dist):
+    """The parameter of probs and logits not given, made from the one given as torch's
+    probs_to_logits and logits_to_probs (is_binary): probs clamped to [eps, 1 - eps]."""
+    if dist._given == "probs":
+        eps = float(np.finfo(dist.probs.dtype).eps)
+        clamped = dist.probs.clamp(eps, 1 - eps)
+        dist.logits = clamped.log() - (-clamped).log1p()
+    else:
+        dist.probs = dist.logits.sigmoid()
+
+
+def _drawn(like, shape, generator, where, draw, *params):
+    """draw(rng, *params broadcast to shape) from `generator` or the backend's own stream, as
+    a tensor of like's dtype and backend (no gradient)."""
+    be = like.backend
+    rng = rng_of(be, check_generator(generator, be, where))
+    arrays = [be.xp.broadcast_to(p.detach()._data, shape) for p in params]
+    out = be.xp.asarray(draw(rng, *arrays)).astype(like.dtype, copy=False)
+    return tensor(out, dtype=like.dtype, backend=be)
+
+
+class Poisson(_Distribution):
+    """rate^k e^(-rate) / k! on k = 0, 1, ...; rate >= 0 checked when made. log_prob
+    (k log rate - rate - lgamma(k + 1)) carries the gradient to rate; draws come from the
+    generator (the backend's poisson). No entropy, as torch's."""
+
+    has_rsample = False
+    arg_constraints = {"rate": _nonnegative}
+    support = _nonnegative_integer
+    _params = ("rate",)
+
+    def __init__(self, rate, validate_args=None):
+        self._init(validate_args, rate=rate)
+
+    @property
+    def mean(self):
+        return self.rate
+
+    @property
+    def mode(self):
+        return self.rate.floor()
+
+    @property
+    def variance(self):
+        return self.rate
+
+    def sample(self, sample_shape=(), generator=None):
+        """Counts (in rate's dtype) of shape sample_shape + batch_shape, no gradient."""
+        return _drawn(self.rate, self._extended(sample_shape), generator, "Poisson.sample",
+                      lambda rng, rate: rng.poisson(rate), self.rate)
+
+    def log_prob(self, value):
+        value = _as_dtype(self._value(value, "Poisson.log_prob"), self.rate)
+        return value.xlogy(self.rate) - self.rate - (value + 1).lgamma()
+
+
+def _as_dtype(value, like):
+    return value if value.dtype == like.dtype else value.to(like.dtype)
+
+
+def _clamp_by_zero(x):
+    """max(x, 0) with the gradient 1/2 at 0 (torch's)."""
+    return (x.clamp(min=0) + x - x.clamp(max=0)) / 2
+
+
+class Binomial(_Distribution):
+    """The number of successes in total_count trials, each a success with probability `probs`
+    (or from `logits`, not both); total_count (a whole number >= 0) and the parameter broadcast,
+    total_count taking the parameter's dtype, as torch's. log_prob carries the gradient to probs
+    or logits; entropy and enumerate_support need one total_count for all (torch's)."""
+
+    has_rsample = False
+    has_enumerate_support = True
+    arg_constraints = {"total_count": _nonnegative_integer, "probs": _unit_interval,
+                       "logits": _real}
+    _params = ("total_count", "probs", "logits")
+
+    def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
+        if (probs is None) == (logits is None):
+            raise ValueError("Binomial: either `probs` or `logits` must be specified, "
+                             "but not both")
+        self._given = "probs" if logits is None else "logits"
+        self._init(validate_args, total_count=total_count,
+                   **{self._given: probs if logits is None else logits})
+        self.total_count = _as_dtype(self.total_count, self._like)
+        _binary_pair(self)
+
+    @property
+    def _like(self):
+        return getattr(self, self._given)
+
+    @property
+    def param_shape(self):
+        return self._like.shape
+
+    @property
+    def support(self):
+        return _IntegerInterval(0, self.total_count)
+
+    @property
+    def mean(self):
+        return self.total_count * self.probs
+
+    @property
+    def mode(self):
+        return ((self.total_count + 1) * self.probs).floor().clamp(max=self.total_count)
+
+    @property
+    def variance(self):
+        return self.total_count * self.probs * (1 - self.probs)
+
+    def sample(self, sample_shape=(), generator=None):
+        """Counts (in the parameter's dtype) of shape sample_shape + batch_shape, no gradient."""
+        return _drawn(self._like, self._extended(sample_shape), generator, "Binomial.sample",
+                      lambda rng, n, p: rng.binomial(n.astype(np.int64), p), self.total_count,
+                      self.probs)
+
+    def log_prob(self, value):
+        value = _as_dtype(self._value(value, "Binomial.log_prob"), self._like)
+        n, logits = self.total_count, self.logits
+        normalize = (n * _clamp_by_zero(logits) + n * (-logits.abs()).exp().log1p()
+                     - (n + 1).lgamma())
+        return value * logits - (value + 1).lgamma() - (n - value + 1).lgamma() - normalize
+
+    def entropy(self):
+        """-Σ P(k) log P(k) over k = 0..total_count."""
+        log_prob = self.log_prob(self.enumerate_support(False))
+        return -(log_prob.exp() * log_prob).sum(0)
+
+    def enumerate_support(self, expand=True):
+        """0..total_count (one total_count for all), of shape (total_count + 1, 1, ...) with a
+        1 per batch dim, expanded to (total_count + 1, *batch_shape) with expand=True."""
+        counts = self.total_count.detach()
+        total = int(counts.max().item())
+        if counts.min().item() != total:
+            raise NotImplementedError("Inhomogeneous total count not supported by "
+                                      "`enumerate_support`.")
+        batch, like = tuple(self.batch_shape), self._like
+        values = arange(1 + total, dtype=like.dtype, backend=like.backend)
+        values = values.reshape(-1, *(1,) * len(batch))
+        return values.expand(-1, *batch) if expand else values
+
+    def __repr__(self):
+        return (f"Binomial(total_count: {fmt_shape(self.total_count.shape)}, {self._given}: "
+                f"{fmt_shape(self._like.shape)})")
+
+
+class Geometric(_Distribution):
+    """The number of failures before the first success, each trial a success with probability
+    `probs` (0 < probs <= 1, checked when made) or from `logits`, not both: P(k) = (1-p)^k p
+    on k = 0, 1, ... (torch's; Tensor.geometric_ counts the trials instead)."""
+
+    has_rsample = False
+    arg_constraints = {"probs": _unit_interval, "logits": _real}
+    support = _nonnegative_integer
+    _params = ("probs", "logits")
+
+    def __init__(self, probs=None, logits=None, validate_args=None):
+        if (probs is None) == (logits is None):
+            raise ValueError("Geometric: either `probs` or `logits` must be specified, "
+                             "but not both")
+        self._given = "probs" if logits is None else "logits"
+        self._init(validate_args, **{self._given: probs if logits is None else logits})
+        if self.validate_args and logits is None:
+            _check("Geometric", "probs", self.probs, lambda a: a > 0, "must be positive")
+        _binary_pair(self)
+
+    @property
+    def _like(self):
+        return getattr(self, self._given)
+
+    @property
+    def mean(self):
+        return 1.0 / self.probs - 1.0
+
+    @property
+    def mode(self):
+        return zeros(*self.batch_shape, dtype=self.probs.dtype, backend=self.probs.backend)
+
+    @property
+    def variance(self):
+        return (1.0 / self.probs - 1.0) / self.probs
+
+    def sample(self, sample_shape=(), generator=None):
+        """floor(log u / log(1 - p)), u ~ U[tiny, 1) (torch's), no gradient."""
+        p = self.probs.detach()
+        u = rand(*self._extended(sample_shape), generator=generator, dtype=p.dtype,
+                 backend=p.backend)
+        with no_grad():
+            u = u.clamp(min=float(np.finfo(p.dtype).tiny))
+            return (u.log() / (-p).log1p()).floor()
+
+    def log_prob(self, value):
+        """k log(1 - p) + log p (0 at k = 0 where p = 1, as torch's)."""
+        value = _as_dtype(self._value(value, "Geometric.log_prob"), self.probs)
+        probs = _fill(self.probs, (self.probs == 1) & (value == 0), 0.0)
+        return value * (-probs).log1p() + self.probs.log()
+
+    def entropy(self):
+        return F.binary_cross_entropy_with_logits(self.logits, self.probs,
+                                                  reduction="none") / self.probs
+
+    def __repr__(self):
+        return f"Geometric({self._given}: {fmt_shape(self._like.shape)})"
+
+
 def _sum_rightmost(value, dim):
     """value summed over its last `dim` dims (torch's _sum_rightmost)."""
     return value.reshape(*value.shape[:value.ndim - dim], -1).sum(-1) if dim else value
@@ -835,7 +1319,8 @@ def _refuse_outside(where, name, value, constraint):
         good = np.asarray(constraint.check(value.detach()).numpy())
     if good.all():
         return
-    values = np.broadcast_to(np.asarray(value.detach().numpy()), good.shape)
+    values, n = np.asarray(value.detach().numpy()), constraint.event_dim  # (a bad event shown)
+    values = np.broadcast_to(values, good.shape + values.shape[values.ndim - n:])
     raise ValueError(f"{where}: {name} must be within {constraint!r}, got "
                      f"{values[~good][0].tolist()} ({int((~good).sum())} of {good.size} "
                      f"invalid)")
@@ -1041,9 +1526,12 @@ def _kl_beta_uniform(p, q):
 @register_kl(Normal, Exponential)
 @register_kl(Normal, Gamma)
 @register_kl(Normal, Uniform)
+@register_kl(Poisson, Bernoulli)
+@register_kl(Poisson, Binomial)
 def _kl_infinity(p, q):
     """inf: q's support is bounded where p's is not (torch's _infinite_like, of p's shape)."""
-    like = getattr(p, {Exponential: "rate", Gamma: "concentration"}.get(type(p), "loc"))
+    like = getattr(p, {Exponential: "rate", Gamma: "concentration",
+                       Poisson: "rate"}.get(type(p), "loc"))
     return full(like.shape, math.inf, dtype=like.dtype, backend=like.backend)
 
 
@@ -1054,6 +1542,55 @@ def _kl_independent_independent(p, q):
         raise NotImplementedError("KL(Independent || Independent) needs the same "
                                   "reinterpreted_batch_ndims in both")
     return _sum_rightmost(kl_divergence(p.base_dist, q.base_dist), p.reinterpreted_batch_ndims)
+
+
+@register_kl(MultivariateNormal, MultivariateNormal)
+def _kl_multivariatenormal_multivariatenormal(p, q):
+    """torch's: log det Lq - log det Lp + (|Lq⁻¹ Lp|²_F + |Lq⁻¹ (μq - μp)|² - n) / 2."""
+    if p.event_shape != q.event_shape:
+        raise ValueError("KL-divergence between two Multivariate Normals with different event "
+                         "shapes cannot be computed")
+    lp, lq = p._unbroadcasted_scale_tril, q._unbroadcasted_scale_tril
+    half_term1 = (lq.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+                  - lp.diagonal(dim1=-2, dim2=-1).log().sum(-1))
+    n = p.event_shape[0]
+    batch = tuple(np.broadcast_shapes(tuple(lq.shape[:-2]), tuple(lp.shape[:-2])))
+    ratio = solve_triangular(lq.expand(*batch, n, n), lp.expand(*batch, n, n), upper=False)
+    term2 = (ratio ** 2).sum((-2, -1))
+    term3 = _batch_mahalanobis(lq, q.loc - p.loc)
+    return half_term1 + 0.5 * (term2 + term3 - n)
+
+
+@register_kl(OneHotCategorical, OneHotCategorical)
+def _kl_onehotcategorical_onehotcategorical(p, q):
+    return _kl_categorical_categorical(p._categorical, q._categorical)
+
+
+@register_kl(Poisson, Poisson)
+def _kl_poisson_poisson(p, q):
+    return p.rate * (p.rate.log() - q.rate.log()) - (p.rate - q.rate)
+
+
+@register_kl(Bernoulli, Poisson)
+def _kl_bernoulli_poisson(p, q):
+    return -p.entropy() - (p.probs * q.rate.log() - q.rate)
+
+
+@register_kl(Binomial, Binomial)
+def _kl_binomial_binomial(p, q):
+    """n (p (lp - lq) + log(1 - p) - log(1 - q)); inf where p's total_count exceeds q's, and
+    a q of a larger total_count anywhere is a NotImplementedError (torch's)."""
+    if bool((p.total_count < q.total_count).any()):
+        raise NotImplementedError("KL between Binomials where q.total_count > p.total_count is "
+                                  "not implemented")
+    result = p.total_count * (p.probs * (p.logits - q.logits) + (-p.probs).log1p()
+                              - (-q.probs).log1p())
+    return _fill(result, p.total_count > q.total_count, math.inf)
+
+
+@register_kl(Geometric, Geometric)
+def _kl_geometric_geometric(p, q):
+    return -p.entropy() - (-q.probs).log1p() / p.probs - q.logits
 
 
 # torch.distributions.kl, for `from tinyattn.distributions.kl import kl_divergence`
