@@ -8,6 +8,7 @@ accepted where a tensor is expected.
 """
 
 import math
+import numbers
 
 import numpy as np
 
@@ -58,6 +59,8 @@ __all__ = [
     "unfold", "fold", "conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
     "adaptive_avg_pool2d", "conv_transpose1d", "conv_transpose2d", "adaptive_avg_pool1d",
     "adaptive_max_pool1d", "adaptive_max_pool2d",
+    "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pixel_shuffle",
+    "pixel_unshuffle", "channel_shuffle", "instance_norm", "dropout1d", "dropout2d",
 ]
 
 
@@ -2028,6 +2031,341 @@ def _adaptive_places(picked, places, first):
     """The place in H*W of each window's picked entry: places (flat) at the window's first
     entry `first` plus the picked offset."""
     return places[first + picked]
+
+
+# ---- resampling: interpolate and upsample ------------------------------------------------------
+# Each spatial dim in turn (separable, as torch's kernels: the last dim innermost): nearest
+# modes pick one source place per output place (index_select), the linear modes two with
+# weights; torch's source places (its area_pixel_compute_scale / _source_index rules, in its
+# opmath type: float32 below float64) are computed here in NumPy, so the values agree exactly.
+
+_LINEAR_DIMS = {"linear": 3, "bilinear": 4, "trilinear": 5}
+_INTERP_MODES = ("nearest", "nearest-exact", "area", "linear", "bilinear", "trilinear")
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,  # noqa: A002
+                recompute_scale_factor=None, antialias=False):
+    """Resize the spatial dims of (N, C, L), (N, C, H, W) or (N, C, D, H, W) to `size`, or by
+    `scale_factor` (the size floor(n * factor)), as torch's: mode "nearest" (source place
+    floor(i * scale), torch's legacy rule), "nearest-exact" (floor((i + 0.5) * scale)),
+    "linear" (3-D) / "bilinear" (4-D) / "trilinear" (5-D) with align_corners (False: pixel
+    centres, torch's default; True: corner pixels line up), or "area" (adaptive_avg_pool,
+    3-D and 4-D). scale is 1 / scale_factor when one is given (unless
+    recompute_scale_factor=True), else in / out. Gradients flow through the gathers.
+    Not supported, and refused by name: "bicubic", antialias=True."""
+    x = _t(input)
+    align_corners = _interp_align(mode, align_corners)
+    sizes, scales = _interp_sizes(x, size, scale_factor, recompute_scale_factor, mode)
+    _interp_mode_fits(x, mode, antialias)
+    if any(n < 1 for n in x.shape[2:]) or any(m < 1 for m in sizes):
+        raise ShapeError(f"interpolate: input and output sizes should be greater than 0, got "
+                         f"input {fmt_shape(x.shape)} and output size {fmt_shape(sizes)}")
+    if mode == "area":
+        pool = adaptive_avg_pool1d if x.ndim == 3 else adaptive_avg_pool2d
+        return pool(x, sizes)
+    if mode in _LINEAR_DIMS:
+        _floating(x, f"interpolate (mode {mode!r})")
+    for k in reversed(range(x.ndim - 2)):  # (the last dim first: torch's innermost)
+        x = _resample(x, 2 + k, sizes[k], scales[k], mode, align_corners)
+    return x
+
+
+def _interp_align(mode, align_corners):
+    """align_corners as torch: only for the interpolating modes (default False there)."""
+    if mode in ("nearest", "nearest-exact", "area"):
+        if align_corners is not None:
+            raise ValueError(f"interpolate: align_corners can only be set with the "
+                             f"interpolating modes (linear, bilinear, trilinear), not mode "
+                             f"{mode!r}")
+        return False
+    return bool(align_corners)
+
+
+def _interp_sizes(x, size, scale_factor, recompute_scale_factor, mode):
+    """The output size of each spatial dim, and the scale factor (or None) torch's kernel is
+    given for it: none where the size was given or recompute_scale_factor (area's default)."""
+    dim, given = x.ndim - 2, fmt_shape(x.shape)
+    if (size is None) == (scale_factor is None):
+        raise ValueError(f"interpolate: give exactly one of size or scale_factor (input "
+                         f"{given}), got size={size!r}, scale_factor={scale_factor!r}")
+    if size is not None:
+        if recompute_scale_factor:
+            raise ValueError("interpolate: recompute_scale_factor is not meaningful with an "
+                             "explicit size")
+        sizes = _per_spatial_dim(size, dim, given, "size")
+        if not all(isinstance(n, numbers.Integral) and not isinstance(n, bool) for n in sizes):
+            raise DTypeError(f"interpolate: size must be ints, got {size!r}")
+        return tuple(int(n) for n in sizes), (None,) * dim
+    factors = tuple(float(f) for f in _per_spatial_dim(scale_factor, dim, given,
+                                                       "scale_factor"))
+    sizes = tuple(int(n * f) for n, f in zip(x.shape[2:], factors, strict=True))
+    recompute = recompute_scale_factor or mode == "area"
+    return sizes, (None,) * dim if recompute else factors
+
+
+def _per_spatial_dim(value, dim, given, what):
+    """size or scale_factor as one entry per spatial dim (one number: repeated)."""
+    if not isinstance(value, (tuple, list)):
+        return (value,) * dim
+    if len(value) != dim:
+        raise ValueError(f"interpolate: input {given} has {dim} spatial dims, but {what} "
+                         f"{tuple(value)} has {len(value)} (give (N, C, d1, ..., dK) and K "
+                         "entries)")
+    return tuple(value)
+
+
+def _interp_mode_fits(x, mode, antialias):
+    """The mode fits the input's dims (torch's NotImplementedError otherwise); antialias and
+    bicubic are refused by name."""
+    if antialias:
+        raise NotImplementedError("interpolate: antialias=True is not supported by tinyattn")
+    if mode == "bicubic":
+        raise NotImplementedError("interpolate: mode 'bicubic' is not supported by tinyattn")
+    if mode not in _INTERP_MODES:
+        raise NotImplementedError(f"interpolate: mode must be one of {', '.join(_INTERP_MODES)}"
+                                  f", got {mode!r}")
+    if x.ndim not in (3, 4, 5) or (mode == "area" and x.ndim == 5):
+        raise NotImplementedError(f"interpolate: only 3-D, 4-D and 5-D inputs (N, C, ...) are "
+                                  f"supported (area: 3-D and 4-D), got {fmt_shape(x.shape)}")
+    if _LINEAR_DIMS.get(mode, x.ndim) != x.ndim:
+        raise NotImplementedError(f"interpolate: got {x.ndim}-D input {fmt_shape(x.shape)}, "
+                                  f"but {mode} mode needs {_LINEAR_DIMS[mode]}-D input")
+
+
+def _resample(x, axis, m, scale, mode, align_corners):
+    """x resized to m entries along axis (mode "nearest", "nearest-exact", or linear)."""
+    n = x.shape[axis]
+    opmath = np.float64 if x.dtype == np.float64 else np.float32  # (torch's opmath_type)
+    if mode.startswith("nearest"):
+        return x.index_select(axis, _nearest_places(n, m, scale, mode == "nearest-exact",
+                                                    opmath))
+    first, second, w0, w1 = _linear_places(n, m, scale, align_corners, opmath)
+    shape = [1] * x.ndim
+    shape[axis] = m
+    w0, w1 = (_fresh(w.astype(x.dtype).reshape(shape), backend=x.backend) for w in (w0, w1))
+    return x.index_select(axis, first) * w0 + x.index_select(axis, second) * w1
+
+
+def _interp_scale(n, m, scale, align_corners, opmath):
+    """torch's area_pixel_compute_scale, in opmath: (n - 1) / (m - 1) with align_corners,
+    else 1 / scale_factor if one was given, else n / m."""
+    if align_corners:
+        return opmath(n - 1) / opmath(m - 1) if m > 1 else opmath(0)
+    if scale is not None and scale > 0:
+        return opmath(1.0 / scale)
+    return opmath(n) / opmath(m)
+
+
+def _source_index(n, m, scale, align_corners, opmath):
+    """torch's area_pixel_compute_source_index for each output place: scale * i with
+    align_corners, else scale * (i + 0.5) - 0.5, at least 0."""
+    i = np.arange(m).astype(opmath)
+    if align_corners:
+        return scale * i
+    return np.maximum(scale * (i + opmath(0.5)) - opmath(0.5), opmath(0))
+
+
+def _nearest_places(n, m, scale, exact, opmath):
+    """The source place of each of m output places: floor(i * scale) ("nearest") or
+    floor((i + 0.5) * scale) ("nearest-exact"), floored in float32 as torch's floorf, at most
+    n - 1."""
+    scale = _interp_scale(n, m, scale, False, opmath)
+    if exact:
+        where = _source_index(n, m, scale, False, opmath).astype(np.float64) + 0.5
+    else:
+        where = scale * np.arange(m).astype(opmath)
+    return np.minimum(np.floor(where.astype(np.float32)).astype(np.int64), n - 1)
+
+
+def _linear_places(n, m, scale, align_corners, opmath):
+    """The two source places of each of m output places and their weights (torch's
+    compute_source_index_and_lambda; m == n copies)."""
+    if m == n:
+        same = np.arange(n)
+        return same, same, np.ones(n, opmath), np.zeros(n, opmath)
+    real = _source_index(n, m, _interp_scale(n, m, scale, align_corners, opmath), align_corners,
+                         opmath)
+    first = np.minimum(np.floor(real.astype(np.float32)).astype(np.int64), n - 1)
+    lam = np.clip(real - first.astype(opmath), 0, 1).astype(opmath)
+    second = first + (first < n - 1)
+    return first, second, (opmath(1) - lam).astype(opmath), lam
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):  # noqa: A002
+    """interpolate, under torch's deprecated name (with its warning)."""
+    warn_user("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` instead.")
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):  # noqa: A002
+    """interpolate(mode="nearest"), under torch's deprecated name (with its warning)."""
+    warn_user("`nn.functional.upsample_nearest` is deprecated. Use "
+              "`nn.functional.interpolate` instead.")
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):  # noqa: A002
+    """interpolate(mode="bilinear", align_corners=True), under torch's deprecated name (with
+    its warning)."""
+    warn_user("`nn.functional.upsample_bilinear` is deprecated. Use "
+              "`nn.functional.interpolate` instead.")
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+# ---- pixel and channel shuffles ----------------------------------------------------------------
+
+
+def pixel_shuffle(input, upscale_factor):  # noqa: A002 - torch's name
+    """(*, C r², H, W) -> (*, C, H r, W r): each group of r² channels spread over an r x r
+    block of pixels, as torch's (sub-pixel convolution's upsampling)."""
+    x, r = _t(input), _shuffle_factor(upscale_factor, "pixel_shuffle", "upscale_factor")
+    _at_least_3d(x, "pixel_shuffle")
+    *lead, c, h, w = x.shape
+    if c % (r * r):
+        raise ShapeError(f"pixel_shuffle: the channel dim (-3) of input {fmt_shape(x.shape)} "
+                         f"must be divisible by upscale_factor² = {r * r}, got {c}")
+    n = len(lead)
+    y = x.reshape(*lead, c // (r * r), r, r, h, w)
+    y = y.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return _fresh_result(y.reshape(*lead, c // (r * r), h * r, w * r))
+
+
+def pixel_unshuffle(input, downscale_factor):  # noqa: A002 - torch's name
+    """(*, C, H r, W r) -> (*, C r², H, W): pixel_shuffle's inverse."""
+    x, r = _t(input), _shuffle_factor(downscale_factor, "pixel_unshuffle", "downscale_factor")
+    _at_least_3d(x, "pixel_unshuffle")
+    *lead, c, h, w = x.shape
+    if h % r or w % r:
+        raise ShapeError(f"pixel_unshuffle: the height and width (dims -2, -1) of input "
+                         f"{fmt_shape(x.shape)} must be divisible by downscale_factor {r}")
+    n = len(lead)
+    y = x.reshape(*lead, c, h // r, r, w // r, r)
+    y = y.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    return _fresh_result(y.reshape(*lead, c * r * r, h // r, w // r))
+
+
+def channel_shuffle(input, groups):  # noqa: A002 - torch's name
+    """(N, C, *) with its channels regrouped (ShuffleNet's): the channels as (groups,
+    C / groups), transposed, flattened again."""
+    x = _t(input)
+    if isinstance(groups, bool) or not isinstance(groups, numbers.Integral) or groups < 1:
+        raise ShapeError(f"channel_shuffle: the number of groups must be a positive int, got "
+                         f"{groups!r}")
+    _at_least_3d(x, "channel_shuffle")
+    n, c, *rest = x.shape
+    if c % groups:
+        raise ShapeError(f"channel_shuffle: the {c} channels of input {fmt_shape(x.shape)} must "
+                         f"be divisible by groups {groups}")
+    y = x.reshape(n, groups, c // groups, *rest).transpose(1, 2)
+    return _fresh_result(y.reshape(x.shape))
+
+
+def _shuffle_factor(r, name, what):
+    if isinstance(r, bool) or not isinstance(r, numbers.Integral) or r < 1:
+        raise ShapeError(f"{name}: {what} must be a positive int, got {r!r}")
+    return int(r)
+
+
+def _at_least_3d(x, name):
+    if x.ndim < 3:
+        raise ShapeError(f"{name}: expects input with at least 3 dims, got {fmt_shape(x.shape)}")
+
+
+def _fresh_result(y):
+    """y as new memory (a reshape that could stay a view, as for one group, is copied), as
+    torch's results."""
+    return y.clone() if y._is_view() else y
+
+
+# ---- instance norm, channel dropout ------------------------------------------------------------
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,  # noqa: A002
+                  use_input_stats=True, momentum=0.1, eps=1e-5):
+    """Normalize each channel of each sample (N, C, *) over its spatial dims, then scale and
+    shift each channel (weight and bias: (C,)). use_input_stats: by the sample's own mean and
+    biased variance, and running_mean / running_var (if given) move toward their averages over
+    the batch by momentum in place (the variance unbiased), as torch's; else by the running
+    statistics."""
+    x = _t(input)
+    weight, bias = (None if a is None else _t(a, x) for a in (weight, bias))
+    _check_instance_norm(x, running_mean, running_var, weight, bias, use_input_stats)
+    shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+    if use_input_stats:
+        dims = tuple(range(2, x.ndim))
+        mean, var = x.mean(dims, keepdim=True), x.var(dims, keepdim=True, correction=0)
+        n = math.prod(x.shape[2:])
+        with no_grad():
+            if running_mean is not None:
+                running_mean.mul_(1 - momentum).add_(mean.mean(0).reshape(-1) * momentum)
+            if running_var is not None:
+                running_var.mul_(1 - momentum).add_(var.mean(0).reshape(-1)
+                                                    * (momentum * n / (n - 1)))
+    else:
+        mean, var = running_mean.reshape(shape), running_var.reshape(shape)
+    return _channel_affine((x - mean) / (var + eps).sqrt(), weight, bias, shape, x.dtype)
+
+
+def _check_instance_norm(x, running_mean, running_var, weight, bias, use_input_stats):
+    """instance_norm's input and sizes, all before the running statistics move in place."""
+    _floating(x, "instance_norm")
+    if x.ndim < 2:
+        raise ShapeError(f"instance_norm: expected input (N, C, ...), got {fmt_shape(x.shape)}")
+    if use_input_stats and math.prod(x.shape[2:]) == 1:
+        raise ShapeError(f"instance_norm: expected more than 1 spatial element when training, "
+                         f"got input {fmt_shape(x.shape)}")
+    if not use_input_stats and (running_mean is None or running_var is None):
+        raise ValueError("instance_norm: without use_input_stats, give running_mean and "
+                         "running_var")
+    c = x.shape[1]
+    for what, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean),
+                    ("running_var", running_var)):
+        if t is not None and t.numel() != c:
+            raise ShapeError(f"instance_norm: {what} should contain {c} elements (one per "
+                             f"channel of input {fmt_shape(x.shape)}), not {t.numel()}")
+    _norm_params_dtype("instance_norm", x, weight=weight, bias=bias, running_mean=running_mean,
+                       running_var=running_var)
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):  # noqa: A002 - torch's names
+    """Zero whole channels of (N, C, L) (or (C, L)), each with probability p, and scale the
+    rest by 1/(1-p); the identity if not training (torch's feature dropout)."""
+    x = _t(input)
+    nn_ops.check_dropout_p(p)
+    if x.ndim not in (2, 3):
+        raise ShapeError(f"dropout1d: expected 2-D or 3-D input ((C, L) or (N, C, L)), got "
+                         f"{fmt_shape(x.shape)}")
+    return _feature_dropout(x, p, training, inplace, batched=x.ndim == 3)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):  # noqa: A002 - torch's names
+    """Zero whole channels of (N, C, H, W), each with probability p, and scale the rest by
+    1/(1-p); the identity if not training. As torch's: 3-D input is taken as (N, C, L) (with
+    its warning), other dims warned about and dropped by channel (dim 1) all the same."""
+    x = _t(input)
+    nn_ops.check_dropout_p(p)
+    if x.ndim not in (3, 4):
+        warn_user(f"dropout2d: Received a {x.ndim}-D input to dropout2d, which is deprecated "
+                  "and will result in an error in a future release. To retain the behavior "
+                  "and silence this warning, please use dropout instead.")
+    if x.ndim == 3:
+        warn_user("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise "
+                  "1D dropout behavior is desired - input is interpreted as shape (N, C, L). "
+                  "To maintain the 1D channel-wise dropout behavior, please switch to using "
+                  "dropout1d instead.")
+    return _feature_dropout(x, p, training, inplace, batched=True)
+
+
+def _feature_dropout(x, p, training, inplace, batched):
+    """x times a mask of 0 or 1/(1-p) per channel (dim 1, or dim 0 unbatched), the same over
+    the other dims."""
+    if not training or p == 0 or x.numel() == 0:
+        return x
+    lead = 2 if batched else 1
+    shape = x.shape[:lead] + (1,) * (x.ndim - lead)
+    with no_grad():
+        mask = dropout(full(shape, 1, dtype=x.dtype, backend=x.backend), p)
+    return x.mul_(mask) if inplace else x * mask
 
 
 # torch's keyword names: input= for the tensor (softmax(input=x)), where(condition, input=,

@@ -2,7 +2,8 @@
 
 module.py holds Module, Parameter and the containers; layers.py the basic layers;
 activation.py the activation modules; conv.py the convolution, pooling and Unfold/Fold
-modules; encoder.py torch's Transformer, its encoder and decoder
+modules; vision.py Upsample, the padding modules, the pixel and channel shuffles,
+InstanceNorm1d/2d and Dropout1d/2d; encoder.py torch's Transformer, its encoder and decoder
 stacks; recurrent.py RNN, LSTM, GRU and their cells; transformer.py the attention, MLP and
 block that make TinyTransformer.
 tinyattn.nn.functional is tinyattn.functional itself, so `import tinyattn.nn.functional as F`
@@ -120,6 +121,28 @@ from .transformer import (
     TransformerBlock,
     TransformerConfig,
 )
+from .vision import (
+    ChannelShuffle,
+    CircularPad1d,
+    CircularPad2d,
+    ConstantPad1d,
+    ConstantPad2d,
+    Dropout1d,
+    Dropout2d,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    PixelShuffle,
+    PixelUnshuffle,
+    ReflectionPad1d,
+    ReflectionPad2d,
+    ReplicationPad1d,
+    ReplicationPad2d,
+    Upsample,
+    UpsamplingBilinear2d,
+    UpsamplingNearest2d,
+    ZeroPad1d,
+    ZeroPad2d,
+)
 
 __all__ = [
     "Module", "Parameter", "Sequential", "ModuleList", "Linear", "Embedding", "LayerNorm",
@@ -142,6 +165,11 @@ __all__ = [
     "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool2d",
     "Unfold", "Fold", "ConvTranspose1d", "ConvTranspose2d", "AdaptiveAvgPool1d",
     "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
+    "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d",
+    "ZeroPad1d", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d",
+    "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d", "CircularPad2d",
+    "PixelShuffle", "PixelUnshuffle", "ChannelShuffle", "InstanceNorm1d", "InstanceNorm2d",
+    "Dropout1d", "Dropout2d",
 ]
 
 sys.modules[__name__ + ".functional"] = functional  # the module, not a copy: one F

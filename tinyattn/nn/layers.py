@@ -281,12 +281,10 @@ class RMSNorm(Module):
                 f"elementwise_affine={self.elementwise_affine}")
 
 
-class _BatchNorm(Module):
-    """Normalize each channel (dim 1) over the batch and the other dims, then scale and shift
-    it. Training: the batch's mean and (biased) variance, and the running statistics move
-    toward them by `momentum` (the variance unbiased; momentum=None: the average over every
-    batch so far); eval: the running statistics. torch's arguments, buffers and state keys (a
-    state dict without num_batches_tracked, torch's older checkpoints, loads)."""
+class _NormBase(Module):
+    """What the batch and instance norms share, as torch's _NormBase: weight and bias (with
+    affine), the running statistics' buffers (with track_running_stats), their resets, the
+    loading of older checkpoints and the repr."""
 
     _dims = ()  # the input dims allowed (BatchNorm1d: 2 or 3, BatchNorm2d: 4)
     _version = 2  # (torch's: version 2 saves num_batches_tracked)
@@ -306,6 +304,47 @@ class _BatchNorm(Module):
         else:
             self.running_mean = self.running_var = self.num_batches_tracked = None
         _place(self, device)
+
+    def reset_running_stats(self):
+        """running_mean zeros, running_var ones, num_batches_tracked 0, in place (as torch's;
+        nothing without track_running_stats)."""
+        if self.track_running_stats:
+            with no_grad():
+                self.running_mean.zero_()
+                self.running_var.fill_(1)
+                self.num_batches_tracked.zero_()
+
+    def reset_parameters(self):
+        """reset_running_stats(), then weight ones and bias zeros, in place (as torch's)."""
+        self.reset_running_stats()
+        if self.affine:
+            _ones_zeros(self.weight, self.bias)
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs):
+        """A checkpoint from before torch 0.4.1 (version below 2 in its _metadata, or none
+        recorded) has no num_batches_tracked: not missing, the module keeps its own count (0 if
+        new), as torch's loading fills it in. A version-2 checkpoint without it lacks it."""
+        key = prefix + "num_batches_tracked"
+        version = local_metadata.get("version")
+        if (version is None or version < 2) and self.track_running_stats and \
+                key not in state_dict:
+            state_dict[key] = self.num_batches_tracked
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
+                                      unexpected_keys, error_msgs)
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, bias={self.bias is not None}, "
+                f"track_running_stats={self.track_running_stats}")
+
+
+class _BatchNorm(_NormBase):
+    """Normalize each channel (dim 1) over the batch and the other dims, then scale and shift
+    it. Training: the batch's mean and (biased) variance, and the running statistics move
+    toward them by `momentum` (the variance unbiased; momentum=None: the average over every
+    batch so far); eval: the running statistics. torch's arguments, buffers and state keys (a
+    state dict without num_batches_tracked, torch's older checkpoints, loads)."""
 
     def forward(self, input):  # noqa: A002 - torch's argument name
         x, name = input, type(self).__name__
@@ -345,39 +384,6 @@ class _BatchNorm(Module):
         if self.weight is not None:
             y = y * self.weight.reshape(shape)
         return y if self.bias is None else y + self.bias.reshape(shape)
-
-    def reset_running_stats(self):
-        """running_mean zeros, running_var ones, num_batches_tracked 0, in place (as torch's;
-        nothing without track_running_stats)."""
-        if self.track_running_stats:
-            with no_grad():
-                self.running_mean.zero_()
-                self.running_var.fill_(1)
-                self.num_batches_tracked.zero_()
-
-    def reset_parameters(self):
-        """reset_running_stats(), then weight ones and bias zeros, in place (as torch's)."""
-        self.reset_running_stats()
-        if self.affine:
-            _ones_zeros(self.weight, self.bias)
-
-    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
-                              unexpected_keys, error_msgs):
-        """A checkpoint from before torch 0.4.1 (version below 2 in its _metadata, or none
-        recorded) has no num_batches_tracked: not missing, the module keeps its own count (0 if
-        new), as torch's loading fills it in. A version-2 checkpoint without it lacks it."""
-        key = prefix + "num_batches_tracked"
-        version = local_metadata.get("version")
-        if (version is None or version < 2) and self.track_running_stats and \
-                key not in state_dict:
-            state_dict[key] = self.num_batches_tracked
-        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
-                                      unexpected_keys, error_msgs)
-
-    def extra_repr(self):
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={self.affine}, bias={self.bias is not None}, "
-                f"track_running_stats={self.track_running_stats}")
 
 
 class BatchNorm1d(_BatchNorm):
