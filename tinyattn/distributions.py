@@ -1,10 +1,12 @@
 """tinyattn.distributions: torch.distributions' Categorical, Normal, Bernoulli, Uniform,
 Exponential, Laplace, Gamma, Beta, Independent, MultivariateNormal (from a covariance, precision
-or scale_tril matrix: all through a Cholesky factor), OneHotCategorical, Poisson, Binomial and
-Geometric, made of tensor ops, so log_prob, entropy, cdf and rsample (where torch has it; not
-Gamma's nor Beta's here) carry gradients to the parameters; kl_divergence with torch's closed
-forms between them (register_kl adds more; also as the module `distributions.kl`), and the few
-constraints their support and arg_constraints name (Real, Boolean, Interval...).
+or scale_tril matrix: all through a Cholesky factor), OneHotCategorical, Poisson, Binomial,
+Geometric, LogNormal, HalfNormal, Cauchy, StudentT, Dirichlet, Chi2, Weibull and Gumbel, made of
+tensor ops, so log_prob, entropy, cdf and rsample (where torch has it; not Gamma's, Beta's,
+Chi2's nor Dirichlet's here, and StudentT's not to df) carry gradients to the parameters;
+kl_divergence with torch's closed forms between them (register_kl adds more; also as the module
+`distributions.kl`), and the few constraints their support and arg_constraints name (Real,
+Boolean, Interval...).
 
     dist = Categorical(logits=model(x)[:, -1])   # the next-token distribution
     token = dist.sample()                        # int64, no gradient
@@ -24,7 +26,7 @@ import warnings
 import numpy as np
 
 from . import functional as F
-from .autograd import no_grad
+from .autograd import is_grad_enabled, no_grad
 from .dtypes import result_type
 from .errors import ShapeError, fmt_shape
 from .generator import check as check_generator
@@ -32,9 +34,10 @@ from .generator import rng_of
 from .linalg import cholesky, solve_triangular
 from .tensor import Tensor, arange, eye, full, multinomial, rand, randn, tensor, zeros
 
-__all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Exponential", "Gamma", "Geometric",
-           "Independent", "Laplace", "MultivariateNormal", "Normal", "OneHotCategorical",
-           "Poisson", "Uniform", "kl_divergence", "register_kl"]
+__all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet",
+           "Exponential", "Gamma", "Geometric", "Gumbel", "HalfNormal", "Independent", "Laplace",
+           "LogNormal", "MultivariateNormal", "Normal", "OneHotCategorical", "Poisson",
+           "StudentT", "Uniform", "Weibull", "kl_divergence", "register_kl"]
 
 
 class _Constraint:
@@ -446,7 +449,11 @@ class _Distribution:
         new.batch_shape = _shape(batch_shape)
         for name in self._params:
             setattr(new, name, getattr(self, name).expand(*new.batch_shape))
+        new._derive()
         return new
+
+    def _derive(self):
+        """Remake what is built from the parameters (a base distribution), after expand."""
 
     def sample_n(self, n):
         """sample((n,)), with torch's FutureWarning."""
@@ -794,7 +801,7 @@ def _standard_gamma(concentration, shape, generator, where):
     be = concentration.backend
     rng = rng_of(be, check_generator(generator, be, where))
     a = be.xp.broadcast_to(concentration.detach()._data, shape)
-    draws = rng.standard_gamma(a).astype(concentration.dtype, copy=False)
+    draws = be.xp.asarray(rng.standard_gamma(a)).astype(concentration.dtype, copy=False)
     return tensor(draws, dtype=concentration.dtype, backend=be)
 
 
@@ -1308,6 +1315,389 @@ class Geometric(_Distribution):
         return f"Geometric({self._given}: {fmt_shape(self._like.shape)})"
 
 
+_EULER = 0.57721566490153286060  # the Euler-Mascheroni constant (torch's euler_constant)
+
+
+class LogNormal(_Distribution):
+    """exp(X), X ~ Normal(loc, scale) (torch's: a TransformedDistribution of Normal by exp):
+    rsample is the exp of Normal's, so gradients reach loc and scale; log_prob is Normal's at
+    log value, less log value; cdf and icdf go through Normal's."""
+
+    arg_constraints = {"loc": _real, "scale": _positive}
+    support = _positive
+    _params = ("loc", "scale")
+
+    def __init__(self, loc, scale, validate_args=None):
+        self._init(validate_args, loc=loc, scale=scale)
+        self._derive()
+
+    def _derive(self):
+        self.base_dist = Normal(self.loc, self.scale, validate_args=False)
+
+    @property
+    def mean(self):
+        return (self.loc + self.scale ** 2 / 2).exp()
+
+    @property
+    def mode(self):
+        return (self.loc - self.scale ** 2).exp()
+
+    @property
+    def variance(self):
+        scale_sq = self.scale ** 2
+        return scale_sq.expm1() * (2 * self.loc + scale_sq).exp()
+
+    def rsample(self, sample_shape=(), generator=None):
+        return self.base_dist.rsample(sample_shape, generator).exp()
+
+    def log_prob(self, value):
+        x = self._value(value, "LogNormal.log_prob").log()
+        return self.base_dist.log_prob(x) - x
+
+    def cdf(self, value):
+        return self.base_dist.cdf(self._value(value, "LogNormal.cdf").log())
+
+    def icdf(self, value):
+        return self.base_dist.icdf(self._value(value, None)).exp()
+
+    def entropy(self):
+        return self.base_dist.entropy() + self.loc
+
+
+class HalfNormal(_Distribution):
+    """|X|, X ~ Normal(0, scale) (torch's TransformedDistribution by abs): rsample is |Normal's
+    rsample|, gradients reaching scale; log_prob is Normal's + log 2 on value >= 0 (-inf below,
+    without validate_args)."""
+
+    arg_constraints = {"scale": _positive}
+    support = _nonnegative
+    _params = ("scale",)
+
+    def __init__(self, scale, validate_args=None):
+        self._init(validate_args, scale=scale)
+        self._derive()
+
+    def _derive(self):
+        self.base_dist = Normal(0.0, self.scale, validate_args=False)
+
+    @property
+    def mean(self):
+        return self.scale * math.sqrt(2 / math.pi)
+
+    @property
+    def mode(self):
+        return zeros(*self.batch_shape, dtype=self.scale.dtype, backend=self.scale.backend)
+
+    @property
+    def variance(self):
+        return self.scale ** 2 * (1 - 2 / math.pi)
+
+    def rsample(self, sample_shape=(), generator=None):
+        return self.base_dist.rsample(sample_shape, generator).abs()
+
+    def log_prob(self, value):
+        value = self._value(value, "HalfNormal.log_prob")
+        return _fill(self.base_dist.log_prob(value) + math.log(2), value < 0, -math.inf)
+
+    def cdf(self, value):
+        return 2 * self.base_dist.cdf(self._value(value, "HalfNormal.cdf")) - 1
+
+    def icdf(self, value):
+        return self.base_dist.icdf((self._value(value, None) + 1) / 2)
+
+    def entropy(self):
+        return self.base_dist.entropy() - math.log(2)
+
+
+class Cauchy(_Distribution):
+    """scale / (π (scale² + (x - loc)²)): rsample is loc + scale ε, ε standard Cauchy
+    (gradients reach loc and scale); mean NaN and variance inf, as torch's."""
+
+    arg_constraints = {"loc": _real, "scale": _positive}
+    support = _real
+    _params = ("loc", "scale")
+
+    def __init__(self, loc, scale, validate_args=None):
+        self._init(validate_args, loc=loc, scale=scale)
+
+    @property
+    def mean(self):
+        return full(self.batch_shape, math.nan, dtype=self.loc.dtype, backend=self.loc.backend)
+
+    @property
+    def mode(self):
+        return self.loc
+
+    @property
+    def variance(self):
+        return full(self.batch_shape, math.inf, dtype=self.loc.dtype, backend=self.loc.backend)
+
+    def rsample(self, sample_shape=(), generator=None):
+        eps = zeros(*self._extended(sample_shape), dtype=self.loc.dtype, backend=self.loc.backend)
+        return self.loc + eps.cauchy_(generator=generator) * self.scale
+
+    def log_prob(self, value):
+        z = (self._value(value, "Cauchy.log_prob") - self.loc) / self.scale
+        return -math.log(math.pi) - self.scale.log() - (z ** 2).log1p()
+
+    def cdf(self, value):
+        z = (self._value(value, "Cauchy.cdf") - self.loc) / self.scale
+        return z.atan() / math.pi + 0.5
+
+    def icdf(self, value):
+        return (math.pi * (self._value(value, None) - 0.5)).tan() * self.scale + self.loc
+
+    def entropy(self):
+        return math.log(4 * math.pi) + self.scale.log()
+
+
+class StudentT(_Distribution):
+    """Student's t of df degrees of freedom, shifted by loc and scaled by scale. Draws are
+    loc + scale X / sqrt(Z / df), X ~ N(0, 1), Z ~ Chi2(df); rsample carries gradients to loc
+    and scale only (torch's also reaches df through Gamma's implicit reparameterisation, not
+    made here: a df that requires grad is refused). Mean NaN where df <= 1; variance inf where
+    1 < df <= 2 and NaN where df <= 1, as torch's."""
+
+    arg_constraints = {"df": _positive, "loc": _real, "scale": _positive}
+    support = _real
+    _params = ("df", "loc", "scale")
+
+    def __init__(self, df, loc=0.0, scale=1.0, validate_args=None):
+        self._init(validate_args, df=df, loc=loc, scale=scale)
+
+    @property
+    def mean(self):
+        return _fill(self.loc, self.df <= 1, math.nan)
+
+    @property
+    def mode(self):
+        return self.loc
+
+    @property
+    def variance(self):
+        df = _fill(self.df, self.df <= 2, 3.0)  # (no inf / NaN in the gradient's path)
+        var = self.scale ** 2 * df / (df - 2)
+        return _fill(_fill(var, self.df <= 2, math.inf), self.df <= 1, math.nan)
+
+    def rsample(self, sample_shape=(), generator=None):
+        if self.df.requires_grad and is_grad_enabled():
+            raise NotImplementedError("StudentT.rsample: no gradient to df (Gamma's implicit "
+                                      "reparameterisation is not made here); detach df")
+        shape = self._extended(sample_shape)
+        x = randn(*shape, generator=generator, dtype=self.df.dtype, backend=self.df.backend)
+        z = 2 * _standard_gamma(self.df / 2, shape, generator, "StudentT.rsample")
+        return self.loc + self.scale * x * (self.df.detach() / z).sqrt()
+
+    def log_prob(self, value):
+        y = (self._value(value, "StudentT.log_prob") - self.loc) / self.scale
+        df = self.df
+        z = (self.scale.log() + 0.5 * df.log() + 0.5 * math.log(math.pi) + (0.5 * df).lgamma()
+             - (0.5 * (df + 1.0)).lgamma())
+        return -0.5 * (df + 1.0) * (y ** 2 / df).log1p() - z
+
+    def entropy(self):
+        df = self.df
+        lbeta = (0.5 * df).lgamma() + math.lgamma(0.5) - (0.5 * (df + 1)).lgamma()
+        return (self.scale.log() + 0.5 * (df + 1) * ((0.5 * (df + 1)).digamma()
+                                                     - (0.5 * df).digamma())
+                + 0.5 * df.log() + lbeta)
+
+
+class Dirichlet(_Distribution):
+    """x_i^(a_i - 1) Γ(Σa) / Π Γ(a_i) on the simplex of the last dim of `concentration` (the
+    event); the dims before it are the batch. Draws are Gamma(a_i) draws normalised (no
+    gradient: unlike torch's, no rsample, whose implicit reparameterisation is not made here);
+    log_prob and entropy carry gradients to concentration."""
+
+    has_rsample = False
+    arg_constraints = {"concentration": _IndependentConstraint(_positive, 1)}
+    support = _simplex
+    _params = ("concentration",)
+
+    def __init__(self, concentration, validate_args=None):
+        if not isinstance(concentration, Tensor):  # (a list taken, in the default float dtype)
+            concentration = tensor(concentration)
+        if concentration.dtype.kind != "f":
+            concentration = concentration.to(result_type(concentration, 0.0))
+        if concentration.ndim < 1:
+            raise ValueError("`concentration` parameter must be at least one-dimensional.")
+        self.concentration = concentration
+        self.batch_shape = tuple(concentration.shape[:-1])
+        self.event_shape = tuple(concentration.shape[-1:])
+        self.validate_args = validate_args is not False
+        if self.validate_args:
+            _refuse_outside("Dirichlet", "concentration", concentration,
+                            self.arg_constraints["concentration"])
+
+    def expand(self, batch_shape, _instance=None):
+        new = _instance or object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.batch_shape = _shape(batch_shape)
+        new.concentration = self.concentration.expand(*new.batch_shape, *self.event_shape)
+        return new
+
+    @property
+    def mean(self):
+        return self.concentration / self.concentration.sum(-1, keepdim=True)
+
+    @property
+    def mode(self):
+        """(a - 1) clamped at 0, normalised; the first category where every a < 1 (torch's)."""
+        a = self.concentration.detach()
+        am1 = (a - 1).clamp(min=0)
+        all_small = (a < 1).all(-1, keepdim=True)
+        first = arange(a.shape[-1], backend=a.backend) == 0
+        return _fill(_fill(am1 / am1.sum(-1, keepdim=True), all_small, 0.0),
+                     all_small & first, 1.0)
+
+    @property
+    def variance(self):
+        a = self.concentration
+        a0 = a.sum(-1, keepdim=True)
+        return a * (a0 - a) / (a0 ** 2 * (a0 + 1))
+
+    def sample(self, sample_shape=(), generator=None):
+        """Gamma(a_i, 1) draws over their sum, in [tiny, 1 - eps] (no gradient)."""
+        shape = self._extended(sample_shape)
+        g = _standard_gamma(self.concentration, shape, generator, "Dirichlet.sample")
+        with no_grad():
+            finfo = np.finfo(g.dtype)
+            return (g / g.sum(-1, keepdim=True)).clamp(float(finfo.tiny), 1 - float(finfo.eps))
+
+    def log_prob(self, value):
+        value = self._value(value, "Dirichlet.log_prob")
+        a = self.concentration
+        return ((a - 1.0).xlogy(value).sum(-1) + a.sum(-1).lgamma() - a.lgamma().sum(-1))
+
+    def entropy(self):
+        a = self.concentration
+        k, a0 = a.shape[-1], a.sum(-1)
+        return (a.lgamma().sum(-1) - a0.lgamma() - (k - a0) * a0.digamma()
+                - ((a - 1.0) * a.digamma()).sum(-1))
+
+
+class Chi2(Gamma):
+    """Gamma(df / 2, 1/2), as torch's (a Gamma: its KL pairs apply); df > 0 checked when
+    made, and df is concentration * 2."""
+
+    arg_constraints = {"df": _positive}
+
+    def __init__(self, df, validate_args=None):
+        df, = _tensors(df)
+        if validate_args is not False:
+            _refuse_outside("Chi2", "df", df, _positive)
+        self._init(False, concentration=0.5 * df, rate=0.5)
+        self.validate_args = validate_args is not False
+
+    @property
+    def df(self):
+        return self.concentration * 2
+
+    def __repr__(self):
+        return f"Chi2(df: {fmt_shape(self.concentration.shape)})"
+
+
+class Weibull(_Distribution):
+    """(k/λ) (x/λ)^(k-1) e^(-(x/λ)^k) on x > 0, λ = scale, k = concentration (torch's: an
+    Exponential(1) draw E made λ E^(1/k)): rsample carries gradients to both; cdf is
+    1 - e^(-(x/λ)^k)."""
+
+    arg_constraints = {"scale": _positive, "concentration": _positive}
+    support = _positive
+    _params = ("scale", "concentration")
+
+    def __init__(self, scale, concentration, validate_args=None):
+        self._init(validate_args, scale=scale, concentration=concentration)
+        self._derive()
+
+    def _derive(self):
+        self.concentration_reciprocal = self.concentration.reciprocal()
+
+    @property
+    def mean(self):
+        return self.scale * (1 + self.concentration_reciprocal).lgamma().exp()
+
+    @property
+    def mode(self):
+        k = self.concentration
+        return self.scale * ((k - 1) / k) ** k.reciprocal()
+
+    @property
+    def variance(self):
+        r = self.concentration_reciprocal
+        return self.scale ** 2 * ((1 + 2 * r).lgamma().exp() - (2 * (1 + r).lgamma()).exp())
+
+    def rsample(self, sample_shape=(), generator=None):
+        e = zeros(*self._extended(sample_shape), dtype=self.scale.dtype,
+                  backend=self.scale.backend).exponential_(generator=generator)
+        return self.scale * e ** self.concentration_reciprocal
+
+    def log_prob(self, value):
+        z = self._value(value, "Weibull.log_prob") / self.scale
+        k = self.concentration
+        return (k / self.scale).log() + (k - 1) * z.log() - z ** k
+
+    def cdf(self, value):
+        z = self._value(value, "Weibull.cdf") / self.scale
+        return -(-(z ** self.concentration)).expm1()
+
+    def icdf(self, value):
+        e = -(-self._value(value, None)).log1p()
+        return self.scale * e ** self.concentration_reciprocal
+
+    def entropy(self):
+        r = self.concentration_reciprocal
+        return _EULER * (1 - r) + (self.scale * r).log() + 1
+
+
+class Gumbel(_Distribution):
+    """e^(-(z + e^(-z))) / scale, z = (x - loc) / scale: rsample is loc - scale log(-log u),
+    u ~ U[tiny, 1 - eps) (torch's), gradients reaching loc and scale; cdf e^(-e^(-z))."""
+
+    arg_constraints = {"loc": _real, "scale": _positive}
+    support = _real
+    _params = ("loc", "scale")
+
+    def __init__(self, loc, scale, validate_args=None):
+        self._init(validate_args, loc=loc, scale=scale)
+
+    @property
+    def mean(self):
+        return self.loc + self.scale * _EULER
+
+    @property
+    def mode(self):
+        return self.loc
+
+    @property
+    def stddev(self):
+        return (math.pi / math.sqrt(6)) * self.scale
+
+    @property
+    def variance(self):
+        return self.stddev ** 2
+
+    def rsample(self, sample_shape=(), generator=None):
+        finfo = np.finfo(self.loc.dtype)
+        u = zeros(*self._extended(sample_shape), dtype=self.loc.dtype, backend=self.loc.backend)
+        u = u.uniform_(float(finfo.tiny), 1 - float(finfo.eps), generator=generator)
+        return self.loc - self.scale * (-u.log()).log()
+
+    def log_prob(self, value):
+        y = (self.loc - self._value(value, "Gumbel.log_prob")) / self.scale
+        return (y - y.exp()) - self.scale.log()
+
+    def cdf(self, value):
+        z = (self._value(value, "Gumbel.cdf") - self.loc) / self.scale
+        return (-(-z).exp()).exp()
+
+    def icdf(self, value):
+        return self.loc - self.scale * (-self._value(value, None).log()).log()
+
+    def entropy(self):
+        return self.scale.log() + (1 + _EULER)
+
+
 def _sum_rightmost(value, dim):
     """value summed over its last `dim` dims (torch's _sum_rightmost)."""
     return value.reshape(*value.shape[:value.ndim - dim], -1).sum(-1) if dim else value
@@ -1518,6 +1908,10 @@ def _kl_beta_uniform(p, q):
 @register_kl(Exponential, Uniform)
 @register_kl(Gamma, Beta)
 @register_kl(Gamma, Uniform)
+@register_kl(Gumbel, Beta)
+@register_kl(Gumbel, Exponential)
+@register_kl(Gumbel, Gamma)
+@register_kl(Gumbel, Uniform)
 @register_kl(Laplace, Beta)
 @register_kl(Laplace, Exponential)
 @register_kl(Laplace, Gamma)
@@ -1591,6 +1985,86 @@ def _kl_binomial_binomial(p, q):
 @register_kl(Geometric, Geometric)
 def _kl_geometric_geometric(p, q):
     return -p.entropy() - (-q.probs).log1p() / p.probs - q.logits
+
+
+@register_kl(LogNormal, LogNormal)
+@register_kl(HalfNormal, HalfNormal)
+def _kl_through_normal(p, q):
+    """The base Normals' KL (torch's: the same transform on both keeps KL)."""
+    return _kl_normal_normal(p.base_dist, q.base_dist)
+
+
+@register_kl(Weibull, Weibull)
+def _kl_weibull_weibull(p, q):
+    """torch's TransformedDistribution pair: only Weibulls of equal parameters (their transforms
+    equal), whose KL is 0; others are a NotImplementedError."""
+    same = all(bool((getattr(p, n) == getattr(q, n)).all()) for n in ("scale", "concentration"))
+    if not same:
+        raise NotImplementedError("KL between Weibulls is implemented for equal parameters "
+                                  "only (as torch's)")
+    shape = np.broadcast_shapes(tuple(p.batch_shape), tuple(q.batch_shape))
+    return zeros(*shape, dtype=p.scale.dtype, backend=p.scale.backend)
+
+
+@register_kl(Cauchy, Cauchy)
+def _kl_cauchy_cauchy(p, q):
+    t1 = ((p.scale + q.scale) ** 2 + (p.loc - q.loc) ** 2).log()
+    return t1 - (4 * p.scale * q.scale).log()
+
+
+@register_kl(Dirichlet, Dirichlet)
+def _kl_dirichlet_dirichlet(p, q):
+    sum_p, sum_q = p.concentration.sum(-1), q.concentration.sum(-1)
+    t1 = sum_p.lgamma() - sum_q.lgamma()
+    t2 = (p.concentration.lgamma() - q.concentration.lgamma()).sum(-1)
+    t4 = p.concentration.digamma() - sum_p.digamma().unsqueeze(-1)
+    return t1 - t2 + ((p.concentration - q.concentration) * t4).sum(-1)
+
+
+@register_kl(Gumbel, Gumbel)
+def _kl_gumbel_gumbel(p, q):
+    ct1, ct2, ct3 = p.scale / q.scale, q.loc / q.scale, p.loc / q.scale
+    t3 = (ct2 + (1 + ct1).lgamma() - ct3).exp()
+    return -ct1.log() - ct2 + ct3 + ct1 * _EULER + t3 - (1 + _EULER)
+
+
+@register_kl(Exponential, Gumbel)
+def _kl_exponential_gumbel(p, q):
+    prod, ratio = p.rate * q.scale, q.loc / q.scale
+    return prod.log() - 1 - ratio + ratio.exp() * prod / (prod + 1) + prod.reciprocal()
+
+
+@register_kl(Gamma, Gumbel)
+def _kl_gamma_gumbel(p, q):
+    a, prod, ratio = p.concentration, p.rate * q.scale, q.loc / q.scale
+    t1 = (a - 1) * a.digamma() - a.lgamma() - a
+    t3 = ratio.exp() * (1 + prod.reciprocal()) ** -a - ratio
+    return t1 + prod.log() + a / prod + t3
+
+
+@register_kl(Gumbel, Normal)
+def _kl_gumbel_normal(p, q):
+    ratio = p.scale / q.scale
+    t1 = (ratio / math.sqrt(2 * math.pi)).log()
+    t2 = (math.pi * ratio * 0.5) ** 2 / 3
+    t3 = ((p.loc + p.scale * _EULER - q.loc) / q.scale) ** 2 * 0.5
+    return -t1 + t2 + t3 - (_EULER + 1)
+
+
+@register_kl(Normal, Gumbel)
+def _kl_normal_gumbel(p, q):
+    mean_ratio, var_ratio, loc_ratio = p.loc / q.scale, (p.scale / q.scale) ** 2, q.loc / q.scale
+    t3 = (-mean_ratio + 0.5 * var_ratio + loc_ratio).exp()
+    return (-0.5 * var_ratio.log() + mean_ratio - loc_ratio + t3
+            - 0.5 * (1 + math.log(2 * math.pi)))
+
+
+@register_kl(Uniform, Gumbel)
+def _kl_uniform_gumbel(p, q):
+    common = q.scale / (p.high - p.low)
+    high_diff, low_diff = (p.high - q.loc) / q.scale, (p.low - q.loc) / q.scale
+    t1 = common.log() + 0.5 * (high_diff + low_diff)
+    return t1 - common * ((-high_diff).exp() - (-low_diff).exp())
 
 
 # torch.distributions.kl, for `from tinyattn.distributions.kl import kl_divergence`
