@@ -10,6 +10,10 @@ only takes zeros on the others, as torch's find_unused_parameters=True). While
 `require_backward_grad_sync` is False at the forward (`with model.no_sync():`), nothing is
 averaged: the .grads accumulate locally, and the next synced backward averages the sums, as
 torch's gradient accumulation does.
+
+DataParallel and data_parallel are torch's single-process ones as they are on one device: the
+wrapper's call is its module's (state_dict keys "module.*"; device_ids [] without a GPU, as
+torch's), and data_parallel, with no GPU, raises torch's "device type could not be determined".
 """
 
 import contextlib
@@ -132,3 +136,41 @@ class DistributedDataParallel(Module):
             yield
         finally:
             self.require_backward_grad_sync = old
+
+
+def _gpu_ids(device_ids):
+    """torch's device_ids: [] without a GPU; else the given ones (all by default) as ints."""
+    from .. import cuda
+
+    if not cuda.is_available():
+        return []
+    ids = range(cuda.device_count()) if device_ids is None else device_ids
+    return [getattr(d, "index", d) or 0 for d in ids]
+
+
+class DataParallel(Module):
+    """torch's nn.DataParallel on tinyattn's one device: `.module` is the model (state_dict
+    keys "module.*") and a call is its forward (no replicas: the CuPy backend is one GPU)."""
+
+    def __init__(self, module, device_ids=None, output_device=None, dim=0):
+        super().__init__()
+        if not isinstance(module, Module):
+            raise TypeError(f"DataParallel: expects a Module, got {type(module).__name__}")
+        self.module, self.dim = module, dim
+        self.device_ids = _gpu_ids(device_ids)
+        self.output_device = output_device if output_device is not None or \
+            not self.device_ids else self.device_ids[0]
+
+    def forward(self, *inputs, **kwargs):
+        return self.module(*inputs, **kwargs)
+
+
+def data_parallel(module, inputs, device_ids=None, output_device=None, dim=0,
+                  module_kwargs=None):
+    """torch's functional DataParallel: module(*inputs, **module_kwargs) on the one GPU;
+    without one, torch's RuntimeError."""
+    if not _gpu_ids(device_ids):
+        raise RuntimeError("device type could not be determined")
+    if not isinstance(inputs, tuple):
+        inputs = (inputs,) if inputs is not None else ()
+    return module(*inputs, **(module_kwargs or {}))

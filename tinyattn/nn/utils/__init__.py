@@ -1,6 +1,7 @@
 """nn.utils: gradient clipping and parameter vectors with PyTorch's names (and nn.utils.rnn's
 padding and packing, in rnn.py; parametrize.py and parametrizations.py: torch's
-parametrizations, weight_norm and spectral_norm among them).
+parametrizations, weight_norm and spectral_norm among them; hook_norms.py: the older
+forward-pre-hook weight_norm / spectral_norm and their remove_*, here as torch has them).
 
 clip_grad_norm_ scales every gradient by one factor so that their joint norm is at most
 max_norm, and returns that norm (before clipping) as a tensor; it is get_total_norm of the
@@ -17,10 +18,12 @@ from ...errors import GraphError, ShapeError, fmt_shape
 from ...ops.op import quiet
 from ...tensor import Tensor
 from . import parametrizations, parametrize, rnn
+from .hook_norms import remove_spectral_norm, remove_weight_norm, spectral_norm, weight_norm
 
 __all__ = ["rnn", "parametrize", "parametrizations", "clip_grad_norm_", "clip_grad_value_",
            "clip_grads_with_norm_", "get_total_norm",
-           "parameters_to_vector", "vector_to_parameters"]
+           "parameters_to_vector", "vector_to_parameters",
+           "weight_norm", "remove_weight_norm", "spectral_norm", "remove_spectral_norm"]
 
 
 def _tensors(tensors):
