@@ -27,6 +27,7 @@ from .ops.op import Op, acc_dtype, broadcast_shape, dim1, plain, plain_params, q
 from .ops.op import dims as _axes
 from .tensor import (
     Tensor,
+    _check_values,
     _fresh,
     _int_of,
     _make,
@@ -61,6 +62,8 @@ __all__ = [
     "adaptive_max_pool1d", "adaptive_max_pool2d",
     "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pixel_shuffle",
     "pixel_unshuffle", "channel_shuffle", "instance_norm", "dropout1d", "dropout2d",
+    "multi_margin_loss", "multilabel_margin_loss", "triplet_margin_with_distance_loss",
+    "bilinear", "embedding_bag",
 ]
 
 
@@ -748,6 +751,121 @@ def _check_variance(var):
     return var
 
 
+class _OutOfRangeError(DimError, RuntimeError):
+    """A class id or an offset out of range where torch raises a RuntimeError: a DimError (an
+    IndexError, as tinyattn's other range errors) and a RuntimeError (torch's)."""
+
+
+def _in_range(t, low, high, op_name):
+    """Every entry of the class-id array t in low..high - 1 (checked as an op: a captured step
+    checks each call's values)."""
+    bad = (t < low) | (t >= high)
+    if bad.any():
+        raise _OutOfRangeError(f"{op_name}: target {int(t[bad].reshape(-1)[0])} is out of "
+                               f"range for {high} classes (valid: {low}..{high - 1})")
+
+
+def _margin_input(x, name):
+    """The scores of the multi-class margin losses: (C,) or (N, C), C > 0 (torch's)."""
+    _floating(x, name)
+    if x.ndim not in (1, 2) or x.shape[-1] == 0:
+        raise ShapeError(f"{name}: expected a non-empty vector (C,) or matrix (N, C) of "
+                         f"scores (N may be 0), got input {fmt_shape(x.shape)}")
+
+
+def _integer_target(t, name):
+    if t.dtype.kind not in "iu":
+        raise DTypeError(f"{name}: target must hold integer class indices, got {t.dtype}; "
+                         "convert with target.long()")
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None,  # noqa: A002 - torch's
+                      size_average=None, reduce=None, reduction="mean"):
+    """The multi-class hinge loss of scores `input` (N, C) (or (C,)) for class ids `target`
+    (N,) (or 0-d): Σ_{i ≠ y} w[y] max(0, margin - x[y] + x[i])^p / C per item, p 1 or 2.
+    weight (C,) weighs each item by its target's class (no gradient, as torch's); 'mean'
+    still divides by N (torch's)."""
+    name = "multi_margin_loss"
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction, name)
+    if p not in (1, 2) or isinstance(p, bool):
+        raise ValueError(f"{name}: only p == 1 and p == 2 supported, got p={p!r}")
+    x = _t(input)
+    _margin_input(x, name)
+    t = _t(target, x)
+    _integer_target(t, name)
+    cols = x if x.ndim == 2 else x.unsqueeze(0)  # (N, C)
+    n, n_class = cols.shape
+    if t.ndim > 1 or t.numel() != n:
+        raise ShapeError(f"{name}: target should be 1-D with one class id per input sample, "
+                         f"({n},), got target {fmt_shape(t.shape)} for input "
+                         f"{fmt_shape(x.shape)}")
+    _check_values(_in_range, t, low=0, high=n_class, op_name=name)
+    t = t.reshape(n, 1).long()
+    z = (margin - cols.gather(1, t) + cols).clamp_min(0)  # (N, C)
+    if p == 2:
+        z = z * z
+    if weight is not None:
+        z = z * _class_weights(weight, n_class, name, x).detach().index_select(0, t.reshape(-1))\
+            .unsqueeze(1)
+    loss = where(t != arange(n_class, backend=x.backend), z, 0.0).sum(1) / n_class
+    return _reduce(loss if x.ndim == 2 else loss.squeeze(0), reduction, name)
+
+
+def _class_weights(weight, n_class, name, x):
+    weight = _t(weight, x)
+    if weight.ndim != 1:
+        raise ValueError(f"{name}: weight must be one-dimensional, got {fmt_shape(weight.shape)}")
+    if weight.shape[0] != n_class:
+        raise ShapeError(f"{name}: weight {fmt_shape(weight.shape)} must hold one value per "
+                         f"class: the input {fmt_shape(x.shape)} has {n_class} classes")
+    return weight
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None,  # noqa: A002
+                           reduction="mean"):
+    """The multi-label hinge loss of scores `input` (N, C) (or (C,)) for `target` of the same
+    shape holding class ids, the list ending at the first -1 (torch's format):
+    Σ_{j listed} Σ_{i not listed} max(0, 1 - (x[y_j] - x[i])) / C per item (an id listed twice
+    counts twice, as torch's)."""
+    name = "multilabel_margin_loss"
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction, name)
+    x = _t(input)
+    _margin_input(x, name)
+    t = _t(target, x)
+    _integer_target(t, name)
+    if t.shape != x.shape:
+        raise ShapeError(f"{name}: target {fmt_shape(t.shape)} must have the input's shape "
+                         f"{fmt_shape(x.shape)} (class ids, ended by -1)")
+    n_class = x.shape[-1]
+    _check_values(_in_range, t, low=-1, high=n_class, op_name=name)
+    cols, ids = x.reshape(-1, n_class), t.reshape(-1, n_class).long()
+    listed = (ids != -1).long().cumprod(1) > 0  # (N, K): before the first -1
+    ids = where(listed, ids, 0)
+    is_target = (one_hot(ids, n_class).bool() & listed.unsqueeze(2)).any(1)  # (N, C)
+    z = (1 - cols.gather(1, ids).unsqueeze(2) + cols.unsqueeze(1)).clamp_min(0)  # (N, K, C)
+    loss = where(listed.unsqueeze(2) & ~is_target.unsqueeze(1), z, 0.0).sum((1, 2)) / n_class
+    return _reduce(loss if x.ndim == 2 else loss.squeeze(0), reduction, name)
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None,
+                                      margin=1.0, swap=False, reduction="mean"):
+    """max(0, margin + d(anchor, positive) - d(anchor, negative)) for any distance function d
+    of two tensors (pairwise_distance by default); swap: d(anchor, negative) is min'ed with
+    d(positive, negative). margin must be > 0 (torch's)."""
+    name = "triplet_margin_with_distance_loss"
+    _check_reduction(reduction, name)
+    if not margin > 0:
+        raise ValueError(f"{name}: margin must be greater than 0, got {margin}")
+    a, pos, neg = _same_ndim(name, anchor=anchor, positive=positive, negative=negative)
+    dist = pairwise_distance if distance_function is None else distance_function
+    d_pos, d_neg = dist(a, pos), dist(a, neg)
+    if swap:
+        d_neg = d_neg.minimum(dist(pos, neg))
+    return _reduce((margin + d_pos - d_neg).clamp_min(0), reduction, name)
+
+
 def one_hot(tensor, num_classes=-1):
     """Integer class ids (...) -> (..., num_classes) int64, 1 at each id (no gradient);
     num_classes=-1 takes the largest id + 1."""
@@ -837,6 +955,38 @@ def matmul(a, b):
 def linear(input, weight, bias=None):  # noqa: A002 - torch's name (input= works as there)
     """x @ weightᵀ + bias, with weight (out_features, in_features) as in PyTorch."""
     return mm.linear(_t(input), weight, bias)
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """y[..., o] = Σ_ij input1[..., i] weight[o, i, j] input2[..., j] + bias[o], with weight
+    (out, in1, in2) and inputs (*, in1), (*, in2) of the same leading dims (torch's). Composed:
+    input1 @ weight as (in1, out in2), then times input2 summed over in2."""
+    x1, x2, w = _t(input1), _t(input2), _t(weight)
+    b = None if bias is None else _t(bias, w)
+    _check_bilinear(x1, x2, w, b)
+    out, in1, in2 = w.shape
+    t = x1.matmul(w.permute(1, 0, 2).reshape(in1, out * in2))  # (*, out in2)
+    y = (t.reshape(*x1.shape[:-1], out, in2) * x2.unsqueeze(-2)).sum(-1)
+    return y if b is None else y + b
+
+
+def _check_bilinear(x1, x2, w, b):
+    shapes = (f"input1 {fmt_shape(x1.shape)}, input2 {fmt_shape(x2.shape)}, weight "
+              f"{fmt_shape(w.shape)}")
+    if w.ndim != 3:
+        raise ShapeError(f"bilinear: weight {fmt_shape(w.shape)} must be 3-D (out_features, "
+                         f"in1_features, in2_features); got {shapes}")
+    if x1.ndim == 0 or x1.shape[:-1] != x2.shape[:-1]:
+        raise ShapeError(f"bilinear: the leading (batch) dims of input1 {fmt_shape(x1.shape)} "
+                         f"and input2 {fmt_shape(x2.shape)} must be equal")
+    for what, x, dim in (("input1", x1, 1), ("input2", x2, 2)):
+        if x.shape[-1] != w.shape[dim]:
+            raise ShapeError(f"bilinear: {what} {fmt_shape(x.shape)} does not fit weight "
+                             f"{fmt_shape(w.shape)}: its last dim must be weight.shape[{dim}] = "
+                             f"{w.shape[dim]}")
+    if b is not None and b.shape != w.shape[:1]:
+        raise ShapeError(f"bilinear: bias {fmt_shape(b.shape)} must be (out_features,) = "
+                         f"{fmt_shape(w.shape[:1])} for weight {fmt_shape(w.shape)}")
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):  # noqa: A002
@@ -1044,6 +1194,125 @@ def _padding_index(padding_idx, n, name):
         raise DimError(f"{name}: padding_idx {padding_idx} is out of range for {n} embeddings "
                        f"(valid: {-n}..{n - 1})")
     return padding_idx % n
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,  # noqa: A002
+                  scale_grad_by_freq=False, mode="mean", sparse=False, per_sample_weights=None,
+                  include_last_offset=False, padding_idx=None):
+    """The rows of `weight` for each bag of ids, summed, averaged or max'ed (mode), without
+    the (B, L, dim) lookups in between as torch's. Bags: a 2-D input (B, L), each row one bag;
+    or a 1-D input with `offsets` (B,), bag b from offsets[b] to the next offset (the last to
+    the end; include_last_offset: offsets (B + 1,), the last the end of the last bag). An
+    empty bag gives zeros. per_sample_weights (the input's shape, mode 'sum' only) weighs each
+    id (and gets its gradient); ids equal to padding_idx are left out of their bag (not
+    counted by 'mean'). max_norm, norm_type and scale_grad_by_freq as embedding's. Composed:
+    the bags laid out as (B, K) places (K the longest bag), looked up, masked and reduced."""
+    ids, w = _t(input, weight), _t(weight)
+    starts, lengths, psw = _bag_args(ids, w, offsets, mode, sparse, scale_grad_by_freq,
+                                     per_sample_weights, include_last_offset)
+    pad = None if padding_idx is None else _bag_padding(padding_idx, w.shape[0])
+    flat = ids.reshape(-1)
+    if max_norm is not None:
+        _embedding_renorm(w, flat, max_norm, norm_type)
+    k = max(1, int(lengths.max().item()) if lengths.numel() else 1)  # the longest bag
+    places = starts.unsqueeze(1) + arange(k, backend=w.backend)  # (B, K)
+    valid = arange(k, backend=w.backend) < lengths.unsqueeze(1)
+    places = where(valid, places, flat.numel())  # (outside a bag: the extra entry below)
+    bag_ids = cat([flat.long(), zeros_like(flat[:1]).long()]).take(places)
+    if pad is not None:
+        valid = valid & (bag_ids != pad)
+    rows = apply(nn_ops.embedding, where(valid, bag_ids, 0), w)  # (B, K, dim)
+    if scale_grad_by_freq:  # each row's gradient / its id's count in the input (the same value)
+        freq = flat.long().bincount(minlength=w.shape[0]).take(bag_ids).clamp_min(1)
+        scaled = rows / freq.unsqueeze(-1).to(rows.dtype)
+        rows = scaled + (rows - scaled).detach()
+    if psw is not None:
+        psw = cat([psw.reshape(-1), zeros_like(psw.reshape(-1)[:1])]).take(places)
+    return _bag_reduce(rows, valid, psw, mode)
+
+
+def _bag_args(ids, w, offsets, mode, sparse, scale_grad_by_freq, psw, include_last_offset):
+    """embedding_bag's arguments checked as torch's: each bag's start and length (B,), and
+    per_sample_weights as a tensor (or None)."""
+    name = "embedding_bag"
+    if ids.dtype.kind not in "iu":
+        raise DTypeError(f"{name}: input must hold integer ids, got {ids.dtype} (the order is "
+                         "embedding_bag(input, weight, ...))")
+    if psw is not None and tuple(_t(psw).shape) != ids.shape:
+        raise ValueError(f"{name}: If per_sample_weights {fmt_shape(_t(psw).shape)} is not "
+                         f"None, then it must have the same shape as the input "
+                         f"{fmt_shape(ids.shape)}")
+    if w.ndim != 2:
+        raise ValueError(f"{name}: weight has to be a 2D Tensor, but got weight "
+                         f"{fmt_shape(w.shape)}")
+    _bag_mode(mode, sparse, scale_grad_by_freq, psw)
+    if ids.ndim == 2:
+        if offsets is not None:
+            raise ValueError(f"{name}: if input is 2D, then offsets has to be None, as input is "
+                             "treated is a mini-batch of fixed length sequences")
+        b, n = ids.shape
+        return arange(b, backend=w.backend) * n, full((b,), n, dtype=np.int64,
+                                                      backend=w.backend), psw
+    if ids.ndim != 1:
+        raise ValueError(f"{name}: input has to be 1D or 2D Tensor, but got input "
+                         f"{fmt_shape(ids.shape)}")
+    if offsets is None or _t(offsets).ndim != 1:
+        raise ValueError(f"{name}: offsets has to be a 1D Tensor (with a 1-D input), got "
+                         f"{None if offsets is None else fmt_shape(_t(offsets).shape)}")
+    offsets = _t(offsets, w).long()
+    _check_values(_bag_offsets_fit, offsets, n=ids.shape[0])
+    ends = offsets[1:] if include_last_offset else \
+        cat([offsets[1:], full((1,), ids.shape[0], dtype=np.int64, backend=w.backend)])
+    starts = offsets[:-1] if include_last_offset else offsets
+    return starts, ends - starts, None if psw is None else _t(psw, w)
+
+
+def _bag_mode(mode, sparse, scale_grad_by_freq, psw):
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"embedding_bag: mode has to be one of sum, mean or max, got {mode!r}")
+    if sparse:
+        raise ValueError("embedding_bag: sparse=True (a sparse weight gradient) is not "
+                         "supported: tinyattn has no sparse tensors; leave it False")
+    if mode == "max" and scale_grad_by_freq:
+        raise ValueError("embedding_bag: max mode does not support scaling the gradient by "
+                         "the frequency")
+    if psw is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
+                                  f"per_sample_weights is only supported for mode='sum' (got "
+                                  f"mode='{mode}')")
+
+
+def _bag_offsets_fit(o, n):
+    """torch's checks of embedding_bag's offsets into an input of n ids (and non-decreasing)."""
+    if o.size and int(o[0]) != 0:
+        raise _OutOfRangeError(f"embedding_bag: offsets[0] has to be 0, i.e., the first "
+                               f"sequence in the mini-batch has to start from position 0. "
+                               f"However, got {int(o[0])}")
+    if o.size and int(o[-1]) > n:
+        raise _OutOfRangeError(f"embedding_bag: offsets[-1] can not be greater than input's "
+                               f"length {n} but got offsets[-1] of {int(o[-1])}")
+    if o.size > 1 and bool((o[1:] < o[:-1]).any()):
+        raise _OutOfRangeError("embedding_bag: offsets must be non-decreasing")
+
+
+def _bag_padding(padding_idx, n):
+    try:
+        return _padding_index(padding_idx, n, "embedding_bag")
+    except DimError as e:  # (torch's: a RuntimeError)
+        raise _OutOfRangeError(str(e)) from None
+
+
+def _bag_reduce(rows, valid, psw, mode):
+    """rows (B, K, dim) reduced over each bag's valid places (B, K): summed (weighed by psw),
+    averaged, or max'ed; an empty bag gives zeros."""
+    if mode == "max":
+        top = where(valid.unsqueeze(-1), rows, -math.inf).amax(1)
+        return where(valid.any(1).unsqueeze(-1), top, 0.0)
+    weights = valid.to(rows.dtype) if psw is None else where(valid, psw, 0.0)
+    total = (rows * weights.unsqueeze(-1)).sum(1)
+    if mode == "sum":
+        return total
+    return total / valid.sum(1).clamp_min(1).unsqueeze(-1).to(rows.dtype)
 
 
 def dropout(input, p=0.5, training=True, inplace=False, seed=None):  # noqa: A002 - torch's

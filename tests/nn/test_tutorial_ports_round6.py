@@ -587,3 +587,10 @@ def test_rnns_refuse_a_packed_sequence_clearly():
     np.testing.assert_array_equal(ours.batch_sizes.numpy(), theirs.batch_sizes.numpy())
     with pytest.raises(TypeError, match="PackedSequence is not supported"):
         ta.nn.GRU(2, 3, batch_first=True).double()(ours)
+
+
+def test_nn_dataparallel_is_the_parallel_modules_class():
+    """torch code writes nn.DataParallel(model): the same class as nn.parallel's."""
+    assert ta.nn.DataParallel is ta.nn.parallel.DataParallel
+    wrapped = ta.nn.DataParallel(ta.nn.Linear(2, 3))
+    assert list(wrapped.state_dict()) == ["module.weight", "module.bias"]

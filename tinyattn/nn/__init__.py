@@ -71,9 +71,11 @@ from .encoder import (
 from .layers import (
     BatchNorm1d,
     BatchNorm2d,
+    Bilinear,
     CosineSimilarity,
     Dropout,
     Embedding,
+    EmbeddingBag,
     Flatten,
     GroupNorm,
     Identity,
@@ -97,12 +99,15 @@ from .loss import (
     L1Loss,
     MarginRankingLoss,
     MSELoss,
+    MultiLabelMarginLoss,
     MultiLabelSoftMarginLoss,
+    MultiMarginLoss,
     NLLLoss,
     PoissonNLLLoss,
     SmoothL1Loss,
     SoftMarginLoss,
     TripletMarginLoss,
+    TripletMarginWithDistanceLoss,
 )
 from .module import (
     Module,
@@ -113,6 +118,7 @@ from .module import (
     ParameterList,
     Sequential,
 )
+from .parallel import DataParallel
 from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from .transformer import (
     MLP,
@@ -166,10 +172,13 @@ __all__ = [
     "Unfold", "Fold", "ConvTranspose1d", "ConvTranspose2d", "AdaptiveAvgPool1d",
     "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
     "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d",
+    "DataParallel",
     "ZeroPad1d", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d",
     "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d", "CircularPad2d",
     "PixelShuffle", "PixelUnshuffle", "ChannelShuffle", "InstanceNorm1d", "InstanceNorm2d",
     "Dropout1d", "Dropout2d",
+    "MultiMarginLoss", "MultiLabelMarginLoss", "TripletMarginWithDistanceLoss",
+    "Bilinear", "EmbeddingBag",
 ]
 
 sys.modules[__name__ + ".functional"] = functional  # the module, not a copy: one F

@@ -1,4 +1,5 @@
-"""Layers: Linear (and LazyLinear, with its UninitializedParameter), Embedding, LayerNorm,
+"""Layers: Linear (and LazyLinear, with its UninitializedParameter), Bilinear, Embedding and
+EmbeddingBag, LayerNorm,
 RMSNorm, BatchNorm1d/2d, GroupNorm, Dropout, Identity, Flatten, Unflatten, CosineSimilarity and
 PairwiseDistance (the activation modules live in activation.py).
 
@@ -159,6 +160,36 @@ class LazyLinear(Linear):
                                       unexpected_keys, error_msgs)
 
 
+class Bilinear(Module):
+    """y = x1ᵀ A x2 + b per output: weight (out_features, in1_features, in2_features), bias
+    (out_features,), both U(-1/√in1_features, 1/√in1_features) as torch's."""
+
+    def __init__(self, in1_features, in2_features, out_features, bias=True, device=None,
+                 dtype=None):
+        super().__init__()
+        self.in1_features, self.in2_features = in1_features, in2_features
+        self.out_features = out_features
+        bound = 1 / math.sqrt(in1_features) if in1_features > 0 else 0.0
+        self.weight = Parameter(_uniform((out_features, in1_features, in2_features), bound,
+                                         dtype))
+        self.bias = Parameter(_uniform((out_features,), bound, dtype)) if bias else None
+        _place(self, device)
+
+    def forward(self, input1, input2):
+        return F.bilinear(input1, input2, self.weight, self.bias)
+
+    def reset_parameters(self):
+        """torch's initialisation again, in place: weight and bias U(-1/√in1, 1/√in1)."""
+        bound = 1 / math.sqrt(self.weight.shape[1]) if self.weight.shape[1] > 0 else 0.0
+        init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            init.uniform_(self.bias, -bound, bound)
+
+    def extra_repr(self):
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
 class Embedding(Module):
     """A table of num_embeddings vectors of size embedding_dim, looked up by integer id.
 
@@ -228,6 +259,60 @@ class Embedding(Module):
         if self.padding_idx is not None:
             with no_grad():
                 self.weight[self.padding_idx] = 0.0
+
+
+class EmbeddingBag(Module):
+    """An Embedding whose lookups are summed, averaged or max'ed per bag (mode), as
+    F.embedding_bag: forward(input, offsets=None, per_sample_weights=None). The weight
+    (num_embeddings, embedding_dim) starts N(0, 1), the padding row zero, as torch's."""
+
+    def __init__(self, num_embeddings, embedding_dim, max_norm=None, norm_type=2.0,
+                 scale_grad_by_freq=False, mode="mean", sparse=False, _weight=None,
+                 include_last_offset=False, padding_idx=None, device=None, dtype=None,
+                 _freeze=False):
+        super().__init__()
+        table = Embedding(num_embeddings, embedding_dim, padding_idx, _weight=_weight,
+                          _freeze=_freeze, dtype=dtype)  # (its checks and initialisation)
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        self.max_norm, self.norm_type, self.scale_grad_by_freq = max_norm, norm_type, \
+            scale_grad_by_freq
+        self.mode, self.sparse, self.include_last_offset = mode, sparse, include_last_offset
+        self.padding_idx = table.padding_idx
+        self.weight = table.weight
+        _place(self, device)
+
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze=True, max_norm=None, norm_type=2.0,
+                        scale_grad_by_freq=False, mode="mean", sparse=False,
+                        include_last_offset=False, padding_idx=None):
+        """An EmbeddingBag whose weight is the 2-D tensor `embeddings` itself (frozen unless
+        freeze=False), as Embedding.from_pretrained."""
+        embeddings = embeddings if isinstance(embeddings, Tensor) else tensor(embeddings)
+        if embeddings.ndim != 2:
+            raise ShapeError(f"EmbeddingBag.from_pretrained: embeddings must be 2-D (rows, "
+                             f"dim), got {fmt_shape(embeddings.shape)}")
+        return cls(*embeddings.shape, max_norm, norm_type, scale_grad_by_freq, mode, sparse,
+                   embeddings, include_last_offset, padding_idx, _freeze=freeze)
+
+    def forward(self, input, offsets=None, per_sample_weights=None):  # noqa: A002 - torch's
+        return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type,
+                               self.scale_grad_by_freq, self.mode, self.sparse,
+                               per_sample_weights, self.include_last_offset, self.padding_idx)
+
+    reset_parameters = Embedding.reset_parameters
+
+    def extra_repr(self):
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.max_norm is not None:
+            s += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            s += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq is not False:
+            s += f", scale_grad_by_freq={self.scale_grad_by_freq}"
+        s += f", mode={self.mode!r}"
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx}"
+        return s
 
 
 class LayerNorm(Module):

@@ -7,6 +7,7 @@ Class weights are buffers, as in PyTorch: they move with `to()` and sit in the s
 
 from .. import functional as F
 from ..functional import _legacy_reduction  # (shared with the loss functions)
+from .layers import PairwiseDistance
 from .module import Module
 
 
@@ -174,3 +175,44 @@ class GaussianNLLLoss(_Loss):
 class MultiLabelSoftMarginLoss(_WeightedLoss):
     def forward(self, input, target):  # noqa: A002
         return F.multilabel_soft_margin_loss(input, target, self.weight, reduction=self.reduction)
+
+
+class MultiMarginLoss(_WeightedLoss):
+    def __init__(self, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
+                 reduction="mean"):
+        super().__init__(weight, size_average, reduce, reduction)
+        if p not in (1, 2) or isinstance(p, bool):  # (torch's check, at construction)
+            raise ValueError(f"MultiMarginLoss: only p == 1 and p == 2 supported, got p={p!r}")
+        if weight is not None and weight.ndim != 1:
+            raise ValueError("MultiMarginLoss: weight must be one-dimensional, got "
+                             f"{tuple(weight.shape)}")
+        self.p, self.margin = p, margin
+
+    def forward(self, input, target):  # noqa: A002
+        return F.multi_margin_loss(input, target, p=self.p, margin=self.margin,
+                                   weight=self.weight, reduction=self.reduction)
+
+
+class MultiLabelMarginLoss(_Loss):
+    def forward(self, input, target):  # noqa: A002
+        return F.multilabel_margin_loss(input, target, reduction=self.reduction)
+
+
+class TripletMarginWithDistanceLoss(_Loss):
+    """F.triplet_margin_with_distance_loss as a module (torch's: keyword arguments only, no
+    legacy size_average / reduce; the default distance a PairwiseDistance() child)."""
+
+    def __init__(self, *, distance_function=None, margin=1.0, swap=False, reduction="mean"):
+        super().__init__(reduction=reduction)
+        if not margin > 0:
+            raise ValueError(f"TripletMarginWithDistanceLoss: margin must be greater than 0, "
+                             f"got {margin}")
+        self.distance_function = PairwiseDistance() if distance_function is None \
+            else distance_function
+        self.margin, self.swap = margin, swap
+
+    def forward(self, anchor, positive, negative):
+        return F.triplet_margin_with_distance_loss(anchor, positive, negative,
+                                                   distance_function=self.distance_function,
+                                                   margin=self.margin, swap=self.swap,
+                                                   reduction=self.reduction)
