@@ -208,7 +208,8 @@ def test_wrong_shapes_are_refused_naming_module_and_shapes():
         nn.GRUCell(3, 4)(ta.randn(2, 3), ta.zeros(3, 4))
     with pytest.raises(ValueError, match=r"RNNCell: input has shape \(2, 5\)"):
         nn.RNNCell(3, 4)(ta.randn(2, 5))
-    with pytest.raises(TypeError, match="PackedSequence is not supported"):
+    with pytest.raises(TypeError, match=r"input must be a Tensor, got list \(or a "
+                                        r"PackedSequence\)"):
         lstm([1, 2, 3])
 
 

@@ -574,9 +574,9 @@ def test_cpu_data_parallel_is_the_module_itself():
             parallel.data_parallel(net, x, range(2))
 
 
-def test_rnns_refuse_a_packed_sequence_clearly():
-    """torch's RNNs take a PackedSequence; these do not (yet): the error says so and how to
-    pad instead. The packing itself matches torch's."""
+def test_rnns_take_a_packed_sequence_as_torchs():
+    """The packing matches torch's, and a GRU run on it gives torch's packed output and h_n
+    (in the batch's original order) from the same weights."""
     rnn = ta.nn.utils.rnn
     x = np.random.default_rng(5).standard_normal((3, 4, 2))
     ours = rnn.pack_padded_sequence(ta.tensor(x), ta.tensor([4, 2, 3]), batch_first=True,
@@ -585,8 +585,14 @@ def test_rnns_refuse_a_packed_sequence_clearly():
                                                      batch_first=True, enforce_sorted=False)
     np.testing.assert_array_equal(ours.data.numpy(), theirs.data.numpy())
     np.testing.assert_array_equal(ours.batch_sizes.numpy(), theirs.batch_sizes.numpy())
-    with pytest.raises(TypeError, match="PackedSequence is not supported"):
-        ta.nn.GRU(2, 3, batch_first=True).double()(ours)
+    theirs_gru = torch.nn.GRU(2, 3, batch_first=True).double()
+    ours_gru = ta.nn.GRU(2, 3, batch_first=True).double()
+    copy_weights(ours_gru, theirs_gru)
+    (out_a, h_a), (out_b, h_b) = ours_gru(ours), theirs_gru(theirs)
+    assert isinstance(out_a, rnn.PackedSequence)
+    np.testing.assert_array_equal(out_a.batch_sizes.numpy(), out_b.batch_sizes.numpy())
+    for a, b in ((out_a.data, out_b.data), (h_a, h_b)):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), **TOL["float64"])
 
 
 def test_nn_dataparallel_is_the_parallel_modules_class():

@@ -10,9 +10,16 @@ bias_hh_l1_reverse, weight_hr_l0 ...), so a torch model's state dict (as NumPy a
 with load_state_dict, and every one starts U(-1/√hidden_size, 1/√hidden_size) from the
 package's generator (ta.manual_seed makes it reproducible).
 
-Not here: PackedSequence input (nn.utils.rnn.pack_padded_sequence and its kin): pad the
-sequences with nn.utils.rnn.pad_sequence instead. flatten_parameters() is a no-op (there is
-no cuDNN weight buffer to compact).
+The layers also take a PackedSequence (nn.utils.rnn.pack_padded_sequence and its kin) as
+torch's: forward(packed, h_0) -> (packed output, h_n). The time loop then runs over the
+packed batch_sizes: at step t only the first batch_sizes[t] sequences (sorted longest first)
+are active, so the state is sliced as sequences end (their final states kept) and, in the
+reverse direction, grows as sequences begin at their own last step; no masking, so values
+and gradients are exact. The output keeps the input's batch_sizes, sorted_indices and
+unsorted_indices; a given h_0 is taken in the original batch order (index_select with
+sorted_indices), and h_n (c_n) is returned in it (unsorted_indices); batch_first does not
+apply to packed input. flatten_parameters() is a no-op (there is no cuDNN weight buffer to
+compact).
 """
 
 import math
@@ -25,6 +32,7 @@ from ..tensor import Tensor, zeros
 from . import init
 from .layers import _place
 from .module import Module, Parameter
+from .utils.rnn import PackedSequence
 
 __all__ = ["RNNCellBase", "RNNCell", "LSTMCell", "GRUCell", "RNNBase", "RNN", "LSTM", "GRU"]
 
@@ -108,10 +116,74 @@ def _check_input(module, input, ndims, word):  # noqa: A002
                          f"must be input_size={module.input_size}")
 
 
-def _tensor_input(name, input):  # noqa: A002
+def _tensor_input(name, input, also=""):  # noqa: A002
     if not isinstance(input, Tensor):
-        raise TypeError(f"{name}: input must be a Tensor, got {type(input).__name__} "
-                        "(PackedSequence is not supported: pad with nn.utils.rnn.pad_sequence)")
+        raise TypeError(f"{name}: input must be a Tensor, got {type(input).__name__}{also}")
+
+
+def _check_packed(module, data):
+    """A PackedSequence's data: a tensor (sum of lengths, input_size), as torch's."""
+    name = type(module).__name__
+    _tensor_input(name, data)
+    if data.ndim != 2 or data.shape[-1] != module.input_size:
+        raise ShapeError(f"{name}: a PackedSequence's data has shape {fmt_shape(data.shape)}, "
+                         f"expected (sum of lengths, input_size={module.input_size})")
+
+
+# ---- a packed batch: rows sorted longest first, state (N, H) or (h, c) --------------------------
+
+
+def _rows(state, start, stop):
+    """Rows start:stop of a state (the state itself when that is all of it)."""
+    if isinstance(state, tuple):
+        return tuple(_rows(s, start, stop) for s in state)
+    return state if start == 0 and stop >= state.shape[0] else state[start:stop]
+
+
+def _join(parts):
+    """States stacked row-wise, in order."""
+    if isinstance(parts[0], tuple):
+        return tuple(F.cat(list(p), 0) for p in zip(*parts, strict=True))
+    return F.cat(parts, 0)
+
+
+def _pick(state, order, dim):
+    """A state (or (h, c)) with its batch dim put in `order` (an index tensor), as torch's
+    index_select on hx with a PackedSequence's sorted / unsorted indices."""
+    if isinstance(state, tuple):
+        return tuple(_pick(s, order, dim) for s in state)
+    return state.index_select(dim, order)
+
+
+def _out(state):
+    return state[0] if isinstance(state, tuple) else state
+
+
+def _packed_forward(step, steps, sizes, state, weights):
+    """Forward in time over a packed batch: at step t the first sizes[t] sequences run, and
+    those that end keep their state. Returns each step's output and the final states."""
+    outputs, ended = [], []
+    for x_t, n in zip(steps, sizes, strict=True):
+        if n < _out(state).shape[0]:
+            ended.append(_rows(state, n, _out(state).shape[0]))
+            state = _rows(state, 0, n)
+        state = step(x_t, state, weights)
+        outputs.append(_out(state))
+    return outputs, (_join([state] + ended[::-1]) if ended else state)
+
+
+def _packed_backward(step, steps, sizes, initial, weights):
+    """Backward in time: each sequence starts from its own last step (with its row of
+    `initial`) and runs to its first. Returns each step's output (in time order) and the final
+    states."""
+    outputs, state = [None] * len(steps), _rows(initial, 0, sizes[-1])
+    for t in reversed(range(len(steps))):
+        have = _out(state).shape[0]
+        if sizes[t] > have:
+            state = _join([state, _rows(initial, have, sizes[t])])
+        state = step(steps[t], state, weights)
+        outputs[t] = _out(state)
+    return outputs, state
 
 
 # ---- cells ---------------------------------------------------------------------------------------
@@ -305,6 +377,8 @@ class RNNBase(Module):
     # -- forward ---------------------------------------------------------------------------------
 
     def forward(self, input, hx=None):  # noqa: A002
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
         x, batched = self._time_major(input)
         states = self._initial_states(hx, x, batched, input)
         finals = []
@@ -326,16 +400,56 @@ class RNNBase(Module):
         stacked = F.stack(states, 0)
         return stacked if batched else stacked.squeeze(1)
 
+    def _forward_packed(self, packed, hx):
+        """torch's forward on a PackedSequence: each sequence runs over its own steps; the
+        output is packed as the input, h_n (and c_n) in the batch's original order."""
+        x, sizes = packed.data, [int(n) for n in packed.batch_sizes.tolist()]
+        _check_packed(self, x)
+        states = self._initial_states(hx, x, True, x, batch=sizes[0])
+        if hx is not None and packed.sorted_indices is not None:
+            states = [_pick(s, packed.sorted_indices, 0) for s in states]
+        finals = []
+        for layer in range(self.num_layers):
+            if layer and self.dropout and self.training:
+                x = F.dropout(x, self.dropout, training=True)
+            x, done = self._run_packed_layer(layer, x, sizes, states)
+            finals += done
+        output = PackedSequence(x, packed.batch_sizes, packed.sorted_indices,
+                                packed.unsorted_indices)
+        if self.mode == "LSTM":
+            finals = tuple(F.stack([s[i] for s in finals], 0) for i in (0, 1))
+        else:
+            finals = F.stack(finals, 0)
+        if packed.unsorted_indices is not None:
+            finals = _pick(finals, packed.unsorted_indices, 1)
+        return output, finals
+
+    def _run_packed_layer(self, layer, x, sizes, states):
+        """One layer over packed data x (sum of lengths, I): its packed output
+        (sum of lengths, D*H_out) and the final state of each direction."""
+        steps = x.split(sizes)
+        outputs, finals = [], []
+        for direction in range(self._directions):
+            run = _packed_backward if direction else _packed_forward
+            seq, final = run(_STEPS[self.mode], steps, sizes,
+                             states[layer * self._directions + direction],
+                             self._weights(layer, direction))
+            outputs.append(F.cat(seq, 0))
+            finals.append(final)
+        return (outputs[0] if len(outputs) == 1 else F.cat(outputs, -1)), finals
+
     def _time_major(self, input):  # noqa: A002
         """input as (L, N, I), and whether it came batched."""
+        _tensor_input(type(self).__name__, input, " (or a PackedSequence)")
         _check_input(self, input, (2, 3), "tensor")
         if input.ndim == 2:
             return input.unsqueeze(1), False
         return (input.transpose(0, 1) if self.batch_first else input), True
 
-    def _initial_states(self, hx, x, batched, input):  # noqa: A002
-        """[state of each layer and direction]: h (N, H_out), or (h, c) for LSTM."""
-        k, n = self.num_layers * self._directions, x.shape[1]
+    def _initial_states(self, hx, x, batched, input, batch=None):  # noqa: A002
+        """[state of each layer and direction]: h (N, H_out), or (h, c) for LSTM (N: x's
+        dim 1, or `batch`)."""
+        k, n = self.num_layers * self._directions, x.shape[1] if batch is None else batch
         out = self.proj_size or self.hidden_size
         if self.mode != "LSTM":
             return list(self._state(hx, "hx", (k, n, out), x, batched, input).unbind(0))
