@@ -60,10 +60,13 @@ __all__ = [
     "unfold", "fold", "conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
     "adaptive_avg_pool2d", "conv_transpose1d", "conv_transpose2d", "adaptive_avg_pool1d",
     "adaptive_max_pool1d", "adaptive_max_pool2d",
+    "conv3d", "conv_transpose3d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d",
+    "adaptive_max_pool3d",
     "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pixel_shuffle",
     "pixel_unshuffle", "channel_shuffle", "instance_norm", "dropout1d", "dropout2d",
     "multi_margin_loss", "multilabel_margin_loss", "triplet_margin_with_distance_loss",
     "bilinear", "embedding_bag",
+    "ctc_loss", "local_response_norm", "alpha_dropout", "feature_alpha_dropout",
 ]
 
 
@@ -866,6 +869,138 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     return _reduce((margin + d_pos - d_neg).clamp_min(0), reduction, name)
 
 
+class _NeedsFloatError(DTypeError, NotImplementedError):
+    """An integer input where torch has no kernel for the dtype: a DTypeError (a TypeError,
+    tinyattn's) and a NotImplementedError (a RuntimeError, torch's)."""
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
+             zero_infinity=False):
+    """The connectionist temporal classification loss, -log Σ_alignments Π_t p_t(label), of
+    log-probabilities `log_probs` (T, N, C) (or (T, C) unbatched) for `targets` padded (N, S)
+    or concatenated (Σ target_lengths,), with input_lengths and target_lengths (N,) (tensors,
+    lists, or ints unbatched) and the `blank` class. 'mean' divides each loss by its target
+    length (at least 1), then averages over the batch (torch's); zero_infinity: an impossible
+    alignment (an infinite loss) gives 0, and a gradient of 0.
+
+    The forward (alpha) recursion in log space over each target with blanks interleaved, each
+    step a logsumexp over stacked tensors: O(T) Python steps of (N, 2S+1) ops, for small sizes.
+    The gradient is torch's: the plain derivative plus exp(log_probs) over each item's first
+    input_lengths steps (a term of value 0), which is the gradient of the logits behind a
+    log_softmax (where the two agree), as torch's own kernel gives it.
+    """
+    name = "ctc_loss"
+    _check_reduction(reduction, name)
+    given = _t(log_probs)
+    lp = _ctc_log_probs(given)  # (T, N, C)
+    n_time, n, n_class = lp.shape
+    if isinstance(blank, bool) or not isinstance(blank, numbers.Integral):
+        raise DTypeError(f"{name}: blank must be an int class id, got {blank!r}")
+    if not 0 <= blank < n_class:
+        raise _OutOfRangeError(f"{name}: blank {blank} must be in label range: 0..{n_class - 1} "
+                               f"for {n_class} classes")
+    in_len = _ctc_lengths(input_lengths, n, "input_lengths", n_time)
+    tg_len = _ctc_lengths(target_lengths, n, "target_lengths", None)
+    labels = _ctc_labels(_t(targets, lp), tg_len, n_class)
+    loss = _ctc_alpha(lp, labels, in_len, tg_len, blank) + _ctc_torch_gradient(lp, in_len)
+    if zero_infinity:
+        loss = where(loss.detach() == math.inf, 0.0, loss)
+    if reduction == "mean":
+        return (loss / _t(np.maximum(tg_len, 1).astype(lp.dtype), lp)).mean()
+    return _reduce(loss if given.ndim == 3 else loss.squeeze(0), reduction, name)
+
+
+def _ctc_log_probs(lp):
+    """log_probs as (T, N, C): floating, 3-D or (T, C) unbatched."""
+    if lp.dtype.kind != "f":
+        raise _NeedsFloatError(f"ctc_loss: log_probs must be floating point, got {lp.dtype}; "
+                               "convert it with .float()")
+    if lp.ndim not in (2, 3):
+        raise ShapeError(f"ctc_loss: log_probs must be (T, N, C), or (T, C) unbatched, got "
+                         f"{fmt_shape(lp.shape)}")
+    return lp if lp.ndim == 3 else lp.unsqueeze(1)
+
+
+def _ctc_lengths(lengths, n, what, most):
+    """input_lengths or target_lengths as an int64 array (n,), each in 0..most (torch's
+    checks)."""
+    arr = np.asarray(lengths.tolist() if isinstance(lengths, Tensor) else lengths)
+    if arr.dtype.kind not in "iu":
+        raise DTypeError(f"ctc_loss: {what} must hold integer lengths, got {arr.dtype}")
+    if arr.ndim > 1 or arr.size != n:
+        raise ShapeError(f"ctc_loss: {what} must hold one length per item, batch size {n}; "
+                         f"got {fmt_shape(arr.shape)}")
+    arr = arr.reshape(n).astype(np.int64)
+    if n and arr.min() < 0:
+        raise ShapeError(f"ctc_loss: {what} must be at least 0, got {int(arr.min())}")
+    if n and most is not None and arr.max() > most:
+        raise ShapeError(f"ctc_loss: {what} must be at most {most} (the log_probs' T), got "
+                         f"{int(arr.max())}")
+    return arr
+
+
+def _ctc_labels(t, tg_len, n_class):
+    """The targets as an int64 array (N, max target length), padded with -1 past each
+    length; the labels checked to be class ids."""
+    if t.ndim not in (1, 2):
+        raise ShapeError(f"ctc_loss: targets must be padded (N, S) or concatenated "
+                         f"(sum of target_lengths,), got {fmt_shape(t.shape)}")
+    ids = np.array(t.tolist()).astype(np.int64).reshape(t.shape)
+    width = int(tg_len.max()) if tg_len.size else 0
+    keep = np.arange(width) < tg_len[:, None]  # (N, S)
+    labels = np.full(keep.shape, -1, dtype=np.int64)
+    if t.ndim == 2:  # padded
+        if ids.shape[0] != len(tg_len) or ids.shape[1] < width:
+            raise ShapeError(f"ctc_loss: targets {fmt_shape(t.shape)} must hold a row of at "
+                             f"least {width} labels (the longest target_length) for each of "
+                             f"the {len(tg_len)} items")
+        labels[keep] = ids[:, :width][keep]
+    else:  # concatenated (torch's rule: exactly Σ target_lengths labels, unbatched too)
+        if ids.size != tg_len.sum():
+            raise ShapeError(f"ctc_loss: concatenated targets {fmt_shape(t.shape)} must hold "
+                             f"the sum of target_lengths, {int(tg_len.sum())} labels")
+        labels[keep] = ids  # (row-major: each item's labels in turn)
+    bad = keep & ((labels < 0) | (labels >= n_class))
+    if bad.any():
+        raise _OutOfRangeError(f"ctc_loss: target {int(labels[bad][0])} is out of range for "
+                               f"{n_class} classes (valid: 0..{n_class - 1})")
+    return labels
+
+
+def _ctc_alpha(lp, labels, in_len, tg_len, blank):
+    """-log p(target | log_probs) per item (N,): alpha over the extended labels (blank, l1,
+    blank, l2, ..., blank), from 'before step 0' (all mass on the first blank); an item stops
+    at its input length; the end is the last blank or the last label."""
+    n_time, n, _ = lp.shape
+    width = 2 * labels.shape[1] + 1
+    ext = np.full((n, width), blank, dtype=np.int64)
+    ext[:, 1::2] = np.where(labels < 0, blank, labels)
+    skip = np.zeros((n, width), dtype=bool)  # s - 2 -> s: a label unlike the one before it
+    skip[:, 3::2] = labels[:, 1:] != labels[:, :-1]
+    lp_ext = lp.gather(2, _t(np.broadcast_to(ext, (n_time, n, width)).copy(), lp))
+    neg = -math.inf
+    alpha = _t(np.where(np.arange(width) == 0, 0.0, neg)[None].repeat(n, 0).astype(lp.dtype),
+               lp)
+    skip, running = _t(skip, lp), np.arange(n_time) < in_len[:, None]  # (N, T)
+    for t in range(n_time):
+        one = pad(alpha, (1, 0), value=neg)[:, :width]
+        two = where(skip, pad(alpha, (2, 0), value=neg)[:, :width], neg)
+        step = stack([alpha, one, two]).logsumexp(0) + lp_ext[t]
+        alpha = where(_t(running[:, t:t + 1], lp), step, alpha)
+    last = 2 * tg_len
+    ends = alpha.gather(1, _t(np.stack([last, np.maximum(last - 1, 0)], 1), lp))
+    ends = where(_t(np.stack([np.ones(n, dtype=bool), tg_len > 0], 1), lp), ends, neg)
+    return -ends.logsumexp(1)
+
+
+def _ctc_torch_gradient(lp, in_len):
+    """0 per item (N,), whose gradient is exp(log_probs) over the item's first input_lengths
+    steps: the term torch's ctc_loss kernel adds to the derivative."""
+    e = lp.exp()
+    steps = (np.arange(lp.shape[0])[:, None] < in_len)[:, :, None]  # (T, N, 1)
+    return where(_t(steps, lp), e - e.detach(), 0.0).sum((0, 2))
+
+
 def one_hot(tensor, num_classes=-1):
     """Integer class ids (...) -> (..., num_classes) int64, 1 at each id (no gradient);
     num_classes=-1 takes the largest id + 1."""
@@ -1132,6 +1267,27 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):  # noqa: A0
     groups = x.reshape(x.shape[0], num_groups, math.prod(x.shape[1:]) // num_groups)
     y = layer_norm(groups, groups.shape[-1:], eps=eps).reshape(x.shape)
     return _channel_affine(y, weight, bias, (1, x.shape[1]) + (1,) * (x.ndim - 2), x.dtype)
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):  # noqa: A002 - torch's
+    """x / (k + alpha * avg) ** beta over (N, C, ...) (3-D or more), avg the mean of x² over
+    `size` neighbouring channels (size // 2 before, (size - 1) // 2 after, zeros past the
+    ends counted, as torch's padded average pool)."""
+    name = "local_response_norm"
+    x = _t(input)
+    if x.ndim < 3:
+        raise ValueError(f"{name}: expected 3-D or higher input (N, C, ...), got "
+                         f"{fmt_shape(x.shape)}")
+    _floating(x, name)
+    if isinstance(size, bool) or not isinstance(size, numbers.Integral):
+        raise DTypeError(f"{name}: size must be an int number of channels, got {size!r}")
+    if size < 1:
+        raise ShapeError(f"{name}: size must be greater than zero, got {size}")
+    if x.numel() == 0:
+        return x
+    pads = (0, 0) * (x.ndim - 2) + (size // 2, (size - 1) // 2)
+    avg = pad(x * x, pads).unfold(1, size, 1).sum(-1) / size  # (N, C, ...)
+    return x / (avg * alpha + k) ** beta
 
 
 def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
@@ -1807,7 +1963,7 @@ def _batched(x, spatial, name):
     if x.ndim == spatial + 1:
         return x.unsqueeze(0), True
     if x.ndim != spatial + 2:
-        dims = "L" if spatial == 1 else "H, W"
+        dims = ("L", "H, W", "D, H, W")[spatial - 1]
         raise ShapeError(f"{name}: expected input (N, C, {dims}) or (C, {dims}), got "
                          f"{fmt_shape(x.shape)}")
     return x, False
@@ -1826,24 +1982,33 @@ def _unlifted(y, spatial, unbatched):
 
 
 def _windows(x, kernel, dilation, stride, pads, name, value=0.0):
-    """Every kernel window of x (N, C, H, W) padded by pads ((top, bottom), (left, right)) with
-    `value`: (N, C, oh, ow, kh, kw), a view of the padded input (Tensor.unfold)."""
+    """Every kernel window of x (N, C, H, W) (or (N, C, D, H, W)) padded by pads ((top,
+    bottom), (left, right)) with `value`: (N, C, oh, ow, kh, kw) (or (N, C, od, oh, ow, kd, kh,
+    kw)), a view of the padded input (Tensor.unfold)."""
     if any(left or right for left, right in pads):
-        x = pad(x, (*pads[1], *pads[0]), value=value)
+        x = pad(x, tuple(a for p in pads[::-1] for a in p), value=value)
     spans = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation, strict=True))
     if any(s > n for s, n in zip(spans, x.shape[2:], strict=True)):
-        shown = 1 if name.endswith("1d") else 2  # (a 1-d caller's message: its own dim)
+        # (a 1-d caller's message: its own dim)
+        shown = 1 if name.endswith("1d") else len(kernel)
         raise ShapeError(f"{name}: the kernel {fmt_shape(kernel[-shown:])} (dilation "
                          f"{fmt_shape(dilation[-shown:])}) is larger than the padded input "
                          f"{fmt_shape(x.shape[-shown:])} (padding {pads[-shown:]})")
-    w = x.unfold(2, spans[0], stride[0]).unfold(3, spans[1], stride[1])
-    return w if dilation == (1, 1) else w[..., ::dilation[0], ::dilation[1]]
+    w = x
+    for axis, (span, step) in enumerate(zip(spans, stride, strict=True)):
+        w = w.unfold(2 + axis, span, step)
+    if all(d == 1 for d in dilation):
+        return w
+    return w[(Ellipsis,) + tuple(slice(None, None, d) for d in dilation)]
 
 
 def _columns(w):
-    """Windows (N, C, oh, ow, kh, kw) in torch's unfold layout: (N, C*kh*kw, oh*ow)."""
-    n, c, oh, ow, kh, kw = w.shape
-    return w.permute(0, 1, 4, 5, 2, 3).reshape(n, c * kh * kw, oh * ow)
+    """Windows (N, C, oh, ow, kh, kw) (or with a depth) in torch's unfold layout:
+    (N, C*kh*kw, oh*ow)."""
+    n, c, nd = w.shape[0], w.shape[1], (w.ndim - 2) // 2
+    order = (0, 1) + tuple(range(2 + nd, 2 + 2 * nd)) + tuple(range(2, 2 + nd))
+    return w.permute(*order).reshape(n, c * math.prod(w.shape[2 + nd:]),
+                                     math.prod(w.shape[2:2 + nd]))
 
 
 def _window_args(name, spatial, kernel_size, dilation, padding, stride):
@@ -1885,26 +2050,34 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):  # n
                          f"dim -2 divisible by kh*kw = {kk} and L = {blocks[0]} * {blocks[1]} = "
                          f"{math.prod(blocks)} blocks (output_size {size}, kernel_size {kernel}, "
                          f"dilation {dilation}, padding {padding}, stride {stride})")
-    cols = x.reshape(-1, x.shape[-2] // kk, kk * n_cols)  # (N, C, kk*L): one column per (o, l)
-    cols = cat([cols, _full(cols, 2, 1, 0.0)], dim=2)  # and a zero, for places with fewer
-    places = _fold_places(size, kernel, dilation, padding, stride, blocks)
-    out = cols.index_select(2, places.reshape(-1)).reshape(cols.shape[:2] + size + (kk,)).sum(-1)
+    out = _fold_columns(x, size, kernel, dilation, padding, stride, blocks)
     return out.squeeze(0) if x.ndim == 2 else out
 
 
+def _fold_columns(x, size, kernel, dilation, padding, stride, blocks):
+    """fold's sum of columns x (N, C*kk, L) into (N, C, *size), for 2 or 3 spatial dims
+    (conv_transpose3d's too), the sizes already checked."""
+    kk, n_cols = math.prod(kernel), x.shape[-1]
+    cols = x.reshape(-1, x.shape[-2] // kk, kk * n_cols)  # (N, C, kk*L): one column per (o, l)
+    cols = cat([cols, _full(cols, 2, 1, 0.0)], dim=2)  # and a zero, for places with fewer
+    places = _fold_places(tuple(size), kernel, dilation, padding, stride, blocks)
+    return cols.index_select(2, places.reshape(-1)).reshape(
+        cols.shape[:2] + tuple(size) + (kk,)).sum(-1)
+
+
 def _fold_places(size, kernel, dilation, padding, stride, blocks):
-    """(H, W, kh*kw): for each place of fold's output and each kernel offset o, the column
-    (o * L + block) that lands there, or o * L + ... = kk*L (the zero) where none does (a block
-    covers a place at most once per offset)."""
-    (h, w), (oh, ow), kk = size, blocks, math.prod(kernel)
-    places = np.full((h, w, kk), kk * oh * ow, dtype=np.int64)
+    """(H, W, kh*kw) (or (D, H, W, kd*kh*kw)): for each place of fold's output and each kernel
+    offset o, the column (o * L + block) that lands there, or o * L + ... = kk*L (the zero)
+    where none does (a block covers a place at most once per offset)."""
+    kk, n_blocks = math.prod(kernel), math.prod(blocks)
+    places = np.full(tuple(size) + (kk,), kk * n_blocks, dtype=np.int64)
     for o in range(kk):
-        i, j = divmod(o, kernel[1])
-        rows = np.arange(oh) * stride[0] + i * dilation[0] - padding[0]
-        cols = np.arange(ow) * stride[1] + j * dilation[1] - padding[1]
-        r_in, c_in = (rows >= 0) & (rows < h), (cols >= 0) & (cols < w)
-        block = o * oh * ow + np.arange(oh * ow).reshape(oh, ow)
-        places[rows[r_in][:, None], cols[c_in][None, :], o] = block[r_in][:, c_in]
+        starts = [np.arange(m) * s + i * d - p for m, s, i, d, p in
+                  zip(blocks, stride, np.unravel_index(o, kernel), dilation, padding, strict=True)]
+        inside = [(at >= 0) & (at < n) for at, n in zip(starts, size, strict=True)]
+        block = o * n_blocks + np.arange(n_blocks).reshape(blocks)
+        places[np.ix_(*(at[m] for at, m in zip(starts, inside, strict=True))) + (o,)] = block[
+            np.ix_(*inside)]
     return places
 
 
@@ -1923,8 +2096,16 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _conv("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
 
 
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
+    """A 3-d convolution (cross-correlation, as torch's) of input (N, C_in, D, H, W) (or
+    (C_in, D, H, W)) with weight (C_out, C_in / groups, kd, kh, kw), plus bias (C_out,); groups
+    and padding ("valid", "same" or ints) as conv2d's."""
+    return _conv("conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
+
+
 def _conv(name, spatial, input, weight, bias, stride, padding, dilation, groups):  # noqa: A002
-    """conv1d and conv2d: the unfolded input's columns times the weight's rows, per group."""
+    """conv1d, conv2d and conv3d: the unfolded input's columns times the weight's rows, per
+    group."""
     x, unbatched = _batched(_t(input), spatial, name)
     w = _t(weight, x)
     b = None if bias is None else _t(bias, x)
@@ -1935,12 +2116,12 @@ def _conv(name, spatial, input, weight, bias, stride, padding, dilation, groups)
     kernel, stride, dilation = _lifted(spatial, w.shape[2:], stride, dilation)
     cols = _windows(x.reshape(x.shape[:2] + (1,) * (2 - spatial) + x.shape[2:]), kernel, dilation,
                     stride, [(0, 0)] * (2 - spatial) + pads, name)
-    oh, ow = cols.shape[2:4]
+    sizes = cols.shape[2:2 + len(kernel)]  # (oh, ow) or (od, oh, ow)
     n, out = x.shape[0], w.shape[0]
-    cols = _columns(cols).reshape(n, groups, -1, oh * ow)  # (N, g, C_in/g * kh*kw, L)
-    y = (w.reshape(groups, out // groups, -1) @ cols).reshape(n, out, oh, ow)
+    cols = _columns(cols).reshape(n, groups, -1, math.prod(sizes))  # (N, g, C_in/g * kk, L)
+    y = (w.reshape(groups, out // groups, -1) @ cols).reshape((n, out) + sizes)
     if b is not None:
-        y = y + b.reshape(1, out, 1, 1)
+        y = y + b.reshape((1, out) + (1,) * len(sizes))
     return _unlifted(y, spatial, unbatched)
 
 
@@ -1956,12 +2137,15 @@ def _check_conv_dtypes(name, x, w, b, groups):
         raise ValueError(f"{name}: groups must be a positive int, got {groups!r}")
 
 
+_KERNEL_DIMS = {1: "k", 2: "kh, kw", 3: "kd, kh, kw"}
+
+
 def _check_conv(name, spatial, x, w, b, groups):
     """The input, weight, bias and groups of a convolution fit together (as torch checks)."""
     _check_conv_dtypes(name, x, w, b, groups)
     if w.ndim != spatial + 2:
         raise ShapeError(f"{name}: weight must be (out_channels, in_channels / groups, "
-                         f"{'k' if spatial == 1 else 'kh, kw'}), got {fmt_shape(w.shape)}")
+                         f"{_KERNEL_DIMS[spatial]}), got {fmt_shape(w.shape)}")
     if w.shape[0] % groups:
         raise ShapeError(f"{name}: groups {groups} must divide out_channels {w.shape[0]} "
                          f"(weight {fmt_shape(w.shape)})")
@@ -2016,6 +2200,15 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                            output_padding, groups, dilation)
 
 
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0,  # noqa: A002
+                     groups=1, dilation=1):
+    """A 3-d transposed convolution (conv3d's gradient by its input, as torch's) of input
+    (N, C_in, D, H, W) (or (C_in, D, H, W)) with weight (C_in, C_out / groups, kd, kh, kw), plus
+    bias (C_out,); each output dim as conv_transpose2d's."""
+    return _conv_transpose("conv_transpose3d", 3, input, weight, bias, stride, padding,
+                           output_padding, groups, dilation)
+
+
 def _conv_transpose(name, spatial, input, weight, bias, stride, padding, output_padding,  # noqa: A002
                     groups, dilation):
     """Each input place's channels times the weight's columns (Wᵀ x, per group) as the columns
@@ -2040,13 +2233,17 @@ def _conv_transpose(name, spatial, input, weight, bias, stride, padding, output_
     cols = w.reshape(groups, c_in // groups, -1).transpose(1, 2) @ x.reshape(
         n, groups, c_in // groups, math.prod(x.shape[2:]))  # (N, g, C_out/g * kk, L)
     full, kernel, stride, dilation = _lifted(spatial, tuple(full), kernel, stride, dilation)
-    y = fold(cols.reshape(n, out * math.prod(kernel), -1), full, kernel, dilation, 0, stride)
+    cols = cols.reshape(n, out * math.prod(kernel), -1)
+    if spatial == 3:  # (fold itself is 2-d only, as torch's)
+        y = _fold_columns(cols, full, kernel, dilation, (0,) * 3, stride, tuple(x.shape[2:]))
+    else:
+        y = fold(cols, full, kernel, dilation, 0, stride)
     crops = [a for p, o in zip(padding[::-1], output_padding[::-1], strict=True)
              for a in (-p, o - p)]  # (the last dim's (left, right) first, as pad takes them)
     if any(crops):
         y = pad(y, crops)
     if b is not None:
-        y = y + b.reshape(1, out, 1, 1)
+        y = y + b.reshape((1, out) + (1,) * len(full))
     return _unlifted(y, spatial, unbatched)
 
 
@@ -2069,7 +2266,7 @@ def _check_conv_transpose(name, spatial, x, w, b, groups):
     _check_conv_dtypes(name, x, w, b, groups)
     if w.ndim != spatial + 2:
         raise ShapeError(f"{name}: weight must be (in_channels, out_channels / groups, "
-                         f"{'k' if spatial == 1 else 'kh, kw'}), got {fmt_shape(w.shape)}")
+                         f"{_KERNEL_DIMS[spatial]}), got {fmt_shape(w.shape)}")
     if x.shape[1] % groups:
         raise ShapeError(f"{name}: groups {groups} must divide the {x.shape[1]} channels of "
                          f"input {fmt_shape(x.shape)}")
@@ -2134,26 +2331,41 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
                      return_indices)
 
 
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
+               return_indices=False):
+    """The largest entry of each kernel_size window of (N, C, D, H, W) (or (C, D, H, W)), as
+    max_pool2d's; return_indices: also each one's place in D*H*W."""
+    return _max_pool("max_pool3d", 3, input, kernel_size, stride, padding, dilation, ceil_mode,
+                     return_indices)
+
+
 def _max_pool(name, spatial, input, kernel_size, stride, padding, dilation, ceil_mode,  # noqa: A002
               return_indices):
     x, unbatched, (kernel, dilation, pads, stride) = _pool_args(
         name, spatial, input, kernel_size, stride, padding, dilation, ceil_mode)
     lowest = np.iinfo(x.dtype).min if x.dtype.kind in "iu" else -math.inf
     w = _windows(x, kernel, dilation, stride, pads, name, value=lowest)
-    n, c, oh, ow = w.shape[:4]
-    y, picked = w.reshape(n, c, oh, ow, math.prod(kernel)).max(-1)
+    sizes = w.shape[:2 + len(kernel)]  # (N, C, oh, ow) or (N, C, od, oh, ow)
+    y, picked = w.reshape(sizes + (math.prod(kernel),)).max(-1)
     if not return_indices:
         return _unlifted(y, spatial, unbatched)
-    rows = _fresh(np.arange(oh)[:, None] * stride[0] - pads[0][0], backend=x.backend)
-    cols = _fresh(np.arange(ow)[None, :] * stride[1] - pads[1][0], backend=x.backend)
-    where = _values("max_pool_indices", _pool_places, picked, rows, cols, kw=kernel[1],
-                    dilation=dilation, width=x.shape[3])
+    nd = len(kernel)
+    starts = [_fresh((np.arange(m) * s - p).reshape((1,) * i + (m,) + (1,) * (nd - 1 - i)),
+                     backend=x.backend)
+              for i, (m, s, (p, _)) in enumerate(zip(sizes[2:], stride, pads, strict=True))]
+    where = _values("max_pool_indices", _pool_places, picked, *starts, kernel=kernel,
+                    dilation=dilation, size=tuple(x.shape[2:]))
     return _unlifted(y, spatial, unbatched), _unlifted(where, spatial, unbatched)
 
 
-def _pool_places(picked, rows, cols, kw, dilation, width):
-    """The place in the input's H*W of each window's picked offset (row-major in the window)."""
-    return (rows + picked // kw * dilation[0]) * width + cols + picked % kw * dilation[1]
+def _pool_places(picked, *starts, kernel, dilation, size):
+    """The place in the input's H*W (or D*H*W) of each window's picked offset (row-major in
+    the window), each window starting at `starts` (one array per dim)."""
+    place, scale, rest = 0, 1, picked
+    for start, k, d, n in reversed(list(zip(starts, kernel, dilation, size, strict=True))):
+        place = place + (start + rest % k * d) * scale
+        rest, scale = rest // k, scale * n
+    return place
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # noqa: A002
@@ -2174,6 +2386,14 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # n
                      count_include_pad, divisor_override)
 
 
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # noqa: A002
+               count_include_pad=True, divisor_override=None):
+    """The mean of each kernel_size window of (N, C, D, H, W) (or (C, D, H, W)); the rest as
+    avg_pool2d's."""
+    return _avg_pool("avg_pool3d", 3, input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override)
+
+
 def _avg_pool(name, spatial, input, kernel_size, stride, padding, ceil_mode,  # noqa: A002
               count_include_pad, divisor_override):
     x, unbatched, (kernel, dilation, pads, stride) = _pool_args(
@@ -2182,7 +2402,7 @@ def _avg_pool(name, spatial, input, kernel_size, stride, padding, ceil_mode,  # 
     if divisor_override is not None and divisor_override == 0:
         raise ValueError(f"{name}: divisor_override must not be 0")
     w = _windows(x, kernel, dilation, stride, pads, name)
-    total = w.sum((-2, -1))
+    total = w.sum(tuple(range(-len(kernel), 0)))
     if divisor_override is not None:
         return _unlifted(total / divisor_override, spatial, unbatched)
     return _unlifted(total / _avg_divisor(total, x, kernel, stride, pads, count_include_pad),
@@ -2200,7 +2420,9 @@ def _avg_divisor(total, x, kernel, stride, pads, count_include_pad):
         end = np.minimum(start + k, n + p)
         counts.append(end - start if count_include_pad else
                       np.minimum(end, n) - np.maximum(start, 0))
-    divisor = counts[0][:, None] * counts[1][None, :]
+    divisor = counts[0]
+    for count in counts[1:]:
+        divisor = np.multiply.outer(divisor, count)
     if (divisor == math.prod(kernel)).all():
         return math.prod(kernel)
     return _fresh(divisor.astype(x.dtype), backend=x.backend)
@@ -2232,6 +2454,19 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):  # noqa: A002
     return _adaptive_max_pool("adaptive_max_pool2d", 2, input, output_size, return_indices)
 
 
+def adaptive_avg_pool3d(input, output_size):  # noqa: A002 - torch's name
+    """The mean over each of output_size (od, oh, ow) windows of (N, C, D, H, W) (or
+    (C, D, H, W)); None keeps that dim's size. The windows per dim are adaptive_avg_pool1d's."""
+    return _adaptive_avg_pool("adaptive_avg_pool3d", 3, input, output_size)
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):  # noqa: A002
+    """The largest entry of each of adaptive_avg_pool3d's windows of (N, C, D, H, W) (or
+    (C, D, H, W)), the first in row-major order on a tie; return_indices: also each one's place
+    in D*H*W."""
+    return _adaptive_max_pool("adaptive_max_pool3d", 3, input, output_size, return_indices)
+
+
 def _adaptive_args(name, spatial, input, output_size):  # noqa: A002
     """The input as (N, C, H, W) (a 1-d one with H = 1), whether it came unbatched, and the
     output size as 2 ints (None: the input's own size)."""
@@ -2256,26 +2491,32 @@ def _adaptive_windows(n, m):
 
 
 def _adaptive_gather(x, size, fill):
-    """Every adaptive window of x (N, C, H, W): (N, C, oh, ow, K), entries in row-major order
-    with `fill` past each window's end; the (oh, ow, K) places in H*W (H*W for a fill) and the
-    (oh, ow) window sizes."""
-    (h, w), (rows, n_rows), (cols, n_cols) = x.shape[2:], *(
-        _adaptive_windows(n, m) for n, m in zip(x.shape[2:], size, strict=True))
-    places = rows[:, None, :, None] * w + cols[None, :, None, :]  # (oh, ow, Kh, Kw)
-    places = np.where((rows[:, None, :, None] == h) | (cols[None, :, None, :] == w), h * w,
-                      places).reshape(size + (-1,))
-    flat = x.reshape(x.shape[:2] + (h * w,))
+    """Every adaptive window of x (N, C, H, W) (or (N, C, D, H, W)): (N, C, oh, ow, K), entries
+    in row-major order with `fill` past each window's end; the (oh, ow, K) places in H*W (H*W
+    for a fill) and the (oh, ow) window sizes (with a depth: od first, places in D*H*W)."""
+    dims, nd, total = x.shape[2:], len(size), math.prod(x.shape[2:])
+    places, outside, counts, scale = 0, False, 1, total
+    for i, (n, m) in enumerate(zip(dims, size, strict=True)):
+        windows, count = _adaptive_windows(n, m)  # (m, K) places along dim i, (m,) sizes
+        shape = [1] * (2 * nd)
+        shape[i], shape[nd + i] = windows.shape
+        windows, scale = windows.reshape(shape), scale // n
+        places, outside = places + windows * scale, outside | (windows == n)
+        counts = np.multiply.outer(counts, count) if i else count
+    places = np.where(outside, total, places).reshape(tuple(size) + (-1,))
+    flat = x.reshape(x.shape[:2] + (total,))
     flat = cat([flat, _full(flat, 2, 1, fill)], dim=2)
     picked = flat.index_select(2, places.reshape(-1)).reshape(x.shape[:2] + places.shape)
-    return picked, places, n_rows[:, None] * n_cols[None, :]
+    return picked, places, counts
 
 
 def _adaptive_avg_pool(name, spatial, input, output_size):  # noqa: A002
     x, unbatched, size = _adaptive_args(name, spatial, input, output_size)
     _floating(x, name)
-    (h, w), (oh, ow) = x.shape[2:], size
-    if not (h % oh or w % ow):  # (equal windows, side by side: a reshape)
-        y = x.reshape(x.shape[:2] + (oh, h // oh, ow, w // ow)).mean((3, 5))
+    if not any(n % m for n, m in zip(x.shape[2:], size, strict=True)):
+        # (equal windows, side by side: a reshape)
+        split = tuple(a for n, m in zip(x.shape[2:], size, strict=True) for a in (m, n // m))
+        y = x.reshape(x.shape[:2] + split).mean(tuple(range(3, 2 + len(split), 2)))
         return _unlifted(y, spatial, unbatched)
     windows, _, counts = _adaptive_gather(x, size, 0.0)
     y = windows.sum(-1) / _fresh(counts.astype(x.dtype), backend=x.backend)
@@ -2292,7 +2533,7 @@ def _adaptive_max_pool(name, spatial, input, output_size, return_indices):  # no
     k = places.shape[-1]
     where = _values("adaptive_max_pool_indices", _adaptive_places, picked,
                     _fresh(places.reshape(-1), backend=x.backend),
-                    _fresh(np.arange(size[0] * size[1]).reshape(size) * k, backend=x.backend))
+                    _fresh(np.arange(math.prod(size)).reshape(size) * k, backend=x.backend))
     return _unlifted(y, spatial, unbatched), _unlifted(where, spatial, unbatched)
 
 
@@ -2635,6 +2876,50 @@ def _feature_dropout(x, p, training, inplace, batched):
     with no_grad():
         mask = dropout(full(shape, 1, dtype=x.dtype, backend=x.backend), p)
     return x.mul_(mask) if inplace else x * mask
+
+
+_SELU_SATURATION = 1.7580993408473766  # -SELU's scale * alpha: what SELU tends to at -inf, negated
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):  # noqa: A002 - torch's names
+    """SELU's dropout: each entry dropped with probability p to SELU's saturation value, then
+    an affine map that keeps a zero mean and unit variance (torch's: kept x -> a x + a α p,
+    dropped -> -a α (1 - p), a = ((α² p + 1)(1 - p))^-1/2, α = 1.7581). The identity if not
+    training (torch's default here: training=False)."""
+    x = _t(input)
+    nn_ops.check_dropout_p(p)
+    return _alpha_dropout(x, p, training, inplace, x.shape, "alpha_dropout")
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):  # noqa: A002
+    """alpha_dropout by whole channels: one draw per (N, C) entry of (N, C, ...), the same over
+    the other dims (2-D input: one per entry, as torch's)."""
+    x = _t(input)
+    nn_ops.check_dropout_p(p)
+    name = "feature_alpha_dropout"
+    if training and p > 0 and x.numel() and x.ndim < 2:
+        raise ShapeError(f"{name}: feature dropout requires at least 2 dimensions in the input "
+                         f"(N, C, ...), got {fmt_shape(x.shape)}")
+    return _alpha_dropout(x, p, training, inplace, x.shape[:2] + (1,) * (x.ndim - 2), name)
+
+
+def _alpha_dropout(x, p, training, inplace, noise_shape, name):
+    """x * noise * a + b, noise 1 (kept) or 0 (dropped) drawn over noise_shape (torch's
+    arithmetic, in this order); the gradient is a where kept, 0 where dropped."""
+    if not training or p == 0 or x.numel() == 0:
+        return x
+    if p == 1:
+        return x.mul_(0) if inplace else x * 0
+    if x.dtype.kind != "f":
+        raise _NeedsFloatError(f"{name}: needs a floating-point input, got {x.dtype}; convert "
+                               "it with .float()")
+    with no_grad():
+        noise = (dropout(full(noise_shape, 1, dtype=x.dtype, backend=x.backend), p) != 0)\
+            .to(x.dtype)
+        a = 1 / math.sqrt((_SELU_SATURATION ** 2 * p + 1) * (1 - p))
+        b = (noise - 1) * (_SELU_SATURATION * a) + _SELU_SATURATION * a * p
+        noise = noise * a
+    return x.mul_(noise).add_(b) if inplace else x * noise + b
 
 
 # torch's keyword names: input= for the tensor (softmax(input=x)), where(condition, input=,

@@ -3,9 +3,10 @@
 module.py holds Module, Parameter and the containers; layers.py the basic layers;
 activation.py the activation modules; conv.py the convolution, pooling and Unfold/Fold
 modules; vision.py Upsample, the padding modules, the pixel and channel shuffles,
-InstanceNorm1d/2d and Dropout1d/2d; encoder.py torch's Transformer, its encoder and decoder
-stacks; recurrent.py RNN, LSTM, GRU and their cells; transformer.py the attention, MLP and
-block that make TinyTransformer.
+InstanceNorm1d/2d, Dropout1d/2d, AlphaDropout, FeatureAlphaDropout and LocalResponseNorm;
+loss.py the loss modules (CTCLoss among them); encoder.py torch's Transformer, its encoder
+and decoder stacks; recurrent.py RNN, LSTM, GRU and their cells; transformer.py the
+attention, MLP and block that make TinyTransformer.
 tinyattn.nn.functional is tinyattn.functional itself, so `import tinyattn.nn.functional as F`
 works as with torch.
 """
@@ -48,17 +49,23 @@ from .attention import MultiheadAttention, RotaryEmbedding
 from .conv import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
+    AdaptiveAvgPool3d,
     AdaptiveMaxPool1d,
     AdaptiveMaxPool2d,
+    AdaptiveMaxPool3d,
     AvgPool1d,
     AvgPool2d,
+    AvgPool3d,
     Conv1d,
     Conv2d,
+    Conv3d,
     ConvTranspose1d,
     ConvTranspose2d,
+    ConvTranspose3d,
     Fold,
     MaxPool1d,
     MaxPool2d,
+    MaxPool3d,
     Unfold,
 )
 from .encoder import (
@@ -92,6 +99,7 @@ from .loss import (
     BCEWithLogitsLoss,
     CosineEmbeddingLoss,
     CrossEntropyLoss,
+    CTCLoss,
     GaussianNLLLoss,
     HingeEmbeddingLoss,
     HuberLoss,
@@ -128,6 +136,7 @@ from .transformer import (
     TransformerConfig,
 )
 from .vision import (
+    AlphaDropout,
     ChannelShuffle,
     CircularPad1d,
     CircularPad2d,
@@ -135,8 +144,10 @@ from .vision import (
     ConstantPad2d,
     Dropout1d,
     Dropout2d,
+    FeatureAlphaDropout,
     InstanceNorm1d,
     InstanceNorm2d,
+    LocalResponseNorm,
     PixelShuffle,
     PixelUnshuffle,
     ReflectionPad1d,
@@ -171,6 +182,8 @@ __all__ = [
     "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool2d",
     "Unfold", "Fold", "ConvTranspose1d", "ConvTranspose2d", "AdaptiveAvgPool1d",
     "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
+    "Conv3d", "ConvTranspose3d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d",
+    "AdaptiveMaxPool3d",
     "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d",
     "DataParallel",
     "ZeroPad1d", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d",
@@ -179,6 +192,7 @@ __all__ = [
     "Dropout1d", "Dropout2d",
     "MultiMarginLoss", "MultiLabelMarginLoss", "TripletMarginWithDistanceLoss",
     "Bilinear", "EmbeddingBag",
+    "CTCLoss", "LocalResponseNorm", "AlphaDropout", "FeatureAlphaDropout",
 ]
 
 sys.modules[__name__ + ".functional"] = functional  # the module, not a copy: one F

@@ -1,8 +1,8 @@
-"""Convolution, pooling and fold modules: Conv1d, Conv2d, ConvTranspose1d/2d, MaxPool1d/2d,
-AvgPool1d/2d, AdaptiveAvgPool1d/2d, AdaptiveMaxPool1d/2d, Unfold and Fold, with torch's names,
-arguments, parameters and reprs.
+"""Convolution, pooling and fold modules: Conv1d/2d/3d, ConvTranspose1d/2d/3d, MaxPool1d/2d/3d,
+AvgPool1d/2d/3d, AdaptiveAvgPool1d/2d/3d, AdaptiveMaxPool1d/2d/3d, Unfold and Fold, with
+torch's names, arguments, parameters and reprs.
 
-Each forward is one call of tinyattn.functional (conv1d, conv2d, conv_transpose*, max_pool*,
+Each forward is one call of tinyattn.functional (conv1d/2d/3d, conv_transpose*, max_pool*,
 avg_pool*, adaptive_*_pool*, unfold, fold), which composes it from tensor ops. Not supported,
 and refused by name: padding_mode other than "zeros".
 """
@@ -63,7 +63,7 @@ class _ConvNd(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def _conv_forward(self, input, weight, bias):  # noqa: A002 - torch's names
-        conv = F.conv1d if self._spatial == 1 else F.conv2d
+        conv = (F.conv1d, F.conv2d, F.conv3d)[self._spatial - 1]
         return conv(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
 
     def forward(self, input):  # noqa: A002 - torch's argument name
@@ -109,6 +109,13 @@ class Conv2d(_ConvNd):
     _spatial = 2
 
 
+class Conv3d(_ConvNd):
+    """A 3-d convolution over (N, C_in, D, H, W): weight (out_channels, in_channels / groups,
+    kd, kh, kw)."""
+
+    _spatial = 3
+
+
 class _ConvTransposeNd(_ConvNd):
     """ConvTranspose1d and ConvTranspose2d: weight (in_channels, out_channels / groups,
     *kernel_size) and bias (out_channels,), initialised as torch's (fan_in from the weight's
@@ -132,7 +139,7 @@ class _ConvTransposeNd(_ConvNd):
     def forward(self, input, output_size=None):  # noqa: A002 - torch's argument name
         """The transposed convolution; output_size (the spatial sizes, or with the leading
         dims too) picks the output_padding that gives it, as torch's."""
-        conv = F.conv_transpose1d if self._spatial == 1 else F.conv_transpose2d
+        conv = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[self._spatial - 1]
         return conv(input, self.weight, self.bias, self.stride, self.padding,
                     self._output_padding(input, output_size), self.groups, self.dilation)
 
@@ -172,7 +179,16 @@ class ConvTranspose2d(_ConvTransposeNd):
     _spatial = 2
 
 
+class ConvTranspose3d(_ConvTransposeNd):
+    """A 3-d transposed convolution over (N, C_in, D, H, W): weight (in_channels, out_channels /
+    groups, kd, kh, kw)."""
+
+    _spatial = 3
+
+
 class _MaxPoolNd(Module):
+    _spatial = 2
+
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
                  ceil_mode=False):
         super().__init__()
@@ -181,7 +197,7 @@ class _MaxPoolNd(Module):
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
 
     def forward(self, input):  # noqa: A002 - torch's argument name
-        pool = F.max_pool1d if isinstance(self, MaxPool1d) else F.max_pool2d
+        pool = (F.max_pool1d, F.max_pool2d, F.max_pool3d)[self._spatial - 1]
         return pool(input, self.kernel_size, self.stride, self.padding, self.dilation,
                     ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
@@ -193,9 +209,19 @@ class _MaxPoolNd(Module):
 class MaxPool1d(_MaxPoolNd):
     """The largest entry of each window along L of (N, C, L)."""
 
+    _spatial = 1
+
 
 class MaxPool2d(_MaxPoolNd):
     """The largest entry of each kernel_size window of (N, C, H, W)."""
+
+    _spatial = 2
+
+
+class MaxPool3d(_MaxPoolNd):
+    """The largest entry of each kernel_size window of (N, C, D, H, W)."""
+
+    _spatial = 3
 
 
 def _single(x):
@@ -240,6 +266,15 @@ class AvgPool2d(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
+class AvgPool3d(AvgPool2d):
+    """The mean of each kernel_size window of (N, C, D, H, W)."""
+
+    def forward(self, input):  # noqa: A002 - torch's argument name
+        return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding,
+                            ceil_mode=self.ceil_mode, count_include_pad=self.count_include_pad,
+                            divisor_override=self.divisor_override)
+
+
 class AdaptiveAvgPool2d(Module):
     """The mean over each of output_size windows of (N, C, H, W) (F.adaptive_avg_pool2d's)."""
 
@@ -281,6 +316,21 @@ class AdaptiveMaxPool1d(AdaptiveMaxPool2d):
 
     def forward(self, input):  # noqa: A002 - torch's argument name
         return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
+
+
+class AdaptiveAvgPool3d(AdaptiveAvgPool2d):
+    """The mean over each of output_size windows of (N, C, D, H, W)."""
+
+    def forward(self, input):  # noqa: A002 - torch's argument name
+        return F.adaptive_avg_pool3d(input, self.output_size)
+
+
+class AdaptiveMaxPool3d(AdaptiveMaxPool2d):
+    """The largest entry of each of output_size windows of (N, C, D, H, W); return_indices:
+    also their places in D*H*W."""
+
+    def forward(self, input):  # noqa: A002 - torch's argument name
+        return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
 
 
 class Unfold(Module):

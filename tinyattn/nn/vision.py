@@ -1,8 +1,9 @@
 """Vision layers with torch's names, arguments and reprs: resampling (Upsample,
 UpsamplingNearest2d, UpsamplingBilinear2d), padding (ZeroPad1d/2d, ConstantPad1d/2d,
 ReflectionPad1d/2d, ReplicationPad1d/2d, CircularPad1d/2d), pixel and channel shuffles
-(PixelShuffle, PixelUnshuffle, ChannelShuffle), instance norm (InstanceNorm1d/2d) and channel
-dropout (Dropout1d, Dropout2d).
+(PixelShuffle, PixelUnshuffle, ChannelShuffle), instance norm (InstanceNorm1d/2d), channel
+dropout (Dropout1d, Dropout2d), SELU's dropouts (AlphaDropout, FeatureAlphaDropout) and
+LocalResponseNorm.
 
 Each forward is one call of tinyattn.functional (interpolate, pad, pixel_shuffle, ...), which
 composes it from tensor ops; none of these modules holds a parameter but InstanceNorm (with
@@ -291,3 +292,35 @@ class Dropout2d(_DropoutNd):
 
     def forward(self, input):  # noqa: A002 - torch's argument name
         return F.dropout2d(input, self.p, self.training, self.inplace)
+
+
+class AlphaDropout(_DropoutNd):
+    """SELU's dropout (F.alpha_dropout) while training: dropped entries set to SELU's
+    saturation value and an affine map that keeps the mean and the variance; the identity in
+    eval mode."""
+
+    def forward(self, input):  # noqa: A002 - torch's argument name
+        return F.alpha_dropout(input, self.p, self.training, self.inplace)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    """F.feature_alpha_dropout while training: alpha dropout by whole channels of
+    (N, C, ...); the identity in eval mode."""
+
+    def forward(self, input):  # noqa: A002 - torch's argument name
+        return F.feature_alpha_dropout(input, self.p, self.training, self.inplace)
+
+
+class LocalResponseNorm(Module):
+    """F.local_response_norm as a module: x / (k + alpha * mean of x² over `size` neighbouring
+    channels) ** beta; no parameters (torch's arguments and repr)."""
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):  # noqa: A002 - torch's argument name
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
