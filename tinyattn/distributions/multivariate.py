@@ -1,0 +1,248 @@
+"""tinyattn.distributions' multivariate distributions: Independent (a base distribution's last
+batch dims made event dims) and MultivariateNormal (from a covariance, precision or scale_tril
+matrix: all through a Cholesky factor), with MultivariateNormal's helpers (_mvn_batch_shape,
+_precision_to_scale_tril, _batch_mahalanobis)."""
+
+import math
+
+import numpy as np
+
+from ..errors import ShapeError, fmt_shape
+from ..linalg import cholesky, solve_triangular
+from ..tensor import Tensor, randn, tensor
+from .constraints import _IndependentConstraint, _lower_cholesky, _positive_definite, _real_vector
+from .distribution import (
+    _Distribution,
+    _eye_like,
+    _refuse_outside,
+    _shape,
+    _sum_rightmost,
+    _tensors,
+)
+
+
+class Independent(_Distribution):
+    """base_distribution with its last reinterpreted_batch_ndims batch dims made event dims:
+    log_prob and entropy sum over them (a diagonal Gaussian: Independent(Normal(mu, sigma), 1)).
+    Sampling, mean and variance are the base's."""
+
+    arg_constraints = {}
+
+    def __init__(self, base_distribution, reinterpreted_batch_ndims, validate_args=None):
+        n, batch = int(reinterpreted_batch_ndims), tuple(base_distribution.batch_shape)
+        if not 0 <= n <= len(batch):
+            raise ValueError(f"Independent: expected 0 <= reinterpreted_batch_ndims <= "
+                             f"len(base_distribution.batch_shape), actual {n} vs {len(batch)}")
+        shape = batch + tuple(base_distribution.event_shape)
+        cut = len(batch) - n
+        self.batch_shape, self.event_shape = shape[:cut], shape[cut:]
+        self.base_dist, self.reinterpreted_batch_ndims = base_distribution, n
+        self.validate_args = validate_args is not False
+
+    @property
+    def has_rsample(self):
+        return self.base_dist.has_rsample
+
+    @property
+    def has_enumerate_support(self):
+        return self.reinterpreted_batch_ndims == 0 and self.base_dist.has_enumerate_support
+
+    @property
+    def support(self):
+        base, n = self.base_dist.support, self.reinterpreted_batch_ndims
+        return _IndependentConstraint(base, n) if n else base
+
+    @property
+    def mean(self):
+        return self.base_dist.mean
+
+    @property
+    def mode(self):
+        return self.base_dist.mode
+
+    @property
+    def variance(self):
+        return self.base_dist.variance
+
+    def sample(self, sample_shape=(), generator=None):
+        return self.base_dist.sample(sample_shape, generator=generator)
+
+    def rsample(self, sample_shape=(), generator=None):
+        return self.base_dist.rsample(sample_shape, generator=generator)
+
+    def log_prob(self, value):
+        return _sum_rightmost(self.base_dist.log_prob(value), self.reinterpreted_batch_ndims)
+
+    def entropy(self):
+        return _sum_rightmost(self.base_dist.entropy(), self.reinterpreted_batch_ndims)
+
+    def enumerate_support(self, expand=True):
+        if self.reinterpreted_batch_ndims > 0:
+            raise NotImplementedError("Enumeration over cartesian product is not implemented")
+        return self.base_dist.enumerate_support(expand=expand)
+
+    def expand(self, batch_shape, _instance=None):
+        """The base expanded to batch_shape + the reinterpreted dims, as torch's."""
+        n = self.reinterpreted_batch_ndims
+        base = self.base_dist.expand(_shape(batch_shape) + tuple(self.event_shape[:n]))
+        return Independent(base, n, validate_args=self.validate_args)
+
+    def __repr__(self):
+        return f"Independent({self.base_dist!r}, {self.reinterpreted_batch_ndims})"
+
+
+_MATRIX_FORMS = ("covariance_matrix", "precision_matrix", "scale_tril")
+
+
+class MultivariateNormal(_Distribution):
+    """N(loc, Σ) over the last dim of loc (the event), Σ given as exactly one of
+    covariance_matrix, precision_matrix (Σ⁻¹) or scale_tril (L, lower-triangular with a
+    positive diagonal, L Lᵀ = Σ); the batch dims of loc and the matrix broadcast, as torch's.
+    Everything is computed from L (a Cholesky factor): rsample is loc + L ε, log_prob solves
+    L z = value - loc, log det Σ is 2 Σ log diag L, so gradients reach loc and the matrix given.
+    With validate_args, loc must not hold NaN, and the matrix must be positive-definite
+    (symmetric) or, for scale_tril, lower-triangular with a positive diagonal (ValueErrors)."""
+
+    arg_constraints = {"loc": _real_vector, "covariance_matrix": _positive_definite,
+                       "precision_matrix": _positive_definite, "scale_tril": _lower_cholesky}
+    support = _real_vector
+    _params = ("loc",)
+
+    def __init__(self, loc, covariance_matrix=None, precision_matrix=None, scale_tril=None,
+                 validate_args=None):
+        given = {name: m for name, m in zip(_MATRIX_FORMS, (covariance_matrix, precision_matrix,
+                                                            scale_tril), strict=True)
+                 if m is not None}
+        loc = loc if isinstance(loc, Tensor) else tensor(loc)
+        if loc.ndim < 1:
+            raise ValueError("MultivariateNormal: loc must be at least one-dimensional.")
+        if len(given) != 1:
+            raise ValueError("MultivariateNormal: Exactly one of covariance_matrix or "
+                             "precision_matrix or scale_tril may be specified.")
+        (self._given, matrix), = given.items()
+        loc, matrix = _tensors(loc, matrix)
+        batch = _mvn_batch_shape(self._given, loc, matrix)
+        n = loc.shape[-1]
+        self.batch_shape, self.event_shape = batch, (n,)
+        self.loc, self._matrix = loc.expand(*batch, n), matrix.expand(*batch, n, n)
+        self.validate_args = validate_args is not False
+        if self.validate_args:
+            _refuse_outside("MultivariateNormal", "loc", self.loc, _real_vector)
+            _refuse_outside("MultivariateNormal", self._given, self._matrix,
+                            self.arg_constraints[self._given])
+        if self._given == "scale_tril":
+            self._unbroadcasted_scale_tril = matrix
+        elif self._given == "covariance_matrix":
+            self._unbroadcasted_scale_tril = cholesky(matrix)
+        else:
+            self._unbroadcasted_scale_tril = _precision_to_scale_tril(matrix)
+
+    def _full(self, matrix):
+        return matrix.expand(*self.batch_shape, *self.event_shape, *self.event_shape)
+
+    @property
+    def scale_tril(self):
+        if self._given == "scale_tril":
+            return self._matrix
+        return self._full(self._unbroadcasted_scale_tril)
+
+    @property
+    def covariance_matrix(self):
+        if self._given == "covariance_matrix":
+            return self._matrix
+        low = self._unbroadcasted_scale_tril
+        return self._full(low @ low.mT)
+
+    @property
+    def precision_matrix(self):
+        """Σ⁻¹ = L⁻ᵀ L⁻¹ (torch's cholesky_inverse), L⁻¹ by a triangular solve."""
+        if self._given == "precision_matrix":
+            return self._matrix
+        low = self._unbroadcasted_scale_tril
+        eye = _eye_like(low)
+        low_inv = solve_triangular(low, eye.expand(*low.shape), upper=False)
+        return self._full(low_inv.mT @ low_inv)
+
+    @property
+    def mean(self):
+        return self.loc
+
+    @property
+    def mode(self):
+        return self.loc
+
+    @property
+    def variance(self):
+        """The diagonal of Σ: the squares of L's rows, summed."""
+        return (self._unbroadcasted_scale_tril ** 2).sum(-1).expand(*self.batch_shape,
+                                                                     *self.event_shape)
+
+    def rsample(self, sample_shape=(), generator=None):
+        """loc + L ε, ε ~ N(0, I): gradients reach loc and the matrix given."""
+        eps = randn(*self._extended(sample_shape), generator=generator, dtype=self.loc.dtype,
+                    backend=self.loc.backend)
+        return self.loc + (self._unbroadcasted_scale_tril @ eps.unsqueeze(-1)).squeeze(-1)
+
+    def log_prob(self, value):
+        """-(n log 2π + |L⁻¹ (value - loc)|²) / 2 - Σ log diag L."""
+        diff = self._value(value, "MultivariateNormal.log_prob") - self.loc
+        low = self._unbroadcasted_scale_tril
+        m = _batch_mahalanobis(low, diff)
+        half_log_det = low.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+        return -0.5 * (self.event_shape[0] * math.log(2 * math.pi) + m) - half_log_det
+
+    def entropy(self):
+        half_log_det = self._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+        h = 0.5 * self.event_shape[0] * (1.0 + math.log(2 * math.pi)) + half_log_det
+        return h.expand(*self.batch_shape)
+
+    def expand(self, batch_shape, _instance=None):
+        """loc and the matrix given broadcast to batch_shape (views), L kept, as torch's."""
+        new = _instance or object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.batch_shape = _shape(batch_shape)
+        n = self.event_shape[0]
+        new.loc, new._matrix = (self.loc.expand(*new.batch_shape, n),
+                                self._matrix.expand(*new.batch_shape, n, n))
+        return new
+
+    def __repr__(self):
+        return (f"MultivariateNormal(loc: {fmt_shape(self.loc.shape)}, {self._given}: "
+                f"{fmt_shape(self._matrix.shape)})")
+
+
+def _mvn_batch_shape(form, loc, matrix):
+    """loc's and the matrix's batch dims broadcast (torch's errors: a ValueError for a matrix
+    of fewer than 2 dims, a RuntimeError for dims that do not broadcast); a matrix that is not
+    square, or of another size than loc's event, is a ValueError (torch takes it, and fails
+    later)."""
+    if matrix.ndim < 2:
+        raise ValueError(f"MultivariateNormal: {form} matrix must be at least two-dimensional, "
+                         f"with optional leading batch dimensions")
+    n = loc.shape[-1]
+    if tuple(matrix.shape[-2:]) != (n, n):
+        raise ShapeError(f"MultivariateNormal: {form} must be (..., n, n) with n = loc's event "
+                         f"size {n}, got {fmt_shape(matrix.shape)}")
+    try:
+        return tuple(np.broadcast_shapes(tuple(matrix.shape[:-2]), tuple(loc.shape[:-1])))
+    except ValueError:
+        raise ShapeError(f"MultivariateNormal: the batch dims of {form} "
+                         f"{fmt_shape(matrix.shape)} and loc {fmt_shape(loc.shape)} do not "
+                         f"broadcast") from None
+
+
+def _precision_to_scale_tril(precision):
+    """L with L Lᵀ = P⁻¹, torch's way: the Cholesky factor of P flipped, flipped back and
+    transposed is L⁻¹ (lower-triangular), and L comes from a triangular solve."""
+    flipped = cholesky(precision.flip((-2, -1)))
+    low_inv = flipped.flip((-2, -1)).mT
+    return solve_triangular(low_inv, _eye_like(precision).expand(*low_inv.shape), upper=False)
+
+
+def _batch_mahalanobis(low, x):
+    """|L⁻¹ x|² over the last dim, L (..., n, n) and x (..., n) broadcast against each other."""
+    n = x.shape[-1]
+    batch = tuple(np.broadcast_shapes(tuple(low.shape[:-2]), tuple(x.shape[:-1])))
+    z = solve_triangular(low.expand(*batch, n, n), x.expand(*batch, n).unsqueeze(-1),
+                         upper=False)
+    return (z.squeeze(-1) ** 2).sum(-1)
