@@ -23,6 +23,7 @@ from . import (
     func,
     function,
     functional,
+    higher_order,  # noqa: F401 (sets autograd's create_graph walk)
     linalg,
     nn,
     optim,

@@ -1130,12 +1130,11 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     output (None for a scalar output: 1). An input the outputs do not depend on is an error,
     or with allow_unused, None (with materialize_grads, zeros). is_grads_batched: each
     grad_output has a leading batch dim, and each result too (one pass per batch entry).
-    Gradients of gradients (create_graph) are not supported: the VJPs work on arrays, off the
-    graph. (only_inputs is accepted and changes nothing, as in torch.)"""
+    create_graph=True: the results have a graph of their own (gradients of gradients), for the
+    ops higher_order.py covers; retain_graph then defaults to True, as torch's.
+    (only_inputs is accepted and changes nothing, as in torch.)"""
     if create_graph:
-        raise GraphError("grad: create_graph=True (gradients of gradients) is not supported: "
-                         "tinyattn's VJPs run on arrays, outside the graph; leave it False (for a "
-                         "second derivative, take a central difference of two gradients)")
+        _graph_pass("grad", is_grads_batched)
     if materialize_grads and allow_unused is False:
         raise ValueError("grad: materialize_grads=True needs allow_unused True or left out "
                          "(as torch)")
@@ -1150,7 +1149,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if is_grads_batched:
         return _batched(outputs, inputs, grad_outputs, bool(retain_graph), allow_unused,
                         materialize_grads)
-    found = _grad(outputs, inputs, grad_outputs, bool(retain_graph), allow_unused)
+    found = _grad_with_graph(outputs, inputs, grad_outputs, retain_graph is not False,
+                             allow_unused) if create_graph else \
+        _grad(outputs, inputs, grad_outputs, bool(retain_graph), allow_unused)
     if materialize_grads:
         found = tuple(_wrap(x.backend.xp.zeros_like(x._data), x.backend) if g is None else g
                       for x, g in zip(inputs, found, strict=True))
@@ -1186,6 +1187,73 @@ def _grad(outputs, inputs, grad_outputs, retain_graph, allow_unused, by_grad=Tru
         found.append(None if g is None else
                      _wrap(x.backend.xp.array(g, dtype=x.dtype, copy=True), x.backend))
     return tuple(found)
+
+
+# The walk of create_graph passes, set by tinyattn/higher_order.py when it is imported (a
+# higher layer: this module imports nothing of it). None: create_graph=True is refused.
+_create_graph_pass = None
+
+
+def _graph_pass(where, batched=False):
+    """The create_graph walk (higher_order.create_graph_pass), or the refusal without it
+    (and with grad()'s is_grads_batched)."""
+    if batched:
+        raise GraphError("grad: is_grads_batched=True with create_graph=True is not "
+                         "supported; loop over the batch of grad_outputs instead")
+    if _create_graph_pass is None:
+        raise GraphError(f"{where}: create_graph=True (gradients of gradients) is not "
+                         "supported: tinyattn's VJPs run on arrays, outside the graph (import "
+                         "tinyattn.higher_order for the graph VJPs); leave it False (for a second "
+                         "derivative, take a central difference of two gradients)")
+    return _create_graph_pass
+
+
+def _graph_seed(y, g, k):
+    """A create_graph pass's starting gradient of output y: the Tensor given (its graph
+    kept), or ones for a scalar; checked as _seed_gradient checks it."""
+    array = _seed_gradient(y, g, y.backend, k)
+    if isinstance(g, TensorBase) and g._data.dtype == array.dtype:
+        return g
+    return _wrap(array, y.backend)
+
+
+def _grad_with_graph(outputs, inputs, grad_outputs, retain_graph, allow_unused, by_grad=True):
+    """grad(..., create_graph=True): the gradients as Tensors with a graph (higher_order's
+    walk), None where an input is not used."""
+    walk = _graph_pass("grad" if by_grad else "backward")
+    outputs, inputs, grad_outputs = _grad_args(outputs, inputs, grad_outputs)
+    sink = {x._node: None for x in inputs}
+    keep = _between([_root(y, k if by_grad else None) for k, y in enumerate(outputs)], sink)
+    starts = [(y, _graph_seed(y, g, k if by_grad else None))
+              for k, (y, g) in enumerate(zip(outputs, grad_outputs, strict=True))
+              if y._node in keep or y._node in sink]
+    if starts:
+        walk(starts, retain_graph, sink, keep)
+    found = []
+    for i, x in enumerate(inputs):
+        g = sink[x._node]
+        if g is None and not allow_unused:
+            raise GraphError(f"grad: input {i} (shape {fmt_shape(x.shape)}) was not used to "
+                             "compute the outputs; pass allow_unused=True to get None for it")
+        found.append(g)
+    return tuple(found)
+
+
+def _backward_with_graph(tensors, grad_tensors, retain_graph, inputs):
+    """backward(..., create_graph=True): each leaf's (or each of `inputs`') .grad becomes, or
+    is added to out of place, a Tensor with a graph (higher_order's walk)."""
+    retain_graph = retain_graph is not False
+    if inputs is None:
+        walk = _graph_pass("backward")
+        walk([(t, _graph_seed(t, g, None)) for t, g in zip(tensors, grad_tensors, strict=True)],
+             retain_graph)
+        return
+    inputs = [inputs] if isinstance(inputs, TensorBase) else list({id(x): x for x in inputs}
+                                                                  .values())
+    found = _grad_with_graph(tensors, inputs, grad_tensors, retain_graph, True, by_grad=False)
+    for x, g in zip(inputs, found, strict=True):
+        if g is not None:
+            x._grad = g if x._grad is None else x._grad + g
 
 
 def _batched(outputs, inputs, grad_outputs, retain_graph, allow_unused, materialize):
@@ -1266,7 +1334,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     """Fill `.grad` of the leaves (and retain_grad tensors) that `tensors` (one tensor or a
     sequence) depend on, as torch.autograd.backward; grad_tensors: the gradient of each (None
     for a scalar: 1). With `inputs` (a tensor or a sequence), only their .grad is added to
-    (a non-leaf's too). create_graph=True is refused, as by grad().
+    (a non-leaf's too). create_graph=True: each .grad is a Tensor with a graph (gradients of
+    gradients, for the ops higher_order.py covers); retain_graph then defaults to True.
 
     Nodes are visited newest first (a heap on seq, which counts down): every user of a node is
     newer than it, so by the time a node comes up, all the gradient it will get has arrived.
@@ -1275,16 +1344,15 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     Grad mode is off during the pass (torch's, without create_graph): hooks record no graph.
     """
     if create_graph:
-        raise GraphError("backward: create_graph=True (gradients of gradients) is not "
-                         "supported: tinyattn's VJPs run on arrays, outside the graph; leave it "
-                         "False (for a second derivative, take a central difference of two "
-                         "gradients)")
+        _graph_pass("backward")
     tensors = [tensors] if isinstance(tensors, TensorBase) else list(tensors)
     grad_tensors = [None] * len(tensors) if grad_tensors is None else \
         list(grad_tensors) if isinstance(grad_tensors, (list, tuple)) else [grad_tensors]
     if len(grad_tensors) != len(tensors) or not tensors:
         raise ShapeError(f"backward: {len(tensors)} tensors but {len(grad_tensors)} "
                          "grad_tensors (one per tensor, None for a scalar)")
+    if create_graph:
+        return _backward_with_graph(tensors, grad_tensors, retain_graph, inputs)
     if inputs is not None:
         return _backward_into(tensors, grad_tensors, bool(retain_graph), inputs)
     more = list(zip(tensors[1:], grad_tensors[1:], strict=True))

@@ -4,9 +4,10 @@ with a vector, from reverse mode: jacobian, vjp, jvp.
 `jacobian(lambda x: F.softmax(x, -1), x)` is the matrix diag(y) - y yᵀ that the softmax VJP
 never builds: one backward pass per output entry, each with a one-hot cotangent. vjp is one
 backward pass; jvp (J v) is computed from the Jacobian's rows, so it costs one pass per output
-entry too (forward mode would take one: tinyattn has none). Gradients of gradients
-(create_graph, hessian, hvp, vhp) are not available: tinyattn's VJPs run on arrays, off the
-graph; hessian, hvp and vhp are there to say so and what to do instead.
+entry too (forward mode would take one: tinyattn has none). hessian, hvp and vhp take a
+gradient with create_graph=True (tinyattn/higher_order.py: the ops it covers), and vjp, hvp
+and vhp take create_graph=True; jacobian, jvp and hessian, whose results are assembled from
+arrays, refuse it.
 """
 
 from .autograd import enable_grad, grad
@@ -46,23 +47,31 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
 
 def vjp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(*inputs), vᵀ J): the outputs (detached) and, shaped as the inputs, the gradient of
-    Σ v * outputs. v may be left out when func returns one single-entry tensor."""
-    _no_graph(create_graph, "vjp")
-    in_tuple, xs = _leaves(inputs, "vjp")
+    Σ v * outputs. v may be left out when func returns one single-entry tensor.
+    create_graph=True: both keep their graph (gradients of gradients)."""
+    in_tuple, xs = _leaves(inputs, "vjp", create_graph)
     out_tuple, ys = _outputs(func, xs, "vjp")
     vs = _vectors(v, ys, "vjp", "output", "func returns one tensor")
     live = [i for i, y in enumerate(ys) if y.requires_grad]
     found = [None] * len(xs)
     if live:
         found = list(grad([ys[i] for i in live], list(xs), [vs[i] for i in live],
-                          allow_unused=True))
+                          allow_unused=True, create_graph=create_graph))
+    result = _filled(found, xs, strict, "vjp", True)
+    outs = tuple(ys) if create_graph else tuple(y.detach() for y in ys)
+    return (outs if out_tuple else outs[0]), (tuple(result) if in_tuple else result[0])
+
+
+def _filled(found, xs, strict, name, keep):
+    """The gradients `found` (one per input, None for one not used: zeros, or with strict an
+    error), kept as they are (`keep`) or detached."""
     result = []
     for j, x in enumerate(xs):
         if found[j] is None:
-            _independent(strict, "vjp", None, j)
-        result.append(zeros_like(x) if found[j] is None else found[j])
-    outs = tuple(y.detach() for y in ys)
-    return (outs if out_tuple else outs[0]), (tuple(result) if in_tuple else result[0])
+            _independent(strict, name, None, j)
+        result.append(zeros_like(x) if found[j] is None else
+                      found[j] if keep else found[j].detach())
+    return result
 
 
 def jvp(func, inputs, v=None, create_graph=False, strict=False):
@@ -86,27 +95,50 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
 
 def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
             outer_jacobian_strategy="reverse-mode"):
-    """torch's Hessian of a scalar function: refused (a second derivative, which needs
-    gradients of gradients)."""
-    _second_order("hessian", "the Hessian (its column i is H e_i)")
+    """torch's Hessian of a scalar function: the Jacobian of its gradient (taken with
+    create_graph=True), shaped x.shape + x.shape (a tuple of tuples for a tuple of inputs).
+    create_graph=True is refused."""
+    _no_graph(create_graph, "hessian")
+    in_tuple, _ = _tensors(inputs, "input", "hessian")
+
+    def gradients(*xs):
+        _, ys = _outputs(func, xs, "hessian")
+        if len(ys) != 1 or ys[0].numel() != 1:
+            raise ShapeError("hessian: func must return a single-entry tensor")
+        gs = grad(ys[0], list(xs), create_graph=True, allow_unused=True)
+        gs = tuple(zeros_like(x) if g is None else g for x, g in zip(xs, gs, strict=True))
+        return gs if in_tuple else gs[0]
+
+    return jacobian(gradients, inputs, strict=strict)
 
 
 def hvp(func, inputs, v=None, create_graph=False, strict=False):
-    """torch's Hessian-vector product H v: refused (a second derivative)."""
-    _second_order("hvp", "H v")
+    """torch's Hessian-vector product: (func(*inputs), H v), from a gradient taken with
+    create_graph=True."""
+    return _hessian_product(func, inputs, v, create_graph, strict, "hvp")
 
 
 def vhp(func, inputs, v=None, create_graph=False, strict=False):
-    """torch's vector-Hessian product vᵀ H: refused (a second derivative)."""
-    _second_order("vhp", "vᵀ H (H v, H being symmetric)")
+    """torch's vector-Hessian product: (func(*inputs), vᵀ H), H v transposed (H symmetric)."""
+    return _hessian_product(func, inputs, v, create_graph, strict, "vhp")
 
 
-def _second_order(name, what):
-    raise GraphError(f"{name}: second derivatives (gradients of gradients) are not supported: "
-                     "tinyattn's VJPs run on arrays, outside the graph. For "
-                     f"{what}, take a central difference of two first-order gradients, "
-                     "(grad(x + eps*v) - grad(x - eps*v)) / (2*eps) (an approximation; "
-                     "torch's are exact), or use torch")
+def _hessian_product(func, inputs, v, create_graph, strict, name):
+    in_tuple, xs = _leaves(inputs, name, create_graph)
+    _, ys = _outputs(func, xs, name)
+    if len(ys) != 1 or ys[0].numel() != 1:
+        raise ShapeError(f"{name}: func must return a single-entry tensor")
+    vs = _vectors(v, xs, name, "input", "there is one input")
+    found = [None] * len(xs)
+    if ys[0].requires_grad:
+        gs = grad(ys[0], list(xs), create_graph=True, allow_unused=True)
+        live = [(g, w) for g, w in zip(gs, vs, strict=True) if g is not None and g.requires_grad]
+        if live:
+            found = list(grad([g for g, _ in live], list(xs), [w for _, w in live],
+                              create_graph=create_graph, allow_unused=True))
+    result = _filled(found, xs, strict, name, create_graph)
+    out = ys[0] if create_graph else ys[0].detach()
+    return out, (tuple(result) if in_tuple else result[0])
 
 
 # ---- pieces ------------------------------------------------------------------------------------
@@ -114,10 +146,10 @@ def _second_order(name, what):
 
 def _no_graph(create_graph, name):
     if create_graph:
-        raise GraphError(f"{name}: create_graph=True (gradients of gradients) is not supported: "
-                         "tinyattn's VJPs run on arrays, outside the graph; leave it False, and "
-                         "for second derivatives take a central difference of two gradients "
-                         "((grad(x + eps*v) - grad(x - eps*v)) / (2*eps)) or use torch")
+        raise GraphError(f"{name}: create_graph=True is not supported here: its result is "
+                         "assembled from arrays, one backward pass per entry, and keeps no "
+                         "graph; leave it False (vjp, hvp and vhp take create_graph=True, and "
+                         "autograd.grad(..., create_graph=True) gives gradients with a graph)")
 
 
 def _tensors(value, what, name):
@@ -131,14 +163,17 @@ def _tensors(value, what, name):
     return is_tuple, items
 
 
-def _leaves(inputs, name):
-    """The inputs as fresh leaves that require grad (the caller's tensors are not touched)."""
+def _leaves(inputs, name, create_graph=False):
+    """The inputs as fresh leaves that require grad (the caller's tensors are not touched);
+    with create_graph, an input that requires grad as a view of itself, so the results stay
+    on its graph (torch's)."""
     in_tuple, xs = _tensors(inputs, "input", name)
     for j, x in enumerate(xs):
         if x.dtype.kind != "f":
             raise DTypeError(f"{name}: input {j} is {x.dtype}: only floating-point inputs have "
                              "a derivative")
-    return in_tuple, tuple(x.detach().requires_grad_(True) for x in xs)
+    return in_tuple, tuple(x.view_as(x) if create_graph and x.requires_grad else
+                           x.detach().requires_grad_(True) for x in xs)
 
 
 def _outputs(func, xs, name):

@@ -15,10 +15,11 @@ How it differs from torch.func:
     autograd.functional's jacobian and jvp), not on functorch's levels. jvp and jacfwd are
     exact but computed in reverse mode (one backward pass per output entry): jacfwd gives
     jacrev's result.
-  * Second derivatives are refused: tinyattn's VJPs run on arrays, off the graph, so
-    grad(grad(f)), hessian and jacfwd(jacrev(f)) raise a GraphError naming the transform (the
-    gradient of a transform whose inputs already require grad raises when backward reaches it,
-    rather than being silently wrong).
+  * Second derivatives: grad(grad(f)), a grad of vjp, and hessian (jacrev(grad(f))) work,
+    through autograd.grad(..., create_graph=True) (the ops tinyattn/higher_order.py covers).
+    A Jacobian (jacrev, jacfwd, jvp) is assembled from arrays and keeps no graph: a transform
+    of one (jacfwd(jacrev(f))) raises a GraphError naming it when backward reaches it, rather
+    than being silently wrong.
   * vmap is a Python loop over the batch dim: f runs once per entry and the results are
     stacked (the same values as torch's, without its speed). randomness="different" is what
     the loop does by itself, "same" replays the default generator's state for each entry and
@@ -29,7 +30,6 @@ import functools
 
 from .autograd import enable_grad, is_grad_enabled
 from .autograd import grad as _autograd_grad
-from .autograd_functional import _second_order
 from .autograd_functional import jacobian as _jacobian
 from .autograd_functional import jvp as _jvp
 from .errors import DTypeError, GraphError, ShapeError, fmt_shape
@@ -103,11 +103,14 @@ class _SecondOrder(Function):
                          "first-order result, or use torch for second derivatives")
 
 
-def _results(values, outer, name):
+def _results(values, outer, name, graph=False):
     """`values` (tensors) as results: detached, or, where some input requires grad outside
-    (`outer`: those inputs), tied to it through _SecondOrder."""
+    (`outer`: those inputs), as they are when they have a graph of their own (`graph`:
+    gradients taken with create_graph=True), else tied to it through _SecondOrder."""
     if not outer:
         return [v.detach() for v in values]
+    if graph:
+        return list(values)
     return [_SecondOrder.apply(v, name, *outer) for v in values]
 
 
@@ -158,15 +161,16 @@ def _detached(tree, outer):
     return _unflatten(spec, [x.detach() if isinstance(x, Tensor) else x for x in leaves])
 
 
-def _gradients(outputs, cotangents, xs, retain):
+def _gradients(outputs, cotangents, xs, retain, graph=False):
     """The gradients of the outputs (with their cotangents) at each of xs: zeros where an
-    input is not used."""
+    input is not used. graph: taken with create_graph=True (an outer transform differentiates
+    them)."""
     live = [i for i, y in enumerate(outputs) if y.requires_grad]
     found = [None] * len(xs)
     if live and xs:
         found = _autograd_grad([outputs[i] for i in live], list(xs),
-                               [cotangents[i] for i in live], retain_graph=retain,
-                               allow_unused=True)
+                               [cotangents[i] for i in live], retain_graph=retain or graph,
+                               allow_unused=True, create_graph=graph)
     return [zeros_like(x).detach() if g is None else g for x, g in zip(xs, found, strict=True)]
 
 
@@ -216,7 +220,8 @@ def _grad_and_value(func, argnums, has_aux, name, args, kwargs):
         got = f"shape {fmt_shape(out.shape)}" if isinstance(out, Tensor) else type(out).__name__
         raise RuntimeError(f"{name}: f must return a 0-d tensor, got {got} (for a non-scalar "
                            "output, use func.vjp or func.jacrev)")
-    gs = _results(_gradients([out], [None], xs, bool(outer)), outer, name)
+    graph = bool(outer)  # (grad of grad: the gradients keep a graph)
+    gs = _results(_gradients([out], [None], xs, graph, graph), outer, name, graph)
     parts, at = [], 0
     for _, spec, n in specs:
         parts.append(_unflatten(spec, gs[at:at + n]))
@@ -253,7 +258,8 @@ def vjp(func, *primals, has_aux=False):
                 got = fmt_shape(c.shape) if isinstance(c, Tensor) else type(c).__name__
                 raise ShapeError(f"{name}: vjp_fn: cotangent {i} is {got}, but output {i} has "
                                  f"shape {fmt_shape(y.shape)}")
-        gs = _results(_gradients(ys, cts, xs, True), outer, name)
+        graph = bool(outer)
+        gs = _results(_gradients(ys, cts, xs, True, graph), outer, name, graph)
         return _unflatten(spec, gs)
 
     shown = _unflatten(out_spec, ys if outer else [y.detach() for y in ys])
@@ -310,9 +316,9 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
 
 
 def hessian(func, argnums=0):
-    """torch.func.hessian: refused (a second derivative: tinyattn has no gradients of
-    gradients)."""
-    _second_order("func.hessian", "the Hessian (its column i is H e_i)")
+    """torch.func.hessian: the Jacobian of func's gradient, jacrev(grad(func)) (the gradient
+    taken with create_graph=True: the ops tinyattn/higher_order.py covers)."""
+    return jacrev(grad(func, argnums), argnums)
 
 
 def _jacobian_of(func, argnums, has_aux, name):

@@ -512,7 +512,8 @@ class Tensor(TensorBase):
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Fill .grad of every leaf this tensor depends on (it must be a scalar, or pass
         `gradient`, the cotangent of this tensor); with `inputs` (tensors), of those only.
-        create_graph=True (gradients of gradients) is refused: see autograd.backward."""
+        create_graph=True: .grad gets a graph of its own (gradients of gradients, for the ops
+        tinyattn/higher_order.py covers): see autograd.backward."""
         backward(self, (gradient,), retain_graph, create_graph, inputs)
 
     def backward_steps(self, gradient=None, retain_graph=False):

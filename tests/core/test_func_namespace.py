@@ -215,14 +215,14 @@ def test_grad_errors_name_the_function():
 
 
 @pytest.mark.parametrize("f", [ta.sin, lambda a: a ** 3, ta.tanh])
-def test_second_derivatives_are_refused_clearly(f):
+def test_second_derivatives_work_and_a_jacobian_of_a_jacobian_is_refused(f):
     x = ta.tensor(0.7, dtype=ta.float64)
-    assert float(ta.func.grad(f)(x)) == pytest.approx(
-        float(tf.grad({ta.sin: torch.sin, ta.tanh: torch.tanh}.get(f, f))(_t(0.7))))
-    with pytest.raises(ta.GraphError, match="func.grad: gradients of gradients"):
-        ta.func.grad(ta.func.grad(f))(x)
-    with pytest.raises(ta.GraphError, match="func.hessian"):
-        ta.func.hessian(lambda a: f(a).sum())(x)
+    tf_f = {ta.sin: torch.sin, ta.tanh: torch.tanh}.get(f, f)
+    assert float(ta.func.grad(f)(x)) == pytest.approx(float(tf.grad(tf_f)(_t(0.7))))
+    assert float(ta.func.grad(ta.func.grad(f))(x)) == pytest.approx(
+        float(tf.grad(tf.grad(tf_f))(_t(0.7))))
+    assert float(ta.func.hessian(lambda a: f(a).sum())(x)) == pytest.approx(
+        float(tf.hessian(lambda a: tf_f(a).sum())(_t(0.7))))
     with pytest.raises(ta.GraphError, match="func.jacrev: gradients of gradients"):
         ta.func.jacfwd(ta.func.jacrev(f))(x)
 
