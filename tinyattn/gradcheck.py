@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .autograd import no_grad
+from .autograd import enable_grad, grad, no_grad
 from .errors import GradcheckError, fmt_shape, warn_user
-from .tensor import Tensor, _fresh
+from .tensor import Tensor, _fresh, tensor
 
 
 @dataclass
@@ -60,11 +60,52 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, full_limit=4096, n_dir
     return True
 
 
-def gradgradcheck(fn, inputs, *args, **kwargs):
-    """torch's second-order check: refused, as gradients of gradients are not supported."""
-    raise NotImplementedError("gradgradcheck: tinyattn has no gradients of gradients (its VJPs "
-                              "run on arrays, off the graph), so there is nothing to check; "
-                              "gradcheck checks the first-order gradients")
+def gradgradcheck(fn, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
+                  gen_non_contig_grad_outputs=False, raise_exception=True, nondet_tol=0.0,
+                  check_undefined_grad=True, check_grad_dtypes=False, check_batched_grad=False,
+                  check_fwd_over_rev=False, check_rev_over_rev=True, fast_mode=False,
+                  masked=False):
+    """torch's second-order check: gradcheck of the function that maps (inputs, grad_outputs)
+    to the gradients of fn's outputs by its inputs, taken with create_graph=True, so the
+    gradients of those gradients (by the inputs and by grad_outputs) are checked against finite
+    differences. grad_outputs: one per output of fn; None draws them (seeded, float64, with
+    requires_grad, as torch's). The ops whose VJPs have a graph are higher_order.py's."""
+    _refuse_unsupported(check_fwd_over_rev, check_batched_grad, False, masked)
+    if not check_rev_over_rev:
+        return True
+    xs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+    if grad_outputs is None:
+        grad_outputs = _drawn_grad_outputs(fn, xs)
+    gos = (grad_outputs,) if isinstance(grad_outputs, Tensor) else tuple(grad_outputs)
+    n = len(xs)
+
+    def first_order(*args):  # (with grad mode on: gradcheck runs it under no_grad too)
+        with enable_grad():
+            return _gradients_with_graph(fn, args[:n], args[n:])
+
+    return gradcheck(first_order, xs + gos, eps, atol, rtol, fast_mode=fast_mode,
+                     raise_exception=raise_exception)
+
+
+def _gradients_with_graph(fn, xs, gos):
+    """The gradients of fn(*xs) by its inputs that require grad, the cotangents `gos` given,
+    taken with create_graph=True (None ones left out)."""
+    outs = fn(*xs)
+    outs = (outs,) if isinstance(outs, Tensor) else tuple(outs)
+    wrt = [x for x in xs if isinstance(x, Tensor) and x.requires_grad]
+    pairs = [(y, g) for y, g in zip(outs, gos, strict=True) if y.requires_grad]
+    grads = grad([y for y, _ in pairs], wrt, [g for _, g in pairs], create_graph=True,
+                 allow_unused=True)
+    return tuple(g for g in grads if g is not None)
+
+
+def _drawn_grad_outputs(fn, xs):
+    """A random float64 cotangent for each floating output of fn(*xs), with requires_grad."""
+    with no_grad():
+        outs = fn(*xs)
+    outs = (outs,) if isinstance(outs, Tensor) else tuple(outs)
+    rng = np.random.default_rng(0)
+    return tuple(tensor(rng.standard_normal(y.shape), requires_grad=True) for y in outs)
 
 
 def _refuse_unsupported(forward_ad, batched_grad, batched_forward_grad, masked):

@@ -242,3 +242,56 @@ def test_graph_vjp_matches_the_array_vjp_and_differences(name, k):
         got = np.zeros(x.shape) if sec is None else sec.numpy()
         np.testing.assert_allclose(got, numeric, rtol=1e-5, atol=1e-5,
                                    err_msg=f"{name} case {k}, input {j}")
+
+
+# ---- gradgradcheck: gradcheck of the create_graph gradients ----------------------------------
+
+
+def _ggc_cases():
+    x = ta.tensor(np.random.default_rng(3).standard_normal((3, 4)), requires_grad=True)
+    w = ta.tensor(np.random.default_rng(4).standard_normal((4, 2)), requires_grad=True)
+    return [
+        (lambda a: a.tanh(), (x,)),
+        (lambda a: ta.nn.functional.softmax(a, dim=-1) ** 2, (x,)),
+        (lambda a, b: ta.nn.functional.gelu(a @ b, approximate="tanh").sum(0), (x, w)),
+        (lambda a: (ta.nn.functional.layer_norm(a, (4,)).exp(), a.sin()), (x,)),
+    ]
+
+
+@pytest.mark.parametrize("k", range(4))
+def test_gradgradcheck_passes_where_the_graph_vjps_are_right(k):
+    fn, inputs = _ggc_cases()[k]
+    assert ta.autograd.gradgradcheck(fn, inputs)
+
+
+def test_gradgradcheck_catches_a_wrong_second_derivative(monkeypatch):
+    """tanh's graph VJP with its output detached: first order right, second order zero."""
+    def wrong(c):
+        y = c.out().detach()
+        return (c.g * (1 - y * y),)
+
+    x = ta.tensor(np.random.default_rng(5).standard_normal((2, 3)), requires_grad=True)
+    assert ta.autograd.gradcheck(lambda a: a.tanh(), (x,))
+    monkeypatch.setitem(GRAPH_VJPS, "tanh", wrong)
+    assert ta.autograd.gradcheck(lambda a: a.tanh(), (x,))  # (first order: the array VJP)
+    assert ta.autograd.gradgradcheck(lambda a: a.tanh(), (x,), raise_exception=False) is False
+    with pytest.raises(ta.GradcheckError):
+        ta.autograd.gradgradcheck(lambda a: a.tanh(), (x,))
+
+
+def test_gradgradcheck_takes_given_grad_outputs_and_agrees_with_torch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(6)
+    xa, ga = rng.standard_normal((3, 2)), rng.standard_normal((3, 2))
+    x = ta.tensor(xa, requires_grad=True)
+    g = ta.tensor(ga, requires_grad=True)
+    assert ta.autograd.gradgradcheck(lambda a: a.sigmoid() * a, (x,), (g,))
+    tx = torch.tensor(xa, requires_grad=True)
+    tg = torch.tensor(ga, requires_grad=True)
+    assert torch.autograd.gradgradcheck(lambda a: a.sigmoid() * a, (tx,), (tg,))
+
+
+def test_gradgradcheck_names_an_op_without_a_graph_vjp():
+    x = ta.tensor(np.arange(4.0), requires_grad=True)
+    with pytest.raises(GraphError, match="cumsum"):
+        ta.autograd.gradgradcheck(lambda a: a.cumsum(0) ** 2, (x,))
