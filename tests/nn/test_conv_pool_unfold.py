@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 import pytest
+from torch_same import same  # (tests/support)
 
 import tinyattn as ta
 import tinyattn.functional as F
@@ -21,24 +22,10 @@ DTYPES = {"float64": (ta.float64, torch.float64, dict(rtol=1e-10, atol=1e-12)),
           "float32": (ta.float32, torch.float32, dict(rtol=1e-5, atol=1e-5))}
 
 
-def _run(lib, dtype, fn, arrays):
-    """fn(lib's functional module, *tensors) and the gradients of sum(y * cos(k)) for each
-    input."""
-    xs = [lib.tensor(a, dtype=dtype, requires_grad=True) for a in arrays]
-    y = fn(lib.nn.functional, *xs)
-    weights = np.cos(np.arange(math.prod(y.shape))).reshape(tuple(y.shape))
-    (y * lib.tensor(weights, dtype=dtype)).sum().backward()
-    return [y.detach().numpy()] + [x.grad.numpy() for x in xs]
-
-
 def _same(fn, arrays, dtype="float64"):
     """fn(f, *inputs) (f: tinyattn's functional, then torch's) gives the same output and
-    gradients in both."""
-    ours, theirs, tol = DTYPES[dtype]
-    got, want = _run(ta, ours, fn, arrays), _run(torch, theirs, fn, arrays)
-    for i, (a, b) in enumerate(zip(got, want, strict=True)):
-        assert a.shape == b.shape, (i, a.shape, b.shape)
-        np.testing.assert_allclose(a, b, err_msg=f"output/grad {i}", **tol)
+    gradients in both, to this file's tolerances (torch_same.py)."""
+    same(fn, arrays, DTYPES[dtype])
 
 
 def _randn(*shape, seed=0):
