@@ -184,3 +184,12 @@ def test_the_complexity_check_sees_a_tangled_function(tmp_path):
     # a hot path is held to its own ceiling: an apply past it is reported
     (tmp_path / "autograd.py").write_text("def apply(x):\n" + branches * 2 + "    return -1\n")
     assert ("autograd.py", "apply", 33) in too_tangled(tmp_path)
+
+
+def test_test_files_have_unique_names():
+    """The test folders are not packages, so pytest imports each file by its bare name: two
+    files called the same in different folders stop collection for the whole suite."""
+    seen = {}
+    for path in sorted((PACKAGE.parent / "tests").rglob("test_*.py")):
+        seen.setdefault(path.name, []).append(str(path.relative_to(PACKAGE.parent)))
+    assert not {name: where for name, where in seen.items() if len(where) > 1}
