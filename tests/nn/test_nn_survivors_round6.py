@@ -2,8 +2,8 @@
 with torch as the reference where it applies:
 
 - BatchNorm's empty batch in training: an empty output of the input's dtype (float64 into a
-  float32 module, integers as float32), the running statistics as they were, as torch's;
-  one value per channel in eval without running statistics: refused, as torch's.
+  float32 module, float16 too, integers as float32), the running statistics as they were,
+  as torch's; one value per channel in eval without running statistics: refused, as torch's.
 - load_state_dict's IncompatibleKeys: read by int index, negative index and slice (as a
   tuple), by name, and its repr when only one of the two lists is empty.
 - TinyTransformer.generate's inverse-CDF draw (the sampler of a stream without numpy's
@@ -20,7 +20,7 @@ from tinyattn import nn
 
 # --- BatchNorm: the empty batch and one value per channel -------------------------------------
 
-@pytest.mark.parametrize("dtype", ["float64", "int64"])
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "int64"])
 def test_batch_norm_empty_batch_keeps_the_dtype_and_the_running_stats(dtype):
     for shape in ((0, 3), (0, 3, 4)):
         t_bn = torch.nn.BatchNorm1d(3)

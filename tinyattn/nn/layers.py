@@ -448,7 +448,8 @@ class _BatchNorm(_NormBase):
                              f"{fmt_shape(x.shape)}")
         momentum = self._count_batch()
         if batch_stats and per_channel == 0:  # an empty batch: an empty output, as torch's,
-            return self._affine(x.clone())  # the running statistics as they were
+            y = self._affine(x.clone())  # the running statistics as they were; a float input
+            return y.to(x.dtype) if x.is_floating_point() else y  # keeps its dtype (float16)
         return F.batch_norm(x, self.running_mean if use_running else None,
                             self.running_var if use_running else None, self.weight, self.bias,
                             training=batch_stats, momentum=momentum, eps=self.eps)
