@@ -1131,7 +1131,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     or with allow_unused, None (with materialize_grads, zeros). is_grads_batched: each
     grad_output has a leading batch dim, and each result too (one pass per batch entry).
     create_graph=True: the results have a graph of their own (gradients of gradients), for the
-    ops higher_order.py covers; retain_graph then defaults to True, as torch's.
+    ops higher_order/ covers; retain_graph then defaults to True, as torch's.
     (only_inputs is accepted and changes nothing, as in torch.)"""
     if create_graph:
         _graph_pass("grad", is_grads_batched)
@@ -1189,7 +1189,7 @@ def _grad(outputs, inputs, grad_outputs, retain_graph, allow_unused, by_grad=Tru
     return tuple(found)
 
 
-# The walk of create_graph passes, set by tinyattn/higher_order.py when it is imported (a
+# The walk of create_graph passes, set by tinyattn/higher_order/ when it is imported (a
 # higher layer: this module imports nothing of it). None: create_graph=True is refused.
 _create_graph_pass = None
 
@@ -1335,7 +1335,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     sequence) depend on, as torch.autograd.backward; grad_tensors: the gradient of each (None
     for a scalar: 1). With `inputs` (a tensor or a sequence), only their .grad is added to
     (a non-leaf's too). create_graph=True: each .grad is a Tensor with a graph (gradients of
-    gradients, for the ops higher_order.py covers); retain_graph then defaults to True.
+    gradients, for the ops higher_order/ covers); retain_graph then defaults to True.
 
     Nodes are visited newest first (a heap on seq, which counts down): every user of a node is
     newer than it, so by the time a node comes up, all the gradient it will get has arrived.

@@ -5,7 +5,7 @@ with a vector, from reverse mode: jacobian, vjp, jvp.
 never builds: one backward pass per output entry, each with a one-hot cotangent. vjp is one
 backward pass; jvp (J v) is computed from the Jacobian's rows, so it costs one pass per output
 entry too (forward mode would take one: tinyattn has none). hessian, hvp and vhp take a
-gradient with create_graph=True (tinyattn/higher_order.py: the ops it covers), and vjp, hvp
+gradient with create_graph=True (tinyattn/higher_order/: the ops it covers), and vjp, hvp
 and vhp take create_graph=True; jacobian, jvp and hessian, whose results are assembled from
 arrays, refuse it.
 """

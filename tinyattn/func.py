@@ -16,7 +16,7 @@ How it differs from torch.func:
     exact but computed in reverse mode (one backward pass per output entry): jacfwd gives
     jacrev's result.
   * Second derivatives: grad(grad(f)), a grad of vjp, and hessian (jacrev(grad(f))) work,
-    through autograd.grad(..., create_graph=True) (the ops tinyattn/higher_order.py covers).
+    through autograd.grad(..., create_graph=True) (the ops tinyattn/higher_order/ covers).
     A Jacobian (jacrev, jacfwd, jvp) is assembled from arrays and keeps no graph: a transform
     of one (jacfwd(jacrev(f))) raises a GraphError naming it when backward reaches it, rather
     than being silently wrong.
@@ -317,7 +317,7 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
 
 def hessian(func, argnums=0):
     """torch.func.hessian: the Jacobian of func's gradient, jacrev(grad(func)) (the gradient
-    taken with create_graph=True: the ops tinyattn/higher_order.py covers)."""
+    taken with create_graph=True: the ops tinyattn/higher_order/ covers)."""
     return jacrev(grad(func, argnums), argnums)
 
 

@@ -69,7 +69,7 @@ def gradgradcheck(fn, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e
     to the gradients of fn's outputs by its inputs, taken with create_graph=True, so the
     gradients of those gradients (by the inputs and by grad_outputs) are checked against finite
     differences. grad_outputs: one per output of fn; None draws them (seeded, float64, with
-    requires_grad, as torch's). The ops whose VJPs have a graph are higher_order.py's."""
+    requires_grad, as torch's). The ops whose VJPs have a graph are higher_order/'s."""
     _refuse_unsupported(check_fwd_over_rev, check_batched_grad, False, masked)
     if not check_rev_over_rev:
         return True

@@ -513,7 +513,7 @@ class Tensor(TensorBase):
         """Fill .grad of every leaf this tensor depends on (it must be a scalar, or pass
         `gradient`, the cotangent of this tensor); with `inputs` (tensors), of those only.
         create_graph=True: .grad gets a graph of its own (gradients of gradients, for the ops
-        tinyattn/higher_order.py covers): see autograd.backward."""
+        tinyattn/higher_order/ covers): see autograd.backward."""
         backward(self, (gradient,), retain_graph, create_graph, inputs)
 
     def backward_steps(self, gradient=None, retain_graph=False):

@@ -1,4 +1,4 @@
-"""Gradients of gradients (tinyattn/higher_order.py): grad(..., create_graph=True) and
+"""Gradients of gradients (tinyattn/higher_order/): grad(..., create_graph=True) and
 backward(create_graph=True) against torch in float64, and every graph VJP checked on its op's
 registered samples: its first-order result equals the array VJP's, and its second-order
 gradients match central differences of first-order gradients."""
