@@ -5,14 +5,16 @@ with a vector, from reverse mode: jacobian, vjp, jvp.
 never builds: one backward pass per output entry, each with a one-hot cotangent. vjp is one
 backward pass; jvp (J v) is computed from the Jacobian's rows, so it costs one pass per output
 entry too (forward mode would take one: tinyattn has none). hessian, hvp and vhp take a
-gradient with create_graph=True (tinyattn/higher_order/: the ops it covers), and vjp, hvp
-and vhp take create_graph=True; jacobian, jvp and hessian, whose results are assembled from
-arrays, refuse it.
+gradient with create_graph=True (tinyattn/higher_order/: the ops it covers). Every function
+takes create_graph=True, as torch's: the results keep a graph to the inputs (jacobian and
+hessian stack their rows with tensor ops; jvp then takes torch's double-backward route: the
+VJP u -> uᵀ J, linear in u, differentiated along v: J v in two passes).
 """
 
 from .autograd import enable_grad, grad
 from .errors import DTypeError, GraphError, ShapeError, fmt_shape
-from .tensor import Tensor, ones_like, zeros_like
+from .functional import stack
+from .tensor import Tensor, ones_like, zeros, zeros_like
 
 __all__ = ["jacobian", "vjp", "jvp", "hessian", "hvp", "vhp"]
 
@@ -24,8 +26,8 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
     tuples, [output][input], for both). An output that does not depend on an input gives zeros
     there (with strict=True, an error). `vectorize` is accepted (as torch's) and changes
     nothing; strategy="forward-mode" (with vectorize=True, as torch asks) gives the same
-    Jacobian, computed in reverse mode here (tinyattn has no forward mode)."""
-    _no_graph(create_graph, "jacobian")
+    Jacobian, computed in reverse mode here (tinyattn has no forward mode). create_graph=True:
+    the Jacobian keeps a graph to the inputs (its rows taken with create_graph, then stacked)."""
     if strategy not in ("reverse-mode", "forward-mode"):
         raise ValueError(f"jacobian: strategy={strategy!r}: expected 'reverse-mode' or "
                          "'forward-mode' (as torch)")
@@ -37,9 +39,10 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
         raise ValueError("jacobian: strict=True and strategy='forward-mode' are not "
                          "supported together (as torch); set strict=False or use "
                          "strategy='reverse-mode'")
-    in_tuple, xs = _leaves(inputs, "jacobian")
+    in_tuple, xs = _leaves(inputs, "jacobian", create_graph)
     out_tuple, ys = _outputs(func, xs, "jacobian")
-    table = tuple(_table_of(y, xs, i, strict, "jacobian") for i, y in enumerate(ys))
+    rows = _graph_table_of if create_graph else _table_of
+    table = tuple(rows(y, xs, i, strict, "jacobian") for i, y in enumerate(ys))
     if not out_tuple:
         return table[0] if in_tuple else table[0][0]
     return table if in_tuple else tuple(row[0] for row in table)
@@ -77,11 +80,14 @@ def _filled(found, xs, strict, name, keep):
 def jvp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(*inputs), J v): the outputs (detached) and, shaped as the outputs, the change of
     each output along the input direction v (shaped as the inputs; may be left out when there
-    is one single-entry input). Computed from the Jacobian's rows (one backward pass each)."""
-    _no_graph(create_graph, "jvp")
-    in_tuple, xs = _leaves(inputs, "jvp")
+    is one single-entry input). Computed from the Jacobian's rows (one backward pass each);
+    create_graph=True: by the double-backward route (_jvp_graph), the results keeping a graph."""
+    in_tuple, xs = _leaves(inputs, "jvp", create_graph)
     vs = _vectors(v, xs, "jvp", "input", "there is one input")
     out_tuple, ys = _outputs(func, xs, "jvp")
+    if create_graph:
+        result = _jvp_graph(ys, xs, vs, strict)
+        return (tuple(ys) if out_tuple else ys[0]), (tuple(result) if out_tuple else result[0])
     result = []
     for i, y in enumerate(ys):
         total = zeros_like(y)._data
@@ -97,8 +103,8 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
             outer_jacobian_strategy="reverse-mode"):
     """torch's Hessian of a scalar function: the Jacobian of its gradient (taken with
     create_graph=True), shaped x.shape + x.shape (a tuple of tuples for a tuple of inputs).
-    create_graph=True is refused."""
-    _no_graph(create_graph, "hessian")
+    create_graph=True: the Hessian keeps a graph to the inputs (third derivatives, for the ops
+    tinyattn/higher_order/ covers)."""
     in_tuple, _ = _tensors(inputs, "input", "hessian")
 
     def gradients(*xs):
@@ -109,7 +115,7 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
         gs = tuple(zeros_like(x) if g is None else g for x, g in zip(xs, gs, strict=True))
         return gs if in_tuple else gs[0]
 
-    return jacobian(gradients, inputs, strict=strict)
+    return jacobian(gradients, inputs, create_graph=create_graph, strict=strict)
 
 
 def hvp(func, inputs, v=None, create_graph=False, strict=False):
@@ -142,14 +148,6 @@ def _hessian_product(func, inputs, v, create_graph, strict, name):
 
 
 # ---- pieces ------------------------------------------------------------------------------------
-
-
-def _no_graph(create_graph, name):
-    if create_graph:
-        raise GraphError(f"{name}: create_graph=True is not supported here: its result is "
-                         "assembled from arrays, one backward pass per entry, and keeps no "
-                         "graph; leave it False (vjp, hvp and vhp take create_graph=True, and "
-                         "autograd.grad(..., create_graph=True) gives gradients with a graph)")
 
 
 def _tensors(value, what, name):
@@ -201,6 +199,46 @@ def _table_of(y, xs, i, strict, name):
             _independent(strict, name, i, j)
     return tuple(Tensor._wrap(blocks[j].reshape(y.shape + x.shape), y.backend)
                  for j, x in enumerate(xs))
+
+
+def _graph_table_of(y, xs, i, strict, name):
+    """_table_of with create_graph: each row a gradient with a graph (zeros for an input that
+    y does not depend on), the rows stacked and shaped y.shape + x.shape."""
+    rows = [[] for _ in xs]
+    used = [False] * len(xs)
+    for k in range(y.numel() if y.requires_grad else 0):
+        onehot = zeros_like(y)
+        onehot._data.reshape(-1)[k] = 1
+        gs = grad(y, list(xs), onehot, retain_graph=True, create_graph=True, allow_unused=True)
+        for j, g in enumerate(gs):
+            used[j] = used[j] or g is not None
+            rows[j].append(zeros_like(xs[j]) if g is None else g)
+    for j, u in enumerate(used):
+        if not u and y.numel():
+            _independent(strict, name, i, j)
+    return tuple(stack(rows[j]).reshape(y.shape + x.shape) if rows[j] else
+                 zeros(y.shape + x.shape, dtype=x.dtype) for j, x in enumerate(xs))
+
+
+def _jvp_graph(ys, xs, vs, strict):
+    """J v for each output, keeping a graph (torch's double-backward route): u -> Σ uᵀ J (a
+    VJP, linear in the dummy cotangent u) taken with create_graph, then differentiated along
+    v with respect to u."""
+    us = [zeros_like(y).requires_grad_(True) for y in ys]
+    live = [i for i, y in enumerate(ys) if y.requires_grad]
+    found = [None] * len(xs)
+    if live:
+        found = grad([ys[i] for i in live], list(xs), [us[i] for i in live],
+                     create_graph=True, allow_unused=True)
+    for j, g in enumerate(found):
+        if g is None:
+            _independent(strict, "jvp", None, j)
+    pairs = [(g, v) for g, v in zip(found, vs, strict=True) if g is not None]
+    if not pairs:
+        return [zeros_like(y) for y in ys]
+    jv = grad([g for g, _ in pairs], us, [v for _, v in pairs], create_graph=True,
+              allow_unused=True)
+    return [zeros_like(y) if t is None else t for y, t in zip(ys, jv, strict=True)]
 
 
 def _independent(strict, name, i, j):
