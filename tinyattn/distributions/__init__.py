@@ -1,9 +1,10 @@
 """tinyattn.distributions: torch.distributions' Categorical, Normal, Bernoulli, Uniform,
 Exponential, Laplace, Gamma, Beta, Independent, MultivariateNormal (from a covariance, precision
-or scale_tril matrix: all through a Cholesky factor), OneHotCategorical, Poisson, Binomial,
-Geometric, LogNormal, HalfNormal, Cauchy, StudentT, Dirichlet, Chi2, Weibull and Gumbel, made of
-tensor ops, so log_prob, entropy, cdf and rsample (where torch has it; not Gamma's, Beta's,
-Chi2's nor Dirichlet's here, and StudentT's not to df) carry gradients to the parameters;
+or scale_tril matrix: all through a Cholesky factor), LowRankMultivariateNormal (W Wᵀ + diag D),
+OneHotCategorical, Poisson, Binomial, Geometric, LogNormal, HalfNormal, Cauchy, StudentT,
+Dirichlet, Chi2, Weibull and Gumbel, made of tensor ops, so log_prob, entropy, cdf and rsample
+(where torch has it; not Gamma's, Beta's, Chi2's nor Dirichlet's here, and StudentT's not to df)
+carry gradients to the parameters;
 kl_divergence with torch's closed forms between them (register_kl adds more; also as the module
 `distributions.kl`), and the few constraints their support and arg_constraints name (Real,
 Boolean, Interval...; the module `distributions.constraints`).
@@ -24,7 +25,7 @@ What lives where:
   discrete.py      Categorical, Bernoulli, OneHotCategorical, Poisson, Binomial, Geometric
   continuous.py    Normal, Uniform, Exponential, Laplace, Gamma, Beta, LogNormal, HalfNormal,
                    Cauchy, StudentT, Dirichlet, Chi2, Weibull, Gumbel
-  multivariate.py  Independent, MultivariateNormal
+  multivariate.py  Independent, MultivariateNormal, LowRankMultivariateNormal
   kl.py            the registry, register_kl, kl_divergence and every KL pair (imported here,
                    so the pairs are registered)
 """
@@ -49,9 +50,10 @@ from .continuous import (
 )
 from .discrete import Bernoulli, Binomial, Categorical, Geometric, OneHotCategorical, Poisson
 from .kl import kl_divergence, register_kl
-from .multivariate import Independent, MultivariateNormal
+from .multivariate import Independent, LowRankMultivariateNormal, MultivariateNormal
 
 __all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet",
            "Exponential", "Gamma", "Geometric", "Gumbel", "HalfNormal", "Independent", "Laplace",
-           "LogNormal", "MultivariateNormal", "Normal", "OneHotCategorical", "Poisson",
-           "StudentT", "Uniform", "Weibull", "kl_divergence", "register_kl"]
+           "LogNormal", "LowRankMultivariateNormal", "MultivariateNormal", "Normal",
+           "OneHotCategorical", "Poisson", "StudentT", "Uniform", "Weibull", "kl_divergence",
+           "register_kl"]

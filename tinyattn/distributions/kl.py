@@ -26,7 +26,12 @@ from .continuous import (
 )
 from .discrete import Bernoulli, Binomial, Categorical, Geometric, OneHotCategorical, Poisson
 from .distribution import _fill, _sum_rightmost
-from .multivariate import Independent, MultivariateNormal, _batch_mahalanobis
+from .multivariate import (
+    Independent,
+    LowRankMultivariateNormal,
+    MultivariateNormal,
+    _batch_mahalanobis,
+)
 
 _KL = {}  # (type of p, type of q) -> kl(p, q), as torch's _KL_REGISTRY
 
@@ -259,6 +264,26 @@ def _kl_multivariatenormal_multivariatenormal(p, q):
     term2 = (ratio ** 2).sum((-2, -1))
     term3 = _batch_mahalanobis(lq, q.loc - p.loc)
     return half_term1 + 0.5 * (term2 + term3 - n)
+
+
+def _as_scale_tril_normal(d):
+    """A MultivariateNormal with d's loc and scale_tril (d itself when it is one)."""
+    if isinstance(d, MultivariateNormal):
+        return d
+    return MultivariateNormal(d.loc, scale_tril=d.scale_tril, validate_args=False)
+
+
+@register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)
+@register_kl(LowRankMultivariateNormal, MultivariateNormal)
+@register_kl(MultivariateNormal, LowRankMultivariateNormal)
+def _kl_low_rank(p, q):
+    """torch's three pairs with a LowRankMultivariateNormal: the Gaussians' KL from their
+    Cholesky factors (the low-rank one's scale_tril, √D · chol(I + D^-½ W Wᵀ D^-½))."""
+    if p.event_shape != q.event_shape:
+        raise ValueError("KL-divergence between two (Low Rank) Multivariate Normals with "
+                         "different event shapes cannot be computed")
+    return _kl_multivariatenormal_multivariatenormal(_as_scale_tril_normal(p),
+                                                     _as_scale_tril_normal(q))
 
 
 @register_kl(OneHotCategorical, OneHotCategorical)

@@ -1,7 +1,8 @@
 """tinyattn.distributions' multivariate distributions: Independent (a base distribution's last
-batch dims made event dims) and MultivariateNormal (from a covariance, precision or scale_tril
-matrix: all through a Cholesky factor), with MultivariateNormal's helpers (_mvn_batch_shape,
-_precision_to_scale_tril, _batch_mahalanobis)."""
+batch dims made event dims), MultivariateNormal (from a covariance, precision or scale_tril
+matrix: all through a Cholesky factor) and LowRankMultivariateNormal (Σ = W Wᵀ + diag(D),
+through the small capacitance matrix), with their helpers (_mvn_batch_shape,
+_precision_to_scale_tril, _batch_mahalanobis, _low_rank_shapes)."""
 
 import math
 
@@ -9,8 +10,16 @@ import numpy as np
 
 from ..errors import ShapeError, fmt_shape
 from ..linalg import cholesky, solve_triangular
+from ..routines import diag_embed
 from ..tensor import Tensor, randn, tensor
-from .constraints import _IndependentConstraint, _lower_cholesky, _positive_definite, _real_vector
+from .constraints import (
+    _IndependentConstraint,
+    _lower_cholesky,
+    _positive,
+    _positive_definite,
+    _real,
+    _real_vector,
+)
 from .distribution import (
     _Distribution,
     _eye_like,
@@ -209,6 +218,151 @@ class MultivariateNormal(_Distribution):
     def __repr__(self):
         return (f"MultivariateNormal(loc: {fmt_shape(self.loc.shape)}, {self._given}: "
                 f"{fmt_shape(self._matrix.shape)})")
+
+
+class LowRankMultivariateNormal(_Distribution):
+    """N(loc, Σ) over the last dim of loc with Σ = W Wᵀ + diag(D): cov_factor W (..., n, r) and
+    cov_diag D (..., n), positive; the batch dims of the three broadcast, as torch's. log_prob
+    and entropy never build Σ: by the Woodbury identity and the matrix determinant lemma they
+    need only the r x r capacitance matrix C = I + Wᵀ D⁻¹ W and its Cholesky factor L_C
+    (log det Σ = 2 Σ log diag L_C + Σ log D). rsample is loc + W ε_W + √D ε_D, so gradients
+    reach all three. KL divergences with it go through its scale_tril (kl.py)."""
+
+    arg_constraints = {"loc": _real_vector, "cov_factor": _IndependentConstraint(_real, 2),
+                       "cov_diag": _IndependentConstraint(_positive, 1)}
+    support = _real_vector
+    _params = ("loc",)
+
+    def __init__(self, loc, cov_factor, cov_diag, validate_args=None):
+        loc, cov_factor, cov_diag = _tensors(loc, cov_factor, cov_diag)
+        batch, n, r = _low_rank_shapes(loc, cov_factor, cov_diag)
+        self.batch_shape, self.event_shape = batch, (n,)
+        self.loc = loc.expand(*batch, n)
+        self.cov_factor = cov_factor.expand(*batch, n, r)
+        self.cov_diag = cov_diag.expand(*batch, n)
+        self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag = cov_factor, cov_diag
+        self.validate_args = validate_args is not False
+        if self.validate_args:
+            for name in ("loc", "cov_factor", "cov_diag"):
+                _refuse_outside("LowRankMultivariateNormal", name, getattr(self, name),
+                                self.arg_constraints[name])
+        w_over_d = cov_factor / cov_diag.unsqueeze(-1)
+        capacitance = cov_factor.mT @ w_over_d
+        self._capacitance_tril = cholesky(capacitance + _eye_like(capacitance))
+
+    def _full(self, matrix):
+        return matrix.expand(*self.batch_shape, *self.event_shape, *self.event_shape)
+
+    @property
+    def mean(self):
+        return self.loc
+
+    @property
+    def mode(self):
+        return self.loc
+
+    @property
+    def variance(self):
+        w, d = self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag
+        return ((w ** 2).sum(-1) + d).expand(*self.batch_shape, *self.event_shape)
+
+    @property
+    def covariance_matrix(self):
+        w, d = self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag
+        return self._full(w @ w.mT + diag_embed(d))
+
+    @property
+    def scale_tril(self):
+        """L with L Lᵀ = Σ, as torch's: √D · cholesky(I + D^-½ W Wᵀ D^-½), whose matrix has
+        eigenvalues of at least 1 (well conditioned)."""
+        root = self._unbroadcasted_cov_diag.sqrt().unsqueeze(-1)
+        scaled = self._unbroadcasted_cov_factor / root
+        inner = scaled @ scaled.mT
+        return self._full(root * cholesky(inner + _eye_like(inner)))
+
+    @property
+    def precision_matrix(self):
+        """Σ⁻¹ = D⁻¹ - D⁻¹ W C⁻¹ Wᵀ D⁻¹ (Woodbury), with A = L_C⁻¹ Wᵀ D⁻¹: D⁻¹ - Aᵀ A."""
+        a = self._woodbury_factor()
+        return self._full(diag_embed(self._unbroadcasted_cov_diag.reciprocal()) - a.mT @ a)
+
+    def _woodbury_factor(self):
+        """L_C⁻¹ Wᵀ D⁻¹, (..., r, n)."""
+        w_t_dinv = self._unbroadcasted_cov_factor.mT / self._unbroadcasted_cov_diag.unsqueeze(-2)
+        low = self._capacitance_tril
+        batch = tuple(np.broadcast_shapes(tuple(low.shape[:-2]), tuple(w_t_dinv.shape[:-2])))
+        return solve_triangular(low.expand(*batch, *low.shape[-2:]),
+                                w_t_dinv.expand(*batch, *w_t_dinv.shape[-2:]), upper=False)
+
+    def _log_det(self):
+        """log det Σ = 2 Σ log diag L_C + Σ log D (the matrix determinant lemma)."""
+        return (2 * self._capacitance_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+                + self._unbroadcasted_cov_diag.log().sum(-1))
+
+    def rsample(self, sample_shape=(), generator=None):
+        """loc + W ε_W + √D ε_D, ε_W ~ N(0, I_r), ε_D ~ N(0, I_n)."""
+        shape = self._extended(sample_shape)
+        like = dict(generator=generator, dtype=self.loc.dtype, backend=self.loc.backend)
+        eps_w = randn(*shape[:-1], self.cov_factor.shape[-1], **like)
+        eps_d = randn(*shape, **like)
+        w = self._unbroadcasted_cov_factor
+        return (self.loc + (w @ eps_w.unsqueeze(-1)).squeeze(-1)
+                + self._unbroadcasted_cov_diag.sqrt() * eps_d)
+
+    def log_prob(self, value):
+        """-(n log 2π + log det Σ + xᵀ Σ⁻¹ x) / 2, x = value - loc, with xᵀ Σ⁻¹ x =
+        Σ x² / D - |L_C⁻¹ Wᵀ D⁻¹ x|² (Woodbury)."""
+        diff = self._value(value, "LowRankMultivariateNormal.log_prob") - self.loc
+        d = self._unbroadcasted_cov_diag
+        w_t_dinv_x = (self._unbroadcasted_cov_factor.mT @ (diff / d).unsqueeze(-1)).squeeze(-1)
+        m = (diff ** 2 / d).sum(-1) - _batch_mahalanobis(self._capacitance_tril, w_t_dinv_x)
+        return -0.5 * (self.event_shape[0] * math.log(2 * math.pi) + self._log_det() + m)
+
+    def entropy(self):
+        h = 0.5 * (self.event_shape[0] * (1.0 + math.log(2 * math.pi)) + self._log_det())
+        return h.expand(*self.batch_shape)
+
+    def expand(self, batch_shape, _instance=None):
+        """loc, cov_factor and cov_diag broadcast to batch_shape (views), the factors kept."""
+        new = _instance or object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.batch_shape = _shape(batch_shape)
+        n, r = self.cov_factor.shape[-2:]
+        new.loc = self.loc.expand(*new.batch_shape, n)
+        new.cov_diag = self.cov_diag.expand(*new.batch_shape, n)
+        new.cov_factor = self.cov_factor.expand(*new.batch_shape, n, r)
+        return new
+
+    def __repr__(self):
+        return (f"LowRankMultivariateNormal(loc: {fmt_shape(self.loc.shape)}, cov_factor: "
+                f"{fmt_shape(self.cov_factor.shape)}, cov_diag: {fmt_shape(self.cov_diag.shape)})")
+
+
+def _low_rank_shapes(loc, cov_factor, cov_diag):
+    """(batch_shape, n, rank) of LowRankMultivariateNormal's parameters, with torch's
+    ValueErrors for a wrong number of dims, a wrong event size and batch dims that do not
+    broadcast."""
+    name = "LowRankMultivariateNormal"
+    if loc.ndim < 1:
+        raise ValueError(f"{name}: loc must be at least one-dimensional.")
+    n = loc.shape[-1]
+    if cov_factor.ndim < 2:
+        raise ValueError(f"{name}: cov_factor must be at least two-dimensional, with optional "
+                         "leading batch dimensions")
+    if cov_factor.shape[-2] != n:
+        raise ValueError(f"{name}: cov_factor must be a batch of matrices with shape {n} x m, "
+                         f"got {fmt_shape(cov_factor.shape)}")
+    if cov_diag.ndim < 1 or cov_diag.shape[-1] != n:
+        raise ValueError(f"{name}: cov_diag must be a batch of vectors with shape ({n},), got "
+                         f"{fmt_shape(cov_diag.shape)}")
+    try:
+        batch = np.broadcast_shapes(tuple(loc.shape[:-1]), tuple(cov_factor.shape[:-2]),
+                                    tuple(cov_diag.shape[:-1]))
+    except ValueError:
+        raise ValueError(f"{name}: Incompatible batch shapes: loc {fmt_shape(loc.shape)}, "
+                         f"cov_factor {fmt_shape(cov_factor.shape)}, cov_diag "
+                         f"{fmt_shape(cov_diag.shape)}") from None
+    return tuple(batch), n, cov_factor.shape[-1]
 
 
 def _mvn_batch_shape(form, loc, matrix):
