@@ -225,11 +225,7 @@ def _jvp_graph(ys, xs, vs, strict):
     VJP, linear in the dummy cotangent u) taken with create_graph, then differentiated along
     v with respect to u."""
     us = [zeros_like(y).requires_grad_(True) for y in ys]
-    live = [i for i, y in enumerate(ys) if y.requires_grad]
-    found = [None] * len(xs)
-    if live:
-        found = grad([ys[i] for i in live], list(xs), [us[i] for i in live],
-                     create_graph=True, allow_unused=True)
+    found = _dummy_vjp(ys, xs, us)
     for j, g in enumerate(found):
         if g is None:
             _independent(strict, "jvp", None, j)
@@ -239,6 +235,15 @@ def _jvp_graph(ys, xs, vs, strict):
     jv = grad([g for g, _ in pairs], us, [v for _, v in pairs], create_graph=True,
               allow_unused=True)
     return [zeros_like(y) if t is None else t for y, t in zip(ys, jv, strict=True)]
+
+
+def _dummy_vjp(ys, xs, us):
+    """Σ uᵀ J for each input, with a graph to the cotangents us (None: no output depends on it)."""
+    live = [i for i, y in enumerate(ys) if y.requires_grad]
+    if not live:
+        return [None] * len(xs)
+    return grad([ys[i] for i in live], list(xs), [us[i] for i in live], create_graph=True,
+                allow_unused=True)
 
 
 def _independent(strict, name, i, j):
