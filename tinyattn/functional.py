@@ -2549,8 +2549,9 @@ def _adaptive_places(picked, places, first):
 # weights; torch's source places (its area_pixel_compute_scale / _source_index rules, in its
 # opmath type: float32 below float64) are computed here in NumPy, so the values agree exactly.
 
-_LINEAR_DIMS = {"linear": 3, "bilinear": 4, "trilinear": 5}
-_INTERP_MODES = ("nearest", "nearest-exact", "area", "linear", "bilinear", "trilinear")
+_LINEAR_DIMS = {"linear": 3, "bilinear": 4, "trilinear": 5, "bicubic": 4}
+_INTERP_MODES = ("nearest", "nearest-exact", "area", "linear", "bilinear", "trilinear", "bicubic")
+_CUBIC_A = -0.75  # torch's cubic convolution coefficient
 
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,  # noqa: A002
@@ -2559,10 +2560,11 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     `scale_factor` (the size floor(n * factor)), as torch's: mode "nearest" (source place
     floor(i * scale), torch's legacy rule), "nearest-exact" (floor((i + 0.5) * scale)),
     "linear" (3-D) / "bilinear" (4-D) / "trilinear" (5-D) with align_corners (False: pixel
-    centres, torch's default; True: corner pixels line up), or "area" (adaptive_avg_pool,
-    3-D and 4-D). scale is 1 / scale_factor when one is given (unless
-    recompute_scale_factor=True), else in / out. Gradients flow through the gathers.
-    Not supported, and refused by name: "bicubic", antialias=True."""
+    centres, torch's default; True: corner pixels line up), "bicubic" (4-D: Keys' cubic
+    convolution with a = -0.75 over 4 taps per dim, the edge pixels repeated; it overshoots,
+    as torch's: no clamp), or "area" (adaptive_avg_pool, 3-D and 4-D). scale is
+    1 / scale_factor when one is given (unless recompute_scale_factor=True), else in / out.
+    Gradients flow through the gathers. Not supported, and refused by name: antialias=True."""
     x = _t(input)
     align_corners = _interp_align(mode, align_corners)
     sizes, scales = _interp_sizes(x, size, scale_factor, recompute_scale_factor, mode)
@@ -2625,12 +2627,10 @@ def _per_spatial_dim(value, dim, given, what):
 
 
 def _interp_mode_fits(x, mode, antialias):
-    """The mode fits the input's dims (torch's NotImplementedError otherwise); antialias and
-    bicubic are refused by name."""
+    """The mode fits the input's dims (torch's NotImplementedError otherwise); antialias is
+    refused by name."""
     if antialias:
         raise NotImplementedError("interpolate: antialias=True is not supported by tinyattn")
-    if mode == "bicubic":
-        raise NotImplementedError("interpolate: mode 'bicubic' is not supported by tinyattn")
     if mode not in _INTERP_MODES:
         raise NotImplementedError(f"interpolate: mode must be one of {', '.join(_INTERP_MODES)}"
                                   f", got {mode!r}")
@@ -2643,17 +2643,23 @@ def _interp_mode_fits(x, mode, antialias):
 
 
 def _resample(x, axis, m, scale, mode, align_corners):
-    """x resized to m entries along axis (mode "nearest", "nearest-exact", or linear)."""
+    """x resized to m entries along axis (mode "nearest", "nearest-exact", linear or
+    bicubic): each output place a weighted sum of gathered source places."""
     n = x.shape[axis]
     opmath = np.float64 if x.dtype == np.float64 else np.float32  # (torch's opmath_type)
     if mode.startswith("nearest"):
         return x.index_select(axis, _nearest_places(n, m, scale, mode == "nearest-exact",
                                                     opmath))
-    first, second, w0, w1 = _linear_places(n, m, scale, align_corners, opmath)
+    places = _cubic_places if mode == "bicubic" else _linear_places
+    taps = places(n, m, scale, align_corners, opmath)
     shape = [1] * x.ndim
     shape[axis] = m
-    w0, w1 = (_fresh(w.astype(x.dtype).reshape(shape), backend=x.backend) for w in (w0, w1))
-    return x.index_select(axis, first) * w0 + x.index_select(axis, second) * w1
+    out = None
+    for where, w in taps:
+        term = x.index_select(axis, where) * _fresh(w.astype(x.dtype).reshape(shape),
+                                                    backend=x.backend)
+        out = term if out is None else out + term
+    return out
 
 
 def _interp_scale(n, m, scale, align_corners, opmath):
@@ -2692,13 +2698,40 @@ def _linear_places(n, m, scale, align_corners, opmath):
     compute_source_index_and_lambda; m == n copies)."""
     if m == n:
         same = np.arange(n)
-        return same, same, np.ones(n, opmath), np.zeros(n, opmath)
+        return ((same, np.ones(n, opmath)),)
     real = _source_index(n, m, _interp_scale(n, m, scale, align_corners, opmath), align_corners,
                          opmath)
     first = np.minimum(np.floor(real.astype(np.float32)).astype(np.int64), n - 1)
     lam = np.clip(real - first.astype(opmath), 0, 1).astype(opmath)
     second = first + (first < n - 1)
-    return first, second, (opmath(1) - lam).astype(opmath), lam
+    return (first, (opmath(1) - lam).astype(opmath)), (second, lam)
+
+
+def _cubic_places(n, m, scale, align_corners, opmath):
+    """The four source places of each of m output places (floor(real) - 1 ... + 2, clamped to
+    the edges) and their weights: Keys' cubic convolution (a = -0.75) at the distances, as
+    torch's upsample_bicubic2d (the source place not clamped at 0 before the floor; m == n
+    copies)."""
+    if m == n:
+        same = np.arange(n)
+        return ((same, np.ones(n, opmath)),)
+    step = _interp_scale(n, m, scale, align_corners, opmath)
+    i = np.arange(m).astype(opmath)
+    real = step * i if align_corners else step * (i + opmath(0.5)) - opmath(0.5)
+    base = np.floor(real)
+    t = (real - base).astype(opmath)
+    a = opmath(_CUBIC_A)
+
+    def near(d):  # |d| <= 1
+        return ((a + 2) * d - (a + 3)) * d * d + 1
+
+    def far(d):  # 1 < |d| < 2
+        return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+
+    weights = (far(t + 1), near(t), near(1 - t), far(2 - t))
+    base = base.astype(np.int64)
+    return tuple((np.clip(base - 1 + k, 0, n - 1), w.astype(opmath))
+                 for k, w in enumerate(weights))
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):  # noqa: A002

@@ -1,6 +1,7 @@
 """Vision and layer utilities against torch's: F.interpolate (nearest, nearest-exact, linear,
-bilinear, trilinear, area; size= or scale_factor=, recompute_scale_factor, align_corners) and
-nn.Upsample / UpsamplingNearest2d / UpsamplingBilinear2d; the padding modules (ZeroPad,
+bilinear, bicubic, trilinear, area; size= or scale_factor=, recompute_scale_factor,
+align_corners) and nn.Upsample / UpsamplingNearest2d / UpsamplingBilinear2d; the padding
+modules (ZeroPad,
 ConstantPad, ReflectionPad, ReplicationPad, CircularPad 1d/2d); pixel_shuffle /
 pixel_unshuffle / channel_shuffle and their modules; instance_norm and InstanceNorm1d/2d
 (running statistics, state_dict names); local_response_norm; dropout1d / dropout2d and
@@ -79,6 +80,12 @@ INTERP = [
     ((1, 2, 7), dict(scale_factor=0.5, mode="area")),
     ((1, 2, 3, 4, 5), dict(size=(5, 3, 7), mode="trilinear")),
     ((1, 2, 3, 4, 2), dict(scale_factor=1.5, mode="nearest")),
+    ((2, 3, 5, 7), dict(size=(9, 4), mode="bicubic")),
+    ((2, 3, 5, 7), dict(size=(9, 4), mode="bicubic", align_corners=True)),
+    ((1, 2, 4, 4), dict(scale_factor=2.5, mode="bicubic")),
+    ((1, 2, 6, 5), dict(scale_factor=0.5, mode="bicubic")),
+    ((1, 2, 3, 3), dict(size=(3, 8), mode="bicubic", align_corners=True)),  # (3 -> 3: a copy)
+    ((1, 1, 1, 4), dict(size=(3, 1), mode="bicubic")),
 ]
 
 
@@ -86,6 +93,23 @@ INTERP = [
 @pytest.mark.parametrize("shape,kw", INTERP, ids=[f"{s}-{k}" for s, k in INTERP])
 def test_interpolate_matches_torch(shape, kw, dtype):
     _same(lambda f, x: f.interpolate(x, **kw), [_randn(*shape)], dtype)
+
+
+def test_bicubic_over_many_sizes_and_upsample_module():
+    """bicubic from every size 1-6 to every size 1-12 in both dims' places (its taps reach
+    past the edges, which repeat), both corner rules, against torch; nn.Upsample takes it."""
+    x = np.cos(np.arange(36.0)).reshape(1, 1, 6, 6)
+    for n in range(1, 7):
+        for m in range(1, 13):
+            for ac in (False, True):
+                got = F.interpolate(ta.tensor(x[..., :n, :n]), size=(m, n), mode="bicubic",
+                                    align_corners=ac)
+                want = torch.nn.functional.interpolate(torch.tensor(x[..., :n, :n]),
+                                                       size=(m, n), mode="bicubic",
+                                                       align_corners=ac)
+                np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12, atol=1e-12)
+    _module_same(nn.Upsample(scale_factor=1.5, mode="bicubic"),
+                 torch.nn.Upsample(scale_factor=1.5, mode="bicubic"), _randn(1, 2, 4, 5))
 
 
 @pytest.mark.parametrize("mode", ["nearest", "nearest-exact", "linear"])
@@ -133,8 +157,8 @@ def test_interpolate_gradcheck():
      ValueError),
     (lambda f, x: f.interpolate(x, size=4, mode="bilinear"), NotImplementedError,
      r"3-D input \(2, 3, 5\).*bilinear mode needs 4-D", NotImplementedError),
-    (lambda f, x: f.interpolate(x, size=4, mode="bicubic"), NotImplementedError, "bicubic",
-     NotImplementedError),
+    (lambda f, x: f.interpolate(x, size=4, mode="bicubic"), NotImplementedError,
+     r"3-D input \(2, 3, 5\).*bicubic mode needs 4-D", NotImplementedError),
     (lambda f, x: f.interpolate(x, size=4, mode="cubist"), NotImplementedError, "mode",
      NotImplementedError),
     (lambda f, x: f.interpolate(x, size=0), ShapeError, r"greater than 0.*\(2, 3, 5\)",
