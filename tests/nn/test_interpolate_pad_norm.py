@@ -1,12 +1,11 @@
 """Vision and layer utilities against torch's: F.interpolate (nearest, nearest-exact, linear,
 bilinear, bicubic, trilinear, area; size= or scale_factor=, recompute_scale_factor,
 align_corners) and nn.Upsample / UpsamplingNearest2d / UpsamplingBilinear2d; the padding
-modules (ZeroPad,
-ConstantPad, ReflectionPad, ReplicationPad, CircularPad 1d/2d); pixel_shuffle /
-pixel_unshuffle / channel_shuffle and their modules; instance_norm and InstanceNorm1d/2d
-(running statistics, state_dict names); local_response_norm; dropout1d / dropout2d and
-their modules. Values and gradients in float64 (tight) and float32 (~1e-5), and the errors
-that name the function and the shapes."""
+modules (ZeroPad, ConstantPad, ReflectionPad, ReplicationPad, CircularPad 1d/2d);
+pixel_shuffle / pixel_unshuffle / channel_shuffle and their modules; instance_norm and
+InstanceNorm1d/2d (running statistics, state_dict names); local_response_norm; dropout1d /
+dropout2d and their modules. Values and gradients in float64 (tight) and float32 (~1e-5),
+and the errors that name the function and the shapes."""
 
 import math
 
