@@ -11,6 +11,8 @@ hessian stack their rows with tensor ops; jvp then takes torch's double-backward
 VJP u -> uᵀ J, linear in u, differentiated along v: J v in two passes).
 """
 
+import numpy as np
+
 from .autograd import enable_grad, grad
 from .errors import DTypeError, GraphError, ShapeError, fmt_shape
 from .functional import stack
@@ -187,9 +189,7 @@ def _table_of(y, xs, i, strict, name):
     used = [False] * len(xs)
     if y.requires_grad:
         for k in range(y.numel()):
-            onehot = zeros_like(y)
-            onehot._data.reshape(-1)[k] = 1
-            for j, g in enumerate(grad(y, list(xs), onehot, retain_graph=True,
+            for j, g in enumerate(grad(y, list(xs), _one_hot(y, k), retain_graph=True,
                                        allow_unused=True)):
                 if g is not None:
                     blocks[j][k] = g._data
@@ -201,15 +201,23 @@ def _table_of(y, xs, i, strict, name):
                  for j, x in enumerate(xs))
 
 
+def _one_hot(y, k):
+    """A cotangent shaped as y: 1 at entry k in C order (the Jacobian's row k), 0 elsewhere.
+    (Written by position: y may be laid out in another order, where a flat view of its data
+    would be a copy.)"""
+    onehot = zeros_like(y)
+    onehot._data[np.unravel_index(k, y.shape)] = 1
+    return onehot
+
+
 def _graph_table_of(y, xs, i, strict, name):
     """_table_of with create_graph: each row a gradient with a graph (zeros for an input that
     y does not depend on), the rows stacked and shaped y.shape + x.shape."""
     rows = [[] for _ in xs]
     used = [False] * len(xs)
     for k in range(y.numel() if y.requires_grad else 0):
-        onehot = zeros_like(y)
-        onehot._data.reshape(-1)[k] = 1
-        gs = grad(y, list(xs), onehot, retain_graph=True, create_graph=True, allow_unused=True)
+        gs = grad(y, list(xs), _one_hot(y, k), retain_graph=True, create_graph=True,
+                  allow_unused=True)
         for j, g in enumerate(gs):
             used[j] = used[j] or g is not None
             rows[j].append(zeros_like(xs[j]) if g is None else g)

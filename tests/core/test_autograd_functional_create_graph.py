@@ -1,7 +1,7 @@
 """autograd.functional's jacobian, jvp and hessian with create_graph=True, as torch's: the
 results keep a graph to the inputs, so they can be differentiated again (values and the
 derivatives of the results against torch in float64); strict=True still names an output that
-does not depend on an input."""
+does not depend on an input; an output laid out column-major gets its whole Jacobian."""
 
 import numpy as np
 import pytest
@@ -108,3 +108,15 @@ def test_an_output_that_does_not_depend_on_the_input():
         AF.jvp(lambda t: ta.ones(3), x, ta.tensor(V), create_graph=True, strict=True)
     with pytest.raises(ta.GraphError, match="jacobian: output 0 does not depend on input 0"):
         AF.jacobian(lambda t: ta.ones(3), x, create_graph=True, strict=True)
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_an_output_laid_out_in_another_order_gets_its_whole_jacobian(create_graph):
+    """A transposed output (laid out column-major): each row's one-hot cotangent lands at its
+    place (a flat view of such data is a copy, so the Jacobian once came out all zeros)."""
+    x = RNG.standard_normal((2, 3))
+    jac = AF.jacobian(lambda t: t.mT * 1.0, ta.tensor(x), create_graph=create_graph)
+    close(jac, TF.jacobian(lambda t: t.mT * 1.0, torch.tensor(x)))
+    hess = AF.hessian(lambda t: (t.mT.exp() * t.mT).sum(), ta.tensor(x),
+                      create_graph=create_graph)
+    close(hess, TF.hessian(lambda t: (t.mT.exp() * t.mT).sum(), torch.tensor(x)))
