@@ -158,8 +158,8 @@ def test_func_grad_of_grad_and_hessian():
 
 def test_an_op_without_a_graph_vjp_is_refused_by_name():
     x = ta.tensor(RNG.standard_normal(4), requires_grad=True)
-    y = x.cumsum(0).sum()
-    with pytest.raises(GraphError, match="cumsum.*higher_order"):
+    y = x.digamma().sum()  # (its derivative, trigamma, is no op of tinyattn's)
+    with pytest.raises(GraphError, match="digamma has no differentiable VJP.*higher_order"):
         ta.autograd.grad(y, x, create_graph=True)
 
 
@@ -175,11 +175,15 @@ def test_a_saved_input_changed_in_place_is_refused():
 
 # ---- every graph VJP on its op's samples --------------------------------------------------------
 
-PIECEWISE = {"relu", "abs", "maximum", "minimum", "clip", "clamp"}  # kinks at the vals cases
+# kinks at the vals cases (vector_norm: ord < 1 at an exact 0, an infinite second derivative)
+PIECEWISE = {"relu", "abs", "maximum", "minimum", "clip", "clamp", "vector_norm"}
 
 
 def _cases():
-    for name in sorted(GRAPH_VJPS):
+    """(op, sample) for every registered op with a graph VJP (the ops made outside the registry,
+    the views' as_strided/laid_out/copy_slices, binary_cross_entropy, median over all entries,
+    are checked in their families' files: tests/core/test_create_graph_*.py)."""
+    for name in sorted(n for n in GRAPH_VJPS if n in REGISTRY):
         for k in range(len(REGISTRY[name].samples)):
             yield pytest.param(name, k, id=f"{name}-{k}")
 
@@ -204,9 +208,9 @@ def test_graph_vjp_matches_the_array_vjp_and_differences(name, k):
     out, xs = _run(name, inputs, params, base)
     g = ta.tensor(rng.standard_normal(out.shape))
     diff = [x for x in xs if isinstance(x, ta.Tensor) and x.requires_grad]
-    if name == "getitem" and REGISTRY[name].fwd(None, base[0], **params)[1][2]:
-        with pytest.raises(GraphError, match="advanced indexing"):  # (array indices: refused)
-            ta.autograd.grad(out, diff, g, create_graph=True)
+    if name == "scatter_reduce" and params.get("reduce") == "prod":
+        with pytest.raises(GraphError, match="scatter_reduce with reduce='prod'"):
+            ta.autograd.grad(out, diff, g, create_graph=True)  # (it saves neither input)
         return
     first = ta.autograd.grad(out, diff, g, allow_unused=True, retain_graph=True)
     graph = ta.autograd.grad(out, diff, g, allow_unused=True, create_graph=True)
@@ -293,5 +297,5 @@ def test_gradgradcheck_takes_given_grad_outputs_and_agrees_with_torch():
 
 def test_gradgradcheck_names_an_op_without_a_graph_vjp():
     x = ta.tensor(np.arange(4.0), requires_grad=True)
-    with pytest.raises(GraphError, match="cumsum"):
-        ta.autograd.gradgradcheck(lambda a: a.cumsum(0) ** 2, (x,))
+    with pytest.raises(GraphError, match="digamma"):
+        ta.autograd.gradgradcheck(lambda a: a.digamma() ** 2, (x,))

@@ -20,19 +20,22 @@ stays as it is. This package adds, beside it:
   to, out of place) a Tensor with a graph. An op with no graph VJP is a GraphError naming it.
 
 Where things live: base.py (Ctx, the helpers, the GRAPH_VJPS table), walk.py (the walk), and
-the modules of graph VJPs, each with its VJPS dict gathered here: core.py (arithmetic, the
-shape ops, matmul/linear, softmax, layer_norm, cross_entropy).
+one module per family of ops, each with its VJPS dict gathered here: core.py (arithmetic, the
+shape ops, matmul/linear, softmax, layer_norm, cross_entropy), elementwise.py (the other
+unary and binary math and the activations), reductions.py (var, norms, max/min, prod, cumsum,
+logsumexp...), indexing.py (cat/stack, as_strided, gathers and scatters, embedding...) and
+nn.py (the other fused nn ops and linear algebra).
 
 Importing this package sets autograd's registration slot (`autograd._create_graph_pass`), which
 grad() and backward() call when create_graph is True (tinyattn/__init__ imports it).
 """
 
 from .. import autograd
-from . import core
+from . import core, elementwise, indexing, nn, reductions
 from .base import GRAPH_VJPS
 from .walk import create_graph_pass
 
-for _family in (core,):
+for _family in (core, elementwise, reductions, indexing, nn):
     GRAPH_VJPS.update(_family.VJPS)
 
 autograd._create_graph_pass = create_graph_pass

@@ -7,7 +7,6 @@ import math
 
 import numpy
 
-from ..errors import GraphError
 from ..ops.elementwise import sgn
 from ..ops.op import is_const, quiet
 from .base import call, const, masked, sum_dims, sum_to, swap_last, tensor_on, unreduce
@@ -136,10 +135,11 @@ def _same(c):
 
 def _getitem(c):
     shape, dtype, advanced = c.saved
-    if advanced:
-        raise GraphError("create_graph: getitem with an integer or bool array index (advanced "
-                         "indexing) has no differentiable VJP; create_graph supports basic "
-                         "indexing (ints, slices, None, ...)")
+    if advanced:  # the entries x[index] read, by their flat places: g scatter-added there
+        where = c.be.xp.arange(math.prod(shape)).reshape(shape)[c.params["index"]]
+        flat = call("scatter_add", const(c, c.be.xp.zeros(math.prod(shape), dtype=c.g.dtype)),
+                    where.reshape(-1), call("reshape", c.g, shape=(-1,)), dim=0)
+        return (call("reshape", flat, shape=tuple(shape)),)
     zeros = const(c, c.be.xp.zeros(shape, dtype=dtype))
     return (call("setitem", zeros, c.g, steps=(c.params["index"],)),)
 
