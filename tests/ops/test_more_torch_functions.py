@@ -609,12 +609,13 @@ def test_the_names_are_there_as_in_torch():
         assert hasattr(ta.Tensor, name), name
 
 
-def test_create_graph_works_and_a_jacobian_with_a_graph_is_refused():
+def test_create_graph_works_and_a_jacobian_keeps_a_graph():
     x = ta.tensor([1.0, 2.0], requires_grad=True)
     (g,) = ta.autograd.grad((x * x * x).sum(), x, create_graph=True)
     assert ta.autograd.grad(g.sum(), x)[0].tolist() == [6.0, 12.0]
-    with pytest.raises(ta.GraphError, match="create_graph=True is not supported here"):
-        ta.autograd.functional.jacobian(lambda a: a * a, x, create_graph=True)
+    jac = ta.autograd.functional.jacobian(lambda a: a * a, x, create_graph=True)
+    assert jac.tolist() == [[2.0, 0.0], [0.0, 4.0]]
+    assert ta.autograd.grad(jac.sum(), x)[0].tolist() == [2.0, 2.0]
 
 
 def test_counting_functions_on_empty_0d_strided_and_small_dtypes():
