@@ -33,9 +33,13 @@ memory, shares the input's counter; an input changed in place inside forward cou
 (so a graph that saved it refuses it in backward); a saved input or output changed in place
 before backward makes backward raise. A second backward through a Function whose ctx saved
 tensors raises (the graph was freed); one that saved none runs again, as torch's.
+Gradients of gradients (create_graph=True) run backward again with grad mode on, the saved
+tensors reconnected to their nodes (tinyattn/higher_order/function.py), so a backward written
+with tensor ops is differentiable, as torch's; @once_differentiable marks one that is not.
 """
 
 import inspect
+import weakref
 
 import numpy
 
@@ -126,8 +130,10 @@ class Function:
 
 
 def once_differentiable(backward):
-    """torch's decorator for a backward that is not differentiable itself: every backward is
-    so here (gradients of gradients are not supported), so it returns `backward` unchanged."""
+    """torch's decorator for a backward that is not differentiable itself: the first-order
+    pass runs it as it is; a create_graph pass refuses it by name (torch refuses to
+    differentiate its result)."""
+    backward.once_differentiable = True
     return backward
 
 
@@ -177,6 +183,7 @@ class _Call:
             result.append(finals[id(o)] if isinstance(o, Tensor) else o)
         if diff:
             _watch_saved(nodes["node"], list(finals.values()), inputs)
+            nodes["node"].saved.origins = _origins(nodes, diff, outs, inputs)
         for t in ctx._dirty:  # a dirty view (or a base with views): the tensors sharing its
             # memory follow, as after a built-in in-place op (torch's CopySlices); else the
             # base kept its old node, and its gradient skipped this Function
@@ -294,9 +301,11 @@ class _Saved(tuple):
     """A Function node's saved values: (ctx,) if its ctx saved tensors, which backward frees
     after a pass (autograd._walk frees a node whose saved holds more than numbers and shapes:
     the ctx, its tensors with it), else (), which a second pass may use again, as torch's.
-    The ctx and the tensors are also its attributes."""
+    The ctx and the tensors are also its attributes, and `origins`: where each saved tensor
+    came from, for gradients of gradients (_origins)."""
 
     ctx = tensors = None
+    origins = ()
 
 
 def _saved(ctx):
@@ -461,6 +470,24 @@ def _watch_saved(node, outputs, inputs):
                 v = version_of(a)
                 found += ((v, v[0], i),)
     node.versions += found
+
+
+def _origins(nodes, diff, outs, inputs):
+    """For each tensor ctx saved, the node it stands on in the graph, for a create_graph pass
+    running backward on tensors with a graph (tinyattn/higher_order/function.py): an input's
+    ("input", i); an output's ("output", a weak reference to its node: the Function's own, or
+    its part node when there are several outputs); None for anything else (forward ran without
+    a graph: a constant, as in torch). By memory, as _watch_saved matches them."""
+    found = []
+    for s in nodes["node"].saved.tensors:
+        where = None
+        if isinstance(s, Tensor):
+            where = next((("input", i) for i, a in enumerate(inputs)
+                          if isinstance(a, Tensor) and s._data is a._data), None)
+            where = where or next((("output", weakref.ref(nodes[j])) for j in diff
+                                   if s._data is outs[j]._data), None)
+        found.append(where)
+    return tuple(found)
 
 
 def _holds(saved, t):

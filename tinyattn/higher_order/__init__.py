@@ -24,7 +24,9 @@ one module per family of ops, each with its VJPS dict gathered here: core.py (ar
 shape ops, matmul/linear, softmax, layer_norm, cross_entropy), elementwise.py (the other
 unary and binary math and the activations), reductions.py (var, norms, max/min, prod, cumsum,
 logsumexp...), indexing.py (cat/stack, as_strided, gathers and scatters, embedding...) and
-nn.py (the other fused nn ops and linear algebra).
+nn.py (the other fused nn ops and linear algebra); function.py holds those of custom
+autograd.Function nodes (found by what they are, not by name: the user's backward run again
+with a graph).
 
 Importing this package sets autograd's registration slot (`autograd._create_graph_pass`), which
 grad() and backward() call when create_graph is True (tinyattn/__init__ imports it).

@@ -8,6 +8,7 @@ from .. import autograd
 from ..autograd import enable_grad
 from ..errors import GraphError, ShapeError, fmt_shape
 from .base import GRAPH_VJPS, Ctx, call, sum_to
+from .function import vjp_of_function
 
 
 def _fit(op, gx, parent):
@@ -68,7 +69,7 @@ def _uncovered(op):
 def _step(node, g, parents, grads, heap, retain_graph):
     """Run one node's graph VJP and send each input its part."""
     op = node.op
-    vjp = GRAPH_VJPS.get(op.name)
+    vjp = vjp_of_function(op) or GRAPH_VJPS.get(op.name)
     if vjp is None or "post" in (getattr(node, "_extras", None) or ()):
         raise _uncovered(op)
     if node.versions:  # saved arrays changed in place, or a graph already freed
