@@ -3,8 +3,8 @@ Exponential, Laplace, Gamma, Beta, Independent, MultivariateNormal (from a covar
 or scale_tril matrix: all through a Cholesky factor), LowRankMultivariateNormal (W Wᵀ + diag D),
 OneHotCategorical, Poisson, Binomial, Geometric, LogNormal, HalfNormal, Cauchy, StudentT,
 Dirichlet, Chi2, Weibull and Gumbel, made of tensor ops, so log_prob, entropy, cdf and rsample
-(where torch has it; not Gamma's, Beta's, Chi2's nor Dirichlet's here, and StudentT's not to df)
-carry gradients to the parameters;
+(where torch has them; Gamma's, Beta's, Chi2's, Dirichlet's and StudentT's df by implicit
+reparameterisation) carry gradients to the parameters;
 kl_divergence with torch's closed forms between them (register_kl adds more; also as the module
 `distributions.kl`), and the few constraints their support and arg_constraints name (Real,
 Boolean, Interval...; the module `distributions.constraints`).
@@ -26,6 +26,8 @@ What lives where:
   continuous.py    Normal, Uniform, Exponential, Laplace, Gamma, Beta, LogNormal, HalfNormal,
                    Cauchy, StudentT, Dirichlet, Chi2, Weibull, Gumbel
   multivariate.py  Independent, MultivariateNormal, LowRankMultivariateNormal
+  implicit.py      Gamma draws with a gradient (implicit reparameterisation: dx/da from the
+                   incomplete gamma function), which the gamma-based rsamples use
   kl.py            the registry, register_kl, kl_divergence and every KL pair (imported here,
                    so the pairs are registered)
 """

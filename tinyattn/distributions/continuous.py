@@ -7,7 +7,7 @@ import numbers
 
 import numpy as np
 
-from ..autograd import is_grad_enabled, no_grad
+from ..autograd import no_grad
 from ..dtypes import result_type
 from ..errors import fmt_shape
 from ..tensor import Tensor, arange, full, rand, randn, tensor, zeros
@@ -31,6 +31,7 @@ from .distribution import (
     _standard_gamma,
     _tensors,
 )
+from .implicit import standard_gamma_rsample
 
 
 class Normal:
@@ -290,10 +291,11 @@ class Laplace(_Distribution):
 
 class Gamma(_Distribution):
     """rate^a x^(a-1) e^(-rate x) / Γ(a) on x >= 0, a = concentration; both > 0 checked when
-    made. Unlike torch's, no rsample (torch's is an implicit reparameterisation, not made here)
-    and no cdf (no regularised incomplete gamma function among tinyattn's ops)."""
+    made. rsample carries gradients to both, to concentration by implicit reparameterisation
+    as torch's (distributions/implicit.py). Unlike torch's, no cdf (no regularised incomplete
+    gamma function among tinyattn's ops)."""
 
-    has_rsample = False
+    has_rsample = True
     arg_constraints = {"concentration": _positive, "rate": _positive}
     support = _nonnegative
     _params = ("concentration", "rate")
@@ -322,6 +324,15 @@ class Gamma(_Distribution):
             value = draws / self.rate.detach()
             return value.clamp(min=float(np.finfo(value.dtype).tiny))
 
+    def rsample(self, sample_shape=(), generator=None):
+        """sample's draws (the same stream), with gradients: Gamma(a, 1) draws (implicit
+        reparameterisation) over rate; at least the dtype's smallest normal number (the
+        gradient passing as if unclamped, as torch's clamps the detached draws)."""
+        shape = self._extended(sample_shape)
+        value = standard_gamma_rsample(self.concentration, shape, generator, "Gamma.rsample")
+        value = value / self.rate
+        return _floored(value, float(np.finfo(value.dtype).tiny))
+
     def log_prob(self, value):
         value = self._value(value, "Gamma.log_prob")
         a, rate = self.concentration, self.rate
@@ -334,10 +345,11 @@ class Gamma(_Distribution):
 
 class Beta(_Distribution):
     """x^(a-1) (1-x)^(b-1) / B(a, b) on [0, 1], a = concentration1, b = concentration0; both
-    > 0 checked when made. Unlike torch's, no rsample (torch's goes through Dirichlet's
-    implicit reparameterisation, not made here)."""
+    > 0 checked when made. rsample is X / (X + Y) of Gamma(a) and Gamma(b) draws with their
+    implicit gradients (torch's takes Dirichlet's: another estimator of the same gradient in
+    expectation)."""
 
-    has_rsample = False
+    has_rsample = True
     arg_constraints = {"concentration1": _positive, "concentration0": _positive}
     support = _unit_interval
     _params = ("concentration1", "concentration0")
@@ -371,6 +383,14 @@ class Beta(_Distribution):
             finfo = np.finfo(x.dtype)
             return (x / (x + y)).clamp(float(finfo.tiny), 1 - float(finfo.eps))
 
+    def rsample(self, sample_shape=(), generator=None):
+        """sample's draws (the same stream), with gradients to both concentrations."""
+        shape = self._extended(sample_shape)
+        x = standard_gamma_rsample(self.concentration1, shape, generator, "Beta.rsample")
+        y = standard_gamma_rsample(self.concentration0, shape, generator, "Beta.rsample")
+        finfo = np.finfo(x.dtype)
+        return _floored(x / (x + y), float(finfo.tiny), 1 - float(finfo.eps))
+
     def log_prob(self, value):
         value = self._value(value, "Beta.log_prob")
         a, b = self.concentration1, self.concentration0
@@ -383,6 +403,14 @@ class Beta(_Distribution):
         total = a + b
         return (a.lgamma() + b.lgamma() - total.lgamma() - (2 - total) * total.digamma()
                 - (a - 1) * a.digamma() - (b - 1) * b.digamma())
+
+
+def _floored(value, low, high=None):
+    """value clamped to [low, high] with its gradient passed as if unclamped (torch clamps
+    the detached draws in place)."""
+    with no_grad():
+        shift = value.clamp(low, high) - value
+    return value + shift
 
 
 _EULER = 0.57721566490153286060  # the Euler-Mascheroni constant (torch's euler_constant)
@@ -523,10 +551,9 @@ class Cauchy(_Distribution):
 
 class StudentT(_Distribution):
     """Student's t of df degrees of freedom, shifted by loc and scaled by scale. Draws are
-    loc + scale X / sqrt(Z / df), X ~ N(0, 1), Z ~ Chi2(df); rsample carries gradients to loc
-    and scale only (torch's also reaches df through Gamma's implicit reparameterisation, not
-    made here: a df that requires grad is refused). Mean NaN where df <= 1; variance inf where
-    1 < df <= 2 and NaN where df <= 1, as torch's."""
+    loc + scale X / sqrt(Z / df), X ~ N(0, 1), Z ~ Chi2(df); rsample carries gradients to loc,
+    scale and df (through Z's implicit reparameterisation, as torch's). Mean NaN where df <= 1;
+    variance inf where 1 < df <= 2 and NaN where df <= 1, as torch's."""
 
     arg_constraints = {"df": _positive, "loc": _real, "scale": _positive}
     support = _real
@@ -550,13 +577,10 @@ class StudentT(_Distribution):
         return _fill(_fill(var, self.df <= 2, math.inf), self.df <= 1, math.nan)
 
     def rsample(self, sample_shape=(), generator=None):
-        if self.df.requires_grad and is_grad_enabled():
-            raise NotImplementedError("StudentT.rsample: no gradient to df (Gamma's implicit "
-                                      "reparameterisation is not made here); detach df")
         shape = self._extended(sample_shape)
         x = randn(*shape, generator=generator, dtype=self.df.dtype, backend=self.df.backend)
-        z = 2 * _standard_gamma(self.df / 2, shape, generator, "StudentT.rsample")
-        return self.loc + self.scale * x * (self.df.detach() / z).sqrt()
+        z = 2 * standard_gamma_rsample(self.df / 2, shape, generator, "StudentT.rsample")
+        return self.loc + self.scale * x * (self.df / z).sqrt()
 
     def log_prob(self, value):
         y = (self._value(value, "StudentT.log_prob") - self.loc) / self.scale
@@ -575,11 +599,11 @@ class StudentT(_Distribution):
 
 class Dirichlet(_Distribution):
     """x_i^(a_i - 1) Γ(Σa) / Π Γ(a_i) on the simplex of the last dim of `concentration` (the
-    event); the dims before it are the batch. Draws are Gamma(a_i) draws normalised (no
-    gradient: unlike torch's, no rsample, whose implicit reparameterisation is not made here);
-    log_prob and entropy carry gradients to concentration."""
+    event); the dims before it are the batch. Draws are Gamma(a_i) draws normalised; rsample's
+    carry their implicit gradients to concentration (torch's takes the Beta marginals': another
+    estimator of the same gradient in expectation), as log_prob and entropy do."""
 
-    has_rsample = False
+    has_rsample = True
     arg_constraints = {"concentration": _IndependentConstraint(_positive, 1)}
     support = _simplex
     _params = ("concentration",)
@@ -633,6 +657,13 @@ class Dirichlet(_Distribution):
         with no_grad():
             finfo = np.finfo(g.dtype)
             return (g / g.sum(-1, keepdim=True)).clamp(float(finfo.tiny), 1 - float(finfo.eps))
+
+    def rsample(self, sample_shape=(), generator=None):
+        """sample's draws (the same stream), with gradients to concentration."""
+        shape = self._extended(sample_shape)
+        g = standard_gamma_rsample(self.concentration, shape, generator, "Dirichlet.rsample")
+        finfo = np.finfo(g.dtype)
+        return _floored(g / g.sum(-1, keepdim=True), float(finfo.tiny), 1 - float(finfo.eps))
 
     def log_prob(self, value):
         value = self._value(value, "Dirichlet.log_prob")
