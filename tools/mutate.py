@@ -46,6 +46,8 @@ PACKAGES = {
     "utils": "tinyattn.utils.",
     "generator": "tinyattn.generator.",
     "autograd_functional": "tinyattn.autograd_functional.",
+    "higher_order": "tinyattn.higher_order.",
+    "distributions": "tinyattn.distributions.",
 }
 
 # mutmut's exit codes (mutmut/stats.py): what each says about the mutant
