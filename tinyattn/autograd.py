@@ -484,8 +484,13 @@ _PLAIN_DATA = TensorBase.data
 
 
 def _by_user(frame):
-    """Whether `frame` runs code outside tinyattn (the user's, not the library's)."""
+    """Whether `frame` runs code outside tinyattn (the user's, not the library's). Under
+    mutation testing, mutmut's trampoline stands between each function and its caller: its
+    frames are passed over to the caller's."""
     module = frame.f_globals.get("__name__", "")
+    while module.startswith("mutmut.") and frame.f_back is not None:
+        frame = frame.f_back
+        module = frame.f_globals.get("__name__", "")
     return module != "tinyattn" and not module.startswith("tinyattn.")
 
 

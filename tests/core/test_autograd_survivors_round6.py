@@ -114,3 +114,17 @@ def test_data_reads_and_writes_from_tinyattn_modules_are_not_told():
         _run_in("tinyattnx", "d = t.data", t=t)
     assert tracer.reads == [(t, ".data")]
     assert t.numpy().tolist() == [3.0, 4.0]
+
+
+def test_a_mutation_testing_trampoline_between_caller_and_data_is_passed_over():
+    # mutmut puts a trampoline (a function of module mutmut.*) between each function and its
+    # caller: .data read through one counts as its caller's read, the library's or the user's
+    t = ta.tensor([1.0, 2.0])
+    scope = types.ModuleType("mutmut.probe").__dict__
+    exec("def fetch(t):\n    return t.data", scope)  # noqa: S102
+    tracer = _Watch()
+    with autograd.watching_data_reads(), autograd.tracing(tracer):
+        _run_in("tinyattn._probe", "fetch(t)", t=t, fetch=scope["fetch"])
+        assert tracer.reads == []
+        _run_in("user_code", "fetch(t)", t=t, fetch=scope["fetch"])
+    assert tracer.reads == [(t, ".data")]
