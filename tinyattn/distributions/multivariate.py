@@ -103,7 +103,23 @@ class Independent(_Distribution):
 _MATRIX_FORMS = ("covariance_matrix", "precision_matrix", "scale_tril")
 
 
-class MultivariateNormal(_Distribution):
+class _Gaussian(_Distribution):
+    """What the two multivariate normals share: mean and mode are loc, and a matrix of the
+    event broadcast to the batch (_full)."""
+
+    @property
+    def mean(self):
+        return self.loc
+
+    @property
+    def mode(self):
+        return self.loc
+
+    def _full(self, matrix):
+        return matrix.expand(*self.batch_shape, *self.event_shape, *self.event_shape)
+
+
+class MultivariateNormal(_Gaussian):
     """N(loc, Σ) over the last dim of loc (the event), Σ given as exactly one of
     covariance_matrix, precision_matrix (Σ⁻¹) or scale_tril (L, lower-triangular with a
     positive diagonal, L Lᵀ = Σ); the batch dims of loc and the matrix broadcast, as torch's.
@@ -146,9 +162,6 @@ class MultivariateNormal(_Distribution):
         else:
             self._unbroadcasted_scale_tril = _precision_to_scale_tril(matrix)
 
-    def _full(self, matrix):
-        return matrix.expand(*self.batch_shape, *self.event_shape, *self.event_shape)
-
     @property
     def scale_tril(self):
         if self._given == "scale_tril":
@@ -171,14 +184,6 @@ class MultivariateNormal(_Distribution):
         eye = _eye_like(low)
         low_inv = solve_triangular(low, eye.expand(*low.shape), upper=False)
         return self._full(low_inv.mT @ low_inv)
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
 
     @property
     def variance(self):
@@ -220,7 +225,7 @@ class MultivariateNormal(_Distribution):
                 f"{fmt_shape(self._matrix.shape)})")
 
 
-class LowRankMultivariateNormal(_Distribution):
+class LowRankMultivariateNormal(_Gaussian):
     """N(loc, Σ) over the last dim of loc with Σ = W Wᵀ + diag(D): cov_factor W (..., n, r) and
     cov_diag D (..., n), positive; the batch dims of the three broadcast, as torch's. log_prob
     and entropy never build Σ: by the Woodbury identity and the matrix determinant lemma they
@@ -249,17 +254,6 @@ class LowRankMultivariateNormal(_Distribution):
         w_over_d = cov_factor / cov_diag.unsqueeze(-1)
         capacitance = cov_factor.mT @ w_over_d
         self._capacitance_tril = cholesky(capacitance + _eye_like(capacitance))
-
-    def _full(self, matrix):
-        return matrix.expand(*self.batch_shape, *self.event_shape, *self.event_shape)
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
 
     @property
     def variance(self):
