@@ -12,7 +12,7 @@ import pytest
 
 import tinyattn as ta
 from tinyattn.backends.numpy_backend import NumpyBackend
-from tinyattn.distributions import Categorical, Dirichlet, Gamma, Normal, constraints
+from tinyattn.distributions import Beta, Categorical, Dirichlet, Gamma, Normal, constraints
 
 torch = pytest.importorskip("torch")
 
@@ -98,3 +98,17 @@ def test_normal_argument_check_names_the_first_bad_value():
     with pytest.raises(ValueError, match=r"scale must be > 0 and finite, got -1\.0 \(1 of 3 "
                                          r"invalid\)"):
         Normal(ta.tensor(0.0, **F64), ta.tensor([1.0, -1.0, 2.0], **F64))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_dirichlet_and_beta_draws_at_tiny_concentrations_are_never_nan(dtype):
+    """Gamma draws that all underflow in a row once made x / sum(x) = 0 / 0: the draws are
+    floored at the smallest normal number, as torch's."""
+    dt = getattr(ta, dtype)
+    g = ta.Generator().manual_seed(0)
+    d = Dirichlet(ta.tensor([0.001, 0.001], dtype=dt))
+    for x in (d.sample((2000,), generator=g), d.rsample((2000,), generator=g).detach()):
+        assert not np.isnan(x.numpy()).any()
+        np.testing.assert_allclose(x.numpy().sum(-1), 1.0, rtol=1e-6)
+    b = Beta(ta.tensor(0.001, dtype=dt), ta.tensor(0.001, dtype=dt))
+    assert not np.isnan(b.sample((2000,), generator=g).numpy()).any()

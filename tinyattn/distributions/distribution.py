@@ -125,6 +125,9 @@ def _standard_gamma(concentration, shape, generator, where):
     rng = rng_of(be, check_generator(generator, be, where))
     a = be.xp.broadcast_to(concentration.detach()._data, shape)
     draws = be.xp.asarray(rng.standard_gamma(a)).astype(concentration.dtype, copy=False)
+    # floored at the smallest normal number, as torch's: a row of draws that all underflow to
+    # 0 (tiny concentrations) would make Dirichlet's and Beta's x / sum(x) 0 / 0 = NaN
+    draws = be.xp.maximum(draws, np.finfo(draws.dtype).tiny)
     return tensor(draws, dtype=concentration.dtype, backend=be)
 
 
