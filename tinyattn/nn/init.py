@@ -7,6 +7,7 @@ number of inputs a unit of a (out, in, *kernel) weight sees, fan_out the number 
 A tensor with no entries is returned as it is by kaiming_* and xavier_*, with torch's warning.
 """
 
+import functools
 import math
 
 import numpy as np
@@ -16,7 +17,7 @@ from ..errors import ShapeError, fmt_shape, warn_user
 from ..tensor import rand, randn
 
 __all__ = [
-    "calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "eye_",
+    "calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "eye_", "dirac_",
     "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "trunc_normal_",
     "orthogonal_", "sparse_",
 ]
@@ -98,6 +99,27 @@ def eye_(tensor):
     if tensor.ndim != 2:
         raise ShapeError(f"eye_: needs a 2-D tensor, got {fmt_shape(tensor.shape)}")
     return tensor.copy_(tensor.backend.xp.eye(*tensor.shape, dtype=tensor.dtype))
+
+
+@no_grad()
+def dirac_(tensor, groups=1):
+    """The identity kernel of a convolution weight (3-, 4- or 5-D: out, in, *kernel), torch's
+    Dirac delta: in each of `groups` blocks of out / groups output channels, the first
+    min(out / groups, in) pass their input channel through at the kernel's centre (a conv
+    with padding k // 2 then keeps its input); every other entry 0."""
+    if tensor.ndim not in (3, 4, 5):
+        raise ValueError(f"dirac_: only tensors with 3, 4, or 5 dimensions are supported, got "
+                         f"{fmt_shape(tensor.shape)}")
+    out, inputs = tensor.shape[:2]
+    if out % groups:
+        raise ValueError(f"dirac_: dim 0 ({out}) must be divisible by groups ({groups})")
+    xp, per_group = tensor.backend.xp, out // groups
+    kernel = xp.zeros(tensor.shape, dtype=tensor.dtype)
+    channel = xp.arange(min(per_group, inputs))
+    centre = tuple(k // 2 for k in tensor.shape[2:])
+    for g in range(groups):
+        kernel[(g * per_group + channel, channel, *centre)] = 1
+    return tensor.copy_(kernel)
 
 
 @no_grad()
@@ -249,3 +271,31 @@ def orthogonal_(tensor, gain=1.0, generator=None):
     if rows < cols:
         q = q.T
     return tensor.copy_(tensor.backend.asarray(gain * q.reshape(tensor.shape)))
+
+
+def _deprecated(fn):
+    """torch's old spelling of init function `fn`, without the trailing underscore: `fn`, with
+    torch's FutureWarning first (ported code such as nn.init.xavier_uniform(w) runs)."""
+    old = fn.__name__[:-1]
+
+    @functools.wraps(fn)
+    def deprecated(*args, **kwargs):
+        warn_user(f"`nn.init.{old}` is now deprecated in favor of `nn.init.{fn.__name__}`.",
+                  FutureWarning)
+        return fn(*args, **kwargs)
+
+    deprecated.__name__ = deprecated.__qualname__ = old
+    return deprecated
+
+
+uniform = _deprecated(uniform_)
+normal = _deprecated(normal_)
+constant = _deprecated(constant_)
+eye = _deprecated(eye_)
+dirac = _deprecated(dirac_)
+xavier_uniform = _deprecated(xavier_uniform_)
+xavier_normal = _deprecated(xavier_normal_)
+kaiming_uniform = _deprecated(kaiming_uniform_)
+kaiming_normal = _deprecated(kaiming_normal_)
+orthogonal = _deprecated(orthogonal_)
+sparse = _deprecated(sparse_)

@@ -542,7 +542,9 @@ class Module:
         return args, kwargs
 
     def forward(self, *args, **kwargs):
-        raise TypeError(f"{type(self).__name__} has no forward(): a Module subclass defines it")
+        # (torch's error and words)
+        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required '
+                                  '"forward" function: a Module subclass defines forward()')
 
     def add_module(self, name, module):
         """Register module (or None, an empty slot) as the child `name`, as assigning the
@@ -574,9 +576,7 @@ class Module:
         setattr(self, name, param)
 
     def _check_name(self, where, name):
-        if not isinstance(name, str) or not name or "." in name:
-            raise KeyError(f"{where}: the name must be a non-empty string without '.', got "
-                           f"{name!r}")
+        _check_key(where, "the name", name)
 
     def _check_free(self, where, name, kind):
         """`name` may be registered in `kind` (_parameters, _buffers or _modules): it is one
@@ -1272,6 +1272,22 @@ class _Indexed(Module):
             type(self)([*self, *other])
 
 
+class _NameTypeError(KeyError, TypeError):
+    """A name (of a child, parameter, buffer, ParameterDict key) that is no string: torch's
+    TypeError, and the KeyError tinyattn raised for it before."""
+
+
+def _check_key(where, what, name):
+    """`name` as state_dict can key it: a non-empty string without '.' (torch's rules: no
+    string is a TypeError, an empty or dotted one a KeyError)."""
+    if not isinstance(name, str):
+        raise _NameTypeError(f"{where}: {what} must be a non-empty string without '.', got "
+                             f"{name!r}: a name should be a string, not "
+                             f"{type(name).__name__}")
+    if not name or "." in name:
+        raise KeyError(f"{where}: {what} must be a non-empty string without '.', got {name!r}")
+
+
 def _check_module(where, module):
     if module is not None and not isinstance(module, Module):
         raise TypeError(f"{where}: {type(module).__name__} is not a Module subclass (nor None, "
@@ -1619,9 +1635,7 @@ class ParameterDict(Module):
             self.update(parameters)
 
     def __setitem__(self, key, value):
-        if not isinstance(key, str) or not key or "." in key:
-            raise KeyError(f"ParameterDict: a key must be a non-empty string without '.', "
-                           f"got {key!r}")
+        _check_key("ParameterDict", "a key", key)
         if key not in self._keys:
             self._check_free("ParameterDict", key, "_parameters")
         setattr(self, key, _as_parameter(value))

@@ -172,7 +172,7 @@ def _signature(cls):
     positional = [kind(k, kind.POSITIONAL_OR_KEYWORD, default=cls.defaults[k])
                   for k in cls.positional]
     keywords = [kind(k, kind.KEYWORD_ONLY, default=v) for k, v in cls.defaults.items()
-                if k not in cls.positional]
+                if k not in cls.positional and k not in cls.fixed]
     return inspect.Signature([kind("params", kind.POSITIONAL_OR_KEYWORD), *positional,
                               *keywords])
 
@@ -197,6 +197,9 @@ class Optimizer:
     # switches among them (an instance's: with the ones it was given)
     defaults = {}
     positional = ()  # the settings torch's constructor takes by position, in its order
+    # settings the groups keep (as torch's) that torch's constructor does not take (AdamW's
+    # decoupled_weight_decay, always True): refused as an argument, left out of the signature
+    fixed = ()
     # the names earlier tinyattn versions kept state under, where not torch's (their checkpoints
     # and pickles load)
     old_state_names = {}
@@ -265,9 +268,10 @@ class Optimizer:
             if key in settings:
                 raise TypeError(f"{name}: got two values for {key}")
             settings[key] = value
-        unknown = set(settings) - set(type(self).defaults)
+        unknown = set(settings) - (set(type(self).defaults) - set(self.fixed))
         if unknown:
-            own = sorted(k for k in type(self).defaults if k not in _SWITCHES | {"maximize"})
+            own = sorted(k for k in type(self).defaults
+                         if k not in _SWITCHES | {"maximize", *self.fixed})
             raise TypeError(f"{name}: unknown setting{'s' * (len(unknown) > 1)} "
                             f"{', '.join(sorted(unknown))}; it has {', '.join(own)} and maximize")
         return settings
@@ -810,6 +814,7 @@ class AdamW(Adam):
     decoupled_weight_decay=True, as torch)."""
 
     defaults = {**Adam.defaults, "weight_decay": 0.01, "decoupled_weight_decay": True}
+    fixed = ("decoupled_weight_decay",)  # (torch's AdamW takes no such argument)
 
 
 class RMSprop(Optimizer):

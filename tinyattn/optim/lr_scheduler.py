@@ -296,6 +296,9 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         if not isinstance(T_mult, int) or isinstance(T_mult, bool) or T_mult < 1:
             raise ValueError(f"CosineAnnealingWarmRestarts: T_mult must be a whole number "
                              f">= 1, got {T_mult!r}")
+        if not isinstance(eta_min, (float, int)):  # (torch's rule and error)
+            raise ValueError(f"CosineAnnealingWarmRestarts: expected float or int eta_min, "
+                             f"got {eta_min!r} of type {type(eta_min).__name__}")
         self.T_0, self.T_i, self.T_mult, self.eta_min = T_0, T_0, T_mult, eta_min
         self.T_cur = last_epoch
         super().__init__(optimizer, last_epoch)
@@ -593,17 +596,28 @@ class CyclicLR(LRScheduler):
         self._init_scale_fn()
 
 
+def _check_schedulers(name, schedulers, optimizer):
+    """torch's checks of the schedulers SequentialLR and ChainedScheduler step: at least one,
+    none a ReduceLROnPlateau (its step needs the metric, which they do not pass), each of
+    `optimizer`."""
+    if not schedulers:
+        raise ValueError(f"{name}: expects at least one scheduler")
+    for i, s in enumerate(schedulers):
+        if isinstance(s, ReduceLROnPlateau):
+            raise ValueError(f"{name} does not support `ReduceLROnPlateau` scheduler as it "
+                             "requires additional kwargs to be specified when calling `step`, "
+                             f"but got one at index {i} in the given schedulers sequence.")
+        if getattr(s, "optimizer", None) is not optimizer:
+            raise ValueError(f"{name}: scheduler {i} ({type(s).__name__}) belongs to another "
+                             "optimizer")
+
+
 class SequentialLR(LRScheduler):
     """schedulers[0] until milestones[0], then schedulers[1] (restarted from step 0), ...:
     e.g. LinearLR warm-up for 100 steps, then CosineAnnealingLR."""
 
     def __init__(self, optimizer, schedulers, milestones, last_epoch=-1):
-        if not schedulers:
-            raise ValueError("SequentialLR: expects at least one scheduler")
-        for i, s in enumerate(schedulers):
-            if getattr(s, "optimizer", None) is not optimizer:
-                raise ValueError(f"SequentialLR: scheduler {i} ({type(s).__name__}) belongs "
-                                 "to another optimizer")
+        _check_schedulers("SequentialLR", schedulers, optimizer)
         if len(milestones) != len(schedulers) - 1:
             raise ValueError(f"SequentialLR: {len(schedulers)} schedulers need "
                              f"{len(schedulers) - 1} milestones, got {len(milestones)}")
@@ -652,10 +666,7 @@ class ChainedScheduler(LRScheduler):
         if not schedulers:
             raise ValueError("ChainedScheduler: expects at least one scheduler")
         optimizer = optimizer or schedulers[0].optimizer
-        for i, s in enumerate(schedulers):
-            if getattr(s, "optimizer", None) is not optimizer:
-                raise ValueError(f"ChainedScheduler: scheduler {i} ({type(s).__name__}) "
-                                 "belongs to another optimizer")
+        _check_schedulers("ChainedScheduler", schedulers, optimizer)
         self._schedulers = list(schedulers)
         self.optimizer = optimizer
         self._last_lr = self._lrs()
