@@ -208,10 +208,6 @@ def test_graph_vjp_matches_the_array_vjp_and_differences(name, k):
     out, xs = _run(name, inputs, params, base)
     g = ta.tensor(rng.standard_normal(out.shape))
     diff = [x for x in xs if isinstance(x, ta.Tensor) and x.requires_grad]
-    if name == "scatter_reduce" and params.get("reduce") == "prod":
-        with pytest.raises(GraphError, match="scatter_reduce with reduce='prod'"):
-            ta.autograd.grad(out, diff, g, create_graph=True)  # (it saves neither input)
-        return
     first = ta.autograd.grad(out, diff, g, allow_unused=True, retain_graph=True)
     graph = ta.autograd.grad(out, diff, g, allow_unused=True, create_graph=True)
     for a, b in zip(graph, first, strict=True):
@@ -225,6 +221,11 @@ def test_graph_vjp_matches_the_array_vjp_and_differences(name, k):
     if not any(gr.requires_grad for gr, _ in used):
         return  # linear in its inputs: no second derivative
     s = sum((gr * ta.tensor(v)).sum() for gr, v in used)
+    if name == "scatter_reduce" and params.get("reduce") == "prod" and k == 6:
+        # two zeros of src sent to one place: refused, as torch's second backward there
+        with pytest.raises(GraphError, match="more than one zero of src"):
+            ta.autograd.grad(s, diff, allow_unused=True)
+        return
     second = ta.autograd.grad(s, diff, allow_unused=True)
 
     def first_order(arrays):

@@ -81,6 +81,11 @@ OPS = {
                      [(4, 4), (2, 4)]),
     "scatter_amax": (lambda m, x, s: x.scatter_reduce(0, m.tensor(IDX), s, "amax"),
                      [(4, 4), (2, 4)]),
+    "scatter_prod": (lambda m, x, s: x.scatter_reduce(0, m.tensor(IDX), s, "prod"),
+                     [(4, 4), (2, 4)]),
+    "scatter_prod_no_self": (lambda m, x, s: x.scatter_reduce(0, m.tensor(IDX), s, "prod",
+                                                              include_self=False),
+                             [(4, 4), (2, 4)]),
     "index_add": (lambda m, x, s: x.index_add(0, m.tensor(np.array([1, 1, 0])), s),
                   [(3, 2), (3, 2)]),
     "einsum": (lambda m, x, y: m.einsum("bij,bjk->bik", x, y), [(2, 2, 3), (2, 3, 2)]),
@@ -100,11 +105,27 @@ def test_three_orders_against_torch(name):
     against_torch(f, *shapes)
 
 
-def test_scatter_reduce_prod_is_refused_by_name():
+def test_scatter_reduce_prod_with_zeros_against_torch():
+    """x and src holding zeros (one zero of src a place: torch refuses its second derivative
+    where two are sent to one place, as tinyattn: tests/ops/test_degenerate_gradients_round7)."""
+    x = RNG.standard_normal((3, 4))
+    x[0, 2] = x[2, 1] = 0.0
+    s = RNG.standard_normal((2, 2))
+    s[1, 0] = 0.0
+
+    def f(m, x, s):
+        return x.scatter_reduce(1, m.tensor(np.array([[0, 2], [1, 0]])), s, "prod")
+
+    against_torch(f, arrays=[x, s])
+
+
+def test_scatter_reduce_prod_two_zeros_at_one_place_refused_by_name():
     x = ta.tensor(RNG.standard_normal((3, 4)), requires_grad=True)
-    y = x.scatter_reduce(1, ta.tensor(np.array([[0, 2], [1, 0]])), x[:2, :2] * 1.0, "prod")
-    with pytest.raises(GraphError, match="prod"):
-        ta.autograd.grad(y.sum(), x, create_graph=True)
+    s = ta.tensor(np.zeros((2, 2)), requires_grad=True)
+    y = x.scatter_reduce(1, ta.tensor(np.array([[0, 0], [1, 0]])), s, "prod")
+    (gs,) = ta.autograd.grad(y.sum(), s, create_graph=True)
+    with pytest.raises(GraphError, match="more than one zero"):
+        ta.autograd.grad(gs.sum(), x)
 
 
 def test_copy_slices_and_a_rebased_view_against_torch():

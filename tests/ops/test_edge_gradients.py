@@ -6,7 +6,8 @@
   (g * mask would make inf * 0 = NaN).
 - +inf in log-sum-exp-like ops: logsumexp is inf (not inf - inf = NaN), logaddexp's gradient
   is 1 to the infinite side; softmax, log_softmax, cross_entropy and logcumsumexp as torch.
-- NaN in max/min: the gradient goes to the NaN entries, as torch.
+- NaN in max/min: the gradient goes to the NaN entries, as torch (amax/amin: NaN to the
+  whole slice, as torch's).
 - Empty tensors: logsumexp over an empty dim is -inf, softmax along one is empty, no error.
 
 A RuntimeWarning is an error here (as in pyproject.toml): none may leak from NumPy.
@@ -172,11 +173,12 @@ def test_max_min_over_a_dim_give_zero_for_any_g(g):
     for fn_ta, fn_torch in (
             (lambda t: t.max(dim=1).values, lambda t: t.max(dim=1).values),
             (lambda t: t.min(dim=0).values, lambda t: t.min(dim=0).values),
-            # amax and amin (torch multiplies by the mask there, giving NaN for g = inf; its
-            # max(dim), the same function, selects: this is the gradient tinyattn gives)
-            (lambda t: t.amax(dim=1), lambda t: t.max(dim=1).values),
-            (lambda t: t.amin(dim=0, keepdim=True), lambda t: t.min(dim=0, keepdim=True).values),
-            (lambda t: t.amax(dim=(0, 1)), lambda t: t.max())):
+            # amax and amin multiply by the mask, as torch's (g / ties * [x == out]): NaN to
+            # the others for g = ±inf or NaN, and over the row holding a NaN (no winner: 0 / 0)
+            (lambda t: t.amax(dim=1), lambda t: t.amax(dim=1)),
+            (lambda t: t.amin(dim=0, keepdim=True), lambda t: t.amin(dim=0, keepdim=True)),
+            (lambda t: t.amax(dim=(0, 1)), lambda t: t.amax(dim=(0, 1))),
+            (lambda t: t.max(), lambda t: t.max())):  # (max() selects: 0 to the others)
         out_shape = np.shape(_run_torch(fn_torch, [x], None)[0])
         check(fn_ta, fn_torch, [x], np.full(out_shape, g))
 
@@ -187,16 +189,14 @@ def test_amax_ties_share_the_gradient_as_torch():
     check(lambda t: t.amin(dim=0), lambda t: t.amin(dim=0), [x], [1.0, 2.0, 3.0])
 
 
-# ---- 4. NaN in max and min: the gradient goes to the NaN -------------------------------------
+# ---- 4. NaN in max and min: the gradient goes to the NaN (amax/amin: NaN throughout) ---------
 
 
 @pytest.mark.parametrize("x", [[NAN, 1.0], [1.0, NAN], [NAN, 1.0, NAN], [[3.0, NAN], [NAN, 1.0]],
                                [INF, NAN, -INF]])
 def test_max_min_with_nan_send_the_gradient_to_the_nan(x):
-    for name in ("max", "min"):
+    for name in ("max", "min", "amax", "amin"):  # (amax/amin: NaN throughout, as torch's)
         check(method(name), method(name), [x])
-    check(method("amax"), method("max"), [x])
-    check(method("amin"), method("min"), [x])
 
 
 def test_max_min_over_a_dim_with_nan():
@@ -205,11 +205,11 @@ def test_max_min_over_a_dim_with_nan():
         values = method(name, dim=dim)
         check(lambda t, values=values: values(t).values, lambda t, values=values: values(t).values,
               [x], [1.0, 2.0, 3.0])
-    # amax/amin over a row with one NaN: all of g to it, as torch's max(dim) (torch's amax
-    # gives NaN to the whole row there, a 0/0 of its tie count)
+    # amax/amin over a row with one NaN: NaN to the whole row, as torch's (a 0/0 of its tie
+    # count), where max(dim) sends all of g to the NaN
     y = [[1.0, NAN, 3.0], [2.0, 5.0, 4.0]]
-    check(lambda t: t.amax(dim=1), lambda t: t.max(dim=1).values, [y], [1.0, 2.0])
-    check(lambda t: t.amin(dim=1), lambda t: t.min(dim=1).values, [y], [1.0, 2.0])
+    check(lambda t: t.amax(dim=1), lambda t: t.amax(dim=1), [y], [1.0, 2.0])
+    check(lambda t: t.amin(dim=1), lambda t: t.amin(dim=1), [y], [1.0, 2.0])
 
 
 # ---- 2. +inf in logsumexp, softmax, log_softmax, cross_entropy, logcumsumexp -------------------

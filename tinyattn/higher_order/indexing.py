@@ -8,12 +8,13 @@ an input's memory (as_strided, diagonal, an advanced getitem in core.py, copy_sl
 gather of the input's entries in C order at a constant array of places (`where`), so its
 gradient is a scatter-add of g at those places into zeros (repeats add up), and that one's
 gradient is the gather again: any order of derivative stays in these two ops.
-scatter_reduce's "prod" saves neither x nor src, whose values its second derivative needs:
-it is refused (a GraphError) rather than given a wrong answer."""
+scatter_reduce's "prod" saves x and src for its second derivative (torch's formulas, and its
+refusal where more than one zero of src is sent to one place)."""
 
 import math
 
 from ..errors import GraphError
+from ..function import Function
 from ..ops.op import dim1
 from .base import call, const, masked, sum_to
 
@@ -67,17 +68,27 @@ def _index_of(c, places):
 def _gather_src(c, g, index, axis, src_shape, weight=None):
     """The gradient of a scatter's src: g at the places the index sent each entry (times
     `weight`, an array of the index's shape), zeros where the index did not reach src."""
+    picked = _pick(g, index, axis)
+    if weight is not None:
+        picked = picked * const(c, weight, picked.dtype)
+    return _padded(c, picked, src_shape)
+
+
+def _pick(g, index, axis):
+    """g (x's shape) at the places the index sends src's entries to, in the index's shape."""
     if any(m != n for d, (m, n) in enumerate(zip(index.shape, g.shape, strict=True))
            if d != axis):
         g = call("getitem", g, index=tuple(slice(None) if d == axis else slice(0, m)
                                            for d, m in enumerate(index.shape)))
-    picked = call("take_along_dim", g, index, dim=axis)
-    if weight is not None:
-        picked = picked * const(c, weight, picked.dtype)
-    if tuple(picked.shape) == tuple(src_shape):
-        return picked
-    part = tuple(slice(0, m) for m in index.shape)
-    return call("setitem", _zeros(c, src_shape, picked.dtype), picked, steps=(part,))
+    return call("take_along_dim", g, index, dim=axis)
+
+
+def _padded(c, t, src_shape):
+    """t (the index's shape) as src's gradient: zeros where the index did not reach src."""
+    if tuple(t.shape) == tuple(src_shape):
+        return t
+    part = tuple(slice(0, m) for m in t.shape)
+    return call("setitem", _zeros(c, src_shape, t.dtype), t, steps=(part,))
 
 
 def _scatter_add(c):
@@ -98,15 +109,67 @@ def _scatter(c):
 
 def _scatter_reduce(c):
     if c.params["reduce"] == "prod":
-        raise GraphError("create_graph: scatter_reduce with reduce='prod' has no differentiable "
-                         "VJP (its node keeps neither x nor src, whose values the gradient of "
-                         "its gradient needs); sum, mean, amax and amin have one")
+        return _scatter_prod(c)
     places, src_shape, src_wins, count, x_out = c.saved
     index, axis = _index_of(c, places)
     share = c.g if c.params["reduce"] == "sum" else c.g / const(c, count, c.g.dtype)
     gx = masked(c, ~x_out, share) if c.need(0) else None
     gsrc = _gather_src(c, share, index, axis, src_shape, src_wins) if c.need(2) else None
     return gx, None, gsrc
+
+
+def _scatter_prod(c):
+    """torch's formulas (its scatter_reduce backward), with tensor ops on the x and src the
+    node saved: gx = g · prod(x with its zeros as 1, src) / (x with its zeros as 1), 0 where
+    include_self=False sent src; gsrc = (g · out)[places] / src, or, for a zero of src that is
+    the only one sent to its place, (g · prod(x, src with that zero as 1))[places]."""
+    places, src_shape = c.saved[1], c.saved[2]
+    index, axis = _index_of(c, places)
+    x, src = c.input(0), c.input(2)
+    if tuple(src.shape) != tuple(index.shape):  # (the part of src the index reads)
+        src = call("getitem", src, index=tuple(slice(0, m) for m in index.shape))
+    params = {"dim": axis, "reduce": "prod", "include_self": c.params.get("include_self", True)}
+    gx = gsrc = None
+    if c.need(0):
+        kept = call("where", c.be.xp.asarray(x._data == 0), 1.0, x)
+        gx = c.g * call("scatter_reduce", kept, index, src, **params) / kept
+        if not params["include_self"]:  # (x is not in the product where src was sent)
+            gx = call("scatter", gx, index, 0.0, dim=axis)
+    if c.need(2):
+        gsrc = _padded(c, _prod_src_part(c, x, src, index, places, params), src_shape)
+    return gx, None, gsrc
+
+
+def _prod_src_part(c, x, src, index, places, params):
+    """gsrc of scatter_reduce's prod over the part of src the index reads (see _scatter_prod).
+    More than one zero of src sent to one place: torch's second backward through gsrc raises
+    (its DelayedError), and so does this one's (_ZerosRefused)."""
+    xp, axis = c.be.xp, params["dim"]
+    zero = xp.asarray(src._data == 0)
+    zeros_at = xp.zeros(tuple(x.shape), dtype=src._data.dtype)
+    c.be.scatter_add(zeros_at, places, zero.astype(zeros_at.dtype))
+    count = zeros_at[places]
+    single = zero & (count == 1)
+    lone = call("scatter_reduce", x, index, call("where", single, 1.0, src), **params)
+    out = call("scatter_reduce", x, index, src, **params)
+    part = call("where", single, _pick(c.g * lone, index, axis),
+                _pick(c.g * out, index, axis) / call("where", zero, 1.0, src))
+    return _ZerosRefused.apply(part) if (count > 1).any() else part
+
+
+class _ZerosRefused(Function):
+    """The identity, whose gradient is a GraphError: torch's DelayedError for the gradient of
+    scatter_reduce prod's gsrc where more than one zero of src is sent to one place."""
+
+    @staticmethod
+    def forward(ctx, t):
+        return t.clone()
+
+    @staticmethod
+    def backward(ctx, g):
+        raise GraphError("scatter_reduce(reduce='prod'): the gradient of src's gradient is not "
+                         "defined here where more than one zero of src is sent to one place "
+                         "(torch's double backward refuses it too)")
 
 
 def _embedding(c):

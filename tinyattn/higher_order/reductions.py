@@ -18,6 +18,7 @@ import math
 
 from ..ops.elementwise import sgn
 from ..ops.op import quiet
+from ..ops.reduce import var_scale
 from .base import call, const, masked, tensor_on, unreduce
 
 
@@ -60,16 +61,17 @@ def _pair_mask(c, n, axis, ndim, test):
 
 
 def _var(c):
-    centered, axes, denom = c.saved
+    centered, axes, denom, whole = c.saved
     g = unreduce(c.g, axes, _keepdim(c), centered.shape)
-    if denom <= 0:  # no degrees of freedom: torch's inf, and NaN where x is the mean
+    if denom <= 0 and whole:  # no degrees of freedom over every entry (dim=None): torch's
+        # g * inf, NaN where x is the mean (constant in x); over a dim, 2 / denom as below
         xp = c.be.xp
         return (g * const(c, xp.where(centered == 0, math.nan, math.inf), g.dtype),)
     # x is not saved; x - mean(x) is, and var is shift-invariant in x, so a tensor on it whose
     # node is x's gives the same values and derivatives (as core's layer_norm)
     xc = tensor_on(centered, c.be, c.node.parents[0])
     xc = xc - xc.mean(dim=axes, keepdim=True)
-    gx = g * xc * (2 / denom)
+    gx = g * var_scale(denom) * xc
     return (gx if gx.dtype == g.dtype else call("cast", gx, dtype=g.dtype),)
 
 
@@ -88,15 +90,18 @@ def _logsumexp(c):
 
 
 def _extreme(c):
-    x, out, axes = c.saved
+    """As the array VJP (ops/reduce.py, _extreme_vjp): amax/amin's g * [x == out] / k (NaN
+    over a slice whose max is NaN: 0 / 0), max()/min()'s g / k selected at the winners."""
+    x, out, axes, whole = c.saved
     xp = c.be.xp
     out = out if _keepdim(c) else xp.expand_dims(out, axes)
     winners = x == out
-    nan_out = xp.isnan(out)
-    if nan_out.any():  # where the max is NaN the NaN entries win (as the array VJP)
-        winners |= xp.isnan(x) & nan_out
-    share = winners / winners.sum(axis=axes, keepdims=True)
-    return (unreduce(c.g, axes, _keepdim(c), x.shape) * const(c, share, c.g.dtype),)
+    if whole and xp.isnan(out).any():  # max() of a tensor holding NaN: the NaN entries win
+        winners = xp.isnan(x)
+    with quiet():
+        share = winners / winners.sum(axis=axes, keepdims=True)
+    g = unreduce(c.g, axes, _keepdim(c), x.shape) * const(c, share, c.g.dtype)
+    return (masked(c, winners, g) if whole else g,)
 
 
 # ---- prod, cumsum, cumprod, logcumsumexp -----------------------------------------------------

@@ -192,6 +192,8 @@ def check_reduction(reduce):
 @op("scatter_reduce", "gx = g * [x counts] / count (amax/amin: x's share of the ties; prod: "
     "g * the product of the others), gsrc = (g / count)[places] * [src counts] (prod: g times "
     "the product of the others)", grads=("gx", None, "gsrc"), nondiff=(1,),
+    saves={0: 3, 2: 4},  # (prod's x and src, which its second derivative needs; the other
+    # reductions hold arrays of their own there, never x or src, which apply's check skips)
     samples=[case((3, 4), const([[0, 2, 2], [1, 0, 0]]), (2, 3), dim=1, reduce="sum"),
              case((3, 4), const([[0, 2, 2], [1, 0, 0]]), (2, 3), dim=1, reduce="mean",
                   include_self=False),
@@ -216,7 +218,7 @@ def scatter_reduce(be, x, index, src, dim, reduce, include_self=True):
     dropped = touched if not include_self else xp.zeros(x.shape, dtype=bool)  # x not counted
     if reduce == "prod":
         out, factors = _scatter_prod(be, x, places, part, axis, dropped)
-        return out, (factors, places, src.shape)
+        return out, (factors, places, src.shape, x, src)
     if reduce in ("sum", "mean"):
         out = xp.where(dropped, 0, x).astype(x.dtype, copy=False)
         be.scatter_add(out, places, part)
@@ -297,7 +299,7 @@ def scatter_reduce_vjp(be, g, saved, dim, reduce, include_self=True):
 
 
 def _scatter_prod_vjp(be, g, saved, include_self):
-    (self_factor, src_factor), places, src_shape = saved
+    (self_factor, src_factor), places, src_shape = saved[:3]
     gx = g * self_factor
     if not include_self:
         gx[places] = 0  # (x is not in the product there)

@@ -99,31 +99,35 @@ def per_count(a, n):
 
 
 def _extreme_vjp(be, g, saved, keepdim):
-    """Send g to the entries equal to the max (or min), exactly 0 to the others whatever g is;
-    k tied entries get g / k each. Where the max is NaN, the NaN entries are the winners (as
-    torch's max())."""
-    x, out, axes = saved
+    """torch's two rules. amax/amin (any dim given, None too): g / k * [x == out] for k tied
+    winners, so a slice whose max is NaN (no winner: g / 0 * 0) gets NaN throughout, and a
+    g of inf or NaN gives NaN to the others (inf * 0). max()/min() without a dim: g / k to
+    the winners, the NaN entries where the max is NaN, and exactly 0 to the others."""
+    x, out, axes, whole = saved
     xp = be.xp
     if not keepdim:
         out, g = xp.expand_dims(out, axes), xp.expand_dims(g, axes)
     winners = x == out
-    nan_out = xp.isnan(out)  # (reduced: a cheap look)
-    if nan_out.any():
-        winners |= xp.isnan(x) & nan_out
+    if whole and xp.isnan(out).any():  # (reduced: a cheap look)
+        winners = xp.isnan(x)
     ties = winners.sum(axis=axes, keepdims=True, dtype=acc_dtype(g.dtype))  # (float16: counted
     # in float32; in float16 a count stops at 2048)
-    return (masked(xp, g / ties, winners).astype(g.dtype, copy=False),)
+    if whole:
+        return (masked(xp, g / ties, winners).astype(g.dtype, copy=False),)
+    with quiet():
+        return ((g / ties * winners).astype(g.dtype, copy=False),)
 
 
 @op("max", "gx = g * [x == max] / (number of ties)", saves={0: 0}, saves_out=1,
     samples=[case((2, 3, 4), dim=1), case(vals([[1.0, 3.0, 3.0], [2.0, 2.0, 0.0]]), dim=1),
              case(vals([[1.0, 3.0], [3.0, 0.0]])), case((2, 3), dim=0, keepdim=True)])
-def reduce_max(be, x, dim=None, keepdim=False):
-    """out = max x over dim"""
-    axes = _reduced(dim, x.ndim, "max")
+def reduce_max(be, x, dim=..., keepdim=False):
+    """out = max x over dim (dim=..., the default: Tensor.max() without a dim, whose gradient
+    differs from amax's where a max is NaN: see _extreme_vjp)"""
+    axes = _reduced(None if dim is ... else dim, x.ndim, "max")
     _nonempty(x, axes, "max")
     out = x.max(axis=axes, keepdims=keepdim)
-    return out, (x, out, axes)
+    return out, (x, out, axes, dim is ...)
 
 
 @reduce_max.defvjp
@@ -134,12 +138,12 @@ def reduce_max_vjp(be, g, saved, dim=None, keepdim=False):
 @op("min", "gx = g * [x == min] / (number of ties)", saves={0: 0}, saves_out=1,
     samples=[case((2, 3, 4), dim=-1), case(vals([[1.0, 0.0, 0.0], [2.0, 2.0, 5.0]]), dim=1),
              case((4,))])
-def reduce_min(be, x, dim=None, keepdim=False):
-    """out = min x over dim"""
-    axes = _reduced(dim, x.ndim, "min")
+def reduce_min(be, x, dim=..., keepdim=False):
+    """out = min x over dim (dim=...: Tensor.min() without a dim, as reduce_max)"""
+    axes = _reduced(None if dim is ... else dim, x.ndim, "min")
     _nonempty(x, axes, "min")
     out = x.min(axis=axes, keepdims=keepdim)
-    return out, (x, out, axes)
+    return out, (x, out, axes, dim is ...)
 
 
 @reduce_min.defvjp
@@ -166,7 +170,8 @@ def _nonempty(x, axes, name):
 @quietly  # (as sum: the mean of inf and -inf)
 def reduce_var(be, x, dim=None, keepdim=False, correction=1):
     """out = Σ (x - mean)² / (n - correction) over dim (correction=1: the unbiased estimate);
-    with n - correction <= 0, inf (or NaN where every x is the mean), as in torch"""
+    with n - correction <= 0, Σ (x - mean)² / 0: inf (or NaN where every x is the mean), as in
+    torch"""
     _floating(x, "var")
     axes = _reduced(dim, x.ndim, "var")
     centered = wide(x)  # (float16: the squares summed in float32; 300² overflows float16)
@@ -179,17 +184,25 @@ def reduce_var(be, x, dim=None, keepdim=False, correction=1):
                   "the reduction factor (input numel divided by output numel).")
     with quiet():
         out = (centered * centered).sum(axis=axes, keepdims=keepdim) / max(denom, 0)
-    return out.astype(x.dtype, copy=False), (centered, axes, denom)
+    return out.astype(x.dtype, copy=False), (centered, axes, denom, dim is None or not x.ndim)
+
+
+def var_scale(denom):
+    """2 / (n - correction), torch's factor of g (x - mean) in var's gradient over a dim: inf
+    at n = correction, negative past it (torch's, whose forward divides by 0 there)."""
+    return math.inf if denom == 0 else 2 / denom
 
 
 @reduce_var.defvjp
 def reduce_var_vjp(be, g, saved, dim=None, keepdim=False, correction=1):
-    centered, axes, denom = saved
+    centered, axes, denom, whole = saved
     g = unreduce(be, g, axes, keepdim, centered.shape)
-    if denom <= 0:  # no degrees of freedom: torch's inf, and NaN where x is the mean
+    if denom <= 0 and whole:  # no degrees of freedom over every entry (dim=None): torch's
+        # g * inf, and NaN where x is the mean
         with quiet():
             return (g * be.xp.where(centered == 0, float("nan"), float("inf")),)
-    return (g * centered * (2 / denom),)
+    with quiet():
+        return (g * var_scale(denom) * centered,)
 
 
 @op("logsumexp", "gx = g * softmax(x, dim)", promote="float",
