@@ -2118,8 +2118,10 @@ def _conv(name, spatial, input, weight, bias, stride, padding, dilation, groups)
                     stride, [(0, 0)] * (2 - spatial) + pads, name)
     sizes = cols.shape[2:2 + len(kernel)]  # (oh, ow) or (od, oh, ow)
     n, out = x.shape[0], w.shape[0]
-    cols = _columns(cols).reshape(n, groups, -1, math.prod(sizes))  # (N, g, C_in/g * kk, L)
-    y = (w.reshape(groups, out // groups, -1) @ cols).reshape((n, out) + sizes)
+    per_group = math.prod(w.shape[1:])  # C_in/g * kk (sizes written out, not -1: an empty
+    # batch has no elements to solve for it)
+    cols = _columns(cols).reshape(n, groups, per_group, math.prod(sizes))  # (N, g, C_in/g*kk, L)
+    y = (w.reshape(groups, out // groups, per_group) @ cols).reshape((n, out) + sizes)
     if b is not None:
         y = y + b.reshape((1, out) + (1,) * len(sizes))
     return _unlifted(y, spatial, unbatched)
@@ -2230,10 +2232,10 @@ def _conv_transpose(name, spatial, input, weight, bias, stride, padding, output_
                          f"padding {padding}, output_padding {output_padding}, dilation "
                          f"{dilation})")
     n, c_in, out = x.shape[0], x.shape[1], w.shape[1] * groups
-    cols = w.reshape(groups, c_in // groups, -1).transpose(1, 2) @ x.reshape(
+    cols = w.reshape(groups, c_in // groups, math.prod(w.shape[1:])).transpose(1, 2) @ x.reshape(
         n, groups, c_in // groups, math.prod(x.shape[2:]))  # (N, g, C_out/g * kk, L)
     full, kernel, stride, dilation = _lifted(spatial, tuple(full), kernel, stride, dilation)
-    cols = cols.reshape(n, out * math.prod(kernel), -1)
+    cols = cols.reshape(n, out * math.prod(kernel), math.prod(x.shape[2:]))
     if spatial == 3:  # (fold itself is 2-d only, as torch's)
         y = _fold_columns(cols, full, kernel, dilation, (0,) * 3, stride, tuple(x.shape[2:]))
     else:

@@ -1745,7 +1745,8 @@ class Tensor(TensorBase):
                            f"(dims {s} and {e} of a tensor of shape {fmt_shape(self.shape)})")
         if s == e:
             return self
-        return self.reshape(self.shape[:s] + (-1,) + self.shape[e + 1:])
+        joined = math.prod(self.shape[s:e + 1])  # (not -1: no elements leave it unsolved)
+        return self.reshape(self.shape[:s] + (joined,) + self.shape[e + 1:])
 
     def unsqueeze(self, dim):
         return self.reshape(self._unsqueezed(dim, "unsqueeze"))

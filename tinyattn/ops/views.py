@@ -191,8 +191,10 @@ OVERLAP = ("unsupported operation: more than one element of the written-to tenso
 
 def overlaps(a):
     """Whether two entries of the array `a` are one place in memory the way torch detects it
-    (a dim of stride 0 and size > 1: an expand's), which an in-place write refuses."""
-    return any(s == 0 and n > 1 for n, s in zip(a.shape, getattr(a, "strides", ()), strict=True))
+    (a dim of stride 0 and size > 1: an expand's), which an in-place write refuses; an array
+    with no elements has none to share (NumPy gives its dims stride 0)."""
+    return a.size > 0 and any(s == 0 and n > 1
+                              for n, s in zip(a.shape, getattr(a, "strides", ()), strict=True))
 
 
 def laid_out_as(xp, a, values):
