@@ -27,6 +27,7 @@ from . import (
     linalg,
     nn,
     optim,
+    special,
     testing,
     utils,
     viz,
@@ -450,6 +451,7 @@ masked_fill, masked_scatter, index_add, index_copy, index_fill, index_put, mode,
 as_strided = _method("as_strided")
 index_reduce = _method("index_reduce")
 globals().update(_FOREACH)  # torch._foreach_mul_, _foreach_add_, ... (routines.py)
+polygamma, i0 = special.polygamma, special.i0  # torch.polygamma(n, x), torch.i0 (special.py)
 
 # torch's other names for the dtypes (dtype=ta.long, mask.to(ta.bool)). Bound here, not in
 # tensor.py, where `float`, `int` and `bool` must stay Python's own (nothing below uses them).
@@ -539,7 +541,7 @@ __all__ = [
     "trapezoid", "trapz", "cumulative_trapezoid", "matrix_power", "chain_matmul", "hsplit",
     "inverse", "det", "logdet", "slogdet",
     "vsplit", "dsplit", "combinations", "select_scatter", "slice_scatter", "diagonal_scatter",
-    "real", "imag", "conj", "resolve_conj", "is_conj",
+    "real", "imag", "conj", "resolve_conj", "is_conj", "special", "polygamma", "i0",
 ]
 
 # torch's setup names (runtime.py, amp.py, accelerator.py; bfloat16 a name that refuses use)

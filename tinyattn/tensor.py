@@ -66,6 +66,7 @@ from .ops import scan as sc
 from .ops import shape as sh
 from .ops import softmax as sm
 from .ops import special as sp
+from .ops import special_more as spm
 from .ops import views
 from .ops.mask import masked_fill
 from .ops.op import Op, broadcasts_to, plain, quiet
@@ -3261,6 +3262,16 @@ class Tensor(TensorBase):
                                      _unary(sp.digamma))
     erfc_, erfinv_, lgamma_, digamma_ = (_in_place_unary(sp.erfc), _in_place_unary(sp.erfinv),
                                          _in_place_unary(sp.lgamma), _in_place_unary(sp.digamma))
+    i0, i0_ = _unary(spm.i0), _in_place_unary(spm.i0)
+
+    def polygamma(self, n):
+        """ψ^(n)(x), the n-th derivative of digamma (n an int >= 0; 0: digamma), as torch's
+        x.polygamma(n); the gradient is polygamma(n + 1, x)."""
+        return apply(spm.polygamma, self, n=spm.polygamma_order(n))
+
+    def polygamma_(self, n):
+        n = spm.polygamma_order(n)
+        return self._in_place_as("polygamma_", lambda x: x.polygamma(n))
 
     def logit(self, eps=None):
         """log(p / (1 - p)); with eps, p clamped to [eps, 1 - eps] first (as ta.logit)."""

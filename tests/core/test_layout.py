@@ -31,7 +31,7 @@ LAYERS = {
                 "optim", "optim.*",
                 "distributed", "utils", "utils.*", "autograd_functional", "autograd_graph",
                 "distributions", "distributions.*", "linalg", "func", "runtime", "amp",
-                "accelerator", "higher_order", "higher_order.*"],
+                "accelerator", "higher_order", "higher_order.*", "special"],
     "tools": ["anomaly", "gradcheck", "graphcheck", "explain", "viz", "explore", "plots",
               "exercises", "testing"],
     "app": ["cli", "__main__", "train", "runs", "sample", "data", "serialization", "graphs",

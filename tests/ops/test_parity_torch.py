@@ -184,6 +184,17 @@ TORCH = {
     # special functions and order statistics (ops/special.py)
     "erfc": torch.erfc, "erfinv": torch.erfinv, "lgamma": torch.lgamma,
     "digamma": torch.digamma, "nanmedian": torch.nanmedian,
+    # torch.special's (ops/special_more.py; refuse_grad: tinyattn's flag, torch's refusal)
+    # (torch's trigamma, polygamma(1, x), stops its series early: ~5e-10 off; ζ(2, x) is exact)
+    "polygamma": lambda x, n: (torch.special.zeta(torch.full_like(x, 2.0), x) if n == 1 else
+                               torch.polygamma(n, x)),
+    "zeta": lambda x, q, refuse_grad=False: torch.special.zeta(x, q),
+    "gammainc": lambda a, x, refuse_grad=False: torch.special.gammainc(a, x),
+    "gammaincc": lambda a, x, refuse_grad=False: torch.special.gammaincc(a, x),
+    "erfcx": torch.special.erfcx, "xlog1py": _binary(torch.special.xlog1py),
+    "entr": torch.special.entr, "i0": torch.special.i0, "i0e": torch.special.i0e,
+    "i1": torch.special.i1, "i1e": torch.special.i1e, "ndtri": torch.special.ndtri,
+    "log_ndtr": torch.special.log_ndtr,
     "quantile": lambda x, q, ignore_nan=False, **kw: (torch.nanquantile if ignore_nan else
                                                       torch.quantile)(
         x, torch.tensor(q, dtype=x.dtype) if isinstance(q, tuple) else q, **kw),

@@ -10,6 +10,7 @@ import numpy as np
 from ..autograd import no_grad
 from ..dtypes import result_type
 from ..errors import fmt_shape
+from ..special import gammainc
 from ..tensor import Tensor, arange, full, rand, randn, tensor, zeros
 from .constraints import (
     _greater_than,
@@ -292,8 +293,9 @@ class Laplace(_Distribution):
 class Gamma(_Distribution):
     """rate^a x^(a-1) e^(-rate x) / Γ(a) on x >= 0, a = concentration; both > 0 checked when
     made. rsample carries gradients to both, to concentration by implicit reparameterisation
-    as torch's (distributions/implicit.py). Unlike torch's, no cdf (no regularised incomplete
-    gamma function among tinyattn's ops)."""
+    as torch's (distributions/implicit.py). cdf is the regularised lower incomplete gamma
+    function (special.gammainc), with torch's gradient: for value and rate, none for
+    concentration (backward raises where it requires grad, as torch's)."""
 
     has_rsample = True
     arg_constraints = {"concentration": _positive, "rate": _positive}
@@ -341,6 +343,10 @@ class Gamma(_Distribution):
     def entropy(self):
         a = self.concentration
         return a - self.rate.log() + a.lgamma() + (1.0 - a) * a.digamma()
+
+    def cdf(self, value):
+        value = self._value(value, "Gamma.cdf")
+        return gammainc(self.concentration, self.rate * value)
 
 
 class Beta(_Distribution):

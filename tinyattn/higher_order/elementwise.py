@@ -5,8 +5,9 @@ addcmul...) and the activations (leaky_relu, elu, silu, softplus, hardtanh...).
 Each is its op's array VJP written again with tensor ops. A piecewise one picks its branches
 with a constant mask (as the array VJPs select), so NaN or inf in a branch not taken never
 reaches a gradient; a flat one (floor, sign...) gives constant zeros, which depend on nothing.
-Uncovered: digamma (its derivative, trigamma, is no op), the float16 fused addcmul/addcdiv
-nodes (not registered ops; other dtypes record mul/div/add, covered in core.py)."""
+The special functions of ops/special_more.py are here too (polygamma, zeta, gammainc...).
+Uncovered: xlog1py, i1 and i1e, the float16 fused addcmul/addcdiv nodes (not registered ops;
+other dtypes record mul/div/add, covered in core.py)."""
 
 import math
 
@@ -14,6 +15,7 @@ from ..ops.activation import SELU_ALPHA, SELU_SCALE
 from ..ops.op import quiet
 from ..ops.pointwise import LN2, LN10, TWO_OVER_SQRT_PI
 from ..ops.special import SQRT_PI
+from ..ops.special_more import SQRT_2PI, refused
 from .base import call, const, masked, sum_dims, tensor_on
 
 
@@ -201,6 +203,57 @@ def _lgamma(c):
     return (c.g * call("digamma", c.input(0)),)
 
 
+def _digamma(c):
+    return (c.g * call("polygamma", c.input(0), n=1),)
+
+
+def _polygamma(c):
+    return (c.g * call("polygamma", c.input(0), n=c.params.get("n", 0) + 1),)
+
+
+def _zeta(c):
+    if c.params.get("refuse_grad"):
+        raise refused("zeta", "x (the first input)")
+    x, q = c.input(0), c.input(1)
+    return None, -c.g * x * call("zeta", x + 1, q)
+
+
+def _incomplete_gamma(sign):
+    def vjp(c):
+        if c.params.get("refuse_grad"):
+            raise refused(c.node.op.name, "a (the first input)")
+        a, x = c.input(0), c.input(1)
+        return None, sign * c.g * call("exp", (a - 1) * call("log", x) - x - call("lgamma", a))
+    return vjp
+
+
+def _erfcx(c):
+    return (c.g * (2 * c.input(0) * c.out() - TWO_OVER_SQRT_PI),)
+
+
+def _entr(c):
+    return (-c.g * (1 + call("log", c.input(0))),)
+
+
+def _i0(c):
+    return (c.g * call("i1", c.input(0)),)
+
+
+def _i0e(c):
+    x = c.input(0)
+    return (c.g * (call("i1e", x) - call("sign", x) * c.out()),)
+
+
+def _ndtri(c):
+    y = c.out()
+    return (c.g * SQRT_2PI * call("exp", y * y / 2),)
+
+
+def _log_ndtr(c):
+    x = c.input(0)
+    return (c.g * call("exp", -(c.out() + x * x / 2)) / SQRT_2PI,)
+
+
 def _logit(c):
     x, eps = c.saved[0], c.params.get("eps")
     xt = c.input(0)
@@ -318,6 +371,9 @@ VJPS = {
     "log1p": _log1p, "expm1": _expm1, "rsqrt": _rsqrt, "reciprocal": _reciprocal,
     "sinh": _sinh, "cosh": _cosh, "tan": _tan, "exp2": _exp2, "log2": _log2, "log10": _log10,
     "erfc": _erfc, "erfinv": _erfinv, "lgamma": _lgamma, "logit": _logit,
+    "digamma": _digamma, "polygamma": _polygamma, "zeta": _zeta,
+    "gammainc": _incomplete_gamma(1), "gammaincc": _incomplete_gamma(-1), "erfcx": _erfcx,
+    "entr": _entr, "i0": _i0, "i0e": _i0e, "ndtri": _ndtri, "log_ndtr": _log_ndtr,
     "asin": _asin, "acos": _acos, "atan": _atan, "asinh": _asinh, "acosh": _acosh,
     "atanh": _atanh, "ceil": _flat, "floor": _flat, "round": _flat, "trunc": _flat,
     "sign": _flat, "frac": _same, "atan2": _atan2, "hypot": _hypot, "lerp": _lerp,

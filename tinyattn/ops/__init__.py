@@ -1,8 +1,8 @@
 """Ops: the registry of every op, merged from the family files.
 
 Each family file (elementwise, pointwise, activation, reduce, scan, shape, index, matmul, softmax,
-mask, nn, attention, special, linalg) defines its ops with `@op` from ops/op.py, each forward
-directly above its VJP, and lists them in OPS.
+mask, nn, attention, special, special_more, linalg) defines its ops with `@op` from ops/op.py,
+each forward directly above its VJP, and lists them in OPS.
 REGISTRY maps every op's name to its Op.
 """
 
@@ -22,13 +22,14 @@ from . import (
     shape,
     softmax,
     special,
+    special_more,
 )
 from .op import Op, op
 
 __all__ = ["Op", "op", "REGISTRY", "FAMILIES"]
 
 FAMILIES = (elementwise, pointwise, activation, reduce, scan, shape, index, matmul, softmax,
-            mask, nn, attention, special, linalg)
+            mask, nn, attention, special, special_more, linalg)
 
 
 def _merge(families):
