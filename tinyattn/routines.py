@@ -72,6 +72,7 @@ nansum, nanmean, xlogy, logaddexp2, float_power = (_method(n) for n in (
     "nansum", "nanmean", "xlogy", "logaddexp2", "float_power"))
 deg2rad, rad2deg, sinc, isposinf, isneginf, signbit = (_method(n) for n in (
     "deg2rad", "rad2deg", "sinc", "isposinf", "isneginf", "signbit"))
+isreal = _method("isreal")
 addmm, addmv, addr, baddbmm, addbmm = (_method(n) for n in (
     "addmm", "addmv", "addr", "baddbmm", "addbmm"))
 inner, cross, dist, msort, fliplr, flipud, rot90, tensor_split, diagflat = (_method(n) for n in (

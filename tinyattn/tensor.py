@@ -1211,7 +1211,8 @@ class Tensor(TensorBase):
                                          other.dtype == np.float16):
             return self._in_place_as(name, lambda x: _with_alpha(name[:-1], x, other, alpha),
                                      other)
-        return self._in_place(name, op, self._other(other * alpha))
+        return self._in_place(name, op, self._other(_alpha_scaled(self, self._other(other),
+                                                                  alpha)))
 
     def mul_(self, other):
         return self._in_place("mul_", ew.mul, self._other(other))
@@ -1831,6 +1832,37 @@ class Tensor(TensorBase):
                              "or the tensor itself")
         return self.transpose(-2, -1)
 
+    @property
+    def mH(self):  # noqa: N802 - PyTorch's name
+        """The conjugate transpose of a batch of matrices: for a real tensor (tinyattn has no
+        other) mT, with torch's errors and 0-d warning naming mH."""
+        return self._adjoint("tensor.mH")
+
+    def adjoint(self):
+        """mH as a method (torch's Tensor.adjoint)."""
+        return self._adjoint("adjoint()")
+
+    @property
+    def H(self):  # noqa: N802 - PyTorch's name
+        """The conjugate transpose of a matrix (2-D; 0-d is itself, with torch's warning): for
+        a real tensor .T; a batch of matrices is refused, as torch (use mH)."""
+        if self.ndim == 1 or self.ndim > 2:
+            raise ShapeError(f"tensor.H is only supported on matrices (2-D tensors). Got a "
+                             f"{self.ndim}-D tensor of shape {fmt_shape(self.shape)}"
+                             + (": for batches of matrices, use tensor.mH" if self.ndim > 2
+                                else ""))
+        return self._adjoint("tensor.H")
+
+    def _adjoint(self, name):
+        if self.ndim == 0:
+            warn_user(f"{name} is deprecated on 0-D tensors. Consider using x.conj().",
+                      UserWarning)
+            return self
+        if self.ndim == 1:
+            raise ShapeError(f"{name} is only supported on matrices or batches of matrices. "
+                             f"Got a 1-D tensor of shape {fmt_shape(self.shape)}")
+        return self.transpose(-2, -1)
+
     def expand(self, *sizes):
         sizes = _shape_args(sizes, "expand")
         lead = len(sizes) - self.ndim
@@ -2037,6 +2069,19 @@ class Tensor(TensorBase):
 
     def isfinite(self):
         return _values("isfinite", self.backend.xp.isfinite, self)
+
+    def isreal(self):
+        """All True (a bool tensor of this shape): tinyattn has only real numbers."""
+        return _values("isreal", self.backend.xp.isreal, self)
+
+    def is_nonzero(self):
+        """Whether the one entry of this tensor is nonzero (NaN is), a Python bool; any other
+        number of entries is an error, as torch's."""
+        if self.numel() != 1:
+            raise ShapeError(f"is_nonzero: a tensor with {self.numel()} entries (shape "
+                             f"{fmt_shape(self.shape)}) is ambiguous: only one entry has a truth "
+                             "value")
+        return bool(self.item() != 0)
 
     def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         """|self - other| <= atol + rtol |other| elementwise (torch.isclose), a bool tensor.
@@ -2275,8 +2320,12 @@ class Tensor(TensorBase):
 
     def masked_select(self, mask):
         """The entries where mask (broadcast with self) is True, as a 1-D tensor."""
-        mask = _cond(mask, self)
-        shape = np.broadcast_shapes(self.shape, mask.shape)
+        mask = _bool_mask("masked_select", mask, self)
+        try:
+            shape = np.broadcast_shapes(self.shape, mask.shape)
+        except ValueError:
+            raise ShapeError(f"masked_select: the mask {fmt_shape(mask.shape)} and the input "
+                             f"{fmt_shape(self.shape)} do not broadcast together") from None
         return self.expand(shape)[mask.expand(shape)._data]
 
     def nonzero(self, as_tuple=False):
@@ -2571,7 +2620,7 @@ class Tensor(TensorBase):
     def masked_scatter(self, mask, source):
         """A copy whose entries where mask is True take source's entries in order (row-major);
         mask and this tensor broadcast together (the result has their shape, as torch's)."""
-        mask = _cond(mask, self)
+        mask = _bool_mask("masked_scatter", mask, self)
         if not isinstance(source, Tensor):
             raise TypeError(f"masked_scatter: source must be a Tensor, got "
                             f"{type(source).__name__}")
@@ -2710,6 +2759,8 @@ class Tensor(TensorBase):
             raise ShapeError(f"unflatten: sizes {sizes} do not multiply up to the size {n} of "
                              f"dim {axis} (shape {fmt_shape(self.shape)}); at most one size may "
                              "be -1 (inferred)")
+        # (the -1 worked out here: reshape cannot infer it where another dim is 0)
+        sizes = tuple(n // known if m == -1 else m for m in sizes)
         return self.reshape(self.shape[:axis] + sizes + self.shape[axis + 1:])
 
     def diagonal(self, offset=0, dim1=0, dim2=1):
@@ -2995,6 +3046,9 @@ class Tensor(TensorBase):
         if self.dtype.kind != "f":
             raise DTypeError(f"nanmean: needs a floating-point input, got {self.dtype} (torch's "
                              "rule too; integers hold no NaN, use mean of x.float())")
+        if dtype is not None and as_dtype(dtype).kind != "f":
+            raise DTypeError(f"nanmean: could not infer output dtype: dtype must be a "
+                             f"floating-point dtype, got {as_dtype(dtype)} (as torch)")
         kept = ~self.isnan()
         count = kept.sum(dim, keepdim).to(self.dtype if dtype is None else dtype)
         return self.nansum(dim, keepdim, dtype=dtype) / count
@@ -3366,11 +3420,13 @@ class Tensor(TensorBase):
 
     def gcd(self, other):
         """The greatest common divisor of each pair (>= 0; integers only, as torch's)."""
-        return _values("gcd", self.backend.xp.gcd, *sp.integer_pair("gcd", self, other))
+        return _values("gcd", self.backend.xp.gcd,
+                       *sp.integer_pair("gcd", *_common_operands(self, other)))
 
     def lcm(self, other):
         """The least common multiple of each pair (>= 0; integers only, as torch's)."""
-        return _values("lcm", sp.lcm_values, *sp.integer_pair("lcm", self, other),
+        return _values("lcm", sp.lcm_values,
+                       *sp.integer_pair("lcm", *_common_operands(self, other)),
                        backend=self.backend)
 
     def gcd_(self, other):
@@ -3928,12 +3984,34 @@ def _with_alpha(name, x, other, alpha):
     with alpha (and a number other) in float16, rounded once."""
     other = x._other(other)
     if x.dtype != np.float16 or isinstance(other, Tensor) and other.dtype != np.float16:
-        return x + other * alpha if name == "add" else x - other * alpha
+        scaled = _alpha_scaled(x, other, alpha)
+        return x + scaled if name == "add" else x - scaled
     if math.isfinite(alpha) and abs(alpha) > 65504:
         raise DTypeError(f"{name}: alpha={alpha!r} does not fit float16 (its largest value is "
                          "65504): value cannot be converted without overflow (as torch)")
     # (one node, as torch's: alpha and a number other in float16, the sum in float32)
     return apply(hf.add_alpha if name == "add" else hf.sub_alpha, x, other, alpha=alpha)
+
+
+def _alpha_scaled(x, other, alpha):
+    """other * alpha as torch's add and sub take it: in the result type of x and other, so an
+    int alpha does not widen a bool other to int64, nor a float one leave an integer other in
+    float32 beside a float64 x; for a bool result alpha counts as a bool, as torch's."""
+    target = result_type(x, other)
+    if target == np.bool_:
+        return other & bool(alpha) if isinstance(other, Tensor) else bool(other and alpha)
+    if isinstance(other, Tensor) and other.dtype != target:
+        other = other.to(target)
+    return other * alpha
+
+
+def _common_operands(x, other):
+    """x and a tensor other cast to their result type (torch's promotion: a 0-d tensor does not
+    widen one with dims, a bool with an integer counts as that integer); two bools stay."""
+    if not isinstance(other, Tensor):
+        return x, other
+    target = result_type(x, other)
+    return tuple(t if t.dtype == target else t.to(target) for t in (x, other))
 
 
 def _half_tensors(*operands):
@@ -4299,6 +4377,16 @@ def _cond(mask, like):
     if isinstance(mask, Tensor):
         return mask
     return _fresh(mask, backend=like.backend)
+
+
+def _bool_mask(name, mask, like):
+    """_cond's mask, refused unless bool, as torch's masked ops refuse it (an integer mask
+    would otherwise index by position, a silently different result)."""
+    mask = _cond(mask, like)
+    if mask.dtype != np.bool_:
+        raise DTypeError(f"{name}: the mask must be bool, got {mask.dtype} "
+                         f"{fmt_shape(mask.shape)} (compare it first: mask != 0)")
+    return mask
 
 
 def _index(index, be, name="getitem"):
