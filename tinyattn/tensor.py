@@ -3947,11 +3947,12 @@ def _owner(a):
 
 def _flat_memory(t, dtype):
     """The memory of t's array's owner as a flat array of `dtype` (its bytes reinterpreted),
-    in that memory where it is C-ordered (a copy of the values otherwise)."""
+    in that memory where it is one dense run (a copy of the values otherwise)."""
     if isinstance(t._data, np.generic):  # (a 0-d op result's scalar: an array from now on)
         t._data = np.array(t._data)
     owner = _owner(t._data)
-    flat = owner.reshape(-1)
+    flat = views.memory_run(owner)
+    flat = owner.reshape(-1) if flat is None else flat
     if flat.dtype == dtype:
         return flat
     raw = t.backend.xp.ascontiguousarray(flat).view(np.uint8)

@@ -127,6 +127,23 @@ def test_unfold_gradient_adds_overlapping_windows():
     assert grads[0] == grads[1]
 
 
+def test_unfold_of_a_gather_along_inner_dims_reads_its_own_memory():
+    # (NumPy allocates a gather along an inner dim with its dims permuted: one dense run all
+    # the same, so windows over it and its storage() are views of that memory, as torch's)
+    idx = ta.tensor([1, 0, 1, 2, 3, 2])
+    x = ta.randn(2, 3, 4, 4, dtype=ta.float64, requires_grad=True)
+    y = x.index_select(2, idx).index_select(3, idx)
+    windows = y.unfold(2, 3, 1)
+    assert windows.data_ptr() == y.data_ptr()
+    np.testing.assert_array_equal(windows.numpy(), y.contiguous().unfold(2, 3, 1).numpy())
+    assert y.storage().data_ptr() == y.data_ptr()
+    assert y.storage()[y.storage_offset()] == y.flatten()[0].item()
+    weights = ta.randn(*windows.shape, dtype=ta.float64)
+    (g,) = ta.autograd.grad((windows * weights).sum(), x)
+    (expected,) = ta.autograd.grad((y.contiguous().unfold(2, 3, 1) * weights).sum(), x)
+    np.testing.assert_allclose(g.numpy(), expected.numpy())
+
+
 # ---- in-place writes into overlapping memory ------------------------------------------------
 
 

@@ -79,10 +79,11 @@ def strided(be, x, size, stride, offset):
                          f"offset {offset}, and itemsize {item} requiring a storage size of "
                          f"{need * item} are out of bounds for storage of size {total * item} "
                          "(torch's setStorage error)")
-    if not (owner.flags.c_contiguous or owner.flags.f_contiguous):
+    run = memory_run(owner)
+    if run is None:
         raise ValueError(f"as_strided: the memory of this {fmt_shape(x.shape)} tensor is not "
                          "one run (its array's owner is itself strided); use a .clone() of it")
-    flat = owner.reshape(-1, order="A").view(np.uint8)[offset * item:]
+    flat = run.view(np.uint8)[offset * item:]
     steps = tuple(s * item for s in stride)
     if be.name == "numpy":  # (its base is the owner: a view that shares x's version)
         out = np.ndarray(size, x.dtype, buffer=flat, strides=steps)
@@ -100,6 +101,16 @@ def strided_vjp(be, g, saved, size, stride, offset):
                          "so its gradient has nowhere to go; call as_strided on the tensor "
                          "whose memory it reads (the base)")
     return as_strided_vjp(be, g, (shape,), where)
+
+
+def memory_run(owner):
+    """The entries of an array that owns its memory, flat in memory order (a view of that
+    memory), or None where they are no one dense run. C and F order are runs, and so is any
+    order of dims: NumPy's fancy indexing along an inner dim allocates its result permuted."""
+    if owner.flags.c_contiguous:
+        return owner.reshape(-1)
+    dense = owner.transpose(sorted(range(owner.ndim), key=lambda d: -owner.strides[d]))
+    return dense.reshape(-1) if dense.flags.c_contiguous else None
 
 
 # ---- where a view sits in its root ------------------------------------------------------------
