@@ -275,8 +275,8 @@ def test_parameter_lists_as_torch_takes_them():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a plain list: no warning
         optim.SGD([w, frozen], lr=0.1)
-    with pytest.raises(TypeError, match="SGD: a parameter group is a dict with a 'params'"):
-        opt.add_param_group({"lr": 0.5})
+    with pytest.raises(KeyError, match="SGD: a parameter group is a dict with a 'params'"):
+        opt.add_param_group({"lr": 0.5})  # (torch's KeyError('params'))
     extra = ta.ones(3, requires_grad=True)
     opt.add_param_group({"params": extra, "lr": 0.5})
     assert opt.param_groups[1]["lr"] == 0.5 and opt.param_groups[1]["momentum"] == 0.0

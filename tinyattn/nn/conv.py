@@ -3,8 +3,11 @@ AvgPool1d/2d/3d, AdaptiveAvgPool1d/2d/3d, AdaptiveMaxPool1d/2d/3d, Unfold and Fo
 torch's names, arguments, parameters and reprs.
 
 Each forward is one call of tinyattn.functional (conv1d/2d/3d, conv_transpose*, max_pool*,
-avg_pool*, adaptive_*_pool*, unfold, fold), which composes it from tensor ops. Not supported,
-and refused by name: padding_mode other than "zeros".
+avg_pool*, adaptive_*_pool*, unfold, fold), which composes it from tensor ops. Conv1d/2d/3d
+take torch's padding_mode "zeros", "reflect", "replicate" or "circular" (a mode other than
+"zeros" pads the input with F.pad(mode=...) by the conv's padding, "same" included, in torch's
+_reversed_padding_repeated_twice order, then convolves with padding 0); the ConvTranspose
+modules take only "zeros", as torch's.
 """
 
 import math
@@ -44,6 +47,8 @@ class _ConvNd(Module):
         _check_channels(name, in_channels, out_channels, groups, padding_mode)
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         self.padding, self.padding_mode = padding, padding_mode
+        self._reversed_padding_repeated_twice = _reversed_padding(padding, self.kernel_size,
+                                                                  self.dilation)
 
     def _make_parameters(self, channels, bias, device, dtype):
         """weight (*channels, *kernel_size) and bias (out_channels,), initialised, placed."""
@@ -64,6 +69,10 @@ class _ConvNd(Module):
 
     def _conv_forward(self, input, weight, bias):  # noqa: A002 - torch's names
         conv = (F.conv1d, F.conv2d, F.conv3d)[self._spatial - 1]
+        if self.padding_mode != "zeros":  # (torch's two ops: pad by the mode, then conv)
+            input = F.pad(input, self._reversed_padding_repeated_twice,  # noqa: A001
+                          mode=self.padding_mode)
+            return conv(input, weight, bias, self.stride, 0, self.dilation, self.groups)
         return conv(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
 
     def forward(self, input):  # noqa: A002 - torch's argument name
@@ -80,15 +89,31 @@ class _ConvNd(Module):
             s += f", output_padding={self.output_padding}"
         if self.groups != 1:
             s += f", groups={self.groups}"
-        return s + (", bias=False" if self.bias is None else "")
+        s += ", bias=False" if self.bias is None else ""
+        return s + (f", padding_mode={self.padding_mode}" if self.padding_mode != "zeros" else "")
+
+
+_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
+
+
+def _reversed_padding(padding, kernel_size, dilation):
+    """torch's _reversed_padding_repeated_twice: F.pad's amounts (last dim first) for the
+    conv's padding; "same" splits d*(k-1) with the odd one after, "valid" pads nothing."""
+    if isinstance(padding, str):
+        totals = [d * (k - 1) if padding == "same" else 0
+                  for k, d in zip(kernel_size, dilation, strict=True)]
+        pairs = [(t // 2, t - t // 2) for t in totals]
+    else:
+        pairs = [(p, p) for p in padding]
+    return [n for pair in reversed(pairs) for n in pair]
 
 
 def _check_channels(name, in_channels, out_channels, groups, padding_mode):
-    """torch's constructor checks: groups positive and dividing both channel counts; only
-    padding_mode "zeros" here."""
-    if padding_mode != "zeros":
-        raise ValueError(f"{name}: padding_mode={padding_mode!r} is not supported (only "
-                         "'zeros'); pad with F.pad(x, ..., mode=...) before a padding=0 conv")
+    """torch's constructor checks: padding_mode one of torch's four; groups positive and
+    dividing both channel counts."""
+    if padding_mode not in _PADDING_MODES:
+        raise ValueError(f"{name}: padding_mode must be one of {set(_PADDING_MODES)}, but got "
+                         f"padding_mode={padding_mode!r}")
     if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
         raise ValueError(f"{name}: groups must be a positive int, got {groups!r}")
     for what, n in (("in_channels", in_channels), ("out_channels", out_channels)):
@@ -126,6 +151,9 @@ class _ConvTransposeNd(_ConvNd):
                  device=None, dtype=None):
         Module.__init__(self)
         name = type(self).__name__
+        if padding_mode != "zeros":  # (torch's check, before any other)
+            raise ValueError(f'Only "zeros" padding mode is supported for {name} (got '
+                             f"padding_mode={padding_mode!r})")
         if isinstance(padding, str):
             raise ValueError(f"{name}: padding {padding!r}: a transposed convolution takes an "
                              "int or ints, as torch's")

@@ -280,9 +280,13 @@ class Optimizer:
         """Optimize more parameters, with settings of their own (the rest as the defaults),
         e.g. a new layer after unfreezing it, as torch's."""
         name = type(self).__name__
-        if not isinstance(param_group, dict) or "params" not in param_group:
-            raise TypeError(f"{name}: a parameter group is a dict with a 'params' entry, got "
-                            f"{type(param_group).__name__}")
+        if not isinstance(param_group, dict):
+            raise TypeError(f"{name}: param_group must be a dict, but got "
+                            f"{type(param_group)} (a parameter group is a dict with a 'params' "
+                            "entry)")
+        if "params" not in param_group:  # (torch's KeyError('params'))
+            raise KeyError(f"params: {name}: a parameter group is a dict with a 'params' "
+                           f"entry, got the keys {sorted(map(str, param_group))}")
         unique, names = self._unique(param_group)
         for p in unique:
             if not isinstance(p, TensorBase) or not p.is_leaf:

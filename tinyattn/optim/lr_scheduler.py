@@ -237,10 +237,14 @@ class ConstantLR(LRScheduler):
 
 
 class PolynomialLR(LRScheduler):
-    """lr x (1 - step / total_iters) ** power, down to 0 at total_iters (then kept)."""
+    """lr x (1 - step / total_iters) ** power, down to 0 at total_iters (then kept);
+    total_iters 0 keeps the lr, as torch's."""
 
     def __init__(self, optimizer, total_iters=5, power=1.0, last_epoch=-1):
-        _positive("PolynomialLR", "total_iters", total_iters)
+        if (isinstance(total_iters, bool) or not isinstance(total_iters, numbers.Real)
+                or not total_iters >= 0):
+            raise ValueError(f"PolynomialLR: total_iters must be a number >= 0, got "
+                             f"{total_iters!r}")
         self.total_iters, self.power = total_iters, power
         super().__init__(optimizer, last_epoch)
 
@@ -607,7 +611,10 @@ def _check_schedulers(name, schedulers, optimizer):
             raise ValueError(f"{name} does not support `ReduceLROnPlateau` scheduler as it "
                              "requires additional kwargs to be specified when calling `step`, "
                              f"but got one at index {i} in the given schedulers sequence.")
-        if getattr(s, "optimizer", None) is not optimizer:
+        if not hasattr(s, "optimizer"):  # (torch's TypeError)
+            raise TypeError(f"{name} at index {i} should have `optimizer` as its attribute "
+                            f"(scheduler {i} is a {type(s).__name__})")
+        if s.optimizer is not optimizer:
             raise ValueError(f"{name}: scheduler {i} ({type(s).__name__}) belongs to another "
                              "optimizer")
 
