@@ -67,6 +67,10 @@ __all__ = [
     "multi_margin_loss", "multilabel_margin_loss", "triplet_margin_with_distance_loss",
     "bilinear", "embedding_bag",
     "ctc_loss", "local_response_norm", "alpha_dropout", "feature_alpha_dropout",
+    "lp_pool1d", "lp_pool2d", "lp_pool3d", "max_unpool1d", "max_unpool2d", "max_unpool3d",
+    "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
+    "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
+    "adaptive_max_pool3d_with_indices", "dropout3d", "pdist",
 ]
 
 
@@ -1820,6 +1824,23 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     return (x1 - x2 + eps).norm(p, dim=-1, keepdim=keepdim)
 
 
+def pdist(input, p=2):  # noqa: A002 - torch's name
+    """The p-norm distance between every pair of rows of (N, M): the N (N - 1) / 2 entries
+    above the diagonal of the distance matrix, row by row (torch's condensed form). No eps:
+    the gradient at a zero distance is 0, as torch's."""
+    x = _t(input)
+    if x.ndim != 2:
+        raise ShapeError(f"pdist only supports 2D tensors, got: {x.ndim}D")
+    if x.dtype.kind != "f":
+        raise DTypeError(f"pdist only supports floating-point dtypes, got {x.dtype}")
+    if p < 0:
+        raise ShapeError(f"pdist only supports non-negative p values, got {p}")
+    first, second = np.triu_indices(x.shape[0], 1)
+    rows = _fresh(first.astype(np.int64), backend=x.backend)
+    others = _fresh(second.astype(np.int64), backend=x.backend)
+    return (x.index_select(0, rows) - x.index_select(0, others)).norm(p, dim=1)
+
+
 def _broadcast_pair(x1, x2, name):
     """x1 and x2 as tensors and the shape they broadcast to; shapes that do not are an error
     naming the function called (not NumPy's, nor the op inside it)."""
@@ -2545,6 +2566,167 @@ def _adaptive_places(picked, places, first):
     return places[first + picked]
 
 
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,  # noqa: A002
+                            ceil_mode=False, return_indices=False):
+    """(values, indices) of max_pool1d, always (torch's alias ignores return_indices)."""
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,  # noqa: A002
+                            ceil_mode=False, return_indices=False):
+    """(values, indices) of max_pool2d, always (torch's alias ignores return_indices)."""
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,  # noqa: A002
+                            ceil_mode=False, return_indices=False):
+    """(values, indices) of max_pool3d, always (torch's alias ignores return_indices)."""
+    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):  # noqa: A002
+    """(values, indices) of adaptive_max_pool1d, always."""
+    return adaptive_max_pool1d(input, output_size, True)
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):  # noqa: A002
+    """(values, indices) of adaptive_max_pool2d, always."""
+    return adaptive_max_pool2d(input, output_size, True)
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):  # noqa: A002
+    """(values, indices) of adaptive_max_pool3d, always."""
+    return adaptive_max_pool3d(input, output_size, True)
+
+
+# ---- power-average pooling and max unpooling ---------------------------------------------------
+# Both composites: lp_pool of avg_pool (or max_pool for p = +-inf), max_unpool a scatter into
+# zeros (its gradient, a gather at the indices, is scatter's).
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):  # noqa: A002
+    """(sum of x^p over each window along L) ^ (1/p) of (N, C, L) (or (C, L)), torch's
+    formula: avg_pool1d of x^p, times the kernel's size, a negative sum's root nan and a zero
+    sum's gradient 0; p = inf (-inf): the largest (smallest) |x| of each window."""
+    return _lp_pool(1, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):  # noqa: A002
+    """lp_pool1d's power average over each kernel_size window of (N, C, H, W) (or (C, H, W))."""
+    return _lp_pool(2, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):  # noqa: A002
+    """lp_pool1d's power average over each kernel_size window of (N, C, D, H, W) (or
+    (C, D, H, W))."""
+    return _lp_pool(3, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def _lp_pool(spatial, input, norm_type, kernel_size, stride, ceil_mode):  # noqa: A002
+    x = _t(input)
+    max_pool_nd, avg_pool_nd = (_LP_POOLS[spatial - 1])
+    if norm_type == math.inf:
+        return max_pool_nd(x.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    if norm_type == -math.inf:
+        return -max_pool_nd(-x.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    out = avg_pool_nd(x.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    size = math.prod(_ints(kernel_size, spatial, f"lp_pool{spatial}d", "kernel_size"))
+    # torch's (sign(out) relu(|out|) size) ^ (1/p): a zero sum gives 0 and a zero gradient
+    # (there 1 stands in for it, so no infinite slope is ever multiplied by 0), a negative one
+    # nan (a fractional power of it)
+    zero = out == 0
+    root = where(zero, 1.0, out * size).pow(1.0 / norm_type)
+    return where(zero, 0.0, root)
+
+
+_LP_POOLS = ((max_pool1d, avg_pool1d), (max_pool2d, avg_pool2d), (max_pool3d, avg_pool3d))
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):  # noqa: A002
+    """max_pool1d's partial inverse: zeros of (N, C, L_out) (or (C, L_out)) with each entry of
+    input put at its index (max_pool1d's return_indices); L_out (L_in - 1) stride + kernel - 2
+    padding, or output_size (L_out), (N, C, L_out), within a stride of it."""
+    return _max_unpool(1, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):  # noqa: A002
+    """max_pool2d's partial inverse: each entry of (N, C, H, W) (or (C, H, W)) put at its place
+    in the H_out*W_out plane of its channel, zeros elsewhere (as max_unpool1d's)."""
+    return _max_unpool(2, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):  # noqa: A002
+    """max_pool3d's partial inverse: each entry of (N, C, D, H, W) (or (C, D, H, W)) put at its
+    place in the D_out*H_out*W_out volume of its channel, zeros elsewhere."""
+    return _max_unpool(3, input, indices, kernel_size, stride, padding, output_size)
+
+
+def _max_unpool(spatial, input, indices, kernel_size, stride, padding, output_size):  # noqa: A002
+    name = f"max_unpool{spatial}d"
+    x, where = _t(input), _t(indices)
+    kernel = _ints(kernel_size, spatial, name, "kernel_size")
+    stride = kernel if stride is None else _ints(stride, spatial, name, "stride")
+    pads = _ints(padding, spatial, name, "padding", least=0)
+    size = _unpool_size(x, kernel, stride, pads, output_size)
+    _check_unpool(name, spatial, x, where)
+    unbatched = x.ndim == spatial + 1
+    if unbatched:
+        x, where = x.unsqueeze(0), where.unsqueeze(0)
+    n, c = x.shape[:2]
+    flat = where.reshape(n, c, -1)
+    if flat.numel():
+        low, high = int(flat._data.min()), int(flat._data.max())
+        bad = low if low < 0 else high if high >= math.prod(size) else None
+        if bad is not None:
+            raise ShapeError(f"{name}: Found an invalid max index: {bad} (output volumes are of "
+                             f"size {'x'.join(map(str, size))})")
+    out = full((n, c, math.prod(size)), 0, dtype=x.dtype, backend=x.backend)
+    out = out.scatter(2, flat, x.reshape(n, c, -1)).reshape((n, c) + tuple(size))
+    return out.squeeze(0) if unbatched else out
+
+
+def _unpool_size(x, kernel, stride, pads, output_size):
+    """torch's _unpool_output_size: the pooled input's size inverted, or output_size (its last
+    len(kernel) entries) checked to lie strictly within a stride of it."""
+    nd = len(kernel)
+    default = [(n - 1) * s + k - 2 * p
+               for n, k, s, p in zip(x.shape[-nd:], kernel, stride, pads, strict=True)]
+    if output_size is None:
+        size = default
+    else:
+        size = list(output_size)
+        if len(size) == nd + 2:
+            size = size[2:]
+        if len(size) != nd:
+            raise ValueError(f"output_size should be a sequence containing {nd} or {nd + 2} "
+                             f"elements, but it has a length of '{len(size)}'")
+        for d, (want, s) in enumerate(zip(default, stride, strict=True)):
+            if not want - s < size[d] < want + s:
+                raise ValueError(f'invalid output_size "{output_size}" (dim {d} must be between '
+                                 f"{want - s} and {want + s})")
+    if min(size) < 0:
+        raise ValueError(f"max_unpooling: output_size must contain non-negative spatial "
+                         f"dimensions, but got output_size {tuple(size)}")
+    return tuple(int(n) for n in size)
+
+
+def _check_unpool(name, spatial, x, where):
+    """torch's refusals: (C, *) or (N, C, *) input, int64 indices of the input's shape."""
+    if x.ndim not in (spatial + 1, spatial + 2):
+        lifted = max(spatial, 2)  # (max_unpool1d runs max_unpool2d, as torch's)
+        got = x.ndim + (spatial == 1)
+        raise ShapeError(f"Input to max_unpooling{lifted}d should be a {lifted + 1}d or "
+                         f"{lifted + 2}d Tensor, but got a tensor with {got} dimensions.")
+    if where.dtype != np.int64:
+        raise ShapeError(f"{name}: elements in indices should be type int64 but got: "
+                         f"{where.dtype}")
+    if tuple(where.shape) != tuple(x.shape):
+        raise ShapeError(f"{name}: Expected shape of indices to be same as that of the input "
+                         f"tensor ({list(x.shape)}) but got indices tensor with shape: "
+                         f"{list(where.shape)}")
+    _floating(x, name)
+
+
 # ---- resampling: interpolate and upsample ------------------------------------------------------
 # Each spatial dim in turn (separable, as torch's kernels: the last dim innermost): nearest
 # modes pick one source place per output place (index_select), the linear modes two with
@@ -2899,6 +3081,19 @@ def dropout2d(input, p=0.5, training=True, inplace=False):  # noqa: A002 - torch
                   "To maintain the 1D channel-wise dropout behavior, please switch to using "
                   "dropout1d instead.")
     return _feature_dropout(x, p, training, inplace, batched=True)
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):  # noqa: A002 - torch's names
+    """Zero whole channels of (N, C, D, H, W) (or (C, D, H, W)), each with probability p, and
+    scale the rest by 1/(1-p); the identity if not training. As torch's: other dims warned
+    about and taken as unbatched (channels along dim 0)."""
+    x = _t(input)
+    nn_ops.check_dropout_p(p)
+    if x.ndim not in (4, 5):
+        warn_user(f"dropout3d: Received a {x.ndim}-D input to dropout3d, which is deprecated "
+                  "and will result in an error in a future release. To retain the behavior "
+                  "and silence this warning, please use dropout instead.")
+    return _feature_dropout(x, p, training, inplace, batched=x.ndim == 5)
 
 
 def _feature_dropout(x, p, training, inplace, batched):

@@ -3,10 +3,11 @@
 module.py holds Module, Parameter and the containers; layers.py the basic layers;
 activation.py the activation modules; conv.py the convolution, pooling and Unfold/Fold
 modules; vision.py Upsample, the padding modules, the pixel and channel shuffles,
-InstanceNorm1d/2d, Dropout1d/2d, AlphaDropout, FeatureAlphaDropout and LocalResponseNorm;
+InstanceNorm1d/2d/3d, Dropout1d/2d/3d, AlphaDropout, FeatureAlphaDropout and LocalResponseNorm;
 loss.py the loss modules (CTCLoss among them); encoder.py torch's Transformer, its encoder
 and decoder stacks; recurrent.py RNN, LSTM, GRU and their cells; transformer.py the
-attention, MLP and block that make TinyTransformer.
+attention, MLP and block that make TinyTransformer; pooling.py LPPool1d/2d/3d and
+MaxUnpool1d/2d/3d.
 tinyattn.nn.functional is tinyattn.functional itself, so `import tinyattn.nn.functional as F`
 works as with torch.
 """
@@ -78,6 +79,7 @@ from .encoder import (
 from .layers import (
     BatchNorm1d,
     BatchNorm2d,
+    BatchNorm3d,
     Bilinear,
     CosineSimilarity,
     Dropout,
@@ -118,6 +120,7 @@ from .loss import (
     TripletMarginWithDistanceLoss,
 )
 from .module import (
+    Buffer,
     Module,
     ModuleDict,
     ModuleList,
@@ -127,7 +130,8 @@ from .module import (
     Sequential,
 )
 from .parallel import DataParallel
-from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
+from .pooling import LPPool1d, LPPool2d, LPPool3d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d
+from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .transformer import (
     MLP,
     CausalSelfAttention,
@@ -140,25 +144,32 @@ from .vision import (
     ChannelShuffle,
     CircularPad1d,
     CircularPad2d,
+    CircularPad3d,
     ConstantPad1d,
     ConstantPad2d,
+    ConstantPad3d,
     Dropout1d,
     Dropout2d,
+    Dropout3d,
     FeatureAlphaDropout,
     InstanceNorm1d,
     InstanceNorm2d,
+    InstanceNorm3d,
     LocalResponseNorm,
     PixelShuffle,
     PixelUnshuffle,
     ReflectionPad1d,
     ReflectionPad2d,
+    ReflectionPad3d,
     ReplicationPad1d,
     ReplicationPad2d,
+    ReplicationPad3d,
     Upsample,
     UpsamplingBilinear2d,
     UpsamplingNearest2d,
     ZeroPad1d,
     ZeroPad2d,
+    ZeroPad3d,
 )
 
 __all__ = [
@@ -193,6 +204,9 @@ __all__ = [
     "MultiMarginLoss", "MultiLabelMarginLoss", "TripletMarginWithDistanceLoss",
     "Bilinear", "EmbeddingBag",
     "CTCLoss", "LocalResponseNorm", "AlphaDropout", "FeatureAlphaDropout",
+    "LPPool1d", "LPPool2d", "LPPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
+    "BatchNorm3d", "InstanceNorm3d", "Dropout3d", "ReflectionPad3d", "ReplicationPad3d",
+    "ZeroPad3d", "ConstantPad3d", "CircularPad3d", "Buffer", "RNNBase", "RNNCellBase",
 ]
 
 sys.modules[__name__ + ".functional"] = functional  # the module, not a copy: one F

@@ -484,6 +484,12 @@ class BatchNorm2d(_BatchNorm):
     _dims = (4,)
 
 
+class BatchNorm3d(_BatchNorm):
+    """Batch norm of (N, C, D, H, W) input, per channel C."""
+
+    _dims = (5,)
+
+
 class GroupNorm(Module):
     """Normalize each sample over groups of num_channels / num_groups channels (and every dim
     after the channels), then scale and shift each channel; the same in train and eval."""

@@ -73,6 +73,52 @@ class Parameter(Tensor):
         return new
 
 
+class Buffer(Tensor):
+    """torch 2.x's marker for state that is not a parameter: `self.x = nn.Buffer(t)` in a
+    Module registers x as a buffer (Buffer(t, persistent=False): one left out of state_dict),
+    as register_buffer would. Buffer(t) is t detached (its memory shared, its requires_grad
+    kept, a plain tensor of a Parameter); Buffer() an empty one. (torch's Buffer(t) is a
+    plain Tensor flagged as a buffer; here an instance of this Tensor subclass.)"""
+
+    __slots__ = ("_persistent",)
+
+    def __init__(self, data=None, *, persistent=True):
+        if data is None:
+            data = empty(0)
+        t = data.detach()  # (as torch's: AttributeError for what is no tensor)
+        self._data, self.backend = t._data, t.backend
+        self._grad = self._name = self._node = self._version_counter = None
+        share_version(data, self, differentiable=False)
+        self.persistent = persistent
+        if data.requires_grad:
+            self._require(True)
+
+    @property
+    def persistent(self):
+        """Whether a module that registers it keeps it in state_dict (True unless set)."""
+        return getattr(self, "_persistent", True)
+
+    @persistent.setter
+    def persistent(self, value):
+        self._persistent = value
+
+    def __deepcopy__(self, memo):
+        new = super().__deepcopy__(memo)
+        new.persistent = self.persistent
+        return new
+
+    def __reduce_ex__(self, protocol):
+        """Pickled as a Tensor of this class is (tensor.py), its persistence with it."""
+        rebuild, args = super().__reduce_ex__(protocol)
+        return _unpickle_buffer, (rebuild, args, self.persistent)
+
+
+def _unpickle_buffer(rebuild, args, persistent):
+    buffer = rebuild(*args)
+    buffer.persistent = persistent
+    return buffer
+
+
 # bumped whenever any module tree changes (a module or parameter assigned or removed anywhere)
 # or is named from a new root: what a root has cached about its tree is valid while it stands
 _tree_version = [0]
@@ -339,6 +385,8 @@ class Module:
             self._modules[name] = value
         elif name in self._modules:
             self._modules[name] = self._none_or_refused(name, value, "child module", "Module")
+        elif isinstance(value, Buffer):  # (torch's: registered, its persistence with it)
+            self.register_buffer(name, value, getattr(value, "persistent", True))
         elif name in self._buffers:
             self._buffers[name] = self._none_or_refused(name, value, "buffer", "Tensor")
         elif name in _KINDS and isinstance(value, Mapping):

@@ -1,8 +1,8 @@
 """Vision layers with torch's names, arguments and reprs: resampling (Upsample,
-UpsamplingNearest2d, UpsamplingBilinear2d), padding (ZeroPad1d/2d, ConstantPad1d/2d,
-ReflectionPad1d/2d, ReplicationPad1d/2d, CircularPad1d/2d), pixel and channel shuffles
-(PixelShuffle, PixelUnshuffle, ChannelShuffle), instance norm (InstanceNorm1d/2d), channel
-dropout (Dropout1d, Dropout2d), SELU's dropouts (AlphaDropout, FeatureAlphaDropout) and
+UpsamplingNearest2d, UpsamplingBilinear2d), padding (ZeroPad1d/2d/3d, ConstantPad1d/2d/3d,
+ReflectionPad1d/2d/3d, ReplicationPad1d/2d/3d, CircularPad1d/2d/3d), pixel and channel shuffles
+(PixelShuffle, PixelUnshuffle, ChannelShuffle), instance norm (InstanceNorm1d/2d/3d), channel
+dropout (Dropout1d, Dropout2d, Dropout3d), SELU's dropouts (AlphaDropout, FeatureAlphaDropout) and
 LocalResponseNorm.
 
 Each forward is one call of tinyattn.functional (interpolate, pad, pixel_shuffle, ...), which
@@ -116,6 +116,24 @@ class ZeroPad2d(ConstantPad2d):
         return f"{self.padding}"
 
 
+class ConstantPad3d(_ConstantPadNd):
+    """Pad the last three dims with `value`: padding an int or (left, right, top, bottom,
+    front, back)."""
+
+    _n = 6
+
+
+class ZeroPad3d(ConstantPad3d):
+    """Pad the last three dims with zeros: padding an int or (left, right, top, bottom, front,
+    back)."""
+
+    def __init__(self, padding):
+        super().__init__(padding, 0.0)
+
+    def extra_repr(self):
+        return f"{self.padding}"
+
+
 class _ModePadNd(Module):
     """F.pad(input, padding, mode) for the modes that copy the input's own entries."""
 
@@ -168,6 +186,26 @@ class CircularPad2d(_ModePadNd):
     """Pad the last two dims of (C, H, W) or (N, C, H, W) by wrapping around them."""
 
     _n, _mode, _dims = 4, "circular", (3, 4)
+
+
+class ReflectionPad3d(_ModePadNd):
+    """Pad the last three dims of (C, D, H, W) or (N, C, D, H, W) with their reflections:
+    padding (left, right, top, bottom, front, back)."""
+
+    _n, _dims = 6, (4, 5)
+
+
+class ReplicationPad3d(_ModePadNd):
+    """Pad the last three dims of (C, D, H, W) or (N, C, D, H, W) with copies of their edge
+    entries."""
+
+    _n, _mode, _dims = 6, "replicate", (4, 5)
+
+
+class CircularPad3d(_ModePadNd):
+    """Pad the last three dims of (C, D, H, W) or (N, C, D, H, W) by wrapping around them."""
+
+    _n, _mode, _dims = 6, "circular", (4, 5)
 
 
 # ---- shuffles ----------------------------------------------------------------------------------
@@ -265,6 +303,13 @@ class InstanceNorm2d(_InstanceNorm):
     _dims = (3, 4)
 
 
+class InstanceNorm3d(_InstanceNorm):
+    """Instance norm of (N, C, D, H, W) (or (C, D, H, W)): each channel of each sample over D,
+    H, W."""
+
+    _dims = (4, 5)
+
+
 # ---- channel dropout ---------------------------------------------------------------------------
 
 
@@ -292,6 +337,14 @@ class Dropout2d(_DropoutNd):
 
     def forward(self, input):  # noqa: A002 - torch's argument name
         return F.dropout2d(input, self.p, self.training, self.inplace)
+
+
+class Dropout3d(_DropoutNd):
+    """Zero whole channels of (N, C, D, H, W) (or (C, D, H, W)) with probability p while
+    training (the rest scaled by 1/(1-p)); the identity in eval mode."""
+
+    def forward(self, input):  # noqa: A002 - torch's argument name
+        return F.dropout3d(input, self.p, self.training, self.inplace)
 
 
 class AlphaDropout(_DropoutNd):
