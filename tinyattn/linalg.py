@@ -2,8 +2,12 @@
 
 The norms: vector_norm, matrix_norm and norm, built on the vector_norm op (ops/reduce.py) and
 on sum/amax/amin, so their gradients are those ops' (torch builds its matrix 1- and inf-norms
-from the same pieces, ties sharing the gradient as its amax does). tinyattn has no SVD op: the
-spectral (2, -2) and nuclear ("nuc") matrix norms are refused by name.
+from the same pieces, ties sharing the gradient as its amax does); its spectral (2, -2) and
+nuclear ("nuc") norms go through svdvals. cond is σ_max/σ_min, or ‖A‖ ‖A⁻¹‖ through inv.
+The factorizations svd, svdvals, eigh, eigvalsh, qr, lu, lu_factor, lu_solve, matrix_exp and
+pinv live in linalg_decompositions.py; the composites lstsq, matrix_rank, cross, vecdot,
+vander, diagonal, tensorinv and tensorsolve in linalg_extras.py; inv_ex, cholesky_ex and
+solve_ex (with an info tensor instead of an error) are here.
 Also multi_dot, a chain of matrix products (attention rollout multiplies its layers' maps so),
 and matrix_power (Tensor.matrix_power: repeated squaring by matmul; n < 0 through inv).
 The solvers and factorizations, each an op of ops/linalg.py with its VJP, batched over leading
@@ -20,17 +24,46 @@ LinAlgError where torch gives inf and NaN.
 
 import operator
 
+import numpy as np
+
 from .autograd import apply
 from .errors import DimError, LinAlgError, ShapeError
+from .linalg_decompositions import (
+    eigh,
+    eigvalsh,
+    lu,
+    lu_factor,
+    lu_solve,
+    matrix_exp,
+    pinv,
+    qr,
+    svd,
+    svdvals,
+)
+from .linalg_extras import (
+    cross,
+    diagonal,
+    lstsq,
+    matrix_rank,
+    tensorinv,
+    tensorsolve,
+    vander,
+    vecdot,
+)
 from .ops import linalg as la
-from .return_types import linalg_slogdet
+from .return_types import linalg_cholesky_ex, linalg_inv_ex, linalg_slogdet, linalg_solve_ex
 from .tensor import Tensor
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "multi_dot", "matrix_power", "inv", "det",
-           "slogdet", "solve", "cholesky", "solve_triangular", "LinAlgError"]
+           "slogdet", "solve", "cholesky", "solve_triangular", "LinAlgError", "svd", "svdvals",
+           "eigh", "eigvalsh", "qr", "lu", "lu_factor", "lu_solve", "matrix_exp", "pinv",
+           "lstsq", "matrix_rank", "cross", "vecdot", "vander", "diagonal", "tensorinv",
+           "tensorsolve", "cond", "inv_ex", "cholesky_ex", "solve_ex"]
+
 
 INF = float("inf")
 _SUMMED = {1: ("amax", 0), -1: ("amin", 0), INF: ("amax", 1), -INF: ("amin", 1)}
+_SPECTRAL = {"nuc": "sum", 2: "amax", -2: "amin"}
 
 
 def _checked(name, x, dtype):
@@ -50,7 +83,8 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
 
 def matrix_norm(x, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):  # noqa: A002
     """torch.linalg.matrix_norm over the two dims in dim (the last two by default): 'fro', or
-    1/-1 (the largest/smallest column sum of |x|), inf/-inf (the same of row sums)."""
+    1/-1 (the largest/smallest column sum of |x|), inf/-inf (the same of row sums), 'nuc' (the
+    sum of the singular values), 2/-2 (the largest/smallest singular value)."""
     x = _checked("matrix_norm", x, dtype)
     try:
         d0, d1 = (operator.index(d) for d in dim)
@@ -68,10 +102,12 @@ def matrix_norm(x, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):  # no
         raise DimError(f"linalg.matrix_norm: dims must be different, got {dim!r}")
     if ord == "fro":
         return x.norm(2, dim=(d0, d1), keepdim=keepdim)
-    if isinstance(ord, bool) or ord not in _SUMMED:
+    if isinstance(ord, bool) or (ord not in _SUMMED and ord not in _SPECTRAL):
         raise ValueError(f"linalg.matrix_norm: ord={ord!r} (input shape {tuple(x.shape)}) is "
-                         "not available in tinyattn (no SVD for 'nuc', 2 and -2); use 'fro', 1, "
-                         "-1, inf or -inf")
+                         "not a matrix norm; use 'fro', 'nuc', 2, -2, 1, -1, inf or -inf")
+    if ord in _SPECTRAL:  # the singular values' sum, largest or smallest (their gradients)
+        out = getattr(svdvals(x.movedim((d0, d1), (-2, -1))), _SPECTRAL[ord])(-1)
+        return out.unsqueeze(min(d0, d1)).unsqueeze(max(d0, d1)) if keepdim else out
     pick, summed = _SUMMED[ord]  # 1: sum over rows (d0), then the best column; inf: the other
     sums = x.abs().sum(dim=(d0, d1)[summed], keepdim=True)
     out = getattr(sums, pick)(dim=(d0, d1)[1 - summed], keepdim=True)
@@ -188,3 +224,159 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False):  # noqa: N
     return apply(la.solve_triangular, _checked("solve_triangular", A, None),
                  _checked("solve_triangular", B, None), upper=bool(upper), left=bool(left),
                  unitriangular=bool(unitriangular))
+
+
+_COND_ORDS = (None, 2, -2, "fro", "nuc", INF, -INF, 1, -1)
+
+
+def cond(A, p=None):  # noqa: N803 - torch's argument name
+    """torch.linalg.cond: the condition number of A (..., m, n) in norm p: σ_max/σ_min for p None
+    or 2 (σ_min/σ_max for -2), through svdvals (any m, n); for 'fro', 'nuc', inf, -inf, 1, -1,
+    ‖A‖ ‖A⁻¹‖ (square A; inf where A is singular, as torch). Differentiable through svdvals,
+    matrix_norm and inv."""
+    A = _checked("cond", A, None)  # noqa: N806
+    if isinstance(p, bool) or p not in _COND_ORDS:
+        raise ValueError(f"linalg.cond got an invalid norm type: {p!r}")
+    if p in (None, 2, -2):
+        s = svdvals(A)
+        return s[..., 0] / s[..., -1] if p != -2 else s[..., -1] / s[..., 0]
+    la._square("cond", A._data)
+    bad = _singular(A)
+    if not bad.any():
+        return matrix_norm(A, p) * matrix_norm(inv(A), p)
+    fixed = _masked_eye(A, bad)
+    value = matrix_norm(A, p) * matrix_norm(inv(fixed), p)
+    return value.masked_fill(Tensor._wrap(A.backend.xp.asarray(bad), A.backend), INF)
+
+
+
+def _singular(A):  # noqa: N803
+    """A bool array over A's batch: the matrices whose inverse LAPACK refuses."""
+    xp = A.backend.xp
+    a = A._data.astype(np.float32) if A._data.dtype == np.float16 else A._data
+    try:
+        xp.linalg.inv(a)
+        return xp.zeros(a.shape[:-2], dtype=bool)
+    except np.linalg.LinAlgError:
+        flat = a.reshape((-1,) + a.shape[-2:])
+        out = xp.zeros(flat.shape[0], dtype=bool)
+        for i in range(flat.shape[0]):
+            try:
+                xp.linalg.inv(flat[i])
+            except np.linalg.LinAlgError:
+                out[i] = True
+        return out.reshape(a.shape[:-2])
+
+
+def _masked_eye(A, bad):  # noqa: N803
+    """A with the matrices where `bad` replaced by the identity (so that inv and solve run)."""
+    xp = A.backend.xp
+    eye = xp.eye(A.shape[-1], dtype=A._data.dtype)
+    mask = Tensor._wrap(xp.asarray(bad)[..., None, None], A.backend)
+    return A.masked_fill(mask, 0) + Tensor._wrap(xp.where(mask._data, eye, 0).astype(
+        A._data.dtype), A.backend)
+
+
+def _lu_info(A, bad):  # noqa: N803
+    """LAPACK's getrf info for each matrix: 1 + the first zero on U's diagonal, 0 if none."""
+    from .linalg_decompositions import _lu_arrays  # noqa: PLC0415 - a helper of its own
+    xp = A.backend.xp
+    info = xp.zeros(bad.shape, dtype=np.int32)
+    if bad.any():
+        _, _, up, _ = _lu_arrays(xp, A._data.astype(np.float64), True)
+        diag = xp.diagonal(up, axis1=-2, axis2=-1) == 0
+        first = xp.where(diag.any(-1), diag.argmax(-1) + 1, A.shape[-1])
+        info = xp.where(bad, first, 0).astype(np.int32)
+    return info
+
+
+def _raise_info(name, info, why):
+    xp_info = np.asarray(info.get() if hasattr(info, "get") else info).reshape(-1)
+    where = int(np.flatnonzero(xp_info)[0])
+    batch = f"(Batch element {where}): " if np.ndim(info) else ""
+    raise LinAlgError(f"linalg.{name}: {batch}{why.format(xp_info[where])}")
+
+
+def inv_ex(A, *, check_errors=False):  # noqa: N803
+    """torch.linalg.inv_ex: the named tuple (inverse, info): info (...,) int32 is 0 where A is
+    invertible, else LAPACK's i (U's i-th diagonal entry is zero), and the inverse there NaN
+    (torch: whatever LAPACK left); check_errors=True raises LinAlgError instead. The inverse's
+    gradient is inv's (zero for the singular matrices)."""
+    A = _checked("inv_ex", A, None)  # noqa: N806
+    la._square("inv_ex", A._data)
+    bad = _singular(A)
+    info = _lu_info(A, bad)
+    if check_errors and bad.any():
+        _raise_info("inv_ex", info, "The diagonal element {} is zero, the inversion could not "
+                    "be completed because the input matrix is singular.")
+    if not bad.any():
+        return linalg_inv_ex(inv(A), Tensor._wrap(info, A.backend))
+    out = inv(_masked_eye(A, bad))
+    mask = Tensor._wrap(A.backend.xp.asarray(bad)[..., None, None], A.backend)
+    return linalg_inv_ex(out.masked_fill(mask, float("nan")), Tensor._wrap(info, A.backend))
+
+
+def solve_ex(A, B, *, left=True, check_errors=False):  # noqa: N803
+    """torch.linalg.solve_ex: the named tuple (result, info), info as inv_ex's (result NaN
+    where A is singular; check_errors=True raises LinAlgError); the gradient is solve's."""
+    A = _checked("solve_ex", A, None)  # noqa: N806
+    la._square("solve_ex", A._data)
+    bad = _singular(A)
+    info = _lu_info(A, bad)
+    if check_errors and bad.any():
+        _raise_info("solve_ex", info, "The solver failed because the input matrix is singular.")
+    if not bad.any():
+        return linalg_solve_ex(solve(A, B, left=left), Tensor._wrap(info, A.backend))
+    out = solve(_masked_eye(A, bad), B, left=left)
+    keep = A.backend.xp.asarray(bad).reshape(bad.shape + (1,) * (out.ndim - bad.ndim))
+    keep = A.backend.xp.broadcast_to(keep, (1,) * (out.ndim - keep.ndim) + keep.shape) \
+        if keep.ndim < out.ndim else keep
+    return linalg_solve_ex(out.masked_fill(Tensor._wrap(keep, A.backend), float("nan")),
+                           Tensor._wrap(info, A.backend))
+
+
+def _cholesky_info(A, bad):  # noqa: N803
+    """The order of the first leading minor of (A + Aᵀ)/2 that is not positive-definite."""
+    xp = A.backend.xp
+    a = A._data.astype(np.float64)
+    flat = ((a + la._mt(xp, a)) / 2).reshape((-1,) + a.shape[-2:])
+    info = np.zeros(flat.shape[0], dtype=np.int32)
+    for i in np.flatnonzero(np.asarray(bad).reshape(-1)):
+        for k in range(1, a.shape[-1] + 1):
+            try:
+                xp.linalg.cholesky(flat[i, :k, :k])
+            except np.linalg.LinAlgError:
+                info[i] = k
+                break
+    return xp.asarray(info.reshape(a.shape[:-2]))
+
+
+def cholesky_ex(A, *, upper=False, check_errors=False):  # noqa: N803
+    """torch.linalg.cholesky_ex: the named tuple (L, info): info (...,) int32 is 0 where A is
+    positive-definite, else the order of the leading minor that is not (L NaN there; torch:
+    what LAPACK left); check_errors=True raises LinAlgError instead. L's gradient is
+    cholesky's."""
+    A = _checked("cholesky_ex", A, None)  # noqa: N806
+    la._square("cholesky_ex", A._data)
+    try:
+        return linalg_cholesky_ex(cholesky(A, upper=upper), Tensor._wrap(
+            A.backend.xp.zeros(A.shape[:-2], dtype=np.int32), A.backend))
+    except LinAlgError:
+        pass
+    xp = A.backend.xp
+    flat = A._data.reshape((-1,) + A._data.shape[-2:])
+    bad = np.zeros(flat.shape[0], dtype=bool)
+    for i in range(flat.shape[0]):
+        try:
+            la.cholesky.fwd(A.backend, flat[i])
+        except LinAlgError:
+            bad[i] = True
+    bad = xp.asarray(bad.reshape(A.shape[:-2]))
+    info = _cholesky_info(A, bad)
+    if check_errors:
+        _raise_info("cholesky_ex", info, "The factorization could not be completed because the "
+                    "input is not positive-definite (the leading minor of order {} is not "
+                    "positive-definite).")
+    out = cholesky(_masked_eye(A, bad), upper=upper)
+    mask = Tensor._wrap(xp.asarray(bad)[..., None, None], A.backend)
+    return linalg_cholesky_ex(out.masked_fill(mask, float("nan")), Tensor._wrap(info, A.backend))

@@ -1,5 +1,6 @@
 """The named pairs that max, min, sort, topk, cummax, cummin, median, nanmedian and kthvalue
-return with a dim, as torch.return_types; and Size, the tuple x.shape and x.size() are (torch.Size).
+return with a dim, as torch.return_types, and the named tuples of torch.linalg's
+factorizations; and Size, the tuple x.shape and x.size() are (torch.Size).
 
     values, indices = x.max(dim=1)      # or: x.max(dim=1).values / .indices
 """
@@ -20,6 +21,15 @@ aminmax = namedtuple("aminmax", ["min", "max"])
 histogram = namedtuple("histogram", ["hist", "bin_edges"])
 slogdet = namedtuple("slogdet", ["sign", "logabsdet"])  # torch.slogdet, Tensor.slogdet
 linalg_slogdet = namedtuple("linalg_slogdet", ["sign", "logabsdet"])  # torch.linalg.slogdet
+linalg_svd = namedtuple("linalg_svd", ["U", "S", "Vh"])  # torch.linalg's factorizations
+linalg_eigh = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
+linalg_qr = namedtuple("linalg_qr", ["Q", "R"])
+linalg_lu = namedtuple("linalg_lu", ["P", "L", "U"])
+linalg_lu_factor = namedtuple("linalg_lu_factor", ["LU", "pivots"])
+linalg_lstsq = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
+linalg_inv_ex = namedtuple("linalg_inv_ex", ["inverse", "info"])
+linalg_cholesky_ex = namedtuple("linalg_cholesky_ex", ["L", "info"])
+linalg_solve_ex = namedtuple("linalg_solve_ex", ["result", "info"])
 
 
 class Device(str):

@@ -2210,8 +2210,8 @@ class Tensor(TensorBase):
         if p == "fro" or p is None:
             p = 2
         if isinstance(p, str):
-            raise ValueError(f"norm: p={p!r} is a matrix norm tinyattn does not have; use a "
-                             "number (2, 1, inf, ...)")
+            raise ValueError(f"norm: p={p!r}: Tensor.norm takes a number (2, 1, inf, ...) or "
+                             "'fro'; for the nuclear norm use ta.linalg.matrix_norm(x, 'nuc')")
         x = self if dtype is None else self.to(dtype)
         return apply(rd.vector_norm, x, ord=p, dim=dim, keepdim=keepdim)
 
