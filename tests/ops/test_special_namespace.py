@@ -309,3 +309,28 @@ def test_the_reused_names_are_tinyattns_functions_and_match_torch():
     assert ta.special.gammaln is ta.lgamma and ta.special.psi is ta.digamma
     assert set(ta.special.__all__) <= set(dir(ta.special))
     assert "special" in ta.__all__
+
+
+@pytest.mark.parametrize("name", ["i1", "i1e", "i0", "i0e", "erfcx", "entr", "ndtri", "log_ndtr"])
+def test_unary_special_second_derivatives_match_torch(name):
+    values = [v for v in GRAD_POINTS[name] if v != 1e-17]
+    x, xt = t64(values, True), th(values, True)
+    (g,) = ta.autograd.grad(getattr(ta.special, name)(x).sum(), x, create_graph=True)
+    (gt,) = torch.autograd.grad(getattr(TS, name)(xt).sum(), xt, create_graph=True)
+    (gg,) = ta.autograd.grad(g.sum(), x)
+    (ggt,) = torch.autograd.grad(gt.sum(), xt)
+    same(gg, ggt, rtol=1e-10)
+    smooth = [v for v in values if v not in (0.0, 1e-6)]
+    assert ta.autograd.gradgradcheck(getattr(ta.special, name), (t64(smooth, True),))
+
+
+def test_xlog1py_second_derivatives_match_torch():
+    xs, ys = [0.0, 2.0, -1.5, 0.7], [-0.5, 0.5, 1e-10, 4.0]
+    xa, ya, xt, yt = t64(xs, True), t64(ys, True), th(xs, True), th(ys, True)
+    ga = ta.autograd.grad(ta.special.xlog1py(xa, ya).sum(), (xa, ya), create_graph=True)
+    gt = torch.autograd.grad(TS.xlog1py(xt, yt).sum(), (xt, yt), create_graph=True)
+    for a, t in zip(ta.autograd.grad(sum(g.sum() for g in ga), (xa, ya)),
+                    torch.autograd.grad(sum(g.sum() for g in gt), (xt, yt)), strict=True):
+        same(a, t)
+    assert ta.autograd.gradgradcheck(ta.special.xlog1py, (t64([0.5, 2.0], True),
+                                                          t64([0.3, -0.5], True)))

@@ -5,9 +5,9 @@ addcmul...) and the activations (leaky_relu, elu, silu, softplus, hardtanh...).
 Each is its op's array VJP written again with tensor ops. A piecewise one picks its branches
 with a constant mask (as the array VJPs select), so NaN or inf in a branch not taken never
 reaches a gradient; a flat one (floor, sign...) gives constant zeros, which depend on nothing.
-The special functions of ops/special_more.py are here too (polygamma, zeta, gammainc...).
-Uncovered: xlog1py, i1 and i1e, the float16 fused addcmul/addcdiv nodes (not registered ops;
-other dtypes record mul/div/add, covered in core.py)."""
+The special functions of ops/special_more.py are here too (polygamma, zeta, gammainc, i1,
+xlog1py...). Uncovered: the float16 fused addcmul/addcdiv nodes (not registered ops; other
+dtypes record mul/div/add, covered in core.py)."""
 
 import math
 
@@ -244,6 +244,28 @@ def _i0e(c):
     return (c.g * (call("i1e", x) - call("sign", x) * c.out()),)
 
 
+def _i1(c):  # I1' = I0 - I1 / x, 1/2 at 0
+    zero = c.saved[0] == 0
+    x = c.input(0)
+    return (c.g * _pick(c, zero, 0.5, call("i0", x) - c.out() / _pick(c, zero, 1.0, x)),)
+
+
+def _i1e(c):  # (e^-|x| I1)' = I0e - I1e (sign x + 1 / x), 1/2 at 0
+    zero = c.saved[0] == 0
+    x = c.input(0)
+    slope = call("i0e", x) - c.out() * (call("sign", x) + 1 / _pick(c, zero, 1.0, x))
+    return (c.g * _pick(c, zero, 0.5, slope),)
+
+
+def _xlog1py(c):
+    x, y = c.saved
+    with quiet():  # (the array VJP's zeros: x = 0 where y <= -1, and where g is 0)
+        flat = ((x == 0) & (y <= -1)) | (c.g._data == 0)
+    xt, yt = c.input(0), c.input(1)
+    gx = masked(c, ~flat, c.g * call("log1p", yt)) if c.need(0) else None
+    return gx, c.g * xt / (yt + 1) if c.need(1) else None
+
+
 def _ndtri(c):
     y = c.out()
     return (c.g * SQRT_2PI * call("exp", y * y / 2),)
@@ -373,7 +395,8 @@ VJPS = {
     "erfc": _erfc, "erfinv": _erfinv, "lgamma": _lgamma, "logit": _logit,
     "digamma": _digamma, "polygamma": _polygamma, "zeta": _zeta,
     "gammainc": _incomplete_gamma(1), "gammaincc": _incomplete_gamma(-1), "erfcx": _erfcx,
-    "entr": _entr, "i0": _i0, "i0e": _i0e, "ndtri": _ndtri, "log_ndtr": _log_ndtr,
+    "entr": _entr, "i0": _i0, "i0e": _i0e, "i1": _i1, "i1e": _i1e, "xlog1py": _xlog1py,
+    "ndtri": _ndtri, "log_ndtr": _log_ndtr,
     "asin": _asin, "acos": _acos, "atan": _atan, "asinh": _asinh, "acosh": _acosh,
     "atanh": _atanh, "ceil": _flat, "floor": _flat, "round": _flat, "trunc": _flat,
     "sign": _flat, "frac": _same, "atan2": _atan2, "hypot": _hypot, "lerp": _lerp,
