@@ -370,6 +370,22 @@ from .routines import (  # torch.exp, torch.sum, ... as functions
     vstack,
     xlogy,
 )
+from .routines_linalg import METHODS as _LINALG_METHODS  # x.svd(), x.cov(), ... (set below)
+from .routines_linalg import (  # torch.svd, torch.qr, torch.lu, ... (routines_linalg.py)
+    cholesky,
+    frobenius_norm,
+    lu,
+    lu_solve,
+    lu_unpack,
+    matrix_exp,
+    nuclear_norm,
+    pdist,
+    pinverse,
+    qr,
+    svd,
+    triangular_solve,
+    vdot,
+)
 from .routines_more import INPLACE as _INPLACE  # torch.sin_(x), ... (set below)
 from .routines_more import (  # torch's windows, cov, gradient, ... (routines_more.py)
     absolute,
@@ -533,6 +549,8 @@ as_strided = _method("as_strided")
 index_reduce = _method("index_reduce")
 globals().update(_FOREACH)  # torch._foreach_mul_, _foreach_add_, ... (routines.py)
 globals().update(_INPLACE)  # torch.sin_(x), torch.clamp_(x, ...), ... (routines_more.py)
+for _name, _fn in _LINALG_METHODS.items():  # x.svd(), x.cov(), x.ldexp_() (routines_linalg.py)
+    setattr(Tensor, _name, _fn)
 polygamma, i0 = special.polygamma, special.i0  # torch.polygamma(n, x), torch.i0 (special.py)
 
 # torch's other names for the dtypes (dtype=ta.long, mask.to(ta.bool)). Bound here, not in
@@ -665,4 +683,8 @@ __all__ += [  # torch's aliases of nn.functional ops (routines_nn.py) and routin
     "kaiser_window", "ldexp", "ldexp_", "mvlgamma", "nextafter", "renorm", "rsub",
     "scalar_tensor", "split_with_sizes", "unravel_index", "unsafe_chunk", "unsafe_split",
     "unsafe_split_with_sizes", "vander", *_INPLACE,
+]
+__all__ += [  # torch's older linear-algebra names (routines_linalg.py)
+    "cholesky", "frobenius_norm", "lu", "lu_solve", "lu_unpack", "matrix_exp", "nuclear_norm",
+    "pdist", "pinverse", "qr", "svd", "triangular_solve", "vdot",
 ]

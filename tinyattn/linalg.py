@@ -6,8 +6,9 @@ from the same pieces, ties sharing the gradient as its amax does); its spectral 
 nuclear ("nuc") norms go through svdvals. cond is σ_max/σ_min, or ‖A‖ ‖A⁻¹‖ through inv.
 The factorizations svd, svdvals, eigh, eigvalsh, qr, lu, lu_factor, lu_solve, matrix_exp and
 pinv live in linalg_decompositions.py; the composites lstsq, matrix_rank, cross, vecdot,
-vander, diagonal, tensorinv and tensorsolve in linalg_extras.py; inv_ex, cholesky_ex and
-solve_ex (with an info tensor instead of an error) are here.
+vander, diagonal, tensorinv and tensorsolve in linalg_extras.py; lu_factor_ex,
+householder_product, ldl_factor, ldl_factor_ex, ldl_solve and matmul in linalg_more.py; inv_ex,
+cholesky_ex and solve_ex (with an info tensor instead of an error) are here.
 Also multi_dot, a chain of matrix products (attention rollout multiplies its layers' maps so),
 and matrix_power (Tensor.matrix_power: repeated squaring by matmul; n < 0 through inv).
 The solvers and factorizations, each an op of ops/linalg.py with its VJP, batched over leading
@@ -50,6 +51,14 @@ from .linalg_extras import (
     vander,
     vecdot,
 )
+from .linalg_more import (
+    householder_product,
+    ldl_factor,
+    ldl_factor_ex,
+    ldl_solve,
+    lu_factor_ex,
+    matmul,
+)
 from .ops import linalg as la
 from .return_types import linalg_cholesky_ex, linalg_inv_ex, linalg_slogdet, linalg_solve_ex
 from .tensor import Tensor
@@ -58,7 +67,8 @@ __all__ = ["vector_norm", "matrix_norm", "norm", "multi_dot", "matrix_power", "i
            "slogdet", "solve", "cholesky", "solve_triangular", "LinAlgError", "svd", "svdvals",
            "eigh", "eigvalsh", "qr", "lu", "lu_factor", "lu_solve", "matrix_exp", "pinv",
            "lstsq", "matrix_rank", "cross", "vecdot", "vander", "diagonal", "tensorinv",
-           "tensorsolve", "cond", "inv_ex", "cholesky_ex", "solve_ex"]
+           "tensorsolve", "cond", "inv_ex", "cholesky_ex", "solve_ex", "lu_factor_ex",
+           "householder_product", "ldl_factor", "ldl_factor_ex", "ldl_solve", "matmul"]
 
 
 INF = float("inf")

@@ -30,6 +30,16 @@ linalg_lstsq = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "sin
 linalg_inv_ex = namedtuple("linalg_inv_ex", ["inverse", "info"])
 linalg_cholesky_ex = namedtuple("linalg_cholesky_ex", ["L", "info"])
 linalg_solve_ex = namedtuple("linalg_solve_ex", ["result", "info"])
+linalg_lu_factor_ex = namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
+linalg_ldl_factor = namedtuple("linalg_ldl_factor", ["LD", "pivots"])
+linalg_ldl_factor_ex = namedtuple("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
+# torch's older top-level factorizations (routines_linalg.py) and Tensor.frexp
+svd = namedtuple("svd", ["U", "S", "V"])
+qr = namedtuple("qr", ["Q", "R"])
+_lu_with_info = namedtuple("_lu_with_info", ["LU", "pivots", "info"])
+lu_unpack = namedtuple("lu_unpack", ["P", "L", "U"])
+triangular_solve = namedtuple("triangular_solve", ["solution", "cloned_coefficient"])
+frexp = namedtuple("frexp", ["mantissa", "exponent"])
 
 
 class Device(str):

@@ -19,6 +19,7 @@ from .errors import DimError, DTypeError, ShapeError, fmt_shape, warn_user
 from .functional import cat, where
 from .ops.op import broadcast_shape, dim1
 from .return_types import Size
+from .return_types import frexp as frexp_pair
 from .routines import _method, _t, chunk, split
 from .tensor import _fresh, _take_torch_keywords, _takes_device, _values, ones, zeros
 
@@ -235,8 +236,8 @@ def renorm(input, p, dim, maxnorm):  # noqa: A002
 
 
 def frexp(input):  # noqa: A002
-    """(mantissa, exponent): input = mantissa * 2 ** exponent, |mantissa| in [0.5, 1), the
-    exponent int32; the mantissa's gradient is g / 2 ** exponent (torch's)."""
+    """The named pair (mantissa, exponent): input = mantissa * 2 ** exponent, |mantissa| in
+    [0.5, 1), the exponent int32; the mantissa's gradient is g / 2 ** exponent (torch's)."""
     x = _t(input)
     if x.dtype.kind != "f":
         raise DTypeError(f"frexp: only supports floating-point dtypes, got {x.dtype}")
@@ -244,7 +245,7 @@ def frexp(input):  # noqa: A002
     # 2 ** -exponent in two exact halves (a subnormal's whole one overflows)
     low = _values("frexp_scale", _half_scale, x, second=False)
     high = _values("frexp_scale", _half_scale, x, second=True)
-    return x * low * high, exponent
+    return frexp_pair(x * low * high, exponent)
 
 
 def _half_scale(a, second):

@@ -436,6 +436,15 @@ class Tensor(TensorBase):
         """False: a real tensor never has torch's conjugate bit set."""
         return False
 
+    def is_neg(self):
+        """False: tinyattn has no lazy negation (torch's negative bit, set only by conj
+        views of complex tensors)."""
+        return False
+
+    def resolve_neg(self):
+        """This tensor itself: it never has a lazy negative bit to resolve."""
+        return self
+
     def type(self, dtype=None, non_blocking=False):
         """With a dtype, this tensor converted to it (as .to): a dtype, or a type name as
         torch's ("torch.DoubleTensor", "tinyattn.LongTensor", "torch.cuda.FloatTensor" also
@@ -1875,6 +1884,21 @@ class Tensor(TensorBase):
             return _viewed(self, sh.expand, shape=shape)
         return apply(sh.expand, self, shape=shape)  # (the same shape: a view too, as torch's)
 
+    def sum_to_size(self, *size):
+        """This tensor summed down to `size`, which must expand to its shape (as torch's): the
+        leading dims it lacks summed away, the dims where it has 1 summed with keepdim."""
+        target = _sizes(size, "sum_to_size")
+        lead = self.ndim - len(target)
+        if lead < 0 or any(t not in (s, 1) for t, s in zip(target, self.shape[lead:],
+                                                            strict=True)):
+            raise ShapeError(f"sum_to_size: this tensor's shape {fmt_shape(self.shape)} cannot "
+                             f"be summed to size {fmt_shape(target)} (the size must expand to "
+                             "the shape)")
+        out = self.sum(dim=tuple(range(lead))) if lead else self
+        dims = tuple(i for i, (t, s) in enumerate(zip(target, out.shape, strict=True))
+                     if t == 1 and s != 1)
+        return out.sum(dim=dims, keepdim=True) if dims else out
+
     def expand_as(self, other):
         return self.expand(other.shape)
 
@@ -2798,6 +2822,16 @@ class Tensor(TensorBase):
 
     swapdims = swapaxes
 
+    def swapaxes_(self, axis0, axis1):
+        """swapaxes, in place (transpose_ under torch's other name; see _in_place_view)."""
+        return self._in_place_view("swapaxes_", sh.permute,
+                                   dims=self._swapped(axis0, axis1, "swapaxes_") or ())
+
+    def swapdims_(self, dim0, dim1):
+        """swapdims, in place (transpose_ under torch's other name; see _in_place_view)."""
+        return self._in_place_view("swapdims_", sh.permute,
+                                   dims=self._swapped(dim0, dim1, "swapdims_") or ())
+
     def narrow(self, dim, start, length):
         axis = _axis(dim, self.ndim, "narrow")
         start = start + self.shape[axis] if start < 0 else start
@@ -3331,6 +3365,10 @@ class Tensor(TensorBase):
         """log(p / (1 - p)); with eps, p clamped to [eps, 1 - eps] first (as ta.logit)."""
         return apply(pw.logit, self, eps=plain(eps))
 
+    def logit_(self, eps=None):
+        """logit, in place (see _in_place)."""
+        return self._in_place("logit_", pw.logit, eps=plain(eps))
+
     def short(self):
         return self.to(np.int16)
 
@@ -3466,6 +3504,10 @@ class Tensor(TensorBase):
         bump_version(self)
         return self
 
+    def resize_as_(self, the_template, memory_format=None):
+        """resize_ to the_template's shape (torch's name and rules)."""
+        return self.resize_(*the_template.shape, memory_format=memory_format)
+
     # ---- conversions and display ---------------------------------------------------------------
 
     def __array__(self, dtype=None, copy=None):
@@ -3572,7 +3614,7 @@ class Tensor(TensorBase):
         if self._node is not None:
             extra.append("requires_grad=True" if self.is_leaf
                          else f"grad_fn=<{self.grad_fn.name()}>")
-        return "tensor(" + ", ".join([body] + extra) + ")"
+        return display.add_suffixes("tensor(" + body, extra, len("tensor("))
 
     def _repr_html_(self):
         """A notebook's view: shape, dtype, grad_fn and name, with a heatmap when 2-D."""

@@ -32,7 +32,7 @@ LAYERS = {
                 "optim", "optim.*",
                 "distributed", "utils", "utils.*", "autograd_functional", "autograd_graph",
                 "distributions", "distributions.*", "linalg", "linalg_decompositions",
-                "linalg_extras", "func", "runtime", "amp",
+                "linalg_extras", "linalg_more", "routines_linalg", "func", "runtime", "amp",
                 "accelerator", "higher_order", "higher_order.*", "special"],
     "tools": ["anomaly", "gradcheck", "graphcheck", "explain", "viz", "explore", "plots",
               "exercises", "testing"],

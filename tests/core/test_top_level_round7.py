@@ -321,6 +321,9 @@ def test_renorm():
 def test_frexp_ldexp_nextafter():
     tiny, tinyt = tt([1e-300, -5e-324, 1e300])
     same(ta.frexp(tiny)[0], torch.frexp(tinyt)[0]), same(ta.frexp(tiny)[1], torch.frexp(tinyt)[1])
+    pair = ta.frexp(tiny)
+    assert type(pair).__name__ == "frexp" and pair._fields == ("mantissa", "exponent")
+    assert pair.exponent is pair[1] and torch.frexp(tinyt).exponent is not None
     vals = [0.0, 1.0, -3.5, 1e-30, 7e10, np.inf, -0.25]  # (torch's gradient at 1e-300 is inf:
     # it takes 2 ** exponent in float32)
     (x, xt) = tt(vals, requires_grad=True)
