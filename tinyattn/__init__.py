@@ -688,3 +688,33 @@ __all__ += [  # torch's older linear-algebra names (routines_linalg.py)
     "cholesky", "frobenius_norm", "lu", "lu_solve", "lu_unpack", "matrix_exp", "nuclear_norm",
     "pdist", "pinverse", "qr", "svd", "triangular_solve", "vdot",
 ]
+
+# torch's print options (display.py); stft and istft (routines_signal.py)
+from .display import get_printoptions, set_printoptions  # noqa: E402
+from .routines_signal import METHODS as _SIGNAL_METHODS  # noqa: E402 - x.stft(), x.istft()
+from .routines_signal import istft, stft  # noqa: E402
+
+for _name, _fn in _SIGNAL_METHODS.items():
+    setattr(Tensor, _name, _fn)
+
+__all__ += ["get_printoptions", "set_printoptions", "stft", "istft"]
+
+# sampling, empty_strided, range, typename, the default device, histogramdd, the RNN cells
+from .routines_misc import (  # noqa: E402 - (routines_misc.py)
+    binomial,
+    empty_strided,
+    get_default_device,
+    gru_cell,
+    histogramdd,
+    lstm_cell,
+    poisson,
+    range,  # noqa: A004 - torch's name
+    rnn_relu_cell,
+    rnn_tanh_cell,
+    set_default_device,
+    typename,
+)
+
+__all__ += ["binomial", "poisson", "empty_strided", "range", "typename", "get_default_device",
+            "set_default_device", "histogramdd", "rnn_tanh_cell", "rnn_relu_cell", "lstm_cell",
+            "gru_cell"]

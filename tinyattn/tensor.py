@@ -3591,20 +3591,12 @@ class Tensor(TensorBase):
         return int(self.item())
 
     def __repr__(self):
+        # torch's text under ta.set_printoptions (display.PRINT_OPTS): widths, notation,
+        # summary past `threshold` entries, and suffixes wrapped past `linewidth`
         values = self.numpy()
-        if values.dtype == np.float16:  # (NumPy prints float16's 1060. as 1.060e+03; torch not)
-            values = values.astype(np.float32)
-        # torch's print options: 80 columns (NumPy keeps a column per "]" to come after a row
-        # of a 2-D or more: torch not), a summary past 1000 entries, "1,  ..., 2" and bools as
-        # wide as the widest shown (True alone is 4 wide, not NumPy's " True")
-        width = 4 if values.dtype == np.bool_ and values.all() else 5
-        body = np.array2string(values, separator=", ", prefix="tensor(", precision=4,
-                               threshold=1000, edgeitems=3, floatmode=_float_mode(values),
-                               max_line_width=80 + max(values.ndim - 1, 0),
-                               formatter={"bool": lambda v: f"{v!s:>{width}}"})
-        body = body.replace(", ...,", ",  ...,")
+        body = display.values_text(values, len("tensor("))
         extra = []
-        if self._data.size == 0 and self.shape != (0,):  # "[]" alone reads as shape (0,)
+        if display.shows_size(values):  # "[]" alone reads as shape (0,); "[...]" as nothing
             extra.append(f"size={fmt_shape(self.shape)}")
         if self.dtype != get_default_dtype() and (  # (shown by the values: ints, True/False)
                 self._data.size == 0 or self.dtype not in (np.int64, np.bool_)):
@@ -3715,21 +3707,6 @@ class TypedStorage(UntypedStorage):
 
     def _header(self):
         return f"tinyattn.TypedStorage(dtype={self.dtype}, device={self.device})"
-
-
-def _float_mode(values):
-    """NumPy's floatmode that prints floats as torch does: four decimals always ("1.5000",
-    "1.0000e-05"), except whole numbers in plain notation ("1., 2."). NumPy picks scientific
-    notation by torch's rule (nonzero magnitudes past 1e8, below 1e-4 or 1000 apart); its
-    default "maxprec" dropped trailing zeros ("1.5") where torch keeps them."""
-    if values.dtype.kind != "f" or values.size == 0:
-        return "maxprec"
-    finite = values[np.isfinite(values)]
-    sizes = np.abs(finite[finite != 0]).astype(np.float64)
-    scientific = sizes.size > 0 and (sizes.max() >= 1e8 or sizes.min() < 1e-4
-                                     or sizes.max() / sizes.min() > 1e3)
-    whole = bool(np.all(finite == np.round(finite)))
-    return "maxprec" if whole and not scientific else "fixed"
 
 
 def _row_major(name, fmt, preserve):

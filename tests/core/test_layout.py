@@ -28,6 +28,7 @@ LAYERS = {
     "ops": ["ops", "ops.*"],
     "tensor": ["tensor"],
     "library": ["functional", "routines", "routines_nn", "routines_more", "function", "replay",
+                "routines_signal", "routines_misc",
                 "nn", "nn.*", "nn.parallel",
                 "optim", "optim.*",
                 "distributed", "utils", "utils.*", "autograd_functional", "autograd_graph",
