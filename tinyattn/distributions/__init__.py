@@ -20,7 +20,8 @@ default (a ValueError); validate_args=False takes them as they are.
 What lives where:
   constraints.py   the constraint classes and objects (torch's public names and the private
                    ones the distributions use)
-  distribution.py  _Distribution, the shared base, and the shared helpers (_tensors, _shape,
+  distribution.py  _Distribution, the shared base (public as Distribution), ExponentialFamily,
+                   and the shared helpers (_tensors, _shape,
                    _check, _refuse_outside, _fill, _sum_rightmost, _standard_gamma, _eye_like)
   discrete.py      Categorical, Bernoulli, OneHotCategorical, Poisson, Binomial, Geometric
   continuous.py    Normal, Uniform, Exponential, Laplace, Gamma, Beta, LogNormal, HalfNormal,
@@ -30,10 +31,24 @@ What lives where:
                    incomplete gamma function), which the gamma-based rsamples use
   kl.py            the registry, register_kl, kl_divergence and every KL pair (imported here,
                    so the pairs are registered)
+  more.py          Pareto, HalfCauchy, InverseGamma, Kumaraswamy, FisherSnedecor, VonMises,
+                   ContinuousBernoulli, GeneralizedPareto, LogisticNormal (torch's transformed
+                   ones written out in tensor ops)
+  more_discrete.py NegativeBinomial, Multinomial, LogitRelaxedBernoulli, RelaxedBernoulli,
+                   ExpRelaxedCategorical, RelaxedOneHotCategorical,
+                   OneHotCategoricalStraightThrough, MixtureSameFamily
+  kl_more.py       the KL pairs of Pareto and ContinuousBernoulli (imported here: registered)
+  transforms.py    Transform and torch's transforms (Exp, Affine, Sigmoid, Tanh, Softplus, Abs,
+                   Power, Softmax, StickBreaking, LowerCholesky, PositiveDefinite, CorrCholesky,
+                   Compose, Independent, Reshape, Cat, Stack, CumulativeDistribution; also the
+                   module `distributions.transforms`)
+  transformed.py   TransformedDistribution (a base distribution through transforms)
 """
 
 from . import constraints as constraints  # (modules, as torch's)
 from . import kl as kl
+from . import kl_more as kl_more  # (registers the Pareto and ContinuousBernoulli KL pairs)
+from . import transforms as transforms
 from .continuous import (
     Beta,
     Cauchy,
@@ -51,11 +66,68 @@ from .continuous import (
     Weibull,
 )
 from .discrete import Bernoulli, Binomial, Categorical, Geometric, OneHotCategorical, Poisson
+from .distribution import Distribution, ExponentialFamily
 from .kl import kl_divergence, register_kl
+from .more import (
+    ContinuousBernoulli,
+    FisherSnedecor,
+    GeneralizedPareto,
+    HalfCauchy,
+    InverseGamma,
+    Kumaraswamy,
+    LogisticNormal,
+    Pareto,
+    VonMises,
+)
+from .more_discrete import (
+    ExpRelaxedCategorical,
+    LogitRelaxedBernoulli,
+    MixtureSameFamily,
+    Multinomial,
+    NegativeBinomial,
+    OneHotCategoricalStraightThrough,
+    RelaxedBernoulli,
+    RelaxedOneHotCategorical,
+)
 from .multivariate import Independent, LowRankMultivariateNormal, MultivariateNormal
+from .transformed import TransformedDistribution
+from .transforms import (
+    AbsTransform,
+    AffineTransform,
+    CatTransform,
+    ComposeTransform,
+    CorrCholeskyTransform,
+    CumulativeDistributionTransform,
+    ExpTransform,
+    IndependentTransform,
+    LowerCholeskyTransform,
+    PositiveDefiniteTransform,
+    PowerTransform,
+    ReshapeTransform,
+    SigmoidTransform,
+    SoftmaxTransform,
+    SoftplusTransform,
+    StackTransform,
+    StickBreakingTransform,
+    TanhTransform,
+    Transform,
+)
 
 __all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet",
            "Exponential", "Gamma", "Geometric", "Gumbel", "HalfNormal", "Independent", "Laplace",
            "LogNormal", "LowRankMultivariateNormal", "MultivariateNormal", "Normal",
            "OneHotCategorical", "Poisson", "StudentT", "Uniform", "Weibull", "kl_divergence",
            "register_kl"]
+__all__ += ["ContinuousBernoulli", "ExpRelaxedCategorical", "FisherSnedecor",
+            "GeneralizedPareto", "HalfCauchy", "InverseGamma", "Kumaraswamy",
+            "LogisticNormal", "LogitRelaxedBernoulli", "MixtureSameFamily", "Multinomial",
+            "NegativeBinomial",
+            "OneHotCategoricalStraightThrough", "Pareto", "RelaxedBernoulli",
+            "RelaxedOneHotCategorical", "VonMises"]
+__all__ += ["AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform",
+            "CorrCholeskyTransform", "CumulativeDistributionTransform", "Distribution",
+            "ExpTransform", "ExponentialFamily", "IndependentTransform",
+            "LowerCholeskyTransform", "PositiveDefiniteTransform", "PowerTransform",
+            "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform",
+            "StackTransform", "StickBreakingTransform", "TanhTransform", "Transform",
+            "TransformedDistribution"]

@@ -1,6 +1,7 @@
 """tinyattn.distributions.constraints: the few constraints the distributions' support and
 arg_constraints name, as torch.distributions.constraints' (Real, Boolean, Interval,
-GreaterThan, Simplex, PositiveDefinite, IndependentConstraint, IntegerInterval...): check(value)
+GreaterThan, Simplex, PositiveDefinite, CorrCholesky, IndependentConstraint, IntegerInterval,
+and cat / stack, which the transforms' domains name...): check(value)
 is a bool tensor, True where value lies in the set. torch's public names (real, positive,
 unit_interval, interval(...), independent(...)...) are at the end; the distributions use the
 private ones (_real, _positive...)."""
@@ -8,6 +9,8 @@ private ones (_real, _positive...)."""
 import numpy as np
 
 from ..errors import fmt_shape
+from ..functional import cat as _cat_tensors
+from ..functional import stack as _stack_tensors
 from ..tensor import Tensor, tensor
 
 
@@ -123,6 +126,71 @@ _positive_definite = _matrix_constraint("PositiveDefinite", _is_positive_definit
 _lower_cholesky = _matrix_constraint("LowerCholesky", _is_lower_cholesky)
 
 
+def _is_corr_cholesky(a):
+    """torch's constraints.corr_cholesky: lower Cholesky with rows of unit length (to within
+    10 eps n)."""
+    tol = np.finfo(a.dtype if a.dtype.kind == "f" else np.float64).eps * a.shape[-1] * 10
+    unit = (np.abs(np.linalg.norm(a, axis=-1) - 1) <= tol).all(-1)
+    return _is_lower_cholesky(a) & unit
+
+
+_corr_cholesky = _matrix_constraint("CorrCholesky", _is_corr_cholesky)
+
+
+class _Cat:
+    """torch's constraints.cat: constraint cseq[i] on the i-th block of `lengths[i]` entries
+    along dim (one entry each without lengths)."""
+
+    def __init__(self, cseq, dim=0, lengths=None):
+        self.cseq, self.dim = list(cseq), dim
+        self.lengths = [1] * len(self.cseq) if lengths is None else list(lengths)
+        if len(self.lengths) != len(self.cseq):
+            raise AssertionError(f"constraints.cat: lengths ({len(self.lengths)}) must match "
+                                 f"cseq ({len(self.cseq)})")
+
+    @property
+    def is_discrete(self):
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self):
+        return max(c.event_dim for c in self.cseq)
+
+    def check(self, value):
+        _check_dim("cat", value, self.dim)
+        starts = np.cumsum([0] + self.lengths[:-1])
+        return _cat_tensors([c.check(value.narrow(self.dim, int(s), n))
+                    for c, s, n in zip(self.cseq, starts, self.lengths, strict=True)], self.dim)
+
+
+class _Stack:
+    """torch's constraints.stack: constraint cseq[i] on the i-th slice along dim."""
+
+    def __init__(self, cseq, dim=0):
+        self.cseq, self.dim = list(cseq), dim
+
+    @property
+    def is_discrete(self):
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self):
+        dim = max(c.event_dim for c in self.cseq)
+        return dim + 1 if self.dim + dim < 0 else dim
+
+    def check(self, value):
+        _check_dim("stack", value, self.dim)
+        return _stack_tensors([c.check(value.select(self.dim, i))
+                      for i, c in zip(range(value.shape[self.dim]), self.cseq, strict=False)],
+                     self.dim)
+
+
+def _check_dim(where, value, dim):
+    if not -value.ndim <= dim < value.ndim:
+        raise AssertionError(f"constraints.{where}: dim {dim} out of range for a value "
+                             f"of shape {fmt_shape(value.shape)}")
+
+
 class _IntegerInterval:
     """torch's constraints.integer_interval: the whole numbers lower_bound..upper_bound."""
 
@@ -152,6 +220,9 @@ simplex = _simplex
 one_hot = _one_hot
 positive_definite = _positive_definite
 lower_cholesky = _lower_cholesky
+corr_cholesky = _corr_cholesky
+cat = _Cat
+stack = _Stack
 interval = _interval
 greater_than = _greater_than
 less_than = _less_than

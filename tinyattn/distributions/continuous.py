@@ -35,7 +35,7 @@ from .distribution import (
 from .implicit import standard_gamma_rsample
 
 
-class Normal:
+class Normal(_Distribution):
     """N(loc, scale²), loc and scale tensors or numbers that broadcast; a NaN loc, or a scale
     that is not finite and > 0, is refused when made (validate_args=False takes them). As torch's
     broadcast_all: a number takes the other (tensor) parameter's float dtype and backend, and
@@ -45,6 +45,7 @@ class Normal:
     has_enumerate_support = False
     arg_constraints = {"loc": _real, "scale": _positive}  # (torch's; as checked: scale finite)
     support = _real
+    _params = ("loc", "scale")
 
     def __init__(self, loc, scale, validate_args=None):
         loc, scale = _tensors(loc, scale)

@@ -28,13 +28,14 @@ from .constraints import (
 from .distribution import _check, _Distribution, _eye_like, _fill, _shape
 
 
-class Categorical:
+class Categorical(_Distribution):
     """Categories 0..K-1 of the last dim of `probs` (weights, normalised here) or of `logits`
     (log-weights); the dims before it are the batch. Like torch (validate_args), bad parameters
     are refused when made: NaN, inf or negative probs, NaN or +inf logits, impossible rows."""
 
     has_rsample = False  # a draw is an index: no gradient flows through it
     has_enumerate_support = True  # (torch's: enumerate_support() lists the categories)
+    _params = ("logits",)  # (the first names the dtype and backend: _Distribution's _like)
 
     def __init__(self, probs=None, logits=None, validate_args=None):
         if (probs is None) == (logits is None):

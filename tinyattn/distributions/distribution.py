@@ -1,5 +1,6 @@
 """tinyattn.distributions' shared base and helpers: _Distribution (torch's Distribution:
-parameters made tensors and broadcast, validate_args, expand, sample from rsample...), and the
+parameters made tensors and broadcast, validate_args, expand, sample from rsample...; public as
+Distribution) and ExponentialFamily (entropy from the log normalizer), and the
 helpers more than one distribution (or kl) uses: _tensors (broadcast_all, less the broadcast),
 _shape, _check and _refuse_outside (validate_args' errors), _fill, _sum_rightmost,
 _standard_gamma (Gamma(a, 1) draws) and _eye_like."""
@@ -9,7 +10,7 @@ import warnings
 
 import numpy as np
 
-from ..autograd import no_grad
+from ..autograd import grad, no_grad
 from ..dtypes import result_type
 from ..errors import fmt_shape
 from ..generator import check as check_generator
@@ -69,6 +70,18 @@ class _Distribution:
         return value
 
     @property
+    def mean(self):
+        raise NotImplementedError(f"{type(self).__name__} has no mean")
+
+    @property
+    def mode(self):
+        raise NotImplementedError(f"{type(self).__name__} has no mode")
+
+    @property
+    def variance(self):
+        raise NotImplementedError(f"{type(self).__name__} has no variance")
+
+    @property
     def stddev(self):
         return self.variance.sqrt()
 
@@ -116,6 +129,36 @@ class _Distribution:
         params = ", ".join(f"{name}: {fmt_shape(getattr(self, name).shape)}"
                            for name in self._params)
         return f"{type(self).__name__}({params})"
+
+
+Distribution = _Distribution  # torch's public name for the base class
+
+
+class ExponentialFamily(_Distribution):
+    """torch's ExponentialFamily: p(x) = h(x) exp(<θ, t(x)> - F(θ)), a subclass naming its
+    natural parameters θ (_natural_params), the log normalizer F (_log_normalizer) and
+    E[log h(X)] (_mean_carrier_measure); entropy is then F(θ) - <θ, ∇F(θ)> - E[log h(X)],
+    ∇F through autograd at detached parameters, as torch's (so no gradient reaches them)."""
+
+    @property
+    def _natural_params(self):
+        raise NotImplementedError(f"{type(self).__name__} has no _natural_params")
+
+    def _log_normalizer(self, *natural_params):
+        raise NotImplementedError(f"{type(self).__name__} has no _log_normalizer")
+
+    @property
+    def _mean_carrier_measure(self):
+        raise NotImplementedError(f"{type(self).__name__} has no _mean_carrier_measure")
+
+    def entropy(self):
+        params = [p.detach().requires_grad_() for p in self._natural_params]
+        normalizer = self._log_normalizer(*params)
+        grads = grad(normalizer.sum(), params, create_graph=True)
+        result = normalizer - self._mean_carrier_measure
+        for p, g in zip(params, grads, strict=True):
+            result = result - (p * g).reshape(*self.batch_shape, -1).sum(-1)
+        return result
 
 
 def _standard_gamma(concentration, shape, generator, where):
