@@ -21,7 +21,7 @@ from .return_types import qr as qr_type
 from .return_types import svd as svd_type
 from .return_types import triangular_solve as triangular_solve_type
 from .routines import chunk, split
-from .tensor import Tensor
+from .tensor import Tensor, _take_torch_keywords
 
 __all__ = ["svd", "pinverse", "qr", "matrix_exp", "cholesky", "lu", "lu_solve", "lu_unpack",
            "triangular_solve", "vdot", "nuclear_norm", "frobenius_norm", "pdist"]
@@ -170,6 +170,7 @@ def frobenius_norm(input, dim, keepdim=False):  # noqa: A002
 
 
 pdist = functional.pdist
+_take_torch_keywords(globals(), {})  # NumPy's axis=/keepdims= for dim/keepdim (torch takes them)
 
 # ---- Tensor methods (set on Tensor by tinyattn/__init__.py) -------------------------------------
 
@@ -222,6 +223,7 @@ _LIBRARY = {  # torch's methods whose function is a library one (their first arg
     "split_with_sizes": _split_with_sizes, "unsafe_chunk": _unsafe_chunk,
     "unsafe_split": _unsafe_split, "unsafe_split_with_sizes": _split_with_sizes,
 }
+_take_torch_keywords(_LIBRARY, {})
 
 
 def _method_of(name, fn):

@@ -3739,7 +3739,7 @@ _TORCH_KEYWORDS = {
     "view": {"size": None}, "reshape": {"shape": None}, "permute": {"dims": None},
     "repeat": {"repeats": None}, "expand": {"size": None}, "tile": {"dims": None},
     "broadcast_to": {"size": None}, "new_zeros": {"size": None}, "new_ones": {"size": None},
-    "new_empty": {"size": None}, "resize_": {"size": None},
+    "new_empty": {"size": None}, "resize_": {"size": None}, "sum_to_size": {"size": None},
     "tensor_split": dict.fromkeys(("sections", "indices", "tensor_indices_or_sections"),
                                   "indices_or_sections"),
     "split": {"split_size": "split_size_or_sections"},

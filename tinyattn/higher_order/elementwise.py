@@ -11,6 +11,8 @@ dtypes record mul/div/add, covered in core.py)."""
 
 import math
 
+import numpy as np
+
 from ..ops.activation import SELU_ALPHA, SELU_SCALE
 from ..ops.op import quiet
 from ..ops.pointwise import LN2, LN10, TWO_OVER_SQRT_PI
@@ -244,14 +246,19 @@ def _i0e(c):
     return (c.g * (call("i1e", x) - call("sign", x) * c.out()),)
 
 
-def _i1(c):  # I1' = I0 - I1 / x, 1/2 at 0
-    zero = c.saved[0] == 0
+def _tiny(x):
+    """Where |x| is at most its dtype's eps: the array VJP's 1/2 of I1' there (its x = 0)."""
+    return abs(x) <= np.finfo(x.dtype).eps
+
+
+def _i1(c):  # I1' = I0 - I1 / x, 1/2 at 0 (|x| <= eps)
+    zero = _tiny(c.saved[0])
     x = c.input(0)
     return (c.g * _pick(c, zero, 0.5, call("i0", x) - c.out() / _pick(c, zero, 1.0, x)),)
 
 
-def _i1e(c):  # (e^-|x| I1)' = I0e - I1e (sign x + 1 / x), 1/2 at 0
-    zero = c.saved[0] == 0
+def _i1e(c):  # (e^-|x| I1)' = I0e - I1e (sign x + 1 / x), 1/2 at 0 (|x| <= eps)
+    zero = _tiny(c.saved[0])
     x = c.input(0)
     slope = call("i0e", x) - c.out() * (call("sign", x) + 1 / _pick(c, zero, 1.0, x))
     return (c.g * _pick(c, zero, 0.5, slope),)
