@@ -445,6 +445,7 @@ from .routines_nn import (  # torch.conv1d, torch.layer_norm, ... (routines_nn.p
     dropout,
     dropout_,
     embedding,
+    embedding_bag,
     feature_alpha_dropout,
     feature_alpha_dropout_,
     feature_dropout,
@@ -570,6 +571,9 @@ bool = bool_  # noqa: A001 - torch's name
 autograd.Function = Function  # torch's place for it: ta.autograd.Function (function.py)
 autograd.functional = autograd_functional  # ta.autograd.functional.jacobian, vjp, jvp
 sys.modules[__name__ + ".autograd.functional"] = autograd_functional  # (an import line works)
+from .func_linearize import linearize as _linearize  # noqa: E402
+
+func.linearize = _linearize  # ta.func.linearize (func_linearize.py: func.py is full)
 autograd.graph = autograd_graph  # ta.autograd.graph.Node, register_multi_grad_hook...
 sys.modules[__name__ + ".autograd.graph"] = autograd_graph
 autograd.FunctionCtx = FunctionCtx
@@ -671,7 +675,7 @@ __all__ += [  # torch's aliases of nn.functional ops (routines_nn.py) and routin
     "avg_pool1d", "batch_norm", "bilinear", "binary_cross_entropy_with_logits",
     "channel_shuffle", "constant_pad_nd", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
     "conv_transpose2d", "conv_transpose3d", "cosine_embedding_loss", "ctc_loss", "dropout",
-    "dropout_", "embedding", "feature_alpha_dropout", "feature_alpha_dropout_",
+    "dropout_", "embedding", "embedding_bag", "feature_alpha_dropout", "feature_alpha_dropout_",
     "feature_dropout", "feature_dropout_", "group_norm", "hinge_embedding_loss",
     "instance_norm", "kl_div", "layer_norm", "margin_ranking_loss", "max_pool1d",
     "max_pool1d_with_indices", "max_pool2d", "max_pool3d", "native_channel_shuffle",

@@ -1,4 +1,6 @@
-"""torch.amp's names: autocast and GradScaler (also as ta.autocast and in ta.cuda.amp).
+"""torch.amp's names: autocast and GradScaler (also as ta.autocast and in ta.cuda.amp), and
+custom_fwd / custom_bwd for an autograd.Function (they note and restore the autocast state:
+nothing to cast here).
 
 tinyattn computes every op in the dtype of its inputs; it never casts them on its own, so
 mixed-precision *autocast* is not supported:
@@ -23,6 +25,7 @@ GradScaler is torch's dynamic loss scaling:
   As torch's, it refuses to unscale float16 gradients (keep float32 master weights).
 """
 
+import functools
 import sys
 import types
 import warnings
@@ -31,7 +34,7 @@ import numpy as np
 
 from .autograd import TensorBase, no_grad
 
-__all__ = ["autocast", "GradScaler", "is_autocast_available"]
+__all__ = ["autocast", "GradScaler", "is_autocast_available", "custom_fwd", "custom_bwd"]
 
 
 def _device_type(device_type, where):
@@ -92,6 +95,49 @@ class autocast:  # noqa: N801 - torch's name
 
     def __repr__(self):
         return f"tinyattn.autocast(device_type={self.device!r}, enabled={self._enabled})"
+
+
+def _decorator_device(device_type, where):
+    if not isinstance(device_type, str):
+        raise ValueError(f"{where}: Expected `device_type` of type `str`, got: "
+                         f"`{type(device_type)}`")
+    return _device_type(device_type, where)
+
+
+def custom_fwd(fwd=None, *, device_type, cast_inputs=None):
+    """torch.amp.custom_fwd for an autograd.Function's forward: it notes on ctx the autocast
+    state backward must run in (ctx._dtype, ctx._fwd_used_autocast). tinyattn's autocast never
+    casts (see the module's doc), so forward runs as it is and cast_inputs, which torch applies
+    only inside an enabled autocast region, changes nothing."""
+    device = _decorator_device(device_type, "custom_fwd")
+    if fwd is None:
+        return functools.partial(custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
+
+    @functools.wraps(fwd)
+    def decorate_fwd(*args, **kwargs):
+        ctx = args[0]
+        ctx._dtype = "float16" if device == "cuda" else "bfloat16"  # (torch's autocast dtypes)
+        ctx._fwd_used_autocast = is_autocast_available(device)  # (False: never enabled)
+        return fwd(*args, **kwargs)
+
+    return decorate_fwd
+
+
+def custom_bwd(bwd=None, *, device_type):
+    """torch.amp.custom_bwd for an autograd.Function's backward: it runs in the autocast state
+    custom_fwd noted (disabled, in tinyattn)."""
+    device = _decorator_device(device_type, "custom_bwd")
+    if bwd is None:
+        return functools.partial(custom_bwd, device_type=device_type)
+
+    @functools.wraps(bwd)
+    def decorate_bwd(*args, **kwargs):
+        ctx = args[0]
+        with autocast(device, dtype=getattr(ctx, "_dtype", None),
+                      enabled=getattr(ctx, "_fwd_used_autocast", False)):
+            return bwd(*args, **kwargs)
+
+    return decorate_bwd
 
 
 _READY, _UNSCALED, _STEPPED = 0, 1, 2

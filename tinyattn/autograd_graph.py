@@ -14,14 +14,40 @@ torch's, on tensor hooks.
 
 import contextvars
 import threading
+from typing import NamedTuple
 
 from . import autograd
 from .autograd import GradFn
 
 __all__ = ["Node", "saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks",
-           "register_multi_grad_hook"]
+           "register_multi_grad_hook", "GradientEdge", "get_gradient_edge", "increment_version"]
 
 Node = GradFn  # (torch's abstract Node: what grad_fn and next_functions give are instances)
+
+
+class GradientEdge(NamedTuple):
+    """torch's GradientEdge: the node a tensor's gradient flows into and its output number."""
+
+    node: GradFn
+    output_nr: int
+    ownership_token: object = None  # (torch 2.x's third field: None here)
+
+
+def get_gradient_edge(tensor):
+    """torch's: (tensor.grad_fn, 0), or for a leaf its AccumulateGrad node; a RuntimeError for
+    a tensor that does not require grad. (autograd.grad does not take edges yet: pass the
+    tensor.)"""
+    if not tensor.requires_grad or tensor._node is None:
+        raise RuntimeError("get_gradient_edge: it is not possible to get the gradient edge for "
+                           f"a Tensor {tuple(tensor.shape)} that does not require gradients")
+    return GradientEdge(GradFn(tensor._node), 0)
+
+
+def increment_version(tensor):
+    """torch's: count one in-place change of the tensor (or of each of an iterable of them),
+    so that a graph that saved it refuses it as changed."""
+    for t in [tensor] if isinstance(tensor, autograd.TensorBase) else tensor:
+        autograd.bump_version(t)
 
 _disabled = contextvars.ContextVar("tinyattn_saved_tensors_hooks_disabled", default=None)
 

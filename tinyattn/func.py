@@ -40,7 +40,7 @@ from .runtime import get_rng_state, set_rng_state
 from .tensor import Tensor, zeros_like
 
 __all__ = ["functional_call", "grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd",
-           "hessian", "vmap", "stack_module_state"]
+           "hessian", "vmap", "stack_module_state"]  # (and linearize, set by __init__.py)
 
 _MISSING = object()
 

@@ -1421,9 +1421,11 @@ def _bag_args(ids, w, offsets, mode, sparse, scale_grad_by_freq, psw, include_la
                          f"{None if offsets is None else fmt_shape(_t(offsets).shape)}")
     offsets = _t(offsets, w).long()
     _check_values(_bag_offsets_fit, offsets, n=ids.shape[0])
-    ends = offsets[1:] if include_last_offset else \
-        cat([offsets[1:], full((1,), ids.shape[0], dtype=np.int64, backend=w.backend)])
+    # (as ATen's: with include_last_offset the last bag still ends at the end of the indices,
+    # whatever the last offset says)
     starts = offsets[:-1] if include_last_offset else offsets
+    ends = cat([starts[1:], full((1,), ids.shape[0], dtype=np.int64,
+                                 backend=w.backend)])[:starts.shape[0]]
     return starts, ends - starts, None if psw is None else _t(psw, w)
 
 

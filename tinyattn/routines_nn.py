@@ -14,10 +14,12 @@ calls F's op, so its values and gradients are F's.
 
 import warnings
 
+import numpy as np
+
 from . import functional as F
 from .errors import ShapeError, fmt_shape
 from .ops import nn as nn_ops
-from .tensor import Tensor, _fresh
+from .tensor import Tensor, _fresh, tensor
 
 conv1d, conv2d, conv3d = F.conv1d, F.conv2d, F.conv3d
 conv_transpose1d, conv_transpose2d, conv_transpose3d = (
@@ -126,6 +128,70 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
     pad = None if padding_idx is None or padding_idx < 0 else padding_idx
     return F.embedding(indices, weight, pad, scale_grad_by_freq=scale_grad_by_freq,
                        sparse=sparse)
+
+
+_BAG_MODES = ("sum", "mean", "max")
+
+
+def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False,
+                  per_sample_weights=None, include_last_offset=False, padding_idx=None):
+    """torch.embedding_bag: (output, offset2bag, bag_size, max_indices) for 1-D indices and
+    their offsets, mode an int (0 sum, 1 mean, 2 max). output is F.embedding_bag's; the other
+    three are ATen's CPU values: offset2bag the bag of each index (empty in sum mode where ATen
+    takes its fast path: float16/float32 weight, no padding_idx); bag_size each bag's count of
+    indices other than padding_idx (zeros in sum mode: one per offset where the weight needs no
+    gradient, one per bag where it does); max_indices the weight row of each max (max mode),
+    bag_size again (mean), zeros (sum). As ATen's, include_last_offset takes the last bag to
+    the end of the indices, whatever the last offset says."""
+    name = _mode_name(mode)
+    if not isinstance(offsets, Tensor) or not isinstance(indices, Tensor):
+        raise TypeError("embedding_bag(): indices and offsets must be Tensors, got "
+                        f"{type(indices).__name__} and {type(offsets).__name__}")
+    if indices.ndim != 1 or offsets.ndim != 1:
+        raise ShapeError(f"embedding_bag: indices and offsets must be 1-D, got indices "
+                         f"{fmt_shape(indices.shape)} and offsets {fmt_shape(offsets.shape)} "
+                         "(F.embedding_bag takes a 2-D input)")
+    starts = offsets[:-1] if include_last_offset else offsets
+    output = F.embedding_bag(indices, weight, starts, scale_grad_by_freq=scale_grad_by_freq,
+                             mode=name, sparse=sparse, per_sample_weights=per_sample_weights,
+                             padding_idx=padding_idx)
+    ids, o = np.asarray(indices.numpy(), np.int64), np.asarray(starts.numpy(), np.int64)
+    pad = None if padding_idx is None else padding_idx % weight.shape[0]
+    bags = np.searchsorted(o, np.arange(ids.size), side="right") - 1
+    fast = name == "sum" and np.dtype(weight.dtype) in (np.float16, np.float32) and pad is None
+    keep = ids != pad if pad is not None else np.ones(ids.size, bool)
+    size = np.bincount(bags[keep], minlength=o.size).astype(np.int64)[:o.size]
+    if name == "sum":
+        size = np.zeros(o.size if weight.requires_grad else offsets.shape[0], np.int64)
+        top = size
+    elif name == "mean":
+        top = size
+    else:
+        top = _bag_argmax(np.asarray(weight.detach().numpy()), ids, bags, keep, o.size)
+    be = weight.backend
+    return (output, tensor(np.zeros(0, np.int64) if fast else bags.astype(np.int64), backend=be),
+            tensor(size, backend=be), tensor(top.copy(), backend=be))
+
+
+def _mode_name(mode):
+    if isinstance(mode, bool) or not isinstance(mode, (int, np.integer)):
+        raise TypeError(f"embedding_bag(): argument 'mode' must be int (0 sum, 1 mean, 2 max), "
+                        f"not {type(mode).__name__}")
+    if not 0 <= mode < 3:
+        raise ShapeError(f"embedding_bag: `mode` must be sum, mean, or max (0, 1 or 2), got "
+                         f"{mode}")
+    return _BAG_MODES[mode]
+
+
+def _bag_argmax(w, ids, bags, keep, n_bags):
+    """Each bag's weight row of the max in each column (the first on ties; 0 for a bag with
+    no index left)."""
+    out = np.zeros((n_bags, w.shape[1]), np.int64)
+    for b in range(n_bags):
+        mine = ids[(bags == b) & keep]
+        if mine.size:
+            out[b] = mine[np.argmax(w[mine], axis=0)]
+    return out
 
 
 def max_pool1d(input, kernel_size, stride=(), padding=0, dilation=1,  # noqa: A002

@@ -237,11 +237,36 @@ IDS = np.array([1, 2, 4, 5, 4, 3, 0, 1])
 BAG_CASES = [  # (ids, offsets, include_last_offset, padding_idx)
     (IDS, np.array([0, 2, 2, 5]), False, None),  # an empty bag
     (IDS, np.array([0, 3, 8]), True, None),
+    # the last bag runs to the end of the indices whatever the last offset says (ATen's)
+    (IDS, np.array([0, 2, 5, 6]), True, None),
+    (IDS, np.array([0, 3, 3]), True, None),  # an empty bag before the last
     (IDS, np.array([0, 2, 2, 5]), False, 4),
     (np.array([4, 4, 1, 2]), np.array([0, 2]), False, 4),  # a bag of padding only
     (IDS.reshape(2, 4), None, False, None),
     (IDS.reshape(4, 2), None, False, -2),
 ]
+
+
+def _short_last_offset(ids, offsets, last):
+    """A last offset short of the end of the indices: ATen's float32/float16 sum and mean fast
+    path sums to it but counts the mean's bag to the end (its generic path, as tinyattn, and
+    torch's documentation run the last bag to the end): compared with torch's float64 path."""
+    return last and offsets[-1] != ids.size
+
+
+def test_torchs_fast_path_is_what_the_float64_reference_avoids():
+    ids, offsets, last, _ = BAG_CASES[2]
+    assert _short_last_offset(ids, offsets, last)
+    w = rng.standard_normal((6, 3))
+    args = (torch.tensor(ids), torch.tensor(offsets))
+    fast = TF.embedding_bag(args[0], torch.tensor(w, dtype=torch.float32), args[1], mode="sum",
+                            include_last_offset=True)
+    generic = TF.embedding_bag(args[0], torch.tensor(w), args[1], mode="sum",
+                               include_last_offset=True)
+    ours = F.embedding_bag(ta.tensor(ids), ta.tensor(w, dtype=ta.float32), ta.tensor(offsets),
+                           mode="sum", include_last_offset=True)
+    np.testing.assert_allclose(ours.numpy(), generic.numpy(), rtol=1e-5, atol=1e-5)
+    assert not np.allclose(fast.numpy(), generic.numpy())
 
 
 @pytest.mark.parametrize("dtype,tol", DTYPES)
@@ -252,18 +277,25 @@ def test_embedding_bag_as_torch(dtype, tol, mode, case):
     w = rng.standard_normal((6, 3)).astype(dtype)
     consts = [ids] + ([] if offsets is None else [offsets])
     kw = dict(mode=mode, include_last_offset=last, padding_idx=pad)
+    wide = offsets is not None and _short_last_offset(ids, offsets, last)
     _compare(lambda w, i, o=None: F.embedding_bag(i, w, o, **kw),
-             lambda w, i, o=None: TF.embedding_bag(i, w, o, **kw), [w], tol, consts)
+             lambda w, i, o=None: TF.embedding_bag(i, w.double() if wide else w, o,
+                                                   **kw).to(w.dtype), [w], tol, consts)
 
 
 @pytest.mark.parametrize("dtype,tol", DTYPES)
-@pytest.mark.parametrize("case", [0, 1, 2, 4])
+@pytest.mark.parametrize("case", [0, 1, 2, 3, 4, 6])
 def test_embedding_bag_per_sample_weights_as_torch(dtype, tol, case):
     ids, offsets, last, pad = BAG_CASES[case]
     w = rng.standard_normal((6, 3)).astype(dtype)
     psw = rng.standard_normal(ids.shape).astype(dtype)
     kw = dict(mode="sum", include_last_offset=last, padding_idx=pad)
-    if offsets is None:
+    if offsets is not None and _short_last_offset(ids, offsets, last):
+        _compare(lambda w, s, i, o: F.embedding_bag(i, w, o, per_sample_weights=s, **kw),
+                 lambda w, s, i, o: TF.embedding_bag(
+                     i, w.double(), o, per_sample_weights=s.double(), **kw).to(w.dtype),
+                 [w, psw], tol, [ids, offsets])
+    elif offsets is None:
         _compare(lambda w, s, i: F.embedding_bag(i, w, per_sample_weights=s, **kw),
                  lambda w, s, i: TF.embedding_bag(i, w, per_sample_weights=s, **kw),
                  [w, psw], tol, [ids])

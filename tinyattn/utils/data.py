@@ -27,7 +27,7 @@ __all__ = [
     "Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset", "ChainDataset",
     "StackDataset", "DataLoader", "Sampler", "SequentialSampler", "RandomSampler",
     "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler", "random_split",
-    "default_collate", "get_worker_info",
+    "default_collate", "get_worker_info", "default_convert", "DistributedSampler",
 ]
 
 
@@ -505,3 +505,9 @@ def _batch_size(batch_size, name):
             batch_size <= 0):
         raise ValueError(f"{name}: batch_size must be an int > 0, got {batch_size!r}")
     return int(batch_size)
+
+
+default_convert = _convert  # torch's name for the unbatched loader's conversion
+
+# torch.utils.data.DistributedSampler (utils/data_distributed.py, which builds on Sampler)
+from .data_distributed import DistributedSampler  # noqa: E402
