@@ -43,12 +43,19 @@ What lives where:
                    Compose, Independent, Reshape, Cat, Stack, CumulativeDistribution; also the
                    module `distributions.transforms`)
   transformed.py   TransformedDistribution (a base distribution through transforms)
+  constraint_registry.py  ConstraintRegistry, biject_to and transform_to: a constraint's
+                   transform from the reals, as torch's registrations (also the module
+                   `distributions.constraint_registry`)
+  matrix.py        LKJCholesky (Cholesky factors of correlation matrices, the onion method)
+                   and Wishart (Bartlett rsample)
 """
 
+from . import constraint_registry as constraint_registry
 from . import constraints as constraints  # (modules, as torch's)
 from . import kl as kl
 from . import kl_more as kl_more  # (registers the Pareto and ContinuousBernoulli KL pairs)
 from . import transforms as transforms
+from .constraint_registry import biject_to, transform_to
 from .continuous import (
     Beta,
     Cauchy,
@@ -68,6 +75,7 @@ from .continuous import (
 from .discrete import Bernoulli, Binomial, Categorical, Geometric, OneHotCategorical, Poisson
 from .distribution import Distribution, ExponentialFamily
 from .kl import kl_divergence, register_kl
+from .matrix import LKJCholesky, Wishart
 from .more import (
     ContinuousBernoulli,
     FisherSnedecor,
@@ -131,3 +139,4 @@ __all__ += ["AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform
             "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform",
             "StackTransform", "StickBreakingTransform", "TanhTransform", "Transform",
             "TransformedDistribution"]
+__all__ += ["LKJCholesky", "Wishart", "biject_to", "transform_to"]

@@ -14,7 +14,15 @@ from ..generator import check as check_generator
 from ..generator import rng_of
 from ..special import gammainc, i0e, i1e
 from ..tensor import full, rand, randn, tensor, zeros
-from .constraints import _Constraint, _interval, _positive, _real, _simplex, _unit_interval
+from .constraints import (
+    _GreaterThanEq,
+    _HalfOpenInterval,
+    _interval,
+    _positive,
+    _real,
+    _simplex,
+    _unit_interval,
+)
 from .continuous import _EULER, _floored
 from .discrete import _binary_pair
 from .distribution import _Distribution, _fill, _shape
@@ -22,12 +30,11 @@ from .implicit import standard_gamma_rsample
 
 
 def _greater_than_eq(low):
-    return _Constraint("GreaterThanEq", lambda v, lo: v >= lo, lower_bound=low)
+    return _GreaterThanEq(low)
 
 
 def _half_open_interval(low, high):
-    return _Constraint("HalfOpenInterval", lambda v, lo, hi: (v >= lo) & (v < hi),
-                       lower_bound=low, upper_bound=high)
+    return _HalfOpenInterval(low, high)
 
 
 def _full_like(like, value):

@@ -12,7 +12,9 @@ from .. import functional as F
 from ..errors import fmt_shape
 from ..tensor import Tensor, rand
 from .constraints import (
-    _Constraint,
+    MixtureSameFamilyConstraint,
+    _Multinomial,
+    _nonnegative_integer,
     _real,
     _real_vector,
     _simplex,
@@ -25,10 +27,7 @@ from .more import _greater_than_eq, _half_open_interval
 
 def _multinomial_constraint(total_count):
     """torch's constraints.multinomial: entries >= 0 summing to at most total_count."""
-    made = _Constraint("Multinomial", lambda v, n: (v >= 0).all(-1) & (v.sum(-1) <= n),
-                       is_discrete=True, upper_bound=total_count)
-    made.event_dim = 1
-    return made
+    return _Multinomial(total_count)
 
 
 def _temperature(temperature, like):
@@ -50,8 +49,7 @@ class NegativeBinomial(_Distribution):
     has_rsample = False
     arg_constraints = {"total_count": _greater_than_eq(0), "probs": _half_open_interval(0.0, 1.0),
                        "logits": _real}
-    support = _Constraint("IntegerGreaterThan", lambda v, lo: ((v % 1) == 0) & (v >= lo),
-                          is_discrete=True, lower_bound=0)
+    support = _nonnegative_integer
     _params = ("total_count", "probs", "logits")
 
     def __init__(self, total_count, probs=None, logits=None, validate_args=None):
@@ -381,7 +379,8 @@ class MixtureSameFamily(_Distribution):
 
     @property
     def support(self):
-        return self._component_distribution.support
+        """The component's support checked across the components (torch's)."""
+        return MixtureSameFamilyConstraint(self._component_distribution.support)
 
     @property
     def _like(self):
