@@ -1,7 +1,9 @@
 """nn.utils: gradient clipping and parameter vectors with PyTorch's names (and nn.utils.rnn's
 padding and packing, in rnn.py; parametrize.py and parametrizations.py: torch's
 parametrizations, weight_norm and spectral_norm among them; hook_norms.py: the older
-forward-pre-hook weight_norm / spectral_norm and their remove_*, here as torch has them).
+forward-pre-hook weight_norm / spectral_norm and their remove_*, here as torch has them;
+prune.py: torch's pruning; fusion.py: conv / linear + batch norm folded into one layer;
+init.py: skip_init).
 
 clip_grad_norm_ scales every gradient by one factor so that their joint norm is at most
 max_norm, and returns that norm (before clipping) as a tensor; it is get_total_norm of the
@@ -14,16 +16,25 @@ vector_to_parameters flatten parameters into one vector and back.
 import math
 
 from ...autograd import bump_version, no_grad
-from ...errors import GraphError, ShapeError, fmt_shape
+from ...errors import GraphError, ShapeError, fmt_shape, warn_user
 from ...ops.op import quiet
 from ...tensor import Tensor
-from . import parametrizations, parametrize, rnn
+from . import fusion, parametrizations, parametrize, prune, rnn  # noqa: F401 (torch's modules)
+from .fusion import (
+    fuse_conv_bn_eval,
+    fuse_conv_bn_weights,
+    fuse_linear_bn_eval,
+    fuse_linear_bn_weights,
+)
 from .hook_norms import remove_spectral_norm, remove_weight_norm, spectral_norm, weight_norm
+from .init import skip_init
 
-__all__ = ["rnn", "parametrize", "parametrizations", "clip_grad_norm_", "clip_grad_value_",
-           "clip_grads_with_norm_", "get_total_norm",
+__all__ = ["rnn", "parametrize", "parametrizations", "clip_grad_norm", "clip_grad_norm_",
+           "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm",
            "parameters_to_vector", "vector_to_parameters",
-           "weight_norm", "remove_weight_norm", "spectral_norm", "remove_spectral_norm"]
+           "weight_norm", "remove_weight_norm", "spectral_norm", "remove_spectral_norm",
+           "fuse_conv_bn_eval", "fuse_conv_bn_weights", "fuse_linear_bn_eval",
+           "fuse_linear_bn_weights", "skip_init"]
 
 
 def _tensors(tensors):
@@ -95,6 +106,14 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     total = get_total_norm([p.grad for p in params], norm_type, error_if_nonfinite)
     clip_grads_with_norm_(params, max_norm, total)
     return total
+
+
+def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False,
+                   foreach=None):
+    """torch's deprecated name of clip_grad_norm_ (with its FutureWarning)."""
+    warn_user("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of "
+              "`torch.nn.utils.clip_grad_norm_`.", FutureWarning)
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
 
 
 @no_grad()

@@ -5,7 +5,8 @@ at `module.parametrizations.weight.original` (the state_dict key
 several tensors). The module's class is swapped for a subclass ("ParametrizedLinear") with a
 property for the name; assigning to it goes through right_inverse. Several parametrizations
 on one name run in the order registered. remove_parametrizations puts a plain Parameter back,
-is_parametrized asks, and inside cached() each parametrized value is computed once.
+is_parametrized asks, and inside cached() each parametrized value is computed once;
+transfer_parametrizations_and_params gives another module the same parametrizations.
 """
 
 import contextlib
@@ -17,7 +18,8 @@ from ...tensor import Tensor
 from ..module import ModuleDict, ModuleList, Parameter
 
 __all__ = ["cached", "ParametrizationList", "register_parametrization", "is_parametrized",
-           "remove_parametrizations", "type_before_parametrizations"]
+           "remove_parametrizations", "type_before_parametrizations",
+           "transfer_parametrizations_and_params"]
 
 _cache_depth = [0]
 _cache = {}  # (id(module), name) -> the value, inside cached()
@@ -282,6 +284,32 @@ def remove_parametrizations(module, tensor_name, leave_parametrized=True):
         delattr(module, "parametrizations")
         module.__class__ = type(module).__bases__[0]
     return module
+
+
+def transfer_parametrizations_and_params(from_module, to_module, tensor_name=None):
+    """Give to_module the parametrizations of from_module (those of tensor_name, or all) and
+    the tensors they start from: the same parametrization modules and the same original
+    Parameters (shared, as torch's); a name to_module lacks is made a Parameter first. Does
+    nothing when from_module is not parametrized. Returns to_module."""
+    if not is_parametrized(from_module):
+        return to_module
+    names = list(from_module.parametrizations) if tensor_name is None else [tensor_name]
+    for name in names:
+        if name not in from_module.parametrizations:
+            raise ValueError(f"transfer_parametrizations_and_params: Module "
+                             f"{type(from_module).__name__} has no parametrization on {name}")
+        source = from_module.parametrizations[name]
+        if not hasattr(to_module, name):
+            setattr(to_module, name, Parameter(getattr(from_module, name)))
+        for parametrization in source:
+            register_parametrization(to_module, name, parametrization)
+        target = to_module.parametrizations[name]
+        if hasattr(source, "original"):
+            target.original = source.original
+        else:
+            for i in range(source.ntensors):
+                setattr(target, f"original{i}", getattr(source, f"original{i}"))
+    return to_module
 
 
 def type_before_parametrizations(module):

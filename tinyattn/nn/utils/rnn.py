@@ -1,6 +1,7 @@
 """nn.utils.rnn: pad_sequence, torch's way to batch sequences of different lengths (padded to the
 longest; pair it with a key_padding_mask so attention skips the padding), and torch's packing:
-PackedSequence, pack_padded_sequence, pad_packed_sequence, pack_sequence, unpack_sequence.
+PackedSequence, pack_padded_sequence, pad_packed_sequence, pack_sequence, unpack_sequence;
+unpad_sequence undoes pad_sequence.
 
 A PackedSequence holds the sequences' steps time-major without padding: data[(sum of
 lengths), *] the first step of every sequence (longest first), then the second of those that
@@ -18,7 +19,7 @@ from ...functional import cat, pad, stack
 from ...tensor import Tensor, full, tensor
 
 __all__ = ["pad_sequence", "PackedSequence", "pack_padded_sequence", "pad_packed_sequence",
-           "pack_sequence", "unpack_sequence", "invert_permutation"]
+           "pack_sequence", "unpack_sequence", "unpad_sequence", "invert_permutation"]
 
 
 class PackedSequence(namedtuple("PackedSequence",
@@ -134,6 +135,25 @@ def unpack_sequence(packed_sequences):
     """A PackedSequence back as its list of tensors (L_i, *), in the original order."""
     padded, lengths = pad_packed_sequence(packed_sequences, batch_first=True)
     return [padded[i, :n] for i, n in enumerate(lengths.tolist())]
+
+
+def unpad_sequence(padded_sequences, lengths, batch_first=False):
+    """The padded batch (T, B, *) (or (B, T, *) with batch_first) back as its list of tensors
+    (L_i, *), the first lengths[i] steps of each (pad_sequence undone), as torch's; the
+    gradient flows back into the padded tensor. (torch's transposes its input in place when
+    not batch_first; this one leaves it as it is.)"""
+    if not isinstance(padded_sequences, Tensor) or padded_sequences.ndim < 2:
+        got = fmt_shape(padded_sequences.shape) if isinstance(padded_sequences, Tensor) \
+            else type(padded_sequences).__name__
+        raise ShapeError("unpad_sequence: padded_sequences must be a tensor of at least 2 dims "
+                         f"(T, B, *) or (B, T, *), got {got}")
+    x = padded_sequences if batch_first else padded_sequences.transpose(0, 1)
+    lengths = lengths.tolist() if isinstance(lengths, Tensor) else list(lengths)
+    if len(lengths) != x.shape[0]:
+        raise ShapeError(f"unpad_sequence: got {len(lengths)} lengths for the {x.shape[0]} "
+                         f"sequences of padded_sequences {fmt_shape(padded_sequences.shape)}")
+    steps = x.shape[1]
+    return [x[i, :max(0, min(int(n), steps))] for i, n in enumerate(lengths)]
 
 
 def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="right"):
