@@ -5,6 +5,8 @@ Each function checks and shapes its arguments, then runs one op (or, for attenti
 and the adaptive pools are composed from tensor ops (pad, Tensor.unfold, index_select, matmul,
 max, sum), so their gradients are those ops' own. Tensors, NumPy arrays and lists are all
 accepted where a tensor is expected.
+affine_grid, grid_sample and fractional_max_pool2d/3d (and their _with_indices forms) live in
+functional_spatial.py and are imported here, at the end, as this module's own.
 """
 
 import math
@@ -3161,3 +3163,16 @@ _take_torch_keywords(globals(), {"where": {"input": "x", "other": "y"},
                                  "matmul": {"input": "a", "other": "b"},
                                  "scaled_dot_product_attention": {"query": "q", "key": "k",
                                                                   "value": "v"}}, first="x")
+
+# the spatial ops, from their own module (which imports nothing of this one: no cycle)
+from .functional_spatial import (  # noqa: E402 - after this module's own names
+    affine_grid,
+    fractional_max_pool2d,
+    fractional_max_pool2d_with_indices,
+    fractional_max_pool3d,
+    fractional_max_pool3d_with_indices,
+    grid_sample,
+)
+
+__all__ += ["affine_grid", "grid_sample", "fractional_max_pool2d", "fractional_max_pool3d",
+            "fractional_max_pool2d_with_indices", "fractional_max_pool3d_with_indices"]

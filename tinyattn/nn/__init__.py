@@ -8,6 +8,10 @@ loss.py the loss modules (CTCLoss among them); encoder.py torch's Transformer, i
 and decoder stacks; recurrent.py RNN, LSTM, GRU and their cells; transformer.py the
 attention, MLP and block that make TinyTransformer; pooling.py LPPool1d/2d/3d and
 MaxUnpool1d/2d/3d.
+lazy.py the lazy modules (LazyConv1d/2d/3d, LazyConvTranspose1d/2d/3d, LazyBatchNorm1d/2d/3d,
+LazyInstanceNorm1d/2d/3d, UninitializedBuffer and LazyModuleMixin); syncbn.py SyncBatchNorm;
+deprecated.py torch's deprecated NLLLoss2d and Container.
+spatial.py FractionalMaxPool2d/3d and CrossMapLRN2d; adaptive.py AdaptiveLogSoftmaxWithLoss.
 tinyattn.nn.functional is tinyattn.functional itself, so `import tinyattn.nn.functional as F`
 works as with torch.
 """
@@ -46,6 +50,7 @@ from .activation import (
     Tanhshrink,
     Threshold,
 )
+from .adaptive import AdaptiveLogSoftmaxWithLoss
 from .attention import MultiheadAttention, RotaryEmbedding
 from .conv import (
     AdaptiveAvgPool1d,
@@ -69,6 +74,7 @@ from .conv import (
     MaxPool3d,
     Unfold,
 )
+from .deprecated import Container, NLLLoss2d
 from .encoder import (
     Transformer,
     TransformerDecoder,
@@ -95,6 +101,21 @@ from .layers import (
     RMSNorm,
     Unflatten,
     UninitializedParameter,
+)
+from .lazy import (
+    LazyBatchNorm1d,
+    LazyBatchNorm2d,
+    LazyBatchNorm3d,
+    LazyConv1d,
+    LazyConv2d,
+    LazyConv3d,
+    LazyConvTranspose1d,
+    LazyConvTranspose2d,
+    LazyConvTranspose3d,
+    LazyInstanceNorm1d,
+    LazyInstanceNorm2d,
+    LazyInstanceNorm3d,
+    UninitializedBuffer,
 )
 from .loss import (
     BCELoss,
@@ -132,6 +153,8 @@ from .module import (
 from .parallel import DataParallel
 from .pooling import LPPool1d, LPPool2d, LPPool3d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d
 from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
+from .spatial import CrossMapLRN2d, FractionalMaxPool2d, FractionalMaxPool3d
+from .syncbn import SyncBatchNorm
 from .transformer import (
     MLP,
     CausalSelfAttention,
@@ -207,6 +230,11 @@ __all__ = [
     "LPPool1d", "LPPool2d", "LPPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
     "BatchNorm3d", "InstanceNorm3d", "Dropout3d", "ReflectionPad3d", "ReplicationPad3d",
     "ZeroPad3d", "ConstantPad3d", "CircularPad3d", "Buffer", "RNNBase", "RNNCellBase",
+    "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d",
+    "LazyConvTranspose3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d",
+    "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d", "UninitializedBuffer",
+    "SyncBatchNorm", "NLLLoss2d", "Container",
+    "FractionalMaxPool2d", "FractionalMaxPool3d", "CrossMapLRN2d", "AdaptiveLogSoftmaxWithLoss",
 ]
 
 sys.modules[__name__ + ".functional"] = functional  # the module, not a copy: one F

@@ -1,6 +1,6 @@
 """Optimizers (SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam, Rprop, ASGD,
-Adafactor; LBFGS in optim/lbfgs.py), a cosine learning-rate schedule with warm-up,
-clip_grad_norm; PyTorch's schedulers live in optim.lr_scheduler.
+Adafactor; LBFGS in optim/lbfgs.py, Muon in optim/muon.py), a cosine learning-rate schedule
+with warm-up, clip_grad_norm; PyTorch's schedulers live in optim.lr_scheduler.
 
 Like PyTorch: an optimizer takes parameters (or groups of them, dicts with their own settings),
 `step()` updates them in place from their `.grad` (`step(closure)`: the loss re-evaluated first);
@@ -1231,6 +1231,14 @@ from .lbfgs import LBFGSSteps as _LBFGSSteps  # noqa: E402
 
 class LBFGS(_LBFGSSteps, Optimizer):
     __doc__ = _LBFGSSteps.__doc__  # (a step() of its own: torch's contract, see Optimizer)
+
+
+from .muon import MuonSteps as _MuonSteps  # noqa: E402
+
+
+class Muon(_MuonSteps, Optimizer):
+    __doc__ = _MuonSteps.__doc__
+    defaults = _MuonSteps.defaults  # (here: torch's signature is made from them)
 
 
 # torch.optim.optimizer, for `from tinyattn.optim.optimizer import Optimizer, required`
