@@ -11,6 +11,12 @@ entr, i0, i0e, i1, i1e, ndtri, log_ndtr). Where torch has no gradient for an inp
 and gammaincc's a, zeta's x) an input that requires grad makes backward raise a
 NotImplementedError naming the function, as torch's (also where only the other input's
 gradient is asked for, where torch gives it).
+The orthogonal polynomials (chebyshev_polynomial_t/u/v/w, shifted_chebyshev_polynomial_*,
+hermite_polynomial_h/he, laguerre_polynomial_l, legendre_polynomial_p: (input, n)) and the
+Bessel-type functions (bessel_j0/j1/y0/y1, modified_bessel_i0/i1/k0/k1,
+scaled_modified_bessel_k0/k1, spherical_bessel_j0, airy_ai) are the ops of
+ops/special_poly.py: torch's values, with the x-gradients torch lacks; the polynomials refuse
+the gradient with respect to n (backward raises NotImplementedError naming the function).
 """
 
 import math
@@ -19,13 +25,23 @@ import numpy as np
 
 from . import functional, routines
 from .autograd import apply
+from .errors import ShapeError
 from .ops import special_more as spm
+from .ops import special_poly as spp
 from .tensor import Tensor, as_tensor
 
 __all__ = ["erf", "erfc", "erfinv", "erfcx", "expit", "logit", "xlogy", "xlog1py", "gammaln",
            "digamma", "psi", "polygamma", "multigammaln", "gammainc", "gammaincc", "log_softmax",
            "softmax", "logsumexp", "entr", "sinc", "round", "log1p", "expm1", "exp2", "i0",
-           "i0e", "i1", "i1e", "ndtr", "ndtri", "log_ndtr", "zeta"]
+           "i0e", "i1", "i1e", "ndtr", "ndtri", "log_ndtr", "zeta",
+           "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+           "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+           "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+           "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+           "laguerre_polynomial_l", "legendre_polynomial_p", "bessel_j0", "bessel_j1",
+           "bessel_y0", "bessel_y1", "modified_bessel_i0", "modified_bessel_i1",
+           "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0",
+           "scaled_modified_bessel_k1", "spherical_bessel_j0", "airy_ai"]
 
 erf, erfc, erfinv, logit, xlogy, sinc, log1p, expm1, exp2 = (
     routines.erf, routines.erfc, routines.erfinv, routines.logit, routines.xlogy,
@@ -111,6 +127,34 @@ def zeta(input, other):  # noqa: A002
     """ζ(x, q) = Σ_{k>=0} (q + k)^(-x), x = input, q = other, the Hurwitz zeta function.
     Gradient for q only (backward raises for an x that requires grad, as torch)."""
     return _without_first_grad(spm.zeta, input, other)
+
+
+def _polynomial(op):
+    """torch.special's op.name(input, n): n a tensor or a number, broadcast with input."""
+    def fn(input, n):  # noqa: A002 - torch's names
+        x, k = _pair(input, n, op.name)
+        try:
+            np.broadcast_shapes(x.shape, k.shape)
+        except ValueError:
+            raise ShapeError(f"{op.name}: input of shape {tuple(x.shape)} and n of shape "
+                             f"{tuple(k.shape)} do not broadcast") from None
+        if k.requires_grad:
+            return apply(op, x, k, refuse_grad=True)
+        return apply(op, x, k)
+    fn.__name__ = fn.__qualname__ = op.name
+    fn.__doc__ = (f"{op.doc}, as torch.special.{op.name} (n truncated to an integer; 0 for "
+                  "n < 0). Gradient for input only: backward raises for an n that requires "
+                  "grad.")
+    return fn
+
+
+(chebyshev_polynomial_t, chebyshev_polynomial_u, chebyshev_polynomial_v, chebyshev_polynomial_w,
+ shifted_chebyshev_polynomial_t, shifted_chebyshev_polynomial_u, shifted_chebyshev_polynomial_v,
+ shifted_chebyshev_polynomial_w, hermite_polynomial_h, hermite_polynomial_he,
+ laguerre_polynomial_l, legendre_polynomial_p) = (_polynomial(o) for o in spp.POLYNOMIAL_OPS)
+(bessel_j0, bessel_j1, bessel_y0, bessel_y1, modified_bessel_i0, modified_bessel_i1,
+ modified_bessel_k0, modified_bessel_k1, scaled_modified_bessel_k0, scaled_modified_bessel_k1,
+ spherical_bessel_j0, airy_ai) = (_unary(o, o.name) for o in spp.BESSEL_OPS)
 
 
 def polygamma(n, input):  # noqa: A002

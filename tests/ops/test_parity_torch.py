@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import tinyattn as ta
-from tinyattn.ops import REGISTRY
+from tinyattn.ops import REGISTRY, special_poly, special_poly_derivatives
 from tinyattn.ops import samples as S
 
 torch = pytest.importorskip("torch")
@@ -231,6 +231,17 @@ TORCHLESS = {
                "gradcheck covers its VJP and test_nn its train/eval behaviour",
     "rrelu": "its slopes come from tinyattn's own generator, as dropout's mask; gradcheck "
              "covers its VJP, tests/nn/test_shrink_threshold_prelu.py its eval form (torch's)",
+    # torch.special's polynomials and Bessel functions have torch's values but no x-gradient
+    # in torch ("not implemented"): tests/ops/test_special_polynomials_bessel.py compares the
+    # values with torch's, gradcheck and test_special_poly_higher_order.py the derivatives
+    **dict.fromkeys(
+        [o.name for o in special_poly.OPS],
+        "torch computes its values but has no gradient in x: the values are compared with "
+        "torch's in tests/ops/test_special_polynomials_bessel.py, the gradients by gradcheck"),
+    **dict.fromkeys(
+        [o.name for o in special_poly_derivatives.OPS],
+        "an internal op (a derivative the create_graph VJPs call) with no torch counterpart: "
+        "compared with mpmath and numpy.polynomial in test_special_poly_higher_order.py"),
 }
 
 

@@ -23,8 +23,9 @@ Where things live: base.py (Ctx, the helpers, the GRAPH_VJPS table), walk.py (th
 one module per family of ops, each with its VJPS dict gathered here: core.py (arithmetic, the
 shape ops, matmul/linear, softmax, layer_norm, cross_entropy), elementwise.py (the other
 unary and binary math and the activations), reductions.py (var, norms, max/min, prod, cumsum,
-logsumexp...), indexing.py (cat/stack, as_strided, gathers and scatters, embedding...) and
-nn.py (the other fused nn ops and linear algebra); function.py holds those of custom
+logsumexp...), indexing.py (cat/stack, as_strided, gathers and scatters, embedding...),
+nn.py (the other fused nn ops and linear algebra) and special_poly.py (ta.special's orthogonal
+polynomials and Bessel-type functions, with their derivative ops); function.py holds those of custom
 autograd.Function nodes (found by what they are, not by name: the user's backward run again
 with a graph).
 
@@ -33,11 +34,11 @@ grad() and backward() call when create_graph is True (tinyattn/__init__ imports 
 """
 
 from .. import autograd
-from . import core, elementwise, indexing, nn, reductions
+from . import core, elementwise, indexing, nn, reductions, special_poly
 from .base import GRAPH_VJPS
 from .walk import create_graph_pass
 
-for _family in (core, elementwise, reductions, indexing, nn):
+for _family in (core, elementwise, reductions, indexing, nn, special_poly):
     GRAPH_VJPS.update(_family.VJPS)
 
 autograd._create_graph_pass = create_graph_pass

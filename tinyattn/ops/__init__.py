@@ -1,7 +1,8 @@
 """Ops: the registry of every op, merged from the family files.
 
 Each family file (elementwise, pointwise, activation, reduce, scan, shape, index, matmul, softmax,
-mask, nn, attention, special, special_more, linalg) defines its ops with `@op` from ops/op.py,
+mask, nn, attention, special, special_more, special_poly, special_poly_derivatives, linalg)
+defines its ops with `@op` from ops/op.py,
 each forward directly above its VJP, and lists them in OPS.
 REGISTRY maps every op's name to its Op.
 """
@@ -23,13 +24,16 @@ from . import (
     softmax,
     special,
     special_more,
+    special_poly,
+    special_poly_derivatives,
 )
 from .op import Op, op
 
 __all__ = ["Op", "op", "REGISTRY", "FAMILIES"]
 
 FAMILIES = (elementwise, pointwise, activation, reduce, scan, shape, index, matmul, softmax,
-            mask, nn, attention, special, special_more, linalg)
+            mask, nn, attention, special, special_more, special_poly, special_poly_derivatives,
+            linalg)
 
 
 def _merge(families):
