@@ -48,13 +48,21 @@ What lives where:
                    `distributions.constraint_registry`)
   matrix.py        LKJCholesky (Cholesky factors of correlation matrices, the onion method)
                    and Wishart (Bartlett rsample)
+  utils.py         torch.distributions.utils: broadcast_all, logits_to_probs, probs_to_logits,
+                   clamp_probs, tril_matrix_to_vec, vec_to_tril_matrix, lazy_property
+torch's one-module-per-distribution names (`from torch.distributions.normal import Normal`)
+are module objects made at the end of this file, each naming its classes from the files above.
 """
+
+import sys
+import types
 
 from . import constraint_registry as constraint_registry
 from . import constraints as constraints  # (modules, as torch's)
 from . import kl as kl
 from . import kl_more as kl_more  # (registers the Pareto and ContinuousBernoulli KL pairs)
 from . import transforms as transforms
+from . import utils as utils
 from .constraint_registry import biject_to, transform_to
 from .continuous import (
     Beta,
@@ -119,6 +127,7 @@ from .transforms import (
     StickBreakingTransform,
     TanhTransform,
     Transform,
+    identity_transform,
 )
 
 __all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet",
@@ -140,3 +149,39 @@ __all__ += ["AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform
             "StackTransform", "StickBreakingTransform", "TanhTransform", "Transform",
             "TransformedDistribution"]
 __all__ += ["LKJCholesky", "Wishart", "biject_to", "transform_to"]
+__all__ += ["identity_transform"]
+
+# torch's submodules, one per distribution: module objects over the classes above, so
+# `from tinyattn.distributions.normal import Normal` works as torch's line does
+_SUBMODULES = {
+    "bernoulli": ["Bernoulli"], "beta": ["Beta"], "binomial": ["Binomial"],
+    "categorical": ["Categorical"], "cauchy": ["Cauchy"], "chi2": ["Chi2"],
+    "continuous_bernoulli": ["ContinuousBernoulli"], "dirichlet": ["Dirichlet"],
+    "exp_family": ["ExponentialFamily"], "exponential": ["Exponential"],
+    "fishersnedecor": ["FisherSnedecor"], "gamma": ["Gamma"],
+    "generalized_pareto": ["GeneralizedPareto"], "geometric": ["Geometric"],
+    "gumbel": ["Gumbel"], "half_cauchy": ["HalfCauchy"], "half_normal": ["HalfNormal"],
+    "independent": ["Independent"], "inverse_gamma": ["InverseGamma"],
+    "kumaraswamy": ["Kumaraswamy"], "laplace": ["Laplace"], "lkj_cholesky": ["LKJCholesky"],
+    "log_normal": ["LogNormal"], "logistic_normal": ["LogisticNormal"],
+    "lowrank_multivariate_normal": ["LowRankMultivariateNormal"],
+    "mixture_same_family": ["MixtureSameFamily"], "multinomial": ["Multinomial"],
+    "multivariate_normal": ["MultivariateNormal"], "negative_binomial": ["NegativeBinomial"],
+    "normal": ["Normal"],
+    "one_hot_categorical": ["OneHotCategorical", "OneHotCategoricalStraightThrough"],
+    "pareto": ["Pareto"], "poisson": ["Poisson"],
+    "relaxed_bernoulli": ["LogitRelaxedBernoulli", "RelaxedBernoulli"],
+    "relaxed_categorical": ["ExpRelaxedCategorical", "RelaxedOneHotCategorical"],
+    "studentT": ["StudentT"], "transformed_distribution": ["TransformedDistribution"],
+    "uniform": ["Uniform"], "von_mises": ["VonMises"], "weibull": ["Weibull"],
+    "wishart": ["Wishart"],
+}
+for _name, _names in _SUBMODULES.items():
+    _module = types.ModuleType(f"{__name__}.{_name}",
+                               f"torch.distributions.{_name}: {', '.join(_names)}.")
+    for _n in _names:
+        setattr(_module, _n, globals()[_n])
+    _module.__all__ = list(_names)
+    sys.modules[_module.__name__] = _module
+    globals()[_name] = _module
+del _name, _names, _n, _module
