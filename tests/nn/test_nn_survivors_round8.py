@@ -216,3 +216,65 @@ def test_dropout2d_inplace_changes_its_input_as_torch():
     x2 = ta.ones(4, 6, 2, 2)
     nn.Dropout2d(0.5)(x2)
     assert (x2.numpy() == 1).all()
+
+
+# --- the second draw's survivors ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cls,shape", [("FractionalMaxPool2d", (1, 2, 6, 6)),
+                                       ("FractionalMaxPool3d", (1, 2, 5, 5, 5))])
+def test_fractional_max_pool_takes_a_tuple_kernel_and_refuses_a_zero_in_it(cls, shape):
+    n = len(shape) - 2
+    pool = getattr(nn, cls)((2,) * n, output_size=(3,) * n)
+    assert pool.kernel_size == (2,) * n
+    out = pool(ta.tensor(np.random.default_rng(0).standard_normal(shape)))
+    assert tuple(out.shape) == shape[:2] + (3,) * n
+    with pytest.raises(ValueError, match=f"kernel_size must be greater than 0.*{cls}"):
+        getattr(nn, cls)((0,) + (2,) * (n - 1), output_size=(3,) * n)
+
+
+def test_remove_weight_norm_leaves_the_weight_it_computed_as_torch():
+    w = np.random.default_rng(1).standard_normal((3, 4))
+    lin, t_lin = nn.Linear(4, 3), torch.nn.Linear(4, 3)
+    lin.weight.data = ta.tensor(w, dtype=ta.float32)
+    t_lin.weight.data = torch.tensor(w, dtype=torch.float32)
+    for m, utils in ((lin, nn.utils), (t_lin, torch.nn.utils)):
+        utils.weight_norm(m)
+        with (ta if m is lin else torch).no_grad():
+            m.weight_g.mul_(2.0)
+        m(ta.ones(1, 4) if m is lin else torch.ones(1, 4))  # (the hook recomputes weight)
+        utils.remove_weight_norm(m)
+    assert isinstance(lin.weight, nn.Parameter) and tuple(lin.weight.shape) == (3, 4)
+    np.testing.assert_allclose(lin.weight.detach().numpy(), t_lin.weight.detach().numpy(),
+                               rtol=1e-6)
+    np.testing.assert_allclose(lin.weight.detach().numpy(), 2 * w, rtol=1e-6)
+
+
+def test_remove_parametrizations_of_another_tensor_is_refused_by_name_as_torch():
+    parametrize = nn.utils.parametrize
+    lin = nn.Linear(3, 2)
+    parametrize.register_parametrization(lin, "weight", nn.Identity())
+    t_lin = torch.nn.Linear(3, 2)
+    torch.nn.utils.parametrize.register_parametrization(t_lin, "weight", torch.nn.Identity())
+    with pytest.raises(ValueError, match="does not have a parametrization on bias"):
+        torch.nn.utils.parametrize.remove_parametrizations(t_lin, "bias")
+    with pytest.raises(ValueError, match="remove_parametrizations.*parametrization on bias"):
+        parametrize.remove_parametrizations(lin, "bias")
+    assert parametrize.is_parametrized(lin, "weight")
+
+
+def test_dropout1d_inplace_changes_its_input_as_torch():
+    t_x = torch.ones(4, 6, 3)
+    assert torch.nn.Dropout1d(0.5, inplace=True)(t_x) is t_x
+    ta.manual_seed(0)
+    x = ta.ones(4, 6, 3)
+    version = x._version
+    y = nn.Dropout1d(0.5, inplace=True)(x)
+    assert x._version > version
+    got = x.numpy()
+    np.testing.assert_array_equal(y.numpy(), got)
+    assert set(np.unique(got)) <= {0.0, 2.0}
+    assert (got.min(-1) == got.max(-1)).all() and 0 < (got[..., 0] == 0).sum() < 24
+    x2 = ta.ones(4, 6, 3)
+    nn.Dropout1d(0.5)(x2)
+    assert (x2.numpy() == 1).all()
