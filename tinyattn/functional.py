@@ -482,12 +482,15 @@ def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None,  # n
                          weight=None, reduction="mean", ignore_index=None, label_smoothing=0.0,
                          options=None):
     """cross_entropy(linear(input, linear_weight, linear_bias), target, ...): torch 2.13's
-    reference form, the LM head and its loss in one call (ignore_index None: -100). torch's
+    reference form, the LM head and its loss in one call (ignore_index None: -100). A
+    linear_weight (C, d_1, ..., d_K, in) with linear_bias (C, d_1, ..., d_K) gives the
+    K-dimensional loss, logits (N, C, d_1, ..., d_K), as torch's. torch's
     options (a chunked path that saves memory, the same loss) is not supported."""
     if options is not None:
         raise ValueError("linear_cross_entropy: options (torch's chunked path) is not "
                          "supported; leave it None for the same loss, computed in one piece")
-    return cross_entropy(linear(input, linear_weight, linear_bias), target, weight,
+    logits = _linear_logits(input, linear_weight, linear_bias)  # (functional_more.py)
+    return cross_entropy(logits, target, weight,
                          ignore_index=-100 if ignore_index is None else ignore_index,
                          reduction=reduction, label_smoothing=label_smoothing)
 
@@ -3176,3 +3179,15 @@ from .functional_spatial import (  # noqa: E402 - after this module's own names
 
 __all__ += ["affine_grid", "grid_sample", "fractional_max_pool2d", "fractional_max_pool3d",
             "fractional_max_pool2d_with_indices", "fractional_max_pool3d_with_indices"]
+
+# multi-head attention as one function, and conv_tbc, from their own module (which imports
+# nothing of this one: no cycle); native_channel_shuffle is channel_shuffle, as in torch
+from .functional_more import (  # noqa: E402
+    _linear_logits,
+    conv_tbc,
+    multi_head_attention_forward,
+)
+
+native_channel_shuffle = channel_shuffle
+
+__all__ += ["multi_head_attention_forward", "conv_tbc", "native_channel_shuffle"]

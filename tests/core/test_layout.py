@@ -27,7 +27,7 @@ LAYERS = {
     "graph": ["autograd"],
     "ops": ["ops", "ops.*"],
     "tensor": ["tensor"],
-    "library": ["functional", "functional_spatial",
+    "library": ["functional", "functional_spatial", "functional_more",
                 "routines", "routines_nn", "routines_more", "function", "replay",
                 "routines_signal", "routines_misc",
                 "nn", "nn.*", "nn.parallel",

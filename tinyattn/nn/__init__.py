@@ -19,7 +19,7 @@ works as with torch.
 import sys
 
 from .. import functional
-from . import init, modules, parallel, utils
+from . import grad, init, modules, parallel, utils
 from .activation import (
     CELU,
     ELU,
@@ -117,6 +117,7 @@ from .lazy import (
     LazyInstanceNorm3d,
     UninitializedBuffer,
 )
+from .linear_cross_entropy import LinearCrossEntropyLoss
 from .loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -235,6 +236,8 @@ __all__ = [
     "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d", "UninitializedBuffer",
     "SyncBatchNorm", "NLLLoss2d", "Container",
     "FractionalMaxPool2d", "FractionalMaxPool3d", "CrossMapLRN2d", "AdaptiveLogSoftmaxWithLoss",
+    "LinearCrossEntropyLoss",
 ]
 
 sys.modules[__name__ + ".functional"] = functional  # the module, not a copy: one F
+functional.grad = grad  # F.grad is nn.grad, as torch.nn.functional.grad is
