@@ -722,3 +722,13 @@ from .routines_misc import (  # noqa: E402 - (routines_misc.py)
 __all__ += ["binomial", "poisson", "empty_strided", "range", "typename", "get_default_device",
             "set_default_device", "histogramdd", "rnn_tanh_cell", "rnn_relu_cell", "lstm_cell",
             "gru_cell"]
+
+# torch's other Tensor methods: is_cpu, layout, dim_order, apply_, geqrf... (tensor_methods_more.py)
+from .tensor_methods_more import FUNCTIONS as _MORE_FUNCTIONS  # noqa: E402
+from .tensor_methods_more import METHODS as _MORE_METHODS  # noqa: E402
+from .tensor_methods_more import layout, strided  # noqa: E402
+
+for _name, _fn in _MORE_METHODS.items():
+    setattr(Tensor, _name, _fn)
+globals().update(_MORE_FUNCTIONS)  # ta.geqrf, ta.ormqr, ta.narrow_copy, ...
+__all__ += ["layout", "strided", *_MORE_FUNCTIONS]

@@ -35,6 +35,7 @@ LAYERS = {
                 "distributed", "utils", "utils.*", "autograd_functional", "autograd_graph",
                 "distributions", "distributions.*", "linalg", "linalg_decompositions",
                 "linalg_extras", "linalg_more", "routines_linalg", "func", "func_linearize",
+                "tensor_methods_more",
                 "runtime", "amp",
                 "accelerator", "higher_order", "higher_order.*", "special"],
     "tools": ["anomaly", "gradcheck", "graphcheck", "explain", "viz", "explore", "plots",
