@@ -732,3 +732,16 @@ for _name, _fn in _MORE_METHODS.items():
     setattr(Tensor, _name, _fn)
 globals().update(_MORE_FUNCTIONS)  # ta.geqrf, ta.ormqr, ta.narrow_copy, ...
 __all__ += ["layout", "strided", *_MORE_FUNCTIONS]
+
+# vmap, cond, while_loop, convolution, the autocast state, DLPack, svd_lowrank, the native_*
+# ops, segment_reduce and ta.random (routines_torch_more.py)
+from . import routines_torch_more as _torch_more  # noqa: E402
+from .routines_torch_more import METHODS as _TORCH_MORE_METHODS  # noqa: E402
+from .routines_torch_more import random  # noqa: E402
+
+for _name in _torch_more.__all__:
+    globals()[_name] = getattr(_torch_more, _name)
+for _name, _fn in _TORCH_MORE_METHODS.items():
+    setattr(Tensor, _name, _fn)  # x.__dlpack__(): torch.from_dlpack(x)
+sys.modules[__name__ + ".random"] = random  # import tinyattn.random (not in __all__: a star
+__all__ += [*_torch_more.__all__]  # import would hide Python's random module)

@@ -54,6 +54,12 @@ def _dtype_name(dtype):
     return {"half": "float16", "float": "float32", "double": "float64"}.get(name, name)
 
 
+# the autocast state torch's is_autocast_enabled(device) / get_autocast_dtype(device) report: an
+# enabled autocast region sets it (as the setters of routines_torch_more.py do); ops never read it
+STATE = {"cpu": {"enabled": False, "dtype": "bfloat16"},
+         "cuda": {"enabled": False, "dtype": "float16"}, "cache": True, "nesting": 0}
+
+
 def is_autocast_available(device_type):
     """Whether autocast can run on that device: False, tinyattn has none (see the module)."""
     return False
@@ -77,10 +83,16 @@ class autocast:  # noqa: N801 - torch's name
                 "and does no automatic mixed precision. Cast the model and inputs yourself "
                 "(model.half(), x.half()) or pass enabled=False (an exact no-op, as torch's)")
 
-    def __enter__(self):
+    def __enter__(self):  # (the state is_autocast_enabled() reports: routines_torch_more)
+        slot = STATE[self.device]
+        self._prev = (slot["enabled"], slot["dtype"])
+        slot.update(enabled=self._enabled, dtype=self.fast_dtype)
+        STATE["nesting"] += 1
         return self
 
     def __exit__(self, *exc):
+        STATE["nesting"] -= 1
+        STATE[self.device]["enabled"], STATE[self.device]["dtype"] = self._prev
         return False
 
     def __call__(self, fn):

@@ -29,7 +29,7 @@ LAYERS = {
     "tensor": ["tensor"],
     "library": ["functional", "functional_spatial", "functional_more",
                 "routines", "routines_nn", "routines_more", "function", "replay",
-                "routines_signal", "routines_misc",
+                "routines_signal", "routines_misc", "routines_torch_more",
                 "nn", "nn.*", "nn.parallel",
                 "optim", "optim.*",
                 "distributed", "utils", "utils.*", "autograd_functional", "autograd_graph",
