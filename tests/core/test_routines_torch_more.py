@@ -14,6 +14,16 @@ from tinyattn.autograd import gradcheck
 
 torch = pytest.importorskip("torch")
 
+
+@pytest.fixture(autouse=True)
+def _torch_distributions_validate():
+    """torch.cond and torch.while_loop compile their branches with dynamo, which switches
+    torch.distributions' default validate_args off for the rest of the process (the
+    distribution tests after these would see torch accept bad parameters): put it back."""
+    before = torch.distributions.Distribution._validate_args
+    yield
+    torch.distributions.Distribution.set_default_validate_args(before)
+
 RNG = np.random.default_rng(0)
 
 
