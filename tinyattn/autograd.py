@@ -1219,6 +1219,8 @@ def _graph_seed(y, g, k):
     array = _seed_gradient(y, g, y.backend, k)
     if isinstance(g, TensorBase) and g._data.dtype == array.dtype:
         return g
+    if isinstance(g, TensorBase) and tuple(g.shape) == array.shape:
+        return g.to(array.dtype)  # (cast on the graph: a gradient with respect to g, as torch's)
     return _wrap(array, y.backend)
 
 

@@ -304,3 +304,26 @@ def test_gradgradcheck_names_an_op_without_a_graph_vjp(monkeypatch):
     x = ta.tensor(np.arange(4.0), requires_grad=True)
     with pytest.raises(GraphError, match="digamma"):
         ta.autograd.gradgradcheck(lambda a: a.digamma() ** 2, (x,))
+
+
+@pytest.mark.parametrize("by", ["grad", "backward"])
+def test_a_grad_output_of_another_dtype_keeps_its_graph_as_torchs(by):
+    """A float32 gradient for a float64 output: cast on the graph, so the second derivative
+    with respect to it is there (it was None)."""
+    torch = pytest.importorskip("torch")
+    a, w = np.array([1.0, 2.0, -0.5]), np.array([1.0, 3.0, 0.25])
+    x, v = ta.tensor(a, requires_grad=True), ta.tensor(w, dtype=ta.float32, requires_grad=True)
+    tx = torch.tensor(a, requires_grad=True)
+    tv = torch.tensor(w, dtype=torch.float32, requires_grad=True)
+    if by == "grad":
+        (g,) = ta.autograd.grad(x.sin() * x, [x], v, create_graph=True)
+    else:
+        (x.sin() * x).backward(v, create_graph=True)
+        g = x.grad
+    (tg,) = torch.autograd.grad(tx.sin() * tx, [tx], tv, create_graph=True)
+    assert g.dtype == ta.float64
+    close(g, tg, 1e-7)
+    (gv,) = ta.autograd.grad((g * g).sum(), [v])
+    (tgv,) = torch.autograd.grad((tg * tg).sum(), [tv])
+    assert gv.dtype == ta.float32
+    close(gv, tgv, 1e-5)
