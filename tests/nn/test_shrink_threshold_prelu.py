@@ -244,18 +244,3 @@ def test_softmax2d_is_softmax_over_the_channels_as_torch():
         nn.Softmax2d()(ta.tensor(x[0, 0]))
     with pytest.raises(ValueError, match="expected input to be 3D or 4D, got 2D instead"):
         torch.nn.Softmax2d()(torch.tensor(x[0, 0]))
-
-
-@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
-def test_softshrink_keeps_the_sign_of_a_zero_inside_the_band_as_torch(dtype):
-    """torch's float32 and float16 kernels give x * 0 inside [-lambd, lambd] (-0.0 for a
-    negative x); its float64 one gives +0 there: tinyattn gives x's sign in every dtype."""
-    torch = pytest.importorskip("torch")
-    x = np.array([-0.1, 0.1, -0.0, 0.0, np.nan, -0.7, 0.7, -np.inf, np.inf, -0.5], dtype=dtype)
-    got = F.softshrink(ta.tensor(x)).numpy()
-    want = torch.nn.functional.softshrink(torch.tensor(x)).numpy()
-    np.testing.assert_array_equal(got, want)  # (NaN where NaN; -0.0 equals 0.0 here)
-    assert got.dtype == np.dtype(dtype)
-    np.testing.assert_array_equal(np.signbit(got), np.signbit(x) & ~np.isnan(x))
-    if dtype != "float64":
-        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))

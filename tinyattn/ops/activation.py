@@ -316,14 +316,12 @@ def _check_lambd(dtype, lambd, name):
 @op("softshrink", "gx = g where |x| > lambd (or NaN), else 0", saves={0: 0},
     samples=[case((2, 3), lambd=0.3), case(vals([-2.0, -0.2, 0.3, 1.5])), *unary_grid()])
 def softshrink(be, x, lambd=0.5):
-    """out = x - lambd where x > lambd, x + lambd where x < -lambd, else a zero of x's sign
-    (torch's float32 and float16 kernels; its float64 one gives +0); NaN stays"""
+    """out = x - lambd where x > lambd, x + lambd where x < -lambd, else 0 (NaN stays)"""
     _floating(x, "softshrink")
     _check_lambd(x.dtype, lambd, "softshrink")
     xp = be.xp
     inside = (x >= -lambd) & (x <= lambd)
-    out = xp.where(inside, xp.copysign(0, x), x - xp.sign(x) * lambd)
-    return out.astype(x.dtype, copy=False), (x,)
+    return xp.where(inside, 0, x - xp.sign(x) * lambd).astype(x.dtype, copy=False), (x,)
 
 
 @softshrink.defvjp

@@ -290,8 +290,7 @@ def _softshrink(be, x, lambd=0.5):
         return act.softshrink.fwd(be, x, lambd=lambd)
     act._check_lambd(HALF, lambd, "softshrink")
     xp, xw, c = be.xp, x.astype(F32), F32(lambd)
-    inside = xp.where(xw == xw, xp.copysign(0, xw), xw)  # (a zero of x's sign; NaN stays)
-    out = xp.where(xw > c, xw - c, xp.where(xw < -c, xw + c, inside))
+    out = xp.where(xw > c, xw - c, xp.where(xw < -c, xw + c, xp.where(xw == xw, 0, xw)))
     return out.astype(HALF), (x,)
 
 
