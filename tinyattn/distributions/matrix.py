@@ -34,7 +34,7 @@ from .distribution import (
     _shape,
     _tensors,
 )
-from .multivariate import _MATRIX_FORMS, _precision_to_scale_tril
+from .multivariate import _MATRIX_FORMS, _precision_to_scale_tril, _ScaleTrilForms
 
 _LOG_2 = math.log(2)
 
@@ -118,7 +118,7 @@ def _mvdigamma(x, p):
     return (x.unsqueeze(-1) - _arange_like(0, p, x) / 2).digamma().sum(-1)
 
 
-class Wishart(ExponentialFamily):
+class Wishart(_ScaleTrilForms, ExponentialFamily):
     """Wishart(df, Σ): the law of Σ_k x_k x_kᵀ for df draws x_k ~ N(0, Σ) (df real, > p - 1),
     Σ given as exactly one of covariance_matrix, precision_matrix or scale_tril, the batch dims
     of df and the matrix broadcast, as torch's. Computed from L, a Cholesky factor of Σ:
@@ -182,19 +182,6 @@ class Wishart(ExponentialFamily):
 
     def _full(self, matrix):
         return matrix.expand(*self.batch_shape, *self.event_shape)
-
-    @property
-    def scale_tril(self):
-        if self._given == "scale_tril":
-            return self._matrix
-        return self._full(self._unbroadcasted_scale_tril)
-
-    @property
-    def covariance_matrix(self):
-        if self._given == "covariance_matrix":
-            return self._matrix
-        low = self._unbroadcasted_scale_tril
-        return self._full(low @ low.mT)
 
     @property
     def precision_matrix(self):

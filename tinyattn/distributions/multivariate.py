@@ -119,7 +119,27 @@ class _Gaussian(_Distribution):
         return matrix.expand(*self.batch_shape, *self.event_shape, *self.event_shape)
 
 
-class MultivariateNormal(_Gaussian):
+class _ScaleTrilForms:
+    """scale_tril and covariance_matrix of a distribution given one of _MATRIX_FORMS (kept as
+    _given, _matrix) and holding its Cholesky factor L (_unbroadcasted_scale_tril): the matrix
+    given as it is, else made from L and broadcast to the batch (_full). MultivariateNormal's
+    and Wishart's (matrix.py)."""
+
+    @property
+    def scale_tril(self):
+        if self._given == "scale_tril":
+            return self._matrix
+        return self._full(self._unbroadcasted_scale_tril)
+
+    @property
+    def covariance_matrix(self):
+        if self._given == "covariance_matrix":
+            return self._matrix
+        low = self._unbroadcasted_scale_tril
+        return self._full(low @ low.mT)
+
+
+class MultivariateNormal(_ScaleTrilForms, _Gaussian):
     """N(loc, Σ) over the last dim of loc (the event), Σ given as exactly one of
     covariance_matrix, precision_matrix (Σ⁻¹) or scale_tril (L, lower-triangular with a
     positive diagonal, L Lᵀ = Σ); the batch dims of loc and the matrix broadcast, as torch's.
@@ -161,19 +181,6 @@ class MultivariateNormal(_Gaussian):
             self._unbroadcasted_scale_tril = cholesky(matrix)
         else:
             self._unbroadcasted_scale_tril = _precision_to_scale_tril(matrix)
-
-    @property
-    def scale_tril(self):
-        if self._given == "scale_tril":
-            return self._matrix
-        return self._full(self._unbroadcasted_scale_tril)
-
-    @property
-    def covariance_matrix(self):
-        if self._given == "covariance_matrix":
-            return self._matrix
-        low = self._unbroadcasted_scale_tril
-        return self._full(low @ low.mT)
 
     @property
     def precision_matrix(self):
