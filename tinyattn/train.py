@@ -39,6 +39,7 @@ from .data import IGNORE, TASKS, make_task
 from .dtypes import get_default_dtype
 from .errors import TinyattnError
 from .nn import TinyTransformer
+from .nn.module import eval_mode
 from .nn.transformer import NORMS
 from .optim import AdamW, CosineSchedule, clip_grad_norm
 from .replay import capture
@@ -858,18 +859,6 @@ def _train_step(cfg, task, model, opt, sched, be, step, captured=None):
     total_loss, correct = distributed.allreduce_sum([summed.item(), correct])  # every rank's
     return {"step": step + 1, "loss": total_loss / scored, "acc": correct / scored, "lr": lr,
             "tokens_per_s": x.size / seconds}
-
-
-@contextlib.contextmanager
-def eval_mode(model):
-    """The block runs with the model in eval mode (dropout off); the mode it had is restored
-    after, also when the block fails."""
-    was_training = model.training
-    model.eval()
-    try:
-        yield model
-    finally:
-        model.train(was_training)
 
 
 @no_grad()

@@ -104,6 +104,53 @@ def test_generate_samples_only_the_top_k_tokens_of_the_model():
     assert set(out) == best  # only the three best, and (hot) all three of them
 
 
+def test_generate_decodes_without_dropout_and_gives_each_module_its_mode_back():
+    """A model left in train mode with dropout decodes as its dropout-free twin (greedy is
+    deterministic), also when the decoding fails; a part the user put in eval mode stays
+    so, the rest goes back to train mode."""
+    ta.manual_seed(0)
+    model = nn.TinyTransformer(vocab_size=12, d_model=16, n_heads=2, n_layers=2, max_len=8,
+                               dropout=0.5)
+    twin = nn.TinyTransformer(vocab_size=12, d_model=16, n_heads=2, n_layers=2, max_len=8)
+    twin.load_state_dict(model.state_dict())
+    model.train()
+    model.blocks[1].eval()  # mixed modes, as a user may leave them
+    before = {name: m.training for name, m in model.named_modules()}
+    prompt = np.array([[1, 5, 7], [2, 2, 3]])
+    want = twin.eval().generate(prompt, 6, greedy=True).numpy()
+    for _ in range(3):
+        np.testing.assert_array_equal(model.generate(prompt, 6, greedy=True).numpy(), want)
+    sampled = [model.generate(prompt, 6, top_k=4, rng=7).numpy() for _ in range(2)]
+    np.testing.assert_array_equal(sampled[0], sampled[1])
+    np.testing.assert_array_equal(sampled[0], twin.generate(prompt, 6, top_k=4, rng=7).numpy())
+    assert {name: m.training for name, m in model.named_modules()} == before
+    calls = []
+
+    def fail_on_the_third_token(module, args, out):
+        calls.append(module.training)
+        if len(calls) == 3:
+            raise RuntimeError("stop")
+
+    model.lm_head.register_forward_hook(fail_on_the_third_token)
+    with pytest.raises(RuntimeError, match="stop"):
+        model.generate(prompt, 6, greedy=True)
+    assert calls == [False] * 3  # it decoded in eval mode, and failed inside
+    assert {name: m.training for name, m in model.named_modules()} == before
+
+
+def test_eval_mode_restores_each_modules_own_mode_also_after_an_error():
+    from tinyattn.nn.module import eval_mode
+
+    model = nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.5), nn.Sequential(nn.Dropout(0.2)))
+    model[2].eval()
+    before = [m.training for m in model.modules()]
+    assert before == [True, True, True, False, False]
+    with pytest.raises(RuntimeError, match="inside"), eval_mode(model) as m:
+        assert m is model and not any(x.training for x in model.modules())
+        raise RuntimeError("inside")
+    assert [m.training for m in model.modules()] == before
+
+
 @pytest.mark.parametrize("setting, message", [
     ({"temperature": -1.0}, "temperature must be a finite number >= 0 (0: greedy), got -1.0"),
     ({"temperature": float("nan")}, "temperature must be a finite number >= 0"),

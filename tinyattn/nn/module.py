@@ -1093,6 +1093,22 @@ class Module:
         return ""
 
 
+@contextlib.contextmanager
+def eval_mode(module):
+    """The block runs with `module` in eval mode (dropout off, batch norm on its running
+    statistics); after it, also when it fails, every module inside has the mode it had before,
+    each its own (a part left in eval mode by the user stays so; model.train(was) would not)."""
+    modes = [(m, m.training) for m in module.modules()]
+    module.eval()
+    try:
+        yield module
+    finally:
+        for m, was in modes:
+            if m.training != was:
+                _state_version[0] += 1  # (a mode that changes: a captured step records again)
+                object.__setattr__(m, "training", was)
+
+
 def _args_kwargs(module, out):
     """What a with_kwargs forward pre-hook returned, checked: an (args, kwargs) pair."""
     if isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], Mapping):

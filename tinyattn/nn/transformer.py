@@ -21,7 +21,7 @@ from ..errors import ShapeError
 from ..tensor import ones, randn, tensor
 from .attention import RotaryEmbedding
 from .layers import Dropout, Embedding, LayerNorm, Linear, RMSNorm
-from .module import Module, ModuleList
+from .module import Module, ModuleList, eval_mode
 
 
 class CausalSelfAttention(Module):
@@ -278,7 +278,8 @@ class TinyTransformer(Module):
         and/or the smallest set whose probability reaches `top_p` (see next_token_probs).
         use_cache: keep every layer's keys and values (a KVCache) and feed each new token alone,
         until max_len tokens; then (or without it) the last max_len tokens are run again for
-        each new one.
+        each new one. It decodes in eval mode (no dropout: greedy is deterministic), and every
+        module has its own mode back after.
 
         rng, where the sampled tokens are drawn from: None (tinyattn's own random stream, of
         the backend of the model's weights, which `tinyattn.manual_seed` seeds: as torch's
@@ -299,21 +300,22 @@ class TinyTransformer(Module):
         # (F.embedding, not self.wte: a hook on wte sees only the model's own calls)
         F.embedding(tensor(ids, backend=backend), self.wte.weight)
         ids = ids.astype(np.int64)
-        cache = KVCache() if use_cache else None
-        for _ in range(max_new_tokens):
-            if cache is not None and 0 < cache.length < self.config.max_len:
-                logits = self(tensor(ids[:, -1:], backend=backend), cache=cache)  # one token
-            else:
-                if cache is not None and cache.length:  # full: run the window from now on
-                    cache = None
-                window = ids[:, -self.config.max_len:]
-                logits = self(tensor(window, backend=backend), cache=cache)
-            last = logits[:, -1, :].numpy().astype(np.float64)  # (B, V)
-            if greedy or temperature == 0:
-                nxt = last.argmax(axis=-1)
-            else:
-                nxt = draw(next_token_probs(last, temperature, top_k, top_p))
-            ids = np.concatenate([ids, nxt[:, None]], axis=1)
+        with eval_mode(self):  # dropout off while decoding; each module's mode back after
+            cache = KVCache() if use_cache else None
+            for _ in range(max_new_tokens):
+                if cache is not None and 0 < cache.length < self.config.max_len:
+                    logits = self(tensor(ids[:, -1:], backend=backend), cache=cache)  # one token
+                else:
+                    if cache is not None and cache.length:  # full: run the window from now on
+                        cache = None
+                    window = ids[:, -self.config.max_len:]
+                    logits = self(tensor(window, backend=backend), cache=cache)
+                last = logits[:, -1, :].numpy().astype(np.float64)  # (B, V)
+                if greedy or temperature == 0:
+                    nxt = last.argmax(axis=-1)
+                else:
+                    nxt = draw(next_token_probs(last, temperature, top_k, top_p))
+                ids = np.concatenate([ids, nxt[:, None]], axis=1)
         return tensor(ids)
 
     def extra_repr(self):
