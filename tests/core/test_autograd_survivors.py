@@ -40,17 +40,23 @@ def test_retain_grad_forgets_each_tensor_once_it_is_gone():
     # the steps before (no bookkeeping left behind per dead tensor)
     gc.collect()
     before = len(autograd._retained)
-    w = ta.ones(3, requires_grad=True)
-    for step in range(5):
-        h = w * (step + 1)
-        h.retain_grad()
-        assert len(autograd._retained) == before + 1
-        h.sum().backward()
-        assert h.grad.numpy().tolist() == [1.0, 1.0, 1.0]
-        del h
-        gc.collect()
-        assert len(autograd._retained) == before
-    assert w.grad.numpy().tolist() == [15.0] * 3
+    # everything alive now is older than the tensors below: the collections in the loop skip it
+    # (a full collection of the test session's heap takes a few hundred ms)
+    gc.freeze()
+    try:
+        w = ta.ones(3, requires_grad=True)
+        for step in range(5):
+            h = w * (step + 1)
+            h.retain_grad()
+            assert len(autograd._retained) == before + 1
+            h.sum().backward()
+            assert h.grad.numpy().tolist() == [1.0, 1.0, 1.0]
+            del h
+            gc.collect()
+            assert len(autograd._retained) == before
+        assert w.grad.numpy().tolist() == [15.0] * 3
+    finally:
+        gc.unfreeze()
 
 
 class _Changes(autograd.Tracer):

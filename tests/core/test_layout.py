@@ -92,9 +92,14 @@ def imports_of(name, path, known):
     return {m for m in out if m in known}
 
 
+_GRAPHS = {}  # PACKAGE -> its import graph: parsing every module takes seconds, do it once
+
+
 def import_graph():
-    known = modules()
-    return {name: imports_of(name, path, known) for name, path in known.items()}
+    if PACKAGE not in _GRAPHS:
+        known = modules()
+        _GRAPHS[PACKAGE] = {name: imports_of(name, path, known) for name, path in known.items()}
+    return {name: set(targets) for name, targets in _GRAPHS[PACKAGE].items()}  # a fresh copy
 
 
 def test_every_module_has_a_layer():

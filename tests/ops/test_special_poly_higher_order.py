@@ -6,6 +6,8 @@ gradient equal to the plain one, higher derivatives against numpy.polynomial's e
 mpmath's, the functions' differential equations on torch's values (torch has no x-gradient for
 them) and finite differences of the first-order gradient; the n-gradient still refused."""
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -255,8 +257,19 @@ def mp_function(name, mpmath):
 def _mp_k_derivative(mpmath, nu, t, m):
     """K_nu^(m)(t) = (-1/2)^m sum_k C(m, k) K_(nu - m + 2k)(t), exactly (K_-v = K_v): mpmath's
     numerical diff of besselk at 40 digits takes seconds a point."""
-    return (-0.5) ** m * sum(mpmath.binomial(m, k) * mpmath.besselk(abs(nu - m + 2 * k), t)
+    return (-0.5) ** m * sum(mpmath.binomial(m, k) * _mp_besselk(abs(nu - m + 2 * k), t,
+                                                                  mpmath.mp.dps)
                              for k in range(m + 1))
+
+
+@functools.cache
+def _mp_besselk(nu, t, dps):
+    """mpmath's K_nu(t) at dps digits, computed once: the sums above need each K a dozen times
+    (orders 1 to 3, scaled and not) and a besselk at 40 digits takes ~25 ms."""
+    import mpmath
+
+    with mpmath.workdps(dps):
+        return mpmath.besselk(nu, t)
 
 
 def mp_derivative(name, x, m):
