@@ -311,8 +311,7 @@ def _strided_args(name, x, size, stride, storage_offset):
                          f"(as torch), got size {fmt_shape(size)}, strides {stride} and storage "
                          f"offset {offset}")
     total, item = owner.nbytes // x._data.itemsize, x._data.itemsize
-    need = 0 if 0 in size else 1 + offset + sum((n - 1) * s for n, s in zip(size, stride,
-                                                                            strict=True))
+    need = views.storage_needed(size, stride, offset)
     if need > total:
         raise ShapeError(f"{name}: setStorage: sizes {list(size)}, strides {list(stride)}, "
                          f"storage offset {offset}, and itemsize {item} requiring a storage "

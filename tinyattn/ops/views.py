@@ -63,6 +63,14 @@ def as_strided_vjp(be, g, saved, where):
     return (gx.reshape(shape),)
 
 
+def storage_needed(size, stride, offset):
+    """How many entries of memory a view of `size` and `stride` (in entries) from entry `offset`
+    reaches into: 0 for an empty view, else one past its last entry (torch's setStorage bound)."""
+    if 0 in size:
+        return 0
+    return 1 + offset + sum((n - 1) * s for n, s in zip(size, stride, strict=True))
+
+
 @op("as_strided", "gx = zeros(x.shape); gx[view] += g (an entry seen twice gets both)",
     view=True)
 def strided(be, x, size, stride, offset):
@@ -72,8 +80,7 @@ def strided(be, x, size, stride, offset):
     while getattr(owner, "base", None) is not None and hasattr(owner.base, "strides"):
         owner = owner.base  # (the array that owns the memory: torch's storage)
     item, total = x.itemsize, owner.nbytes // x.itemsize
-    need = 0 if 0 in size else 1 + offset + sum((n - 1) * s for n, s in zip(size, stride,
-                                                                            strict=True))
+    need = storage_needed(size, stride, offset)
     if need > total:
         raise ValueError(f"as_strided: sizes {list(size)}, strides {list(stride)}, storage "
                          f"offset {offset}, and itemsize {item} requiring a storage size of "
