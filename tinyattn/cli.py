@@ -54,6 +54,10 @@ def cmd_train(args):
     if args.seq_len is not None and (args.task or "reverse") not in LANGUAGE_TASKS:
         raise FlagError(f"--seq-len is for the text tasks (characters per example); the toy "
                         f"tasks take --length: got {args.seq_len}")
+    if args.threads is not None:
+        from .runtime import set_num_threads
+
+        set_num_threads(args.threads)
     if args.keep_memory:
         from .backends import keep_freed_memory
 
@@ -73,6 +77,7 @@ def cmd_sample(args):
 
 
 def _train_parser(sub):
+    from .bench.timing import at_least
     from .tasks import PRESETS
 
     p = sub.add_parser("train", help="train a tiny causal transformer (the main job)",
@@ -132,6 +137,9 @@ def _train_parser(sub):
                    help="have malloc keep freed arrays' memory for the next step, not return it "
                         "to the OS and fault it back in (glibc; default on; "
                         "ta.backends.keep_freed_memory)")
+    p.add_argument("--threads", type=at_least(1), default=None,
+                   help="BLAS threads (default NumPy's: one per CPU); 1 is faster when other "
+                        "work shares the CPUs (ta.set_num_threads)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(fn=cmd_train)
 

@@ -9,10 +9,9 @@
   says (and ta.backends.cudnn.deterministic / benchmark change nothing: there is no cuDNN).
 - set_float32_matmul_precision("highest" | "high" | "medium") is kept and reported by
   get_float32_matmul_precision(); float32 matmuls here are full float32 whatever it says.
-- Threads: set_num_threads(n) / get_num_threads(). NumPy's BLAS picks its thread count when it
-  loads: tinyattn sets it through threadpoolctl where that package is installed, and otherwise
-  only keeps the count (get_num_threads reports it) and warns once that it changes nothing; set
-  OMP_NUM_THREADS (OPENBLAS_NUM_THREADS, MKL_NUM_THREADS) before starting Python instead.
+- Threads: set_num_threads(n) sets the thread count of NumPy's BLAS (and of any other BLAS or
+  OpenMP pool the process has loaded) at once, through threadpoolctl; get_num_threads() is the
+  count set, else the BLAS pool's own (OMP_NUM_THREADS / OPENBLAS_NUM_THREADS or one per CPU).
 - compile(model, ...) returns the model (or function) unchanged: tinyattn does not compile
   (ta.capture records a step once and replays it, its nearest thing).
 - The legacy tensor types FloatTensor, DoubleTensor, HalfTensor, LongTensor, IntTensor,
@@ -133,38 +132,31 @@ def get_float32_matmul_precision():
 
 # ---- threads -----------------------------------------------------------------------------------
 
-_threads = {"count": None, "limiter": None, "warned": False}
+_threads = {"count": None, "limiter": None}
 
 
 def set_num_threads(n):
-    """Set the BLAS thread count through threadpoolctl where it is installed; else keep the
-    count (get_num_threads reports it) and warn once that NumPy's BLAS threads did not change
-    (set OMP_NUM_THREADS before Python starts instead)."""
+    """Set the BLAS thread count now (threadpoolctl changes the loaded pools' settings);
+    get_num_threads reports it."""
     if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
         raise ValueError(f"set_num_threads: expects a positive integer, got {n!r}")
-    try:
-        import threadpoolctl
-    except ImportError:
-        threadpoolctl = None
-    if threadpoolctl is not None:
-        _threads["limiter"] = threadpoolctl.threadpool_limits(limits=int(n))
-    elif not _threads["warned"]:
-        _threads["warned"] = True
-        warn_user("set_num_threads: NumPy's BLAS keeps the thread count it started with "
-                  "(threadpoolctl, which could change it, is not installed); the count is kept "
-                  "for get_num_threads only. Set OMP_NUM_THREADS (or OPENBLAS_NUM_THREADS, "
-                  "MKL_NUM_THREADS) before starting Python to change it", UserWarning)
+    import threadpoolctl
+
+    _threads["limiter"] = threadpoolctl.threadpool_limits(limits=int(n))
     _threads["count"] = int(n)
 
 
 def get_num_threads():
-    """The count set_num_threads set; else OMP_NUM_THREADS where set; else the CPUs this
-    process may use."""
+    """The count set_num_threads set; else the most threads a loaded BLAS pool uses; else the
+    CPUs this process may use."""
     if _threads["count"] is not None:
         return _threads["count"]
-    env = os.environ.get("OMP_NUM_THREADS", "")
-    if env.isdecimal() and int(env) > 0:
-        return int(env)
+    import threadpoolctl
+
+    blas = [pool["num_threads"] for pool in threadpoolctl.threadpool_info()
+            if pool.get("user_api") == "blas"]
+    if blas:
+        return max(blas)
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # (not on Linux)

@@ -243,27 +243,62 @@ def test_the_docs_page_is_the_reports_and_the_readme_quotes_it():
         assert figure in page, f"README figure {figure} is not in docs/benchmarks.md"
 
 
+def test_a_sections_stamp_gives_the_load_as_the_section_started(tmp_path, monkeypatch):
+    """A section's own runs raise the load: its stamp says the load (and time) before them."""
+    import os
+
+    load = [0.25]
+    monkeypatch.setattr(os, "getloadavg", lambda: (load[0], 0.0, 0.0))
+
+    def busy(ctx):
+        load[0] = 1.75  # (the section's runs)
+        return "## busy\n\n" + report.stamp(ctx, "tinyattn bench report --sections train")
+
+    monkeypatch.setattr(report, "SECTIONS", {"train": busy})
+    out = tmp_path / "docs" / "benchmarks.md"
+    out.parent.mkdir()
+    report.main(["--sections", "train", "--out", str(out)])
+    assert "(load average 0.25 at the start)" in out.read_text()
+
+
 def test_the_train_section_runs_each_flag_in_turn_and_counts_page_faults(monkeypatch):
-    """Without running the job: each round runs the three commands in order, and the table
-    has a row per flag with its runs, times and faults."""
+    """Without running the job: each round runs the six commands in order (the last two while
+    a loop keeps a core busy, stopped after each), and the table has a row per flag with its
+    runs, times and faults."""
     import subprocess
 
-    ran, real = [], subprocess.run
+    ran, real, real_popen, spinning = [], subprocess.run, subprocess.Popen, []
+
+    class Spin:  # (the busy core's loop, not started)
+        def __init__(self):
+            spinning.append(self)
+
+        def kill(self):
+            spinning.remove(self)
+
+        def wait(self):
+            assert self not in spinning
 
     def run(cmd, **kw):  # (the page's stamp asks other commands for versions: those run)
         if cmd[1:3] != ["-m", "tinyattn"]:
             return real(cmd, **kw)
-        ran.append(cmd[3:])
+        ran.append((cmd[3:], len(spinning)))
 
     monkeypatch.setattr(subprocess, "run", run)
+    monkeypatch.setattr(subprocess, "Popen", lambda cmd, **kw: (
+        Spin() if cmd[1:] == ["-c", "while True: pass"] else real_popen(cmd, **kw)))
     text = report.section_train(report.Context(True, None))
-    flags = [[a for a in cmd if a.startswith("--") and a not in ("--out", "--steps")]
-             for cmd in ran]
-    assert flags == [[], ["--capture"], ["--no-keep-memory"]]
-    assert all(cmd[:1] == ["train"] and "20" in cmd for cmd in ran)
+    flags = [(" ".join(a for a in cmd[3:] if a not in ("--steps", "20")), busy)
+             for cmd, busy in ran]
+    assert flags == [("", 0), ("--capture", 0), ("--no-keep-memory", 0), ("--threads 1", 0),
+                     ("", 1), ("--threads 1", 1)]
+    assert all(cmd[:1] == ["train"] and cmd[1] == "--out" and "20" in cmd for cmd, _ in ran)
+    assert not spinning
     rows = [line for line in text.splitlines() if line.startswith("| `")]
-    assert [row.split(" | ")[0] for row in rows] == ["| `(eager)`", "| `--capture`",
-                                                     "| `--no-keep-memory`"]
+    assert [row.split(" | ")[:2] for row in rows] == [
+        ["| `(eager)`", "idle"], ["| `--capture`", "idle"], ["| `--no-keep-memory`", "idle"],
+        ["| `--threads 1`", "idle"], ["| `(eager)`", "one core busy"],
+        ["| `--threads 1`", "one core busy"]]
     assert all(row.endswith(" | 0 |") for row in rows)  # nothing ran, nothing faulted
     assert "| page faults |" in text and "allocator.py" in text
 

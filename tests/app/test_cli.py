@@ -38,6 +38,29 @@ def test_seq_len_is_taken_for_the_text_tasks(monkeypatch):
     assert [c.seq_len for c in seen] == [32, 16]
 
 
+def test_threads_sets_the_blas_threads_the_run_trains_with(monkeypatch, capsys):
+    import threadpoolctl
+
+    from tinyattn import runtime
+
+    seen = []
+
+    def record(cfg, **kw):
+        seen.append({p["num_threads"] for p in threadpoolctl.threadpool_info()
+                     if p["user_api"] == "blas"})
+        return {}
+
+    monkeypatch.setattr(train_mod, "train", record)
+    monkeypatch.setattr(runtime, "_threads", {"count": None, "limiter": None})
+    with threadpoolctl.threadpool_limits(limits=2):  # (gives the pools their settings back)
+        cli.main(["train"])  # no --threads: the pools as they were
+        cli.main(["train", "--threads", "1"])
+        with pytest.raises(SystemExit):
+            cli.main(["train", "--threads", "0"])
+    assert seen == [{2}, {1}]
+    assert "argument --threads: must be a whole number >= 1: got 0" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("flags, message", [
     (["--rotary", "--d-model", "6", "--heads", "2"],
      r"^--rotary needs an even head dim \(--d-model / --heads = 3\)"),

@@ -2,7 +2,6 @@
 legacy tensor types, data_ptr, bfloat16, autocast, GradScaler, compile, accelerator): each
 exists, and does what torch's does or says plainly why it cannot."""
 
-import warnings
 
 import numpy as np
 import pytest
@@ -70,20 +69,24 @@ def test_determinism_is_taken_and_reported():
         ta.use_deterministic_algorithms("yes")
 
 
-def test_set_num_threads_keeps_the_count_and_says_when_it_changes_nothing(monkeypatch):
-    monkeypatch.setattr(runtime, "_threads", {"count": None, "limiter": None, "warned": False})
-    assert ta.get_num_threads() >= 1
-    try:
-        import threadpoolctl  # noqa: F401
-        expect = warnings.catch_warnings()  # (it sets the BLAS threads: no warning)
-    except ImportError:
-        expect = pytest.warns(UserWarning, match="OMP_NUM_THREADS")
-    with expect:
-        ta.set_num_threads(2)
-    assert ta.get_num_threads() == 2
-    for bad in (0, -1, 1.5, True):
-        with pytest.raises(ValueError, match="positive integer"):
-            ta.set_num_threads(bad)
+def test_set_num_threads_sets_numpys_blas_threads_and_reports_the_count(monkeypatch):
+    import threadpoolctl
+
+    def blas_threads():
+        return {p["num_threads"] for p in threadpoolctl.threadpool_info()
+                if p["user_api"] == "blas"}
+
+    monkeypatch.setattr(runtime, "_threads", {"count": None, "limiter": None})
+    with threadpoolctl.threadpool_limits(limits=2):  # (gives the pools their settings back)
+        assert ta.get_num_threads() == 2  # the BLAS pool's own count, nothing set yet
+        ta.set_num_threads(1)
+        assert blas_threads() == {1} and ta.get_num_threads() == 1
+        ta.set_num_threads(3)
+        assert blas_threads() == {3} and ta.get_num_threads() == 3
+        for bad in (0, -1, 1.5, True, "2"):
+            with pytest.raises(ValueError, match="positive integer"):
+                ta.set_num_threads(bad)
+        assert blas_threads() == {3}
 
 
 def test_backend_flags_are_settable_and_answer_as_torchs_without_cuda():

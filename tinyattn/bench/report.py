@@ -76,9 +76,16 @@ def environment():
             f"{np.__version__}, {torch_note}; {threads}")
 
 
-def stamp(command):
+def moment():
+    """(the time, the 1-minute load average) now: a section's start."""
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return when, (os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan"))
+
+
+def stamp(ctx, command):
+    """The line under a section's title: when it started and the load then (its own runs
+    raise the load by the time it ends), the machine, and the command that writes it."""
+    when, load = ctx.started or moment()
     return (f"Measured {when} (load average {load:.2f} at the start) on {environment()}.\n\n"
             f"```\n{command}\n```\n")
 
@@ -158,7 +165,7 @@ def section_step(ctx):
              "bit). Peak is tracemalloc's peak of one eager step (PyTorch allocates outside "
              "tracemalloc); page faults are the minor faults of one step, the median over "
              "the rounds.\n",
-             stamp("tinyattn bench report --sections step"),
+             stamp(ctx, "tinyattn bench report --sections step"),
              "| size (V, B, T, C, H) | rounds | NumPy floor ms | tinyattn ms | captured ms | "
              "PyTorch ms | tinyattn / floor | captured / floor | tinyattn / torch "
              "| peak MB floor / tinyattn | page faults floor / tinyattn |",
@@ -200,7 +207,7 @@ def section_overhead(ctx):
     lines = ["## CPU: the engine's cost per op\n",
              f"A chain of {n_ops} tiny ops (x * c, x + c, tanh on 8 floats), forward + backward: "
              "the time per op is the bookkeeping.\n",
-             stamp("tinyattn bench report --sections overhead"),
+             stamp(ctx, "tinyattn bench report --sections overhead"),
              f"| impl ({n} rounds) | µs per op | vs NumPy |", "|---|---|---|"]
     for name, ts in times.items():
         vs = fmt_spread(paired_ratios(times, name, "numpy"), unit="x")
@@ -214,7 +221,7 @@ def section_attention(ctx):
              f"NumPy backend, float32, B=1, H={heads}, d={d}, causal, forward + backward. Flash is "
              "the tiled NumPy reference (tinyattn/backends/flash.py), the spec the CUDA kernel "
              "follows; memory is tracemalloc's peak of one forward + backward.\n",
-             stamp("tinyattn bench report --sections attention"),
+             stamp(ctx, "tinyattn bench report --sections attention"),
              "| T | rounds | composite ms | flash ms | flash / composite time | composite MiB "
              "| flash MiB | flash / composite memory |", "|---|---|---|---|---|---|---|---|"]
     for t in ts:
@@ -229,43 +236,61 @@ def section_attention(ctx):
 
 def section_train(ctx):
     """Wall time and page faults of the main job with its defaults, run as a user runs it:
-    eagerly, with --capture, and with malloc's defaults (--no-keep-memory); the runs alternate."""
-    import resource  # (POSIX only)
-
+    eagerly, with --capture, with malloc's defaults (--no-keep-memory) and with one BLAS thread
+    (--threads 1); then eagerly and with --threads 1 while another process keeps one core busy.
+    The runs alternate."""
     n = 1 if ctx.quick else 3
     args = ["--steps", "20"] if ctx.quick else []
-    walls = {"": [], "--capture": [], "--no-keep-memory": []}
-    faults = {flag: [] for flag in walls}
+    flags = ["", "--capture", "--no-keep-memory", "--threads 1"]
+    runs = {(flag, False): ([], []) for flag in flags}
+    runs.update({(flag, True): ([], []) for flag in ("", "--threads 1")})
     for _ in range(n):
-        for flag, times in walls.items():
-            with tempfile.TemporaryDirectory() as tmp:
-                before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt
-                start = time.perf_counter()
-                subprocess.run([sys.executable, "-m", "tinyattn", "train", "--out", f"{tmp}/run",
-                                *args, *([flag] if flag else [])],
-                               check=True, capture_output=True, text=True)
-                times.append(time.perf_counter() - start)
-                faults[flag].append(resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt
-                                    - before)
+        for (flag, busy), (times, faults) in runs.items():
+            wall, faulted = _time_train([*args, *flag.split()], busy)
+            times.append(wall)
+            faults.append(faulted)
     what = f"`tinyattn train {' '.join(args)}`" if args else "`tinyattn train` with its defaults"
     rows = []
-    for flag, times in walls.items():
+    for (flag, busy), (times, faults) in runs.items():
         _, med, _ = quartiles(times)
-        _, faulted, _ = quartiles(faults[flag])
-        rows.append(f"| `{flag or '(eager)'}` | {n} | {med:.1f} s | {min(times):.1f} s "
-                    f"| {max(times):.1f} s | {faulted:,.0f} |")
+        _, faulted, _ = quartiles(faults)
+        rows.append(f"| `{flag or '(eager)'}` | {'one core busy' if busy else 'idle'} | {n} "
+                    f"| {med:.1f} s | {min(times):.1f} s | {max(times):.1f} s | {faulted:,.0f} |")
     return "\n".join([
         "## The main job\n",
         f"Wall time of {what} (a fresh run folder each time, process start to exit, "
         "including the plots): eagerly, with `--capture` (each step recorded once, then "
-        "replayed: the same numbers), and with `--no-keep-memory` (malloc's own settings, "
+        "replayed: the same numbers), with `--no-keep-memory` (malloc's own settings, "
         "which hand a step's freed arrays back to the OS, so the next step faults every page "
-        "in again: tinyattn/backends/allocator.py); the runs alternating. Page faults: the "
-        "minor faults of the whole process, the median run.\n",
-        stamp("tinyattn bench report --sections train"),
-        "| flag | runs | median wall time | fastest | slowest | page faults |",
-        "|---|---|---|---|---|---|",
+        "in again: tinyattn/backends/allocator.py) and with `--threads 1` (one BLAS thread, "
+        "not one per CPU); then eagerly and with `--threads 1` while another process keeps one "
+        "core busy (a Python loop), where BLAS threads that wait on each other at every small "
+        "matmul cost more than they save. The runs alternate. Page faults: the minor faults of "
+        "the whole process, the median run.\n",
+        stamp(ctx, "tinyattn bench report --sections train"),
+        "| flag | other work | runs | median wall time | fastest | slowest | page faults |",
+        "|---|---|---|---|---|---|---|",
         *rows]) + "\n"
+
+
+def _time_train(args, busy):
+    """(seconds, minor page faults) of one `tinyattn train ARGS` in a fresh folder; with busy,
+    a Python loop spins on one core meanwhile."""
+    import resource  # (POSIX only)
+
+    spin = (subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy else None)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "tinyattn", "train", "--out", f"{tmp}/run",
+                            *args], check=True, capture_output=True, text=True)
+            wall = time.perf_counter() - start
+            return wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt - before
+    finally:
+        if spin is not None:
+            spin.kill()
+            spin.wait()
 
 
 def section_shakespeare(ctx):
@@ -273,7 +298,7 @@ def section_shakespeare(ctx):
     from . import shakespeare
 
     steps = 5 if ctx.quick else 100
-    header = stamp(f"tinyattn bench shakespeare --steps {steps} && tinyattn train --task "
+    header = stamp(ctx, f"tinyattn bench shakespeare --steps {steps} && tinyattn train --task "
                    "shakespeare" + (" --steps 20" if ctx.quick else ""))
     result = shakespeare.measure(steps, memory_steps=5 if ctx.quick else 50)
     with tempfile.TemporaryDirectory() as tmp:
@@ -343,7 +368,7 @@ def section_generate(ctx):
         "with its KV cache (each new token run alone against the kept keys and values) and "
         "with use_cache=False (the whole window run again for each token). Both give the same "
         "tokens (checked first); the rounds alternate.\n",
-        stamp("tinyattn bench report --sections generate"),
+        stamp(ctx, "tinyattn bench report --sections generate"),
         "| context | new tokens | rounds | cache tokens/s | no cache tokens/s | speed-up |",
         "|---|---|---|---|---|---|", *rows]) + "\n"
 
@@ -359,7 +384,7 @@ def section_ddp(ctx):
         f"computing B/N rows with one BLAS thread; median of {repeats} steps. The Allreduce's "
         "share is timed on rank 0 and includes waiting for the slower rank. Bytes are what each "
         "rank hands to MPI per step; the bound is the least any allreduce algorithm sends.\n",
-        stamp("tinyattn bench report --sections ddp"), ddp.table(results)]) + "\n"
+        stamp(ctx, "tinyattn bench report --sections ddp"), ddp.table(results)]) + "\n"
 
 
 def gpu_environment(cp):
@@ -412,7 +437,7 @@ def section_gpu(ctx):
             metrics = json.loads(pathlib.Path(f"{tmp}/run/metrics.json").read_text())
             runs[backend] = (wall, metrics.get("accuracy"))
     lines = ["## GPU: the CuPy kernels\n",
-             f"Measured {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC} on "
+             f"Measured {(ctx.started or moment())[0]} on "
              f"{gpu_environment(cp)}; the host: {environment()}.\n",
              "```\ntinyattn bench report --sections gpu\n```\n"]
     for title, text in blocks:
@@ -467,6 +492,7 @@ def write_atomically(path, text):
 class Context:
     def __init__(self, quick, floor, root=None):
         self.quick, self.floor, self.root = quick, floor, root
+        self.started = None  # (when, load) as the running section began: main sets it
 
 
 def main(argv=None):
@@ -496,6 +522,7 @@ def main(argv=None):
               "will be noisy (each section records its load)", file=sys.stderr)
     for name in args.sections:
         print(f"running {name} ...", flush=True)
+        ctx.started = moment()
         sections[name] = {**SECTIONS, **ON_REQUEST}[name](ctx)
     write_atomically(out, page(sections))
     print(f"wrote {out} ({', '.join(args.sections)})")
