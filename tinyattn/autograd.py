@@ -984,7 +984,7 @@ def apply(op, *inputs, **params):
             a = x
             parents.append(None)
             if type(x) not in _NUMBERS:
-                consts += ((len(arrays), *_constant(x)),)
+                a, consts = _off_graph(x, len(arrays), consts)
         arrays.append(a)
     if be is None:
         raise TypeError(f"{op.name}: needs at least one Tensor input")
@@ -1039,12 +1039,28 @@ _NUMBERS = frozenset((int, float, bool))  # a set: a miss costs one hash, not th
 _NO_PARAMS = types.MappingProxyType({})  # the params of every node whose op was given none
 
 
-def _constant(x):
-    """(shape, dtype) of an input that is neither a tensor nor a Python number (those apply
-    records nothing for: 0-d, no dtype of its own): None (an input left out) has no shape."""
+def python_number(x):
+    """x, but an instance of a subclass of int or float that is no NumPy scalar (an IntEnum
+    member, a float of a user's class) as the int or float it stands for: NumPy 2 takes only
+    exact Python numbers as weak in type promotion (a float32 tensor times one stays float32,
+    as torch has it for any int or float) and computes with a subclass's value in int64 or
+    float64."""
+    if isinstance(x, (int, float)) and not isinstance(x, numpy.generic):
+        return float(x) if isinstance(x, float) else int(x)
+    return x
+
+
+def _off_graph(x, i, consts):
+    """apply's input i that is neither a tensor nor an int, float or bool: (what the op gets,
+    `consts` with its (position, shape, dtype) added). A number of a subclass of int or float
+    goes on as its Python number and adds nothing (python_number); None (an input left out) has
+    no shape; a constant array (a mask, class indices) its own."""
+    a = python_number(x)
+    if a is not x:
+        return a, consts
     if x is None:
-        return None, None
-    return getattr(x, "shape", ()), getattr(x, "dtype", None)
+        return x, consts + ((i, None, None),)
+    return x, consts + ((i, getattr(x, "shape", ()), getattr(x, "dtype", None)),)
 
 
 def _op_error(op, inputs, e):

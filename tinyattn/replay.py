@@ -402,7 +402,8 @@ class _Recorder(Tracer):
                 kind, i = self.arrays[id(x)]
             else:
                 kind, i = CONST, len(prog.consts)
-                prog.consts.append(x)
+                prog.consts.append(ag.python_number(x))  # (as apply passed it on: an IntEnum
+                # member as its int)
             srcs.append((kind, i))
         node = out._node  # (an input on the graph is an op's output or a leaf: see _source)
         for pos, parent in enumerate(node.parents if node is not None else ()):

@@ -17,7 +17,7 @@ import functools
 
 import numpy
 
-from ..autograd import apply
+from ..autograd import apply, python_number
 from ..errors import DimError
 
 
@@ -209,17 +209,20 @@ CONST = _ConstByType()
 
 def plain(v):
     """A NumPy number setting (np.float64(0.2), np.finfo(float).eps, a value from np.logspace)
-    as the Python number it stands for, as torch reads one: weak in type promotion, so that a
-    float32 input stays float32 (NumPy 2 computes with an np.float64 in float64) and the
-    values are the Python number's; anything else as it is. For the wrappers that hand an op
-    its number settings (the VJP sees the same ones), never on apply's path."""
-    return v.item() if isinstance(v, numpy.generic) else v
+    or one of a subclass of int or float (an IntEnum member) as the Python number it stands
+    for, as torch reads one: weak in type promotion, so that a float32 input stays float32
+    (NumPy 2 computes with an np.float64, or a float subclass, in float64) and the values are
+    the Python number's; anything else as it is. For the wrappers that hand an op its number
+    settings (the VJP sees the same ones), never on apply's path."""
+    if isinstance(v, numpy.generic):
+        return v.item()
+    return v if v.__class__ in _PYTHON_NUMBERS else python_number(v)
 
 
 def plain_params(params):
-    """`params` (an op's settings by name) with each NumPy number as its Python number (plain);
-    `params` itself where it holds none."""
-    if any(isinstance(v, numpy.generic) for v in params.values()):
+    """`params` (an op's settings by name) with each NumPy number, or int or float of a
+    subclass, as its Python number (plain); `params` itself where it holds none."""
+    if any(plain(v) is not v for v in params.values()):
         return {k: plain(v) for k, v in params.items()}
     return params
 
