@@ -60,3 +60,32 @@ def test_spherical_bessel_j0_has_gradient_0_at_infinity(dtype):
     want = (v * np.cos(v) - np.sin(v)) / v**2
     np.testing.assert_allclose(x.grad.numpy()[1:4], want, rtol=1e-6)
     assert x.grad.numpy()[0] == 0 and x.grad.numpy()[4] == 0
+
+
+@pytest.mark.parametrize("bins", [True, 2.5, 0, -1])
+def test_histogram_refuses_bins_that_are_not_a_positive_int(bins):
+    with pytest.raises(ValueError, match=rf"^histogram: bins must be an int > 0 or a tensor of "
+                                         rf"edges, got {bins!r}$"):
+        ta.histogram(ta.tensor([0.1, 0.5, 0.9]), bins=bins)
+
+
+def test_is_const_works_out_each_type_on_its_first_sight():
+    import enum
+
+    from tinyattn.ops.op import CONST, is_const
+
+    class Ratio(float):
+        pass
+
+    class Level(enum.IntEnum):
+        HIGH = 3
+
+    for cls in (np.float64, np.float32, np.ndarray):
+        CONST.pop(cls, None)  # (seen again below as if for the first time)
+    assert is_const(1.5) and is_const(2) and is_const(True)
+    assert is_const(Ratio(0.5)) and is_const(Level.HIGH)  # numbers of a subclass: numbers
+    assert not is_const(np.float64(0.5)) and not is_const(np.float32(0.5))  # NumPy scalars
+    assert not is_const(np.ones(2))
+    x = ta.tensor([1.0, 2.0], requires_grad=True)  # x - a NumPy scalar: a gradient for x only
+    (x - np.float64(0.5)).sum().backward()
+    assert x.grad.tolist() == [1.0, 1.0]
