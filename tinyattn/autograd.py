@@ -16,6 +16,7 @@ import copy
 import functools
 import inspect
 import itertools
+import numbers
 import sys
 import threading
 import types
@@ -984,7 +985,7 @@ def apply(op, *inputs, **params):
             a = x
             parents.append(None)
             if type(x) not in _NUMBERS:
-                a, consts = _off_graph(x, len(arrays), consts)
+                a, consts = _off_graph(op, x, len(arrays), consts)
         arrays.append(a)
     if be is None:
         raise TypeError(f"{op.name}: needs at least one Tensor input")
@@ -1050,16 +1051,22 @@ def python_number(x):
     return x
 
 
-def _off_graph(x, i, consts):
+def _off_graph(op, x, i, consts):
     """apply's input i that is neither a tensor nor an int, float or bool: (what the op gets,
     `consts` with its (position, shape, dtype) added). A number of a subclass of int or float
     goes on as its Python number and adds nothing (python_number); None (an input left out) has
-    no shape; a constant array (a mask, class indices) its own."""
+    no shape; a constant array (a mask, class indices) its own. Another kind of number (a
+    Fraction, a Decimal) is refused, as torch refuses it: NumPy would compute with it in an
+    array of Python objects."""
     a = python_number(x)
     if a is not x:
         return a, consts
     if x is None:
         return x, consts + ((i, None, None),)
+    if isinstance(x, numbers.Number) and not isinstance(x, numpy.generic):
+        raise DTypeError(f"{op.name}: a {type(x).__name__} operand ({x!r}): ops take tensors "
+                         "and int, float or bool numbers (as torch); convert it with float() "
+                         "first")
     return x, consts + ((i, getattr(x, "shape", ()), getattr(x, "dtype", None)),)
 
 

@@ -93,7 +93,7 @@ def _pointwise(op, x, inplace, name, **params):
     settings count as the Python numbers they stand for (ops/op.py's plain), as in torch."""
     x = _t(x)
     if params:
-        params = plain_params(params)
+        params = plain_params(params, name)
     if inplace:
         return x._in_place(f"{name}(inplace=True)", op, **params)
     return apply(op, x, **params)
@@ -1645,7 +1645,8 @@ def silu(x, inplace=False):
 
 def softplus(x, beta=1.0, threshold=20.0):
     """log(1 + e^(beta x)) / beta (x itself where beta x > threshold)."""
-    return apply(act.softplus, _t(x), beta=plain(beta), threshold=plain(threshold))
+    return apply(act.softplus, _t(x), beta=plain(beta, "softplus"),
+                 threshold=plain(threshold, "softplus"))
 
 
 def mish(x, inplace=False):
@@ -1720,12 +1721,12 @@ def threshold(x, threshold, value, inplace=False):
 
 def softshrink(x, lambd=0.5):
     """x - lambd where x > lambd, x + lambd where x < -lambd, else 0 (lambd >= 0)."""
-    return apply(act.softshrink, _t(x), lambd=plain(lambd))
+    return apply(act.softshrink, _t(x), lambd=plain(lambd, "softshrink"))
 
 
 def hardshrink(x, lambd=0.5):
     """x where |x| > lambd, else 0."""
-    return apply(act.hardshrink, _t(x), lambd=plain(lambd))
+    return apply(act.hardshrink, _t(x), lambd=plain(lambd, "hardshrink"))
 
 
 def prelu(x, weight):

@@ -386,7 +386,7 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
 def logit(input, eps=None):  # noqa: A002
     """log(p / (1 - p)); with eps, p clamped to [eps, 1 - eps] first (ops/pointwise.py: its
     gradient is torch's, inf at p = 0 and 1)."""
-    return apply(pw.logit, _t(input), eps=plain(eps))
+    return apply(pw.logit, _t(input), eps=plain(eps, "logit"))
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
@@ -667,7 +667,7 @@ def _spacing(name, dx):
     """dx as a real Python number (a 0-d tensor too, as torch takes one: off the graph)."""
     if isinstance(dx, Tensor) and dx.numel() == 1 and dx.dtype != bool:
         dx = dx.item()
-    dx = plain(dx)
+    dx = plain(dx, name)
     if isinstance(dx, bool) or not isinstance(dx, (int, float)):
         raise TypeError(f"{name}: dx must be a real number, got {dx!r}")
     return dx

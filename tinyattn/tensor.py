@@ -1418,7 +1418,7 @@ class Tensor(TensorBase):
         return apply(ew.relu, self)
 
     def hardshrink(self, lambd=0.5):
-        return apply(act.hardshrink, self, lambd=plain(lambd))
+        return apply(act.hardshrink, self, lambd=plain(lambd, "hardshrink"))
 
     def prelu(self, weight):
         return apply(act.prelu, self, self._other(weight))
@@ -3363,11 +3363,11 @@ class Tensor(TensorBase):
 
     def logit(self, eps=None):
         """log(p / (1 - p)); with eps, p clamped to [eps, 1 - eps] first (as ta.logit)."""
-        return apply(pw.logit, self, eps=plain(eps))
+        return apply(pw.logit, self, eps=plain(eps, "logit"))
 
     def logit_(self, eps=None):
         """logit, in place (see _in_place)."""
-        return self._in_place("logit_", pw.logit, eps=plain(eps))
+        return self._in_place("logit_", pw.logit, eps=plain(eps, "logit_"))
 
     def short(self):
         return self.to(np.int16)
@@ -4247,7 +4247,7 @@ def _clamp_bounds(lo, hi, name):
     needs no grad, which torch's argument parser reads as a number (its value). A NumPy number
     is the Python number it stands for (ops/op.py's plain): x.clamp(np.finfo(float).eps)
     keeps a float32 x float32, as torch's."""
-    lo, hi = plain(lo), plain(hi)
+    lo, hi = plain(lo, name), plain(hi, name)
     if lo is None and hi is None:
         raise ValueError(f"{name}: needs min, max or both (torch's rule: at least one of them "
                          "must not be None)")

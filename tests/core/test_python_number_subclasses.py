@@ -2,15 +2,19 @@
 Python number to every op, as to torch's: weak in type promotion (a float32 tensor times one
 stays float32, an int32 tensor plus one stays int32), whether it comes in as an operand, as a
 setting (a slope, alpha, bounds) or through a captured step's replay. NumPy 2 alone would
-compute with it in float64 or int64."""
+compute with it in float64 or int64. Another kind of number (a Fraction, a Decimal) is refused,
+naming the op, as torch refuses it, where NumPy would compute with it as Python objects."""
 
+import decimal
 import enum
+import fractions
 
 import numpy as np
 import pytest
 
 import tinyattn as ta
 import tinyattn.functional as F
+from tinyattn.errors import DTypeError
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
@@ -107,3 +111,35 @@ def test_plain_gives_a_subclass_number_as_its_python_number_and_leaves_the_rest(
     assert plain_params(settings) is settings  # (nothing to convert: the dict itself)
     assert plain_params({"slope": HALF, "n": THREE}) == {"slope": 0.5, "n": 3}
     assert [type(v) for v in plain_params({"slope": HALF, "n": THREE}).values()] == [float, int]
+
+
+OTHER_NUMBERS = [pytest.param(fractions.Fraction(1, 2), id="Fraction"),
+                 pytest.param(decimal.Decimal("0.5"), id="Decimal")]
+
+
+@pytest.mark.parametrize("number", OTHER_NUMBERS)
+@pytest.mark.parametrize("name, call", [
+    ("mul", lambda x, c: x * c),
+    ("sub", lambda x, c: c - x),
+    ("pow", lambda x, c: x ** c),
+    ("mul", lambda x, c: ta.add(x, x, alpha=c)),
+    ("clamp", lambda x, c: ta.clamp(x, c)),
+    ("leaky_relu", lambda x, c: F.leaky_relu(x, c)),
+    ("softplus", lambda x, c: F.softplus(x, c)),
+    ("elu", lambda x, c: F.elu(x, c)),
+    ("logit", lambda x, c: x.logit(c)),
+])
+def test_another_kind_of_number_is_refused_naming_the_op_not_computed_as_objects(
+        name, call, number):
+    # torch refuses a Fraction or a Decimal (TypeError); NumPy alone computes with it in an
+    # array of Python objects, a tensor of dtype object
+    x = ta.tensor(np.array([0.25, 0.75], dtype=np.float32))
+    with pytest.raises(DTypeError, match=rf"^{name}: ") as caught:
+        call(x, number)
+    message = str(caught.value)
+    assert f"a {type(number).__name__} (" in message or f"a {type(number).__name__} operand" \
+        in message
+    assert "(as torch)" in message and message.endswith("convert it with float() first")
+    if name != "pow":  # (torch's pow takes one, through float(): the rest refuse it)
+        with pytest.raises(TypeError):
+            call(torch.tensor([0.25, 0.75]), number)

@@ -14,11 +14,12 @@ without NumPy's warnings) and the broadcasting checks.
 """
 
 import functools
+import numbers
 
 import numpy
 
 from ..autograd import apply, python_number
-from ..errors import DimError
+from ..errors import DimError, DTypeError
 
 
 class Op:
@@ -207,7 +208,7 @@ class _ConstByType(dict):
 CONST = _ConstByType()
 
 
-def plain(v):
+def plain(v, name=None):
     """A NumPy number setting (np.float64(0.2), np.finfo(float).eps, a value from np.logspace)
     or one of a subclass of int or float (an IntEnum member) as the Python number it stands
     for, as torch reads one: weak in type promotion, so that a float32 input stays float32
@@ -216,14 +217,22 @@ def plain(v):
     settings (the VJP sees the same ones), never on apply's path."""
     if isinstance(v, numpy.generic):
         return v.item()
-    return v if v.__class__ in _PYTHON_NUMBERS else python_number(v)
+    if v.__class__ in _PYTHON_NUMBERS:
+        return v
+    n = python_number(v)
+    if n is v and isinstance(v, numbers.Number):  # (a Fraction, a Decimal: torch refuses it)
+        raise DTypeError(f"{name + ': ' if name else ''}a number setting must be an int, "
+                         f"float or bool (as torch), got a {type(v).__name__} ({v!r}); convert "
+                         "it with float() first")
+    return n
 
 
-def plain_params(params):
+def plain_params(params, name=None):
     """`params` (an op's settings by name) with each NumPy number, or int or float of a
-    subclass, as its Python number (plain); `params` itself where it holds none."""
-    if any(plain(v) is not v for v in params.values()):
-        return {k: plain(v) for k, v in params.items()}
+    subclass, as its Python number (plain); `params` itself where it holds none. Another kind
+    of number is refused (a DTypeError naming `name`, the op, where given)."""
+    if any(plain(v, name) is not v for v in params.values()):
+        return {k: plain(v, name) for k, v in params.items()}
     return params
 
 
