@@ -1040,33 +1040,32 @@ _NUMBERS = frozenset((int, float, bool))  # a set: a miss costs one hash, not th
 _NO_PARAMS = types.MappingProxyType({})  # the params of every node whose op was given none
 
 
-def python_number(x):
+def python_number(x, name=None):
     """x, but an instance of a subclass of int or float that is no NumPy scalar (an IntEnum
     member, a float of a user's class) as the int or float it stands for: NumPy 2 takes only
     exact Python numbers as weak in type promotion (a float32 tensor times one stays float32,
     as torch has it for any int or float) and computes with a subclass's value in int64 or
-    float64."""
+    float64. Another kind of number (a Fraction, a Decimal) is refused, naming `name` (the op)
+    where given, as torch refuses it: NumPy would compute with it as a Python object."""
     if isinstance(x, (int, float)) and not isinstance(x, numpy.generic):
         return float(x) if isinstance(x, float) else int(x)
+    if isinstance(x, numbers.Number) and not isinstance(x, numpy.generic):
+        raise DTypeError(f"{name + ': ' if name else ''}a {type(x).__name__} ({x!r}) is no "
+                         "int, float or bool, which ops take (as torch); convert it with "
+                         "float() first")
     return x
 
 
 def _off_graph(op, x, i, consts):
     """apply's input i that is neither a tensor nor an int, float or bool: (what the op gets,
-    `consts` with its (position, shape, dtype) added). A number of a subclass of int or float
-    goes on as its Python number and adds nothing (python_number); None (an input left out) has
-    no shape; a constant array (a mask, class indices) its own. Another kind of number (a
-    Fraction, a Decimal) is refused, as torch refuses it: NumPy would compute with it in an
-    array of Python objects."""
-    a = python_number(x)
+    `consts` with its (position, shape, dtype) added). A number of another class goes on as
+    its Python number and adds nothing, or is refused (python_number); None (an input left out)
+    has no shape; a constant array (a mask, class indices) its own."""
+    a = python_number(x, op.name)
     if a is not x:
         return a, consts
     if x is None:
         return x, consts + ((i, None, None),)
-    if isinstance(x, numbers.Number) and not isinstance(x, numpy.generic):
-        raise DTypeError(f"{op.name}: a {type(x).__name__} operand ({x!r}): ops take tensors "
-                         "and int, float or bool numbers (as torch); convert it with float() "
-                         "first")
     return x, consts + ((i, getattr(x, "shape", ()), getattr(x, "dtype", None)),)
 
 

@@ -14,12 +14,11 @@ without NumPy's warnings) and the broadcasting checks.
 """
 
 import functools
-import numbers
 
 import numpy
 
 from ..autograd import apply, python_number
-from ..errors import DimError, DTypeError
+from ..errors import DimError
 
 
 class Op:
@@ -213,18 +212,12 @@ def plain(v, name=None):
     or one of a subclass of int or float (an IntEnum member) as the Python number it stands
     for, as torch reads one: weak in type promotion, so that a float32 input stays float32
     (NumPy 2 computes with an np.float64, or a float subclass, in float64) and the values are
-    the Python number's; anything else as it is. For the wrappers that hand an op its number
-    settings (the VJP sees the same ones), never on apply's path."""
+    the Python number's; another kind of number (a Fraction) refused, naming `name`
+    (autograd.python_number); anything else as it is. For the wrappers that hand an op its
+    number settings (the VJP sees the same ones), never on apply's path."""
     if isinstance(v, numpy.generic):
         return v.item()
-    if v.__class__ in _PYTHON_NUMBERS:
-        return v
-    n = python_number(v)
-    if n is v and isinstance(v, numbers.Number):  # (a Fraction, a Decimal: torch refuses it)
-        raise DTypeError(f"{name + ': ' if name else ''}a number setting must be an int, "
-                         f"float or bool (as torch), got a {type(v).__name__} ({v!r}); convert "
-                         "it with float() first")
-    return n
+    return v if v.__class__ in _PYTHON_NUMBERS else python_number(v, name)
 
 
 def plain_params(params, name=None):
