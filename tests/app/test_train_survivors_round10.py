@@ -2,7 +2,8 @@
 the data check's message without a --text file, the final evaluation reused from the loop's
 last step, a language model's metrics.json keys, the out-of-memory line of a text run, the
 attention figure's causal hatching and its unwritten cells, --out never taken from a resumed
-run's checkpoint, and no step recorded for replay without --capture."""
+run's checkpoint, no step recorded for replay without --capture; and, for a bug planted by hand
+(the schedule stepped before the optimizer), each update at its own step's learning rate."""
 
 import io
 import json
@@ -149,3 +150,25 @@ def test_no_step_is_recorded_for_replay_without_capture(tmp_path, monkeypatch, n
                           out=str(tmp_path / f"run{capture}"), **TINY),
               progress=False, stream=io.StringIO())
         assert len(made) == int(capture)
+
+
+def test_each_update_uses_the_learning_rate_of_its_step(monkeypatch):
+    """The schedule moves on after the optimizer's step, not before it: step s updates the
+    weights at the schedule's lr for s (warm-up from lr / warmup), the lr its row logs."""
+    from tinyattn.train import _train_step, build
+
+    cfg = TrainConfig(steps=8, warmup=3, lr=1e-2, dropout=0.0, **TINY)
+    task, model, opt, sched = build(cfg)
+    be = model.wte.weight.backend
+    used, real = [], opt.step
+
+    def step(*args, **kwargs):
+        used.append([group["lr"] for group in opt.param_groups])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(opt, "step", step)
+    for s in range(5):
+        row = _train_step(cfg, task, model, opt, sched, be, s)
+        want = 1e-2 * (s + 1) / 3 if s < 3 else sched.lr_at(s)
+        assert used[-1] == [pytest.approx(want, rel=1e-12)] * len(opt.param_groups)
+        assert row["lr"] == pytest.approx(want, rel=1e-12)

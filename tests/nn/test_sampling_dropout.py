@@ -84,6 +84,15 @@ def test_top_p_keeps_the_fewest_tokens_that_reach_p():
     np.testing.assert_allclose(next_token_probs(logits, top_p=0.7)[0, 1:3], [0.625, 0.375])
 
 
+@pytest.mark.parametrize("top_p", [1e-300, 1e-15, 1e-12, 0.3])
+def test_top_p_below_the_most_likely_tokens_mass_keeps_that_token_alone(top_p):
+    """A nucleus smaller than the most likely token's probability (down to the least float
+    above 0, which the rounding slack of the cumulative sum exceeds) is that token alone."""
+    logits = np.log(np.array([[0.05, 0.5, 0.3, 0.15], [0.4, 0.1, 0.15, 0.35]]))
+    probs = next_token_probs(logits, top_p=top_p)
+    np.testing.assert_array_equal(probs, [[0, 1, 0, 0], [1, 0, 0, 0]])
+
+
 def test_temperature_divides_the_logits():
     for t in (0.25, 1.0, 3.0):
         want = np.exp(LOGITS / t)
