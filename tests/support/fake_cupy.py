@@ -34,6 +34,22 @@ IMPLICIT = ("Implicit conversion to a NumPy array is not allowed. Please use `.g
 DEVICE_BASE = 2**40  # where the fake device's memory starts (any multiple of 256 would do)
 
 
+class _Flags:
+    """cupy.ndarray.flags (CuPy 13): three read-only flags, also by their NumPy key."""
+
+    __slots__ = ("c_contiguous", "f_contiguous", "owndata")
+
+    def __init__(self, c_contiguous, f_contiguous, owndata):
+        self.c_contiguous, self.f_contiguous, self.owndata = c_contiguous, f_contiguous, owndata
+
+    def __getitem__(self, key):
+        names = {"C_CONTIGUOUS": "c_contiguous", "F_CONTIGUOUS": "f_contiguous",
+                 "OWNDATA": "owndata"}
+        if key not in names:
+            raise KeyError(f"{key} is not defined for cupy.ndarray.flags")
+        return getattr(self, names[key])
+
+
 class FakeArray:
     """A device array: a NumPy array that refuses to leave the device without `.get()`."""
 
@@ -53,6 +69,12 @@ class FakeArray:
         import cuda_emu
 
         return types.SimpleNamespace(ptr=DEVICE_BASE + cuda_emu.device_offset(self._a))
+
+    @property
+    def flags(self):
+        """CuPy's flags as CuPy 13 and before have them: c_contiguous, f_contiguous and owndata,
+        no writeable (newer CuPy adds it), so code must read that one with a default."""
+        return _Flags(self._a.flags.c_contiguous, self._a.flags.f_contiguous, self._a.base is None)
 
     # -- leaving the device: only explicitly --------------------------------------------------
     def __array__(self, *args, **kwargs):
@@ -111,6 +133,8 @@ class FakeArray:
 
         def method(*args, **kwargs):
             out = attr(*unwrap(args), **unwrap(kwargs))
+            if name == "diagonal" and self._a.flags.writeable:
+                out.flags.writeable = True  # (NumPy's is read-only, CuPy's a writable view)
             return self if out is self._a else wrap(out)
 
         return method
