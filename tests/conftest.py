@@ -14,6 +14,24 @@ import pytest
 # shared cases, MPI drivers) lives in tests/support/; tests import it by its module name
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "support"))
 
+
+
+@pytest.fixture(autouse=True)
+def _seeded():
+    """Every test starts from the same random state, whichever tests ran before it (a subset,
+    another order, mutmut's runs): tinyattn's generator, NumPy's global one and, once imported,
+    torch's (which draws the weights of the modules the parity tests build)."""
+    import numpy as np
+
+    import tinyattn as ta
+
+    ta.manual_seed(0)
+    np.random.seed(0)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.manual_seed(0)
+
+
 _HOW = {  # what a skip reason names -> how to install it
     "torch": 'install the dev extra (pip install -e ".[dev]"), which brings torch==2.13.0',
     "chromium": "install Debian's chromium package (apt-get install chromium), as .ci/run does",
