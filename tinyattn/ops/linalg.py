@@ -30,9 +30,11 @@ _RNG = np.random.default_rng(7)  # the samples' fixed matrices, drawn once at im
 
 
 def _well(*shape, sign=1.0):
-    """A sample: fixed (n, n) matrices, well-conditioned (random entries plus n·I)."""
+    """A sample: fixed (n, n) matrices, well-conditioned whatever the draw: entries in
+    [-1/2, 1/2) plus n·I, so each row's diagonal (over n - 1/2) outweighs the sum of its other
+    entries (under (n - 1)/2): strictly diagonally dominant, never near singular."""
     n = shape[-1]
-    return vals(sign * (0.5 * _RNG.standard_normal(shape) + n * np.eye(n)))
+    return vals(sign * (_RNG.uniform(-0.5, 0.5, shape) + n * np.eye(n)))
 
 
 def _spd(*shape):
