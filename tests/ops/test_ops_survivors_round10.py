@@ -12,7 +12,10 @@ mutant broke:
 - the rotary op's sample tables are RoPE's tables (ops/nn.py _tables: the samples are built at
   import, so the gradcheck test that runs them cannot see a change made at run time);
 - a named tensor keeps its name on the node it takes when a view of it (or it, for a view) is
-  changed in place: the graph picture still labels it once the tensor is gone (ops/views.py).
+  changed in place: the graph picture still labels it once the tensor is gone (ops/views.py);
+- an in-place change through one view rebases every other view that sees a changed entry, past
+  one that sees none (ops/views.py rebase), as torch's gradients;
+- spherical_bessel_j0's second derivative is 0 at ±inf (ops/special_poly_derivatives.py).
 """
 
 import warnings
@@ -190,3 +193,32 @@ def test_a_named_view_keeps_its_name_when_its_base_is_changed_in_place():
     loss = (row * 2.0).sum()
     del row
     assert 'label="row\\n(3,) float32"' in viz.to_dot(loss)
+
+
+def test_an_in_place_change_reaches_every_view_that_sees_it_past_one_that_does_not():
+    """b's views u (untouched) and w (inside the change): x.mul_(c) through a third view
+    rebases w even though u, met first, needs nothing; gradients as torch's."""
+    torch = pytest.importorskip("torch")
+    got = {}
+    for lib in (torch, ta):
+        a = lib.tensor([1.0, 2.0, 4.0], dtype=lib.float64, requires_grad=True)
+        c = lib.tensor(3.0, dtype=lib.float64, requires_grad=True)
+        b = a * 1
+        x, u, w = b[0:2], b[2], b[1]
+        x.mul_(c)
+        (w * 10 + u).backward()
+        got[lib.__name__] = (np.asarray(a.grad.detach().numpy()), float(c.grad))
+    np.testing.assert_array_equal(got["tinyattn"][0], got["torch"][0])  # [0, 30, 1]
+    assert got["tinyattn"][1] == got["torch"][1] == 20.0
+
+
+def test_spherical_j0s_second_derivative_is_zero_at_infinity():
+    """j0(x) = sin x / x flattens out at ±inf: its first and second derivatives are 0 there."""
+    x = ta.tensor([float("inf"), -float("inf"), 1.0], dtype=ta.float64, requires_grad=True)
+    (g,) = ta.autograd.grad(ta.special.spherical_bessel_j0(x).sum(), [x], create_graph=True)
+    (gg,) = ta.autograd.grad(g.sum(), [x])
+    assert g.detach().numpy()[:2].tolist() == [0.0, 0.0]
+    assert gg.numpy()[:2].tolist() == [0.0, 0.0]
+    one = 1.0  # at 1: j0'' = (2 - 1) sin 1 - 2 cos 1 (from (sin x / x)'' at x = 1)
+    assert gg.numpy()[2] == pytest.approx((2 / one ** 3 - 1 / one) * np.sin(one)
+                                          - 2 / one ** 2 * np.cos(one), rel=1e-12)
