@@ -21,6 +21,35 @@ class NumpyBackend(Backend):
     def __init__(self, seed=None):
         super().__init__(seed)
         self._ones = {}  # (n, dtype) -> a read-only vector of n ones, for row_sum
+        self._numbers = {}  # (Python number, dtype) -> its read-only 0-d array, for number
+
+    def number(self, c, x):
+        """The Python number `c` as a read-only 0-d array of x's dtype, where x is a float32
+        or float64 array: NumPy 2 converts a Python number to the array's dtype at every call
+        (NEP 50), the same value the 0-d array holds, but takes twice as long over it (x * 0.5
+        on 8 floats: 0.56 us, against 0.29 us with the 0-d array). The arrays are kept, one per
+        number and dtype (forgotten all at once past 512). Zero stays a number (0.0 and -0.0
+        are one key, and x + -0.0 differs from x + 0.0 at x = -0.0), as do NaN (no key finds
+        it again) and a number the dtype cannot hold (NumPy warns of its overflow at
+        each call, as before); so does c for an array of another dtype."""
+        dtype = x.dtype
+        z = self._numbers.get((c, dtype))
+        if z is not None:
+            return z
+        if dtype.char not in "fd" or not c or c != c:
+            return c
+        with np.errstate(over="ignore"):
+            try:
+                z = np.array(c, dtype=dtype)
+            except OverflowError:  # (an int past float64's range)
+                return c
+        if not np.isfinite(z) and math.isfinite(c):
+            return c
+        z.flags.writeable = False
+        if len(self._numbers) >= 512:
+            self._numbers.clear()
+        self._numbers[c, dtype] = z
+        return z
 
     def to_numpy(self, array):
         return np.asarray(array)

@@ -35,6 +35,11 @@ def masked(xp, g, keep):
     samples=[case((2, 3), 1.5), case(2.0, (3,)), *binary_grid()])
 def add(be, x, y):
     """out = x + y"""
+    # (a Python number goes in as the backend's operand for it: Backend.number)
+    if CONST[y.__class__]:
+        return x + be.number(y, x), ()
+    if CONST[x.__class__]:
+        return be.number(x, y) + y, ()
     return x + y, ()
 
 
@@ -48,7 +53,11 @@ def add_vjp(be, g, saved):
     samples=[case((2, 3), 0.5), case(1.0, (2, 3)), *binary_grid()])
 def sub(be, x, y):
     """out = x - y"""
-    return x - y, (CONST[y.__class__],)  # (is_const, read inline)
+    if CONST[y.__class__]:  # (is_const, read inline; the number as in add)
+        return x - be.number(y, x), (True,)
+    if CONST[x.__class__]:
+        return be.number(x, y) - y, (False,)
+    return x - y, (False,)
 
 
 @sub.defvjp
@@ -63,14 +72,22 @@ def sub_vjp(be, g, saved):
 def mul(be, x, y):
     """out = x * y"""
     # each factor is kept only for the other's gradient (a constant factor needs none)
-    x_const, y_const = CONST[x.__class__], CONST[y.__class__]  # (is_const, read inline)
-    return x * y, (None if y_const else x, None if x_const else y, x_const, y_const)
+    # (is_const, read inline; the number as in add, and again in the VJP)
+    if CONST[y.__class__]:
+        return x * be.number(y, x), (None, y, False, True)
+    if CONST[x.__class__]:
+        return be.number(x, y) * y, (x, None, True, False)
+    return x * y, (x, y, False, False)
 
 
 @mul.defvjp
 def mul_vjp(be, g, saved):
     x, y, x_const, y_const = saved
-    return None if x_const else g * y, None if y_const else g * x
+    if y_const:
+        return g * be.number(y, g), None
+    if x_const:
+        return None, g * be.number(x, g)
+    return g * y, g * x
 
 
 @op("div", "gx = g / y, gy = -g * x / y²",
@@ -80,9 +97,11 @@ def mul_vjp(be, g, saved):
 def div(be, x, y):
     """out = x / y"""
     if CONST[x.__class__]:  # c / y keeps r = 1/y, not y (torch's reciprocal): gy = -g c r²
-        r = 1 / y
-        return x * r, (x, r)
-    return x / y, (None if CONST[y.__class__] else x, y)  # x only for gy, as mul
+        r = be.number(1, y) / y  # (the numbers as in add)
+        return be.number(x, r) * r, (x, r)
+    if CONST[y.__class__]:  # (x only for gy, as mul)
+        return x / be.number(y, x), (None, y)
+    return x / y, (x, y)
 
 
 @div.defvjp
@@ -92,8 +111,10 @@ def div_vjp(be, g, saved):
     # (rounded as torch's: a micrograd tanh written (e - 1) / (e + 1) gets 0.5, not 0.4999...)
     if CONST[x.__class__]:  # (is_const, read inline, as in the forward)
         r = y  # torch's c / y is y.reciprocal() * c: gy = -(g c) (r r)
-        return None, -(g * x) * (r * r)
-    return g / y, None if CONST[y.__class__] else -g * (x / y / y)
+        return None, -(g * be.number(x, g)) * (r * r)
+    if CONST[y.__class__]:
+        return g / be.number(y, g), None
+    return g / y, -g * (x / y / y)
 
 
 @op("neg", "gx = -g",
