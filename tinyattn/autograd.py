@@ -1156,7 +1156,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     into any .grad (torch.autograd.grad, same arguments). grad_outputs: the cotangent of each
     output (None for a scalar output: 1). An input the outputs do not depend on is an error,
     or with allow_unused, None (with materialize_grads, zeros). is_grads_batched: each
-    grad_output has a leading batch dim, and each result too (one pass per batch entry).
+    grad_output has a leading batch dim, and each result too (one pass per batch entry; an
+    unused input's zeros too, where torch's materialize_grads gives them without it).
     create_graph=True: the results have a graph of their own (gradients of gradients), for the
     ops higher_order/ covers; retain_graph then defaults to True, as torch's.
     (only_inputs is accepted and changes nothing, as in torch.)"""
