@@ -260,3 +260,20 @@ def test_a_nanogpt_style_ddp_script_on_two_processes_ends_as_one_process(tmp_pat
         # broadcast from rank 1, all_reduce MAX of floats and SUM of integers
         assert r_["collectives"].tolist() == [1.0, 5.0, 2.0, 0.0, 5.0]
     assert not any(k.startswith("module.") for k in ref["keys"])
+
+
+def test_ddp_reduces_in_buckets_of_bucket_cap_mb(world, monkeypatch):
+    """bucket_cap_mb reaches allreduce_gradients as the bucket size, in bytes."""
+    sizes = []
+    real = dist.allreduce_gradients
+
+    def recorded(params, bucket_bytes=dist.BUCKET_BYTES):
+        sizes.append(bucket_bytes)
+        return real(params, bucket_bytes)
+
+    monkeypatch.setattr(dist, "allreduce_gradients", recorded)
+    dist.init_process_group("gloo")
+    x = ta.randn(5, 3)
+    for model in (DDP(mlp(), bucket_cap_mb=0.5), DDP(mlp())):  # (held: its hooks hold it weakly)
+        model(x).sum().backward()
+    assert sizes == [2 ** 19, dist.BUCKET_BYTES]
