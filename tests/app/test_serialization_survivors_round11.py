@@ -99,3 +99,19 @@ def test_load_counts_a_state_dicts_metadata_in_the_nesting(monkeypatch):
     buf.seek(0)
     with pytest.raises(CheckpointError, match="nested deeper than 100 levels"):
         ta.load(buf)
+
+
+@pytest.mark.parametrize("skip_first", [False, True])
+def test_a_zip64_size_is_read_whatever_extra_field_follows_it(skip_first):
+    """The ZIP64 field need not be the last of an entry's extra data (other writers put a
+    timestamp field after it): its 8 bytes are read, not what follows."""
+    import struct
+
+    from tinyattn import serialization
+
+    sizes = (2 ** 33 + 5, 2 ** 32 + 7)  # (uncompressed, compressed)
+    zip64 = struct.pack("<HHQQ", 1, 16, *sizes) if skip_first else \
+        struct.pack("<HHQ", 1, 8, sizes[1])
+    timestamp = struct.pack("<HHBI", 0x5455, 5, 1, 1_700_000_000)
+    for extra in (zip64, zip64 + timestamp, timestamp + zip64):
+        assert serialization._zip64_size(extra, skip_first, 0) == sizes[1]
