@@ -21,7 +21,15 @@ from .ops import index as ix
 from .ops import pointwise as pw
 from .ops import special as sp
 from .ops.op import broadcast_shape, dim1, plain
-from .tensor import Tensor, _fresh, _take_torch_keywords, _takes_device, _values, zeros
+from .tensor import (
+    Tensor,
+    _fresh,
+    _int_argument,
+    _take_torch_keywords,
+    _takes_device,
+    _values,
+    zeros,
+)
 
 
 def _t(x, like=None):
@@ -275,6 +283,7 @@ def promote_types(type1, type2):
 def tril_indices(row, col, offset=0, *, dtype=None, backend=None):
     """(2, n) int64 (or `dtype`): the row and column indices of the lower triangle (below the
     diagonal `offset`), row by row; device= as torch's."""
+    row, col, offset = _triangle_args("tril_indices", row, col, offset)
     return _fresh(np.stack(np.tril_indices(row, offset, col)), dtype=dtype or np.int64,
                   backend=backend)
 
@@ -283,8 +292,20 @@ def tril_indices(row, col, offset=0, *, dtype=None, backend=None):
 def triu_indices(row, col, offset=0, *, dtype=None, backend=None):
     """(2, n) int64 (or `dtype`): the indices of the upper triangle (from the diagonal
     `offset` up), row by row; device= as torch's."""
+    row, col, offset = _triangle_args("triu_indices", row, col, offset)
     return _fresh(np.stack(np.triu_indices(row, offset, col)), dtype=dtype or np.int64,
                   backend=backend)
+
+
+def _triangle_args(name, row, col, offset):
+    """tril_indices' and triu_indices' (row, col, offset) as ints, checked as torch: ints
+    (a 0-d integer tensor counts; a float or a bool does not), row and col >= 0."""
+    row, col, offset = (_int_argument(name, what, v) for what, v in
+                        (("row", row), ("col", col), ("offset", offset)))
+    for what, n in (("row", row), ("col", col)):
+        if n < 0:
+            raise ShapeError(f"{name}: {what} must be non-negative, got {n}")
+    return row, col, offset
 
 
 def searchsorted(sorted_sequence, values, *, out_int32=False, right=False, side=None,

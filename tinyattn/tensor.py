@@ -4364,8 +4364,11 @@ def _sizes(args, name):
 
 
 def _count(name, what, n, message=None):
-    """An int count (eye's n and m, linspace's steps, randperm's n) >= 0, as torch checks."""
+    """An int count (eye's n and m, linspace's steps, randperm's n) >= 0, as torch checks (a
+    bool is no count)."""
     try:
+        if isinstance(n, bool):  # (an int to Python, not to torch: eye(True) is refused)
+            raise TypeError
         n = operator.index(n)
     except TypeError:
         raise DTypeError(f"{name}: {what} must be an int, got {type(n).__name__} {n!r}") \
@@ -5185,8 +5188,10 @@ def _eye(be, dtype, n, m):
 
 
 def _linspace(be, dtype, start, end, steps, base=None):
-    out = be.xp.linspace(start, end, steps)
-    return (out if base is None else base ** out).astype(dtype)
+    # (an inf or NaN bound, or a power past the dtype, gives inf or NaN quietly, as in torch)
+    with np.errstate(invalid="ignore", over="ignore"):
+        out = be.xp.linspace(start, end, steps)
+        return (out if base is None else base ** out).astype(dtype)
 
 
 def _randint(be, dtype, low, high, shape, generator=None):
@@ -5313,13 +5318,32 @@ def _drawing(generator, backend, where):
     return {"generator": check_generator(generator, be, where)}
 
 
+class _Omitted:
+    """The default of an argument that may be left out but, given, must be a number (arange's
+    start and end, randint's low and high): None given for one is refused, as torch refuses
+    it, where a None default could not tell the two apart."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return "<omitted>"
+
+
+_OMITTED = _Omitted()
+
+
 @_takes_device
-def arange(start=None, end=None, step=1, dtype=None, requires_grad=False, backend=None):
+def arange(start=_OMITTED, end=_OMITTED, step=1, dtype=None, requires_grad=False,
+           backend=None):
     """start, start + step, ... below end; integers give int64, floats the default dtype (a
-    0-d tensor counts as its number, as in torch). arange(n) and arange(end=n) start at 0."""
-    start, end = (0, start) if end is None else (0 if start is None else start, end)
-    if end is None:
-        raise TypeError("arange() missing its end: arange(end), arange(start, end[, step])")
+    0-d tensor counts as its number, as in torch). arange(n) and arange(end=n) start at 0; a
+    bound given as None (or as anything but a number) is refused, as torch refuses it."""
+    if end is _OMITTED:
+        if start is _OMITTED:
+            raise TypeError("arange() missing its end: arange(end), arange(start, end[, step])")
+        start, end = 0, start
+    elif start is _OMITTED:
+        start = 0
     if not (type(start) is int and type(end) is int and type(step) is int and step) or \
             dtype is not None:
         start, end, step, dtype = _arange_args(start, end, step, dtype)
@@ -5334,14 +5358,11 @@ def arange(start=None, end=None, step=1, dtype=None, requires_grad=False, backen
 
 
 def _arange_args(start, end, step, dtype):
-    """arange's arguments other than three ints alone (no dtype), checked as torch: a 0-d
-    tensor counts as its number; the step must not be 0, nor become 0 as an integer dtype; no
-    NaN or inf; no bool dtype."""
-    if isinstance(start, Tensor) or isinstance(end, Tensor) or isinstance(step, Tensor):
-        start, end, step = (_number("arange", v) for v in (start, end, step))
-    for v in (start, end, step):
-        if isinstance(v, numbers.Complex) and not isinstance(v, numbers.Real):
-            raise DTypeError(f"arange: a complex bound or step ({v!r}): {NO_COMPLEX}")
+    """arange's arguments other than three ints alone (no dtype), checked as torch: each a
+    number (a 0-d tensor counts as its number); the step must not be 0, nor become 0 as an
+    integer dtype; no NaN or inf; no bool dtype."""
+    start, end, step = (_real("arange", what, v) for what, v in
+                        (("start", start), ("end", end), ("step", step)))
     dtype = _arange_dtype(start, end, step, dtype)
     if not (math.isfinite(start) and math.isfinite(end) and math.isfinite(step)):
         raise ShapeError(f"arange: unsupported range {start} -> {end} (step {step})")
@@ -5372,6 +5393,18 @@ def _number(name, v):
         raise TypeError(f"{name}: takes numbers or 0-d tensors, got a tensor of shape "
                         f"{fmt_shape(v.shape)}")
     return v.item()
+
+
+def _real(name, what, v):
+    """A bound, step or base given to a factory (arange, linspace, logspace) as its real
+    number: a 0-d tensor counts as its number (torch's); None, a string or another object is
+    a TypeError naming the factory and the argument, a complex number a DTypeError."""
+    v = _number(name, v)
+    if isinstance(v, numbers.Complex) and not isinstance(v, numbers.Real):
+        raise DTypeError(f"{name}: a complex {what} ({v!r}): {NO_COMPLEX}")
+    if not isinstance(v, numbers.Real):
+        raise TypeError(f"{name}: {what} must be a number, got {type(v).__name__} {v!r}")
+    return v
 
 
 @_takes_device
@@ -5433,6 +5466,7 @@ def eye(n, m=None, dtype=None, requires_grad=False, backend=None):
 def linspace(start, end, steps, dtype=None, requires_grad=False, backend=None):
     """`steps` evenly spaced values from start to end, both included."""
     steps = _count("linspace", "steps", steps, "number of steps must be non-negative")
+    start, end = _real("linspace", "start", start), _real("linspace", "end", end)
     return _make("linspace", _linspace, dtype, requires_grad, backend, start=start, end=end,
                  steps=steps)
 
@@ -5441,6 +5475,8 @@ def linspace(start, end, steps, dtype=None, requires_grad=False, backend=None):
 def logspace(start, end, steps, base=10.0, dtype=None, requires_grad=False, backend=None):
     """base ** linspace(start, end, steps)."""
     steps = _count("logspace", "steps", steps, "number of steps must be non-negative")
+    start, end = _real("logspace", "start", start), _real("logspace", "end", end)
+    base = _real("logspace", "base", base)
     return _make("logspace", _linspace, dtype, requires_grad, backend, start=start, end=end,
                  steps=steps, base=base)
 
@@ -5490,21 +5526,24 @@ def randint_like(t, low=0, high=None, *, dtype=None, requires_grad=False, backen
 
 
 @_takes_device
-def randint(low=None, high=None, size=None, *, generator=None, dtype=None, requires_grad=False,
-            backend=None):
+def randint(low=_OMITTED, high=_OMITTED, size=None, *, generator=None, dtype=None,
+            requires_grad=False, backend=None):
     """Random integers in [low, high) (randint(high, size) and randint(high=, size=) mean
-    low = 0), int64 by default; bounds the dtype cannot hold are an error, as torch's."""
-    if low is None:
-        if high is None:
-            raise TypeError("randint() missing its high: randint(high, size), randint(low, "
-                            "high, size)")
-        low, high = high, None
+    low = 0), int64 by default; the bounds are ints (a 0-d integer tensor counts; a float,
+    a bool or None does not, as torch); bounds the dtype cannot hold are an error, as
+    torch's."""
     if size is None and isinstance(high, (tuple, list)):  # randint(high, size), as torch
         low, high, size = 0, low, high
+    if high is _OMITTED:  # randint(high, size=...)
+        if low is _OMITTED:
+            raise TypeError("randint() missing its high: randint(high, size), randint(low, "
+                            "high, size)")
+        low, high = 0, low
+    elif low is _OMITTED:  # randint(high=..., size=...)
+        low = 0
     if size is None:
         raise TypeError("randint: needs size, e.g. randint(0, 10, (3,))")
-    if high is None:
-        low, high = 0, low
+    low, high = _int_argument("randint", "low", low), _int_argument("randint", "high", high)
     if high <= low:
         raise ValueError(f"randint: high ({high}) must be above low ({low})")
     dtype = as_dtype(dtype or np.int64)
