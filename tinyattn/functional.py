@@ -675,7 +675,17 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, swap=False,
                         size_average=None, reduce=None, reduction="mean"):
     """max(0, margin + d(anchor, positive) - d(anchor, negative)), d the pairwise p-distance
-    (pairwise_distance's eps); swap: d(anchor, negative) is min'ed with d(positive, negative)."""
+    (pairwise_distance's eps); swap: d(anchor, negative) is min'ed with d(positive, negative).
+    The margin must be above 0, as torch's F checks (torch.triplet_margin_loss does not)."""
+    if not margin > 0:
+        raise ValueError(f"triplet_margin_loss: margin must be greater than 0, got {margin}")
+    return _triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, size_average,
+                                reduce, reduction)
+
+
+def _triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, size_average,
+                         reduce, reduction):
+    """triplet_margin_loss with any margin (torch.triplet_margin_loss's)."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction, "triplet_margin_loss")
     a, pos, neg = _same_ndim("triplet_margin_loss", anchor=anchor, positive=positive,

@@ -256,8 +256,9 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=0):
 
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-06, swap=False,
                         reduction=0):
-    return F.triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap,
-                                 reduction=_reduction("triplet_margin_loss", reduction))
+    # (torch's top-level op takes any margin: its F's check is the module's and F's own)
+    return F._triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, None, None,
+                                  _reduction("triplet_margin_loss", reduction))
 
 
 def poisson_nll_loss(input, target, log_input, full, eps, reduction):  # noqa: A002

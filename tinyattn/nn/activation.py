@@ -109,6 +109,9 @@ class Hardtanh(_Activation):
 
     def __init__(self, min_val=-1.0, max_val=1.0, inplace=False):
         super().__init__()
+        if not max_val > min_val:  # (torch's check: F.hardtanh takes them equal, the module not)
+            raise ValueError(f"{type(self).__name__}: max_val ({max_val}) must be greater than "
+                             f"min_val ({min_val})")
         self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
 
 

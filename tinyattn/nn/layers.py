@@ -167,9 +167,16 @@ class Bilinear(Module):
     def __init__(self, in1_features, in2_features, out_features, bias=True, device=None,
                  dtype=None):
         super().__init__()
+        for what, n in (("in1_features", in1_features), ("in2_features", in2_features),
+                        ("out_features", out_features)):
+            if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+                raise TypeError(f"Bilinear: {what} must be an int, got {n!r}")
+            least = 1 if what == "in1_features" else 0  # (torch's: the others may be 0)
+            if n < least:
+                raise ValueError(f"Bilinear: {what} must be >= {least}, got {n}")
         self.in1_features, self.in2_features = in1_features, in2_features
         self.out_features = out_features
-        bound = 1 / math.sqrt(in1_features) if in1_features > 0 else 0.0
+        bound = 1 / math.sqrt(in1_features)
         self.weight = Parameter(_uniform((out_features, in1_features, in2_features), bound,
                                          dtype))
         self.bias = Parameter(_uniform((out_features,), bound, dtype)) if bias else None

@@ -144,6 +144,8 @@ class TripletMarginLoss(_Loss):
     def __init__(self, margin=1.0, p=2.0, eps=1e-6, swap=False, size_average=None, reduce=None,
                  reduction="mean"):
         super().__init__(size_average, reduce, reduction)
+        if not margin > 0:
+            raise ValueError(f"TripletMarginLoss: margin must be greater than 0, got {margin}")
         self.margin, self.p, self.eps, self.swap = margin, p, eps, swap
 
     def forward(self, anchor, positive, negative):

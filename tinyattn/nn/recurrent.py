@@ -81,10 +81,14 @@ def _mode(nonlinearity):
     return "RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU"
 
 
-def _check_sizes(input_size, hidden_size):
+def _check_sizes(input_size, hidden_size, layers=False):
+    """ints, hidden_size > 0; for RNN, LSTM and GRU (`layers`) input_size > 0 too (torch's
+    checks: its cells take an input of no features)."""
     for name, size in (("input_size", input_size), ("hidden_size", hidden_size)):
         if isinstance(size, bool) or not isinstance(size, numbers.Integral):
             raise TypeError(f"{name} should be of type int, got: {type(size).__name__}")
+    if layers and input_size <= 0:
+        raise ValueError("input_size must be greater than zero")
     if hidden_size <= 0:
         raise ValueError("hidden_size must be greater than zero")
 
@@ -316,7 +320,7 @@ class RNNBase(Module):
                  batch_first=False, dropout=0.0, bidirectional=False, proj_size=0, device=None,
                  dtype=None):
         super().__init__()
-        _check_sizes(input_size, hidden_size)
+        _check_sizes(input_size, hidden_size, layers=True)
         _check_layer_settings(mode, num_layers, dropout, proj_size, hidden_size)
         self.mode, self.input_size, self.hidden_size = mode, input_size, hidden_size
         self.num_layers, self.bias, self.batch_first = num_layers, bias, batch_first
