@@ -115,7 +115,7 @@ class Normal(_Distribution):
     def icdf(self, value):
         """The quantile of probability `value`: loc + scale √2 erfinv(2 value - 1) (torch's: no
         check of value; one outside [0, 1] gives NaN)."""
-        value = self._value(value, None)  # (a number stays one: 2 value - 1 rounds once)
+        value = value if isinstance(value, (Tensor, numbers.Real)) else self._value(value, None)
         q = 2 * value - 1
         q = q if isinstance(q, Tensor) else tensor(float(q), dtype=self.loc.dtype,
                                                     backend=self.loc.backend)
