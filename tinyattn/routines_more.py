@@ -21,7 +21,7 @@ from .ops.op import broadcast_shape, dim1
 from .return_types import Size
 from .return_types import frexp as frexp_pair
 from .routines import _method, _t, chunk, split
-from .tensor import _fresh, _take_torch_keywords, _takes_device, _values, ones, zeros
+from .tensor import _fresh, _int_list, _take_torch_keywords, _takes_device, _values, ones, zeros
 
 # ---- window functions ---------------------------------------------------------------------------
 
@@ -446,7 +446,9 @@ def split_with_sizes(input, split_sizes, dim=0):  # noqa: A002
     """input.split(split_sizes, dim), the sizes required to add up to the dim's size."""
     x = _t(input)
     axis = dim1(dim, x.ndim, "split_with_sizes")
-    sizes = list(split_sizes)
+    sizes = _int_list("split_with_sizes", "split_sizes", split_sizes)
+    if sizes and min(sizes) < 0:
+        raise ValueError(f"split_with_sizes: split_sizes must be >= 0, got {sizes}")
     if sum(sizes) != x.shape[axis]:
         raise ValueError(f"split_with_sizes: expects split_sizes to sum exactly to "
                          f"{x.shape[axis]} (dim {axis} of input {fmt_shape(x.shape)}), got "

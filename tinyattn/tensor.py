@@ -1577,7 +1577,7 @@ class Tensor(TensorBase):
         _refuse_bool("topk", self)
         k = _int_of(k)
         n = self.shape[_axis(dim, self.ndim, "topk")] if self.ndim else 1
-        if not isinstance(k, (int, np.integer)) or not 0 <= k <= n:
+        if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or not 0 <= k <= n:
             raise DimError(f"topk: k must be an int in 0..{n} for dim {dim} of a tensor of "
                            f"shape {fmt_shape(self.shape)}, got {k!r}")
         order = self.argsort(dim, descending=largest)
@@ -1975,6 +1975,7 @@ class Tensor(TensorBase):
         """Pieces of `split_size` along dim (the last may be smaller), or of the given sizes."""
         axis = _axis(dim, self.ndim, "split")
         n, split_size_or_sections = self.shape[axis], _int_of(split_size_or_sections)
+        _no_bools("split", "split_size_or_sections", (split_size_or_sections,))
         if isinstance(split_size_or_sections, (int, np.integer)):
             step = int(split_size_or_sections)
             if step < 0 or step == 0 < n:
@@ -1982,7 +1983,9 @@ class Tensor(TensorBase):
                                  f"{step} for dim {axis} of size {n}")
             sizes = [min(step, n - s) for s in range(0, n, step)] if n else [0]
         else:
-            sizes = list(split_size_or_sections)
+            sizes = _int_list("split", "split_size_or_sections", split_size_or_sections)
+            if sizes and min(sizes) < 0:
+                raise ValueError(f"split: sizes must be >= 0, got {sizes}")
             if sum(sizes) != n:
                 raise ValueError(f"split: sizes {sizes} add up to {sum(sizes)}, not to the "
                                  f"{n} entries of dim {axis}")
@@ -2258,7 +2261,7 @@ class Tensor(TensorBase):
         _refuse_bool("kthvalue", self)
         k = _int_of(k)
         n = self.shape[_axis(dim, self.ndim, "kthvalue")] if self.ndim else 1
-        if not isinstance(k, (int, np.integer)) or not 1 <= k <= n:
+        if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or not 1 <= k <= n:
             raise DimError(f"kthvalue: k must be an int in 1..{n} for dim {dim} of a tensor of "
                            f"shape {fmt_shape(self.shape)}, got {k!r}")
         if self.ndim == 0:
@@ -2703,6 +2706,7 @@ class Tensor(TensorBase):
         return self._triangle("triu", diagonal)
 
     def _triangle(self, name, diagonal):
+        diagonal = _int_argument(name, "diagonal", diagonal)  # (1.5 or True: torch refuses)
         if self.ndim < 2:
             raise ShapeError(f"{name}: needs at least 2 dims, got {fmt_shape(self.shape)}")
         n, m = self.shape[-2:]
@@ -2713,7 +2717,8 @@ class Tensor(TensorBase):
 
     def repeat(self, *sizes):
         """The tensor tiled sizes[i] times along dim i (new leading dims where sizes is longer)."""
-        sizes = _shape_args(sizes, "repeat")
+        _no_bools("repeat", "sizes", sizes)
+        sizes = _sizes(sizes, "repeat")  # (>= 0: -1 expands nothing here, as torch refuses)
         if len(sizes) < self.ndim:
             raise ShapeError(f"repeat: {len(sizes)} sizes for a tensor of shape "
                              f"{fmt_shape(self.shape)}; give at least one per dim")
@@ -2729,7 +2734,8 @@ class Tensor(TensorBase):
         return out
 
     def tile(self, *dims):
-        dims = _shape_args(dims, "tile")
+        _no_bools("tile", "dims", dims)
+        dims = _sizes(dims, "tile")
         return self.repeat((1,) * (self.ndim - len(dims)) + dims)
 
     def repeat_interleave(self, repeats, dim=None, *, output_size=None):
@@ -2750,6 +2756,7 @@ class Tensor(TensorBase):
             dims = (kwargs.pop("dims"),)
         if kwargs:
             raise TypeError(f"flip: unexpected arguments {sorted(kwargs)}; write flip(dims)")
+        _no_bools("flip", "dims", dims)
         dims = _shape_args(dims, "flip")
         axes = _axes(dims, self.ndim, "flip")
         if not axes:
@@ -2793,7 +2800,8 @@ class Tensor(TensorBase):
         a, b = _axis(dim1, self.ndim, "diagonal"), _axis(dim2, self.ndim, "diagonal")
         if a == b:
             raise DimError(f"diagonal: dim1 and dim2 are both {a}")
-        return apply(sh.diagonal, self, offset=operator.index(offset), dim1=a, dim2=b)
+        return apply(sh.diagonal, self, offset=_int_argument("diagonal", "offset", offset),
+                     dim1=a, dim2=b)
 
     def movedim(self, source, destination):
         if self.ndim == 0:
@@ -2834,6 +2842,8 @@ class Tensor(TensorBase):
 
     def narrow(self, dim, start, length):
         axis = _axis(dim, self.ndim, "narrow")
+        start, length = _int_argument("narrow", "start", start), _int_argument("narrow",
+                                                                                 "length", length)
         start = start + self.shape[axis] if start < 0 else start
         if not 0 <= start <= start + length <= self.shape[axis]:
             raise DimError(f"narrow: start {start} and length {length} do not fit dim {axis} "
@@ -2932,8 +2942,8 @@ class Tensor(TensorBase):
     def select(self, dim, index):
         """The slice at `index` along dim, that dim removed (x.select(1, 2) is x[:, 2])."""
         axis = _axis(dim, self.ndim, "select")
-        n = self.shape[axis]
-        if isinstance(index, (int, np.integer)) and not -n <= index < n:
+        n, index = self.shape[axis], _int_argument("select", "index", index)
+        if not -n <= index < n:
             raise DimError(f"select: index {index} is out of range for dim {axis} of size {n} "
                            f"(shape {fmt_shape(self.shape)})")
         return self[(slice(None),) * axis + (index,)]
@@ -3234,6 +3244,7 @@ class Tensor(TensorBase):
 
     def rot90(self, k=1, dims=(0, 1)):
         """Turned by 90° k times, from the first of dims toward the second (new memory)."""
+        k = _int_argument("rot90", "k", k)
         if len(dims) != 2:
             raise ValueError(f"rot90: dims must name two dims, got {dims}")
         _axes(dims, self.ndim, "rot90")  # (two different dims; it sorts them, so only checks)
@@ -3257,13 +3268,14 @@ class Tensor(TensorBase):
                                  f"or 1-D int64 (torch's rule), got {t.dtype} "
                                  f"{fmt_shape(t.shape)}")
             indices_or_sections = t.item() if t.ndim == 0 else t.tolist()
+        _no_bools("tensor_split", "indices_or_sections", (indices_or_sections,))
         if isinstance(indices_or_sections, numbers.Integral):
             n = int(indices_or_sections)
             if n <= 0:
                 raise ValueError(f"tensor_split: the number of sections must be > 0, got {n}")
             cuts = [i * (size // n) + min(i, size % n) for i in range(1, n)]
         else:
-            cuts = [int(c) for c in indices_or_sections]
+            cuts = _int_list("tensor_split", "indices_or_sections", indices_or_sections)
         bounds = [0, *(min(max(c if c >= 0 else c + size, 0), size) for c in cuts), size]
         return tuple(self.narrow(axis, lo, max(hi - lo, 0)) for lo, hi in
                      zip(bounds[:-1], bounds[1:], strict=True))
@@ -3316,6 +3328,7 @@ class Tensor(TensorBase):
         if self.dtype.kind != "f":
             return self.clone()
         info = np.finfo(self.dtype)
+        nan = 0.0 if nan is None else nan  # (torch's: nan=None is the default 0)
         top = info.max if posinf is None else posinf
         bottom = info.min if neginf is None else neginf
         out = self.where(~self.isnan(), nan)
@@ -4352,6 +4365,25 @@ def _shape_args(args, name="shape"):
         return tuple(map(operator.index, args))  # ints, NumPy ints, integer 0-d tensors
     except TypeError:
         raise DTypeError(f"{name}: sizes must be ints, got {tuple(args)!r}") from None
+
+
+def _int_list(name, what, values):
+    """Split sizes or cut indices given as a tuple or list of ints (NumPy ints and integer
+    0-d tensors too; no float) as a list; anything else a TypeError naming `name`. (A bool
+    inside the list counts as its int, as torch's int lists take it.)"""
+    if not isinstance(values, (tuple, list)):
+        raise TypeError(f"{name}: {what} must be an int or a tuple of ints, got "
+                        f"{type(values).__name__} {values!r}")
+    return [int(v) if isinstance(v, bool) else _int_argument(name, what, v) for v in values]
+
+
+def _no_bools(name, what, args):
+    """Refuse a bool given as one of `args` where torch takes only ints (repeat(True),
+    flip(True), split(True)): Python counts True as 1, torch does not. (Inside a tuple or a
+    list torch takes a bool as its int, as a new tensor's sizes: ones(2, False).)"""
+    for v in args:
+        if isinstance(v, (bool, np.bool_)):
+            raise TypeError(f"{name}: {what} must be ints, got {v!r}")
 
 
 def _sizes(args, name):
