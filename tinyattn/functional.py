@@ -1842,6 +1842,18 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     return (x1 - x2 + eps).norm(p, dim=-1, keepdim=keepdim)
 
 
+def _norm_order(name, p):
+    """cdist's and pdist's p as a number: a bool counts as 0 or 1 (torch takes it); None or
+    a string is a TypeError naming the function."""
+    if isinstance(p, (bool, np.bool_)):
+        return float(p)
+    if isinstance(p, Tensor) and p.ndim == 0:
+        p = p.item()
+    if not isinstance(p, numbers.Real):
+        raise TypeError(f"{name}: p must be a number, got {type(p).__name__} {p!r}")
+    return p
+
+
 def pdist(input, p=2):  # noqa: A002 - torch's name
     """The p-norm distance between every pair of rows of (N, M): the N (N - 1) / 2 entries
     above the diagonal of the distance matrix, row by row (torch's condensed form). No eps:
@@ -1851,6 +1863,7 @@ def pdist(input, p=2):  # noqa: A002 - torch's name
         raise ShapeError(f"pdist only supports 2D tensors, got: {x.ndim}D")
     if x.dtype.kind != "f":
         raise DTypeError(f"pdist only supports floating-point dtypes, got {x.dtype}")
+    p = _norm_order("pdist", p)
     if p < 0:
         raise ShapeError(f"pdist only supports non-negative p values, got {p}")
     first, second = np.triu_indices(x.shape[0], 1)

@@ -17,7 +17,7 @@ from .linalg_decompositions import _matrices, eigvalsh, pinv, svdvals
 from .ops import linalg as la
 from .ops import shape as sh
 from .return_types import linalg_lstsq
-from .tensor import Tensor
+from .tensor import Tensor, _int_argument
 
 __all__ = ["lstsq", "matrix_rank", "cross", "vecdot", "vander", "diagonal", "tensorinv",
            "tensorsolve"]
@@ -139,7 +139,7 @@ def vander(x, *, N=None):  # noqa: N803 - torch's argument name
     x = _tensor("vander", x)
     if x.ndim == 0:
         raise ShapeError("linalg.vander: x must have at least one dim, got a 0-d tensor")
-    n = x.shape[-1] if N is None else operator.index(N)
+    n = x.shape[-1] if N is None else _int_argument("linalg.vander", "N", N)
     if n <= 1:
         raise ValueError(f"linalg.vander: N must be greater than 1, got {n}")
     ones = Tensor._wrap(x.backend.xp.ones(tuple(x.shape) + (1,), dtype=x._data.dtype),

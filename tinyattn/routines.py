@@ -16,7 +16,7 @@ import numpy as np
 from . import dtypes
 from .autograd import apply
 from .errors import DimError, DTypeError, ShapeError, fmt_shape, warn_user
-from .functional import cat, stack
+from .functional import _norm_order, cat, stack
 from .ops import index as ix
 from .ops import pointwise as pw
 from .ops import special as sp
@@ -385,6 +385,7 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     if compute_mode not in _CDIST_MODES:
         raise ValueError(f"cdist: compute_mode must be one of {', '.join(_CDIST_MODES)}, "
                          f"got {compute_mode!r}")
+    p = _norm_order("cdist", p)
     if not p >= 0:
         raise ValueError(f"cdist: p must be >= 0, got {p}")
     if x1.dtype.kind != "f" or x2.dtype.kind != "f":
@@ -533,12 +534,18 @@ def _contracted(dims, na, nb):
     """tensordot's dims as two equal-length lists of non-negative dims of a and of b."""
     if isinstance(dims, Tensor):
         dims = dims.tolist()
-    if isinstance(dims, int):
+    if isinstance(dims, (int, np.integer)):  # (True is 1, as torch's isinstance(dims, int))
+        dims = int(dims)
         if not 0 <= dims <= na or dims > nb:
             raise ValueError(f"tensordot: dims must be >= 0 and at most the dims of a and of b "
                              f"(an int counts the last dims of a and the first of b), got "
                              f"{dims}")
         return list(range(na - dims, na)), list(range(dims))
+    # (each of two: an int or a list; `all` here is this module's torch.all)
+    if not isinstance(dims, (tuple, list)) or len(dims) != 2 or [
+            d for d in dims if not isinstance(d, (int, tuple, list)) or isinstance(d, bool)]:
+        raise TypeError(f"tensordot: dims must be an int or two lists of dims ([dims of a], "
+                        f"[dims of b]), got {dims!r}")
     da, db = ([d] if isinstance(d, int) else list(d) for d in dims)
     if len(da) != len(db):
         raise ValueError(f"tensordot: dims must name as many dims of a as of b, got {dims!r}")

@@ -21,7 +21,16 @@ from .ops.op import broadcast_shape, dim1
 from .return_types import Size
 from .return_types import frexp as frexp_pair
 from .routines import _method, _t, chunk, split
-from .tensor import _fresh, _int_list, _take_torch_keywords, _takes_device, _values, ones, zeros
+from .tensor import (
+    _fresh,
+    _int_argument,
+    _int_list,
+    _take_torch_keywords,
+    _takes_device,
+    _values,
+    ones,
+    zeros,
+)
 
 # ---- window functions ---------------------------------------------------------------------------
 
@@ -171,7 +180,7 @@ def vander(x, N=None, increasing=False):  # noqa: N803 - torch's argument name
     x = _t(x)
     if x.ndim != 1:
         raise ShapeError(f"vander: x must be a one-dimensional tensor, got {fmt_shape(x.shape)}")
-    n = x.shape[0] if N is None else N
+    n = x.shape[0] if N is None else _int_argument("vander", "N", N)
     if n < 0:
         raise ValueError(f"vander: N must be non-negative, got {n}")
     if x.dtype.kind != "f":

@@ -2594,7 +2594,7 @@ class Tensor(TensorBase):
         a, b = (_axis(d, self.ndim + 1, "diag_embed") for d in (dim1, dim2))
         if a == b:
             raise DimError(f"diag_embed: dim1 and dim2 are both {a}")
-        offset, be = operator.index(offset), self.backend
+        offset, be = _int_argument("diag_embed", "offset", offset), self.backend
         k = self.shape[-1]
         n = k + abs(offset)
         # made as ops, so a captured step makes them again on each replay (as diag's)
@@ -2764,10 +2764,15 @@ class Tensor(TensorBase):
         return apply(sh.flip, self, dims=axes)  # new memory, as torch's (x[::-1] is a view)
 
     def roll(self, shifts, dims=None):
-        """Entries moved `shifts` places along dims (wrapping around); no dims: the flat tensor."""
+        """Entries moved `shifts` places along dims (wrapping around); no dims: the flat tensor.
+        The shifts are ints (a float or a bool is refused, as torch's)."""
+        shifts = tuple(_int_argument("roll", "shifts", s) for s in (
+            shifts if isinstance(shifts, (tuple, list)) else (shifts,)))
         if dims is None:
-            return self.reshape(-1).roll(shifts, 0).reshape(self.shape)
-        shifts = shifts if isinstance(shifts, (tuple, list)) else (shifts,)
+            if len(shifts) != 1:
+                raise ValueError(f"roll: {len(shifts)} shifts with no dims; give one dim per "
+                                 "shift")
+            return self.reshape(-1).roll(shifts[0], 0).reshape(self.shape)
         dims = dims if isinstance(dims, (tuple, list)) else (dims,)
         if len(shifts) != len(dims):
             raise ValueError(f"roll: {len(shifts)} shifts for {len(dims)} dims")
@@ -3441,6 +3446,7 @@ class Tensor(TensorBase):
         at least minlength of them), or the sum of weights at each (float64, or float32 for
         float32 weights), as torch's (no gradient)."""
         weights = None if weights is None else self._as_tensor(weights)
+        minlength = _int_argument("bincount", "minlength", minlength)
         sp.check_bincount(self.dtype, self.shape, weights, minlength)
         return _values("bincount", sp.bincount_values, self, weights, minlength=minlength,
                        backend=self.backend)

@@ -121,3 +121,61 @@ def test_what_torch_takes_gives_its_values(name, call):
         np.testing.assert_array_equal(g.numpy(), w.numpy())
     if isinstance(want, list):
         assert len(got) == len(want)
+
+
+# the functions of the same family (their int or number settings)
+FUNCTIONS_REFUSED = [
+    *[("roll", lambda lib, x, bad=bad: lib.roll(x, bad, 0), "roll: shifts must be an int")
+      for bad in (1.5, True, None, "a")],
+    ("roll", lambda lib, x: lib.roll(x, (1, 2.5), (0, 1)), "roll: shifts must be an int"),
+    *[("diag_embed", lambda lib, x, bad=bad: lib.diag_embed(x, bad),
+       "diag_embed: offset must be an int") for bad in (1.5, True, None)],
+    *[("bincount", lambda lib, x, bad=bad: lib.bincount(lib.tensor([0, 2]), None, bad),
+       "bincount: minlength must be an int") for bad in (1.5, None, "a")],
+    *[("cdist", lambda lib, x, bad=bad: lib.cdist(x, x, bad), "cdist: p must be a number")
+      for bad in (None, "a")],
+    *[("pdist", lambda lib, x, bad=bad: lib.pdist(x[0], bad), "pdist: p must be a number")
+      for bad in (None, "a")],
+    *[("tensordot", lambda lib, x, bad=bad: lib.tensordot(x, x, dims=bad),
+       "tensordot: dims must be an int or two lists") for bad in (1.5, None, "a", ([0], None),
+                                                                  ([0], 1.5), ([0], "a"))],
+    *[("vander", lambda lib, x, bad=bad: lib.vander(lib.tensor([1.0, 2.0, 3.0]), bad),
+       "vander: N must be an int") for bad in (1.5, True, "a")],
+]
+
+
+@pytest.mark.parametrize(("name", "call", "message"), FUNCTIONS_REFUSED,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(FUNCTIONS_REFUSED)])
+def test_functions_refuse_naming_themselves(name, call, message):
+    with pytest.raises(TypeError) as info:
+        call(ta, ta.tensor(X))
+    assert str(info.value).startswith(message), str(info.value)
+    torch = pytest.importorskip("torch")
+    with pytest.raises((TypeError, RuntimeError)):
+        call(torch, torch.tensor(X))
+
+
+FUNCTIONS_TAKEN = [
+    lambda lib, x: lib.roll(x, 1),
+    lambda lib, x: lib.roll(x, (1, -2), (0, 2)),
+    lambda lib, x: lib.roll(x, np.int64(2), 1),
+    lambda lib, x: lib.diag_embed(x, np.int64(1)),
+    lambda lib, x: lib.bincount(lib.tensor([0, 2]), None, np.int64(4)),
+    lambda lib, x: lib.cdist(x, x, True),
+    lambda lib, x: lib.pdist(x[0], 1),
+    lambda lib, x: lib.tensordot(x, x.permute(2, 1, 0), dims=1),
+    lambda lib, x: lib.tensordot(x, x, dims=([0, 1], [0, 1])),
+    lambda lib, x: lib.vander(lib.tensor([1.0, 2.0, 3.0]), np.int64(2)),
+]
+
+
+@pytest.mark.parametrize("call", FUNCTIONS_TAKEN)
+def test_functions_take_what_torch_takes(call):
+    torch = pytest.importorskip("torch")
+    got, want = call(ta, ta.tensor(X)), call(torch, torch.tensor(X))
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+def test_roll_with_several_shifts_and_no_dims_is_refused():
+    with pytest.raises(ValueError, match="roll: 2 shifts with no dims"):
+        ta.tensor(X).roll((1, 2))
