@@ -591,6 +591,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean",  # n
     batch size (the true KL divergence per item); 'mean' by the number of elements."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction, "kl_div", batchmean=True)
+    log_target = _flag("kl_div", "log_target", log_target)
     if reduction == "mean":  # (torch's warning, word for word, at the caller's line)
         warn_user("reduction: 'mean' divides the total loss by both the batch size and the "
                   "support size.'batchmean' divides only by the batch size, and aligns with the "
@@ -1206,6 +1207,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     them by momentum in place (the variance unbiased); else by the running statistics.
     Every size is checked first, as torch's: a call that fails moves nothing."""
     x = _t(input)
+    training = _flag("batch_norm", "training", training)
     weight, bias = (None if a is None else _t(a, x) for a in (weight, bias))
     _check_batch_norm(x, running_mean, running_var, weight, bias)
     dims = (0, *range(2, x.ndim))  # every dim but the channels'
@@ -1332,7 +1334,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None,  # noqa: A002 - to
     (by max_norm / (norm + 1e-7)) in the weight itself, without grad, as torch's
     embedding_renorm_. scale_grad_by_freq: each row's gradient divided by how often its id
     occurs in `input`. sparse=True (a sparse gradient) is refused: tinyattn has none."""
-    if sparse:
+    scale_grad_by_freq = _flag("embedding", "scale_grad_by_freq", scale_grad_by_freq)
+    if _flag("embedding", "sparse", sparse):
         raise ValueError("embedding: sparse=True (a sparse weight gradient) is not supported: "
                          "tinyattn has no sparse tensors; leave it False for the dense gradient")
     ids = _t(input, weight)
@@ -1492,6 +1495,15 @@ def _bag_reduce(rows, valid, psw, mode):
     return total / valid.sum(1).clamp_min(1).unsqueeze(-1).to(rows.dtype)
 
 
+def _flag(name, what, value):
+    """A switch torch takes only as a bool (dropout's training, attention's is_causal,
+    kl_div's log_target): 0, 1, None or "False" is a TypeError naming the function, where its
+    truth would have been taken without a word ("False" is true)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name}: {what} must be a bool, got {type(value).__name__} {value!r}")
+    return bool(value)
+
+
 def dropout(input, p=0.5, training=True, inplace=False, seed=None):  # noqa: A002 - torch's
     """Zero each entry with probability p and scale the rest by 1/(1-p); identity if not training.
     inplace=True writes the result into x (as torch).
@@ -1501,7 +1513,7 @@ def dropout(input, p=0.5, training=True, inplace=False, seed=None):  # noqa: A00
     """
     x = _t(input)
     nn_ops.check_dropout_p(p)
-    if not training or p == 0:
+    if not _flag("dropout", "training", training) or p == 0:
         return x
     return _pointwise(nn_ops.dropout, x, inplace, "dropout", p=float(p), seed=seed)
 
@@ -1610,6 +1622,10 @@ def _check_sdpa_args(impl, dropout_p, attn_mask, is_causal):
     if impl not in ("auto", "composite", "flash"):
         raise ValueError(f"scaled_dot_product_attention: impl must be 'auto', 'composite' or "
                          f"'flash', got {impl!r}")
+    _flag("scaled_dot_product_attention", "is_causal", is_causal)
+    if isinstance(dropout_p, (bool, str)) or not isinstance(dropout_p, numbers.Real):
+        raise TypeError(f"scaled_dot_product_attention: dropout_p must be a number, got "
+                        f"{type(dropout_p).__name__} {dropout_p!r}")
     if not 0.0 <= dropout_p <= 1.0:  # (1: every weight dropped, zeros out, as in torch)
         raise ValueError(f"scaled_dot_product_attention: dropout_p must be in [0, 1], got "
                          f"{dropout_p}")
@@ -1831,6 +1847,10 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     x1, x2, shape = _broadcast_pair(x1, x2, "cosine_similarity")
     _floating(x1, "cosine_similarity", "x1")  # (in this name, not normalize's)
     _floating(x2, "cosine_similarity", "x2")
+    if dim is None or isinstance(dim, (tuple, list)):  # (one dim, as torch's: not all of them)
+        raise TypeError(f"cosine_similarity: dim must be an int, got {dim!r}")
+    if not eps >= 0:
+        raise ValueError(f"cosine_similarity: eps must be non-negative, got {eps}")
     _axes(dim, len(shape), "cosine_similarity")
     x1, x2 = x1.expand(shape), x2.expand(shape)
     return (normalize(x1, 2.0, dim, eps) * normalize(x2, 2.0, dim, eps)).sum(dim)
@@ -1839,7 +1859,7 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     """‖x1 - x2 + eps‖_p over the last dim (eps keeps the gradient finite at x1 = x2)."""
     x1, x2, _ = _broadcast_pair(x1, x2, "pairwise_distance")
-    return (x1 - x2 + eps).norm(p, dim=-1, keepdim=keepdim)
+    return (x1 - x2 + eps).norm(_norm_order("pairwise_distance", p), dim=-1, keepdim=keepdim)
 
 
 def _norm_order(name, p):
@@ -3130,7 +3150,7 @@ def dropout3d(input, p=0.5, training=True, inplace=False):  # noqa: A002 - torch
 def _feature_dropout(x, p, training, inplace, batched):
     """x times a mask of 0 or 1/(1-p) per channel (dim 1, or dim 0 unbatched), the same over
     the other dims."""
-    if not training or p == 0 or x.numel() == 0:
+    if not _flag("dropout", "training", training) or p == 0 or x.numel() == 0:
         return x
     lead = 2 if batched else 1
     shape = x.shape[:lead] + (1,) * (x.ndim - lead)
@@ -3167,7 +3187,7 @@ def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):  # noqa:
 def _alpha_dropout(x, p, training, inplace, noise_shape, name):
     """x * noise * a + b, noise 1 (kept) or 0 (dropped) drawn over noise_shape (torch's
     arithmetic, in this order); the gradient is a where kept, 0 where dropped."""
-    if not training or p == 0 or x.numel() == 0:
+    if not _flag(name, "training", training) or p == 0 or x.numel() == 0:
         return x
     if p == 1:
         return x.mul_(0) if inplace else x * 0

@@ -541,15 +541,20 @@ def _contracted(dims, na, nb):
                              f"(an int counts the last dims of a and the first of b), got "
                              f"{dims}")
         return list(range(na - dims, na)), list(range(dims))
+    da, db = _two_lists(dims)
+    if len(da) != len(db):
+        raise ValueError(f"tensordot: dims must name as many dims of a as of b, got {dims!r}")
+    return [dim1(d, na, "tensordot") for d in da], [dim1(d, nb, "tensordot") for d in db]
+
+
+def _two_lists(dims):
+    """tensordot's dims given as two lists (or ints) of dims, as two lists."""
     # (each of two: an int or a list; `all` here is this module's torch.all)
     if not isinstance(dims, (tuple, list)) or len(dims) != 2 or [
             d for d in dims if not isinstance(d, (int, tuple, list)) or isinstance(d, bool)]:
         raise TypeError(f"tensordot: dims must be an int or two lists of dims ([dims of a], "
                         f"[dims of b]), got {dims!r}")
-    da, db = ([d] if isinstance(d, int) else list(d) for d in dims)
-    if len(da) != len(db):
-        raise ValueError(f"tensordot: dims must name as many dims of a as of b, got {dims!r}")
-    return [dim1(d, na, "tensordot") for d in da], [dim1(d, nb, "tensordot") for d in db]
+    return ([d] if isinstance(d, int) else list(d) for d in dims)
 
 
 def block_diag(*tensors):
