@@ -349,6 +349,9 @@ class set_grad_enabled(_GradMode):  # noqa: N801 - PyTorch's name
 
     def __init__(self, mode):
         super().__init__()
+        if not isinstance(mode, (bool, numpy.bool_)):  # (torch's: None or 1 is no mode)
+            raise TypeError(f"set_grad_enabled: mode must be a bool, got {type(mode).__name__} "
+                            f"{mode!r}")
         self.enabled = bool(mode)
         self._prev = _grad_enabled.get()
         # the call itself sets it (torch), but on records nothing inside inference_mode

@@ -52,7 +52,8 @@ def as_dtype(dtype):
     except TypeError:
         dt = None
     name = str(dtype if dt is None else dt)
-    if dt is None or dt.kind in "Vc" or "bfloat16" in name:  # (ml_dtypes' bfloat16: kind "V")
+    # (ml_dtypes' bfloat16 is of kind "V"; strings, bytes, objects and dates hold no numbers)
+    if dt is None or dt.kind not in "biuf" or "bfloat16" in name:
         raise DTypeError(f"dtype {name} is not supported: tinyattn holds bools, integers and "
                          f"the float dtypes float16, float32 and float64{_hint(name)}")
     return dt

@@ -30,6 +30,7 @@ from .ops.op import dims as _axes
 from .tensor import (
     Tensor,
     _check_values,
+    _flag,
     _fresh,
     _int_of,
     _make,
@@ -1493,15 +1494,6 @@ def _bag_reduce(rows, valid, psw, mode):
     if mode == "sum":
         return total
     return total / valid.sum(1).clamp_min(1).unsqueeze(-1).to(rows.dtype)
-
-
-def _flag(name, what, value):
-    """A switch torch takes only as a bool (dropout's training, attention's is_causal,
-    kl_div's log_target): 0, 1, None or "False" is a TypeError naming the function, where its
-    truth would have been taken without a word ("False" is true)."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name}: {what} must be a bool, got {type(value).__name__} {value!r}")
-    return bool(value)
 
 
 def dropout(input, p=0.5, training=True, inplace=False, seed=None):  # noqa: A002 - torch's

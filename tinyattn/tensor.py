@@ -245,6 +245,7 @@ class Tensor(TensorBase):
         as before, as torch's, with its hooks, and the graphs recorded before the switch still
         lead to it (their gradient and the new one's add up in one .grad). While it is off,
         ops see a constant, and backward writes no .grad for it (autograd._write_grad)."""
+        flag = _grad_flag(flag)
         node = self._node
         if node is not None and node.op is not None:
             raise GraphError("requires_grad can only be changed on a leaf tensor (one not made "
@@ -1390,12 +1391,14 @@ class Tensor(TensorBase):
         """Whether any entry (over dim) is nonzero: a bool tensor (uint8 for a uint8 tensor,
         as torch's)."""
         axes = _axes(dim, self.ndim, "any")
-        return _values("any", _truth, self, how="any", axis=axes, keepdims=keepdim)
+        return _values("any", _truth, self, how="any", axis=axes,
+                       keepdims=_flag("any", "keepdim", keepdim))
 
     def all(self, dim=None, keepdim=False):
         """Whether every entry (over dim) is nonzero: a bool tensor (uint8 for uint8)."""
         axes = _axes(dim, self.ndim, "all")
-        return _values("all", _truth, self, how="all", axis=axes, keepdims=keepdim)
+        return _values("all", _truth, self, how="all", axis=axes,
+                       keepdims=_flag("all", "keepdim", keepdim))
 
     # ---- unary functions -----------------------------------------------------------------------
 
@@ -1501,14 +1504,15 @@ class Tensor(TensorBase):
         """Σ over dim (integers and bools in int64, as torch); with dtype, of the tensor cast
         to it first, and in that dtype (torch's `dtype=`: int8 wraps, bool is any())."""
         if dtype is None:
-            return apply(rd.reduce_sum, self, **_reduce_args(dim, keepdim, axis, keepdims))
+            return apply(rd.reduce_sum, self,
+                         **_reduce_args(dim, keepdim, axis, keepdims, "sum"))
         return _in_dtype(apply(rd.reduce_sum, self.to(dtype),
-                               **_reduce_args(dim, keepdim, axis, keepdims)), dtype)
+                               **_reduce_args(dim, keepdim, axis, keepdims, "sum")), dtype)
 
     def mean(self, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
         """The mean over dim; with dtype, of the tensor cast to it first."""
         x = self if dtype is None else self.to(dtype)
-        return apply(rd.reduce_mean, x, **_reduce_args(dim, keepdim, axis, keepdims))
+        return apply(rd.reduce_mean, x, **_reduce_args(dim, keepdim, axis, keepdims, "mean"))
 
     def max(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
         """The largest value; with a dim, the named pair (values, indices) as in torch; with a
@@ -1523,7 +1527,7 @@ class Tensor(TensorBase):
     def _extreme(self, op, name, elementwise, dim, keepdim, axis, keepdims):
         if isinstance(dim, Tensor):
             return elementwise(dim)
-        args = _reduce_args(dim, keepdim, axis, keepdims)
+        args = _reduce_args(dim, keepdim, axis, keepdims, name)
         if args["dim"] is None:
             _keepdim_needs_dim(name, args["keepdim"])
             return apply(op, self)
@@ -1550,20 +1554,24 @@ class Tensor(TensorBase):
     def amax(self, dim=None, keepdim=False):
         """The largest values over one dim or several (values only; tied entries share the
         gradient evenly, as in torch.amax and in max() without a dim)."""
-        return apply(rd.reduce_max, self, **_reduce_args(dim, keepdim, None, None))
+        return apply(rd.reduce_max, self, **_reduce_args(dim, keepdim, None, None, "amax"))
 
     def amin(self, dim=None, keepdim=False):
         """The smallest values over one dim or several."""
-        return apply(rd.reduce_min, self, **_reduce_args(dim, keepdim, None, None))
+        return apply(rd.reduce_min, self, **_reduce_args(dim, keepdim, None, None, "amin"))
 
     def sort(self, dim=-1, descending=False, stable=False):
         """The named pair (values, indices) sorted along dim; ties keep their order, NaN counts
         as the largest value (as in torch)."""
+        _flag("sort", "descending", descending)
+        _flag("sort", "stable", stable)
         indices = self.argsort(dim, descending)
         return return_types.sort(self._along(indices, dim), indices)
 
     def argsort(self, dim=-1, descending=False, stable=False):
         """The indices that sort the tensor along dim (stable: ties keep their order)."""
+        descending = _flag("argsort", "descending", descending)
+        _flag("argsort", "stable", stable)
         xp = self.backend.xp
         if self.ndim == 0:
             _axes(dim, 0, "argsort")
@@ -1575,6 +1583,8 @@ class Tensor(TensorBase):
     def topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's names
         """The named pair (values, indices) of the k largest (or smallest) entries along dim."""
         _refuse_bool("topk", self)
+        largest = _flag("topk", "largest", largest)
+        _flag("topk", "sorted", sorted)  # (the k come sorted either way, as torch's on CPU)
         k = _int_of(k)
         n = self.shape[_axis(dim, self.ndim, "topk")] if self.ndim else 1
         if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or not 0 <= k <= n:
@@ -1600,7 +1610,7 @@ class Tensor(TensorBase):
             dim, unbiased = None, dim
         correction = _correction("var", unbiased, correction)
         return apply(rd.reduce_var, self, correction=correction,
-                     **_reduce_args(dim, keepdim, axis, keepdims))
+                     **_reduce_args(dim, keepdim, axis, keepdims, "var"))
 
     def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None,
             keepdims=None):
@@ -1619,7 +1629,8 @@ class Tensor(TensorBase):
         return out.half() if x is not self else out
 
     def logsumexp(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        return apply(rd.logsumexp, self, **_reduce_args(dim, keepdim, axis, keepdims))
+        return apply(rd.logsumexp, self,
+                     **_reduce_args(dim, keepdim, axis, keepdims, "logsumexp"))
 
     def argmax(self, dim=None, keepdim=False):
         _refuse_bool("argmax", self)
@@ -1630,6 +1641,7 @@ class Tensor(TensorBase):
         return self._arg(self.backend.xp.argmin, dim, keepdim, "argmin")
 
     def _arg(self, fn, dim, keepdim, name):
+        keepdim = _flag(name, "keepdim", keepdim)
         if dim is None:  # the index into the flattened tensor (kept dims: all 1, as in torch)
             return _values(name, _flat_arg, self, find=fn, keepdim=keepdim)
         if self.ndim == 0:  # a 0-d tensor has one implicit dim, as in torch
@@ -2240,7 +2252,8 @@ class Tensor(TensorBase):
             raise ValueError(f"norm: p={p!r}: Tensor.norm takes a number (2, 1, inf, ...) or "
                              "'fro'; for the nuclear norm use ta.linalg.matrix_norm(x, 'nuc')")
         x = self if dtype is None else self.to(dtype)
-        return apply(rd.vector_norm, x, ord=p, dim=dim, keepdim=keepdim)
+        return apply(rd.vector_norm, x, ord=p, dim=dim,
+                     keepdim=_flag("norm", "keepdim", keepdim))
 
     def median(self, dim=None, keepdim=False):
         """The lower median, NaN where there is a NaN (as torch); with a dim, the named pair
@@ -2248,6 +2261,7 @@ class Tensor(TensorBase):
         to that entry. Without a dim (NaN for an empty tensor), the entries equal to the median
         share its gradient evenly (the NaNs, when it is NaN), as torch's."""
         _refuse_bool("median", self)
+        keepdim = _flag("median", "keepdim", keepdim)
         if dim is None:
             _keepdim_needs_dim("median", keepdim)
             if self.numel() == 0 and self.dtype.kind != "f":
@@ -2917,6 +2931,7 @@ class Tensor(TensorBase):
         """The distinct values, sorted (no gradient: torch has none either); with
         return_inverse, where each entry went; with return_counts, how often each occurs.
         With a dim, the distinct slices along it (sorted lexicographically), as torch's."""
+        _flag("unique", "sorted", sorted)
         if dim is not None:
             return self._unique_runs("unique", sp.unique_slices, return_inverse, return_counts,
                                      dim)
@@ -4127,6 +4142,8 @@ def _via_float32(fn, *operands):
 def _correction(name, unbiased, correction):
     """var's and std's correction from torch's two spellings, unbiased (True: 1, False: 0, the
     default True) or correction; both given is a TypeError, as torch's."""
+    if unbiased is not None:
+        unbiased = _flag(name, "unbiased", unbiased)
     if unbiased is not None and correction is not None:
         raise TypeError(f"{name}: got both unbiased={unbiased!r} and correction="
                         f"{correction!r}; give one (unbiased=False is correction=0)")
@@ -4156,15 +4173,27 @@ def _in_dtype(out, dtype):
     return out if out.dtype == dtype else out.to(dtype)
 
 
-def _reduce_args(dim, keepdim, axis, keepdims):
-    """PyTorch's dim/keepdim or NumPy's axis/keepdims, as the reduce ops' dim/keepdim."""
+def _reduce_args(dim, keepdim, axis, keepdims, name):
+    """PyTorch's dim/keepdim or NumPy's axis/keepdims, as the reduce ops' dim/keepdim (a bool:
+    keepdim="no" or None is refused naming `name`, as torch refuses it)."""
     if axis is not None:
         dim = axis
     if keepdims is not None:
         keepdim = keepdims
     if isinstance(dim, list):
         dim = tuple(dim)
-    return {"dim": dim, "keepdim": bool(keepdim)}
+    return {"dim": dim, "keepdim": _flag(name, "keepdim", keepdim)}
+
+
+def _flag(name, what, value):
+    """A switch torch takes only as a bool (keepdim, descending, largest, dropout's training):
+    0, 1, None or "False" is a TypeError naming `name`, where its truth would have been taken
+    without a word ("False" is true). NumPy's bool counts as a bool."""
+    if value.__class__ is bool:
+        return value
+    if isinstance(value, np.bool_):
+        return bool(value)
+    raise TypeError(f"{name}: {what} must be a bool, got {type(value).__name__} {value!r}")
 
 
 # ---- values with no gradient: comparisons, tests, indices ---------------------------------------
@@ -4371,6 +4400,12 @@ def _shape_args(args, name="shape"):
         return tuple(map(operator.index, args))  # ints, NumPy ints, integer 0-d tensors
     except TypeError:
         raise DTypeError(f"{name}: sizes must be ints, got {tuple(args)!r}") from None
+
+
+def _grad_flag(flag):
+    """requires_grad given as a bool (NumPy's too); 1, None or "yes" is a TypeError, as torch
+    refuses it (its truth would be taken without a word)."""
+    return _flag("tensor", "requires_grad", flag)
 
 
 def _int_list(name, what, values):
@@ -4718,7 +4753,7 @@ def _fresh(data, dtype=None, requires_grad=False, backend=None):
     t = Tensor._wrap(_to_array(data, dtype, be), be)
     if ag._inference.get():  # (made in inference_mode: an inference tensor)
         ag.mark_inference(t)
-    if requires_grad:
+    if _grad_flag(requires_grad):
         t._require(True)
     return t
 
@@ -4821,6 +4856,16 @@ def _legacy_data(data, dtype, be):
     return _to_array(data, dtype, be)
 
 
+def _own_dtype(data):
+    """The dtype of data given with none: its own (an array's) or what its values make (a
+    list's); strings, objects and dates are refused naming tensor(), which cannot hold them."""
+    own = data.dtype if hasattr(data, "dtype") else _data_dtype(data)
+    if getattr(own, "kind", "f") in "OSUMmV" and "bfloat16" not in str(own):
+        raise DTypeError(f"tensor: cannot hold data of dtype {own} (only numbers and bools); "
+                         "convert the data to numbers first")
+    return as_dtype(own)
+
+
 def _to_array(data, dtype, be):
     """Backend array for `data`: lists and floats get the default dtype, arrays keep theirs (in
     this machine's byte order: a '>f4' array's values become float32)."""
@@ -4830,11 +4875,7 @@ def _to_array(data, dtype, be):
         as_dtype(data.dtype)  # (bfloat16 refused by name, before NumPy meets it)
         data = data.detach().cpu().numpy()  # values (as torch.tensor(t) takes them), no warning
     given = dtype is not None
-    dtype = as_dtype(dtype if given else data.dtype if hasattr(data, "dtype") else
-                     _data_dtype(data))
-    if dtype.kind not in "biuf":
-        raise DTypeError(f"tensor: cannot hold data of dtype {dtype} (only numbers and bools); "
-                         "convert the data to numbers first")
+    dtype = as_dtype(dtype) if given else _own_dtype(data)
     if not dtype.isnative:
         dtype = dtype.newbyteorder("=")
     if given and dtype.kind in "iu" and (not hasattr(data, "shape") or

@@ -51,10 +51,15 @@ def test_a_switch_must_be_a_bool(name, what, call, bad):
 
 @pytest.mark.parametrize(("name", "what", "call"), CASES,
                          ids=[f"{c[0]}-{c[1]}-{i}" for i, c in enumerate(CASES)])
-def test_a_bool_switch_is_taken(name, what, call):
-    # (embedding's sparse=True stays refused: tinyattn has no sparse gradients)
-    for value in (False, np.bool_(False)) if what == "sparse" else (False, True):
-        call(ta, value)
+def test_a_bool_switch_gives_torchs_values(name, what, call):
+    torch = pytest.importorskip("torch")
+    # (dropout with training=True draws its own mask; embedding's sparse=True stays refused:
+    # tinyattn has no sparse gradients)
+    random_or_refused = what == "sparse" or (what == "training" and "dropout" in name)
+    for flag in (False, np.bool_(False)) if random_or_refused else (False, True, np.bool_(True)):
+        got, want = call(ta, flag), call(torch, bool(flag))
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-5,
+                                   atol=1e-6)
 
 
 @pytest.mark.parametrize("bad", [None, "0.1"])

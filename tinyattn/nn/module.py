@@ -31,7 +31,7 @@ from ..autograd import (
 from ..dtypes import as_dtype
 from ..errors import DTypeError, ShapeError, StateDictError, fmt_shape, warn_user
 from ..function import Function
-from ..tensor import Tensor, _type_named, as_tensor, empty, to_args, zeros
+from ..tensor import Tensor, _grad_flag, _type_named, as_tensor, empty, to_args, zeros
 
 
 class Parameter(Tensor):
@@ -54,7 +54,7 @@ class Parameter(Tensor):
         if t is data:  # the same memory: in-place changes count in both (torch's version);
             # not a view of it: a Parameter is a leaf of its own (no _base, as torch's)
             share_version(data, self, differentiable=False)
-        if requires_grad:
+        if _grad_flag(requires_grad):
             self._require(True)
 
     def __repr__(self):

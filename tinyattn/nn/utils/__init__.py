@@ -14,6 +14,7 @@ vector_to_parameters flatten parameters into one vector and back.
 """
 
 import math
+import numbers
 
 from ...autograd import bump_version, no_grad
 from ...errors import GraphError, ShapeError, fmt_shape, warn_user
@@ -84,8 +85,20 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
 
 
 @no_grad()
+def _max_norm(name, max_norm):
+    """max_norm as a float: a number or a 0-d tensor; None or a string is an error naming the
+    function (torch's float() refuses them too)."""
+    if isinstance(max_norm, Tensor):
+        max_norm = max_norm.item()
+    if isinstance(max_norm, (str, bytes)) or not isinstance(max_norm, numbers.Real):
+        raise TypeError(f"{name}: max_norm must be a number, got {type(max_norm).__name__} "
+                        f"{max_norm!r}")
+    return float(max_norm)
+
+
 def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     """Scale every gradient by min(1, max_norm / (total_norm + 1e-6)), in place."""
+    max_norm = _max_norm("clip_grads_with_norm_", max_norm)
     params = _with_grads(parameters)
     if not params:
         return
@@ -102,6 +115,7 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
                     foreach=None):
     """Scale all gradients together by min(1, max_norm / (norm + 1e-6)), where norm is the
     total norm of order norm_type of the gradients (get_total_norm); returns that norm."""
+    _max_norm("clip_grad_norm_", max_norm)  # (checked with no gradients too)
     params = _with_grads(parameters)
     total = get_total_norm([p.grad for p in params], norm_type, error_if_nonfinite)
     clip_grads_with_norm_(params, max_norm, total)
