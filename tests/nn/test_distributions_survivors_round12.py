@@ -59,3 +59,23 @@ def test_transforms_clamp_at_the_float32_tiny_and_eps_as_torch(name, x):
     np.testing.assert_array_equal(y.numpy(), y_t.numpy())  # 1 - eps32, not 1 (float64's eps)
     np.testing.assert_allclose(mine.inv(y).numpy(), theirs.inv(y_t).numpy(), rtol=1e-6)
     assert np.isfinite(mine.inv(y).numpy()).all()
+
+
+@pytest.mark.parametrize("bad", [(2.5,), (2, 1.0), "a", (None,), 2.5])
+def test_a_sample_shape_of_no_ints_is_refused(bad):
+    # (int() cut (2.5,) to (2,) without a word; torch.Size refuses it)
+    normal = Normal(ta.tensor(0.0), ta.tensor(1.0))
+    for draw in (normal.sample, normal.rsample):
+        with pytest.raises(TypeError, match="^sample: sample_shape must be a tuple of ints"):
+            draw(bad)
+    torch = pytest.importorskip("torch")
+    with pytest.raises(TypeError):
+        torch.distributions.Normal(torch.tensor(0.0), torch.tensor(1.0)).sample(bad)
+
+
+def test_sample_shapes_of_ints_are_taken():
+    normal = Normal(ta.tensor(0.0), ta.tensor(1.0))
+    assert tuple(normal.sample((2, np.int64(3))).shape) == (2, 3)
+    assert tuple(normal.sample((ta.tensor(2),)).shape) == (2,)
+    assert tuple(normal.sample(ta.Size([4])).shape) == (4,)
+    assert tuple(normal.sample(5).shape) == (5,)  # (an int as (5,): tinyattn's leniency)

@@ -6,6 +6,7 @@ _shape, _check and _refuse_outside (validate_args' errors), _fill, _sum_rightmos
 _standard_gamma (Gamma(a, 1) draws) and _eye_like."""
 
 import numbers
+import operator
 import warnings
 
 import numpy as np
@@ -215,8 +216,14 @@ def _tensors(*params):
 
 
 def _shape(sample_shape):
-    shape = ((int(sample_shape),) if isinstance(sample_shape, numbers.Integral)
-             else tuple(int(n) for n in sample_shape))
+    """sample_shape as a tuple of ints (one int counts as (n,)); a float size is refused, as
+    torch.Size refuses it (int() would cut 2.5 to 2 without a word)."""
+    try:
+        shape = ((operator.index(sample_shape),) if isinstance(sample_shape, numbers.Integral)
+                 else tuple(operator.index(n) for n in sample_shape))
+    except TypeError:
+        raise TypeError(f"sample: sample_shape must be a tuple of ints, got {sample_shape!r}") \
+            from None
     if any(n < 0 for n in shape):
         raise ValueError(f"sample: sample_shape must hold sizes >= 0, got {shape}")
     return shape
