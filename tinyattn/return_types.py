@@ -5,6 +5,7 @@ factorizations; and Size, the tuple x.shape and x.size() are (torch.Size).
     values, indices = x.max(dim=1)      # or: x.max(dim=1).values / .indices
 """
 
+import builtins
 import operator
 from collections import namedtuple
 
@@ -42,6 +43,10 @@ triangular_solve = namedtuple("triangular_solve", ["solution", "cloned_coefficie
 frexp = namedtuple("frexp", ["mantissa", "exponent"])
 
 
+# what a Device may name: torch's cpu and cuda, and tinyattn's backend names
+_DEVICE_TYPES = frozenset(("cpu", "cuda", "numpy", "np", "cupy", "gpu", "meta"))
+
+
 class Device(str):
     """A tensor's (and a Generator's) device, as torch's (x.device.type, .index,
     device(type='cpu')), that is its name as a str too: x.device == "cpu", a dict key as
@@ -49,9 +54,20 @@ class Device(str):
     (one GPU: the backend's)."""
 
     def __new__(cls, type="cpu", index=None):  # noqa: A002 - torch's name
-        kind, _, number = str(type).partition(":")
+        if not isinstance(type, str):
+            raise TypeError(f"device: expected a device string such as 'cpu' or 'cuda:0', got "
+                            f"{builtins.type(type).__name__} {type!r}")
+        kind, colon, number = type.partition(":")
+        if kind not in _DEVICE_TYPES or colon and not number.isdigit():
+            raise RuntimeError(f"Invalid device string: {type!r} (as torch); tinyattn's "
+                               f"devices are {', '.join(sorted(_DEVICE_TYPES))}, with an index "
+                               "after a colon: 'cuda:0'")
+        if index is not None and (isinstance(index, bool) or not isinstance(index, int)
+                                  or index < 0 or colon):
+            raise RuntimeError(f"device: the index must be an int >= 0, given once, got {index!r}"
+                               f" for {type!r}")
         self = super().__new__(cls, kind)
-        self.index = int(number) if number else index
+        self.index = int(number) if colon else index
         return self
 
     @classmethod

@@ -457,23 +457,25 @@ class Tensor(TensorBase):
             return self.to(device, dtype) if device is not None else self.to(dtype)
         return self.to(dtype)
 
-    def _new(self, make, args, dtype, requires_grad):
-        t = make(*args, dtype=self.dtype if dtype is None else dtype, backend=self.backend)
+    def _new(self, make, args, dtype, requires_grad, device=None):
+        be = self.backend if device is None else backends.backend(device)
+        t = make(*args, dtype=self.dtype if dtype is None else dtype, backend=be)
         t._require(requires_grad)
         return t
 
-    def new_zeros(self, *size, dtype=None, requires_grad=False):
-        """A tensor of zeros with this tensor's dtype and backend (unless dtype is given)."""
-        return self._new(zeros, size, dtype, requires_grad)
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
+        """A tensor of zeros with this tensor's dtype and backend (unless dtype or device is
+        given)."""
+        return self._new(zeros, size, dtype, requires_grad, device)
 
-    def new_ones(self, *size, dtype=None, requires_grad=False):
-        return self._new(ones, size, dtype, requires_grad)
+    def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
+        return self._new(ones, size, dtype, requires_grad, device)
 
-    def new_empty(self, *size, dtype=None, requires_grad=False):
-        return self._new(empty, size, dtype, requires_grad)
+    def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
+        return self._new(empty, size, dtype, requires_grad, device)
 
-    def new_full(self, size, fill_value, dtype=None, requires_grad=False):
-        return self._new(full, (size, fill_value), dtype, requires_grad)
+    def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
+        return self._new(full, (size, fill_value), dtype, requires_grad, device)
 
     def new(self, *args, device=None):
         """torch's legacy constructor, this tensor's dtype and backend: new() is empty (0,);
@@ -494,11 +496,12 @@ class Tensor(TensorBase):
         raise TypeError(f"new(): takes sizes (ints), a Size, a tensor or data, got "
                         f"{tuple(type(a).__name__ for a in args)}")
 
-    def new_tensor(self, data, dtype=None, requires_grad=False):
-        """data as a new leaf tensor on this backend, with this tensor's dtype unless given."""
+    def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+        """data as a new leaf tensor on this backend (or device's), with this tensor's dtype
+        unless given."""
         return self._new(lambda d, dtype, backend: tensor(d, dtype=dtype, backend=backend),
                          (data.detach().numpy() if isinstance(data, Tensor) else data,),
-                         dtype, requires_grad)
+                         dtype, requires_grad, device)
 
     def float(self):
         return self.to(float32)
@@ -3899,7 +3902,7 @@ def to_args(args, device, dtype):
     for arg in args:
         if isinstance(arg, Tensor):
             device, dtype = arg.backend, arg.dtype
-        elif isinstance(arg, backends.Backend) or str(arg).lower() in backends.ALIASES:
+        elif isinstance(arg, backends.Backend) or backends.alias_key(arg) is not None:
             device = arg
         else:
             dtype = arg

@@ -25,11 +25,28 @@ _default = None  # the name set_backend chose, or None for "TINYATTN_BACKEND, el
 _override = contextvars.ContextVar("tinyattn_backend", default=None)
 
 
+def alias_key(name):
+    """The ALIASES key a backend name or device string names, or None: "cpu:0" and "cuda:0"
+    are torch's device strings with an index (a CPU index is read as torch reads it, and
+    ignored; tinyattn runs on one GPU, so a CUDA index past 0 is refused)."""
+    name = str(name).lower()
+    kind, colon, index = name.partition(":")
+    if not colon:
+        return ALIASES.get(name)
+    if kind not in ("cpu", "cuda") or not index.isdigit():
+        return None
+    if kind == "cuda" and int(index) != 0:
+        raise BackendError(f"device {name!r}: tinyattn runs on one GPU, the CuPy backend's "
+                           "(cuda or cuda:0); choose the GPU with CUDA_VISIBLE_DEVICES")
+    return ALIASES[kind]
+
+
 def backend(name_or_backend):
-    """The backend object for a name ("numpy", "cpu", "cupy", "cuda") or a Backend (returned)."""
+    """The backend object for a name ("numpy", "cpu", "cupy", "cuda", "cuda:0") or a Backend
+    (returned)."""
     if isinstance(name_or_backend, Backend):
         return name_or_backend
-    key = ALIASES.get(str(name_or_backend).lower())
+    key = alias_key(name_or_backend)
     if key is None:
         raise BackendError(f"unknown backend {name_or_backend!r}: use one of "
                            f"{sorted(ALIASES)}")
