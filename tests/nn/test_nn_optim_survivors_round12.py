@@ -25,6 +25,18 @@ def test_group_norm_takes_device():
         nn.GroupNorm(2, 4, device="cuda:1")
 
 
+@pytest.mark.parametrize("make", [lambda: nn.LazyLinear(2), lambda: nn.LazyConv1d(2, 3)],
+                         ids=["LazyLinear", "LazyConv1d"])
+def test_lazy_modules_load_list_entries_as_their_eager_kin(make):
+    # (Linear loads a list entry; LazyLinear raised AttributeError reading its .shape)
+    m = make()
+    shape = (2, 3) if isinstance(m, nn.Linear) else (2, 1, 3)
+    weight = np.arange(6, dtype=np.float32).reshape(shape)
+    m.load_state_dict({"weight": weight.tolist(), "bias": [0.5, -0.5]})
+    np.testing.assert_array_equal(m.weight.numpy(), weight)
+    np.testing.assert_array_equal(m.bias.numpy(), [0.5, -0.5])
+
+
 def test_a_kwargs_pre_hook_returning_a_pair_of_no_dict_is_named():
     lin = nn.Linear(2, 2)
     lin.register_forward_pre_hook(lambda mod, args, kwargs: (args, [1]), with_kwargs=True)

@@ -10,6 +10,8 @@ its own the GPT-2 way. Each forward is one line of functional code.
 import math
 import numbers
 
+import numpy as np
+
 from .. import functional as F
 from ..autograd import no_grad
 from ..errors import DimError, ShapeError, fmt_shape
@@ -100,6 +102,12 @@ class UninitializedParameter(Parameter):
         return "<UninitializedParameter>"
 
 
+def _shape_of(value):
+    """A state dict entry's shape (a tensor's, torch's, an array's or a list's)."""
+    shape = getattr(value, "shape", None)
+    return tuple(np.shape(value) if shape is None else shape)
+
+
 class LazyLinear(Linear):
     """torch's: a Linear whose in_features is inferred from its first input (input.shape[-1]).
     Until that first call its weight and bias are UninitializedParameters (in_features 0);
@@ -155,7 +163,7 @@ class LazyLinear(Linear):
             value = state_dict.get(prefix + name)
             if isinstance(p, UninitializedParameter) and value is not None:
                 if not isinstance(value, UninitializedParameter):
-                    p.materialize(tuple(value.shape))
+                    p.materialize(_shape_of(value))  # (a list's too, as Linear loads one)
         super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
                                       unexpected_keys, error_msgs)
 

@@ -19,8 +19,6 @@ accepts).
 
 import itertools
 
-import numpy as np
-
 from ..autograd import no_grad
 from ..errors import DimError, ShapeError, fmt_shape
 from ..tensor import empty
@@ -32,6 +30,7 @@ from .layers import (
     UninitializedParameter,
     _BatchNorm,
     _place,
+    _shape_of,
 )
 from .module import Buffer
 from .vision import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, _InstanceNorm
@@ -62,12 +61,6 @@ _LAZY = (UninitializedParameter, UninitializedBuffer)
 
 def _lazy(value):
     return isinstance(value, _LAZY)
-
-
-def _shape_of(value):
-    """A state dict entry's shape (a tensor's, torch's, an array's or a list's)."""
-    shape = getattr(value, "shape", None)
-    return tuple(np.shape(value) if shape is None else shape)
 
 
 class LazyModuleMixin:
