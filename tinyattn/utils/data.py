@@ -405,6 +405,25 @@ def _convert(sample):
 # ---- the loader ----------------------------------------------------------------------------------
 
 
+def _check_worker_options(num_workers, timeout, prefetch_factor, persistent_workers):
+    """torch's checks of the worker options, which tinyattn keeps but does not use: torch code
+    that passes a wrong one fails here as it would there, not later on a machine with torch."""
+    if not isinstance(num_workers, numbers.Integral):  # (torch's fails at the first batch)
+        raise TypeError(f"DataLoader: num_workers must be an int, got {num_workers!r}")
+    if num_workers < 0:
+        raise ValueError("DataLoader: num_workers option should be non-negative; use "
+                         "num_workers=0 to disable multiprocessing (as torch)")
+    if not timeout >= 0:
+        raise ValueError(f"DataLoader: timeout option should be non-negative, got {timeout}")
+    if num_workers == 0 and prefetch_factor is not None:
+        raise ValueError("DataLoader: prefetch_factor option could only be specified in "
+                         "multiprocessing: let num_workers > 0 to enable multiprocessing, "
+                         "otherwise set prefetch_factor to None (as torch)")
+    if persistent_workers and num_workers == 0:
+        raise ValueError("DataLoader: persistent_workers option needs num_workers > 0 (as "
+                         "torch)")
+
+
 class DataLoader:
     """Batches of `dataset`: batch_size samples at a time (None: one sample at a time, not
     collated), in order or shuffled anew each epoch, collated by collate_fn (default_collate).
@@ -427,6 +446,7 @@ class DataLoader:
                                                                 pin_memory_device)
         self.in_order = in_order
         self.generator, self.num_workers = generator, num_workers
+        _check_worker_options(num_workers, timeout, prefetch_factor, persistent_workers)
         _check_options(dataset, batch_size, shuffle, sampler, batch_sampler, drop_last)
         if not isinstance(dataset, IterableDataset):
             if sampler is None:
