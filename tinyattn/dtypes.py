@@ -170,6 +170,16 @@ def _cast(kind, target, arrays, skip):
     return out
 
 
+def refuse_bool_subtraction(operands):
+    """torch's rule: x - y with a bool tensor (or a Python bool) on either side is refused,
+    before any promotion (NumPy would subtract an int's or a float's 0s and 1s)."""
+    for a in operands:
+        if a.__class__ is bool or getattr(a, "dtype", None) == _BOOL:
+            raise DTypeError("sub: Subtraction, the `-` operator, with a bool tensor is not "
+                             "supported (as torch); to invert a mask, use ~mask or "
+                             "mask.logical_not(); for 0s and 1s, convert it first: mask.int()")
+
+
 def promoted(op, arrays):
     """apply's rare branch: (the op to run, its inputs promoted as op.promote asks). For a
     float16 result the op is its float16 form (ops/half.py): torch's values for float16 with
@@ -178,6 +188,8 @@ def promoted(op, arrays):
     gives inf silently), forward and VJP. apply comes here for float16 inputs of any op (one
     dtype: `first_dtype not in WIDE`), mixed dtypes and integers; float32 and float64 never."""
     kind = op.promote
+    if op.name == "sub":  # (bools take this branch: they are no floating dtype)
+        refuse_bool_subtraction(arrays)
     if kind is None:  # float16 alone, an op that promotes nothing
         return _half(op), arrays
     if kind == "sum":

@@ -49,6 +49,7 @@ from .dtypes import (
     get_default_dtype,
     int_range,
     promote_types,
+    refuse_bool_subtraction,
     result_type,
 )
 from .errors import BackendError, DimError, DTypeError, GraphError, ShapeError, fmt_shape, warn_user
@@ -685,6 +686,8 @@ class Tensor(TensorBase):
         return self + other if alpha == 1 else _with_alpha("add", self, other, alpha)
 
     def sub(self, other, *, alpha=1):
+        if alpha != 1:  # (x - alpha * mask: the bool is refused before it is scaled, as torch)
+            refuse_bool_subtraction((self._data, getattr(other, "_data", other)))
         if type(alpha) is not int:
             _check_alpha("sub", self, other, alpha)
         return self - other if alpha == 1 else _with_alpha("sub", self, other, alpha)

@@ -11,7 +11,7 @@ import operator
 
 import numpy as np
 
-from ..dtypes import HALF
+from ..dtypes import HALF, refuse_bool_subtraction
 from ..errors import DTypeError
 from . import traps
 from .op import CONST, is_const, op, quiet, quietly, wide
@@ -54,8 +54,12 @@ def add_vjp(be, g, saved):
 def sub(be, x, y):
     """out = x - y"""
     if CONST[y.__class__]:  # (is_const, read inline; the number as in add)
+        if y.__class__ is bool:  # (x - True: a float tensor's reaches here unpromoted)
+            refuse_bool_subtraction((y,))
         return x - be.number(y, x), (True,)
     if CONST[x.__class__]:
+        if x.__class__ is bool:
+            refuse_bool_subtraction((x,))
         return be.number(x, y) - y, (False,)
     return x - y, (False,)
 
