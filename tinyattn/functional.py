@@ -36,6 +36,7 @@ from .tensor import (
     _make,
     _one_dim,
     _rand,
+    _real,
     _seen_read,
     _take_torch_keywords,
     _values,
@@ -1856,14 +1857,8 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 
 def _norm_order(name, p):
     """cdist's and pdist's p as a number: a bool counts as 0 or 1 (torch takes it); None or
-    a string is a TypeError naming the function."""
-    if isinstance(p, (bool, np.bool_)):
-        return float(p)
-    if isinstance(p, Tensor) and p.ndim == 0:
-        p = p.item()
-    if not isinstance(p, numbers.Real):
-        raise TypeError(f"{name}: p must be a number, got {type(p).__name__} {p!r}")
-    return p
+    a string is a TypeError naming the function (tensor._real)."""
+    return float(p) if isinstance(p, (bool, np.bool_)) else _real(name, "p", p)
 
 
 def pdist(input, p=2):  # noqa: A002 - torch's name

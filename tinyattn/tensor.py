@@ -5481,9 +5481,10 @@ def _number(name, v):
 
 
 def _real(name, what, v):
-    """A bound, step or base given to a factory (arange, linspace, logspace) as its real
-    number: a 0-d tensor counts as its number (torch's); None, a string or another object is
-    a TypeError naming the factory and the argument, a complex number a DTypeError."""
+    """A number setting (a factory's bound, step or base; cdist's p; clip_grad_norm_'s
+    max_norm) as its real number: a 0-d tensor counts as its number (torch's); None, a
+    string or another object is a TypeError naming the function and the argument, a complex
+    number a DTypeError."""
     v = _number(name, v)
     if isinstance(v, numbers.Complex) and not isinstance(v, numbers.Real):
         raise DTypeError(f"{name}: a complex {what} ({v!r}): {NO_COMPLEX}")

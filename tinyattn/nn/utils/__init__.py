@@ -14,12 +14,11 @@ vector_to_parameters flatten parameters into one vector and back.
 """
 
 import math
-import numbers
 
 from ...autograd import bump_version, no_grad
 from ...errors import GraphError, ShapeError, fmt_shape, warn_user
 from ...ops.op import quiet
-from ...tensor import Tensor
+from ...tensor import Tensor, _real
 from . import fusion, parametrizations, parametrize, prune, rnn  # noqa: F401 (torch's modules)
 from .fusion import (
     fuse_conv_bn_eval,
@@ -88,12 +87,7 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
 def _max_norm(name, max_norm):
     """max_norm as a float: a number or a 0-d tensor; None or a string is an error naming the
     function (torch's float() refuses them too)."""
-    if isinstance(max_norm, Tensor):
-        max_norm = max_norm.item()
-    if isinstance(max_norm, (str, bytes)) or not isinstance(max_norm, numbers.Real):
-        raise TypeError(f"{name}: max_norm must be a number, got {type(max_norm).__name__} "
-                        f"{max_norm!r}")
-    return float(max_norm)
+    return float(_real(name, "max_norm", max_norm))
 
 
 def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
