@@ -31,6 +31,7 @@ from .autograd import (
     RemovableHandle,
     TensorBase,
     apply,
+    apply_tensor,
     backward,
     backward_steps,
     bump_version,
@@ -84,7 +85,7 @@ int32, int64, bool_ = np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.bool_)
 def _unary(op):
     """The Tensor method x.name() for a one-input op."""
     def method(self):
-        return apply(op, self)
+        return apply_tensor(op, self)
     method.__name__ = method.__qualname__ = op.name
     method.__doc__ = op.doc
     return method
@@ -577,7 +578,8 @@ class Tensor(TensorBase):
     # ---- arithmetic (Python numbers are constants; anything else becomes a tensor) -------------
 
     # (the operators below pass a Python number or a Tensor on as it is before they call
-    # _other: a call per op less, 1 % of the overhead benchmark's time per op)
+    # _other: a call per op less, 1 % of the overhead benchmark's time per op; an int or float
+    # second takes apply_tensor's shorter path)
     def _other(self, other):
         if type(other) in _PLAIN:  # the common cases, without an ABC check
             return other
@@ -593,24 +595,32 @@ class Tensor(TensorBase):
         return made
 
     def __add__(self, other):
+        if other.__class__ in _INT_FLOAT:
+            return apply_tensor(ew.add, self, other)
         return apply(ew.add, self, other if other.__class__ in _PLAIN else self._other(other))
 
     def __radd__(self, other):
         return apply(ew.add, other if other.__class__ in _PLAIN else self._other(other), self)
 
     def __sub__(self, other):
+        if other.__class__ in _INT_FLOAT:
+            return apply_tensor(ew.sub, self, other)
         return apply(ew.sub, self, other if other.__class__ in _PLAIN else self._other(other))
 
     def __rsub__(self, other):
         return apply(ew.sub, other if other.__class__ in _PLAIN else self._other(other), self)
 
     def __mul__(self, other):
+        if other.__class__ in _INT_FLOAT:
+            return apply_tensor(ew.mul, self, other)
         return apply(ew.mul, self, other if other.__class__ in _PLAIN else self._other(other))
 
     def __rmul__(self, other):
         return apply(ew.mul, other if other.__class__ in _PLAIN else self._other(other), self)
 
     def __truediv__(self, other):
+        if other.__class__ in _INT_FLOAT:
+            return apply_tensor(ew.div, self, other)
         return apply(ew.div, self, other if other.__class__ in _PLAIN else self._other(other))
 
     def __rtruediv__(self, other):
@@ -639,7 +649,7 @@ class Tensor(TensorBase):
         return _power("pow", lambda: apply(ew.power, other, self), other, self)
 
     def __neg__(self):
-        return apply(ew.neg, self)
+        return apply_tensor(ew.neg, self)
 
     def __pos__(self):
         if self.dtype == np.bool_:
@@ -647,7 +657,7 @@ class Tensor(TensorBase):
         return self
 
     def __abs__(self):
-        return apply(ew.absolute, self)
+        return apply_tensor(ew.absolute, self)
 
     def __matmul__(self, other):
         return apply(mm.matmul, self, self._operand(other))
@@ -1409,22 +1419,22 @@ class Tensor(TensorBase):
     # ---- unary functions -----------------------------------------------------------------------
 
     def exp(self):
-        return apply(ew.exp, self)
+        return apply_tensor(ew.exp, self)
 
     def log(self):
-        return apply(ew.log, self)
+        return apply_tensor(ew.log, self)
 
     def sqrt(self):
-        return apply(ew.sqrt, self)
+        return apply_tensor(ew.sqrt, self)
 
     def tanh(self):
-        return apply(ew.tanh, self)
+        return apply_tensor(ew.tanh, self)
 
     def sigmoid(self):
-        return apply(ew.sigmoid, self)
+        return apply_tensor(ew.sigmoid, self)
 
     def relu(self):
-        return apply(ew.relu, self)
+        return apply_tensor(ew.relu, self)
 
     def hardshrink(self, lambd=0.5):
         return apply(act.hardshrink, self, lambd=plain(lambd, "hardshrink"))
@@ -1433,7 +1443,7 @@ class Tensor(TensorBase):
         return apply(act.prelu, self, self._other(weight))
 
     def abs(self):
-        return apply(ew.absolute, self)
+        return apply_tensor(ew.absolute, self)
 
     def pow(self, exponent):
         return self**exponent
@@ -3771,6 +3781,7 @@ def _row_major(name, fmt, preserve):
 use_tensor_class(Tensor)  # apply's outputs and every .grad are Tensors
 tell_effects_to(ag.side_effect)  # a Generator reseeded inside a captured fn: refused by name
 _PLAIN = frozenset((int, float, Tensor))  # what _other passes through as it is
+_INT_FLOAT = frozenset((int, float))  # a number the operators pass to apply_tensor
 
 
 # torch's keyword names where a method's own differ (its schema's: x.view(size=(2, 3)),
