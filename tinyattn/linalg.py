@@ -61,7 +61,7 @@ from .linalg_more import (
 )
 from .ops import linalg as la
 from .return_types import linalg_cholesky_ex, linalg_inv_ex, linalg_slogdet, linalg_solve_ex
-from .tensor import Tensor
+from .tensor import Tensor, norm_cast
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "multi_dot", "matrix_power", "inv", "det",
            "slogdet", "solve", "cholesky", "solve_triangular", "LinAlgError", "svd", "svdvals",
@@ -79,7 +79,7 @@ _SPECTRAL = {"nuc": "sum", 2: "amax", -2: "amin"}
 def _checked(name, x, dtype):
     if not isinstance(x, Tensor):
         raise TypeError(f"linalg.{name}: expected a tensor, got {type(x).__name__}")
-    return x if dtype is None else x.to(dtype)  # (torch: the input cast to dtype first)
+    return norm_cast(f"linalg.{name}", x, dtype)  # (torch: the input cast to dtype first)
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):  # noqa: A002 - torch's names

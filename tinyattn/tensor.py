@@ -2260,14 +2260,19 @@ class Tensor(TensorBase):
 
     def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
         """The vector p-norm over dim (all entries by default; "fro" and None are the 2-norm, as
-        torch's); with dtype, of the tensor cast to it first (torch's dtype=, e.g. a float32
-        tensor's norm in float64)."""
+        torch's), or "nuc" the nuclear norm over two dims (the sum of the singular values); with
+        dtype, of the tensor cast to it first (torch's dtype=, e.g. a float32 tensor's norm in
+        float64)."""
         if p == "fro" or p is None:
             p = 2
+        x = norm_cast("norm", self, dtype)
+        if p == "nuc":  # torch's: linalg.matrix_norm's, over two dims (a matrix's by default)
+            from .linalg import matrix_norm
+            return matrix_norm(x, "nuc", tuple(range(x.ndim)) if dim is None and x.ndim > 1
+                               else (-2, -1) if dim is None else dim, keepdim)
         if isinstance(p, str):
-            raise ValueError(f"norm: p={p!r}: Tensor.norm takes a number (2, 1, inf, ...) or "
-                             "'fro'; for the nuclear norm use ta.linalg.matrix_norm(x, 'nuc')")
-        x = self if dtype is None else self.to(dtype)
+            raise ValueError(f"norm: p={p!r}: Tensor.norm takes a number (2, 1, inf, ...), "
+                             "'fro' or 'nuc'")
         return apply(rd.vector_norm, x, ord=p, dim=dim,
                      keepdim=_flag("norm", "keepdim", keepdim))
 
@@ -4294,6 +4299,24 @@ def _truth(a, how, axis, keepdims):
     if a.dtype == np.uint8:
         out = out.astype(np.uint8)
     return out if keepdims else out.squeeze(axis)
+
+
+def norm_cast(name, x, dtype):
+    """x cast to a norm's dtype= as torch casts it (Tensor.norm, linalg's norms): a floating
+    input to a floating dtype at least as wide (float16 to float32, not float64 to float32);
+    None leaves x as it is."""
+    if dtype is None:
+        return x
+    want = as_dtype(dtype)
+    if x.dtype.kind != "f":
+        raise DTypeError(f"{name}: needs a floating-point input, got {x.dtype} (torch's rule "
+                         "too); convert it with .float()")
+    if want.kind != "f":
+        raise DTypeError(f"{name}: dtype must be a floating dtype (torch's rule), got {want}")
+    if want.itemsize < x.dtype.itemsize:
+        raise DTypeError(f"{name}: dtype={want} for a {x.dtype} input: the input must convert "
+                         f"to it without narrowing (torch's rule), so {x.dtype} or wider")
+    return x.to(want)
 
 
 def _power(name, run, base, exponent):
