@@ -30,24 +30,34 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
     nothing; strategy="forward-mode" (with vectorize=True, as torch asks) gives the same
     Jacobian, computed in reverse mode here (tinyattn has no forward mode). create_graph=True:
     the Jacobian keeps a graph to the inputs (its rows taken with create_graph, then stacked)."""
-    if strategy not in ("reverse-mode", "forward-mode"):
-        raise ValueError(f"jacobian: strategy={strategy!r}: expected 'reverse-mode' or "
-                         "'forward-mode' (as torch)")
-    if strategy == "forward-mode" and not vectorize:  # (torch's rules for it, kept so that
-        # code written here runs in torch too)
-        raise NotImplementedError("jacobian: strategy='forward-mode' is only implemented "
-                                  "with vectorize=True (as torch)")
-    if strategy == "forward-mode" and strict:
-        raise ValueError("jacobian: strict=True and strategy='forward-mode' are not "
-                         "supported together (as torch); set strict=False or use "
-                         "strategy='reverse-mode'")
-    in_tuple, xs = _leaves(inputs, "jacobian", create_graph)
-    out_tuple, ys = _outputs(func, xs, "jacobian")
+    _check_strategy("jacobian", "strategy", strategy, vectorize, strict)
+    return _jacobian(func, inputs, create_graph, strict, "jacobian")
+
+
+def _jacobian(func, inputs, create_graph, strict, name):
+    """jacobian's table, its errors naming `name` (jacobian, or hessian for its gradients)."""
+    in_tuple, xs = _leaves(inputs, name, create_graph)
+    out_tuple, ys = _outputs(func, xs, name)
     rows = _graph_table_of if create_graph else _table_of
-    table = tuple(rows(y, xs, i, strict, "jacobian") for i, y in enumerate(ys))
+    table = tuple(rows(y, xs, i, strict, name) for i, y in enumerate(ys))
     if not out_tuple:
         return table[0] if in_tuple else table[0][0]
     return table if in_tuple else tuple(row[0] for row in table)
+
+
+def _check_strategy(name, key, strategy, vectorize, strict):
+    """torch's rules for jacobian's strategy (hessian's outer_jacobian_strategy), kept so that
+    code written here runs in torch too; `key` names the argument."""
+    if strategy not in ("reverse-mode", "forward-mode"):
+        raise ValueError(f"{name}: {key}={strategy!r}: expected 'reverse-mode' or "
+                         "'forward-mode' (as torch)")
+    if strategy == "forward-mode" and not vectorize:
+        raise NotImplementedError(f"{name}: {key}='forward-mode' is only implemented "
+                                  "with vectorize=True (as torch)")
+    if strategy == "forward-mode" and strict:
+        raise ValueError(f"{name}: strict=True and {key}='forward-mode' are not "
+                         "supported together (as torch); set strict=False or use "
+                         f"{key}='reverse-mode'")
 
 
 def vjp(func, inputs, v=None, create_graph=False, strict=False):
@@ -106,7 +116,10 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
     """torch's Hessian of a scalar function: the Jacobian of its gradient (taken with
     create_graph=True), shaped x.shape + x.shape (a tuple of tuples for a tuple of inputs).
     create_graph=True: the Hessian keeps a graph to the inputs (third derivatives, for the ops
-    tinyattn/higher_order/ covers)."""
+    tinyattn/higher_order/ covers). vectorize and outer_jacobian_strategy as jacobian's
+    vectorize and strategy (torch's rules; the same Hessian either way)."""
+    _check_strategy("hessian", "outer_jacobian_strategy", outer_jacobian_strategy, vectorize,
+                    strict)
     in_tuple, _ = _tensors(inputs, "input", "hessian")
 
     def gradients(*xs):
@@ -117,7 +130,7 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
         gs = tuple(zeros_like(x) if g is None else g for x, g in zip(xs, gs, strict=True))
         return gs if in_tuple else gs[0]
 
-    return jacobian(gradients, inputs, create_graph=create_graph, strict=strict)
+    return _jacobian(gradients, inputs, create_graph, strict, "hessian")
 
 
 def hvp(func, inputs, v=None, create_graph=False, strict=False):
@@ -257,6 +270,8 @@ def _dummy_vjp(ys, xs, us):
 def _independent(strict, name, i, j):
     if strict:
         which = "the output" if i is None else f"output {i}"
+        if name == "hessian":  # (its outputs are the gradients: torch's message says so too)
+            which = f"the gradient in input {i}"
         raise GraphError(f"{name}: {which} does not depend on input {j}; strict=True refuses "
                          "that (strict=False gives zeros)")
 
