@@ -103,7 +103,8 @@ def test_hessian_forward_mode_with_vectorize_is_the_same_hessian():
 
 
 @pytest.mark.parametrize("call, match", [
-    (lambda: hessian(cubic(ta), [1.0, 2.0]), "hessian"),
+    (lambda: hessian(cubic(ta), [1.0, 2.0]), "hessian: input 0 must be a tinyattn Tensor, got "
+                                             "float"),
     (lambda: hessian(lambda x: 3.0, ta.tensor(X)), "hessian"),
     (lambda: hessian(lambda x: x * 2, ta.tensor(X)), "hessian: func must return a single"),
 ])
@@ -145,3 +146,39 @@ def test_the_sampler_names_the_argument_that_is_no_int(name, kwargs):
 
     with pytest.raises(TypeError, match=f"DistributedSampler: {name} must be an int"):
         DistributedSampler(list(range(8)), **kwargs)
+
+
+@pytest.mark.parametrize("name", ["hvp", "vhp"])
+@pytest.mark.parametrize("func", [lambda x: x ** 3, lambda x: ((x ** 3).sum(), x.sum())],
+                         ids=["a vector", "two scalars"])
+def test_a_product_needs_one_single_entry_output(name, func):
+    ours, theirs = {"hvp": (hvp, TF.hvp), "vhp": (vhp, TF.vhp)}[name]
+    with pytest.raises(ShapeError, match=f"{name}: func must return a single-entry tensor"):
+        ours(func, ta.tensor(X), ta.tensor(V))
+    with pytest.raises(RuntimeError):
+        theirs(func, torch.tensor(X), torch.tensor(V))
+
+
+def test_vjp_with_create_graph_keeps_the_outputs_graph_too():
+    x, xt = ta.tensor(X, requires_grad=True), torch.tensor(X, requires_grad=True)
+    out, _ = vjp(cubic(ta), x, create_graph=True)
+    out_t, _ = TF.vjp(cubic(torch), xt, create_graph=True)
+    assert out.requires_grad and out_t.requires_grad
+    out.backward()
+    out_t.backward()
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-12)
+    assert not vjp(cubic(ta), ta.tensor(X, requires_grad=True))[0].requires_grad
+
+
+def test_a_jacobian_with_create_graph_has_zero_blocks_for_an_ignored_input():
+    def f(lib):
+        return lambda a, b: (a ** 2).sum() * a
+
+    jac = ta.autograd.functional.jacobian(f(ta), (ta.tensor(X, requires_grad=True), ta.ones(2)),
+                                          create_graph=True)
+    jac_t = TF.jacobian(f(torch), (torch.tensor(X, requires_grad=True), torch.ones(2)),
+                        create_graph=True)
+    for ours, theirs in zip(jac, jac_t, strict=True):
+        assert ours.shape == tuple(theirs.shape)
+        np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-12)
+    assert jac[0].requires_grad
