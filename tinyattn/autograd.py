@@ -1557,7 +1557,8 @@ def _metadata_only(saved):
     """Whether a node's saved values are metadata (Python numbers, strings, None, dtypes,
     tuples and lists: shapes, axes, sizes), which backward leaves in place after using them: a
     second pass can run such a node's VJP again, as torch runs again a node that saved no
-    tensor (add, reshape, permute, sum, x * 2.0). Anything else (an array, a Tensor) is freed.
+    tensor (add, reshape, permute, sum). x * 2.0 and x / 2.0 run again too, where torch 2.13
+    refuses them (it keeps the 2.0 as a tensor). Anything else (an array, a Tensor) is freed.
     Only the first and the last item are looked at (_walk writes this test out per node, where
     a scan of every item cost about 6 % of the overhead benchmark's backward): every op saves its
     arrays first or last (x / y keeps (x, y), 2.0 / y (2.0, y)), and the ops' sample cases
