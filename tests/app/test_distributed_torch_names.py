@@ -257,8 +257,11 @@ def test_a_nanogpt_style_ddp_script_on_two_processes_ends_as_one_process(tmp_pat
         assert r_["unsynced_differ"].tolist() == [True] * 3
         assert r_["synced_same"].tolist() == [True] * 3
         assert all(k.startswith("module.") for k in r_["keys"])
-        # broadcast from rank 1, all_reduce MAX of floats and SUM of integers
-        assert r_["collectives"].tolist() == [1.0, 5.0, 2.0, 0.0, 5.0]
+        # broadcast from rank 1, all_reduce MAX of floats and SUM of integers; then a
+        # BatchNorm's running mean (rank + 1 on each rank) through DDP's forward: rank 0's
+        # with broadcast_buffers, each rank's own without
+        own = float(r_["env"][0] + 1)
+        assert r_["collectives"].tolist() == [1.0, 5.0, 2.0, 0.0, 5.0, 1.0, 1.0, own, own]
     assert not any(k.startswith("module.") for k in ref["keys"])
 
 

@@ -100,6 +100,15 @@ def main(out):
         n = ta.tensor([ddp_rank + 2])
         dist.all_reduce(n)  # (SUM, of integers)
         collectives = [*t.tolist(), *m.tolist(), *n.tolist()]
+        # buffers (BatchNorm's running statistics) made to differ between the ranks after
+        # DDP's construction (which gives every rank rank 0's): each forward gives every rank
+        # rank 0's again (broadcast_buffers), or leaves each its own
+        for broadcast in (True, False):
+            bn = ta.nn.BatchNorm1d(2).eval()
+            wrapped = DDP(bn, broadcast_buffers=broadcast)
+            bn.running_mean.fill_(float(ddp_rank + 1))
+            wrapped(ta.ones(3, 2))
+            collectives += bn.running_mean.tolist()
         dist.barrier()
         keys = sorted(model.state_dict())
         destroy_process_group()
