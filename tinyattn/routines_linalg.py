@@ -234,6 +234,15 @@ def _method_of(name, fn):
     return method
 
 
+def _nuclear_norm(self, dim, keepdim):
+    """x.norm(p="nuc", dim, keepdim) (Tensor.norm calls this, a library function): linalg's
+    matrix_norm over the two dims in dim, a matrix's two by default."""
+    if dim is None:
+        dim = tuple(range(self.ndim)) if self.ndim > 1 else (-2, -1)
+    return linalg.matrix_norm(self, "nuc", dim, keepdim)
+
+
 METHODS = {name: _method_of(name, fn) for name, fn in _LIBRARY.items()}
+METHODS["_nuclear_norm"] = _nuclear_norm
 METHODS.update({name: _in_place(name, getattr(routines_more, name[:-1])) for name in (
     "ldexp_", "nextafter_", "mvlgamma_", "igamma_", "igammac_", "renorm_")})

@@ -2266,10 +2266,8 @@ class Tensor(TensorBase):
         if p == "fro" or p is None:
             p = 2
         x = norm_cast("norm", self, dtype)
-        if p == "nuc":  # torch's: linalg.matrix_norm's, over two dims (a matrix's by default)
-            from .linalg import matrix_norm
-            return matrix_norm(x, "nuc", tuple(range(x.ndim)) if dim is None and x.ndim > 1
-                               else (-2, -1) if dim is None else dim, keepdim)
+        if p == "nuc":  # torch's: linalg.matrix_norm's (the method is routines_linalg.py's)
+            return x._nuclear_norm(dim, keepdim)
         if isinstance(p, str):
             raise ValueError(f"norm: p={p!r}: Tensor.norm takes a number (2, 1, inf, ...), "
                              "'fro' or 'nuc'")
