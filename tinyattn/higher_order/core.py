@@ -8,7 +8,7 @@ import math
 import numpy
 
 from ..ops.elementwise import sgn
-from ..ops.op import is_const, quiet
+from ..ops.op import is_const, quiet, quietly
 from .base import call, const, masked, sum_dims, sum_to, swap_last, tensor_on, unreduce
 
 
@@ -40,6 +40,7 @@ def _neg(c):
     return (-c.g,)
 
 
+@quietly  # (at x = 0: 0 ** -1 = inf, 0 * log 0 = NaN where masked out: silently, as torch)
 def _pow(c):
     g, (x, y, _) = c.g, c.saved
     gx = gy = None
@@ -51,10 +52,9 @@ def _pow(c):
             y_t = c.input(1)
             gx = masked(c, y != 0, g * (y_t * x_t ** (y_t - 1)))
     if c.need(1):
-        with quiet():
-            flat = (x == 0) & (y >= 0)
-            log_x = c.input(0).log() if not is_const(x) else math.log(x) if x > 0 else \
-                float("-inf") if x == 0 else float("nan")
+        flat = (x == 0) & (y >= 0)
+        log_x = c.input(0).log() if not is_const(x) else math.log(x) if x > 0 else \
+            float("-inf") if x == 0 else float("nan")
         gy = g * masked(c, ~flat, c.out() * log_x)
     return gx, gy
 
