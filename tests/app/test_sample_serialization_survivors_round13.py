@@ -78,3 +78,15 @@ def test_a_map_location_that_is_no_device_is_refused_showing_it(tmp_path, locati
     with pytest.raises(TypeError, match=re.escape(f"; got {location!r} "
                                                   f"({type(location).__name__});")):
         ta.load(str(path), map_location=location)
+
+
+@pytest.mark.parametrize("key, value", [("n_heads", 3), ("dropout", 1.5), ("norm", "batch")])
+def test_a_forged_model_config_is_refused_naming_the_checkpoint(add_checkpoint, tmp_path, key,
+                                                               value):
+    ck = ta.load(str(add_checkpoint))
+    ck["model_config"][key] = value
+    path = tmp_path / "forged.npz"
+    ta.save(ck, str(path))
+    with pytest.raises(CheckpointError, match=re.escape(f"sample: {path} has model_config "
+                                                        f"{key} = {value!r}; it must be")):
+        sample(path, "12+34")

@@ -665,13 +665,14 @@ def test_a_captured_step_on_the_device_equals_the_eager_one(fake_be, dropout):
         np.testing.assert_array_equal(got[name], want[name], err_msg=name)
 
 
-def test_cli_train_on_cupy(fake_be, tmp_path, capsys):
+@pytest.mark.parametrize("capture", [False, True], ids=["eager", "capture"])
+def test_cli_train_on_cupy(fake_be, tmp_path, capsys, capture):
     from tinyattn import cli
 
     out = tmp_path / "run"
     rc = cli.main(["train", "--backend", "cupy", "--steps", "3", "--d-model", "16", "--heads",
                    "2", "--layers", "1", "--batch-size", "4", "--eval-every", "3",
-                   "--no-progress", "--out", str(out)])
+                   "--no-progress", "--out", str(out)] + (["--capture"] if capture else []))
     assert rc == 0
     assert (out / "metrics.json").exists() and (out / "checkpoint.npz").exists()
     assert B._made["cupy"] is fake_be  # it ran on the fake, not on a new backend
