@@ -82,3 +82,79 @@ def test_swalr_with_few_annealing_epochs_as_torch(anneal_epochs):
             seen.append(opt.param_groups[0]["lr"])
         lrs.append(seen)
     np.testing.assert_allclose(lrs[0], lrs[1], rtol=1e-12)
+
+
+def _counting_sgd(lib):
+    """A custom optimizer of torch's contract (it steps itself): a "step" count kept as a
+    float32 tensor, and a momentum buffer, per parameter."""
+
+    class CountingSGD(lib.optim.Optimizer):
+        def __init__(self, params, lr=0.1):
+            super().__init__(params, {"lr": lr})
+
+        def step(self, closure=None):
+            for group in self.param_groups:
+                for p in group["params"]:
+                    state = self.state[p]
+                    if not state:
+                        state["step"] = lib.tensor(0.0, dtype=lib.float32)
+                        state["buf"] = lib.zeros_like(p)
+                    state["step"] += 1
+                    with lib.no_grad():
+                        state["buf"].mul_(0.9).add_(p.grad)
+                        p.sub_(group["lr"] * state["buf"])
+
+    return CountingSGD
+
+
+@pytest.mark.parametrize("lib_name", ["tinyattn", "torch"])
+def test_a_custom_optimizers_step_count_keeps_its_own_dtype_when_loaded(lib_name):
+    # torch's load_state_dict casts a subclass's state to the parameter's dtype, but "step":
+    # that one stays as it was saved (a float32 count beside a float64 parameter)
+    lib = ta if lib_name == "tinyattn" else torch
+    opt_cls = _counting_sgd(lib)
+    p = lib.tensor([1.0, -2.0], dtype=lib.float64, requires_grad=True)
+    opt = opt_cls([p])
+    (p * p).sum().backward()
+    opt.step()
+    sd = opt.state_dict()
+    q = lib.tensor([1.0, -2.0], dtype=lib.float64, requires_grad=True)
+    fresh = opt_cls([q])
+    fresh.load_state_dict(sd)
+    state = fresh.state[q]
+    assert state["step"].dtype == lib.float32 and float(state["step"]) == 1.0
+    assert state["buf"].dtype == lib.float64
+    np.testing.assert_allclose(np.asarray(state["buf"].detach()), [2.0, -4.0])
+
+
+def _hooks_seen(lib, inside_forward):
+    """The full backward hook calls of a module whose input's gradient comes (only) along a
+    path that skips its output: a tensor forward makes and leaves on the module, or a
+    backward run inside forward. Returns (the calls, the input's gradient)."""
+    calls = []
+
+    class M(lib.nn.Module):
+        def forward(self, x):
+            if inside_forward:
+                (x * 5).sum().backward(retain_graph=True)
+            else:
+                self.side = x * 3
+            return x * 2
+
+    m = M()
+    m.register_full_backward_hook(lambda mod, gi, go: calls.append(len(go)))
+    m.register_full_backward_pre_hook(lambda mod, go: calls.append("pre"))
+    x = lib.ones(2, requires_grad=True)
+    out = m(x)
+    if not inside_forward:
+        m.side.sum().backward()
+    seen = list(calls)
+    out.sum().backward()  # through the output: both hooks run
+    return seen, calls[len(seen):], x.grad.tolist()
+
+
+@pytest.mark.parametrize("inside_forward", [False, True])
+def test_no_full_backward_hook_where_the_gradient_skips_the_output(inside_forward):
+    ours = _hooks_seen(ta, inside_forward)
+    assert ours == _hooks_seen(torch, inside_forward)
+    assert ours[0] == [] and ours[1] == ["pre", 1]

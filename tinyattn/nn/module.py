@@ -1521,9 +1521,13 @@ class _BackwardWatch:
         return F.cat(flat)
 
     def _call(self, grad_input):
+        """Run the full backward hooks; what the last one returned (None: nothing replaced).
+        Where the gradient reached the inputs without passing through the outputs (a tensor
+        made inside forward and used outside, a backward run inside forward), no hook runs,
+        as torch's BackwardHook."""
         grad_output = self.grad_output
-        if grad_output is None:  # (no output got a gradient through the packed outputs)
-            grad_output = (None,) * getattr(self, "n_out", 0)
+        if grad_output is None:
+            return None
         self.grad_output = None
         result = None
         for hook, _, _ in list(self.module._hooks["backward"].values()):
