@@ -106,7 +106,11 @@ class LRScheduler:
         return _closed_form(self)
 
     def _set(self, lrs):
-        for group, lr in zip(self.optimizer.param_groups, lrs, strict=True):
+        lrs, groups = list(lrs), self.optimizer.param_groups
+        if len(lrs) != len(groups):  # (torch sets the first ones and ignores the rest)
+            raise ValueError(f"{type(self).__name__}: get_lr() gave {len(lrs)} learning rates "
+                             f"for {len(groups)} parameter groups; it must give one per group")
+        for group, lr in zip(groups, lrs, strict=True):
             _put(group, "lr", lr)
         self._last_lr = [_copy(group["lr"]) for group in self.optimizer.param_groups]
 
