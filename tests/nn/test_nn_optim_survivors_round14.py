@@ -3,7 +3,8 @@ torch has the behaviour: CrossMapLRN2d's default k; a deep copy keeping one copy
 parametrized module held twice; a captured step that sees a parameter replaced after a mode
 change (each change moves capture's state version on, never back to a value it had); a
 custom optimizer's dict-valued group setting surviving load_state_dict; a scheduler whose
-get_lr gives the wrong number of learning rates refused with a clear error."""
+get_lr gives the wrong number of learning rates refused with a clear error; L-BFGS stopping
+for lack of progress where torch does."""
 
 import copy
 
@@ -89,3 +90,28 @@ def test_a_scheduler_giving_the_wrong_number_of_learning_rates_is_refused():
         OneRate(opt)
     assert [g["lr"] for g in opt.param_groups] == [0.1, 0.1]
 
+
+
+def _lbfgs_stop(lib, line_search):
+    """Where L-BFGS stops on a steep quartic: there the steps get small (the lack-of-progress
+    rule, |d t| <= tolerance_change) while the loss still moves by more than the tolerance."""
+    x = lib.tensor([3.0, -2.0, 0.5], dtype=lib.float64, requires_grad=True)
+    opt = lib.optim.LBFGS([x], max_iter=100, tolerance_grad=1e-30, tolerance_change=1e-3,
+                          line_search_fn=line_search)
+
+    def closure():
+        opt.zero_grad()
+        loss = 1e9 * ((x - 1) ** 4).sum() + (x ** 2).sum()
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    state = opt.state[x]
+    return state["n_iter"], state["func_evals"], x.detach().numpy().copy()
+
+
+@pytest.mark.parametrize("line_search", [None, "strong_wolfe"])
+def test_lbfgs_stops_for_lack_of_progress_where_torch_does(line_search):
+    ours, theirs = _lbfgs_stop(ta, line_search), _lbfgs_stop(torch, line_search)
+    assert ours[:2] == theirs[:2]
+    np.testing.assert_allclose(ours[2], theirs[2], rtol=1e-12)
