@@ -180,8 +180,24 @@ def _embedding(c):
     gw = call("scatter_add", _zeros(c, w_shape, c.g.dtype), index, rows, dim=0)
     if c.params.get("scale_grad_by_freq", False):
         counts = xp.bincount(ids.reshape(-1), minlength=w_shape[0])
-        gw = gw / const(c, xp.maximum(counts, 1)[:, None], gw.dtype)
+        gw = _ByFrequency.apply(gw, const(c, xp.maximum(counts, 1)[:, None], gw.dtype))
     return None, gw
+
+
+class _ByFrequency(Function):
+    """gw / counts (each row's gradient over its id's count), whose own gradient goes back
+    unscaled: torch's double backward of embedding under scale_grad_by_freq (it gathers the
+    rows without the counts). A second pass goes through embedding's first VJP, which divides
+    by the counts once more; with both, the second derivative is the true one of the scaled
+    gradient (d/dw Σ (2 w)² = 8 w for a squared loss, whatever the counts)."""
+
+    @staticmethod
+    def forward(ctx, gw, counts):
+        return gw / counts
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, None
 
 
 # ---- views read off the input's memory ------------------------------------------------------
