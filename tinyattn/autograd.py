@@ -1076,6 +1076,10 @@ def _given(x, c):
 def _cut_nondiff(op, parents, consts):
     """Inputs that never get a gradient (masks, indices) lose their parent; their shape and
     dtype join `consts`, which is returned."""
+    if op.nondiff[-1] >= len(parents):
+        raise TypeError(f"{op.name}: got {len(parents)} inputs, but its input "
+                        f"{op.nondiff[-1]} (one that gets no gradient: a mask, indices) "
+                        "must be given too, as None where there is none")
     for i in op.nondiff:
         p = parents[i]
         if p is not None:

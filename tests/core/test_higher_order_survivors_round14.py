@@ -70,3 +70,23 @@ def test_an_op_without_a_graph_vjp_is_refused_naming_create_graph_true():
     assert str(error).startswith("create_graph: my_op has no differentiable VJP (gradients of "
                                  "gradients); create_graph=True supports the ops listed in "
                                  "tinyattn/higher_order/: ")
+
+
+def test_an_op_called_without_its_mask_input_says_to_pass_none():
+    from tinyattn.ops.softmax import scaled_masked_softmax
+
+    x = ta.tensor([[0.1, 0.5, -0.3]], dtype=ta.float64, requires_grad=True)
+    with pytest.raises(TypeError, match=r"^scaled_masked_softmax: got 1 inputs, but its input 1 "
+                                        r"\(one that gets no gradient: a mask, indices\) must "
+                                        r"be given too, as None where there is none$"):
+        scaled_masked_softmax(x, scale=2.0)
+    # given as None: the op, whose graph VJP scales as softmax(2 x)'s (second derivative too)
+    w = ta.tensor([[1.0, 2.0, 3.0]], dtype=ta.float64)
+    results = []
+    for fn in (lambda t: scaled_masked_softmax(t, None, scale=2.0),
+               lambda t: ta.softmax(t * 2.0, -1)):
+        t = ta.tensor([[0.1, 0.5, -0.3]], dtype=ta.float64, requires_grad=True)
+        (g,) = ta.autograd.grad((fn(t) * w).sum(), t, create_graph=True)
+        (h,) = ta.autograd.grad((g * g).sum(), t)
+        results.append(np.concatenate([g.numpy(), h.numpy()]))
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-12)
