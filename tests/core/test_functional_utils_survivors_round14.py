@@ -2,7 +2,8 @@
 against torch: hvp and vhp where func is linear in one input (its second derivatives are
 zeros, not an error), their refusal of a non-tensor input naming them, checkpoint refusing
 context_fn with use_reentrant=True, RandomSampler's refusal naming it, and
-DistributedSampler padding by default (drop_last=False)."""
+DistributedSampler padding by default (drop_last=False), and an unseeded default generator
+giving its stream's seed."""
 
 import numpy as np
 import pytest
@@ -56,3 +57,11 @@ def test_distributed_sampler_pads_by_default():
     assert got[0] == got[1] == [[0, 2, 4], [1, 3, 0]]
     np.testing.assert_equal(len(ta.utils.data.DistributedSampler(list(range(5)), num_replicas=2,
                                                                  rank=0)), 3)
+
+
+def test_an_unseeded_default_generator_gives_its_streams_seed():
+    # (as torch.initial_seed() before any manual_seed: the seed the stream started from)
+    fresh = type(ta.default_generator)()
+    seed = fresh.initial_seed()
+    assert isinstance(seed, int) and seed == int(fresh.rng.bit_generator.seed_seq.entropy)
+    assert isinstance(torch.default_generator.initial_seed(), int)
